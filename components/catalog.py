@@ -1,0 +1,588 @@
+"""What gpu-platform knows about NVIDIA GPUs and the cloud machines that carry them.
+
+Pure data and a few lookups, stdlib only, so that stack-file validation (``components.spec``) can import
+it without pulling in pulumi or a cloud SDK.
+
+Where the numbers come from:
+
+* MIG profiles: NVIDIA's MIG user guide ("Supported MIG Profiles") and the default mig-parted config that
+  the GPU Operator ships (``shared/upstream/gpu-operator/examples/mig-parted.default-config.yaml``).
+* AWS instance types: the Karpenter provider's generated instance-type reference (vCPU, memory, GPU
+  count and the ``karpenter.k8s.aws/instance-gpu-*`` label values, all read from the EC2 API).
+* GCP machine types: the Compute Engine GPU and accelerator-optimized machine docs and the machine-type
+  API values (``guestCpus``, ``memoryMb / 1024``).
+
+vCPU and memory figures are informational (sizing hints, docs); GPU model and count are what the platform
+acts on.
+"""
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Protocol, TypeVar
+
+# A MIG-capable GPU of the generations listed here (A100, H100, H200, B200) splits into 7 compute slices
+# and 8 memory slices; every GPU instance profile takes a whole number of each.
+MIG_COMPUTE_SLICES = 7
+MIG_MEMORY_SLICES = 8
+
+_PROFILE_NAME = re.compile(r"^(?P<compute>[1-7])g\.(?P<memory>\d+)gb(?P<me>\+me)?$")
+
+
+# --------------------------------------------------------------------------------------------------------
+# Data types
+# --------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MigProfile:
+    """One MIG GPU instance profile as it is named by nvidia-smi and mig-parted (``"3g.40gb"``)."""
+
+    name: str
+    compute_slices: int  # the "Ng" part: compute slices out of MIG_COMPUTE_SLICES
+    memory_slices: int  # memory slices out of MIG_MEMORY_SLICES that one instance occupies
+    max_count: int  # most instances of this profile alone on one GPU
+    memory_gb: int  # the "NNgb" part of the name
+
+    @property
+    def media_extensions(self) -> bool:
+        """True for the ``+me`` variant, which takes the GPU's only set of JPEG/OFA engines."""
+        return self.name.endswith("+me")
+
+
+@dataclass(frozen=True)
+class GpuModel:
+    name: str  # canonical name used in stack files: "A100-80GB", "H100", ...
+    memory_gib: int  # nominal framebuffer as marketed (GB on the datasheet)
+    architecture: str  # "turing", "ampere", "ada", "hopper", "blackwell"
+    mig_profiles: Mapping[str, MigProfile] = field(hash=False)  # empty when the GPU has no MIG
+    karpenter_gpu_name: str  # value of the karpenter.k8s.aws/instance-gpu-name label
+    gke_accelerator: str | None  # cloud.google.com/gke-accelerator value; None where GCP has no such GPU
+    # Value of the karpenter.k8s.aws/instance-gpu-memory label (MiB, as EC2 reports it). The GPU-name
+    # label alone does not tell A100-40GB from A100-80GB (both are "a100"); this one does.
+    # None where no AWS instance type carries the GPU.
+    aws_gpu_memory_mib: int | None = None
+
+    @property
+    def supports_mig(self) -> bool:
+        return bool(self.mig_profiles)
+
+    def mig_profile(self, name: str) -> MigProfile:
+        """The named MIG profile; KeyError naming the valid ones when this GPU has no such profile."""
+        try:
+            return self.mig_profiles[name]
+        except KeyError:
+            raise KeyError(_unknown_profile_message(self, name)) from None
+
+
+@dataclass(frozen=True)
+class AwsInstanceType:
+    name: str  # "p4de.24xlarge"
+    gpu_model: str  # a GPU_MODELS key
+    gpu_count: int
+    arch: str  # "x86_64" or "arm64" (EC2 spelling)
+    vcpus: int
+    memory_gib: int
+
+    @property
+    def family(self) -> str:
+        """``"p4de"`` for ``"p4de.24xlarge"`` (the karpenter.k8s.aws/instance-family label)."""
+        return self.name.split(".", 1)[0]
+
+    @property
+    def kubernetes_arch(self) -> str:
+        """The kubernetes.io/arch label value: ``"amd64"`` or ``"arm64"``."""
+        return "amd64" if self.arch == "x86_64" else self.arch
+
+    @property
+    def karpenter_gpu_name(self) -> str:
+        """The karpenter.k8s.aws/instance-gpu-name label this instance type really gets.
+
+        Equal to the GPU model's label except for g5g, whose GPU EC2 calls "T4g" (label ``"t4g"``).
+        """
+        if self.family in _AWS_GPU_NAME_OVERRIDES:
+            return _AWS_GPU_NAME_OVERRIDES[self.family]
+        return GPU_MODELS[self.gpu_model].karpenter_gpu_name
+
+
+@dataclass(frozen=True)
+class GcpMachineType:
+    name: str  # "a2-ultragpu-8g"
+    gpu_model: str | None  # fixed GPU of A2/A3/A4/G2 types; None for N1, which take attached T4s
+    gpu_count: int | None  # fixed GPU count of accelerator-optimized types; None for N1
+    vcpus: int
+    memory_gib: int
+
+    @property
+    def family(self) -> str:
+        """The machine series: ``"n1"``, ``"a2"``, ``"a3"``, ``"a4"``, ``"g2"``."""
+        return self.name.split("-", 1)[0]
+
+    @property
+    def attaches_gpus(self) -> bool:
+        """True for N1 types: GPUs are added to the VM (guest accelerators) rather than built in."""
+        return self.gpu_model is None
+
+
+# --------------------------------------------------------------------------------------------------------
+# MIG profiles
+# --------------------------------------------------------------------------------------------------------
+
+
+def _profile(name: str, memory_slices: int, max_count: int) -> MigProfile:
+    m = _PROFILE_NAME.match(name)
+    if m is None:
+        raise ValueError(f"not a MIG profile name: {name!r}")
+    return MigProfile(
+        name=name,
+        compute_slices=int(m["compute"]),
+        memory_slices=memory_slices,
+        max_count=max_count,
+        memory_gb=int(m["memory"]),
+    )
+
+
+def _seven_slice_profiles(eighth: int, quarter: int, half: int, whole: int) -> Mapping[str, MigProfile]:
+    """The profile set that A100, H100, H200 and B200 share, named by each GPU's memory sizes.
+
+    ``eighth``/``quarter``/``half``/``whole`` are the GB figures NVIDIA puts in the names of profiles
+    holding 1, 2, 4 and 8 of the 8 memory slices (A100-40GB: 5, 10, 20, 40).
+
+    The ``+me`` profile is a 1-slice instance that also owns the GPU's single JPEG decoder / optical-flow
+    engine set: in NVIDIA's tables it has the same memory fraction (1/8) and SM fraction (1/7) as the plain
+    1g profile, and at most one can exist per GPU. It is listed in mig-parted's defaults for every model
+    here. The later Blackwell-only variants (``-me``, ``+me.all``, ``+gfx``) are left out: mig-parted
+    lists them only for RTX PRO 6000, not for B200.
+    """
+    rows = (
+        (f"1g.{eighth}gb", 1, 7),
+        (f"1g.{eighth}gb+me", 1, 1),
+        (f"1g.{quarter}gb", 2, 4),  # one compute slice with double memory
+        (f"2g.{quarter}gb", 2, 3),
+        (f"3g.{half}gb", 4, 2),
+        (f"4g.{half}gb", 4, 1),
+        (f"7g.{whole}gb", 8, 1),
+    )
+    return MappingProxyType({name: _profile(name, mem, count) for name, mem, count in rows})
+
+
+_NO_MIG: Mapping[str, MigProfile] = MappingProxyType({})
+
+
+# --------------------------------------------------------------------------------------------------------
+# GPU models
+# --------------------------------------------------------------------------------------------------------
+
+
+class _Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+_T = TypeVar("_T", bound=_Named)
+
+
+def _index(items: Iterable[_T]) -> Mapping[str, _T]:
+    out: dict[str, _T] = {}
+    for item in items:
+        if item.name in out:
+            raise ValueError(f"duplicate catalog entry {item.name!r}")
+        out[item.name] = item
+    return MappingProxyType(out)
+
+
+GPU_MODELS: Mapping[str, GpuModel] = _index(
+    (
+        GpuModel(
+            name="T4",
+            memory_gib=16,
+            architecture="turing",
+            mig_profiles=_NO_MIG,
+            karpenter_gpu_name="t4",
+            gke_accelerator="nvidia-tesla-t4",
+            aws_gpu_memory_mib=16384,
+        ),
+        GpuModel(
+            # AWS-only part (a cut-down A10); GCP has no A10G.
+            name="A10G",
+            memory_gib=24,
+            architecture="ampere",
+            mig_profiles=_NO_MIG,
+            karpenter_gpu_name="a10g",
+            gke_accelerator=None,
+            aws_gpu_memory_mib=22888,
+        ),
+        GpuModel(
+            name="L4",
+            memory_gib=24,
+            architecture="ada",
+            mig_profiles=_NO_MIG,
+            karpenter_gpu_name="l4",
+            gke_accelerator="nvidia-l4",
+            aws_gpu_memory_mib=22888,
+        ),
+        GpuModel(
+            # GCP offers no L40S machine type.
+            name="L40S",
+            memory_gib=48,
+            architecture="ada",
+            mig_profiles=_NO_MIG,
+            karpenter_gpu_name="l40s",
+            gke_accelerator=None,
+            aws_gpu_memory_mib=45776,
+        ),
+        GpuModel(
+            name="A100-40GB",
+            memory_gib=40,
+            architecture="ampere",
+            mig_profiles=_seven_slice_profiles(5, 10, 20, 40),
+            karpenter_gpu_name="a100",
+            gke_accelerator="nvidia-tesla-a100",
+            aws_gpu_memory_mib=40960,
+        ),
+        GpuModel(
+            name="A100-80GB",
+            memory_gib=80,
+            architecture="ampere",
+            mig_profiles=_seven_slice_profiles(10, 20, 40, 80),
+            karpenter_gpu_name="a100",
+            gke_accelerator="nvidia-a100-80gb",
+            aws_gpu_memory_mib=81920,
+        ),
+        GpuModel(
+            # H100 SXM 80GB (p5, a3-*). a3-megagpu-8g nodes carry a different GKE accelerator value; see
+            # gke_accelerator_for_machine_type().
+            name="H100",
+            memory_gib=80,
+            architecture="hopper",
+            mig_profiles=_seven_slice_profiles(10, 20, 40, 80),
+            karpenter_gpu_name="h100",
+            gke_accelerator="nvidia-h100-80gb",
+            aws_gpu_memory_mib=81920,
+        ),
+        GpuModel(
+            name="H200",
+            memory_gib=141,
+            architecture="hopper",
+            mig_profiles=_seven_slice_profiles(18, 35, 71, 141),
+            karpenter_gpu_name="h200",
+            gke_accelerator="nvidia-h200-141gb",
+            aws_gpu_memory_mib=144384,
+        ),
+        GpuModel(
+            # NVIDIA sells it as 180 GB HBM3e (1,440 GB per 8-GPU board); EC2 reports 183359 MiB,
+            # about 179 GiB.
+            name="B200",
+            memory_gib=180,
+            architecture="blackwell",
+            mig_profiles=_seven_slice_profiles(23, 45, 90, 180),
+            karpenter_gpu_name="b200",
+            gke_accelerator="nvidia-b200",
+            aws_gpu_memory_mib=183359,
+        ),
+    )
+)
+
+
+# --------------------------------------------------------------------------------------------------------
+# AWS instance types
+# --------------------------------------------------------------------------------------------------------
+
+# g5g carries the NVIDIA T4G, the Arm-host packaging of the T4 (same Turing TU104 GPU, 16 GB). The catalog
+# keeps one GPU model per silicon, so g5g maps to "T4" with arch "arm64". Its Karpenter GPU-name label is
+# "t4g", though, so a NodePool that selects instance-gpu-name=t4 does not match g5g; use
+# AwsInstanceType.karpenter_gpu_name (or the instance family) to select it.
+_AWS_GPU_NAME_OVERRIDES: Mapping[str, str] = MappingProxyType({"g5g": "t4g"})
+
+
+def _aws_family(family: str, gpu: str, arch: str, sizes: Iterable[tuple[str, int, int, int]]) -> list[AwsInstanceType]:
+    """Rows are (size, gpu_count, vcpus, memory_gib)."""
+    return [
+        AwsInstanceType(name=f"{family}.{size}", gpu_model=gpu, gpu_count=gpus, arch=arch, vcpus=vcpus, memory_gib=mem)
+        for size, gpus, vcpus, mem in sizes
+    ]
+
+
+# g5 and g6 come in the same eight sizes (GPU count, vCPUs, memory); g6e doubles the memory.
+_G5_G6_SIZES = (
+    ("xlarge", 1, 4, 16),
+    ("2xlarge", 1, 8, 32),
+    ("4xlarge", 1, 16, 64),
+    ("8xlarge", 1, 32, 128),
+    ("16xlarge", 1, 64, 256),
+    ("12xlarge", 4, 48, 192),
+    ("24xlarge", 4, 96, 384),
+    ("48xlarge", 8, 192, 768),
+)
+
+AWS_INSTANCE_TYPES: Mapping[str, AwsInstanceType] = _index(
+    [
+        *_aws_family(
+            "g4dn",
+            "T4",
+            "x86_64",
+            (
+                ("xlarge", 1, 4, 16),
+                ("2xlarge", 1, 8, 32),
+                ("4xlarge", 1, 16, 64),
+                ("8xlarge", 1, 32, 128),
+                ("16xlarge", 1, 64, 256),
+                ("12xlarge", 4, 48, 192),
+                ("metal", 8, 96, 384),
+            ),
+        ),
+        *_aws_family(
+            "g5g",
+            "T4",  # T4G; see _AWS_GPU_NAME_OVERRIDES
+            "arm64",
+            (
+                ("xlarge", 1, 4, 8),
+                ("2xlarge", 1, 8, 16),
+                ("4xlarge", 1, 16, 32),
+                ("8xlarge", 1, 32, 64),
+                ("16xlarge", 2, 64, 128),
+                ("metal", 2, 64, 128),
+            ),
+        ),
+        *_aws_family("g5", "A10G", "x86_64", _G5_G6_SIZES),
+        *_aws_family("g6", "L4", "x86_64", _G5_G6_SIZES),
+        *_aws_family(
+            "g6e",
+            "L40S",
+            "x86_64",
+            # Same vCPU and GPU counts as g6, twice the memory.
+            ((size, gpus, vcpus, mem * 2) for size, gpus, vcpus, mem in _G5_G6_SIZES),
+        ),
+        *_aws_family("p4d", "A100-40GB", "x86_64", (("24xlarge", 8, 96, 1152),)),
+        *_aws_family("p4de", "A100-80GB", "x86_64", (("24xlarge", 8, 96, 1152),)),
+        *_aws_family("p5", "H100", "x86_64", (("4xlarge", 1, 16, 256), ("48xlarge", 8, 192, 2048))),
+        *_aws_family("p5e", "H200", "x86_64", (("48xlarge", 8, 192, 2048),)),
+        *_aws_family("p5en", "H200", "x86_64", (("48xlarge", 8, 192, 2048),)),
+        *_aws_family("p6-b200", "B200", "x86_64", (("48xlarge", 8, 192, 2048),)),
+    ]
+)
+
+
+# --------------------------------------------------------------------------------------------------------
+# GCP machine types
+# --------------------------------------------------------------------------------------------------------
+
+# The one GPU model gpu-platform attaches to N1 VMs.
+N1_ATTACHABLE_GPU_MODEL = "T4"
+
+# N1 memory per vCPU (GB) for the predefined shapes.
+_N1_MEMORY_PER_VCPU: Mapping[str, float] = MappingProxyType({"standard": 3.75, "highmem": 6.5, "highcpu": 0.9})
+_N1_SIZES = (1, 2, 4, 8, 16, 32, 64, 96)
+_N1_NAME = re.compile(r"^n1-(?P<shape>standard|highmem|highcpu)-(?P<vcpus>\d+)$")
+
+# GCP's limits for NVIDIA T4 on N1: (T4 count, most vCPUs, most memory in GB) -- 1 or 2 T4s allow up to
+# 48 vCPUs / 312 GB, 4 T4s up to 96 vCPUs / 624 GB. GCP allows no other T4 counts.
+_N1_T4_LIMITS = ((1, 48, 312.0), (2, 48, 312.0), (4, 96, 624.0))
+
+# Machine types whose nodes get a GKE accelerator label other than their GPU model's.
+_GKE_ACCELERATOR_OVERRIDES: Mapping[str, str] = MappingProxyType({"a3-megagpu-8g": "nvidia-h100-mega-80gb"})
+
+
+def _n1(shape: str, vcpus: int) -> GcpMachineType:
+    memory = vcpus * _N1_MEMORY_PER_VCPU[shape]
+    return GcpMachineType(
+        name=f"n1-{shape}-{vcpus}", gpu_model=None, gpu_count=None, vcpus=vcpus, memory_gib=int(memory)
+    )
+
+
+def _fixed(name: str, gpu: str, gpus: int, vcpus: int, memory: int) -> GcpMachineType:
+    return GcpMachineType(name=name, gpu_model=gpu, gpu_count=gpus, vcpus=vcpus, memory_gib=memory)
+
+
+GCP_MACHINE_TYPES: Mapping[str, GcpMachineType] = _index(
+    [
+        *(_n1("standard", n) for n in (4, 8, 16, 32, 64, 96)),
+        *(_n1("highmem", n) for n in (4, 8, 16, 32, 64, 96)),
+        # A2 Standard: A100 40GB, 12 vCPUs and 85 GB per GPU; the 16-GPU type stops at 96 vCPUs.
+        _fixed("a2-highgpu-1g", "A100-40GB", 1, 12, 85),
+        _fixed("a2-highgpu-2g", "A100-40GB", 2, 24, 170),
+        _fixed("a2-highgpu-4g", "A100-40GB", 4, 48, 340),
+        _fixed("a2-highgpu-8g", "A100-40GB", 8, 96, 680),
+        _fixed("a2-megagpu-16g", "A100-40GB", 16, 96, 1360),
+        # A2 Ultra: A100 80GB, 12 vCPUs and 170 GB per GPU.
+        _fixed("a2-ultragpu-1g", "A100-80GB", 1, 12, 170),
+        _fixed("a2-ultragpu-2g", "A100-80GB", 2, 24, 340),
+        _fixed("a2-ultragpu-4g", "A100-80GB", 4, 48, 680),
+        _fixed("a2-ultragpu-8g", "A100-80GB", 8, 96, 1360),
+        # G2: L4. Note g2-standard-32 has ONE GPU (more vCPUs than g2-standard-16, same GPU count).
+        _fixed("g2-standard-4", "L4", 1, 4, 16),
+        _fixed("g2-standard-8", "L4", 1, 8, 32),
+        _fixed("g2-standard-12", "L4", 1, 12, 48),
+        _fixed("g2-standard-16", "L4", 1, 16, 64),
+        _fixed("g2-standard-24", "L4", 2, 24, 96),
+        _fixed("g2-standard-32", "L4", 1, 32, 128),
+        _fixed("g2-standard-48", "L4", 4, 48, 192),
+        _fixed("g2-standard-96", "L4", 8, 96, 384),
+        # A3 High: H100 80GB, 26 vCPUs and 234 GB per GPU (the 1g/2g/4g sizes are offered only as Spot or
+        # flex-start capacity). A3 Mega: same shape, more GPU NICs.
+        _fixed("a3-highgpu-1g", "H100", 1, 26, 234),
+        _fixed("a3-highgpu-2g", "H100", 2, 52, 468),
+        _fixed("a3-highgpu-4g", "H100", 4, 104, 936),
+        _fixed("a3-highgpu-8g", "H100", 8, 208, 1872),
+        _fixed("a3-megagpu-8g", "H100", 8, 208, 1872),
+        # A3 Ultra: H200 141GB. A4: B200.
+        _fixed("a3-ultragpu-8g", "H200", 8, 224, 2952),
+        _fixed("a4-highgpu-8g", "B200", 8, 224, 3968),
+    ]
+)
+
+
+# --------------------------------------------------------------------------------------------------------
+# Lookups
+# --------------------------------------------------------------------------------------------------------
+
+
+def gpu_model(name: str) -> GpuModel:
+    """The GPU model with this canonical name; KeyError listing the known names otherwise."""
+    try:
+        return GPU_MODELS[name]
+    except KeyError:
+        pass
+    hint = ""
+    for known in GPU_MODELS:
+        if known.lower() == str(name).lower():
+            hint = f" (did you mean {known!r}?)"
+            break
+    raise KeyError(f"unknown GPU model {name!r}{hint}; known models: {', '.join(GPU_MODELS)}")
+
+
+def aws_instance_type(name: str) -> AwsInstanceType | None:
+    return AWS_INSTANCE_TYPES.get(name)
+
+
+def gcp_machine_type(name: str) -> GcpMachineType | None:
+    return GCP_MACHINE_TYPES.get(name)
+
+
+def aws_instance_types_for(model: str) -> tuple[AwsInstanceType, ...]:
+    """AWS instance types carrying this GPU model, in catalog order."""
+    gpu_model(model)
+    return tuple(t for t in AWS_INSTANCE_TYPES.values() if t.gpu_model == model)
+
+
+def gcp_machine_types_for(model: str) -> tuple[GcpMachineType, ...]:
+    """GCP machine types with this GPU built in, plus the N1 types when it is the N1-attachable GPU."""
+    gpu_model(model)
+    return tuple(
+        t
+        for t in GCP_MACHINE_TYPES.values()
+        if t.gpu_model == model or (t.gpu_model is None and model == N1_ATTACHABLE_GPU_MODEL)
+    )
+
+
+def _n1_shape(machine_type: str) -> tuple[int, float] | None:
+    """(vcpus, memory GB) of a catalogued or predefined N1 type; None if the name is not one."""
+    known = GCP_MACHINE_TYPES.get(machine_type)
+    if known is not None:
+        return (known.vcpus, float(known.memory_gib)) if known.family == "n1" else None
+    m = _N1_NAME.match(machine_type)
+    if m is None:
+        return None
+    shape, vcpus = m["shape"], int(m["vcpus"])
+    if vcpus not in _N1_SIZES or (shape != "standard" and vcpus == 1):
+        return None
+    return vcpus, vcpus * _N1_MEMORY_PER_VCPU[shape]
+
+
+def n1_attachable_gpu_counts(machine_type: str) -> tuple[int, ...]:
+    """How many T4s GCP lets this N1 machine type take (some of 1, 2, 4); () if it is not an N1 type.
+
+    Works for the catalogued N1 types and any other predefined n1-standard/highmem/highcpu shape.
+    E.g. n1-standard-64 and n1-standard-96 take only 4 (more than 48 vCPUs).
+    """
+    shape = _n1_shape(machine_type)
+    if shape is None:
+        return ()
+    vcpus, memory = shape
+    return tuple(count for count, max_vcpus, max_mem in _N1_T4_LIMITS if vcpus <= max_vcpus and memory <= max_mem)
+
+
+def gke_accelerator_for_machine_type(machine_type: str) -> str | None:
+    """The cloud.google.com/gke-accelerator value nodes of this machine type get (T4's for N1 types).
+
+    Differs from the GPU model's value for a3-megagpu-8g (``nvidia-h100-mega-80gb``). None if unknown.
+    """
+    mt = GCP_MACHINE_TYPES.get(machine_type)
+    if mt is None:
+        if _n1_shape(machine_type) is None:
+            return None
+        return GPU_MODELS[N1_ATTACHABLE_GPU_MODEL].gke_accelerator
+    if machine_type in _GKE_ACCELERATOR_OVERRIDES:
+        return _GKE_ACCELERATOR_OVERRIDES[machine_type]
+    return GPU_MODELS[mt.gpu_model or N1_ATTACHABLE_GPU_MODEL].gke_accelerator
+
+
+# --------------------------------------------------------------------------------------------------------
+# MIG layouts
+# --------------------------------------------------------------------------------------------------------
+
+
+def _unknown_profile_message(model: GpuModel, profile: str) -> str:
+    return f"{model.name} has no MIG profile {profile!r}; valid profiles: {', '.join(model.mig_profiles)}"
+
+
+def mig_layout_problems(model: GpuModel, layout: Mapping[str, int]) -> list[str]:
+    """Why a per-GPU MIG layout ``{profile: count}`` cannot be applied to ``model``; [] when it fits.
+
+    Checks: the GPU supports MIG, every profile exists on it, counts are whole and within each profile's
+    max_count, and the layout needs at most 7 compute slices and 8 memory slices in total.
+
+    For the profile sets in this catalog, passing these checks also means the instances can be placed:
+    with NVIDIA's documented placements (1g at any of slots 0-6, double-memory 1g at 0/2/4/6, 2g at
+    0/2/4, 3g at 0/4, 4g and 7g at 0) every layout within the slice totals has a placement. Note that a
+    pair of 3g instances uses all 8 memory slices, so nothing else fits beside them even though one
+    compute slice is left over. Creation order can still matter when instances are made by hand;
+    mig-parted handles that.
+    """
+    if not layout:
+        return []
+    if not model.supports_mig:
+        return [f"{model.name} does not support MIG (MIG-capable models: {', '.join(_mig_model_names())})"]
+
+    problems: list[str] = []
+    compute = memory = 0
+    for name, count in layout.items():
+        profile = model.mig_profiles.get(name)
+        if profile is None:
+            problems.append(_unknown_profile_message(model, name))
+            continue
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            problems.append(f"{name}: count must be a whole number >= 0, got {count!r}")
+            continue
+        if count > profile.max_count:
+            problems.append(
+                f"{name}: {count} instances asked for, but at most {profile.max_count} fit on one {model.name}"
+            )
+        compute += profile.compute_slices * count
+        memory += profile.memory_slices * count
+
+    if compute > MIG_COMPUTE_SLICES:
+        problems.append(
+            f"layout needs {compute} compute slices; {model.name} has {MIG_COMPUTE_SLICES}"
+            f" ({_slice_breakdown(model, layout, 'compute_slices')})"
+        )
+    if memory > MIG_MEMORY_SLICES:
+        problems.append(
+            f"layout needs {memory} memory slices; {model.name} has {MIG_MEMORY_SLICES}"
+            f" ({_slice_breakdown(model, layout, 'memory_slices')})"
+        )
+    return problems
+
+
+def _slice_breakdown(model: GpuModel, layout: Mapping[str, int], attr: str) -> str:
+    parts = []
+    for name, count in layout.items():
+        profile = model.mig_profiles.get(name)
+        if profile is not None and isinstance(count, int) and not isinstance(count, bool) and count > 0:
+            parts.append(f"{count} x {name} = {count * getattr(profile, attr)}")
+    return ", ".join(parts)
+
+
+def _mig_model_names() -> list[str]:
+    return [m.name for m in GPU_MODELS.values() if m.supports_mig]

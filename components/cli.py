@@ -1,0 +1,116 @@
+"""The ``gpu-platform`` command: synth, check and schema.
+
+Exit codes: 0 rendered; 1 a mandatory policy is violated; 2 the stack config is invalid (one line per
+problem naming the stack file and key path; nothing is written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+EXIT_OK, EXIT_POLICY, EXIT_INVALID = 0, 1, 2
+
+
+def _stack_file(stack: str, config: str | None) -> Path:
+    from components.synth import ROOT
+
+    if config:
+        return Path(config)
+    local = Path("stacks") / f"Pulumi.{stack}.yaml"
+    return local if local.exists() else ROOT / local
+
+
+def _display(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _render(args: argparse.Namespace):
+    from components.spec import SpecError
+    from components.synth import read_stack_file, render
+
+    path = _stack_file(args.stack, args.config)
+    try:
+        return render(args.stack, read_stack_file(path)), None
+    except SpecError as err:
+        for line in err.lines(_display(path)):
+            print(line, file=sys.stderr)
+        return None, EXIT_INVALID
+
+
+def cmd_synth(args: argparse.Namespace) -> int:
+    from components import synth
+
+    rendering, code = _render(args)
+    if rendering is None:
+        return code or EXIT_INVALID
+    report = _policies(rendering)
+    contents = synth.files(rendering, report.sections if report else {})
+    if report:
+        contents["policy-report.json"] = report.json()
+    out = Path(args.out or f"out/{args.stack}")
+    synth.write(out, contents)
+    print(f"wrote {len(contents)} files to {out} ({len(rendering.resources)} resources)")
+    return _policy_exit(report)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    rendering, code = _render(args)
+    if rendering is None:
+        return code or EXIT_INVALID
+    report = _policies(rendering)
+    print(f"{args.stack}: config valid, {len(rendering.resources)} resources")
+    return _policy_exit(report)
+
+
+def _policies(rendering):
+    try:
+        from policies.offline import evaluate
+    except ImportError:
+        return None
+    report = evaluate(rendering)
+    for v in report.violations:
+        print(v.line(), file=sys.stderr)
+    return report
+
+
+def _policy_exit(report) -> int:
+    return EXIT_POLICY if report is not None and report.mandatory_violations else EXIT_OK
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from components.spec import stack_file_schema
+
+    print(json.dumps(stack_file_schema(), indent=2, sort_keys=True))
+    return EXIT_OK
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="gpu-platform", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("synth", help="render a stack offline to a directory")
+    s.add_argument("stack")
+    s.add_argument("--config", help="stack file to use instead of stacks/Pulumi.STACK.yaml")
+    s.add_argument("--out", help="output directory (default out/STACK)")
+    s.set_defaults(fn=cmd_synth)
+    c = sub.add_parser("check", help="validate a stack and evaluate the policy pack, writing nothing")
+    c.add_argument("stack")
+    c.add_argument("--config", help="stack file to use instead of stacks/Pulumi.STACK.yaml")
+    c.set_defaults(fn=cmd_check)
+    sch = sub.add_parser("schema", help="print the JSON Schema of a stack file")
+    sch.set_defaults(fn=cmd_schema)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    return args.fn(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,183 @@
+"""Derivations shared by every component: pool labels and taints, who runs the device plugin,
+and the scheduler units each pool advertises and each tenant may request.
+
+Node pools (EKS, GKE, Karpenter), the GPU Operator configs, ResourceQuotas, Kueue flavors and
+ClusterQueues, and Volcano queues all read these functions, so they cannot disagree.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from components.spec import NodePool, StackSpec, Taint, Tenant
+
+GPU_RESOURCE = "nvidia.com/gpu"
+SHARED_GPU_RESOURCE = "nvidia.com/gpu.shared"  # what time-slicing / MPS advertise with renameByDefault
+GPU_TAINT = Taint(key="nvidia.com/gpu", value="present", effect="NoSchedule")
+
+POOL_LABEL = "gpu-platform/pool"
+GPU_MODEL_LABEL = "gpu-platform/gpu-model"
+GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
+DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
+MIG_CONFIG_LABEL = "nvidia.com/mig.config"
+GKE_NO_DEVICE_PLUGIN_LABEL = "gke-no-default-nvidia-gpu-device-plugin"
+TENANT_LABEL = "gpu-platform/tenant"
+MANAGED_BY = {"app.kubernetes.io/managed-by": "gpu-platform"}
+
+
+def driver(spec: StackSpec) -> str:
+    """Who installs the NVIDIA driver: preinstalled | operator | gke-default | gke-latest."""
+    choice = spec.gpu_operator.driver
+    if choice != "auto":
+        return choice
+    return {"aws": "preinstalled", "gcp": "gke-latest", "existing": "operator"}[spec.cloud]
+
+
+def device_plugin_owner(spec: StackSpec) -> str:
+    """'gke' when GKE's own device plugin serves GPUs (GKE-installed drivers): sharing and MIG are then
+    node-pool settings (gpuSharingConfig, gpuPartitionSize). Otherwise 'operator': the GPU Operator's
+    device plugin with per-pool configs selected by node labels."""
+    if spec.cloud == "gcp" and driver(spec) != "operator":
+        return "gke"
+    return "operator"
+
+
+def node_os(spec: StackSpec, pool: NodePool) -> str:
+    if pool.os:
+        return pool.os
+    return {"aws": "al2023", "gcp": "cos", "existing": "ubuntu"}[spec.cloud]
+
+
+def mig_strategy(spec: StackSpec) -> str:
+    """'mixed' when some MIG layout mixes profiles (then each profile is its own resource name),
+    'single' otherwise (every MIG slice is advertised as nvidia.com/gpu)."""
+    for pool in spec.node_pools:
+        if pool.sharing and pool.sharing.strategy == "mig" and len(pool.sharing.layout or {}) > 1:
+            return "mixed"
+    return "single"
+
+
+def uses_mig_manager(spec: StackSpec) -> bool:
+    return device_plugin_owner(spec) == "operator" and any(
+        p.sharing and p.sharing.strategy == "mig" for p in spec.node_pools
+    )
+
+
+def config_name(pool: NodePool) -> str:
+    """Name of the pool's entry in the device-plugin and mig-parted ConfigMaps (= the label value)."""
+    return pool.name
+
+
+def pool_labels(spec: StackSpec, pool: NodePool) -> dict[str, str]:
+    """Labels every node of the pool carries, whoever provisions it (EKS, GKE or Karpenter)."""
+    labels = {
+        POOL_LABEL: pool.name,
+        GPU_MODEL_LABEL: pool.gpu.model.lower(),
+        GPU_PRESENT_LABEL: "true",
+    }
+    strategy = pool.sharing.strategy if pool.sharing else None
+    if device_plugin_owner(spec) == "operator":
+        if strategy in ("time-slicing", "mps"):
+            labels[DEVICE_PLUGIN_CONFIG_LABEL] = config_name(pool)
+        if strategy == "mig":
+            labels[MIG_CONFIG_LABEL] = config_name(pool)
+        if spec.cloud == "gcp":
+            labels[GKE_NO_DEVICE_PLUGIN_LABEL] = "true"
+    labels.update(pool.labels)
+    return dict(sorted(labels.items()))
+
+
+def pool_taints(pool: NodePool) -> list[Taint]:
+    """The GPU taint first, then the pool's own (a pool's own taint on the same key replaces it)."""
+    own = [t for t in pool.taints if t.key != GPU_TAINT.key or t.effect != GPU_TAINT.effect]
+    return [GPU_TAINT, *own]
+
+
+def tolerations(pool: NodePool) -> list[dict[str, str]]:
+    """Kubernetes tolerations matching exactly the pool's taints."""
+    out = []
+    for t in pool_taints(pool):
+        tol = {"key": t.key, "operator": "Equal" if t.value is not None else "Exists", "effect": t.effect}
+        if t.value is not None:
+            tol["value"] = t.value
+        out.append(tol)
+    return out
+
+
+def units_per_gpu(spec: StackSpec, pool: NodePool) -> dict[str, int]:
+    """Scheduler resources one physical GPU of the pool advertises."""
+    sharing = pool.sharing
+    if sharing is None:
+        return {GPU_RESOURCE: 1}
+    if sharing.strategy in ("time-slicing", "mps"):
+        name = (
+            SHARED_GPU_RESOURCE
+            if sharing.rename_by_default and device_plugin_owner(spec) == "operator"
+            else GPU_RESOURCE
+        )
+        return {name: sharing.replicas or 1}
+    layout = sharing.layout or {}
+    if device_plugin_owner(spec) == "gke" or mig_strategy(spec) == "single":
+        return {GPU_RESOURCE: sum(layout.values())}
+    return {f"nvidia.com/mig-{profile}": count for profile, count in sorted(layout.items())}
+
+
+def pool_units(spec: StackSpec, pool: NodePool, gpus: int) -> dict[str, int]:
+    return {name: n * gpus for name, n in units_per_gpu(spec, pool).items()}
+
+
+def pool_capacity(spec: StackSpec, pool: NodePool) -> dict[str, int]:
+    """What the pool can bring at its maximum size, in scheduler units."""
+    return pool_units(spec, pool, pool.gpu_cap)
+
+
+def tenant_pool_units(spec: StackSpec, tenant: Tenant) -> dict[str, dict[str, int]]:
+    """pool name -> {resource: units} of the tenant's nominal quota (physical GPUs x units per GPU)."""
+    return {
+        pool_name: pool_units(spec, spec.pool(pool_name), gpus) for pool_name, gpus in sorted(tenant.gpu_quota.items())
+    }
+
+
+def tenant_units(spec: StackSpec, tenant: Tenant) -> dict[str, int]:
+    """Total scheduler units per resource name the tenant may request (its ResourceQuota)."""
+    total: dict[str, int] = defaultdict(int)
+    for units in tenant_pool_units(spec, tenant).values():
+        for name, n in units.items():
+            total[name] += n
+    return dict(sorted(total.items()))
+
+
+def reachable_resources(spec: StackSpec, tenant: Tenant) -> list[str]:
+    """GPU resource names the tenant can reach: those of every pool it has a quota on (even 0)."""
+    names = {name for pool_name in tenant.gpu_quota for name in units_per_gpu(spec, spec.pool(pool_name))}
+    return sorted(names)
+
+
+@dataclass(frozen=True)
+class PoolCapacity:
+    pool: str
+    resource_units: dict[str, int]
+    quota_units: dict[str, int]
+    ratio: float  # quota / capacity (max over resource names)
+
+
+def capacity_report(spec: StackSpec) -> list[PoolCapacity]:
+    """Per pool: units it can bring vs. the sum of tenants' nominal quotas on it."""
+    out = []
+    for pool in spec.node_pools:
+        cap = pool_capacity(spec, pool)
+        quota: dict[str, int] = defaultdict(int)
+        for tenant in spec.tenants:
+            if pool.name in tenant.gpu_quota:
+                for name, n in pool_units(spec, pool, tenant.gpu_quota[pool.name]).items():
+                    quota[name] += n
+        ratio = max((quota.get(k, 0) / v if v else float("inf") for k, v in cap.items()), default=0.0)
+        out.append(PoolCapacity(pool.name, cap, dict(quota), ratio))
+    return out
+
+
+def priority_ceiling_excluded(spec: StackSpec, tenant: Tenant) -> list[str]:
+    """PriorityClasses above the tenant's ceiling (forbidden in its namespace)."""
+    ceiling = spec.priority_class(tenant.priority).value
+    return sorted(c.name for c in spec.priority_classes if c.value > ceiling)

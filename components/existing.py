@@ -1,0 +1,25 @@
+"""Access to an existing cluster through a kubeconfig context (e.g. a local kind cluster)."""
+
+from __future__ import annotations
+
+import pulumi
+
+from components.spec import StackSpec
+
+
+class ExistingAccess(pulumi.ComponentResource):
+    TYPE = "gpu-platform:index:ExistingClusterAccess"
+
+    def __init__(self, name: str, spec: StackSpec, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(self.TYPE, name, None, opts)
+        import pulumi_kubernetes as k8s
+
+        args = {}
+        if spec.cluster.kubeconfig:
+            args["kubeconfig"] = spec.cluster.kubeconfig
+        if spec.cluster.context:
+            args["context"] = spec.cluster.context
+        self.provider = k8s.Provider(
+            "kubernetes", enable_server_side_apply=True, opts=pulumi.ResourceOptions(parent=self), **args
+        )
+        self.register_outputs({})

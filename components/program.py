@@ -1,0 +1,35 @@
+"""The program: one validated spec in, every component out. ``__main__.py`` calls ``run``; so does the
+offline synth (through ``__main__.py`` itself), so both take exactly this path."""
+
+from __future__ import annotations
+
+import pulumi
+
+from components.spec import StackSpec
+
+
+def cluster_access(spec: StackSpec) -> pulumi.ComponentResource:
+    """The cluster's access component; its ``provider`` is passed to every Kubernetes resource."""
+    if spec.cloud == "aws":
+        from components.aws.cluster import EksAccess
+
+        return EksAccess("cluster", spec)
+    if spec.cloud == "gcp":
+        from components.gcp.cluster import GkeAccess
+
+        return GkeAccess("cluster", spec)
+    from components.existing import ExistingAccess
+
+    return ExistingAccess("cluster", spec)
+
+
+def run(spec: StackSpec) -> None:
+    from components.tenancy import PriorityClasses, Tenancy
+
+    access = cluster_access(spec)
+    provider = access.provider  # type: ignore[attr-defined]
+    PriorityClasses("priority-classes", spec, provider)
+    Tenancy("tenancy", spec, provider)
+
+    pulumi.export("tenantNamespaces", sorted(t.name for t in spec.tenants))
+    pulumi.export("gpuPools", sorted(p.name for p in spec.node_pools))

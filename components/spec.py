@@ -1,0 +1,468 @@
+"""The stack spec: one pydantic model for a whole stack file, and its validation.
+
+Data flows one way: stack file -> ``load_spec`` -> ``StackSpec`` -> components -> resources.
+Validation has two phases, and both report every problem at once:
+
+1. structure (pydantic): types, bounds, unknown keys;
+2. rules: cross references (a quota naming an unknown pool) and what cannot work on real hardware
+   or a real cloud. Each rule lives next to the code it guards (``components/aws/rules.py``,
+   ``components/gcp/rules.py``, ``components/sharing.py`` ...) and is collected by ``RULES`` below.
+
+A problem is a key path in the stack file (``gpu-platform:nodePools[1].sharing.replicas``) and a message.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic.alias_generators import to_camel
+
+from components import catalog
+
+NAMESPACE = "gpu-platform"
+
+DNS_LABEL = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
+DURATION = r"^([0-9]+(s|m|h))+$"
+QUANTITY = r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|Ki|Mi|Gi|Ti|Pi)?$"
+LABEL_KEY = r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+
+Name = Annotated[str, Field(pattern=DNS_LABEL, max_length=32)]
+Duration = Annotated[str, Field(pattern=DURATION)]
+Quantity = Annotated[str, Field(pattern=QUANTITY)]
+
+
+class Model(BaseModel):
+    """Base of every spec model: camelCase keys as in the stack file, unknown keys rejected."""
+
+    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True)
+
+
+# --------------------------------------------------------------------------------------------- pools
+
+
+class GpuSpec(Model):
+    model: str = Field(json_schema_extra={"enum": sorted(catalog.GPU_MODELS)})
+    per_node: int = Field(ge=1, le=16, description="GPUs on each node of the pool")
+
+    @field_validator("model")
+    @classmethod
+    def _known_model(cls, v: str) -> str:
+        if v not in catalog.GPU_MODELS:
+            raise ValueError(f"unknown GPU model {v!r} (known: {', '.join(sorted(catalog.GPU_MODELS))})")
+        return v
+
+
+class Sharing(Model):
+    """How a pool's GPUs are shared. Each strategy uses only its own keys (checked in sharing.py)."""
+
+    strategy: Literal["time-slicing", "mps", "mig"]
+    replicas: int | None = Field(
+        default=None, ge=2, description="time-slicing / mps: units each physical GPU advertises"
+    )
+    rename_by_default: bool = False
+    fail_requests_greater_than_one: bool = Field(
+        default=True,
+        description="time-slicing: reject pods asking for more than one shared unit (they would get no "
+        "more compute, only false isolation)",
+    )
+    layout: dict[str, Annotated[int, Field(ge=1)]] | None = Field(
+        default=None, description="mig: MIG profiles on each GPU, e.g. {'3g.40gb': 2}"
+    )
+
+
+class Taint(Model):
+    key: Annotated[str, Field(pattern=LABEL_KEY)]
+    value: str | None = None
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = "NoSchedule"
+
+
+class KarpenterPoolOptions(Model):
+    on_demand_fallback: bool = Field(
+        default=False,
+        description="spot pools: add a lower-weight on-demand NodePool used only when spot is unavailable",
+    )
+    consolidate_after: Duration = "10m"
+    expire_after: Duration = "720h"
+    termination_grace_period: Duration = "4h"
+    disruption_budget: Annotated[str, Field(pattern=r"^([0-9]+|[0-9]+%)$")] = "10%"
+    ami_version: Annotated[str, Field(pattern=r"^(latest|v[0-9]+)$")] = "latest"
+
+
+class GkePoolOptions(Model):
+    zones: list[str] = Field(default_factory=list, description="node locations; default: the cluster's")
+    compact_placement: bool = False
+    reservation: Literal["none", "any", "specific"] = "none"
+    reservation_name: str | None = None
+    queued_provisioning: bool = Field(
+        default=False, description="Dynamic Workload Scheduler: nodes come only for admitted workloads"
+    )
+
+
+class NodePool(Model):
+    name: Name
+    gpu: GpuSpec
+    instance_types: list[str] = Field(
+        default_factory=list, description="aws: instance types; gcp: exactly one machine type"
+    )
+    capacity: Literal["on-demand", "spot"] = "on-demand"
+    provisioner: Literal["managed", "karpenter"] = "managed"
+    os: Literal["al2023", "bottlerocket", "cos", "ubuntu"] | None = Field(
+        default=None, description="node image; default al2023 on aws, cos on gcp"
+    )
+    min_nodes: int = Field(default=0, ge=0)
+    max_nodes: int | None = Field(default=None, ge=1)
+    max_gpus: int | None = Field(
+        default=None, ge=1, description="karpenter pools: the GPU spend cap (a multiple of gpu.perNode)"
+    )
+    desired_nodes: int | None = Field(default=None, ge=0)
+    disk_gib: int = Field(default=200, ge=50, le=16384)
+    sharing: Sharing | None = None
+    taints: list[Taint] = Field(default_factory=list)
+    labels: dict[Annotated[str, Field(pattern=LABEL_KEY)], str] = Field(default_factory=dict)
+    topology_aware: bool = Field(default=False, description="Kueue topology-aware scheduling")
+    karpenter: KarpenterPoolOptions = Field(default_factory=KarpenterPoolOptions)
+    gke: GkePoolOptions = Field(default_factory=GkePoolOptions)
+
+    @property
+    def node_cap(self) -> int:
+        """Most nodes the pool may have (max_gpus / perNode for karpenter pools given a GPU cap)."""
+        if self.max_nodes is not None:
+            return self.max_nodes
+        return (self.max_gpus or 0) // self.gpu.per_node
+
+    @property
+    def gpu_cap(self) -> int:
+        """Most physical GPUs the pool may bring."""
+        return self.max_gpus if self.max_gpus is not None else self.node_cap * self.gpu.per_node
+
+
+# ------------------------------------------------------------------------------------------- tenants
+
+
+class ResourceBudget(Model):
+    cpu: Quantity | None = None
+    memory: Quantity | None = None
+
+
+class Tenant(Model):
+    name: Name
+    gpu_quota: dict[str, Annotated[int, Field(ge=0)]] = Field(
+        default_factory=dict, description="physical GPUs per pool (the scheduler sees sharing units)"
+    )
+    borrowing_limit: dict[str, Annotated[int, Field(ge=0)]] = Field(default_factory=dict)
+    lending_limit: dict[str, Annotated[int, Field(ge=0)]] = Field(default_factory=dict)
+    cohort: Name | None = None
+    priority: str = Field(default="batch", description="the tenant's highest allowed PriorityClass")
+    quota: ResourceBudget = Field(default_factory=ResourceBudget)
+    pod_security: Literal["baseline", "restricted"] = "baseline"
+    queue_weight: int = Field(default=1, ge=1, le=100)
+    critical: bool = False
+
+
+class PriorityClassSpec(Model):
+    name: Name
+    value: int = Field(ge=-(2**31), le=1_000_000_000)
+    preemption_policy: Literal["PreemptLowerPriority", "Never"] = "PreemptLowerPriority"
+    global_default: bool = False
+    description: str = ""
+
+
+DEFAULT_PRIORITY_CLASSES: tuple[PriorityClassSpec, ...] = (
+    PriorityClassSpec(name="inference", value=100_000, description="online inference: preempts training and batch"),
+    PriorityClassSpec(name="training-critical", value=90_000, description="deadline training: preempts lower tiers"),
+    PriorityClassSpec(name="training", value=50_000, description="regular training jobs"),
+    PriorityClassSpec(name="batch", value=10_000, description="batch and evaluation jobs"),
+    PriorityClassSpec(
+        name="dev",
+        value=1_000,
+        preemption_policy="Never",
+        description="notebooks and experiments: never preempt others, first to be preempted",
+    ),
+)
+
+# ------------------------------------------------------------------------------------ stack options
+
+
+class ClusterRef(Model):
+    name: str | None = Field(default=None, description="aws/gcp: the existing cluster's name")
+    location: str | None = Field(default=None, description="gcp: the cluster's region or zone")
+    region: str | None = Field(default=None, description="aws: taken from aws:region when unset")
+    project: str | None = Field(default=None, description="gcp: taken from gcp:project when unset")
+    profile: str | None = Field(default=None, description="aws: CLI profile for the kubeconfig token")
+    role_arn: str | None = Field(default=None, description="aws: role assumed for the kubeconfig token")
+    kubeconfig: str | None = Field(default=None, description="existing: kubeconfig path (default ~/.kube/config)")
+    context: str | None = Field(default=None, description="existing: kubeconfig context")
+
+
+class Addons(Model):
+    gpu_operator: bool = True
+    dcgm: bool = True
+    kueue: bool = True
+    volcano: bool = False
+    karpenter: bool | None = Field(default=None, description="default: on when any pool uses karpenter")
+
+
+class GpuOperatorOptions(Model):
+    driver: Literal["auto", "preinstalled", "operator", "gke-default", "gke-latest"] = Field(
+        default="auto",
+        description="who installs the NVIDIA driver. auto: preinstalled on aws (NVIDIA AMIs), "
+        "gke-latest on gcp, operator on existing clusters",
+    )
+    toolkit: bool | None = Field(default=None, description="container toolkit; default per cloud and OS")
+
+
+class AlertThresholds(Model):
+    idle_utilization_percent: float = Field(default=10, gt=0, lt=100)
+    idle_for: Duration = "30m"
+    memory_used_percent: float = Field(default=95, gt=0, lt=100)
+    memory_for: Duration = "5m"
+    temperature_celsius: float = Field(default=85, gt=0, lt=150)
+    temperature_for: Duration = "5m"
+    allocated_idle_for: Duration = "30m"
+
+
+class Monitoring(Model):
+    service_monitor_labels: dict[str, str] = Field(
+        default_factory=lambda: {"release": "kube-prometheus-stack"},
+        description="labels your Prometheus' serviceMonitorSelector / ruleSelector match",
+    )
+    dashboard_labels: dict[str, str] = Field(
+        default_factory=lambda: {"grafana_dashboard": "1"},
+        description="labels the Grafana dashboard sidecar watches",
+    )
+    alerts: AlertThresholds = Field(default_factory=AlertThresholds)
+
+
+class Scheduling(Model):
+    local_queue_name: Name = Field(default="gpu", description="LocalQueue name in every tenant namespace")
+    default_cohort: Name | None = Field(
+        default="gpu-platform", description="cohort of tenants that set none; null: no lending by default"
+    )
+    wait_for_pods_ready_timeout: Duration = "10m"
+    queueing_strategy: Literal["BestEffortFIFO", "StrictFIFO"] = "BestEffortFIFO"
+    oversubscription_ratio: float = Field(
+        default=1.0, ge=1.0, le=10.0, description="warn when tenant quotas exceed pool capacity by more"
+    )
+
+
+class ChartOverride(Model):
+    version: Annotated[str, Field(pattern=r"^v?[0-9]+\.[0-9]+\.[0-9]+$")]
+
+
+class StackSpec(Model):
+    cloud: Literal["aws", "gcp", "existing"]
+    cluster: ClusterRef = Field(default_factory=ClusterRef)
+    node_pools: list[NodePool] = Field(default_factory=list)
+    tenants: list[Tenant] = Field(default_factory=list)
+    priority_classes: list[PriorityClassSpec] = Field(default_factory=lambda: list(DEFAULT_PRIORITY_CLASSES))
+    addons: Addons = Field(default_factory=Addons)
+    gpu_operator: GpuOperatorOptions = Field(default_factory=GpuOperatorOptions)
+    monitoring: Monitoring = Field(default_factory=Monitoring)
+    scheduling: Scheduling = Field(default_factory=Scheduling)
+    charts: dict[str, ChartOverride] = Field(default_factory=dict)
+    system_node_selector: dict[str, str] = Field(
+        default_factory=dict, description="where controllers run (they never tolerate the GPU taint)"
+    )
+    tags: dict[str, str] = Field(default_factory=dict)
+
+    # -- lookups used across components ---------------------------------------------------------
+    def pool(self, name: str) -> NodePool:
+        return next(p for p in self.node_pools if p.name == name)
+
+    def priority_class(self, name: str) -> PriorityClassSpec:
+        return next(c for c in self.priority_classes if c.name == name)
+
+    @property
+    def karpenter_enabled(self) -> bool:
+        if self.addons.karpenter is not None:
+            return self.addons.karpenter
+        return any(p.provisioner == "karpenter" for p in self.node_pools)
+
+
+# ---------------------------------------------------------------------------------------- problems
+
+
+@dataclass(frozen=True, order=True)
+class Problem:
+    path: str  # key path in the stack file, e.g. gpu-platform:nodePools[1].sharing.replicas
+    message: str
+
+    def line(self, source: str) -> str:
+        return f"{source}: {self.path}: {self.message}"
+
+
+class SpecError(Exception):
+    def __init__(self, problems: Iterable[Problem]):
+        self.problems = sorted(set(problems))
+        super().__init__("\n".join(f"{p.path}: {p.message}" for p in self.problems))
+
+    def lines(self, source: str) -> list[str]:
+        return [p.line(source) for p in self.problems]
+
+
+def key(*parts: str | int) -> str:
+    """Key path in stack-file syntax: key('nodePools', 1, 'sharing') -> gpu-platform:nodePools[1].sharing"""
+    out = ""
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else f"{NAMESPACE}:{part}"
+    return out
+
+
+Rule = Callable[[StackSpec], Iterable[Problem]]
+RULES: list[Rule] = []
+
+
+def rule(fn: Rule) -> Rule:
+    """Register a cross-field rule; rules live next to the code they guard."""
+    RULES.append(fn)
+    return fn
+
+
+def _rule_modules() -> None:
+    # Imported for their @rule registrations; none of them imports a cloud SDK.
+    from components import rules_core, sharing  # noqa: F401
+    from components.aws import rules as _aws  # noqa: F401
+    from components.gcp import rules as _gcp  # noqa: F401
+
+
+# ------------------------------------------------------------------------------------------ loading
+
+PROVIDER_KEYS = {"aws:region": ("region",), "gcp:project": ("project",)}
+
+_MESSAGES: dict[str, Callable[[dict[str, Any]], str]] = {
+    "missing": lambda e: "is required",
+    "extra_forbidden": lambda e: "unknown key",
+    "greater_than_equal": lambda e: f"must be at least {e['ctx']['ge']}",
+    "greater_than": lambda e: f"must be greater than {e['ctx']['gt']}",
+    "less_than_equal": lambda e: f"must be at most {e['ctx']['le']}",
+    "less_than": lambda e: f"must be less than {e['ctx']['lt']}",
+    "literal_error": lambda e: f"must be one of {e['ctx']['expected']}",
+    "string_pattern_mismatch": lambda e: f"{e['input']!r} does not match {e['ctx']['pattern']}",
+    "string_too_long": lambda e: f"must be at most {e['ctx']['max_length']} characters",
+    "too_short": lambda e: f"must have at least {e['ctx']['min_length']} item(s)",
+    "int_type": lambda e: f"must be a whole number, not {e['input']!r}",
+    "int_parsing": lambda e: f"must be a whole number, not {e['input']!r}",
+    "int_from_float": lambda e: f"must be a whole number, not {e['input']!r}",
+    "bool_type": lambda e: f"must be true or false, not {e['input']!r}",
+    "bool_parsing": lambda e: f"must be true or false, not {e['input']!r}",
+    "string_type": lambda e: f"must be a string, not {e['input']!r}",
+    "dict_type": lambda e: "must be a mapping",
+    "list_type": lambda e: "must be a list",
+    "model_type": lambda e: "must be a mapping",
+    "model_attributes_type": lambda e: "must be a mapping",
+}
+
+
+def _message(err: dict[str, Any], model_fields: Iterable[str]) -> str:
+    kind = err["type"]
+    if kind == "value_error":
+        return str(err["ctx"]["error"])
+    msg = _MESSAGES.get(kind, lambda e: e["msg"])(err)
+    if kind == "extra_forbidden":
+        close = difflib.get_close_matches(str(err["loc"][-1]), list(model_fields), n=1)
+        if close:
+            msg += f" (did you mean {close[0]}?)"
+    return msg
+
+
+def _fields_at(loc: tuple[Any, ...]) -> list[str]:
+    """Aliases of the model fields valid at the parent of ``loc`` (for 'did you mean')."""
+    model: Any = StackSpec
+    for part in loc[:-1]:
+        if isinstance(part, int) or model is None:
+            continue
+        field = next((f for f in model.model_fields.values() if f.alias == part), None)
+        if field is None:
+            return []
+        ann = field.annotation
+        args = getattr(ann, "__args__", ())
+        model = next((a for a in (ann, *args) if isinstance(a, type) and issubclass(a, BaseModel)), None)
+    if model is None:
+        return []
+    return [f.alias or n for n, f in model.model_fields.items()]
+
+
+def decode_config(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """Pulumi hands config to programs as strings (objects JSON-encoded); decode them."""
+    out: dict[str, Any] = {}
+    for k, v in raw.items():
+        if isinstance(v, str):
+            try:
+                v = json.loads(v)
+            except ValueError:
+                pass
+        out[k] = v
+    return out
+
+
+def load_spec(config: Mapping[str, Any]) -> StackSpec:
+    """Build the one validated spec from a stack's config map (``{"gpu-platform:cloud": "aws", ...}``).
+
+    Values may be decoded (YAML) or as Pulumi passes them (strings, objects as JSON).
+    Raises SpecError listing every problem.
+    """
+    config = decode_config(config)
+    body: dict[str, Any] = {}
+    for k, v in config.items():
+        ns, _, name = k.partition(":")
+        if ns == NAMESPACE:
+            body[name] = v
+    if "cluster" in body and not isinstance(body["cluster"], dict):
+        pass  # reported by pydantic
+    else:
+        cluster = dict(body.get("cluster") or {})
+        for pkey, (field,) in PROVIDER_KEYS.items():
+            if pkey in config and field not in cluster:
+                cluster[field] = config[pkey]
+        body["cluster"] = cluster
+    try:
+        spec = StackSpec.model_validate(body)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            loc = tuple(err["loc"])
+            problems.append(Problem(key(*loc) if loc else NAMESPACE, _message(err, _fields_at(loc))))
+        raise SpecError(problems) from None
+    _rule_modules()
+    problems = [p for r in RULES for p in r(spec)]
+    if problems:
+        raise SpecError(problems)
+    return spec
+
+
+def stack_file_schema() -> dict[str, Any]:
+    """JSON Schema of a stack file (``stacks/Pulumi.<stack>.yaml``), for editors."""
+    inner = StackSpec.model_json_schema(by_alias=True, ref_template="#/$defs/{model}")
+    defs = inner.pop("$defs", {})
+    props = {f"{NAMESPACE}:{k}": v for k, v in inner["properties"].items()}
+    props["aws:region"] = {"type": "string", "description": "AWS region of the EKS cluster"}
+    props["gcp:project"] = {"type": "string", "description": "GCP project of the GKE cluster"}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "gpu-platform stack file",
+        "type": "object",
+        "properties": {
+            "config": {
+                "type": "object",
+                "properties": props,
+                "required": [f"{NAMESPACE}:{r}" for r in inner.get("required", [])],
+                # other namespaces (aws:, gcp:, pulumi:) pass; unknown gpu-platform: keys do not
+                "propertyNames": {
+                    "anyOf": [{"enum": sorted(props)}, {"not": {"pattern": f"^{re.escape(NAMESPACE)}:"}}]
+                },
+            },
+            "secretsprovider": {"type": "string"},
+            "encryptedkey": {"type": "string"},
+            "encryptionsalt": {"type": "string"},
+        },
+        "$defs": defs,
+    }

@@ -1,0 +1,88 @@
+"""summary.md: what a reviewer wants at a glance from a synth."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from components import derive, sharing, versions
+
+if TYPE_CHECKING:
+    from components.synth import Rendering
+
+
+def warnings(rendering: Rendering) -> list[str]:
+    spec = rendering.spec
+    out = []
+    ratio = spec.scheduling.oversubscription_ratio
+    for cap in derive.capacity_report(spec):
+        if cap.ratio > ratio:
+            out.append(
+                f"pool {cap.pool}: tenant quotas are {cap.ratio:.2f}x what it can bring "
+                f"(allowed {ratio:g}x by scheduling.oversubscriptionRatio)"
+            )
+    for token in rendering.unanswered_lookups:
+        out.append(f"lookup {token} has no offline placeholder; it answered empty")
+    return out
+
+
+def _units(units: Mapping[str, int]) -> str:
+    return ", ".join(f"{n} {name}" for name, n in sorted(units.items())) or "-"
+
+
+def summary(rendering: Rendering, sections: Mapping[str, str]) -> str:
+    spec = rendering.spec
+    lines = [
+        f"# gpu-platform synth: {rendering.stack}",
+        "",
+        f"Cloud `{spec.cloud}`, cluster `{spec.cluster.name or spec.cluster.context or 'current context'}`. "
+        "**Offline synth**: rendered under the Pulumi mock engine; lookups of existing cloud objects "
+        "answered with `offline-placeholder` values, nothing was deployed.",
+        "",
+        f"{len(rendering.resources)} resources, {len(rendering.manifests)} Kubernetes objects, "
+        f"{len(rendering.releases)} Helm releases.",
+        "",
+        "## GPU pools",
+        "",
+        "| pool | GPU | provisioner | capacity | nodes | max GPUs | sharing | brings | tenant quotas |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    caps = {c.pool: c for c in derive.capacity_report(spec)}
+    for p in spec.node_pools:
+        c = caps[p.name]
+        lines.append(
+            f"| {p.name} | {p.gpu.per_node}x {p.gpu.model} | {p.provisioner} | {p.capacity} | "
+            f"{p.min_nodes}..{p.node_cap} | {p.gpu_cap} | {sharing.describe(spec, p.name)} | "
+            f"{_units(c.resource_units)} | {_units(c.quota_units)} |"
+        )
+    if not spec.node_pools:
+        lines.append("| (none) | | | | | | | | |")
+    lines += [
+        "",
+        "## Tenants",
+        "",
+        "| tenant | GPUs per pool | scheduler units | priority ceiling | pod security |",
+        "|---|---|---|---|---|",
+    ]
+    for t in spec.tenants:
+        quota = ", ".join(f"{pool}: {n}" for pool, n in sorted(t.gpu_quota.items())) or "-"
+        lines.append(
+            f"| {t.name} | {quota} | {_units(derive.tenant_units(spec, t))} | {t.priority} | {t.pod_security} |"
+        )
+    lines += ["", "## Priority classes", "", "| class | value | preemption | default |", "|---|---|---|---|"]
+    for pc in sorted(spec.priority_classes, key=lambda c: -c.value):
+        lines.append(f"| {pc.name} | {pc.value} | {pc.preemption_policy} | {'yes' if pc.global_default else ''} |")
+    lines += ["", "## Helm releases", "", "| release | chart | version | source |", "|---|---|---|---|"]
+    for r in rendering.releases:
+        i = r.inputs
+        source = (i.get("repositoryOpts") or {}).get("repo") or i.get("chart", "").rsplit("/", 1)[0]
+        lines.append(f"| {i.get('name', r.name)} | {i.get('chart')} | {i.get('version')} | {source} |")
+    if not rendering.releases:
+        lines.append("| (none) | | | |")
+    lines += ["", f"Pinned charts available: {', '.join(f'{c.key} {c.version}' for c in versions.CHARTS.values())}."]
+    for title, body in sections.items():
+        lines += ["", f"## {title}", "", body.rstrip()]
+    warns = warnings(rendering)
+    lines += ["", "## Warnings", ""]
+    lines += [f"- {w}" for w in warns] or ["- none"]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,324 @@
+"""Offline synth: run the real program (``__main__.py``) under the Pulumi SDK's mock engine and write
+every registered resource, Kubernetes manifest and Helm release to disk.
+
+No Pulumi CLI, provider plugin, network or credentials are used. Lookups of existing cloud objects
+answer with values that are obviously placeholders (``offline-placeholder``); the summary says so.
+"""
+
+from __future__ import annotations
+
+import json
+import runpy
+import shutil
+import tempfile
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from components.spec import NAMESPACE, SpecError, StackSpec, load_spec
+
+ROOT = Path(__file__).resolve().parent.parent
+PROGRAM = ROOT / "__main__.py"
+PROJECT = "gpu-platform"
+PLACEHOLDER = "offline-placeholder"
+ACCOUNT = "000000000000"
+CA_DATA = "T0ZGTElORS1QTEFDRUhPTERFUi1DQQ=="  # base64("OFFLINE-PLACEHOLDER-CA")
+
+# Answers to lookups of existing cloud objects (invoke token -> result, camelCase as on the wire).
+LOOKUPS: dict[str, dict[str, Any]] = {
+    "aws:eks/getCluster:getCluster": {
+        "endpoint": f"https://{PLACEHOLDER}.eks.amazonaws.com.invalid",
+        "certificateAuthorities": [{"data": CA_DATA}],
+        "arn": f"arn:aws:eks:placeholder:{ACCOUNT}:cluster/{PLACEHOLDER}",
+        "roleArn": f"arn:aws:iam::{ACCOUNT}:role/{PLACEHOLDER}-cluster",
+        "version": "1.33",
+        "identities": [{"oidcs": [{"issuer": f"https://oidc.eks.placeholder.amazonaws.com.invalid/id/{PLACEHOLDER}"}]}],
+        "vpcConfig": {
+            "subnetIds": [f"subnet-{PLACEHOLDER}-a", f"subnet-{PLACEHOLDER}-b"],
+            "securityGroupIds": [],
+            "clusterSecurityGroupId": f"sg-{PLACEHOLDER}",
+            "vpcId": f"vpc-{PLACEHOLDER}",
+        },
+        "accessConfigs": [{"authenticationMode": "API_AND_CONFIG_MAP"}],
+    },
+    "aws:index/getCallerIdentity:getCallerIdentity": {
+        "accountId": ACCOUNT,
+        "arn": f"arn:aws:iam::{ACCOUNT}:user/{PLACEHOLDER}",
+        "userId": PLACEHOLDER,
+        "id": ACCOUNT,
+    },
+    "aws:index/getPartition:getPartition": {"partition": "aws", "dnsSuffix": "amazonaws.com", "id": "aws"},
+    "gcp:container/getCluster:getCluster": {
+        "endpoint": f"{PLACEHOLDER}.gke.invalid",
+        "masterAuths": [{"clusterCaCertificate": CA_DATA}],
+        "network": f"projects/{PLACEHOLDER}/global/networks/{PLACEHOLDER}",
+        "selfLink": PLACEHOLDER,
+    },
+}
+
+
+@dataclass
+class Record:
+    type: str
+    name: str
+    urn: str
+    parent: str | None
+    provider: str | None
+    depends_on: list[str]
+    inputs: dict[str, Any]
+    custom: bool
+
+
+@dataclass
+class Rendering:
+    """What the mock engine received while the program ran."""
+
+    spec: StackSpec
+    stack: str
+    resources: list[Record] = field(default_factory=list)
+    lookups: list[str] = field(default_factory=list)
+    unanswered_lookups: list[str] = field(default_factory=list)
+
+    def of_type(self, type_: str) -> list[Record]:
+        return [r for r in self.resources if r.type == type_]
+
+    def find(self, type_: str, name: str) -> Record:
+        for r in self.resources:
+            if r.type == type_ and r.name == name:
+                return r
+        raise KeyError(f"{type_} {name} not registered")
+
+    @property
+    def manifests(self) -> list[dict[str, Any]]:
+        return [r.inputs for r in self.resources if is_manifest(r)]
+
+    @property
+    def releases(self) -> list[Record]:
+        return self.of_type("kubernetes:helm.sh/v3:Release")
+
+
+def is_manifest(r: Record) -> bool:
+    return r.type.startswith("kubernetes:") and "kind" in r.inputs and "apiVersion" in r.inputs
+
+
+def _placeholder_outputs(typ: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    """Computed outputs the program reads from resources it creates."""
+    out: dict[str, Any] = {}
+    if typ.startswith("aws:"):
+        kind = typ.split(":")[-1].lower()
+        out["arn"] = f"arn:aws:{typ.split(':')[1].split('/')[0]}::{ACCOUNT}:{kind}/{inputs.get('name', name)}"
+        out.setdefault("name", inputs.get("name", name))
+        if typ == "aws:sqs/queue:Queue":
+            out["url"] = f"https://sqs.placeholder.amazonaws.com.invalid/{ACCOUNT}/{inputs.get('name', name)}"
+        if typ == "aws:ec2/launchTemplate:LaunchTemplate":
+            out["latestVersion"] = 1
+    if typ.startswith("gcp:"):
+        out.setdefault("name", inputs.get("name", name))
+        if typ == "gcp:serviceaccount/account:Account":
+            out["email"] = (
+                f"{inputs.get('accountId', name)}@{inputs.get('project', PLACEHOLDER)}.iam.gserviceaccount.com"
+            )
+    return out
+
+
+def _mock_classes():
+    import pulumi
+    from pulumi.runtime.mocks import MockMonitor
+
+    class Mocks(pulumi.runtime.Mocks):
+        def __init__(self) -> None:
+            self.inputs: dict[tuple[str, str], dict[str, Any]] = {}
+            self.lookups: list[str] = []
+            self.unanswered: list[str] = []
+            self.lock = threading.Lock()
+
+        def new_resource(self, args: pulumi.runtime.MockResourceArgs):
+            with self.lock:
+                self.inputs[(args.typ, args.name)] = args.inputs
+            state = {**_placeholder_outputs(args.typ, args.name, args.inputs), **args.inputs}
+            rid = f"{PLACEHOLDER}-{args.name}" if args.custom else ""
+            return rid, state
+
+        def call(self, args: pulumi.runtime.MockCallArgs):
+            with self.lock:
+                self.lookups.append(args.token)
+                if args.token not in LOOKUPS:
+                    self.unanswered.append(args.token)
+            return LOOKUPS.get(args.token, {})
+
+    class RecordingMonitor(MockMonitor):
+        def __init__(self, mocks: Mocks) -> None:
+            super().__init__(mocks)
+            self.meta: dict[str, tuple] = {}
+            self.lock = threading.Lock()
+
+        def RegisterResource(self, request):
+            response = super().RegisterResource(request)
+            if request.type != "pulumi:pulumi:Stack":
+                with self.lock:
+                    self.meta[response.urn] = (
+                        request.type,
+                        request.name,
+                        request.parent or None,
+                        request.provider or None,
+                        list(request.dependencies),
+                        bool(request.custom),
+                    )
+            return response
+
+    return Mocks, RecordingMonitor
+
+
+def _config_for_engine(config: Mapping[str, Any]) -> dict[str, str]:
+    """Config as the Pulumi CLI hands it to a program: strings, objects JSON-encoded."""
+    return {k: v if isinstance(v, str) else json.dumps(v) for k, v in config.items()}
+
+
+def render(stack: str, config: Mapping[str, Any]) -> Rendering:
+    """Run ``__main__.py`` under the mock engine with this stack config; return what it registered.
+
+    Raises SpecError (before anything registers) when the config is invalid.
+    """
+    spec = load_spec(config)  # fail fast, nothing registered
+    import pulumi
+    from pulumi.runtime import settings
+    from pulumi.runtime.config import set_all_config
+    from pulumi.runtime.stack import run_pulumi_func
+    from pulumi.runtime.sync_await import _sync_await
+
+    mocks_cls, monitor_cls = _mock_classes()
+    mocks = mocks_cls()
+    monitor = monitor_cls(mocks)
+    settings.reset_options(project=PROJECT, stack=stack, preview=False)
+    set_all_config(_config_for_engine(config))
+    pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
+    try:
+        _sync_await(run_pulumi_func(lambda: runpy.run_path(str(PROGRAM), run_name="__main__")))
+    finally:
+        set_all_config({})
+        settings.reset_options()
+
+    names = {urn: meta[1] for urn, meta in monitor.meta.items()}
+    records = []
+    for urn, (typ, name, parent, provider, deps, custom) in monitor.meta.items():
+        # a provider reference is "<urn>::<id>"
+        provider_name = names.get(provider.rsplit("::", 1)[0]) if provider else None
+        records.append(
+            Record(
+                type=typ,
+                name=name,
+                urn=urn,
+                parent=names.get(parent) if parent else None,
+                provider=provider_name,
+                depends_on=sorted({names.get(d, d) for d in deps}),
+                inputs=mocks.inputs.get((typ, name), {}),
+                custom=custom,
+            )
+        )
+    records.sort(key=lambda r: (r.type, r.name, r.urn))
+    return Rendering(
+        spec=spec,
+        stack=stack,
+        resources=records,
+        lookups=sorted(set(mocks.lookups)),
+        unanswered_lookups=sorted(set(mocks.unanswered)),
+    )
+
+
+# ------------------------------------------------------------------------------------------ writing
+
+
+def _yaml(doc: Any) -> str:
+    return yaml.safe_dump(doc, sort_keys=True, default_flow_style=False, width=120)
+
+
+def _json(doc: Any) -> str:
+    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+
+
+def manifest_path(doc: Mapping[str, Any]) -> str:
+    meta = doc.get("metadata") or {}
+    ns = meta.get("namespace") or "_cluster"
+    group = doc["apiVersion"].split("/")[0] if "/" in doc["apiVersion"] else "core"
+    return f"manifests/{ns}/{doc['kind'].lower()}.{group}-{meta.get('name', 'unnamed')}.yaml"
+
+
+def files(rendering: Rendering, sections: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Every output file (relative path -> text)."""
+    from components.summary import summary
+
+    out: dict[str, str] = {}
+    out["resources.json"] = _json(
+        [
+            {
+                "type": r.type,
+                "name": r.name,
+                "parent": r.parent,
+                "provider": r.provider,
+                "inputs": r.inputs,
+                "dependsOn": r.depends_on,
+            }
+            for r in rendering.resources
+        ]
+    )
+    for doc in rendering.manifests:
+        path = manifest_path(doc)
+        if path in out:
+            raise RuntimeError(f"two objects render to {path}")
+        out[path] = _yaml(doc)
+    for r in rendering.releases:
+        release = r.inputs.get("name", r.name)
+        out[f"helm/{release}/release.json"] = _json(
+            {
+                "chart": r.inputs.get("chart"),
+                "repository": (r.inputs.get("repositoryOpts") or {}).get("repo"),
+                "version": r.inputs.get("version"),
+                "namespace": r.inputs.get("namespace"),
+                "skipCrds": r.inputs.get("skipCrds", False),
+            }
+        )
+        out[f"helm/{release}/values.yaml"] = _yaml(r.inputs.get("values") or {})
+    out["summary.md"] = summary(rendering, sections or {})
+    return out
+
+
+def write(out_dir: Path, contents: Mapping[str, str]) -> None:
+    """Replace ``out_dir`` with exactly these files (written aside first, then swapped in)."""
+    out_dir = out_dir.resolve()
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}-", dir=out_dir.parent))
+    try:
+        for rel, text in sorted(contents.items()):
+            path = staging / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        staging.rename(out_dir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def read_stack_file(path: Path) -> dict[str, Any]:
+    """The ``config:`` map of a stack file; raises SpecError for a file that is not one."""
+    from components.spec import Problem
+
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SpecError([Problem("(file)", "no such stack file")]) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark else "(file)"
+        raise SpecError([Problem(where, f"not valid YAML: {getattr(exc, 'problem', exc)}")]) from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("config"), dict):
+        raise SpecError([Problem("config", "a stack file needs a top-level 'config:' mapping")])
+    config = doc["config"]
+    if f"{NAMESPACE}:cloud" not in config:
+        config = dict(config)
+    return config

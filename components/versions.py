@@ -1,0 +1,87 @@
+"""Every Helm chart the platform installs, with its pinned version and official source.
+
+This is the only place chart versions and repositories are written down. Stack files may override a
+version (``gpu-platform:charts``), but never the repository; the policy pack checks that every release
+is pinned to an exact version from an allow-listed repository.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Chart:
+    key: str  # stable id used in stack files and resource names
+    chart: str  # chart name, or a full oci:// reference
+    version: str  # exact chart version (no ranges)
+    repository: str | None  # https Helm repository; None for OCI charts (the registry is in `chart`)
+    namespace: str  # where the release is installed
+    release: str  # Helm release name
+
+    @property
+    def source(self) -> str:
+        """Where the chart comes from, for summaries and policy allow-lists."""
+        return self.repository or self.chart.rsplit("/", 1)[0]
+
+
+GPU_OPERATOR = Chart(
+    key="gpuOperator",
+    chart="gpu-operator",
+    version="v26.7.0",
+    repository="https://helm.ngc.nvidia.com/nvidia",
+    namespace="gpu-operator",
+    release="gpu-operator",
+)
+DCGM_EXPORTER = Chart(
+    key="dcgmExporter",
+    chart="dcgm-exporter",
+    version="4.8.2",
+    repository="https://nvidia.github.io/dcgm-exporter/helm-charts",
+    namespace="gpu-monitoring",
+    release="dcgm-exporter",
+)
+KUEUE = Chart(
+    key="kueue",
+    chart="oci://registry.k8s.io/kueue/charts/kueue",
+    version="0.19.2",
+    repository=None,
+    namespace="kueue-system",
+    release="kueue",
+)
+VOLCANO = Chart(
+    key="volcano",
+    chart="volcano",
+    version="1.15.1",
+    repository="https://volcano-sh.github.io/helm-charts",
+    namespace="volcano-system",
+    release="volcano",
+)
+KARPENTER = Chart(
+    key="karpenter",
+    chart="oci://public.ecr.aws/karpenter/karpenter",
+    version="1.14.1",
+    repository=None,
+    namespace="karpenter",
+    release="karpenter",
+)
+KARPENTER_CRD = Chart(
+    key="karpenterCrd",
+    chart="oci://public.ecr.aws/karpenter/karpenter-crd",
+    version="1.14.1",
+    repository=None,
+    namespace="karpenter",
+    release="karpenter-crd",
+)
+
+CHARTS: dict[str, Chart] = {c.key: c for c in (GPU_OPERATOR, DCGM_EXPORTER, KUEUE, VOLCANO, KARPENTER, KARPENTER_CRD)}
+
+# Sources a release may come from; the policy pack's default allow-list.
+ALLOWED_SOURCES: tuple[str, ...] = tuple(sorted({c.source for c in CHARTS.values()}))
+
+# API versions of the custom resources the platform writes (pinned with the charts above).
+KUEUE_API = "kueue.x-k8s.io/v1beta2"
+VOLCANO_QUEUE_API = "scheduling.volcano.sh/v1beta1"
+KARPENTER_NODEPOOL_API = "karpenter.sh/v1"
+KARPENTER_NODECLASS_API = "karpenter.k8s.aws/v1"
+MONITORING_API = "monitoring.coreos.com/v1"

@@ -1,0 +1,77 @@
+"""Shared test fixtures.
+
+- Every program run goes through ``components.synth.render``: fresh mocks and a recording monitor,
+  with ``pulumi.runtime.settings.reset_options()`` before and after, so runs never share state.
+- Renderings of the shipped stacks are cached per session (they are immutable data).
+- Tests that need ../shared/upstream skip cleanly when it is absent (a user's clone).
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+STACKS_DIR = ROOT / "stacks"
+STACKS = sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in STACKS_DIR.glob("Pulumi.*.yaml"))
+UPSTREAM = ROOT.parent / "shared" / "upstream"
+
+needs_upstream = pytest.mark.skipif(not UPSTREAM.is_dir(), reason="../shared/upstream is not present")
+
+# Type tokens, named once.
+NAMESPACE = "kubernetes:core/v1:Namespace"
+RESOURCE_QUOTA = "kubernetes:core/v1:ResourceQuota"
+LIMIT_RANGE = "kubernetes:core/v1:LimitRange"
+CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
+PRIORITY_CLASS = "kubernetes:scheduling.k8s.io/v1:PriorityClass"
+HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+K8S_PROVIDER = "pulumi:providers:kubernetes"
+
+
+def stack_config(stack: str) -> dict[str, Any]:
+    """The ``config:`` map of a shipped stack file (a fresh copy, safe to modify)."""
+    return copy.deepcopy(_stack_config(stack))
+
+
+@functools.cache
+def _stack_config(stack: str) -> dict[str, Any]:
+    return yaml.safe_load((STACKS_DIR / f"Pulumi.{stack}.yaml").read_text())["config"]
+
+
+@functools.cache
+def rendered(stack: str):
+    """Rendering of a shipped stack (cached; do not mutate)."""
+    from components.synth import render
+
+    return render(stack, stack_config(stack))
+
+
+def render_config(config: dict[str, Any], stack: str = "test"):
+    """Render an ad-hoc config (not cached)."""
+    from components.synth import render
+
+    return render(stack, config)
+
+
+def manifests(rendering, kind: str | None = None) -> list[dict[str, Any]]:
+    return [m for m in rendering.manifests if kind is None or m["kind"] == kind]
+
+
+def manifest(rendering, kind: str, name: str, namespace: str | None = None) -> dict[str, Any]:
+    for m in rendering.manifests:
+        meta = m["metadata"]
+        if m["kind"] == kind and meta["name"] == name and meta.get("namespace") == namespace:
+            return m
+    raise KeyError(f"{kind} {namespace}/{name} not rendered")
+
+
+def release(rendering, name: str) -> dict[str, Any]:
+    for r in rendering.releases:
+        if r.inputs.get("name", r.name) == name:
+            return r.inputs
+    raise KeyError(f"Helm release {name} not rendered")
