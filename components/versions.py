@@ -85,3 +85,30 @@ VOLCANO_QUEUE_API = "scheduling.volcano.sh/v1beta1"
 KARPENTER_NODEPOOL_API = "karpenter.sh/v1"
 KARPENTER_NODECLASS_API = "karpenter.k8s.aws/v1"
 MONITORING_API = "monitoring.coreos.com/v1"
+
+
+def resolve(chart: Chart, overrides: dict | None = None) -> Chart:
+    """The chart with a stack's version override applied (``gpu-platform:charts.<key>.version``).
+
+    ``overrides`` is ``spec.charts``; the repository never changes.
+    """
+    override = (overrides or {}).get(chart.key)
+    if override is None:
+        return chart
+    from dataclasses import replace
+
+    return replace(chart, version=override.version)
+
+
+def release_args(chart: Chart, overrides: dict | None = None) -> dict:
+    """Keyword arguments for ``helm.v3.Release`` naming the chart, pinned version and repository."""
+    c = resolve(chart, overrides)
+    args: dict = {
+        "name": c.release,
+        "chart": c.chart,
+        "version": c.version,
+        "namespace": c.namespace,
+    }
+    if c.repository:
+        args["repository_opts"] = {"repo": c.repository}
+    return args
