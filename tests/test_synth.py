@@ -1,0 +1,169 @@
+"""The offline synth: same code path as `pulumi up`, deterministic output, complete manifests."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import yaml
+from conftest import K8S_PROVIDER, ROOT, STACKS, rendered, stack_config
+
+from components import cli, synth
+
+
+def _tree(path):
+    return {str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}
+
+
+def test_shipped_stacks():
+    assert set(STACKS) >= {"dev-aws", "prod-aws", "dev-gcp", "prod-gcp", "local"}
+
+
+def test_synth_is_byte_identical_on_rerun(tmp_path, capsys):
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert cli.main(["synth", "prod-aws", "--out", str(a)]) in (0, 1)
+    assert cli.main(["synth", "prod-aws", "--out", str(b)]) in (0, 1)
+    ta, tb = _tree(a), _tree(b)
+    assert ta == tb
+    assert {"resources.json", "summary.md"} <= set(ta)
+
+
+def test_rerun_replaces_stale_files(tmp_path, capsys):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "stale.yaml").write_text("old")
+    cli.main(["synth", "local", "--out", str(out)])
+    assert not (out / "stale.yaml").exists()
+    assert (out / "resources.json").exists()
+
+
+def test_runs_the_real_program():
+    """The synth executes __main__.py (not a re-implementation) through the mock engine."""
+    assert synth.PROGRAM == ROOT / "__main__.py"
+    text = synth.PROGRAM.read_text()
+    assert "spec_from_pulumi_config" in text and "run(" in text
+    r = rendered("local")
+    # the stack exports of __main__'s program ran, and the explicit provider was registered by it
+    assert [x.name for x in r.of_type(K8S_PROVIDER)] == ["kubernetes"]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_kubernetes_resource_gets_the_explicit_provider(stack):
+    r = rendered(stack)
+    k8s = [x for x in r.resources if x.type.startswith("kubernetes:")]
+    assert k8s
+    for rec in k8s:
+        assert rec.provider == "kubernetes", (rec.type, rec.name, rec.provider)
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_manifests_are_complete_documents(stack):
+    r = rendered(stack)
+    files = synth.files(r)
+    manifests = {k: yaml.safe_load(v) for k, v in files.items() if k.startswith("manifests/")}
+    assert len(manifests) == len(r.manifests) > 0
+    for path, doc in manifests.items():
+        assert {"apiVersion", "kind", "metadata"} <= set(doc), path
+        assert doc["metadata"]["name"], path
+        ns = doc["metadata"].get("namespace") or "_cluster"
+        assert path.startswith(f"manifests/{ns}/"), path
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_resources_json_shape(stack):
+    r = rendered(stack)
+    doc = json.loads(synth.files(r)["resources.json"])
+    assert [(d["type"], d["name"]) for d in doc] == sorted((d["type"], d["name"]) for d in doc)
+    names = {d["name"] for d in doc}
+    for d in doc:
+        assert set(d) == {"type", "name", "parent", "provider", "inputs", "dependsOn"}
+        assert d["parent"] is None or d["parent"] in names
+        assert all(dep in names for dep in d["dependsOn"]), d
+
+
+def test_resource_quota_depends_on_its_namespace():
+    r = rendered("prod-aws")
+    quota = r.find("kubernetes:core/v1:ResourceQuota", "research-gpu-quota")
+    assert quota.depends_on == ["research-namespace"]
+    assert quota.parent == "tenancy"
+
+
+@pytest.mark.parametrize("stack", ["prod-aws", "prod-gcp"])
+def test_reordering_pools_and_tenants_replaces_nothing(stack):
+    """Names come from stable keys: reversed lists give the same resources with the same inputs."""
+    cfg = stack_config(stack)
+    cfg["gpu-platform:nodePools"].reverse()
+    cfg["gpu-platform:tenants"].reverse()
+    before = {(x.type, x.name): x.inputs for x in rendered(stack).resources}
+    after = {(x.type, x.name): x.inputs for x in synth.render(stack, cfg).resources}
+    assert before.keys() == after.keys()
+    changed = [k for k in before if before[k] != after[k]]
+    assert changed == []
+
+
+def test_summary_says_offline_and_lists_pools_and_tenants():
+    text = synth.files(rendered("prod-aws"))["summary.md"]
+    assert "Offline synth" in text and "offline-placeholder" in text
+    assert "| a100-train | 8x A100-80GB | managed | on-demand | 0..4 | 32 |" in text
+    # research: 16 GPUs on a100-train + 16 on h100-spot, whole GPUs -> 32 nvidia.com/gpu units
+    assert "| research | a100-train: 16, h100-spot: 16 | 32 nvidia.com/gpu |" in text
+
+
+def test_summary_warns_on_oversubscription():
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:tenants"].append({"name": "extra", "gpuQuota": {"l4-shared": 4}})
+    text = synth.files(synth.render("dev-aws", cfg))["summary.md"]
+    # l4-shared brings 4 nodes x 1 GPU x 4 replicas = 16 units; quotas now 2 x 4 GPUs x 4 = 32
+    assert "pool l4-shared: tenant quotas are 2.00x what it can bring (allowed 1x" in text
+
+
+def test_lookups_are_placeholders():
+    r = rendered("prod-aws")
+    assert "aws:eks/getCluster:getCluster" in r.lookups
+    assert r.unanswered_lookups == []
+    provider = r.find(K8S_PROVIDER, "kubernetes")
+    kubeconfig = json.loads(provider.inputs["kubeconfig"])
+    assert "offline-placeholder" in kubeconfig["clusters"][0]["cluster"]["server"]
+    user = kubeconfig["users"][0]["user"]["exec"]
+    assert user["command"] == "aws"
+    assert user["args"][:4] == ["eks", "get-token", "--cluster-name", "ml-prod"]
+    assert "--region" in user["args"] and "us-east-1" in user["args"]
+
+
+def test_gke_kubeconfig_uses_auth_plugin():
+    provider = rendered("dev-gcp").find(K8S_PROVIDER, "kubernetes")
+    kubeconfig = json.loads(provider.inputs["kubeconfig"])
+    assert kubeconfig["users"][0]["user"]["exec"]["command"] == "gke-gcloud-auth-plugin"
+
+
+def test_existing_cluster_uses_context():
+    provider = rendered("local").find(K8S_PROVIDER, "kubernetes")
+    assert provider.inputs["context"] == "kind-gpu"
+
+
+def test_console_script_renders_default_stack(tmp_path):
+    """The README's synth command path: a real process, exit 0, files on disk."""
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, "-m", "components.cli", "synth", "dev-aws", "--out", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (out / "summary.md").read_text().startswith("# gpu-platform synth: dev-aws")
+    assert "Traceback" not in proc.stderr
+
+
+def test_imports_stay_lazy():
+    """Validation and the CLI's error path import no cloud SDK and no pulumi_kubernetes."""
+    code = (
+        "import sys; from components.spec import load_spec; import components.cli, components.synth; "
+        "heavy = [m for m in ('pulumi_aws', 'pulumi_gcp', 'pulumi_kubernetes', 'pulumi') if m in sys.modules]; "
+        "print(heavy)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.stdout.strip() == "[]", proc.stderr

@@ -1,0 +1,125 @@
+"""Tenancy and priorities: namespaces with Pod Security labels, GPU quotas in scheduler units,
+priority ceilings, container defaults, PriorityClasses."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import LIMIT_RANGE, NAMESPACE, PRIORITY_CLASS, RESOURCE_QUOTA, manifest, rendered, stack_config
+
+from components import derive
+from components.spec import SpecError, load_spec
+from components.synth import render
+
+
+def test_namespace_pod_security_labels():
+    r = rendered("prod-aws")
+    research = manifest(r, "Namespace", "research")["metadata"]["labels"]
+    assert research["pod-security.kubernetes.io/enforce"] == "baseline"
+    assert research["pod-security.kubernetes.io/warn"] == "restricted"
+    assert research["gpu-platform/tenant"] == "research"
+    serving = manifest(r, "Namespace", "serving")["metadata"]["labels"]
+    assert serving["pod-security.kubernetes.io/enforce"] == "restricted"
+
+
+def test_quota_counts_whole_gpus_on_plain_pools():
+    hard = manifest(rendered("prod-aws"), "ResourceQuota", "gpu-quota", "research")["spec"]["hard"]
+    # 16 GPUs on a100-train + 16 on h100-spot, no sharing
+    assert hard["requests.nvidia.com/gpu"] == "32"
+    assert hard["requests.cpu"] == "512"
+    assert hard["requests.memory"] == "4Ti"
+
+
+def test_quota_counts_time_slicing_replicas():
+    hard = manifest(rendered("dev-aws"), "ResourceQuota", "gpu-quota", "ml-dev")["spec"]["hard"]
+    # l4-shared: 4 physical GPUs x 4 time-slicing replicas = 16; a10g-spot: 8 whole GPUs
+    assert hard["requests.nvidia.com/gpu"] == str(4 * 4 + 8)
+
+
+def test_quota_counts_mps_replicas():
+    hard = manifest(rendered("prod-aws"), "ResourceQuota", "gpu-quota", "notebooks")["spec"]["hard"]
+    assert hard["requests.nvidia.com/gpu"] == str(4 * 4)  # 4 L4 GPUs x 4 MPS clients
+
+
+def test_quota_caps_each_mig_resource_under_mixed_strategy():
+    r = rendered("prod-aws")
+    hard = manifest(r, "ResourceQuota", "gpu-quota", "serving")["spec"]["hard"]
+    # 16 H100s, each 1x 3g.40gb + 1x 2g.20gb + 2x 1g.10gb
+    assert hard["requests.nvidia.com/mig-3g.40gb"] == "16"
+    assert hard["requests.nvidia.com/mig-2g.20gb"] == "16"
+    assert hard["requests.nvidia.com/mig-1g.10gb"] == "32"
+    assert hard["requests.nvidia.com/gpu"] == "0"
+    # a tenant without MIG quota is capped at 0 on every MIG resource, not left uncapped
+    research = manifest(r, "ResourceQuota", "gpu-quota", "research")["spec"]["hard"]
+    assert research["requests.nvidia.com/mig-1g.10gb"] == "0"
+
+
+def test_single_mig_profile_is_advertised_as_gpus():
+    spec = load_spec(stack_config("prod-gcp"))
+    assert derive.mig_strategy(spec) == "single"
+    # a100-inference: 6 A100-40GB, 7x 1g.5gb each -> 42 GPU units for serving (+ 8 L4 x 2 MPS)
+    assert derive.tenant_units(spec, spec.tenants[1]) == {"nvidia.com/gpu": 6 * 7 + 8 * 2}
+
+
+def test_priority_ceiling_forbids_higher_classes():
+    r = rendered("prod-aws")
+    ceiling = manifest(r, "ResourceQuota", "priority-ceiling", "research")["spec"]
+    assert ceiling["hard"] == {"pods": "0"}
+    (expr,) = ceiling["scopeSelector"]["matchExpressions"]
+    assert expr == {"scopeName": "PriorityClass", "operator": "In", "values": ["inference"]}
+    # the top tier has no ceiling quota at all
+    names = {(x.name) for x in r.of_type(RESOURCE_QUOTA)}
+    assert "serving-priority-ceiling" not in names
+    assert "notebooks-priority-ceiling" in names
+
+
+def test_limit_range_defaults():
+    lr = manifest(rendered("prod-aws"), "LimitRange", "container-defaults", "research")["spec"]["limits"][0]
+    assert lr["type"] == "Container"
+    assert lr["defaultRequest"] == {"cpu": "250m", "memory": "512Mi"}
+    assert lr["default"] == {"memory": "2Gi"}
+
+
+def test_resources_per_tenant_are_few():
+    r = rendered("prod-aws")
+    per_tenant = [x for x in r.resources if x.parent == "tenancy"]
+    kinds = {x.type for x in per_tenant}
+    assert kinds == {NAMESPACE, RESOURCE_QUOTA, LIMIT_RANGE}
+    assert len(per_tenant) <= 4 * len(r.spec.tenants)
+
+
+def test_default_priority_classes():
+    r = rendered("prod-aws")
+    pcs = {m["metadata"]["name"]: m for m in r.manifests if m["kind"] == "PriorityClass"}
+    assert {n: pcs[n]["value"] for n in pcs} == {
+        "inference": 100000,
+        "training-critical": 90000,
+        "training": 50000,
+        "batch": 10000,
+        "dev": 1000,
+    }
+    assert pcs["dev"]["preemptionPolicy"] == "Never"
+    assert pcs["training-critical"]["preemptionPolicy"] == "PreemptLowerPriority"
+    assert sum(1 for p in pcs.values() if p.get("globalDefault")) <= 1
+    assert len(r.of_type(PRIORITY_CLASS)) == 5
+
+
+def test_priority_classes_overridable_per_stack():
+    cfg = stack_config("local")
+    cfg["gpu-platform:priorityClasses"] = [
+        {"name": "dev", "value": 100, "preemptionPolicy": "Never", "globalDefault": True},
+        {"name": "prod", "value": 5000},
+    ]
+    r = render("local", cfg)
+    pcs = {m["metadata"]["name"]: m for m in r.manifests if m["kind"] == "PriorityClass"}
+    assert set(pcs) == {"dev", "prod"}
+    assert pcs["dev"]["globalDefault"] is True
+
+
+def test_unknown_tenant_priority_is_rejected_with_the_classes_listed():
+    cfg = stack_config("local")
+    cfg["gpu-platform:tenants"][0]["priority"] = "gold"
+    with pytest.raises(SpecError) as err:
+        load_spec(cfg)
+    (problem,) = err.value.problems
+    assert problem.path == "gpu-platform:tenants[0].priority"
+    assert "batch, dev, inference, training, training-critical" in problem.message
