@@ -1,0 +1,48 @@
+# One entry point. Everything sets itself up: a fresh machine needs only Python 3.11+ and make.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STACK  ?= prod-aws
+
+.PHONY: setup synth synth-all check test lint fmt bench schema clean
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+setup: $(BIN)/.installed
+
+## Render a stack offline into out/$(STACK) (no Pulumi CLI, cloud or cluster needed)
+synth: setup
+	$(BIN)/gpu-platform synth $(STACK)
+
+synth-all: setup
+	for s in dev-aws prod-aws dev-gcp prod-gcp local; do $(BIN)/gpu-platform synth $$s || exit $$?; done
+
+## Validate a stack and evaluate the policy pack, writing nothing
+check: setup
+	$(BIN)/gpu-platform check $(STACK)
+
+## The test suite (what CI runs)
+test: setup
+	$(BIN)/python -m pytest
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+fmt: setup
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+## Synth a generated 200-tenant / 24-pool spec and compare with the bare mock engine
+bench: setup
+	$(BIN)/python tests/bench_synth.py
+
+schema: setup
+	$(BIN)/gpu-platform schema > stack.schema.json
+
+clean:
+	rm -rf out $(VENV) stack.schema.json
