@@ -57,6 +57,11 @@ def summary(rendering: Rendering, sections: Mapping[str, str]) -> str:
         )
     if not spec.node_pools:
         lines.append("| (none) | | | | | | | | |")
+    lines += ["", "## Pool labels and taints", "", "| pool | node labels | taints |", "|---|---|---|"]
+    for p in spec.node_pools:
+        labels = ", ".join(f"`{k}={v}`" for k, v in derive.pool_labels(spec, p).items())
+        taints = ", ".join(f"`{t.key}={t.value or ''}:{t.effect}`" for t in derive.pool_taints(p))
+        lines.append(f"| {p.name} | {labels} | {taints} |")
     lines += [
         "",
         "## Tenants",
