@@ -15,6 +15,8 @@ from components.spec import NodePool, StackSpec, Taint, Tenant
 GPU_RESOURCE = "nvidia.com/gpu"
 SHARED_GPU_RESOURCE = "nvidia.com/gpu.shared"  # what time-slicing / MPS advertise with renameByDefault
 GPU_TAINT = Taint(key="nvidia.com/gpu", value="present", effect="NoSchedule")
+# GKE puts this taint on nodes of queued-provisioning (Dynamic Workload Scheduler) pools itself.
+GKE_QUEUED_TAINT = Taint(key="cloud.google.com/gke-queued", value="true", effect="NoSchedule")
 
 POOL_LABEL = "gpu-platform/pool"
 GPU_MODEL_LABEL = "gpu-platform/gpu-model"
@@ -94,10 +96,17 @@ def pool_taints(pool: NodePool) -> list[Taint]:
     return [GPU_TAINT, *own]
 
 
+def node_taints(pool: NodePool) -> list[Taint]:
+    """Every taint the pool's nodes carry: the declared ones (``pool_taints``) plus those the cloud adds
+    by itself (GKE taints queued-provisioning nodes ``cloud.google.com/gke-queued=true:NoSchedule``)."""
+    extra = [GKE_QUEUED_TAINT] if pool.gke.queued_provisioning else []
+    return [*pool_taints(pool), *extra]
+
+
 def tolerations(pool: NodePool) -> list[dict[str, str]]:
-    """Kubernetes tolerations matching exactly the pool's taints."""
+    """Kubernetes tolerations matching exactly the taints of the pool's nodes."""
     out = []
-    for t in pool_taints(pool):
+    for t in node_taints(pool):
         tol = {"key": t.key, "operator": "Equal" if t.value is not None else "Exists", "effect": t.effect}
         if t.value is not None:
             tol["value"] = t.value
