@@ -1,20 +1,55 @@
-"""GKE rules, checked before anything is registered (the API would otherwise reject them mid-deploy)."""
+"""GKE rules, checked before anything is registered: what the GKE API would otherwise reject halfway
+through a deploy (or accept and then never provision). The facts they rely on are in ``gke.py``."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from components import catalog
-from components.derive import device_plugin_owner
-from components.spec import Problem, StackSpec, key, rule
+from components.derive import device_plugin_owner, node_os
+from components.gcp import gke
+from components.spec import NodePool, Problem, StackSpec, key, rule
 
 GCP_OS = ("cos", "ubuntu")
-# GKE's bound on gpuSharingConfig.maxSharedClientsPerGpu (time-sharing and MPS).
-GKE_MAX_SHARED_CLIENTS = 48
+# Kept for callers that read the bound from here.
+GKE_MAX_SHARED_CLIENTS = gke.MAX_SHARED_CLIENTS
+
+_ZONE = re.compile(r"^[a-z]+-[a-z]+[0-9]+-[a-z]$")
+# Compute Engine label keys and values (resource labels on the node VMs come from gpu-platform:tags).
+_LABEL_KEY = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
+_LABEL_VALUE = re.compile(r"^[a-z0-9_-]{0,63}$")
 
 
-def _is_zone(location: str | None) -> bool:
-    return bool(location) and location.count("-") == 2
+def accelerator_type(pool: NodePool) -> str | None:
+    """The guest accelerator type of the pool's nodes (also their cloud.google.com/gke-accelerator label).
+
+    Taken from the machine type where it decides it (a3-megagpu-8g carries ``nvidia-h100-mega-80gb``,
+    not the H100 default), else from the GPU model.
+    """
+    if pool.instance_types:
+        by_machine = catalog.gke_accelerator_for_machine_type(pool.instance_types[0])
+        if by_machine is not None:
+            return by_machine
+    return catalog.gpu_model(pool.gpu.model).gke_accelerator
+
+
+@rule
+def gke_stack(spec: StackSpec) -> Iterator[Problem]:
+    if spec.cloud != "gcp":
+        return
+    for name, value in spec.tags.items():
+        if not _LABEL_KEY.match(name):
+            yield Problem(
+                key("tags", name),
+                "GCP label keys start with a lowercase letter and hold only lowercase letters, digits, '_' and "
+                "'-' (at most 63 characters)",
+            )
+        elif not _LABEL_VALUE.match(value):
+            yield Problem(
+                key("tags", name),
+                f"{value!r}: GCP label values hold only lowercase letters, digits, '_' and '-' (at most 63)",
+            )
 
 
 @rule
@@ -25,70 +60,152 @@ def gke_pools(spec: StackSpec) -> Iterator[Problem]:
                 yield Problem(key("nodePools", i, "gke"), f"does not apply when cloud is {spec.cloud}")
         return
     for i, pool in enumerate(spec.node_pools):
-        at = ("nodePools", i)
-        model = catalog.gpu_model(pool.gpu.model)
-        if model.gke_accelerator is None:
-            yield Problem(key(*at, "gpu", "model"), f"{pool.gpu.model} is not offered on GKE")
-        if pool.os is not None and pool.os not in GCP_OS:
-            yield Problem(key(*at, "os"), f"must be one of {', '.join(GCP_OS)} on gcp")
-        if len(pool.instance_types) != 1:
-            yield Problem(key(*at, "instanceTypes"), "a GKE node pool has exactly one machine type")
-        for j, name in enumerate(pool.instance_types[:1]):
-            mt = catalog.gcp_machine_type(name)
-            if mt is None:
-                yield Problem(key(*at, "instanceTypes", j), f"{name!r} is not a known GPU machine type")
-            elif mt.gpu_model is None:
-                counts = catalog.n1_attachable_gpu_counts(name)
-                if pool.gpu.model != "T4":
-                    yield Problem(key(*at, "instanceTypes", j), f"{name} takes attached T4 GPUs, not {pool.gpu.model}")
-                elif pool.gpu.per_node not in counts:
-                    yield Problem(
-                        key(*at, "gpu", "perNode"),
-                        f"{name} takes {', '.join(map(str, counts))} T4 GPUs, not {pool.gpu.per_node}",
-                    )
-            elif mt.gpu_model != pool.gpu.model:
-                yield Problem(key(*at, "instanceTypes", j), f"{name} carries {mt.gpu_model}, not {pool.gpu.model}")
-            elif mt.gpu_count != pool.gpu.per_node:
-                yield Problem(key(*at, "gpu", "perNode"), f"{name} has {mt.gpu_count} GPUs, not {pool.gpu.per_node}")
-        g = pool.gke
-        if g.compact_placement:
-            zones = g.zones or ([spec.cluster.location] if _is_zone(spec.cluster.location) else [])
-            if len(zones) != 1:
-                yield Problem(
-                    key(*at, "gke", "compactPlacement"), "compact placement needs exactly one zone (gke.zones)"
-                )
-        if g.queued_provisioning:
-            if pool.min_nodes != 0:
-                yield Problem(key(*at, "minNodes"), "queued provisioning needs minNodes 0")
-            if g.reservation != "none":
-                yield Problem(key(*at, "gke", "reservation"), "queued provisioning cannot consume a reservation")
-            if pool.capacity == "spot":
-                yield Problem(key(*at, "capacity"), "queued provisioning does not use spot capacity")
-        if g.reservation == "specific" and not g.reservation_name:
-            yield Problem(key(*at, "gke", "reservationName"), "is required for a specific reservation")
-        if g.reservation != "specific" and g.reservation_name:
-            yield Problem(key(*at, "gke", "reservationName"), "applies only to reservation: specific")
-        s = pool.sharing
-        if s is None or device_plugin_owner(spec) != "gke":
-            continue
-        if s.strategy in ("time-slicing", "mps") and (s.replicas or 0) > GKE_MAX_SHARED_CLIENTS:
+        yield from _machine(spec, i, pool)
+        yield from _placement(spec, i, pool)
+        yield from _capacity(i, pool)
+        yield from _driver(spec, i, pool)
+        yield from _sharing(spec, i, pool)
+
+
+def _machine(spec: StackSpec, i: int, pool: NodePool) -> Iterator[Problem]:
+    at = ("nodePools", i)
+    model = catalog.gpu_model(pool.gpu.model)
+    if model.gke_accelerator is None:
+        yield Problem(key(*at, "gpu", "model"), f"{pool.gpu.model} is not offered on GKE")
+    if pool.os is not None and pool.os not in GCP_OS:
+        yield Problem(key(*at, "os"), f"must be one of {', '.join(GCP_OS)} on gcp")
+    if len(pool.instance_types) != 1:
+        yield Problem(key(*at, "instanceTypes"), "a GKE node pool has exactly one machine type")
+        return
+    name = pool.instance_types[0]
+    where = key(*at, "instanceTypes", 0)
+    mt = catalog.gcp_machine_type(name)
+    n1_counts = catalog.n1_attachable_gpu_counts(name)
+    if mt is None and not n1_counts:
+        yield Problem(where, f"{name!r} is not a known GPU machine type")
+    elif mt is None or mt.gpu_model is None:  # N1: T4s are attached, in the counts GCP allows
+        if pool.gpu.model != catalog.N1_ATTACHABLE_GPU_MODEL:
+            yield Problem(where, f"{name} takes attached T4 GPUs, not {pool.gpu.model}")
+        elif pool.gpu.per_node not in n1_counts:
             yield Problem(
-                key(*at, "sharing", "replicas"),
-                f"GKE shares a GPU with at most {GKE_MAX_SHARED_CLIENTS} clients, got {s.replicas}",
+                key(*at, "gpu", "perNode"),
+                f"{name} takes {' or '.join(map(str, n1_counts))} T4 GPUs, not {pool.gpu.per_node}",
             )
-        if s.strategy in ("time-slicing", "mps") and s.rename_by_default:
-            yield Problem(key(*at, "sharing", "renameByDefault"), "GKE's device plugin does not rename shared GPUs")
-        if s.strategy == "mig" and s.layout and model.supports_mig:
-            if len(s.layout) != 1:
-                yield Problem(
-                    key(*at, "sharing", "layout"),
-                    "GKE partitions a node pool's GPUs with one gpuPartitionSize: use a single MIG profile",
-                )
-            else:
-                ((profile, count),) = s.layout.items()
-                prof = model.mig_profiles.get(profile)
-                if prof is not None and count != prof.max_count:
-                    yield Problem(
-                        key(*at, "sharing", "layout", profile),
-                        f"GKE makes the most {profile} partitions a GPU holds ({prof.max_count}); set {prof.max_count}",
-                    )
+    elif mt.gpu_model != pool.gpu.model:
+        yield Problem(where, f"{name} carries {mt.gpu_model}, not {pool.gpu.model}")
+    elif mt.gpu_count != pool.gpu.per_node:
+        yield Problem(key(*at, "gpu", "perNode"), f"{name} has {mt.gpu_count} GPUs, not {pool.gpu.per_node}")
+    if name in gke.SPOT_OR_FLEX_ONLY and pool.capacity != "spot" and not pool.gke.queued_provisioning:
+        yield Problem(
+            key(*at, "capacity"),
+            f"{name} is sold only as Spot or flex-start capacity: set capacity: spot or gke.queuedProvisioning",
+        )
+
+
+def _placement(spec: StackSpec, i: int, pool: NodePool) -> Iterator[Problem]:
+    at = ("nodePools", i, "gke")
+    g = pool.gke
+    location = spec.cluster.location or ""
+    region = gke.region_of(location)
+    for j, zone in enumerate(g.zones):
+        if not _ZONE.match(zone):
+            yield Problem(key(*at, "zones", j), f"{zone!r} is not a zone name (like us-central1-a)")
+        elif location and gke.region_of(zone) != region:
+            yield Problem(key(*at, "zones", j), f"{zone} is not in the cluster's region {region}")
+    if len(set(g.zones)) != len(g.zones):
+        yield Problem(key(*at, "zones"), "lists a zone twice")
+    if not g.compact_placement:
+        return
+    zones = g.zones or ([location] if gke.is_zone(location) else [])
+    if len(zones) != 1:
+        yield Problem(
+            key(*at, "compactPlacement"),
+            "compact placement needs the pool in exactly one zone: set gke.zones to one zone",
+        )
+    series = gke.machine_series(pool.instance_types[0]) if pool.instance_types else ""
+    if series and series not in gke.COMPACT_PLACEMENT_SERIES:
+        yield Problem(
+            key(*at, "compactPlacement"),
+            f"compact placement is not available for {series.upper()} machines "
+            f"(GPU series that support it: {', '.join(s.upper() for s in gke.COMPACT_PLACEMENT_SERIES)})",
+        )
+    if g.queued_provisioning:
+        yield Problem(key(*at, "compactPlacement"), "GKE does not combine compact placement with queued provisioning")
+
+
+def _capacity(i: int, pool: NodePool) -> Iterator[Problem]:
+    at = ("nodePools", i)
+    g = pool.gke
+    if g.queued_provisioning:
+        if pool.min_nodes != 0:
+            yield Problem(
+                key(*at, "minNodes"), "queued provisioning needs minNodes 0 (nodes come only for admitted work)"
+            )
+        if pool.desired_nodes:
+            yield Problem(key(*at, "desiredNodes"), "queued provisioning pools start with 0 nodes")
+        if g.reservation != "none":
+            yield Problem(key(*at, "gke", "reservation"), "queued provisioning cannot consume a reservation: use none")
+        if pool.capacity == "spot":
+            yield Problem(key(*at, "capacity"), "queued provisioning does not use spot capacity")
+    elif pool.capacity == "spot" and g.reservation != "none":
+        yield Problem(key(*at, "gke", "reservation"), "spot pools cannot consume reservations: use none")
+    if g.reservation == "specific" and not g.reservation_name:
+        yield Problem(key(*at, "gke", "reservationName"), "is required for a specific reservation")
+    if g.reservation != "specific" and g.reservation_name:
+        yield Problem(key(*at, "gke", "reservationName"), "applies only to reservation: specific")
+
+
+def _driver(spec: StackSpec, i: int, pool: NodePool) -> Iterator[Problem]:
+    # Which driver choices GKE takes at all, and operator-needs-Ubuntu, are the GPU Operator's rules
+    # (components/gpu_operator.py). A stack on auto gets DEFAULT on Ubuntu pools (nodepools.driver_version).
+    if spec.gpu_operator.driver == "gke-latest" and node_os(spec, pool) == "ubuntu":
+        yield Problem(
+            key("nodePools", i, "os"),
+            "GKE installs LATEST drivers on Container-Optimized OS only: "
+            "use os: cos or gpuOperator.driver: gke-default",
+        )
+
+
+def _sharing(spec: StackSpec, i: int, pool: NodePool) -> Iterator[Problem]:
+    s = pool.sharing
+    if s is None or device_plugin_owner(spec) != "gke":
+        return
+    at = ("nodePools", i, "sharing")
+    if s.strategy in ("time-slicing", "mps"):
+        # (MPS has the same bound in the device plugin; components/sharing.py reports it for every cloud.)
+        if s.strategy == "time-slicing" and (s.replicas or 0) > gke.MAX_SHARED_CLIENTS:
+            yield Problem(
+                key(*at, "replicas"),
+                f"GKE shares a GPU with at most {gke.MAX_SHARED_CLIENTS} clients, got {s.replicas}",
+            )
+        if s.rename_by_default:
+            yield Problem(key(*at, "renameByDefault"), "GKE's device plugin does not rename shared GPUs")
+        if "fail_requests_greater_than_one" in s.model_fields_set and not s.fail_requests_greater_than_one:
+            yield Problem(
+                key(*at, "failRequestsGreaterThanOne"),
+                "GKE's device plugin always rejects pods asking for more than one shared GPU",
+            )
+        return
+    model = catalog.gpu_model(pool.gpu.model)
+    if not s.layout or not model.supports_mig:
+        return  # reported by the sharing rules
+    if len(s.layout) != 1:
+        yield Problem(
+            key(*at, "layout"),
+            "GKE partitions a node pool's GPUs with one gpuPartitionSize: use a single MIG profile",
+        )
+        return
+    ((profile, count),) = s.layout.items()
+    accel = accelerator_type(pool)
+    sizes = gke.MIG_PARTITIONS.get(accel or "", {})
+    if profile not in sizes:
+        offered = ", ".join(sizes) or "none"
+        yield Problem(
+            key(*at, "layout", profile),
+            f"GKE does not partition {accel} GPUs into {profile} (partition sizes: {offered})",
+        )
+    elif count != sizes[profile]:
+        yield Problem(
+            key(*at, "layout", profile),
+            f"GKE makes {sizes[profile]} {profile} partitions on each GPU (all that fit); set {sizes[profile]}",
+        )

@@ -1,0 +1,81 @@
+"""What GKE accepts for GPU node pools, as data: used by the GKE rules (checked before anything is
+registered) and by the node-pool component. Stdlib only; no cloud SDK.
+
+Sources (read, not copied):
+
+* MIG partition sizes: GKE's own NVIDIA device plugin decides which ``gpuPartitionSize`` values a node
+  can serve (GoogleCloudPlatform/container-engine-accelerators ``pkg/gpu/nvidia/mig/mig.go``, the
+  profile -> partitions-per-GPU table). It is a subset of NVIDIA's profiles: no ``+me`` variants on any
+  of the models here, and no ``4g`` profile on A100 / H100 (``partition_gpu.go`` knows ``4g.20gb`` /
+  ``4g.40gb`` but the plugin does not serve them).
+* Shared clients: GKE's time-sharing and MPS docs cap ``maxSharedClientsPerGpu`` at 48.
+* Boot disks: A3 Ultra (``a3-ultragpu-*``) and A4 (``a4-*``) machines take Hyperdisk only; A2, A3 High /
+  Mega, G2 and N1 take Persistent Disk (Compute Engine accelerator-optimized machine docs; Cluster
+  Toolkit's A3 Ultra / A4 blueprints use ``hyperdisk-balanced`` boot disks, its A3 High / Mega ones
+  ``pd-balanced``).
+* Compact placement: Compute Engine compact placement policies cover the accelerator-optimized series
+  (A2, A3, A4, G2) but not N1.
+* A3 High with 1, 2 or 4 GPUs is sold only as Spot or flex-start (queued provisioning) capacity.
+* ``LATEST`` GPU drivers exist for Container-Optimized OS only (``gpuDriverVersion`` docs: "DEFAULT" for
+  COS and Ubuntu, "LATEST" for COS).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+# gpuSharingConfig.maxSharedClientsPerGpu upper bound (time-sharing and MPS).
+MAX_SHARED_CLIENTS = 48
+
+# cloud.google.com/gke-accelerator value -> {partition size: partitions GKE makes on one GPU}.
+_A100_40GB = {"1g.5gb": 7, "2g.10gb": 3, "3g.20gb": 2, "7g.40gb": 1}
+_A100_80GB = {"1g.10gb": 7, "2g.20gb": 3, "3g.40gb": 2, "7g.80gb": 1}
+_H100_80GB = {**_A100_80GB, "1g.20gb": 4}
+MIG_PARTITIONS: Mapping[str, Mapping[str, int]] = MappingProxyType(
+    {
+        "nvidia-tesla-a100": MappingProxyType(_A100_40GB),
+        "nvidia-a100-80gb": MappingProxyType(_A100_80GB),
+        "nvidia-h100-80gb": MappingProxyType(_H100_80GB),
+        "nvidia-h100-mega-80gb": MappingProxyType(_H100_80GB),  # the same H100 80GB silicon (A3 Mega)
+        "nvidia-h200-141gb": MappingProxyType(
+            {"1g.18gb": 7, "1g.35gb": 4, "2g.35gb": 3, "3g.71gb": 2, "4g.71gb": 1, "7g.141gb": 1}
+        ),
+        "nvidia-b200": MappingProxyType(
+            {"1g.23gb": 7, "1g.45gb": 4, "2g.45gb": 3, "3g.90gb": 2, "4g.90gb": 1, "7g.180gb": 1}
+        ),
+    }
+)
+
+# Machine-type prefixes whose VMs boot only from Hyperdisk.
+HYPERDISK_ONLY_PREFIXES = ("a3-ultragpu-", "a4-", "a4x-")
+DEFAULT_BOOT_DISK = "pd-balanced"
+HYPERDISK_BOOT_DISK = "hyperdisk-balanced"
+
+# Machine series (the part before the first '-') that compact placement policies support, of those
+# that carry NVIDIA GPUs.
+COMPACT_PLACEMENT_SERIES = ("a2", "a3", "a4", "g2")
+
+# Machine types offered only as Spot or flex-start (queued provisioning) capacity.
+SPOT_OR_FLEX_ONLY = ("a3-highgpu-1g", "a3-highgpu-2g", "a3-highgpu-4g")
+
+# GKE node image types per pool os.
+IMAGE_TYPES: Mapping[str, str] = MappingProxyType({"cos": "COS_CONTAINERD", "ubuntu": "UBUNTU_CONTAINERD"})
+
+
+def boot_disk_type(machine_type: str) -> str:
+    """``hyperdisk-balanced`` for machine types that boot only from Hyperdisk, else ``pd-balanced``."""
+    return HYPERDISK_BOOT_DISK if machine_type.startswith(HYPERDISK_ONLY_PREFIXES) else DEFAULT_BOOT_DISK
+
+
+def machine_series(machine_type: str) -> str:
+    return machine_type.split("-", 1)[0]
+
+
+def is_zone(location: str | None) -> bool:
+    """``us-central1-a`` is a zone, ``us-central1`` a region."""
+    return bool(location) and str(location).count("-") == 2
+
+
+def region_of(location: str) -> str:
+    return location.rsplit("-", 1)[0] if is_zone(location) else location
