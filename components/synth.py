@@ -57,6 +57,10 @@ LOOKUPS: dict[str, dict[str, Any]] = {
         "masterAuths": [{"clusterCaCertificate": CA_DATA}],
         "network": f"projects/{PLACEHOLDER}/global/networks/{PLACEHOLDER}",
         "selfLink": PLACEHOLDER,
+        # A Standard cluster with Workload Identity, its nodes in three (placeholder) zones.
+        "enableAutopilot": False,
+        "workloadIdentityConfigs": [{"workloadPool": f"{PLACEHOLDER}.svc.id.goog"}],
+        "nodeLocations": [f"{PLACEHOLDER}-zone-{z}" for z in "abc"],
     },
 }
 
