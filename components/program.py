@@ -30,6 +30,10 @@ def run(spec: StackSpec) -> None:
     provider = access.provider  # type: ignore[attr-defined]
     PriorityClasses("priority-classes", spec, provider)
     Tenancy("tenancy", spec, provider)
+    if spec.cloud == "gcp":
+        from components.gcp.nodepools import GkeGpuNodePools
+
+        GkeGpuNodePools("gke-gpu-node-pools", spec, access)  # type: ignore[arg-type]
 
     pulumi.export("tenantNamespaces", sorted(t.name for t in spec.tenants))
     pulumi.export("gpuPools", sorted(p.name for p in spec.node_pools))
