@@ -30,6 +30,10 @@ def run(spec: StackSpec) -> None:
     provider = access.provider  # type: ignore[attr-defined]
     PriorityClasses("priority-classes", spec, provider)
     Tenancy("tenancy", spec, provider)
+    if spec.cloud == "aws" and spec.karpenter_enabled:
+        from components.aws.karpenter import Karpenter
+
+        Karpenter("karpenter", spec, provider, access.cluster)  # type: ignore[attr-defined]
     if spec.cloud == "gcp":
         from components.gcp.nodepools import GkeGpuNodePools
 

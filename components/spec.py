@@ -87,11 +87,24 @@ class KarpenterPoolOptions(Model):
         default=False,
         description="spot pools: add a lower-weight on-demand NodePool used only when spot is unavailable",
     )
+    on_demand_max_gpus: int | None = Field(
+        default=None,
+        ge=1,
+        description="with onDemandFallback: the part of the pool's GPU cap the on-demand NodePool may use (a "
+        "multiple of gpu.perNode); the spot NodePool gets the rest. Default: half the nodes, rounded down",
+    )
+    consolidation_policy: Literal["WhenEmpty", "WhenEmptyOrUnderutilized"] = Field(
+        default="WhenEmpty",
+        description="WhenEmpty: only idle GPU nodes are removed (running jobs are never moved to save cost)",
+    )
     consolidate_after: Duration = "10m"
-    expire_after: Duration = "720h"
+    expire_after: Annotated[str, Field(pattern=r"^(([0-9]+(s|m|h))+|Never)$")] = "720h"
     termination_grace_period: Duration = "4h"
-    disruption_budget: Annotated[str, Field(pattern=r"^([0-9]+|[0-9]+%)$")] = "10%"
-    ami_version: Annotated[str, Field(pattern=r"^(latest|v[0-9]+)$")] = "latest"
+    disruption_budget: Annotated[str, Field(pattern=r"^((100|[0-9]{1,2})%|[0-9]+)$")] = "10%"
+    ami_version: Annotated[str, Field(pattern=r"^(latest|v[0-9]+(\.[0-9]+)*)$")] = Field(
+        default="latest",
+        description="EKS-optimized AMI release: latest, or pinned (al2023: vYYYYMMDD, bottlerocket: vX.Y.Z)",
+    )
 
 
 class GkePoolOptions(Model):
@@ -251,6 +264,41 @@ class Scheduling(Model):
     )
 
 
+class KarpenterOptions(Model):
+    """Stack-wide Karpenter settings (aws). Per-pool settings are ``nodePools[].karpenter``."""
+
+    identity: Literal["pod-identity", "irsa"] = Field(
+        default="pod-identity",
+        description="how the controller gets AWS credentials: an EKS Pod Identity association (needs the "
+        "eks-pod-identity-agent add-on) or IRSA (needs the cluster's IAM OIDC provider)",
+    )
+    name_prefix: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9-]*$", max_length=40)] | None = Field(
+        default=None,
+        description="prefix of the IAM roles, policies, SQS queue and EventBridge rules; default the cluster name",
+    )
+    subnet_tags: dict[str, str] = Field(
+        default_factory=dict,
+        description="tags selecting the subnets nodes launch in; default {karpenter.sh/discovery: <cluster>}",
+    )
+    subnet_ids: list[Annotated[str, Field(pattern=r"^subnet-[0-9a-z]+$")]] = Field(default_factory=list)
+    security_group_tags: dict[str, str] = Field(
+        default_factory=dict,
+        description="tags selecting the nodes' security groups; default {karpenter.sh/discovery: <cluster>}",
+    )
+    security_group_ids: list[Annotated[str, Field(pattern=r"^sg-[0-9a-z]+$")]] = Field(default_factory=list)
+    imds_hop_limit: Literal[1, 2] = Field(
+        default=1,
+        description="IMDSv2 PUT response hop limit on Karpenter nodes: 1 keeps pods off the node role's "
+        "credentials; 2 only for pods that must reach IMDS from their own network namespace",
+    )
+    replicas: int = Field(default=2, ge=1, le=5)
+    controller_cpu: Quantity = "1"
+    controller_memory: Quantity = "1Gi"
+    zonal_shift: bool = Field(
+        default=False, description="respect EKS zonal shifts (settings.enableZonalShift; the cluster must enable it)"
+    )
+
+
 class ChartOverride(Model):
     version: Annotated[str, Field(pattern=r"^v?[0-9]+\.[0-9]+\.[0-9]+$")]
 
@@ -270,6 +318,7 @@ class StackSpec(Model):
         default_factory=dict, description="where controllers run (they never tolerate the GPU taint)"
     )
     tags: dict[str, str] = Field(default_factory=dict)
+    karpenter: KarpenterOptions = Field(default_factory=KarpenterOptions)
 
     # -- lookups used across components ---------------------------------------------------------
     def pool(self, name: str) -> NodePool:
@@ -331,6 +380,7 @@ def _rule_modules() -> None:
     # Imported for their @rule registrations; none of them imports a cloud SDK.
     from components import rules_core, sharing  # noqa: F401
     from components.aws import rules as _aws  # noqa: F401
+    from components.aws import rules_karpenter as _karpenter  # noqa: F401
     from components.gcp import rules as _gcp  # noqa: F401
 
 

@@ -62,7 +62,7 @@ KARPENTER = Chart(
     chart="oci://public.ecr.aws/karpenter/karpenter",
     version="1.14.1",
     repository=None,
-    namespace="karpenter",
+    namespace="kube-system",  # Karpenter's API Priority and Fairness FlowSchemas only cover kube-system
     release="karpenter",
 )
 KARPENTER_CRD = Chart(
@@ -70,7 +70,7 @@ KARPENTER_CRD = Chart(
     chart="oci://public.ecr.aws/karpenter/karpenter-crd",
     version="1.14.1",
     repository=None,
-    namespace="karpenter",
+    namespace="kube-system",
     release="karpenter-crd",
 )
 

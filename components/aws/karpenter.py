@@ -1,0 +1,617 @@
+"""Karpenter on EKS: the controller (CRDs as their own release), its IAM, interruption handling, and one
+EC2NodeClass per distinct node need plus one NodePool per karpenter pool (two with on-demand fallback).
+
+What gets registered when ``spec.karpenter_enabled``:
+
+* Helm releases ``karpenter-crd`` (the upstream CRD chart, so CRDs upgrade with the chart -- Helm never
+  upgrades a chart's ``crds/``) and ``karpenter`` with ``skipCrds``, both in kube-system: the API
+  Priority and Fairness FlowSchemas that keep the controller's leader election and API calls from
+  being throttled only cover kube-system (Karpenter's getting-started guide installs there).
+* The controller role with the policies of ``iam_karpenter`` and either an EKS Pod Identity
+  association (default) or an IRSA trust, per ``gpu-platform:karpenter.identity``.
+* The node role (worker, CNI, ECR pull-only, SSM) with an ``EC2_LINUX`` access entry, so nodes join
+  without aws-auth edits.
+* An SSE-encrypted SQS queue (300 s retention: interruption notices older than that are useless) and
+  EventBridge rules for the five event kinds Karpenter handles, all targeting the queue.
+* EC2NodeClasses and NodePools for the karpenter pools, depending on the controller release: on
+  ``pulumi destroy`` they go first, while the controller still runs to drain and terminate their
+  nodes (their finalizers need it).
+
+Pure functions below build every document so tests can check them without rendering; the component
+at the bottom only wires them to resources.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+
+from components import catalog, derive, versions
+from components.spec import NodePool, StackSpec
+
+CONTROLLER_NAMESPACE = versions.KARPENTER.namespace
+SERVICE_ACCOUNT = "karpenter"
+DISCOVERY_TAG = "karpenter.sh/discovery"
+NODEPOOL_LABEL = "karpenter.sh/nodepool"  # set by Karpenter on every node it launches
+CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+GPU_NAME_LABEL = "karpenter.k8s.aws/instance-gpu-name"
+GPU_COUNT_LABEL = "karpenter.k8s.aws/instance-gpu-count"
+ARCH_LABEL = "kubernetes.io/arch"
+OS_LABEL = "kubernetes.io/os"
+
+# With onDemandFallback the scheduler tries the spot NodePool first (higher weight); the on-demand
+# NodePool is used when the spot one cannot launch (spot capacity errors are cached per offering for a
+# few minutes, so the next attempt moves on) or has reached its share of the GPU cap.
+SPOT_WEIGHT = 50
+ON_DEMAND_WEIGHT = 10
+
+# gp3 volumes for GPU nodes: CUDA/framework images are 10-20 GB, and gp3's baseline 125 MiB/s makes a
+# cold pull take minutes. 500 MiB/s (within the 0.25 MiB/s-per-IOPS ratio of the 3000 baseline IOPS)
+# costs a small fraction of one GPU hour per month.
+VOLUME_THROUGHPUT = 500
+VOLUME_IOPS = 3000
+BOTTLEROCKET_OS_VOLUME_GIB = 4  # Karpenter's default Bottlerocket root volume; images go on /dev/xvdb
+
+# EventBridge rules feeding the interruption queue: (source, detail-type), as in Karpenter's
+# getting-started CloudFormation template for v1.14.
+INTERRUPTION_EVENTS: dict[str, tuple[str, str]] = {
+    "health": ("aws.health", "AWS Health Event"),
+    "spot": ("aws.ec2", "EC2 Spot Instance Interruption Warning"),
+    "rebalance": ("aws.ec2", "EC2 Instance Rebalance Recommendation"),
+    "state-change": ("aws.ec2", "EC2 Instance State-change Notification"),
+    "reservation": ("aws.ec2", "EC2 Capacity Reservation Instance Interruption Warning"),
+}
+QUEUE_RETENTION_SECONDS = 300
+QUEUE_TARGET_ID = "KarpenterInterruptionQueueTarget"
+
+# Tag keys Karpenter reserves for itself on EC2 objects (EC2NodeClass CRD validation).
+RESERVED_TAG_KEYS = (
+    "eks:eks-cluster-name",
+    "karpenter.sh/nodepool",
+    "karpenter.sh/nodeclaim",
+    "karpenter.k8s.aws/ec2nodeclass",
+)
+RESERVED_TAG_PREFIXES = ("kubernetes.io/cluster",)
+
+
+# -------------------------------------------------------------------------------------------- names
+
+
+def name_prefix(spec: StackSpec) -> str:
+    return spec.karpenter.name_prefix or spec.cluster.name or ""
+
+
+def controller_role_name(spec: StackSpec) -> str:
+    return f"{name_prefix(spec)}-karpenter"
+
+
+def node_role_name(spec: StackSpec) -> str:
+    return f"{name_prefix(spec)}-karpenter-node"
+
+
+def queue_name(spec: StackSpec) -> str:
+    return f"{name_prefix(spec)}-karpenter"
+
+
+def policy_name(spec: StackSpec, group: str) -> str:
+    return f"{name_prefix(spec)}-karpenter-{group}"
+
+
+def rule_name(spec: StackSpec, kind: str) -> str:
+    return f"{name_prefix(spec)}-karpenter-{kind}"
+
+
+def aws_tags(spec: StackSpec) -> dict[str, str]:
+    return dict(sorted({**spec.tags, "managed-by": "gpu-platform"}.items()))
+
+
+def event_pattern(kind: str) -> dict[str, list[str]]:
+    source, detail_type = INTERRUPTION_EVENTS[kind]
+    return {"source": [source], "detail-type": [detail_type]}
+
+
+# ----------------------------------------------------------------------------------- EC2NodeClasses
+
+
+def karpenter_pools(spec: StackSpec) -> list[NodePool]:
+    if spec.cloud != "aws":
+        return []
+    return [p for p in spec.node_pools if p.provisioner == "karpenter"]
+
+
+@dataclass(frozen=True, order=True)
+class NodeClassNeed:
+    """What distinguishes one EC2NodeClass from another: AMI family and release, and disk size. Every
+    pool with the same need shares the class (the node role and network selectors are stack-wide)."""
+
+    os: str  # al2023 | bottlerocket
+    ami_version: str  # latest | vYYYYMMDD | vX.Y.Z
+    disk_gib: int
+
+    @property
+    def name(self) -> str:
+        return f"gpu-{self.os}-{self.ami_version.replace('.', '-')}-{self.disk_gib}gib"
+
+    @property
+    def alias(self) -> str:
+        return f"{self.os}@{self.ami_version}"
+
+
+def node_class_need(spec: StackSpec, pool: NodePool) -> NodeClassNeed:
+    return NodeClassNeed(derive.node_os(spec, pool), pool.karpenter.ami_version, pool.disk_gib)
+
+
+def node_class_needs(spec: StackSpec) -> list[NodeClassNeed]:
+    return sorted({node_class_need(spec, p) for p in karpenter_pools(spec)})
+
+
+def _gp3(size_gib: int) -> dict[str, Any]:
+    return {
+        "deleteOnTermination": True,
+        "encrypted": True,
+        "iops": VOLUME_IOPS,
+        "throughput": VOLUME_THROUGHPUT,
+        "volumeSize": f"{size_gib}Gi",
+        "volumeType": "gp3",
+    }
+
+
+def block_device_mappings(need: NodeClassNeed) -> list[dict[str, Any]]:
+    """AL2023 keeps everything (images included) on its root volume /dev/xvda; Bottlerocket has a
+    small OS volume /dev/xvda and a data volume /dev/xvdb for images and logs."""
+    if need.os == "bottlerocket":
+        os_volume = {**_gp3(BOTTLEROCKET_OS_VOLUME_GIB)}
+        del os_volume["iops"], os_volume["throughput"]  # the OS volume is read at boot only
+        return [
+            {"deviceName": "/dev/xvda", "ebs": os_volume},
+            {"deviceName": "/dev/xvdb", "ebs": _gp3(need.disk_gib)},
+        ]
+    return [{"deviceName": "/dev/xvda", "ebs": _gp3(need.disk_gib)}]
+
+
+def _selector_terms(tags: dict[str, str], ids: list[str], cluster: str) -> list[dict[str, Any]]:
+    terms: list[dict[str, Any]] = []
+    if tags or not ids:
+        terms.append({"tags": dict(sorted((tags or {DISCOVERY_TAG: cluster}).items()))})
+    terms += [{"id": i} for i in sorted(ids)]
+    return terms
+
+
+def subnet_selector_terms(spec: StackSpec) -> list[dict[str, Any]]:
+    k = spec.karpenter
+    return _selector_terms(k.subnet_tags, k.subnet_ids, spec.cluster.name or "")
+
+
+def security_group_selector_terms(spec: StackSpec) -> list[dict[str, Any]]:
+    k = spec.karpenter
+    return _selector_terms(k.security_group_tags, k.security_group_ids, spec.cluster.name or "")
+
+
+def metadata_options(spec: StackSpec) -> dict[str, Any]:
+    """IMDSv2 only. Hop limit 1 (default): a pod in its own network namespace is one hop further away,
+    so it cannot fetch the node role's credentials; Karpenter's controller, the GPU Operator and DCGM
+    need no IMDS, and the VPC CNI / kube-proxy run on the host network."""
+    return {
+        "httpEndpoint": "enabled",
+        "httpProtocolIPv6": "disabled",
+        "httpPutResponseHopLimit": spec.karpenter.imds_hop_limit,
+        "httpTokens": "required",
+    }
+
+
+def ec2_node_class_spec(spec: StackSpec, need: NodeClassNeed, role: Any) -> dict[str, Any]:
+    """``role`` is the node role's name (an Output in the program, a string in tests)."""
+    return {
+        "amiSelectorTerms": [{"alias": need.alias}],
+        "blockDeviceMappings": block_device_mappings(need),
+        "metadataOptions": metadata_options(spec),
+        "role": role,
+        "securityGroupSelectorTerms": security_group_selector_terms(spec),
+        "subnetSelectorTerms": subnet_selector_terms(spec),
+        "tags": aws_tags(spec),
+    }
+
+
+# ---------------------------------------------------------------------------------------- NodePools
+
+
+@dataclass(frozen=True)
+class NodePoolPlan:
+    """One Karpenter NodePool: a karpenter pool's spot or on-demand part and its share of the cap."""
+
+    name: str
+    pool: NodePool
+    capacity_type: str  # "spot" | "on-demand"
+    gpus: int  # physical GPUs this NodePool may bring
+    weight: int | None
+
+    @property
+    def nodes(self) -> int:
+        return self.gpus // self.pool.gpu.per_node
+
+
+def fallback_split(pool: NodePool) -> tuple[int, int]:
+    """(spot GPUs, on-demand GPUs) of a pool with onDemandFallback.
+
+    Karpenter's limits are per NodePool; nothing caps two NodePools together. So the pool's cap is split
+    in whole nodes and the two parts add up to exactly ``gpu_cap``: ``onDemandMaxGpus`` if set, else half
+    the nodes (rounded down) may be on-demand and the rest (the larger half) spot. Spot is still tried
+    first; the split only bounds how much of the cap each capacity type can hold at once.
+    """
+    per_node = pool.gpu.per_node
+    nodes = pool.gpu_cap // per_node
+    on_demand = pool.karpenter.on_demand_max_gpus
+    if on_demand is None:
+        on_demand = (nodes // 2) * per_node
+    return pool.gpu_cap - on_demand, on_demand
+
+
+def nodepool_plans(spec: StackSpec) -> list[NodePoolPlan]:
+    plans = []
+    for pool in karpenter_pools(spec):
+        if pool.capacity == "spot" and pool.karpenter.on_demand_fallback:
+            spot, on_demand = fallback_split(pool)
+            plans.append(NodePoolPlan(pool.name, pool, "spot", spot, SPOT_WEIGHT))
+            plans.append(NodePoolPlan(f"{pool.name}-on-demand", pool, "on-demand", on_demand, ON_DEMAND_WEIGHT))
+        else:
+            plans.append(NodePoolPlan(pool.name, pool, pool.capacity, pool.gpu_cap, None))
+    return sorted(plans, key=lambda p: p.name)
+
+
+def limits(spec: StackSpec, plan: NodePoolPlan) -> dict[str, str]:
+    """``nvidia.com/gpu`` at the plan's GPU count, and ``nodes`` at the matching node count.
+
+    Karpenter counts a node's resources from its instance type until the node is initialized, then
+    from the node's capacity -- and with time-slicing or MIG (single strategy) the device plugin
+    advertises several ``nvidia.com/gpu`` per physical GPU. So the GPU limit is stated in advertised
+    units (equal to the physical count for unshared pools), and ``limits.nodes`` holds the physical cap
+    whatever the device plugin reports. Strings, as the API server stores quantities.
+    """
+    per_gpu = derive.units_per_gpu(spec, plan.pool).get(derive.GPU_RESOURCE, 1)
+    return {derive.GPU_RESOURCE: str(plan.gpus * max(per_gpu, 1)), "nodes": str(plan.nodes)}
+
+
+def requirements(plan: NodePoolPlan) -> list[dict[str, Any]]:
+    pool = plan.pool
+    types = [catalog.AWS_INSTANCE_TYPES[t] for t in pool.instance_types]
+    return [
+        {"key": CAPACITY_TYPE_LABEL, "operator": "In", "values": [plan.capacity_type]},
+        {"key": INSTANCE_TYPE_LABEL, "operator": "In", "values": sorted(t.name for t in types)},
+        {"key": GPU_NAME_LABEL, "operator": "In", "values": sorted({t.karpenter_gpu_name for t in types})},
+        {"key": GPU_COUNT_LABEL, "operator": "In", "values": [str(pool.gpu.per_node)]},
+        {"key": ARCH_LABEL, "operator": "In", "values": sorted({t.kubernetes_arch for t in types})},
+        {"key": OS_LABEL, "operator": "In", "values": ["linux"]},
+    ]
+
+
+def taints(pool: NodePool) -> list[dict[str, str]]:
+    out = []
+    for t in derive.pool_taints(pool):
+        taint = {"key": t.key, "effect": t.effect}
+        if t.value is not None:
+            taint["value"] = t.value
+        out.append(taint)
+    return out
+
+
+def node_pool_spec(spec: StackSpec, plan: NodePoolPlan) -> dict[str, Any]:
+    pool = plan.pool
+    k = pool.karpenter
+    body: dict[str, Any] = {
+        "disruption": {
+            "budgets": [{"nodes": k.disruption_budget}],
+            "consolidateAfter": k.consolidate_after,
+            "consolidationPolicy": k.consolidation_policy,
+        },
+        "limits": limits(spec, plan),
+        "template": {
+            "metadata": {"labels": derive.pool_labels(spec, pool)},
+            "spec": {
+                "expireAfter": k.expire_after,
+                "nodeClassRef": {
+                    "group": "karpenter.k8s.aws",
+                    "kind": "EC2NodeClass",
+                    "name": node_class_need(spec, pool).name,
+                },
+                "requirements": requirements(plan),
+                "taints": taints(pool),
+                "terminationGracePeriod": k.termination_grace_period,
+            },
+        },
+    }
+    if plan.weight is not None:
+        body["weight"] = plan.weight
+    return body
+
+
+def node_pool_description(plan: NodePoolPlan) -> str:
+    pool = plan.pool
+    gpus = f"{pool.gpu.per_node}x {pool.gpu.model}"
+    text = f"gpu-platform pool {pool.name}: {plan.capacity_type} {gpus}, up to {plan.gpus} GPUs"
+    if plan.weight is not None:
+        role = "preferred" if plan.capacity_type == "spot" else "fallback when spot is unavailable"
+        text += f" ({role}; the pool's {pool.gpu_cap} GPUs are split between spot and on-demand)"
+    return text
+
+
+# ------------------------------------------------------------------------------------- Helm values
+
+
+def controller_values(
+    spec: StackSpec, *, cluster_endpoint: Any = None, queue: Any = None, irsa_role_arn: Any = None
+) -> dict[str, Any]:
+    """Values of the karpenter chart. Placement: system nodes only -- never a GPU node (no GPU
+    toleration; GPU pool nodes excluded by label) and never a node Karpenter launched itself (a
+    controller on its own capacity could consolidate itself away)."""
+    k = spec.karpenter
+    settings: dict[str, Any] = {
+        "clusterName": spec.cluster.name,
+        "interruptionQueue": queue if queue is not None else queue_name(spec),
+    }
+    if cluster_endpoint is not None:
+        settings["clusterEndpoint"] = cluster_endpoint
+    if k.zonal_shift:
+        settings["enableZonalShift"] = True
+    service_account: dict[str, Any] = {"name": SERVICE_ACCOUNT}
+    if k.identity == "irsa":
+        service_account["annotations"] = {"eks.amazonaws.com/role-arn": irsa_role_arn}
+    resources = {"cpu": k.controller_cpu, "memory": k.controller_memory}
+    return {
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchExpressions": [
+                                {"key": NODEPOOL_LABEL, "operator": "DoesNotExist"},
+                                {"key": derive.POOL_LABEL, "operator": "DoesNotExist"},
+                            ]
+                        }
+                    ]
+                }
+            },
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": "kubernetes.io/hostname"}]
+            },
+        },
+        "controller": {"resources": {"limits": dict(resources), "requests": dict(resources)}},
+        "nodeSelector": dict(sorted({OS_LABEL: "linux", **spec.system_node_selector}.items())),
+        "replicas": k.replicas,
+        "serviceAccount": service_account,
+        "settings": settings,
+        "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}],
+    }
+
+
+# -------------------------------------------------------------------------------------- component
+
+
+def _arn_parts(arn: str) -> tuple[str, str]:
+    """(partition, account) of an ARN."""
+    parts = arn.split(":")
+    return parts[1], parts[4]
+
+
+class Karpenter(pulumi.ComponentResource):
+    """Karpenter controller, its AWS plumbing, and the GPU EC2NodeClasses and NodePools."""
+
+    TYPE = "gpu-platform:aws:Karpenter"
+
+    def __init__(
+        self,
+        name: str,
+        spec: StackSpec,
+        provider: pulumi.ProviderResource,
+        cluster: Any,
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        """``cluster`` is the EKS cluster lookup (``EksAccess.cluster``)."""
+        super().__init__(self.TYPE, name, None, opts)
+        import pulumi_aws as aws
+        from pulumi_kubernetes.apiextensions import CustomResource
+        from pulumi_kubernetes.helm.v3 import Release
+
+        from components.aws import iam, iam_karpenter
+
+        aws_child = pulumi.ResourceOptions(parent=self)
+        tags = aws_tags(spec)
+        cluster_name = spec.cluster.name or ""
+        region = spec.cluster.region or ""
+        partition = cluster.arn.apply(lambda a: _arn_parts(a)[0])
+        account = cluster.arn.apply(lambda a: _arn_parts(a)[1])
+
+        # -- node role: what Karpenter-launched instances run as ------------------------------------
+        node_role = aws.iam.Role(
+            "karpenter-node-role",
+            name=node_role_name(spec),
+            description=f"Nodes Karpenter launches for EKS cluster {cluster_name}",
+            assume_role_policy=partition.apply(
+                lambda p: iam.to_json(iam.service_trust(f"ec2.{iam.dns_suffix(p)}", sid="AllowEc2"))
+            ),
+            tags=tags,
+            opts=aws_child,
+        )
+        node_attachments = [
+            aws.iam.RolePolicyAttachment(
+                f"karpenter-node-{policy}",
+                role=node_role.name,
+                policy_arn=partition.apply(lambda p, n=policy: iam.managed_policy_arn(n, p)),
+                opts=aws_child,
+            )
+            for policy in iam.WORKER_NODE_POLICIES
+        ]
+        access_entry = aws.eks.AccessEntry(
+            "karpenter-node-access",
+            cluster_name=cluster_name,
+            principal_arn=node_role.arn,
+            type="EC2_LINUX",
+            tags=tags,
+            opts=aws_child,
+        )
+
+        # -- interruption queue and the rules feeding it --------------------------------------------
+        queue = aws.sqs.Queue(
+            "karpenter-interruption-queue",
+            name=queue_name(spec),
+            message_retention_seconds=QUEUE_RETENTION_SECONDS,
+            sqs_managed_sse_enabled=True,
+            tags=tags,
+            opts=aws_child,
+        )
+        queue_policy = aws.sqs.QueuePolicy(
+            "karpenter-interruption-queue-policy",
+            queue_url=queue.url,
+            policy=queue.arn.apply(lambda arn: iam.to_json(iam_karpenter.queue_policy(arn))),
+            opts=aws_child,
+        )
+        targets = []
+        for kind in INTERRUPTION_EVENTS:
+            rule = aws.cloudwatch.EventRule(
+                f"karpenter-{kind}",
+                name=rule_name(spec, kind),
+                description=f"Karpenter interruption handling for {cluster_name}: {INTERRUPTION_EVENTS[kind][1]}",
+                event_pattern=json.dumps(event_pattern(kind), sort_keys=True),
+                tags=tags,
+                opts=aws_child,
+            )
+            targets.append(
+                aws.cloudwatch.EventTarget(
+                    f"karpenter-{kind}-target",
+                    rule=rule.name,
+                    arn=queue.arn,
+                    target_id=QUEUE_TARGET_ID,
+                    opts=aws_child,
+                )
+            )
+
+        # -- controller role -----------------------------------------------------------------------
+        if spec.karpenter.identity == "irsa":
+            issuer = cluster.identities[0].oidcs[0].issuer
+            trust = pulumi.Output.all(partition, account, issuer).apply(
+                lambda a: iam.to_json(iam_karpenter.irsa_trust(a[0], a[1], a[2], CONTROLLER_NAMESPACE))
+            )
+        else:
+            trust = pulumi.Output.from_input(
+                iam.to_json(iam_karpenter.pod_identity_trust(cluster_name, CONTROLLER_NAMESPACE))
+            )
+        controller_role = aws.iam.Role(
+            "karpenter-controller-role",
+            name=controller_role_name(spec),
+            description=f"Karpenter controller of EKS cluster {cluster_name}",
+            assume_role_policy=trust,
+            tags=tags,
+            opts=aws_child,
+        )
+        scope = pulumi.Output.all(partition, account, node_role.arn, queue.arn).apply(
+            lambda a: iam_karpenter.Scope(
+                partition=a[0], region=region, account=a[1], cluster=cluster_name, node_role_arn=a[2], queue_arn=a[3]
+            )
+        )
+        documents = scope.apply(lambda s: iam_karpenter.controller_policies(s, spec.karpenter.zonal_shift))
+        controller_deps: list[pulumi.Resource] = []
+        groups = [g for g in iam_karpenter.POLICY_GROUPS if g != "zonal-shift" or spec.karpenter.zonal_shift]
+        for group in groups:
+            policy = aws.iam.Policy(
+                f"karpenter-controller-{group}",
+                name=policy_name(spec, group),
+                description=f"Karpenter controller ({group}) for EKS cluster {cluster_name}",
+                policy=documents.apply(lambda d, g=group: iam.to_json(d[g])),
+                tags=tags,
+                opts=aws_child,
+            )
+            controller_deps.append(
+                aws.iam.RolePolicyAttachment(
+                    f"karpenter-controller-{group}-attachment",
+                    role=controller_role.name,
+                    policy_arn=policy.arn,
+                    opts=aws_child,
+                )
+            )
+        if spec.karpenter.identity == "pod-identity":
+            controller_deps.append(
+                aws.eks.PodIdentityAssociation(
+                    "karpenter-pod-identity",
+                    cluster_name=cluster_name,
+                    namespace=CONTROLLER_NAMESPACE,
+                    service_account=SERVICE_ACCOUNT,
+                    role_arn=controller_role.arn,
+                    tags=tags,
+                    opts=aws_child,
+                )
+            )
+
+        # -- Helm: CRDs, then the controller ----------------------------------------------------------
+        k8s_child = pulumi.ResourceOptions(parent=self, provider=provider)
+        crds = Release(
+            "karpenter-crd",
+            **versions.release_args(versions.KARPENTER_CRD, spec.charts),
+            opts=k8s_child,
+        )
+        controller = Release(
+            "karpenter",
+            **versions.release_args(versions.KARPENTER, spec.charts),
+            skip_crds=True,
+            values=controller_values(
+                spec,
+                cluster_endpoint=cluster.endpoint,
+                queue=queue.name,
+                irsa_role_arn=controller_role.arn if spec.karpenter.identity == "irsa" else None,
+            ),
+            opts=pulumi.ResourceOptions.merge(
+                k8s_child,
+                pulumi.ResourceOptions(depends_on=[crds, queue_policy, *targets, *controller_deps]),
+            ),
+        )
+
+        # -- GPU capacity -----------------------------------------------------------------------------
+        labels = {**derive.MANAGED_BY}
+        classes: dict[str, CustomResource] = {}
+        for need in node_class_needs(spec):
+            classes[need.name] = CustomResource(
+                f"ec2nodeclass-{need.name}",
+                api_version=versions.KARPENTER_NODECLASS_API,
+                kind="EC2NodeClass",
+                metadata={"name": need.name, "labels": labels},
+                spec=ec2_node_class_spec(spec, need, node_role.name),
+                opts=pulumi.ResourceOptions.merge(
+                    k8s_child,
+                    pulumi.ResourceOptions(depends_on=[crds, controller, access_entry, *node_attachments]),
+                ),
+            )
+        self.node_pools: list[str] = []
+        for plan in nodepool_plans(spec):
+            CustomResource(
+                f"nodepool-{plan.name}",
+                api_version=versions.KARPENTER_NODEPOOL_API,
+                kind="NodePool",
+                metadata={
+                    "name": plan.name,
+                    "labels": {**labels, derive.POOL_LABEL: plan.pool.name},
+                    "annotations": {"kubernetes.io/description": node_pool_description(plan)},
+                },
+                spec=node_pool_spec(spec, plan),
+                opts=pulumi.ResourceOptions.merge(
+                    k8s_child,
+                    pulumi.ResourceOptions(
+                        depends_on=[crds, controller, classes[node_class_need(spec, plan.pool).name]]
+                    ),
+                ),
+            )
+            self.node_pools.append(plan.name)
+
+        self.queue_name = queue.name
+        self.node_role_arn = node_role.arn
+        self.controller_role_arn = controller_role.arn
+        self.register_outputs(
+            {
+                "queueName": self.queue_name,
+                "nodeRoleArn": self.node_role_arn,
+                "controllerRoleArn": self.controller_role_arn,
+                "nodePools": self.node_pools,
+                "nodeClasses": sorted(classes),
+            }
+        )

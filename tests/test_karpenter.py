@@ -1,0 +1,842 @@
+"""Karpenter on EKS: the controller install, its IAM, interruption handling, and the GPU EC2NodeClasses and
+NodePools -- checked against the shipped stacks, the upstream chart values and CRD schemas (v1.14.1), and
+the event kinds / IAM statements of upstream's getting-started CloudFormation template."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+from conftest import HELM_RELEASE, UPSTREAM, needs_upstream, release, render_config, rendered, stack_config
+
+from components import derive, versions
+from components.aws import iam_karpenter, karpenter
+from components.spec import SpecError, load_spec
+
+NODEPOOL = "kubernetes:karpenter.sh/v1:NodePool"
+NODECLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
+ROLE = "aws:iam/role:Role"
+POLICY = "aws:iam/policy:Policy"
+ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
+QUEUE = "aws:sqs/queue:Queue"
+QUEUE_POLICY = "aws:sqs/queuePolicy:QueuePolicy"
+RULE = "aws:cloudwatch/eventRule:EventRule"
+TARGET = "aws:cloudwatch/eventTarget:EventTarget"
+ACCESS_ENTRY = "aws:eks/accessEntry:AccessEntry"
+POD_IDENTITY = "aws:eks/podIdentityAssociation:PodIdentityAssociation"
+
+# The five EventBridge rules of Karpenter's v1.14 getting-started CloudFormation template
+# (ScheduledChangeRule, SpotInterruptionRule, RebalanceRule, InstanceStateChangeRule,
+# CapacityReservationInterruptionRule), written out from the template, not from the code.
+UPSTREAM_EVENTS = {
+    ("aws.health", "AWS Health Event"),
+    ("aws.ec2", "EC2 Spot Instance Interruption Warning"),
+    ("aws.ec2", "EC2 Instance Rebalance Recommendation"),
+    ("aws.ec2", "EC2 Instance State-change Notification"),
+    ("aws.ec2", "EC2 Capacity Reservation Instance Interruption Warning"),
+}
+
+
+def _nodepools(r) -> dict[str, dict[str, Any]]:
+    return {x.inputs["metadata"]["name"]: x.inputs for x in r.of_type(NODEPOOL)}
+
+
+def _nodeclasses(r) -> dict[str, dict[str, Any]]:
+    return {x.inputs["metadata"]["name"]: x.inputs for x in r.of_type(NODECLASS)}
+
+
+def _policies(r) -> dict[str, dict[str, Any]]:
+    return {x.name: json.loads(x.inputs["policy"]) for x in r.of_type(POLICY)}
+
+
+def _statements(r) -> list[dict[str, Any]]:
+    return [s for doc in _policies(r).values() for s in doc["Statement"]]
+
+
+def _as_list(v: Any) -> list[str]:
+    return v if isinstance(v, list) else [v]
+
+
+def _spec(stack: str, **changes: Any):
+    cfg = stack_config(stack)
+    cfg.update(changes)
+    return load_spec(cfg)
+
+
+def _problems(cfg: dict[str, Any]) -> dict[str, str]:
+    with pytest.raises(SpecError) as exc:
+        load_spec(cfg)
+    return {p.path: p.message for p in exc.value.problems}
+
+
+# --------------------------------------------------------------------------------------- controller
+
+
+@pytest.mark.parametrize("stack", ["dev-aws", "prod-aws"])
+def test_controller_release_is_pinned_with_crds_as_their_own_release(stack):
+    r = rendered(stack)
+    main = release(r, "karpenter")
+    crds = release(r, "karpenter-crd")
+    assert (main["chart"], main["version"]) == ("oci://public.ecr.aws/karpenter/karpenter", "1.14.1")
+    assert (crds["chart"], crds["version"]) == ("oci://public.ecr.aws/karpenter/karpenter-crd", "1.14.1")
+    assert main["skipCrds"] is True and not crds.get("skipCrds")
+    assert "repositoryOpts" not in main  # OCI: the registry is in the chart reference
+    # kube-system: the namespace Karpenter's API Priority and Fairness FlowSchemas cover
+    assert main["namespace"] == crds["namespace"] == "kube-system"
+    assert "karpenter-crd" in r.find(HELM_RELEASE, "karpenter").depends_on
+
+
+@needs_upstream
+def test_pinned_version_is_the_upstream_chart():
+    chart = yaml.safe_load((UPSTREAM / "karpenter" / "Chart.yaml").read_text())
+    assert versions.KARPENTER.version == versions.KARPENTER_CRD.version == chart["version"] == "1.14.1"
+
+
+def test_chart_version_override_moves_both_releases():
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:charts"] = {"karpenter": {"version": "1.14.2"}, "karpenterCrd": {"version": "1.14.2"}}
+    r = render_config(cfg)
+    assert release(r, "karpenter")["version"] == release(r, "karpenter-crd")["version"] == "1.14.2"
+
+
+def test_controller_settings():
+    r = rendered("prod-aws")
+    values = release(r, "karpenter")["values"]
+    queue = r.find(QUEUE, "karpenter-interruption-queue").inputs
+    assert values["settings"]["clusterName"] == "ml-prod"
+    # the queue *name* (the controller resolves the URL with sqs:GetQueueUrl)
+    assert values["settings"]["interruptionQueue"] == queue["name"] == "ml-prod-karpenter"
+    assert values["settings"]["clusterEndpoint"].startswith("https://")
+    assert values["serviceAccount"]["name"] == "karpenter"
+    assert values["controller"]["resources"] == {
+        "requests": {"cpu": "1", "memory": "1Gi"},
+        "limits": {"cpu": "1", "memory": "1Gi"},
+    }
+    assert values["replicas"] == 2
+
+
+def _tolerates(toleration: dict[str, str], taint) -> bool:
+    """Kubernetes toleration matching: an empty key with Exists matches every taint."""
+    key = toleration.get("key", "")
+    if key and key != taint.key:
+        return False
+    if toleration.get("effect") and toleration["effect"] != taint.effect:
+        return False
+    return toleration.get("operator", "Equal") == "Exists" or toleration.get("value") == taint.value
+
+
+def test_toleration_matcher():
+    assert _tolerates({"operator": "Exists"}, derive.GPU_TAINT)
+    assert _tolerates({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}, derive.GPU_TAINT)
+    assert not _tolerates({"key": "CriticalAddonsOnly", "operator": "Exists"}, derive.GPU_TAINT)
+
+
+@pytest.mark.parametrize("stack", ["dev-aws", "prod-aws"])
+def test_controller_never_runs_on_gpu_or_karpenter_nodes(stack):
+    values = release(rendered(stack), "karpenter")["values"]
+    assert not any(_tolerates(t, derive.GPU_TAINT) for t in values["tolerations"])
+    assert [t["key"] for t in values["tolerations"]] == ["CriticalAddonsOnly"]
+    terms = values["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert len(terms) == 1
+    expressions = {(e["key"], e["operator"]) for e in terms[0]["matchExpressions"]}
+    assert ("karpenter.sh/nodepool", "DoesNotExist") in expressions
+    assert ("gpu-platform/pool", "DoesNotExist") in expressions
+    assert values["nodeSelector"] == {"kubernetes.io/os": "linux"}
+
+
+def test_controller_follows_the_system_node_selector():
+    spec = _spec("dev-aws", **{"gpu-platform:systemNodeSelector": {"node-role": "system"}})
+    values = karpenter.controller_values(spec)
+    assert values["nodeSelector"] == {"kubernetes.io/os": "linux", "node-role": "system"}
+
+
+def _walk_values(ours: dict[str, Any], theirs: dict[str, Any], path: str = "") -> list[str]:
+    """Value paths we set that the chart does not define (maps that are free-form in the chart, such as
+    ``{}`` defaults and nodeSelector, accept any key below them)."""
+    free_form = {"nodeSelector"}
+    missing = []
+    for k, v in ours.items():
+        here = f"{path}.{k}" if path else k
+        if not isinstance(theirs, dict) or k not in theirs:
+            missing.append(here)
+            continue
+        default = theirs[k]
+        if default is not None and not isinstance(v, type(default)):
+            numbers = isinstance(v, (int, float)) and isinstance(default, (int, float))
+            if not numbers and not isinstance(v, bool | str) and not isinstance(default, bool | str):
+                missing.append(f"{here} (type {type(v).__name__}, chart has {type(default).__name__})")
+        if isinstance(v, dict) and isinstance(default, dict) and default and here not in free_form:
+            missing += _walk_values(v, default, here)
+    return missing
+
+
+@needs_upstream
+@pytest.mark.parametrize("identity", ["pod-identity", "irsa"])
+def test_every_value_path_exists_in_the_upstream_chart(identity):
+    upstream = yaml.safe_load((UPSTREAM / "karpenter" / "values.yaml").read_text())
+    spec = _spec(
+        "prod-aws",
+        **{"gpu-platform:karpenter": {"identity": identity, "zonalShift": True}},
+        **{"gpu-platform:systemNodeSelector": {"node-role": "system"}},
+    )
+    values = karpenter.controller_values(
+        spec, cluster_endpoint="https://x", queue="q", irsa_role_arn="arn:aws:iam::1:role/r"
+    )
+    assert _walk_values(values, upstream) == []
+    assert _walk_values(release(rendered("prod-aws"), "karpenter")["values"], upstream) == []
+    # the check itself catches a misplaced key (webhook.* was dropped from the chart in v1.1)
+    assert _walk_values({"webhook": {"enabled": False}, "settings": {"clusterNmae": "x"}}, upstream) == [
+        "webhook",
+        "settings.clusterNmae",
+    ]
+
+
+# ---------------------------------------------------------------------------------------------- IAM
+
+
+def test_pod_identity_association_and_trust():
+    r = rendered("prod-aws")
+    assoc = r.find(POD_IDENTITY, "karpenter-pod-identity").inputs
+    assert (assoc["clusterName"], assoc["namespace"], assoc["serviceAccount"]) == (
+        "ml-prod",
+        "kube-system",
+        "karpenter",
+    )
+    role = r.find(ROLE, "karpenter-controller-role").inputs
+    trust = json.loads(role["assumeRolePolicy"])["Statement"]
+    assert len(trust) == 1
+    assert trust[0]["Principal"] == {"Service": "pods.eks.amazonaws.com"}
+    assert sorted(trust[0]["Action"]) == ["sts:AssumeRole", "sts:TagSession"]
+    assert trust[0]["Condition"]["StringEquals"] == {
+        "aws:RequestTag/eks-cluster-name": "ml-prod",
+        "aws:RequestTag/kubernetes-namespace": "kube-system",
+        "aws:RequestTag/kubernetes-service-account": "karpenter",
+    }
+    assert assoc["roleArn"].endswith(":role/ml-prod-karpenter")
+    assert "serviceAccount" in release(r, "karpenter")["values"]
+    assert "annotations" not in release(r, "karpenter")["values"]["serviceAccount"]
+
+
+def test_irsa_variant():
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:karpenter"] = {"identity": "irsa"}
+    r = render_config(cfg)
+    assert r.of_type(POD_IDENTITY) == []
+    role = r.find(ROLE, "karpenter-controller-role").inputs
+    stmt = json.loads(role["assumeRolePolicy"])["Statement"][0]
+    host = "oidc.eks.placeholder.amazonaws.com.invalid/id/offline-placeholder"  # synth.LOOKUPS issuer
+    assert stmt["Action"] == "sts:AssumeRoleWithWebIdentity"
+    assert stmt["Principal"] == {"Federated": f"arn:aws:iam::000000000000:oidc-provider/{host}"}
+    assert stmt["Condition"]["StringEquals"] == {
+        f"{host}:aud": "sts.amazonaws.com",
+        f"{host}:sub": "system:serviceaccount:kube-system:karpenter",
+    }
+    annotations = release(r, "karpenter")["values"]["serviceAccount"]["annotations"]
+    assert annotations["eks.amazonaws.com/role-arn"].endswith(":role/ml-dev-karpenter")
+
+
+def test_node_role_policies_and_access_entry():
+    r = rendered("dev-aws")
+    role = r.find(ROLE, "karpenter-node-role").inputs
+    assert role["name"] == "ml-dev-karpenter-node"
+    assert json.loads(role["assumeRolePolicy"])["Statement"][0]["Principal"] == {"Service": "ec2.amazonaws.com"}
+    node_arns = sorted(a.inputs["policyArn"] for a in r.of_type(ATTACHMENT) if a.name.startswith("karpenter-node-"))
+    assert node_arns == [
+        "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryPullOnly",
+        "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
+        "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
+        "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore",
+    ]
+    entry = r.find(ACCESS_ENTRY, "karpenter-node-access").inputs
+    assert entry["type"] == "EC2_LINUX"
+    assert entry["clusterName"] == "ml-dev"
+    assert entry["principalArn"].endswith(":role/ml-dev-karpenter-node")
+    # EC2_LINUX entries take no groups or user name (EKS sets system:node:{{EC2PrivateDNSName}})
+    assert "kubernetesGroups" not in entry and "userName" not in entry
+
+
+def test_controller_policies_are_the_upstream_groups_attached_to_the_controller_role():
+    r = rendered("prod-aws")
+    names = {x.inputs["name"] for x in r.of_type(POLICY)}
+    assert names == {
+        "ml-prod-karpenter-node-lifecycle",
+        "ml-prod-karpenter-iam-integration",
+        "ml-prod-karpenter-eks-integration",
+        "ml-prod-karpenter-interruption",
+        "ml-prod-karpenter-resource-discovery",
+    }
+    attached = {a.name for a in r.of_type(ATTACHMENT) if a.name.startswith("karpenter-controller-")}
+    assert len(attached) == 5
+    for doc in _policies(r).values():
+        assert len(json.dumps(doc, separators=(",", ":"))) < 6144  # IAM managed-policy size limit
+
+
+def test_no_wildcard_admin_and_every_mutation_is_scoped_to_the_cluster():
+    statements = _statements(rendered("prod-aws"))
+    sids = [s["Sid"] for s in statements]
+    assert len(sids) == len(set(sids)) == 17
+    owned = "kubernetes.io/cluster/ml-prod"
+    shared_inputs = ("image/", "snapshot/", "security-group/", "subnet/", "capacity-reservation/", "placement-group/")
+    mutating = ("Create", "Delete", "Terminate", "Tag", "AddRole", "RemoveRole", "RunInstances", "PassRole")
+    tag_scoped = 0
+    for s in statements:
+        actions = _as_list(s["Action"])
+        resources = _as_list(s["Resource"])
+        assert s["Effect"] == "Allow"
+        assert "*" not in actions and not any(a.endswith(":*") for a in actions), s["Sid"]
+        if "*" in resources:
+            # only reads may be unscoped, and each is pinned by a condition or has no resource-level form
+            assert all(a.split(":")[1].startswith(("Describe", "Get", "List")) for a in actions), s["Sid"]
+        condition_keys = json.dumps(s.get("Condition", {}))
+        if owned in condition_keys:
+            tag_scoped += 1
+            assert '"owned"' in condition_keys
+        if not any(a.split(":")[1].startswith(mutating) for a in actions):
+            continue
+        if s["Sid"] == "AllowPassingInstanceRole":
+            assert resources == ["arn:aws:iam::000000000000:role/ml-prod-karpenter-node"]
+            assert s["Condition"]["StringEquals"]["iam:PassedToService"][0] == "ec2.amazonaws.com"
+        elif all("*" not in res for res in resources):
+            # one named resource of this cluster: its interruption queue
+            assert s["Sid"] == "AllowInterruptionQueueActions" and resources[0].endswith("ml-prod-karpenter")
+        elif all(any(k in res for k in shared_inputs) for res in resources):
+            # launch inputs (AMIs, subnets, ...); the instance itself needs a tag-scoped statement
+            assert set(actions) == {"ec2:RunInstances", "ec2:CreateFleet"}
+        else:
+            assert owned in condition_keys, s["Sid"]
+    assert tag_scoped == 8  # 5 EC2 lifecycle + 3 instance-profile statements
+    regional = next(s for s in statements if s["Sid"] == "AllowRegionalReadActions")
+    assert regional["Condition"] == {"StringEquals": {"aws:RequestedRegion": "us-east-1"}}
+    describe = next(s for s in statements if s["Sid"] == "AllowAPIServerEndpointDiscovery")
+    assert describe["Resource"] == "arn:aws:eks:us-east-1:000000000000:cluster/ml-prod"
+
+
+def test_interruption_permissions_name_the_queue_only():
+    r = rendered("prod-aws")
+    stmt = next(s for s in _statements(r) if s["Sid"] == "AllowInterruptionQueueActions")
+    assert sorted(stmt["Action"]) == ["sqs:DeleteMessage", "sqs:GetQueueUrl", "sqs:ReceiveMessage"]
+    # the mock engine's placeholder ARN of the queue registered by the program
+    assert stmt["Resource"] == "arn:aws:sqs::000000000000:queue/ml-prod-karpenter"
+
+
+def test_zonal_shift_adds_its_policy_and_setting():
+    scope = iam_karpenter.Scope("aws", "us-east-1", "111122223333", "c", "arn:node", "arn:queue")
+    assert "zonal-shift" not in iam_karpenter.controller_policies(scope)
+    doc = iam_karpenter.controller_policies(scope, with_zonal_shift=True)["zonal-shift"]
+    assert doc["Statement"][0]["Condition"] == {
+        "StringEquals": {"arc-zonal-shift:ResourceIdentifier": "arn:aws:eks:us-east-1:111122223333:cluster/c"}
+    }
+    spec = _spec("dev-aws", **{"gpu-platform:karpenter": {"zonalShift": True}})
+    assert karpenter.controller_values(spec)["settings"]["enableZonalShift"] is True
+
+
+# ----------------------------------------------------------------------------------- interruption
+
+
+def test_interruption_queue():
+    r = rendered("dev-aws")
+    queue = r.find(QUEUE, "karpenter-interruption-queue").inputs
+    assert queue["messageRetentionSeconds"] == 300
+    assert queue["sqsManagedSseEnabled"] is True
+    policy = json.loads(r.find(QUEUE_POLICY, "karpenter-interruption-queue-policy").inputs["policy"])
+    allow = [s for s in policy["Statement"] if s["Effect"] == "Allow"]
+    assert len(allow) == 1
+    assert sorted(allow[0]["Principal"]["Service"]) == ["events.amazonaws.com", "sqs.amazonaws.com"]
+    assert allow[0]["Action"] == "sqs:SendMessage"
+    deny = next(s for s in policy["Statement"] if s["Effect"] == "Deny")
+    assert deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+    assert allow[0]["Resource"] == deny["Resource"] and deny["Resource"].endswith("ml-dev-karpenter")
+
+
+def test_event_rules_match_upstream_and_target_the_queue():
+    r = rendered("prod-aws")
+    rules = {x.inputs["name"]: json.loads(x.inputs["eventPattern"]) for x in r.of_type(RULE)}
+    assert len(rules) == 5
+    seen = set()
+    for pattern in rules.values():
+        assert set(pattern) == {"source", "detail-type"}
+        assert len(pattern["source"]) == len(pattern["detail-type"]) == 1
+        seen.add((pattern["source"][0], pattern["detail-type"][0]))
+    assert seen == UPSTREAM_EVENTS
+    assert all(len(name) <= 64 and name.startswith("ml-prod-karpenter-") for name in rules)
+    queue_arn = "arn:aws:sqs::000000000000:queue/ml-prod-karpenter"  # placeholder ARN of the mock engine
+    targets = r.of_type(TARGET)
+    assert len(targets) == 5
+    assert sorted(t.inputs["rule"] for t in targets) == sorted(rules)
+    for t in targets:
+        assert t.inputs["arn"] == queue_arn
+        assert t.inputs["targetId"] == "KarpenterInterruptionQueueTarget"
+
+
+# ---------------------------------------------------------------------------------- EC2NodeClasses
+
+
+def test_dev_node_class():
+    classes = _nodeclasses(rendered("dev-aws"))
+    assert list(classes) == ["gpu-al2023-latest-200gib"]
+    spec = classes["gpu-al2023-latest-200gib"]["spec"]
+    assert spec["amiSelectorTerms"] == [{"alias": "al2023@latest"}]
+    assert spec["role"] == "ml-dev-karpenter-node"
+    assert spec["subnetSelectorTerms"] == [{"tags": {"karpenter.sh/discovery": "ml-dev"}}]
+    assert spec["securityGroupSelectorTerms"] == [{"tags": {"karpenter.sh/discovery": "ml-dev"}}]
+    [disk] = spec["blockDeviceMappings"]
+    assert disk["deviceName"] == "/dev/xvda"
+    assert disk["ebs"]["volumeSize"] == "200Gi"  # the pool's diskGib default
+    assert (disk["ebs"]["volumeType"], disk["ebs"]["encrypted"]) == ("gp3", True)
+    assert spec["metadataOptions"]["httpTokens"] == "required"
+    assert spec["metadataOptions"]["httpPutResponseHopLimit"] == 1
+    assert spec["tags"]["environment"] == "dev"
+
+
+def test_prod_node_class_is_pinned():
+    classes = _nodeclasses(rendered("prod-aws"))
+    assert list(classes) == ["gpu-al2023-v20251120-200gib"]
+    assert classes["gpu-al2023-v20251120-200gib"]["spec"]["amiSelectorTerms"] == [{"alias": "al2023@v20251120"}]
+
+
+def test_node_classes_are_shared_by_need_and_named_by_it():
+    cfg = stack_config("dev-aws")
+    pools = cfg["gpu-platform:nodePools"]
+    base = pools[1]
+    pools.append({**base, "name": "a10g-big", "diskGib": 500})
+    pools.append({**base, "name": "a10g-same"})
+    pools.append({**base, "name": "a10g-br", "os": "bottlerocket", "karpenter": {"amiVersion": "v1.26.2"}})
+    spec = load_spec(cfg)
+    needs = {n.name: n for n in karpenter.node_class_needs(spec)}
+    assert sorted(needs) == ["gpu-al2023-latest-200gib", "gpu-al2023-latest-500gib", "gpu-bottlerocket-v1-26-2-200gib"]
+    br = karpenter.ec2_node_class_spec(spec, needs["gpu-bottlerocket-v1-26-2-200gib"], "role")
+    assert br["amiSelectorTerms"] == [{"alias": "bottlerocket@v1.26.2"}]
+    devices = {d["deviceName"]: d["ebs"] for d in br["blockDeviceMappings"]}
+    assert devices["/dev/xvda"]["volumeSize"] == "4Gi"  # Bottlerocket OS volume
+    assert devices["/dev/xvdb"]["volumeSize"] == "200Gi"  # data volume: images and logs
+    assert all(d["encrypted"] and d["volumeType"] == "gp3" for d in devices.values())
+
+
+def test_selector_and_imds_overrides():
+    spec = _spec(
+        "dev-aws",
+        **{
+            "gpu-platform:karpenter": {
+                "subnetIds": ["subnet-0abc"],
+                "securityGroupTags": {"team": "ml"},
+                "securityGroupIds": ["sg-0def"],
+                "imdsHopLimit": 2,
+            }
+        },
+    )
+    need = karpenter.node_class_needs(spec)[0]
+    body = karpenter.ec2_node_class_spec(spec, need, "role")
+    assert body["subnetSelectorTerms"] == [{"id": "subnet-0abc"}]
+    assert body["securityGroupSelectorTerms"] == [{"tags": {"team": "ml"}}, {"id": "sg-0def"}]
+    assert body["metadataOptions"]["httpPutResponseHopLimit"] == 2
+    assert body["metadataOptions"]["httpTokens"] == "required"
+
+
+# --------------------------------------------------------------------------------------- NodePools
+
+
+def test_dev_spot_nodepool():
+    r = rendered("dev-aws")
+    pools = _nodepools(r)
+    assert list(pools) == ["a10g-spot"]  # the managed l4-shared pool is not Karpenter's
+    np = pools["a10g-spot"]["spec"]
+    cfg_pool = stack_config("dev-aws")["gpu-platform:nodePools"][1]
+    assert np["limits"]["nvidia.com/gpu"] == str(cfg_pool["maxGpus"]) == "8"
+    assert np["limits"]["nodes"] == "8"  # 1 GPU per g5 node of the pool
+    reqs = {q["key"]: (q["operator"], q["values"]) for q in np["template"]["spec"]["requirements"]}
+    assert reqs["karpenter.sh/capacity-type"] == ("In", ["spot"])
+    assert reqs["node.kubernetes.io/instance-type"] == ("In", ["g5.2xlarge", "g5.4xlarge", "g5.xlarge"])
+    assert reqs["karpenter.k8s.aws/instance-gpu-name"] == ("In", ["a10g"])
+    assert reqs["karpenter.k8s.aws/instance-gpu-count"] == ("In", ["1"])
+    assert reqs["kubernetes.io/arch"] == ("In", ["amd64"])
+    assert np["template"]["spec"]["taints"] == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
+    assert "weight" not in np
+    assert np["disruption"] == {
+        "consolidationPolicy": "WhenEmpty",
+        "consolidateAfter": "10m",
+        "budgets": [{"nodes": "10%"}],
+    }
+    assert np["template"]["spec"]["expireAfter"] == "720h"
+    assert np["template"]["spec"]["terminationGracePeriod"] == "4h"
+    assert np["template"]["spec"]["nodeClassRef"] == {
+        "group": "karpenter.k8s.aws",
+        "kind": "EC2NodeClass",
+        "name": "gpu-al2023-latest-200gib",
+    }
+
+
+def test_nodepool_labels_are_the_pool_labels_every_provisioner_uses():
+    r = rendered("dev-aws")
+    labels = _nodepools(r)["a10g-spot"]["spec"]["template"]["metadata"]["labels"]
+    assert labels == derive.pool_labels(r.spec, r.spec.pool("a10g-spot"))
+    assert labels["gpu-platform/pool"] == "a10g-spot"
+    assert labels["gpu-platform/gpu-model"] == "a10g"
+
+
+def test_prod_spot_with_on_demand_fallback():
+    r = rendered("prod-aws")
+    pools = _nodepools(r)
+    assert sorted(pools) == ["h100-spot", "h100-spot-on-demand"]
+    spot, od = pools["h100-spot"]["spec"], pools["h100-spot-on-demand"]["spec"]
+    assert spot["weight"] > od["weight"]
+    assert (spot["weight"], od["weight"]) == (50, 10)
+
+    def capacity(np):
+        return next(
+            q["values"] for q in np["template"]["spec"]["requirements"] if q["key"] == "karpenter.sh/capacity-type"
+        )
+
+    assert capacity(spot) == ["spot"] and capacity(od) == ["on-demand"]
+    # the pool's cap (maxGpus: 32 in the stack file) is split, never doubled
+    max_gpus = next(p for p in stack_config("prod-aws")["gpu-platform:nodePools"] if p["name"] == "h100-spot")[
+        "maxGpus"
+    ]
+    gpus = [int(np["limits"]["nvidia.com/gpu"]) for np in (spot, od)]
+    assert sum(gpus) == max_gpus == 32
+    assert gpus == [16, 16]
+    assert sum(int(np["limits"]["nodes"]) for np in (spot, od)) == 4  # 8 GPUs per p5.48xlarge
+    for np in (spot, od):
+        assert np["template"]["metadata"]["labels"]["gpu-platform/pool"] == "h100-spot"
+        assert np["template"]["spec"]["taints"][0] == {
+            "key": "nvidia.com/gpu",
+            "value": "present",
+            "effect": "NoSchedule",
+        }
+        assert np["disruption"]["consolidateAfter"] == "15m"
+        assert np["template"]["spec"]["nodeClassRef"]["name"] == "gpu-al2023-v20251120-200gib"
+
+
+def test_fallback_split_override_and_default():
+    spec = _spec("prod-aws")
+    pool = spec.pool("h100-spot")
+    assert karpenter.fallback_split(pool) == (16, 16)
+    cfg = stack_config("prod-aws")
+    h100 = next(p for p in cfg["gpu-platform:nodePools"] if p["name"] == "h100-spot")
+    h100["karpenter"]["onDemandMaxGpus"] = 8
+    h100["maxGpus"] = 40
+    spec = load_spec(cfg)
+    plans = {p.name: p for p in karpenter.nodepool_plans(spec)}
+    assert (plans["h100-spot"].gpus, plans["h100-spot-on-demand"].gpus) == (32, 8)
+    del h100["karpenter"]["onDemandMaxGpus"]
+    assert karpenter.fallback_split(load_spec(cfg).pool("h100-spot")) == (24, 16)  # 5 nodes: 3 spot, 2 on-demand
+
+
+def test_gpu_limit_counts_advertised_units_and_nodes_hold_the_physical_cap():
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:nodePools"][1]["sharing"] = {"strategy": "time-slicing", "replicas": 4}
+    cfg["gpu-platform:tenants"][0]["gpuQuota"]["a10g-spot"] = 2
+    spec = load_spec(cfg)
+    [plan] = karpenter.nodepool_plans(spec)
+    # initialized time-sliced nodes report 4 nvidia.com/gpu per GPU: 8 GPUs advertise 32
+    assert karpenter.limits(spec, plan) == {"nvidia.com/gpu": "32", "nodes": "8"}
+
+
+def test_g5g_selects_the_t4g_gpu_name_and_arm64():
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:nodePools"][1].update(
+        gpu={"model": "T4", "perNode": 1}, instanceTypes=["g5g.xlarge", "g5g.2xlarge"]
+    )
+    spec = load_spec(cfg)
+    [plan] = karpenter.nodepool_plans(spec)
+    reqs = {q["key"]: q["values"] for q in karpenter.requirements(plan)}
+    assert reqs["karpenter.k8s.aws/instance-gpu-name"] == ["t4g"]
+    assert reqs["kubernetes.io/arch"] == ["arm64"]
+
+
+def test_custom_resources_wait_for_the_controller():
+    r = rendered("prod-aws")
+    for np in r.of_type(NODEPOOL):
+        assert {"karpenter", "karpenter-crd", "ec2nodeclass-gpu-al2023-v20251120-200gib"} <= set(np.depends_on)
+        assert np.provider == "kubernetes"
+    nodeclass = r.find(NODECLASS, "ec2nodeclass-gpu-al2023-v20251120-200gib")
+    assert {"karpenter", "karpenter-crd", "karpenter-node-access"} <= set(nodeclass.depends_on)
+    controller = r.find(HELM_RELEASE, "karpenter").depends_on
+    assert {"karpenter-pod-identity", "karpenter-interruption-queue-policy", "karpenter-spot-target"} <= set(controller)
+
+
+def test_no_karpenter_without_karpenter_pools():
+    for stack in ("dev-gcp", "prod-gcp", "local"):
+        r = rendered(stack)
+        assert r.of_type(NODEPOOL) == [] and r.of_type(karpenter.Karpenter.TYPE) == []
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:nodePools"] = cfg["gpu-platform:nodePools"][:1]
+    cfg["gpu-platform:tenants"][0]["gpuQuota"] = {"l4-shared": 4}
+    assert not load_spec(cfg).karpenter_enabled
+    cfg["gpu-platform:addons"]["karpenter"] = True  # asked for explicitly: controller, no NodePools
+    r = render_config(cfg)
+    assert release(r, "karpenter") and r.of_type(NODEPOOL) == [] and r.of_type(NODECLASS) == []
+
+
+# -------------------------------------------------------------------------------- upstream schemas
+
+
+def _schema(name: str) -> jsonschema.Draft7Validator:
+    schema = json.loads((UPSTREAM / "karpenter" / name).read_text())
+    jsonschema.Draft7Validator.check_schema(schema)
+    return jsonschema.Draft7Validator(schema)
+
+
+def _errors(validator, doc) -> list[str]:
+    body = {"apiVersion": doc["apiVersion"], "kind": doc["kind"], "metadata": doc["metadata"], "spec": doc["spec"]}
+    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(body)]
+
+
+RESTRICTED_LABEL_DOMAINS = ("karpenter.sh", "karpenter.k8s.aws")
+
+
+def _cel_nodepool(doc) -> list[str]:
+    """The CRD's CEL rules that apply to what we write (jsonschema does not evaluate CEL)."""
+    spec, out = doc["spec"], []
+    template = spec["template"]
+    for key in template["metadata"]["labels"]:
+        domain = key.split("/")[0] if "/" in key else ""
+        if domain.endswith(RESTRICTED_LABEL_DOMAINS) or key == "kubernetes.io/hostname":
+            out.append(f"restricted label {key}")
+    for req in template["spec"]["requirements"]:
+        if req["operator"] == "In" and not req["values"]:
+            out.append(f"In without values: {req['key']}")
+        if req["key"] in ("karpenter.sh/nodepool", "kubernetes.io/hostname"):
+            out.append(f"restricted requirement {req['key']}")
+    for budget in spec["disruption"].get("budgets", []):
+        if ("schedule" in budget) != ("duration" in budget):
+            out.append("schedule without duration")
+    if "replicas" in spec and ("weight" in spec or set(spec.get("limits", {})) - {"nodes"}):
+        out.append("static NodePool with weight or resource limits")
+    return out
+
+
+def _cel_nodeclass(doc) -> list[str]:
+    spec, out = doc["spec"], []
+    if ("role" in spec) == ("instanceProfile" in spec):
+        out.append("exactly one of role / instanceProfile")
+    terms = spec["amiSelectorTerms"]
+    if any("alias" in t for t in terms):
+        if len(terms) != 1 or set(terms[0]) != {"alias"}:
+            out.append("alias must be the only AMI selector term")
+        family = terms[0]["alias"].split("@")[0]
+        if family not in ("al2", "al2023", "bottlerocket"):
+            out.append(f"alias family {family}")
+    for name in spec.get("tags", {}):
+        if name.startswith("kubernetes.io/cluster") or name in karpenter.RESERVED_TAG_KEYS:
+            out.append(f"restricted tag {name}")
+    for field in ("subnetSelectorTerms", "securityGroupSelectorTerms"):
+        for term in spec[field]:
+            if not term or ("id" in term and len(term) > 1):
+                out.append(f"{field}: bad term {term}")
+            if any(not k or not v for k, v in term.get("tags", {}).items()):
+                out.append(f"{field}: empty tag")
+    for bdm in spec.get("blockDeviceMappings", []):
+        if "volumeSize" not in bdm["ebs"] and "snapshotID" not in bdm["ebs"]:
+            out.append("ebs without size")
+    return out
+
+
+def _variant_docs() -> list[dict[str, Any]]:
+    """NodePools/EC2NodeClasses of option combinations the shipped stacks do not use (pure builders)."""
+    cfg = stack_config("prod-aws")
+    cfg["gpu-platform:karpenter"] = {
+        "subnetIds": ["subnet-0abc"],
+        "securityGroupTags": {"team": "ml"},
+        "imdsHopLimit": 2,
+    }
+    cfg["gpu-platform:nodePools"].append(
+        {
+            "name": "t4-arm",
+            "gpu": {"model": "T4", "perNode": 2},
+            "instanceTypes": ["g5g.16xlarge"],
+            "capacity": "on-demand",
+            "provisioner": "karpenter",
+            "maxNodes": 3,
+            "os": "bottlerocket",
+            "diskGib": 300,
+            "taints": [{"key": "team", "value": "vision", "effect": "NoSchedule"}],
+            "sharing": {"strategy": "time-slicing", "replicas": 4},
+            "karpenter": {
+                "amiVersion": "v1.26.2",
+                "expireAfter": "Never",
+                "consolidationPolicy": "WhenEmptyOrUnderutilized",
+            },
+        }
+    )
+    spec = load_spec(cfg)
+    docs = []
+    for need in karpenter.node_class_needs(spec):
+        docs.append(
+            {
+                "apiVersion": versions.KARPENTER_NODECLASS_API,
+                "kind": "EC2NodeClass",
+                "metadata": {"name": need.name},
+                "spec": karpenter.ec2_node_class_spec(spec, need, "role-name"),
+            }
+        )
+    for plan in karpenter.nodepool_plans(spec):
+        docs.append(
+            {
+                "apiVersion": versions.KARPENTER_NODEPOOL_API,
+                "kind": "NodePool",
+                "metadata": {"name": plan.name},
+                "spec": karpenter.node_pool_spec(spec, plan),
+            }
+        )
+    assert {d["kind"] for d in docs} == {"EC2NodeClass", "NodePool"} and len(docs) == 5
+    return docs
+
+
+@needs_upstream
+@pytest.mark.parametrize("source", ["dev-aws", "prod-aws", "variants"])
+def test_custom_resources_validate_against_the_strict_upstream_schemas(source):
+    validators = {
+        "NodePool": _schema("nodepool.karpenter.sh.v1.strict.json"),
+        "EC2NodeClass": _schema("ec2nodeclass.karpenter.k8s.aws.v1.strict.json"),
+    }
+    cel = {"NodePool": _cel_nodepool, "EC2NodeClass": _cel_nodeclass}
+    if source == "variants":
+        docs = _variant_docs()
+    else:
+        r = rendered(source)
+        docs = [x.inputs for x in (*r.of_type(NODEPOOL), *r.of_type(NODECLASS))]
+        assert len(docs) >= 2
+    for doc in docs:
+        assert doc["apiVersion"] == {"NodePool": "karpenter.sh/v1", "EC2NodeClass": "karpenter.k8s.aws/v1"}[doc["kind"]]
+        assert _errors(validators[doc["kind"]], doc) == [], doc["metadata"]["name"]
+        assert cel[doc["kind"]](doc) == [], doc["metadata"]["name"]
+
+
+@needs_upstream
+def test_strict_schemas_catch_misplaced_fields():
+    """The validation above is not vacuous: a field in the wrong place fails."""
+    r = rendered("dev-aws")
+    np = json.loads(json.dumps(_nodepools(r)["a10g-spot"]))
+    np["spec"]["template"]["spec"]["weight"] = 10  # weight belongs to spec, not the template
+    assert _errors(_schema("nodepool.karpenter.sh.v1.strict.json"), np)
+    nc = json.loads(json.dumps(_nodeclasses(r)["gpu-al2023-latest-200gib"]))
+    nc["spec"]["metadataOptions"]["httpTokens"] = "optional-ish"
+    assert _errors(_schema("ec2nodeclass.karpenter.k8s.aws.v1.strict.json"), nc)
+
+
+# ------------------------------------------------------------------------------------------ bad input
+
+
+def test_karpenter_pool_on_gcp():
+    cfg = stack_config("dev-gcp")
+    pool = dict(cfg["gpu-platform:nodePools"][0], name="gpu-karpenter", provisioner="karpenter")
+    cfg["gpu-platform:nodePools"].append(pool)
+    i = len(cfg["gpu-platform:nodePools"]) - 1
+    problems = _problems(cfg)
+    assert "karpenter pools need cloud aws, not gcp" in problems[f"gpu-platform:nodePools[{i}].provisioner"]
+
+
+def test_max_gpus_not_a_multiple_of_gpus_per_node():
+    cfg = stack_config("prod-aws")
+    i = next(i for i, p in enumerate(cfg["gpu-platform:nodePools"]) if p["name"] == "h100-spot")
+    cfg["gpu-platform:nodePools"][i]["maxGpus"] = 20
+    problems = _problems(cfg)
+    assert problems[f"gpu-platform:nodePools[{i}].maxGpus"] == "20 is not a multiple of gpu.perNode (8)"
+
+
+def test_instance_type_without_gpus():
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:nodePools"][1]["instanceTypes"] = ["g5.xlarge", "m5.large"]
+    problems = _problems(cfg)
+    assert problems == {
+        "gpu-platform:nodePools[1].instanceTypes[1]": "'m5.large' is not a known NVIDIA GPU instance type"
+    }
+
+
+def _dev_karpenter(**changes: Any) -> dict[str, Any]:
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:nodePools"][1].update(changes)
+    return cfg
+
+
+@pytest.mark.parametrize(
+    ("cfg", "path", "fragment"),
+    [
+        (_dev_karpenter(minNodes=1), "gpu-platform:nodePools[1].minNodes", "scale from zero"),
+        (
+            _dev_karpenter(karpenter={"amiVersion": "v2025"}),
+            "gpu-platform:nodePools[1].karpenter.amiVersion",
+            "not a al2023 AMI release (expected latest or vYYYYMMDD",
+        ),
+        (
+            _dev_karpenter(os="bottlerocket", karpenter={"amiVersion": "v20251120"}),
+            "gpu-platform:nodePools[1].karpenter.amiVersion",
+            "expected latest or vX.Y.Z",
+        ),
+        (
+            _dev_karpenter(maxGpus=1, karpenter={"onDemandFallback": True}),
+            "gpu-platform:nodePools[1].karpenter.onDemandFallback",
+            "at least one node each (2 GPUs)",
+        ),
+        (
+            _dev_karpenter(karpenter={"onDemandFallback": True, "onDemandMaxGpus": 8}),
+            "gpu-platform:nodePools[1].karpenter.onDemandMaxGpus",
+            "leaves none of the pool's 8 GPUs for spot",
+        ),
+        (
+            _dev_karpenter(karpenter={"onDemandMaxGpus": 2}),
+            "gpu-platform:nodePools[1].karpenter.onDemandMaxGpus",
+            "needs onDemandFallback: true",
+        ),
+        (
+            _dev_karpenter(name="l4", karpenter={"onDemandFallback": True})
+            | {"gpu-platform:tenants": [{"name": "t", "gpuQuota": {"l4-shared": 1}}]},
+            "gpu-platform:nodePools[1].karpenter.onDemandFallback",
+            None,
+        ),
+    ],
+    ids=[
+        "min-nodes",
+        "al2023-version",
+        "bottlerocket-version",
+        "fallback-one-node",
+        "od-takes-all",
+        "od-no-fallback",
+        "ok",
+    ],
+)
+def test_bad_karpenter_pool(cfg, path, fragment):
+    if fragment is None:
+        load_spec(cfg)  # a fallback pool whose names do not collide is fine
+        return
+    problems = _problems(cfg)
+    assert fragment in problems[path], problems
+
+
+def test_bad_karpenter_stack_options():
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:addons"]["karpenter"] = False
+    assert "pools a10g-spot are provisioned by Karpenter" in _problems(cfg)["gpu-platform:addons.karpenter"]
+
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:tags"]["kubernetes.io/cluster/ml-dev"] = "owned"
+    assert "reserved by Karpenter" in _problems(cfg)["gpu-platform:tags.kubernetes.io/cluster/ml-dev"]
+
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:cluster"]["name"] = "a-very-long-eks-cluster-name-for-the-ml-team"
+    assert "namePrefix" in _problems(cfg)["gpu-platform:cluster.name"]
+    cfg["gpu-platform:karpenter"] = {"namePrefix": "ml-dev"}
+    load_spec(cfg)
+
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:karpenter"] = {"identity": "kiam"}
+    assert "must be one of" in _problems(cfg)["gpu-platform:karpenter.identity"]
+
+    cfg = stack_config("dev-gcp")
+    cfg["gpu-platform:karpenter"] = {"identity": "irsa"}
+    assert _problems(cfg)["gpu-platform:karpenter"] == "does not apply when cloud is gcp"
+
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:nodePools"][0]["karpenter"] = {"consolidateAfter": "5m"}
+    assert "karpenter pools only" in _problems(cfg)["gpu-platform:nodePools[0].karpenter"]
+
+
+def test_fallback_name_collision():
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:nodePools"][0]["name"] = "a10g-spot-on-demand"
+    cfg["gpu-platform:nodePools"][1]["karpenter"] = {"onDemandFallback": True}
+    cfg["gpu-platform:tenants"][0]["gpuQuota"] = {"a10g-spot": 8}
+    assert "another pool's name" in _problems(cfg)["gpu-platform:nodePools[1].karpenter.onDemandFallback"]
