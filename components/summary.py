@@ -62,6 +62,10 @@ def summary(rendering: Rendering, sections: Mapping[str, str]) -> str:
         labels = ", ".join(f"`{k}={v}`" for k, v in derive.pool_labels(spec, p).items())
         taints = ", ".join(f"`{t.key}={t.value or ''}:{t.effect}`" for t in derive.pool_taints(p))
         lines.append(f"| {p.name} | {labels} | {taints} |")
+    if spec.cloud == "aws" and spec.karpenter_enabled:
+        from components.aws.karpenter import summary_lines
+
+        lines += ["", *summary_lines(spec)]
     lines += [
         "",
         "## Tenants",

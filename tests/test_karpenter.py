@@ -840,3 +840,13 @@ def test_fallback_name_collision():
     cfg["gpu-platform:nodePools"][1]["karpenter"] = {"onDemandFallback": True}
     cfg["gpu-platform:tenants"][0]["gpuQuota"] = {"a10g-spot": 8}
     assert "another pool's name" in _problems(cfg)["gpu-platform:nodePools[1].karpenter.onDemandFallback"]
+
+
+def test_summary_lists_the_nodepools_and_their_split():
+    from components import synth
+
+    text = synth.files(rendered("prod-aws"))["summary.md"]
+    assert "| h100-spot | h100-spot | spot | 50 | 16 | 2 | gpu-al2023-v20251120-200gib |" in text
+    assert "| h100-spot-on-demand | h100-spot | on-demand | 10 | 16 | 2 | gpu-al2023-v20251120-200gib |" in text
+    assert "interruption queue `ml-prod-karpenter`" in text
+    assert "## Karpenter" not in synth.files(rendered("dev-gcp"))["summary.md"]

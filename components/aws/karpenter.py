@@ -615,3 +615,27 @@ class Karpenter(pulumi.ComponentResource):
                 "nodeClasses": sorted(classes),
             }
         )
+
+
+def summary_lines(spec: StackSpec) -> list[str]:
+    """The summary.md section: each NodePool's capacity type, weight, limits and node class."""
+    if spec.cloud != "aws" or not spec.karpenter_enabled:
+        return []
+    k = spec.karpenter
+    version = versions.resolve(versions.KARPENTER, spec.charts).version
+    lines = [
+        "## Karpenter",
+        "",
+        f"Controller {version} in `{CONTROLLER_NAMESPACE}` ({k.identity}), interruption queue "
+        f"`{queue_name(spec)}`, node role `{node_role_name(spec)}`, IMDSv2 hop limit {k.imds_hop_limit}.",
+        "",
+        "| NodePool | pool | capacity | weight | nvidia.com/gpu limit | node limit | EC2NodeClass |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for plan in nodepool_plans(spec):
+        lim = limits(spec, plan)
+        lines.append(
+            f"| {plan.name} | {plan.pool.name} | {plan.capacity_type} | {plan.weight or '-'} | "
+            f"{lim[derive.GPU_RESOURCE]} | {lim['nodes']} | {node_class_need(spec, plan.pool).name} |"
+        )
+    return lines
