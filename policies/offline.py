@@ -1,0 +1,455 @@
+"""Run the policy pack offline: the same policy objects ``pulumi preview --policy-pack policies`` loads, called
+the way the Pulumi engine calls them, against what an offline synth registered (or against plain manifests).
+
+For every resource it builds ``ResourceValidationArgs`` (type, camelCase props wrapped in the same read-only
+proxies the engine uses, URN, name, options with the parent URN, the provider) and, for stack policies, one
+``StackValidationArgs`` with every resource as a ``PolicyResource`` (parent and dependency links set). Each
+policy's ``validate`` gets a ``report_violation`` that records a ``Violation``.
+
+Enforcement levels and policy config follow ``--policy-pack-config`` (the Pulumi CLI's JSON format)::
+
+    {"all": "advisory",                                  # every policy (applied first)
+     "time-slicing-replicas": "mandatory",               # one policy's level
+     "helm-chart-pinned": {"enforcementLevel": "mandatory", "allowedSources": ["https://..."]}}
+
+levels: ``advisory`` | ``mandatory`` | ``remediate`` (reported as mandatory, like the engine) | ``disabled``.
+Unlike the engine, unknown policy names, unknown properties and wrongly typed values are errors here, so a
+typo cannot silently switch a policy off.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from inspect import isawaitable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyCustomTimeouts,
+    PolicyProviderResource,
+    PolicyResource,
+    PolicyResourceOptions,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
+from pulumi_policy.proxy import unknown_checking_proxy
+
+from policies import gpu_policies
+
+if TYPE_CHECKING:
+    from components.synth import Rendering
+
+try:  # raised by args.not_applicable(); private in pulumi_policy
+    from pulumi_policy.policy import _NotApplicableError as NotApplicable
+except ImportError:  # pragma: no cover - older/newer SDK layouts
+
+    class NotApplicable(Exception):  # type: ignore[no-redef]
+        pass
+
+
+Policy = ResourceValidationPolicy | StackValidationPolicy
+LEVELS = {level.value: level for level in EnforcementLevel}
+SECTION = "Policy report"
+
+
+class PolicyConfigError(ValueError):
+    """The policy config is not usable; ``problems`` lists every reason."""
+
+    def __init__(self, problems: Iterable[str]):
+        self.problems = sorted(set(problems))
+        super().__init__("\n".join(self.problems))
+
+
+# ------------------------------------------------------------------------------------------ config
+
+
+@dataclass(frozen=True)
+class Settings:
+    level: EnforcementLevel
+    config: dict[str, Any]
+
+    @property
+    def reported_level(self) -> EnforcementLevel:
+        # The engine reports a violated remediation policy as mandatory.
+        return EnforcementLevel.MANDATORY if self.level == EnforcementLevel.REMEDIATE else self.level
+
+
+def load_config_file(path: str | Path) -> dict[str, Any]:
+    """A ``--policy-pack-config`` JSON file (an empty file is no config, as for the CLI)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise PolicyConfigError([f"{path}: cannot read ({exc.strerror or exc})"]) from None
+    if not text.strip():
+        return {}
+    try:
+        doc = json.loads(text)
+    except ValueError as exc:
+        raise PolicyConfigError([f"{path}: not JSON ({exc})"]) from None
+    if not isinstance(doc, dict):
+        raise PolicyConfigError([f"{path}: must be a JSON object of policy name -> level or settings"])
+    return doc
+
+
+def _level(value: Any, where: str, problems: list[str]) -> EnforcementLevel | None:
+    if value in LEVELS:
+        return LEVELS[value]
+    problems.append(f"{where}: {value!r} is not an enforcement level ({', '.join(LEVELS)})")
+    return None
+
+
+def _type_ok(value: Any, schema: Mapping[str, Any]) -> bool:
+    kind = schema.get("type")
+    if kind == "integer":
+        ok = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+        ok = ok and not isinstance(value, bool)
+    elif kind == "number":
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    elif kind == "string":
+        ok = isinstance(value, str)
+    elif kind == "boolean":
+        ok = isinstance(value, bool)
+    elif kind == "array":
+        ok = isinstance(value, list) and all(_type_ok(v, schema.get("items") or {}) for v in value)
+    elif kind == "object":
+        ok = isinstance(value, dict)
+    else:
+        ok = True
+    if ok and "minimum" in schema and isinstance(value, (int, float)):
+        ok = value >= schema["minimum"]
+    return ok
+
+
+def settings(policies: Sequence[Policy], config: Mapping[str, Any] | None = None) -> dict[str, Settings]:
+    """Each policy's enforcement level and config: its own level and schema defaults, then ``all``, then its
+    own entry (the order the Pulumi engine reconciles them in). Raises PolicyConfigError."""
+    problems: list[str] = []
+    levels = {p.name: gpu_policies.level_of(p) for p in policies}
+    props: dict[str, dict[str, Any]] = {}
+    schemas: dict[str, Mapping[str, Any]] = {}
+    for p in policies:
+        schemas[p.name] = p.config_schema.properties if p.config_schema else {}
+        props[p.name] = {k: v["default"] for k, v in schemas[p.name].items() if "default" in v}
+    config = dict(config or {})
+    if "all" in config:
+        value = config.pop("all")
+        raw = value.get("enforcementLevel") if isinstance(value, Mapping) else value
+        level = _level(raw, "all", problems)
+        if level is not None:
+            levels = dict.fromkeys(levels, level)
+    for name, value in sorted(config.items()):
+        if name not in levels:
+            problems.append(f"{name}: no such policy (policies: {', '.join(sorted(levels))})")
+            continue
+        if isinstance(value, str):
+            value = {"enforcementLevel": value}
+        if not isinstance(value, Mapping):
+            problems.append(f"{name}: must be an enforcement level or an object")
+            continue
+        for key, v in sorted(value.items()):
+            if key == "enforcementLevel":
+                level = _level(v, f"{name}.enforcementLevel", problems)
+                if level is not None:
+                    levels[name] = level
+            elif key not in schemas[name]:
+                known = ", ".join(sorted(schemas[name])) or "none"
+                problems.append(f"{name}.{key}: unknown setting (settings: {known})")
+            elif not _type_ok(v, schemas[name][key]):
+                problems.append(f"{name}.{key}: {v!r} does not match {json.dumps(schemas[name][key], sort_keys=True)}")
+            else:
+                props[name][key] = v
+    if problems:
+        raise PolicyConfigError(problems)
+    return {p.name: Settings(levels[p.name], props[p.name]) for p in policies}
+
+
+# ---------------------------------------------------------------------------------------- subjects
+
+
+@dataclass(frozen=True)
+class Subject:
+    """One resource as the engine would describe it to an analyzer."""
+
+    type: str
+    name: str
+    urn: str
+    props: Mapping[str, Any]
+    parent: str | None = None  # URN
+    provider: Subject | None = None
+    dependencies: tuple[str, ...] = ()  # URNs
+
+
+def _urn(stack: str, qualified_type: str, name: str) -> str:
+    return f"urn:pulumi:{stack}::gpu-platform::{qualified_type}::{name}"
+
+
+def subjects_from_rendering(rendering: Rendering) -> list[Subject]:
+    """The resources an offline synth registered, with URNs, parent URNs, providers and dependencies."""
+    records = list(rendering.resources)
+    by_key = {(r.type, r.name): r for r in records}
+    by_name: dict[str, list[Any]] = {}
+    for r in records:
+        by_name.setdefault(r.name, []).append(r)
+
+    def parent_urn(r: Any) -> str | None:
+        if not r.parent:
+            return None
+        chain = r.urn.split("::")[2].split("$") if r.urn.count("::") >= 3 else []
+        parent = by_key.get((chain[-2], r.parent)) if len(chain) > 1 else None
+        if parent is None:  # fall back to a unique name
+            same = by_name.get(r.parent, [])
+            parent = same[0] if len(same) == 1 else None
+        return parent.urn if parent is not None else None
+
+    providers: dict[str, Subject] = {}
+    for r in records:
+        if r.type.startswith("pulumi:providers:"):
+            providers[r.urn] = Subject(r.type, r.name, r.urn, r.inputs, parent_urn(r))
+
+    def provider_of(r: Any) -> Subject | None:
+        if not r.provider:
+            return None
+        package = r.type.split(":", 1)[0]
+        found = [p for p in providers.values() if p.name == r.provider]
+        same_package = [p for p in found if p.type == f"pulumi:providers:{package}"]
+        chosen = same_package or found
+        return chosen[0] if chosen else None
+
+    out = []
+    for r in records:
+        deps = tuple(sorted(x.urn for d in r.depends_on for x in by_name.get(d, [])))
+        out.append(Subject(r.type, r.name, r.urn, r.inputs, parent_urn(r), provider_of(r), deps))
+    return out
+
+
+def subjects_from_manifests(docs: Iterable[Mapping[str, Any]], stack: str = "manifests") -> list[Subject]:
+    """Kubernetes objects (e.g. the YAML under examples/) as the resources pulumi_kubernetes would register."""
+    out = []
+    for doc in docs:
+        if not isinstance(doc, Mapping) or "apiVersion" not in doc or "kind" not in doc:
+            continue
+        type_token = gpu_policies.k8s_type(str(doc["apiVersion"]), str(doc["kind"]))
+        meta = doc.get("metadata") or {}
+        name = "/".join(str(x) for x in (meta.get("namespace"), meta.get("name")) if x)
+        out.append(Subject(type_token, name, _urn(stack, type_token, name), doc))
+    return out
+
+
+# ---------------------------------------------------------------------------------------- running
+
+
+@dataclass(frozen=True)
+class Violation:
+    policy: str
+    enforcement_level: str  # "mandatory" | "advisory"
+    resource_type: str | None  # None: the stack as a whole
+    resource_name: str | None
+    message: str
+
+    def sort_key(self) -> tuple[str, ...]:
+        return (self.policy, self.resource_type or "", self.resource_name or "", self.message)
+
+    def line(self) -> str:
+        where = f"{self.resource_type} {self.resource_name}" if self.resource_type else "stack"
+        return f"policy {self.enforcement_level} {self.policy}: {where}: {self.message}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "policy": self.policy,
+            "enforcementLevel": self.enforcement_level,
+            "resourceType": self.resource_type,
+            "resourceName": self.resource_name,
+            "message": self.message,
+        }
+
+
+def _opts(s: Subject) -> PolicyResourceOptions:
+    return PolicyResourceOptions(
+        protect=False,
+        ignore_changes=[],
+        delete_before_replace=None,
+        aliases=[],
+        custom_timeouts=PolicyCustomTimeouts(0, 0, 0),
+        additional_secret_outputs=[],
+        parent=s.parent,
+    )
+
+
+def _provider(s: Subject) -> PolicyProviderResource | None:
+    p = s.provider
+    return PolicyProviderResource(p.type, unknown_checking_proxy(dict(p.props)), p.urn, p.name) if p else None
+
+
+def _policy_resources(subjects: Sequence[Subject]) -> list[PolicyResource]:
+    resources = {
+        s.urn: PolicyResource(
+            s.type, unknown_checking_proxy(dict(s.props)), s.urn, s.name, _opts(s), _provider(s), None, [], {}
+        )
+        for s in subjects
+    }
+    for s in subjects:
+        r = resources[s.urn]
+        r.parent = resources.get(s.parent) if s.parent else None
+        r.dependencies = [resources[d] for d in s.dependencies if d in resources]
+    return list(resources.values())
+
+
+def _call(policy: Policy, args: Any, report: Any) -> str | None:
+    """Run one validation like the engine does; an error message if the policy itself failed."""
+    try:
+        result = policy.validate(args, report)
+        if isawaitable(result):
+            loop = asyncio.new_event_loop()
+            try:
+                loop.run_until_complete(result)
+            finally:
+                loop.close()
+    except NotApplicable:
+        return None
+    except Exception as exc:  # a broken policy must not pass silently
+        return f"policy raised {type(exc).__name__}: {exc}"
+    return None
+
+
+@dataclass
+class Report:
+    stack: str
+    resource_count: int
+    settings: dict[str, Settings]
+    violations: list[Violation] = field(default_factory=list)
+    config_source: str | None = None
+
+    @property
+    def mandatory_violations(self) -> list[Violation]:
+        return [v for v in self.violations if v.enforcement_level == EnforcementLevel.MANDATORY.value]
+
+    @property
+    def advisory_violations(self) -> list[Violation]:
+        return [v for v in self.violations if v.enforcement_level == EnforcementLevel.ADVISORY.value]
+
+    def json(self) -> str:
+        """policy-report.json: every violation, sorted."""
+        return json.dumps([v.as_dict() for v in self.violations], indent=2, sort_keys=True) + "\n"
+
+    @property
+    def sections(self) -> dict[str, str]:
+        return {SECTION: self.markdown()}
+
+    def markdown(self) -> str:
+        counts: dict[str, int] = {}
+        for v in self.violations:
+            counts[v.policy] = counts.get(v.policy, 0) + 1
+        mandatory, advisory = len(self.mandatory_violations), len(self.advisory_violations)
+        source = f" with config `{self.config_source}`" if self.config_source else ""
+        lines = [
+            f"Policy pack `{gpu_policies.PACK_NAME}` ({len(self.settings)} policies) evaluated offline{source} "
+            f"against {self.resource_count} resources: "
+            + (
+                f"**{mandatory} mandatory violation{'s' if mandatory != 1 else ''} (synth exits 1)**"
+                if mandatory
+                else "no mandatory violations"
+            )
+            + f", {advisory} advisory.",
+            "",
+            "| policy | level | violations |",
+            "|---|---|---|",
+        ]
+        for name, s in self.settings.items():
+            lines.append(f"| {name} | {s.level.value} | {counts.get(name, 0)} |")
+        if self.violations:
+            lines += ["", "| level | policy | resource | message |", "|---|---|---|---|"]
+            for v in self.violations:
+                where = f"`{v.resource_type}` {v.resource_name}" if v.resource_type else "(stack)"
+                msg = v.message.replace("|", "\\|").replace("\n", " ")
+                lines.append(f"| {v.enforcement_level} | {v.policy} | {where} | {msg} |")
+        return "\n".join(lines) + "\n"
+
+
+def run(
+    subjects: Sequence[Subject],
+    policies: Sequence[Policy] = gpu_policies.POLICIES,
+    config: Mapping[str, Any] | None = None,
+    stack: str = "",
+    config_source: str | None = None,
+) -> Report:
+    """Evaluate ``policies`` against ``subjects`` (resource policies per resource, stack policies once)."""
+    chosen = settings(policies, config)
+    by_urn = {s.urn: s for s in subjects}
+    violations: list[Violation] = []
+    for policy in policies:
+        st = chosen[policy.name]
+        if st.level == EnforcementLevel.DISABLED:
+            continue
+        level = st.reported_level.value
+
+        def record(subject: Subject | None, message: str, policy: Policy = policy, level: str = level) -> None:
+            violations.append(
+                Violation(
+                    policy.name,
+                    level,
+                    subject.type if subject else None,
+                    subject.name if subject else None,
+                    str(message),
+                )
+            )
+
+        if isinstance(policy, ResourceValidationPolicy):
+            for s in subjects:
+                args = ResourceValidationArgs(
+                    s.type,
+                    unknown_checking_proxy(dict(s.props)),
+                    s.urn,
+                    s.name,
+                    _opts(s),
+                    _provider(s),
+                    dict(st.config),
+                )
+                error = _call(policy, args, lambda message, urn=None, s=s: record(s, message))
+                if error:
+                    violations.append(Violation(policy.name, "mandatory", s.type, s.name, error))
+        else:
+            stack_args = StackValidationArgs(_policy_resources(subjects), dict(st.config))
+            error = _call(
+                policy, stack_args, lambda message, urn=None: record(by_urn.get(urn) if urn else None, message)
+            )
+            if error:
+                violations.append(Violation(policy.name, "mandatory", None, None, error))
+    violations = sorted(set(violations), key=Violation.sort_key)
+    return Report(stack, len(subjects), chosen, violations, config_source)
+
+
+def evaluate(
+    rendering: Rendering,
+    config: Mapping[str, Any] | None = None,
+    config_file: str | Path | None = None,
+    policies: Sequence[Policy] = gpu_policies.POLICIES,
+) -> Report:
+    """The policy report of an offline synth (what ``gpu-platform synth|check`` print and write).
+
+    ``config_file`` is a ``--policy-pack-config`` JSON file; ``config`` the same content as a mapping.
+    Raises PolicyConfigError for an unusable config."""
+    source = None
+    if config_file is not None:
+        config = load_config_file(config_file)
+        source = str(config_file)
+    try:
+        return run(subjects_from_rendering(rendering), policies, config, rendering.stack, source)
+    except PolicyConfigError as err:
+        raise PolicyConfigError(f"{source or 'policy config'}: {p}" for p in err.problems) from None
+
+
+def evaluate_manifests(
+    docs: Iterable[Mapping[str, Any]],
+    policies: Sequence[Policy] = gpu_policies.WORKLOAD_POLICIES,
+    config: Mapping[str, Any] | None = None,
+    stack: str = "manifests",
+) -> Report:
+    """The policies (by default the workload ones) against plain Kubernetes manifests."""
+    return run(subjects_from_manifests(docs, stack), policies, config, stack)
