@@ -15,6 +15,8 @@ from components import derive
 from components.spec import StackSpec, Tenant
 
 PSA_VERSION = "latest"
+# On the namespaces of tenants marked critical; the policy pack's critical-tenant-capacity reads it.
+CRITICAL_LABEL = "gpu-platform/critical"
 
 
 def all_gpu_resources(spec: StackSpec) -> list[str]:
@@ -38,7 +40,7 @@ def quota_hard(spec: StackSpec, tenant: Tenant) -> dict[str, str]:
 
 def namespace_labels(tenant: Tenant) -> dict[str, str]:
     level = tenant.pod_security
-    return {
+    labels = {
         **derive.MANAGED_BY,
         derive.TENANT_LABEL: tenant.name,
         "pod-security.kubernetes.io/enforce": level,
@@ -46,6 +48,9 @@ def namespace_labels(tenant: Tenant) -> dict[str, str]:
         "pod-security.kubernetes.io/audit": "restricted",
         "pod-security.kubernetes.io/warn": "restricted",
     }
+    if tenant.critical:
+        labels[CRITICAL_LABEL] = "true"
+    return labels
 
 
 class PriorityClasses(pulumi.ComponentResource):
