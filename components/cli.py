@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 EXIT_OK, EXIT_POLICY, EXIT_INVALID = 0, 1, 2
+POLICY_CONFIG_HELP = "policy pack config (JSON, the format of pulumi --policy-pack-config): levels and settings"
 
 
 def _stack_file(stack: str, config: str | None) -> Path:
@@ -49,7 +50,9 @@ def cmd_synth(args: argparse.Namespace) -> int:
     rendering, code = _render(args)
     if rendering is None:
         return code or EXIT_INVALID
-    report = _policies(rendering)
+    report, code = _policies(rendering, args.policy_config)
+    if code:
+        return code
     contents = synth.files(rendering, report.sections if report else {})
     if report:
         contents["policy-report.json"] = report.json()
@@ -63,20 +66,28 @@ def cmd_check(args: argparse.Namespace) -> int:
     rendering, code = _render(args)
     if rendering is None:
         return code or EXIT_INVALID
-    report = _policies(rendering)
+    report, code = _policies(rendering, args.policy_config)
+    if code:
+        return code
     print(f"{args.stack}: config valid, {len(rendering.resources)} resources")
     return _policy_exit(report)
 
 
-def _policies(rendering):
+def _policies(rendering, config_file: str | None = None):
+    """(policy report, None), or (None, EXIT_INVALID) when the policy config is unusable."""
     try:
-        from policies.offline import evaluate
+        from policies.offline import PolicyConfigError, evaluate
     except ImportError:
-        return None
-    report = evaluate(rendering)
+        return None, None
+    try:
+        report = evaluate(rendering, config_file=config_file)
+    except PolicyConfigError as err:
+        for problem in err.problems:
+            print(problem, file=sys.stderr)
+        return None, EXIT_INVALID
     for v in report.violations:
         print(v.line(), file=sys.stderr)
-    return report
+    return report, None
 
 
 def _policy_exit(report) -> int:
@@ -97,10 +108,12 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("stack")
     s.add_argument("--config", help="stack file to use instead of stacks/Pulumi.STACK.yaml")
     s.add_argument("--out", help="output directory (default out/STACK)")
+    s.add_argument("--policy-config", help=POLICY_CONFIG_HELP)
     s.set_defaults(fn=cmd_synth)
     c = sub.add_parser("check", help="validate a stack and evaluate the policy pack, writing nothing")
     c.add_argument("stack")
     c.add_argument("--config", help="stack file to use instead of stacks/Pulumi.STACK.yaml")
+    c.add_argument("--policy-config", help=POLICY_CONFIG_HELP)
     c.set_defaults(fn=cmd_check)
     sch = sub.add_parser("schema", help="print the JSON Schema of a stack file")
     sch.set_defaults(fn=cmd_schema)
