@@ -585,6 +585,13 @@ def _errors(validator, doc) -> list[str]:
 
 
 RESTRICTED_LABEL_DOMAINS = ("karpenter.sh", "karpenter.k8s.aws")
+# EC2NodeClass spec.tags CEL rules (besides the kubernetes.io/cluster prefix)
+CRD_RESTRICTED_TAGS = (
+    "eks:eks-cluster-name",
+    "karpenter.sh/nodepool",
+    "karpenter.sh/nodeclaim",
+    "karpenter.k8s.aws/ec2nodeclass",
+)
 
 
 def _cel_nodepool(doc) -> list[str]:
@@ -620,7 +627,7 @@ def _cel_nodeclass(doc) -> list[str]:
         if family not in ("al2", "al2023", "bottlerocket"):
             out.append(f"alias family {family}")
     for name in spec.get("tags", {}):
-        if name.startswith("kubernetes.io/cluster") or name in karpenter.RESERVED_TAG_KEYS:
+        if name.startswith("kubernetes.io/cluster") or name in CRD_RESTRICTED_TAGS:
             out.append(f"restricted tag {name}")
     for field in ("subnetSelectorTerms", "securityGroupSelectorTerms"):
         for term in spec[field]:
