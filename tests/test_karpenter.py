@@ -857,3 +857,11 @@ def test_summary_lists_the_nodepools_and_their_split():
     assert "| h100-spot-on-demand | h100-spot | on-demand | 10 | 16 | 2 | gpu-al2023-v20251120-200gib |" in text
     assert "interruption queue `ml-prod-karpenter`" in text
     assert "## Karpenter" not in synth.files(rendered("dev-gcp"))["summary.md"]
+
+
+def test_regional_objects_go_to_the_cluster_region():
+    r = rendered("prod-aws")
+    regional = (QUEUE, QUEUE_POLICY, RULE, TARGET, ACCESS_ENTRY, POD_IDENTITY)
+    objects = [x for t in regional for x in r.of_type(t)]
+    assert len(objects) == 1 + 1 + 5 + 5 + 1 + 1
+    assert {x.inputs.get("region") for x in objects} == {"us-east-1"}

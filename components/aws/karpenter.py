@@ -408,6 +408,7 @@ class Karpenter(pulumi.ComponentResource):
 
         from components.aws import iam, iam_karpenter
 
+        # Regional objects go to the cluster's region (cluster.region, else aws:region), like the lookup.
         aws_child = pulumi.ResourceOptions(parent=self)
         tags = aws_tags(spec)
         cluster_name = spec.cluster.name or ""
@@ -440,6 +441,7 @@ class Karpenter(pulumi.ComponentResource):
             cluster_name=cluster_name,
             principal_arn=node_role.arn,
             type="EC2_LINUX",
+            region=region,
             tags=tags,
             opts=aws_child,
         )
@@ -450,12 +452,14 @@ class Karpenter(pulumi.ComponentResource):
             name=queue_name(spec),
             message_retention_seconds=QUEUE_RETENTION_SECONDS,
             sqs_managed_sse_enabled=True,
+            region=region,
             tags=tags,
             opts=aws_child,
         )
         queue_policy = aws.sqs.QueuePolicy(
             "karpenter-interruption-queue-policy",
             queue_url=queue.url,
+            region=region,
             policy=queue.arn.apply(lambda arn: iam.to_json(iam_karpenter.queue_policy(arn))),
             opts=aws_child,
         )
@@ -466,6 +470,7 @@ class Karpenter(pulumi.ComponentResource):
                 name=rule_name(spec, kind),
                 description=f"Karpenter interruption handling for {cluster_name}: {INTERRUPTION_EVENTS[kind][1]}",
                 event_pattern=json.dumps(event_pattern(kind), sort_keys=True),
+                region=region,
                 tags=tags,
                 opts=aws_child,
             )
@@ -475,6 +480,7 @@ class Karpenter(pulumi.ComponentResource):
                     rule=rule.name,
                     arn=queue.arn,
                     target_id=QUEUE_TARGET_ID,
+                    region=region,
                     opts=aws_child,
                 )
             )
@@ -529,6 +535,7 @@ class Karpenter(pulumi.ComponentResource):
                     cluster_name=cluster_name,
                     namespace=CONTROLLER_NAMESPACE,
                     service_account=SERVICE_ACCOUNT,
+                    region=region,
                     role_arn=controller_role.arn,
                     tags=tags,
                     opts=aws_child,
