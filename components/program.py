@@ -34,6 +34,10 @@ def run(spec: StackSpec) -> None:
         from components.aws.karpenter import Karpenter
 
         Karpenter("karpenter", spec, provider, access.cluster)  # type: ignore[attr-defined]
+    if spec.cloud == "aws" and any(p.provisioner == "managed" for p in spec.node_pools):
+        from components.aws.nodegroups import EksGpuNodeGroups
+
+        EksGpuNodeGroups("eks-gpu-node-groups", spec, access.cluster)  # type: ignore[attr-defined]
     if spec.cloud == "gcp":
         from components.gcp.nodepools import GkeGpuNodePools
 

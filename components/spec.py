@@ -117,6 +117,27 @@ class GkePoolOptions(Model):
     )
 
 
+class EksPoolOptions(Model):
+    """aws, provisioner managed: settings of the pool's EKS managed node group."""
+
+    subnet_ids: list[Annotated[str, Field(pattern=r"^subnet-[0-9a-f]+$")]] = Field(
+        default_factory=list,
+        description="subnets of the node group (e.g. the one AZ holding a capacity reservation); default "
+        "cluster.subnetIds, else the cluster's own subnets",
+    )
+    update_strategy: Literal["minimal", "default"] = Field(
+        default="minimal",
+        description="node replacement on AMI/launch-template updates, one node at a time. minimal: terminate "
+        "the old node first (needs no spare GPU capacity); default: launch the new node first",
+    )
+    imds_hop_limit: Literal[1, 2] = Field(
+        default=2,
+        description="IMDSv2 PUT response hop limit: 2 (EKS' own default) lets pods on the pod network reach "
+        "IMDS; 1 keeps them off the node role's credentials",
+    )
+    auto_repair: bool = Field(default=True, description="EKS node auto repair replaces nodes that turn unhealthy")
+
+
 class NodePool(Model):
     name: Name
     gpu: GpuSpec
@@ -141,6 +162,7 @@ class NodePool(Model):
     topology_aware: bool = Field(default=False, description="Kueue topology-aware scheduling")
     karpenter: KarpenterPoolOptions = Field(default_factory=KarpenterPoolOptions)
     gke: GkePoolOptions = Field(default_factory=GkePoolOptions)
+    eks: EksPoolOptions = Field(default_factory=EksPoolOptions)
 
     @property
     def node_cap(self) -> int:
@@ -211,6 +233,10 @@ class ClusterRef(Model):
     role_arn: str | None = Field(default=None, description="aws: role assumed for the kubeconfig token")
     kubeconfig: str | None = Field(default=None, description="existing: kubeconfig path (default ~/.kube/config)")
     context: str | None = Field(default=None, description="existing: kubeconfig context")
+    subnet_ids: list[Annotated[str, Field(pattern=r"^subnet-[0-9a-f]+$")]] = Field(
+        default_factory=list,
+        description="aws: subnets of the managed node groups (private ones); default the cluster's own subnets",
+    )
 
 
 class Addons(Model):

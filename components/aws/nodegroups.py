@@ -1,0 +1,127 @@
+"""EKS managed node groups for the stack's ``provisioner: managed`` pools.
+
+What gets registered (children of one ``EksGpuNodeGroups`` component):
+
+* ``gpu-node-role``: one IAM role for every managed pool of the stack, trusted by EC2, with the four
+  AWS-managed worker policies (``gpu-node-<Policy>`` attachments): kubelet registration, the VPC CNI,
+  ECR pulls (pull-only) and SSM Session Manager instead of SSH. EKS maps a managed node group's role
+  into the cluster itself (an ``EC2_LINUX`` access entry or the aws-auth ConfigMap), so no access entry
+  is created here.
+* Per pool, named by the pool: an ``aws.ec2.LaunchTemplate`` (encrypted gp3 disks, IMDSv2 only,
+  instance and volume tags, Bottlerocket device-plugin settings as user data) and an
+  ``aws.eks.NodeGroup`` using it, with the pool's GPU taint, labels, AMI type, capacity type, scaling
+  and the Cluster Autoscaler tags. The autoscaler owns the desired size after creation, so Pulumi
+  ignores it.
+
+Everything the resources say is computed in ``managed_pools`` (pure data, tested directly).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+
+from components.aws import iam
+from components.aws import managed_pools as plan
+from components.spec import StackSpec
+
+
+def partition_of(arn: str) -> str:
+    """``aws`` in ``arn:aws:eks:us-east-1:123456789012:cluster/x`` (``aws-cn``, ``aws-us-gov`` elsewhere)."""
+    parts = arn.split(":")
+    return parts[1] if len(parts) > 1 and parts[1] else "aws"
+
+
+def assume_role_policy(partition: str) -> str:
+    """Trust policy of the node role: EC2 instances (the nodes) assume it."""
+    return iam.to_json(iam.service_trust(f"ec2.{iam.dns_suffix(partition)}", sid="EksNodes"))
+
+
+class EksGpuNodeGroups(pulumi.ComponentResource):
+    """The node role and, per managed pool, a launch template and an EKS managed node group."""
+
+    TYPE = "gpu-platform:aws:EksGpuNodeGroups"
+
+    def __init__(self, name: str, spec: StackSpec, cluster: Any, opts: pulumi.ResourceOptions | None = None):
+        """``cluster`` is the EKS cluster lookup (``EksAccess.cluster``): its ARN gives the partition and
+        its ``vpcConfig.subnetIds`` the node subnets when the stack names none."""
+        super().__init__(self.TYPE, name, None, opts)
+        import pulumi_aws as aws
+
+        child = pulumi.ResourceOptions(parent=self)
+        cluster_name = spec.cluster.name or ""
+        region = spec.cluster.region
+        tags = plan.base_tags(spec)
+        partition = cluster.arn.apply(partition_of)
+
+        self.node_role = aws.iam.Role(
+            "gpu-node-role",
+            name=plan.node_role_name(spec),
+            description=f"GPU nodes of the EKS managed node groups of cluster {cluster_name} (gpu-platform)",
+            assume_role_policy=partition.apply(assume_role_policy),
+            tags=tags,
+            opts=child,
+        )
+        attachments = [
+            aws.iam.RolePolicyAttachment(
+                f"gpu-node-{policy}",
+                role=self.node_role.name,
+                policy_arn=partition.apply(lambda p, n=policy: iam.managed_policy_arn(n, p)),
+                opts=child,
+            )
+            for policy in iam.WORKER_NODE_POLICIES
+        ]
+
+        cluster_subnets = cluster.vpc_config.subnet_ids
+        self.launch_templates: dict[str, aws.ec2.LaunchTemplate] = {}
+        self.node_groups: dict[str, aws.eks.NodeGroup] = {}
+        for pool in sorted(plan.managed_pools(spec), key=lambda p: p.name):
+            lt = aws.ec2.LaunchTemplate(
+                pool.name,
+                name=plan.launch_template_name(spec, pool),
+                description=f"gpu-platform pool {pool.name} of EKS cluster {cluster_name}",
+                block_device_mappings=plan.block_device_mappings(spec, pool),
+                metadata_options=plan.metadata_options(pool),
+                tag_specifications=plan.tag_specifications(spec, pool),
+                user_data=plan.user_data_base64(spec, pool),
+                update_default_version=True,
+                region=region,
+                tags={**tags, plan.POOL_TAG: pool.name},
+                opts=child,
+            )
+            subnets = plan.subnet_ids(spec, pool)
+            ng = aws.eks.NodeGroup(
+                pool.name,
+                cluster_name=cluster_name,
+                node_group_name_prefix=plan.node_group_name_prefix(pool),
+                node_role_arn=self.node_role.arn,
+                subnet_ids=subnets if subnets is not None else cluster_subnets,
+                ami_type=plan.ami_type(spec, pool),
+                capacity_type=plan.CAPACITY_TYPES[pool.capacity],
+                instance_types=list(pool.instance_types),
+                scaling_config=plan.scaling(pool),
+                update_config=plan.update_config(pool),
+                node_repair_config={"enabled": pool.eks.auto_repair},
+                launch_template={"id": lt.id, "version": lt.latest_version.apply(str)},
+                labels=plan.labels(spec, pool),
+                taints=plan.eks_taints(pool),
+                tags=plan.node_group_tags(spec, pool),
+                region=region,
+                opts=pulumi.ResourceOptions(
+                    parent=self,
+                    # The role needs its policies while nodes join and until the last node is gone.
+                    depends_on=attachments,
+                    # The Cluster Autoscaler sizes the group between min and max.
+                    ignore_changes=["scalingConfig.desiredSize"],
+                ),
+            )
+            self.launch_templates[pool.name] = lt
+            self.node_groups[pool.name] = ng
+
+        self.register_outputs(
+            {
+                "nodeRoleArn": self.node_role.arn,
+                "nodeGroups": {n: ng.node_group_name for n, ng in self.node_groups.items()},
+            }
+        )
