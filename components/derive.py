@@ -25,6 +25,15 @@ DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 GKE_NO_DEVICE_PLUGIN_LABEL = "gke-no-default-nvidia-gpu-device-plugin"
 TENANT_LABEL = "gpu-platform/tenant"
+# Bottlerocket's NVIDIA variants ship the driver, the container toolkit, the k8s device plugin and a MIG
+# manager on the host (EKS user guide, "EKS Bottlerocket NVIDIA AMIs"). These GPU Operator node labels keep
+# the operator's own copies off such nodes (a second device plugin would fight over nvidia.com/gpu).
+BOTTLEROCKET_OPERAND_LABELS = {
+    "nvidia.com/gpu.deploy.container-toolkit": "false",
+    "nvidia.com/gpu.deploy.device-plugin": "false",
+    "nvidia.com/gpu.deploy.driver": "false",
+    "nvidia.com/gpu.deploy.mig-manager": "false",
+}
 MANAGED_BY = {"app.kubernetes.io/managed-by": "gpu-platform"}
 
 
@@ -45,6 +54,18 @@ def device_plugin_owner(spec: StackSpec) -> str:
     return "operator"
 
 
+def pool_device_plugin(spec: StackSpec, pool: NodePool) -> str:
+    """Which device plugin serves this pool's GPUs: 'gke' (GKE's, sharing and MIG are node-pool settings),
+    'bottlerocket' (the one Bottlerocket NVIDIA AMIs run on the host, configured through
+    ``settings.kubelet-device-plugins.nvidia``), or 'operator' (the GPU Operator's, configured through the
+    device-plugin and mig-parted ConfigMaps selected by node labels)."""
+    if device_plugin_owner(spec) == "gke":
+        return "gke"
+    if node_os(spec, pool) == "bottlerocket":
+        return "bottlerocket"
+    return "operator"
+
+
 def node_os(spec: StackSpec, pool: NodePool) -> str:
     if pool.os:
         return pool.os
@@ -54,16 +75,23 @@ def node_os(spec: StackSpec, pool: NodePool) -> str:
 def mig_strategy(spec: StackSpec) -> str:
     """'mixed' when some MIG layout mixes profiles (then each profile is its own resource name),
     'single' otherwise (every MIG slice is advertised as nvidia.com/gpu)."""
-    for pool in spec.node_pools:
-        if pool.sharing and pool.sharing.strategy == "mig" and len(pool.sharing.layout or {}) > 1:
+    for pool in operator_mig_pools(spec):
+        if len(pool.sharing.layout or {}) > 1:  # type: ignore[union-attr]
             return "mixed"
     return "single"
 
 
+def operator_mig_pools(spec: StackSpec) -> list[NodePool]:
+    """MIG pools whose layout the GPU Operator's MIG manager applies (not GKE's, not Bottlerocket's)."""
+    return [
+        p
+        for p in spec.node_pools
+        if p.sharing and p.sharing.strategy == "mig" and pool_device_plugin(spec, p) == "operator"
+    ]
+
+
 def uses_mig_manager(spec: StackSpec) -> bool:
-    return device_plugin_owner(spec) == "operator" and any(
-        p.sharing and p.sharing.strategy == "mig" for p in spec.node_pools
-    )
+    return bool(operator_mig_pools(spec))
 
 
 def config_name(pool: NodePool) -> str:
@@ -79,13 +107,16 @@ def pool_labels(spec: StackSpec, pool: NodePool) -> dict[str, str]:
         GPU_PRESENT_LABEL: "true",
     }
     strategy = pool.sharing.strategy if pool.sharing else None
-    if device_plugin_owner(spec) == "operator":
+    plugin = pool_device_plugin(spec, pool)
+    if plugin == "operator":
         if strategy in ("time-slicing", "mps"):
             labels[DEVICE_PLUGIN_CONFIG_LABEL] = config_name(pool)
         if strategy == "mig":
             labels[MIG_CONFIG_LABEL] = config_name(pool)
         if spec.cloud == "gcp":
             labels[GKE_NO_DEVICE_PLUGIN_LABEL] = "true"
+    if plugin == "bottlerocket":
+        labels.update(BOTTLEROCKET_OPERAND_LABELS)
     labels.update(pool.labels)
     return dict(sorted(labels.items()))
 
@@ -120,14 +151,18 @@ def units_per_gpu(spec: StackSpec, pool: NodePool) -> dict[str, int]:
     if sharing is None:
         return {GPU_RESOURCE: 1}
     if sharing.strategy in ("time-slicing", "mps"):
+        # k8s-device-plugin (the operator's and Bottlerocket's alike) advertises `replicas` units per GPU,
+        # renamed <resource>.shared with renameByDefault; GKE's plugin never renames.
         name = (
             SHARED_GPU_RESOURCE
-            if sharing.rename_by_default and device_plugin_owner(spec) == "operator"
+            if sharing.rename_by_default and pool_device_plugin(spec, pool) != "gke"
             else GPU_RESOURCE
         )
         return {name: sharing.replicas or 1}
     layout = sharing.layout or {}
-    if device_plugin_owner(spec) == "gke" or mig_strategy(spec) == "single":
+    # MIG: GKE advertises each partition as nvidia.com/gpu; the operator's plugin does so with the single
+    # strategy, and as nvidia.com/mig-<profile> with the mixed strategy.
+    if pool_device_plugin(spec, pool) != "operator" or mig_strategy(spec) == "single":
         return {GPU_RESOURCE: sum(layout.values())}
     return {f"nvidia.com/mig-{profile}": count for profile, count in sorted(layout.items())}
 

@@ -6,7 +6,13 @@
   selected by the ``nvidia.com/mig.config`` label.
 
 On GKE with GKE-installed drivers the same declarations become node-pool settings instead
-(``gpuSharingConfig`` / ``gpuPartitionSize``, see components/gcp).
+(``gpuSharingConfig`` / ``gpuPartitionSize``, see components/gcp). On Bottlerocket nodes the host's own
+device plugin serves the GPUs: time-slicing and MPS become ``settings.kubelet-device-plugins.nvidia``
+(``bottlerocket_device_plugin_settings``, for the node's user data), and MIG is not offered there.
+
+Limits checked here come from k8s-device-plugin v0.20.0 (the version gpu-operator v26.7.0 deploys):
+``api/config/v1/replicas.go`` rejects ``replicas < 2``; ``cmd/mps-control-daemon/mps/device.go`` caps MPS
+at 48 clients per GPU of compute capability 7.5 or newer (Turing onwards) and 16 below.
 """
 
 from __future__ import annotations
@@ -17,13 +23,24 @@ from typing import Any
 import yaml
 
 from components import catalog
-from components.derive import GPU_RESOURCE, config_name, device_plugin_owner, units_per_gpu
+from components.derive import GPU_RESOURCE, config_name, pool_device_plugin, units_per_gpu
 from components.spec import Problem, StackSpec, key, rule
 
-# k8s-device-plugin rejects MPS configs with more replicas than MPS clients a GPU supports.
+# k8s-device-plugin v0.20.0 (mps/device.go maxClients): 48 MPS clients per GPU from compute capability 7.5
+# (Turing) on, 16 before. Every GPU in the catalog is Turing or newer; the table keeps the rule honest if
+# an older architecture is ever added.
 MPS_MAX_REPLICAS = 48
+MPS_MAX_REPLICAS_PRE_TURING = 16
+_MPS_48_ARCHITECTURES = frozenset({"turing", "ampere", "ada", "hopper", "blackwell"})
 MIG_DEFAULT_CONFIG = "all-disabled"
+# The device plugin's config-manager uses `devicePlugin.config.default` for nodes without the
+# nvidia.com/device-plugin.config label, and fails ("specified config ... does not exist") when that name is
+# not a key of the ConfigMap; so the ConfigMap always carries this no-sharing entry.
 DEVICE_PLUGIN_DEFAULT_CONFIG = "default"
+
+
+def mps_max_replicas(model: catalog.GpuModel) -> int:
+    return MPS_MAX_REPLICAS if model.architecture in _MPS_48_ARCHITECTURES else MPS_MAX_REPLICAS_PRE_TURING
 
 
 @rule
@@ -34,15 +51,30 @@ def sharing_rules(spec: StackSpec) -> Iterator[Problem]:
             continue
         at = ("nodePools", i, "sharing")
         given = s.model_fields_set
+        reserved = {"time-slicing": DEVICE_PLUGIN_DEFAULT_CONFIG, "mps": DEVICE_PLUGIN_DEFAULT_CONFIG}.get(
+            s.strategy, MIG_DEFAULT_CONFIG
+        )
+        if config_name(pool) == reserved and pool_device_plugin(spec, pool) == "operator":
+            yield Problem(
+                key("nodePools", i, "name"),
+                f"{reserved!r} names the built-in {s.strategy} config the pool's nodes would share; rename the pool",
+            )
         if s.strategy in ("time-slicing", "mps"):
             if s.replicas is None:
                 yield Problem(key(*at, "replicas"), f"is required for {s.strategy}")
             if s.layout is not None:
                 yield Problem(key(*at, "layout"), f"applies to mig only, not {s.strategy}")
-            if s.strategy == "mps" and s.replicas is not None and s.replicas > MPS_MAX_REPLICAS:
+            limit = mps_max_replicas(catalog.gpu_model(pool.gpu.model))
+            if s.strategy == "mps" and s.replicas is not None and s.replicas > limit:
                 yield Problem(
                     key(*at, "replicas"),
-                    f"MPS supports at most {MPS_MAX_REPLICAS} clients per GPU, got {s.replicas}",
+                    f"MPS serves at most {limit} clients per {pool.gpu.model} GPU (k8s-device-plugin limit), "
+                    f"got {s.replicas}",
+                )
+            if pool_device_plugin(spec, pool) == "operator" and not spec.addons.gpu_operator:
+                yield Problem(
+                    key(*at, "strategy"),
+                    f"{s.strategy} is configured through the GPU Operator's device plugin: enable addons.gpuOperator",
                 )
             if s.strategy == "mps" and "fail_requests_greater_than_one" in given:
                 yield Problem(key(*at, "failRequestsGreaterThanOne"), "applies to time-slicing only")
@@ -68,6 +100,17 @@ def sharing_rules(spec: StackSpec) -> Iterator[Problem]:
             continue
         for msg in catalog.mig_layout_problems(model, s.layout):
             yield Problem(key(*at, "layout"), f"{pool.gpu.model}: {msg}")
+        plugin = pool_device_plugin(spec, pool)
+        if plugin == "bottlerocket":
+            yield Problem(
+                key(*at, "strategy"),
+                "MIG on Bottlerocket is applied by the host's own MIG manager at boot (one profile per GPU "
+                "model), not by the GPU Operator's mig-parted configs; use os: al2023 for MIG pools",
+            )
+        elif plugin == "operator" and not spec.addons.gpu_operator:
+            yield Problem(
+                key(*at, "strategy"), "MIG layouts are applied by the GPU Operator: enable addons.gpuOperator"
+            )
 
 
 def _dump(doc: dict[str, Any]) -> str:
@@ -76,13 +119,14 @@ def _dump(doc: dict[str, Any]) -> str:
 
 def device_plugin_configs(spec: StackSpec) -> dict[str, str]:
     """ConfigMap data: config name -> device-plugin config YAML; empty when no pool shares GPUs
-    through the operator's device plugin. Includes a 'default' config (no sharing) for other nodes."""
-    if device_plugin_owner(spec) != "operator":
-        return {}
+    through the operator's device plugin. Includes a 'default' config (no sharing) for other nodes.
+
+    Configs carry no ``flags``: the plugin then keeps what the operator passes it (MIG strategy from
+    ``mig.strategy``, MPS root ...), so one MIG strategy holds cluster-wide."""
     configs: dict[str, str] = {}
     for pool in sorted(spec.node_pools, key=lambda p: p.name):
         s = pool.sharing
-        if s is None or s.strategy not in ("time-slicing", "mps"):
+        if s is None or s.strategy not in ("time-slicing", "mps") or pool_device_plugin(spec, pool) != "operator":
             continue
         body: dict[str, Any] = {"renameByDefault": s.rename_by_default}
         if s.strategy == "time-slicing":
@@ -98,12 +142,10 @@ def device_plugin_configs(spec: StackSpec) -> dict[str, str]:
 def mig_configs(spec: StackSpec) -> dict[str, Any]:
     """The mig-parted document: 'all-disabled' plus one named config per MIG pool. Empty when no
     pool uses MIG through the operator's MIG manager."""
-    if device_plugin_owner(spec) != "operator":
-        return {}
     configs: dict[str, Any] = {}
     for pool in sorted(spec.node_pools, key=lambda p: p.name):
         s = pool.sharing
-        if s is None or s.strategy != "mig":
+        if s is None or s.strategy != "mig" or pool_device_plugin(spec, pool) != "operator":
             continue
         configs[config_name(pool)] = [
             {"devices": "all", "mig-enabled": True, "mig-devices": dict(sorted((s.layout or {}).items()))}
@@ -119,6 +161,26 @@ def mig_configs(spec: StackSpec) -> dict[str, Any]:
 def mig_config_yaml(spec: StackSpec) -> str:
     doc = mig_configs(spec)
     return _dump(doc) if doc else ""
+
+
+def bottlerocket_device_plugin_settings(spec: StackSpec, pool_name: str) -> dict[str, Any]:
+    """``settings.kubelet-device-plugins.nvidia`` for a Bottlerocket pool (its user data), so the host's
+    device plugin advertises exactly what ``derive.units_per_gpu`` counts. Empty for other pools and for
+    Bottlerocket pools without time-slicing / MPS (the defaults then advertise whole GPUs)."""
+    pool = spec.pool(pool_name)
+    s = pool.sharing
+    if pool_device_plugin(spec, pool) != "bottlerocket" or s is None or s.strategy == "mig":
+        return {}
+    if s.strategy == "time-slicing":
+        return {
+            "device-sharing-strategy": "time-slicing",
+            "time-slicing": {
+                "replicas": s.replicas,
+                "rename-by-default": s.rename_by_default,
+                "fail-requests-greater-than-one": s.fail_requests_greater_than_one,
+            },
+        }
+    return {"device-sharing-strategy": "mps", "mps": {"replicas": s.replicas, "rename-by-default": s.rename_by_default}}
 
 
 def describe(spec: StackSpec, pool_name: str) -> str:

@@ -1,12 +1,19 @@
 """AWS rules, checked before anything is registered: instance types must carry the declared GPUs, the
-AMI family must match their architecture, and Karpenter pools exist only on aws."""
+AMI family must match their architecture, Karpenter pools exist only on aws, and managed node groups stay
+within what the EKS, EC2 and IAM APIs accept (limits listed in ``managed_pools``).
+
+Both EKS NVIDIA AMI families exist for x86_64 and arm64 (``AL2023_ARM_64_NVIDIA``,
+``BOTTLEROCKET_ARM_64_NVIDIA``), so an arm64 pool (g5g) may use either; what cannot work is one pool
+mixing architectures, since a node group (and a Karpenter NodePool's AMI selection) runs one AMI.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 from components import catalog
-from components.spec import Problem, StackSpec, key, rule
+from components.aws import managed_pools as plan
+from components.spec import NodePool, Problem, StackSpec, key, rule
 
 AWS_OS = ("al2023", "bottlerocket")
 
@@ -31,13 +38,14 @@ def aws_pools(spec: StackSpec) -> Iterator[Problem]:
             it = catalog.aws_instance_type(name)
             at = key("nodePools", i, "instanceTypes", j)
             if it is None:
-                yield Problem(at, f"{name!r} is not a known NVIDIA GPU instance type")
+                yield Problem(at, f"{name!r} is not a known NVIDIA GPU instance type{_family_hint(name)}")
                 continue
             arches.add(it.arch)
             if it.gpu_model != pool.gpu.model:
-                yield Problem(at, f"{name} carries {it.gpu_model}, not {pool.gpu.model}")
+                yield Problem(at, f"{name} carries {it.gpu_model}, not {pool.gpu.model}{_fitting_hint(pool)}")
             elif it.gpu_count != pool.gpu.per_node:
-                yield Problem(at, f"{name} has {it.gpu_count} GPUs, but gpu.perNode is {pool.gpu.per_node}")
+                gpus = f"{it.gpu_count} GPU{'s' if it.gpu_count > 1 else ''}"
+                yield Problem(at, f"{name} has {gpus}, but gpu.perNode is {pool.gpu.per_node}{_fitting_hint(pool)}")
         if len(arches) > 1:
             yield Problem(
                 key("nodePools", i, "instanceTypes"),
@@ -45,3 +53,130 @@ def aws_pools(spec: StackSpec) -> Iterator[Problem]:
             )
         if len(set(pool.instance_types)) != len(pool.instance_types):
             yield Problem(key("nodePools", i, "instanceTypes"), "lists an instance type twice")
+
+
+def _family_hint(name: str) -> str:
+    """`` (g6 sizes: g6.xlarge, ...)`` when the name is a wrong size of a catalogued GPU family."""
+    family = name.split(".", 1)[0]
+    sizes = [t.name for t in catalog.AWS_INSTANCE_TYPES.values() if t.family == family]
+    return f" ({family} sizes: {', '.join(sizes)})" if sizes else ""
+
+
+def _fitting_hint(pool: NodePool) -> str:
+    """`` (H100 with 8 per node: p5.48xlarge)``: the instance types that do match the pool's gpu."""
+    fits = [t.name for t in catalog.aws_instance_types_for(pool.gpu.model) if t.gpu_count == pool.gpu.per_node]
+    if not fits:
+        counts = sorted({t.gpu_count for t in catalog.aws_instance_types_for(pool.gpu.model)})
+        if not counts:
+            return f" (no AWS instance type carries {pool.gpu.model})"
+        return f" (AWS offers {pool.gpu.model} with {', '.join(map(str, counts))} per node)"
+    return f" ({pool.gpu.model} with {pool.gpu.per_node} per node: {', '.join(fits)})"
+
+
+@rule
+def eks_managed_node_groups(spec: StackSpec) -> Iterator[Problem]:
+    """Settings of EKS managed node groups, and what the EKS / IAM / EC2 APIs would reject."""
+    if spec.cloud != "aws":
+        if spec.cluster.subnet_ids:
+            yield Problem(key("cluster", "subnetIds"), f"does not apply when cloud is {spec.cloud}")
+        for i, pool in enumerate(spec.node_pools):
+            if "eks" in pool.model_fields_set:
+                yield Problem(key("nodePools", i, "eks"), f"does not apply when cloud is {spec.cloud}")
+        return
+    managed = plan.managed_pools(spec)
+    if spec.cluster.subnet_ids and not managed:
+        yield Problem(
+            key("cluster", "subnetIds"),
+            "only managed pools use it (no pool has provisioner: managed; Karpenter pools take karpenter.subnetIds)",
+        )
+    yield from _duplicates(spec.cluster.subnet_ids, ("cluster", "subnetIds"), "subnet")
+    for i, pool in enumerate(spec.node_pools):
+        if pool.provisioner != "managed":
+            if "eks" in pool.model_fields_set:
+                yield Problem(key("nodePools", i, "eks"), "applies to managed pools only (provisioner: managed)")
+            continue
+        yield from _duplicates(pool.eks.subnet_ids, ("nodePools", i, "eks", "subnetIds"), "subnet")
+        yield from _node_group_limits(spec, i, pool)
+    if managed and spec.cluster.name:
+        role = plan.node_role_name(spec)
+        if len(role) > plan.IAM_ROLE_NAME_MAX:
+            yield Problem(
+                key("cluster", "name"),
+                f"the managed node groups' IAM role would be {role!r} ({len(role)} characters); "
+                f"IAM role names take at most {plan.IAM_ROLE_NAME_MAX}",
+            )
+    yield from _tags(spec)
+
+
+def _duplicates(items: list[str], at: tuple[str | int, ...], what: str) -> Iterator[Problem]:
+    seen: set[str] = set()
+    for j, item in enumerate(items):
+        if item in seen:
+            yield Problem(key(*at, j), f"lists {what} {item} twice")
+        seen.add(item)
+
+
+def _node_group_limits(spec: StackSpec, i: int, pool: NodePool) -> Iterator[Problem]:
+    at = ("nodePools", i)
+    if len(pool.instance_types) > plan.EKS_MAX_INSTANCE_TYPES:
+        yield Problem(
+            key(*at, "instanceTypes"),
+            f"an EKS managed node group takes at most {plan.EKS_MAX_INSTANCE_TYPES} instance types",
+        )
+    for name, value in pool.labels.items():
+        if len(name) > plan.EKS_LABEL_MAX:
+            yield Problem(
+                key(*at, "labels", name),
+                f"EKS node group label keys take at most {plan.EKS_LABEL_MAX} characters, prefix included "
+                f"(this one has {len(name)})",
+            )
+        elif len(f"{plan.CA_TEMPLATE}/label/{name}") > plan.AWS_TAG_KEY_MAX:
+            yield Problem(
+                key(*at, "labels", name),
+                f"too long for its Cluster Autoscaler tag {plan.CA_TEMPLATE}/label/<key> "
+                f"(AWS tag keys: at most {plan.AWS_TAG_KEY_MAX} characters)",
+            )
+        if not 1 <= len(value) <= plan.EKS_LABEL_MAX:
+            yield Problem(
+                key(*at, "labels", name), f"EKS node group label values take 1 to {plan.EKS_LABEL_MAX} characters"
+            )
+    for j, taint in enumerate(pool.taints):
+        if len(taint.key) > plan.EKS_TAINT_MAX:
+            yield Problem(
+                key(*at, "taints", j, "key"),
+                f"EKS node group taint keys take at most {plan.EKS_TAINT_MAX} characters (this one has "
+                f"{len(taint.key)})",
+            )
+        if taint.value is not None and len(taint.value) > plan.EKS_TAINT_MAX:
+            yield Problem(
+                key(*at, "taints", j, "value"),
+                f"EKS node group taint values take at most {plan.EKS_TAINT_MAX} characters",
+            )
+    taints = len(plan.eks_taints(pool))
+    if taints > plan.EKS_MAX_TAINTS:
+        yield Problem(
+            key(*at, "taints"),
+            f"the node group would carry {taints} taints (with the GPU taint); EKS allows {plan.EKS_MAX_TAINTS}",
+        )
+    tags = plan.node_group_tags(spec, pool)
+    if len(tags) > plan.EKS_MAX_TAGS:
+        yield Problem(
+            key(*at),
+            f"its node group would carry {len(tags)} tags (gpu-platform:tags, plus one Cluster Autoscaler tag per "
+            f"label, taint and GPU resource); EKS allows {plan.EKS_MAX_TAGS}: drop labels or stack tags",
+        )
+    if len(plan.launch_template_name(spec, pool)) > 128:
+        yield Problem(
+            key(*at, "name"),
+            f"the launch template name {plan.launch_template_name(spec, pool)!r} would exceed 128 characters",
+        )
+
+
+def _tags(spec: StackSpec) -> Iterator[Problem]:
+    for name, value in spec.tags.items():
+        if name.lower().startswith("aws:"):
+            yield Problem(key("tags", name), "the aws: prefix is reserved for AWS' own tags")
+        if len(name) > plan.AWS_TAG_KEY_MAX:
+            yield Problem(key("tags", name), f"AWS tag keys take at most {plan.AWS_TAG_KEY_MAX} characters")
+        if len(value) > plan.AWS_TAG_VALUE_MAX:
+            yield Problem(key("tags", name), f"AWS tag values take at most {plan.AWS_TAG_VALUE_MAX} characters")
