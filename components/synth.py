@@ -75,6 +75,7 @@ class Record:
     depends_on: list[str]
     inputs: dict[str, Any]
     custom: bool
+    ignore_changes: list[str] = field(default_factory=list)  # property paths Pulumi leaves to others
 
 
 @dataclass
@@ -120,6 +121,8 @@ def _placeholder_outputs(typ: str, name: str, inputs: dict[str, Any]) -> dict[st
             out["url"] = f"https://sqs.placeholder.amazonaws.com.invalid/{ACCOUNT}/{inputs.get('name', name)}"
         if typ == "aws:ec2/launchTemplate:LaunchTemplate":
             out["latestVersion"] = 1
+        if typ == "aws:eks/nodeGroup:NodeGroup":
+            out["nodeGroupName"] = f"{inputs.get('nodeGroupNamePrefix', '')}{PLACEHOLDER}"
     if typ.startswith("gcp:"):
         out.setdefault("name", inputs.get("name", name))
         if typ == "gcp:serviceaccount/account:Account":
@@ -171,6 +174,7 @@ def _mock_classes():
                         request.provider or None,
                         list(request.dependencies),
                         bool(request.custom),
+                        sorted(request.ignoreChanges),
                     )
             return response
 
@@ -208,7 +212,7 @@ def render(stack: str, config: Mapping[str, Any]) -> Rendering:
 
     names = {urn: meta[1] for urn, meta in monitor.meta.items()}
     records = []
-    for urn, (typ, name, parent, provider, deps, custom) in monitor.meta.items():
+    for urn, (typ, name, parent, provider, deps, custom, ignore) in monitor.meta.items():
         # a provider reference is "<urn>::<id>"
         provider_name = names.get(provider.rsplit("::", 1)[0]) if provider else None
         records.append(
@@ -221,6 +225,7 @@ def render(stack: str, config: Mapping[str, Any]) -> Rendering:
                 depends_on=sorted({names.get(d, d) for d in deps}),
                 inputs=mocks.inputs.get((typ, name), {}),
                 custom=custom,
+                ignore_changes=ignore,
             )
         )
     records.sort(key=lambda r: (r.type, r.name, r.urn))

@@ -40,7 +40,9 @@ class EksAccess(pulumi.ComponentResource):
         import pulumi_aws as aws
         import pulumi_kubernetes as k8s
 
-        self.cluster = aws.eks.get_cluster_output(name=spec.cluster.name or "")
+        # Looked up in the stack's region (cluster.region, else aws:region), which is also the region of
+        # the kubeconfig token and of every regional resource gpu-platform creates for the cluster.
+        self.cluster = aws.eks.get_cluster_output(name=spec.cluster.name or "", region=spec.cluster.region)
         self.endpoint = self.cluster.endpoint
         self.kubeconfig = pulumi.Output.all(self.cluster.endpoint, self.cluster.certificate_authorities[0].data).apply(
             lambda a: kubeconfig(spec, a[0], a[1])
