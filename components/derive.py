@@ -198,6 +198,46 @@ def reachable_resources(spec: StackSpec, tenant: Tenant) -> list[str]:
     return sorted(names)
 
 
+def tenant_cohort(spec: StackSpec, tenant: Tenant) -> str | None:
+    """The Kueue cohort of the tenant's ClusterQueue: its own, else the stack default. None: the tenant
+    neither lends nor borrows."""
+    return tenant.cohort or spec.scheduling.default_cohort
+
+
+def tenant_pool_ceiling_units(spec: StackSpec, tenant: Tenant) -> dict[str, dict[str, int]]:
+    """pool name -> {resource: units} the tenant can hold at most on each pool it reaches: its nominal quota
+    plus what it may borrow there. Borrowing needs a cohort; ``borrowingLimit`` bounds it, and without one
+    a tenant may borrow whatever the cohort leaves idle. Never above what the pool can bring (or the nominal
+    quota, when that is already more)."""
+    cohort = tenant_cohort(spec, tenant)
+    out: dict[str, dict[str, int]] = {}
+    for pool_name, gpus in sorted(tenant.gpu_quota.items()):
+        pool = spec.pool(pool_name)
+        bound = max(gpus, pool.gpu_cap)
+        if cohort is None:
+            reach = gpus
+        elif pool_name in tenant.borrowing_limit:
+            reach = min(gpus + tenant.borrowing_limit[pool_name], bound)
+        else:
+            reach = bound
+        out[pool_name] = pool_units(spec, pool, reach)
+    return out
+
+
+def tenant_ceiling_units(spec: StackSpec, tenant: Tenant) -> dict[str, int]:
+    """Per resource name, the most units the tenant can hold when it borrows all it may (Volcano capability)."""
+    total: dict[str, int] = defaultdict(int)
+    for units in tenant_pool_ceiling_units(spec, tenant).values():
+        for name, n in units.items():
+            total[name] += n
+    return dict(sorted(total.items()))
+
+
+def system_node_selector(spec: StackSpec) -> dict[str, str]:
+    """Where platform controllers run: Linux nodes matching ``systemNodeSelector`` (never the tainted GPU nodes)."""
+    return dict(sorted({"kubernetes.io/os": "linux", **spec.system_node_selector}.items()))
+
+
 @dataclass(frozen=True)
 class PoolCapacity:
     pool: str

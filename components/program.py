@@ -29,7 +29,15 @@ def run(spec: StackSpec) -> None:
     access = cluster_access(spec)
     provider = access.provider  # type: ignore[attr-defined]
     PriorityClasses("priority-classes", spec, provider)
-    Tenancy("tenancy", spec, provider)
+    tenancy = Tenancy("tenancy", spec, provider)
+    if spec.addons.kueue:
+        from components.kueue import Kueue
+
+        Kueue("kueue", spec, provider, namespaces=tenancy.namespaces)
+    if spec.addons.volcano:
+        from components.volcano import Volcano
+
+        Volcano("volcano", spec, provider)
     if spec.cloud == "aws" and spec.karpenter_enabled:
         from components.aws.karpenter import Karpenter
 

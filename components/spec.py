@@ -278,15 +278,77 @@ class Monitoring(Model):
     alerts: AlertThresholds = Field(default_factory=AlertThresholds)
 
 
+KueueIntegration = Literal[
+    "batch/job",
+    "jobset.x-k8s.io/jobset",
+    "kubeflow.org/pytorchjob",
+    "kubeflow.org/mpijob",
+    "kubeflow.org/tfjob",
+    "kubeflow.org/jaxjob",
+    "trainer.kubeflow.org/trainjob",
+    "ray.io/rayjob",
+    "ray.io/raycluster",
+    "ray.io/rayservice",
+    "pod",
+    "deployment",
+    "statefulset",
+    "leaderworkerset.x-k8s.io/leaderworkerset",
+]
+# Batch Job, JobSet, Kubeflow training (v1 operator and Trainer v2), Ray, and pod-based kinds (inference
+# Deployments/StatefulSets and LeaderWorkerSets must be queued too, or Kueue would lend GPUs they occupy).
+DEFAULT_KUEUE_INTEGRATIONS: tuple[str, ...] = (
+    "batch/job",
+    "jobset.x-k8s.io/jobset",
+    "kubeflow.org/pytorchjob",
+    "kubeflow.org/mpijob",
+    "trainer.kubeflow.org/trainjob",
+    "ray.io/rayjob",
+    "ray.io/raycluster",
+    "pod",
+    "deployment",
+    "statefulset",
+    "leaderworkerset.x-k8s.io/leaderworkerset",
+)
+
+
 class Scheduling(Model):
     local_queue_name: Name = Field(default="gpu", description="LocalQueue name in every tenant namespace")
     default_cohort: Name | None = Field(
         default="gpu-platform", description="cohort of tenants that set none; null: no lending by default"
     )
-    wait_for_pods_ready_timeout: Duration = "10m"
+    wait_for_pods_ready_timeout: Duration = Field(
+        default="10m",
+        description="Kueue waitForPodsReady: an admitted workload whose pods are not all ready by then is evicted "
+        "and requeued (all-or-nothing start; covers node scale-up time)",
+    )
+    block_admission: bool = Field(
+        default=False,
+        description="Kueue waitForPodsReady.blockAdmission: admit one workload at a time until its pods are ready "
+        "(no partial-gang deadlocks, but every job waits for the previous one's scale-up)",
+    )
+    requeue_limit: int | None = Field(
+        default=10,
+        ge=1,
+        description="Kueue: requeues after a waitForPodsReady timeout before the workload is deactivated "
+        "(backoff 60s doubling to 1h in between); null: requeue forever",
+    )
     queueing_strategy: Literal["BestEffortFIFO", "StrictFIFO"] = "BestEffortFIFO"
     oversubscription_ratio: float = Field(
         default=1.0, ge=1.0, le=10.0, description="warn when tenant quotas exceed pool capacity by more"
+    )
+    kueue_integrations: list[KueueIntegration] = Field(
+        default_factory=lambda: list(DEFAULT_KUEUE_INTEGRATIONS),
+        min_length=1,
+        description="job kinds Kueue manages (integrations.frameworks); deployment, statefulset and "
+        "leaderworkerset turn pod on implicitly",
+    )
+    topology_levels: list[Annotated[str, Field(pattern=LABEL_KEY)]] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=16,
+        description="Kueue Topology levels (node labels, coarsest first, kubernetes.io/hostname last) for "
+        "topologyAware pools; default per cloud (GKE gce-topology-*, EKS network-node-layer-*); required on "
+        "existing clusters",
     )
 
 
@@ -405,6 +467,7 @@ def rule(fn: Rule) -> Rule:
 def _rule_modules() -> None:
     # Imported for their @rule registrations; none of them imports a cloud SDK.
     from components import rules_core, sharing  # noqa: F401
+    from components import scheduling_rules as _scheduling  # noqa: F401
     from components.aws import rules as _aws  # noqa: F401
     from components.aws import rules_karpenter as _karpenter  # noqa: F401
     from components.gcp import rules as _gcp  # noqa: F401

@@ -1,0 +1,565 @@
+"""Kueue: the official chart with a manager configuration for GPU batch work, and every queueing object
+derived from the stack spec (API ``kueue.x-k8s.io/v1beta2``, the storage version of the pinned release).
+
+What a tenant entry becomes:
+
+- a **ClusterQueue** named after the tenant, reachable only from the tenant's namespace, with one resource
+  group per set of GPU resource names its pools advertise (Kueue requires every flavor of a group to list
+  the same resources; overlapping sets merge). ``nominalQuota`` is the tenant's quota in scheduler units
+  (``derive.tenant_pool_units``: the same numbers as its ResourceQuota), ``borrowingLimit`` /
+  ``lendingLimit`` come from ``tenants[].borrowingLimit`` / ``lendingLimit`` in physical GPUs, converted
+  to units. Only pools in ``tenants[].gpuQuota`` get a flavor (a ``0`` entry means "may only borrow
+  there"): a tenant cannot reach a pool it has no quota entry for, not even by borrowing.
+- **cpu and memory** live in the group of ``nvidia.com/gpu`` (a resource can only be in one group, and a
+  topology-aware workload must get all its resources from one topology flavor). That group starts with
+  ``default-flavor`` (no node labels, GPU quota 0): a CPU-only workload fits there first and lands on
+  ordinary nodes, while a GPU workload finds no GPU quota there and moves on to a pool flavor. Each
+  flavor of the group gets ``tenants[].quota.cpu``/``memory`` as its cpu/memory quota, or a generous
+  default (DEFAULT_CPU_QUOTA, DEFAULT_MEMORY_QUOTA: no cap in practice) when the tenant sets none. The
+  namespace ResourceQuota stays the hard cap on the tenant's total cpu/memory.
+- a **LocalQueue** ``scheduling.localQueueName`` (default ``gpu``) in the tenant namespace: users label
+  their jobs ``kueue.x-k8s.io/queue-name: gpu``.
+- **cohort** membership by name (``tenants[].cohort``, else ``scheduling.defaultCohort``): cohorts need no
+  object of their own (only hierarchical cohorts or cohort-level quotas do). Members lend their idle quota
+  and take it back by preemption (``reclaimWithinCohort: Any`` -- borrowed GPUs are a loan, whatever the
+  borrower's priority); a borrowing workload may also preempt lower-priority *borrowing* workloads of other
+  queues (``borrowWithinCohort: LowerPriority``); inside a queue, higher priority preempts lower
+  (``withinClusterQueue: LowerPriority``). Flavors are tried by pool name (a nodeSelector on
+  ``gpu-platform/pool`` pins one), and the tenant's own quota on a later pool is preferred over borrowing
+  on an earlier one (``whenCanBorrow: TryNextFlavor``).
+
+Cluster-wide: a **ResourceFlavor** per GPU pool (``nodeLabels`` = the pool label, ``tolerations`` = the
+pool's taints, so admitted pods land on the pool and tolerate it), ``default-flavor``, a
+**WorkloadPriorityClass** per PriorityClass (same names and values), a **Topology** when some pool is
+``topologyAware``, and for GKE queued-provisioning pools a ProvisioningRequest **AdmissionCheck** (Kueue asks
+GKE's Dynamic Workload Scheduler for the nodes of an admitted workload; without it such pools never scale).
+
+Topology-aware pools: their flavor references the Topology; Kueue then places pods by the topology labels,
+and only workloads that ask for it (``kueue.x-k8s.io/podset-preferred-topology`` or ``-required-topology``
+on the pod template) can use the flavor (the ClusterQueue also holds non-topology flavors).
+
+Priority ceiling: a tenant's ResourceQuota refuses pods of PriorityClasses above its ceiling, but Kueue
+orders and preempts by the *workload* priority, which a job can also take from the
+``kueue.x-k8s.io/priority-class`` label or its pod template. A ValidatingAdmissionPolicy per tenant refuses
+that label, and batch Jobs whose template names such a class, above the ceiling.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import pulumi
+import yaml
+
+from components import derive, versions
+from components.spec import NodePool, StackSpec, Tenant
+
+CHART = versions.KUEUE
+API = versions.KUEUE_API
+CONFIG_API = "config.kueue.x-k8s.io/v1beta2"
+QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
+PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
+PREFERRED_TOPOLOGY_ANNOTATION = "kueue.x-k8s.io/podset-preferred-topology"
+REQUIRED_TOPOLOGY_ANNOTATION = "kueue.x-k8s.io/podset-required-topology"
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+
+DEFAULT_FLAVOR = "default-flavor"
+TOPOLOGY_NAME = "gpu-topology"
+# cpu/memory quota per flavor when a tenant sets no quota.cpu/memory: above any cluster this platform sizes,
+# so GPUs (not cpu) are what Kueue rations; the namespace ResourceQuota caps cpu/memory when they are set.
+DEFAULT_CPU_QUOTA = "10000"
+DEFAULT_MEMORY_QUOTA = "64Ti"
+CPU_RESOURCES = ("cpu", "memory")
+
+# Topology levels (coarsest first, the node last) each cloud labels GPU nodes with. GKE: dense-deployment
+# VMs (compact placement, reservations) carry gce-topology-block/-subblock/-host; EKS: instance types with
+# network topology (p4d/p4de, p5, trn...) carry network-node-layer-1..3 (layer 3 is nearest the node).
+CLOUD_TOPOLOGY_LEVELS: dict[str, tuple[str, ...]] = {
+    "gcp": (
+        "cloud.google.com/gce-topology-block",
+        "cloud.google.com/gce-topology-subblock",
+        "cloud.google.com/gce-topology-host",
+        HOSTNAME_LABEL,
+    ),
+    "aws": (
+        "topology.k8s.aws/network-node-layer-1",
+        "topology.k8s.aws/network-node-layer-2",
+        "topology.k8s.aws/network-node-layer-3",
+        HOSTNAME_LABEL,
+    ),
+}
+
+# Requests Kueue does not ration (BlockUndeclared would otherwise leave any pod asking for them
+# inadmissible): ephemeral storage, hugepages, EFA interfaces (vpc.amazonaws.com/efa), GKE multi-network
+# interfaces (networking.gke.io.networks/...), RDMA devices.
+EXCLUDED_RESOURCE_PREFIXES = ("ephemeral-storage", "hugepages-", "vpc.amazonaws.com/", "networking.gke.io", "rdma/")
+
+# GKE Dynamic Workload Scheduler (queued provisioning): the ProvisioningRequest class Kueue asks for.
+DWS_PROVISIONING_CLASS = "queued-provisioning.gke.io"
+PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
+
+REQUEUE_BACKOFF_BASE_SECONDS = 60
+REQUEUE_BACKOFF_MAX_SECONDS = 3600
+CONTROLLER_REPLICAS = 2  # webhooks sit on the pod/job admission path: keep one up through node drains
+CONTROLLER_PRIORITY_CLASS = "system-cluster-critical"
+
+
+# -------------------------------------------------------------------------------- manager config
+
+
+def manager_config(spec: StackSpec) -> dict[str, Any]:
+    """The Kueue ``Configuration`` (config.kueue.x-k8s.io/v1beta2) the chart mounts as
+    controller_manager_config.yaml. Replaces the chart's default document, so it restates the serving
+    settings (health, metrics, webhook, leader election) the chart's manifests expect."""
+    s = spec.scheduling
+    requeue: dict[str, Any] = {
+        "timestamp": "Eviction",
+        "backoffBaseSeconds": REQUEUE_BACKOFF_BASE_SECONDS,
+        "backoffMaxSeconds": REQUEUE_BACKOFF_MAX_SECONDS,
+    }
+    if s.requeue_limit is not None:
+        requeue["backoffLimitCount"] = s.requeue_limit
+    return {
+        "apiVersion": CONFIG_API,
+        "kind": "Configuration",
+        "health": {"healthProbeBindAddress": ":8081"},
+        "metrics": {"bindAddress": ":8443", "enableClusterQueueResources": True},
+        "webhook": {"port": 9443},
+        "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
+        "controller": {
+            "groupKindConcurrency": {
+                "ClusterQueue.kueue.x-k8s.io": 5,
+                "Job.batch": 5,
+                "LocalQueue.kueue.x-k8s.io": 5,
+                "Pod": 5,
+                "ResourceFlavor.kueue.x-k8s.io": 1,
+                "Workload.kueue.x-k8s.io": 10,
+            }
+        },
+        "clientConnection": {"qps": 300, "burst": 500},
+        # All-or-nothing start: an admitted workload whose pods are not all running and ready within the
+        # timeout (stuck scale-up, a partly placed gang) is evicted, its quota released, and requeued with
+        # exponential backoff. Recovery after a pod fails mid-run uses the same timeout (Kueue's default).
+        "waitForPodsReady": {
+            "timeout": s.wait_for_pods_ready_timeout,
+            "blockAdmission": s.block_admission,
+            "requeuingStrategy": requeue,
+        },
+        # Jobs without a queue-name label are left alone (they still count against the namespace ResourceQuota);
+        # pod-based integrations are confined to tenant namespaces.
+        "manageJobsWithoutQueueName": False,
+        "managedJobsNamespaceSelector": {
+            "matchExpressions": [{"key": derive.TENANT_LABEL, "operator": "Exists"}],
+        },
+        "integrations": {"frameworks": list(s.kueue_integrations)},
+        "resources": {"excludeResourcePrefixes": list(EXCLUDED_RESOURCE_PREFIXES)},
+    }
+
+
+def manager_config_yaml(spec: StackSpec) -> str:
+    return yaml.safe_dump(manager_config(spec), sort_keys=False, default_flow_style=False, width=1000)
+
+
+def helm_values(spec: StackSpec) -> dict[str, Any]:
+    """Values of the kueue release; every path exists in the pinned chart's values.yaml."""
+    return {
+        "controllerManager": {
+            "replicas": CONTROLLER_REPLICAS,
+            "podDisruptionBudget": {"enabled": True, "minAvailable": 1},
+            "nodeSelector": derive.system_node_selector(spec),
+            "manager": {"priorityClassName": CONTROLLER_PRIORITY_CLASS},
+        },
+        "managerConfig": {"controllerManagerConfigYaml": manager_config_yaml(spec)},
+    }
+
+
+# ------------------------------------------------------------------------------------- flavors
+
+
+def topology_levels(spec: StackSpec) -> list[str] | None:
+    """Node labels of the Kueue Topology: ``scheduling.topologyLevels``, else the cloud's; None on existing
+    clusters without explicit levels (a rule rejects topologyAware pools there)."""
+    if spec.scheduling.topology_levels:
+        return list(spec.scheduling.topology_levels)
+    levels = CLOUD_TOPOLOGY_LEVELS.get(spec.cloud)
+    return list(levels) if levels else None
+
+
+def uses_topology(spec: StackSpec) -> bool:
+    return any(p.topology_aware for p in spec.node_pools)
+
+
+def flavor_spec(pool: NodePool) -> dict[str, Any]:
+    """ResourceFlavor spec: pods admitted on this flavor get the pool's node label as nodeSelector and
+    tolerations for exactly the pool's taints (TAS also needs them here: it places pods itself)."""
+    out: dict[str, Any] = {
+        "nodeLabels": {derive.POOL_LABEL: pool.name},
+        "tolerations": derive.tolerations(pool),
+    }
+    if pool.topology_aware:
+        out["topologyName"] = TOPOLOGY_NAME
+    return out
+
+
+def dws_pools(spec: StackSpec) -> list[NodePool]:
+    """GKE queued-provisioning pools: nodes come only through ProvisioningRequests."""
+    return [p for p in spec.node_pools if spec.cloud == "gcp" and p.gke.queued_provisioning]
+
+
+def admission_check_name(pool: NodePool) -> str:
+    return f"{pool.name}-dws"
+
+
+def provisioning_request_config_spec(spec: StackSpec, pool: NodePool) -> dict[str, Any]:
+    return {
+        "provisioningClassName": DWS_PROVISIONING_CLASS,
+        "managedResources": sorted(derive.units_per_gpu(spec, pool)),
+        # One PodTemplate per distinct scheduling shape (e.g. a PyTorchJob's master and workers).
+        "podSetMergePolicy": "IdenticalWorkloadSchedulingRequirements",
+    }
+
+
+# --------------------------------------------------------------------------------- cluster queues
+
+
+def _cpu_budget(tenant: Tenant) -> dict[str, str]:
+    return {
+        "cpu": tenant.quota.cpu or DEFAULT_CPU_QUOTA,
+        "memory": tenant.quota.memory or DEFAULT_MEMORY_QUOTA,
+    }
+
+
+def _limit_units(spec: StackSpec, pool: NodePool, limits: dict[str, int]) -> dict[str, int] | None:
+    if pool.name not in limits:
+        return None
+    return derive.pool_units(spec, pool, limits[pool.name])
+
+
+def tenant_pools(spec: StackSpec, tenant: Tenant) -> list[NodePool]:
+    """Pools the tenant reaches (a gpuQuota entry, even 0), by name: the order Kueue tries their flavors in.
+    (Not the nodePools order: reordering a stack file changes nothing. Pin a pool with a nodeSelector on
+    gpu-platform/pool when it matters.)"""
+    return sorted((p for p in spec.node_pools if p.name in tenant.gpu_quota), key=lambda p: p.name)
+
+
+def _partition(spec: StackSpec, pools: Iterable[NodePool]) -> list[tuple[set[str], list[NodePool]]]:
+    """Pools grouped by overlapping resource-name sets; the nvidia.com/gpu group always exists, first."""
+    groups: list[tuple[set[str], list[NodePool]]] = [({derive.GPU_RESOURCE}, [])]
+    for pool in pools:
+        names = set(derive.units_per_gpu(spec, pool))
+        hits = [g for g in groups if g[0] & names]
+        merged_names, merged_pools = set(names), []
+        for g in hits:
+            merged_names |= g[0]
+            merged_pools += g[1]
+        first = groups.index(hits[0]) if hits else len(groups)
+        rest = [g for g in groups if g not in hits]
+        rest.insert(min(first, len(rest)), (merged_names, [*merged_pools, pool]))
+        groups = rest
+    return [(names, sorted(members, key=lambda p: p.name)) for names, members in groups]
+
+
+def _quota(name: str, nominal: int | str, borrow: int | None = None, lend: int | None = None) -> dict[str, Any]:
+    """Quantities as strings (Kubernetes' canonical form; numbers would reach the API as JSON floats)."""
+    out: dict[str, Any] = {"name": name, "nominalQuota": str(nominal)}
+    if borrow is not None:
+        out["borrowingLimit"] = str(borrow)
+    if lend is not None:
+        out["lendingLimit"] = str(lend)
+    return out
+
+
+def resource_groups(spec: StackSpec, tenant: Tenant) -> list[dict[str, Any]]:
+    """The ClusterQueue's resourceGroups (see the module docstring)."""
+    nominal = derive.tenant_pool_units(spec, tenant)
+    has_cohort = derive.tenant_cohort(spec, tenant) is not None
+    budget = _cpu_budget(tenant)
+    out = []
+    for names, pools in _partition(spec, tenant_pools(spec, tenant)):
+        gpu_names = sorted(names)
+        primary = derive.GPU_RESOURCE in names
+        covered = [*CPU_RESOURCES, *gpu_names] if primary else gpu_names
+        flavors = []
+        if primary:
+            flavors.append(
+                {
+                    "name": DEFAULT_FLAVOR,
+                    "resources": [_quota(r, budget[r]) for r in CPU_RESOURCES] + [_quota(n, 0) for n in gpu_names],
+                }
+            )
+        for pool in pools:
+            units = nominal[pool.name]
+            borrow = _limit_units(spec, pool, tenant.borrowing_limit) if has_cohort else None
+            lend = _limit_units(spec, pool, tenant.lending_limit) if has_cohort else None
+            resources = [_quota(r, budget[r]) for r in CPU_RESOURCES] if primary else []
+            for n in gpu_names:
+                advertised = n in units
+                resources.append(
+                    _quota(
+                        n,
+                        units.get(n, 0),
+                        borrow.get(n, 0) if borrow is not None and advertised else None,
+                        lend.get(n, 0) if lend is not None and advertised else None,
+                    )
+                )
+            flavors.append({"name": pool.name, "resources": resources})
+        out.append({"coveredResources": covered, "flavors": flavors})
+    return out
+
+
+def cluster_queue_spec(spec: StackSpec, tenant: Tenant) -> dict[str, Any]:
+    cohort = derive.tenant_cohort(spec, tenant)
+    preemption: dict[str, Any] = {"withinClusterQueue": "LowerPriority"}
+    if cohort is not None:
+        preemption["reclaimWithinCohort"] = "Any"
+        preemption["borrowWithinCohort"] = {"policy": "LowerPriority"}
+    out: dict[str, Any] = {
+        "namespaceSelector": {"matchLabels": {derive.TENANT_LABEL: tenant.name, NAMESPACE_NAME_LABEL: tenant.name}},
+        "queueingStrategy": spec.scheduling.queueing_strategy,
+        "resourceGroups": resource_groups(spec, tenant),
+        "flavorFungibility": {"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor"},
+        "preemption": preemption,
+    }
+    if cohort is not None:
+        out["cohortName"] = cohort
+    checks = [
+        {"name": admission_check_name(p), "onFlavors": [p.name]} for p in dws_pools(spec) if p.name in tenant.gpu_quota
+    ]
+    if checks:
+        out["admissionChecksStrategy"] = {"admissionChecks": checks}
+    return out
+
+
+def local_queue_spec(tenant: Tenant) -> dict[str, Any]:
+    return {"clusterQueue": tenant.name}
+
+
+# ------------------------------------------------------------------------------- priority ceiling
+
+
+def priority_ceiling_policy(spec: StackSpec, tenant: Tenant) -> dict[str, Any] | None:
+    """ValidatingAdmissionPolicy spec refusing, in the tenant's namespace, the kueue.x-k8s.io/priority-class
+    label and batch Job templates naming a PriorityClass above the tenant's ceiling. None without such classes."""
+    excluded = derive.priority_ceiling_excluded(spec, tenant)
+    if not excluded:
+        return None
+    names = "[" + ", ".join(f"'{c}'" for c in excluded) + "]"
+    listed = ", ".join(excluded)
+    label = PRIORITY_CLASS_LABEL
+    return {
+        "failurePolicy": "Fail",
+        "matchConstraints": {
+            "namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: tenant.name}},
+            "resourceRules": [
+                {"apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"], "operations": ["CREATE", "UPDATE"]}
+            ],
+        },
+        "validations": [
+            {
+                "expression": f"!has(object.metadata.labels) || !('{label}' in object.metadata.labels) || "
+                f"!(object.metadata.labels['{label}'] in {names})",
+                "message": f"{label} must not name a class above this tenant's ceiling {tenant.priority!r} ({listed})",
+                "reason": "Forbidden",
+            },
+            {
+                "expression": f"request.kind.group != 'batch' || request.kind.kind != 'Job' || "
+                f"!has(object.spec.template.spec.priorityClassName) || "
+                f"!(object.spec.template.spec.priorityClassName in {names})",
+                "message": f"the pod template's priorityClassName is above this tenant's ceiling "
+                f"{tenant.priority!r} ({listed})",
+                "reason": "Forbidden",
+            },
+        ],
+    }
+
+
+def priority_ceiling_policy_name(tenant: Tenant) -> str:
+    return f"gpu-platform-priority-ceiling-{tenant.name}"
+
+
+# ------------------------------------------------------------------------------------ component
+
+
+def namespace_labels() -> dict[str, str]:
+    """The controller runs non-root, read-only, without capabilities: Pod Security 'restricted' fits."""
+    return {
+        **derive.MANAGED_BY,
+        "pod-security.kubernetes.io/enforce": "restricted",
+        "pod-security.kubernetes.io/enforce-version": "latest",
+        "pod-security.kubernetes.io/audit": "restricted",
+        "pod-security.kubernetes.io/warn": "restricted",
+    }
+
+
+# GKE admits system-cluster-critical pods outside kube-system only in namespaces with a ResourceQuota scoped
+# to those classes; the controller replicas (plus room for a rolling update) fit in this many.
+GKE_CRITICAL_PODS = 10
+
+
+def gke_critical_pods_quota(pods: int = GKE_CRITICAL_PODS) -> dict[str, Any]:
+    return {
+        "hard": {"pods": str(pods)},
+        "scopeSelector": {
+            "matchExpressions": [
+                {
+                    "scopeName": "PriorityClass",
+                    "operator": "In",
+                    "values": ["system-cluster-critical", "system-node-critical"],
+                }
+            ]
+        },
+    }
+
+
+class _TopLevelResource(pulumi.CustomResource):
+    """A custom resource whose fields sit at the top level instead of under ``spec`` (WorkloadPriorityClass
+    has ``value``/``description``), which ``apiextensions.CustomResource`` cannot express."""
+
+    def __init__(self, name: str, api_version: str, kind: str, body: dict[str, Any], opts: pulumi.ResourceOptions):
+        from pulumi_kubernetes import _utilities
+
+        opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(version=_utilities.get_version()))
+        super().__init__(
+            f"kubernetes:{api_version}:{kind}", name, {"apiVersion": api_version, "kind": kind, **body}, opts
+        )
+
+
+class Kueue(pulumi.ComponentResource):
+    """Namespace, the kueue release, and the queueing objects of every pool and tenant."""
+
+    TYPE = "gpu-platform:scheduling:Kueue"
+
+    def __init__(
+        self,
+        name: str,
+        spec: StackSpec,
+        provider: pulumi.ProviderResource,
+        opts: pulumi.ResourceOptions | None = None,
+        namespaces: Mapping[str, pulumi.Input[str]] | None = None,
+    ):
+        """``namespaces``: tenant name -> namespace name output (Tenancy.namespaces), so that each LocalQueue
+        waits for its namespace."""
+        super().__init__(self.TYPE, name, None, opts)
+        from pulumi_kubernetes.admissionregistration.v1 import (
+            ValidatingAdmissionPolicy,
+            ValidatingAdmissionPolicyBinding,
+        )
+        from pulumi_kubernetes.apiextensions import CustomResource
+        from pulumi_kubernetes.core.v1 import Namespace, ResourceQuota
+        from pulumi_kubernetes.helm.v3 import Release
+
+        chart = versions.resolve(CHART, spec.charts)
+        child = pulumi.ResourceOptions(parent=self, provider=provider)
+        ns = Namespace("kueue-namespace", metadata={"name": chart.namespace, "labels": namespace_labels()}, opts=child)
+        before: list[pulumi.Resource] = [ns]
+        if spec.cloud == "gcp":
+            before.append(
+                ResourceQuota(
+                    "kueue-critical-pods",
+                    metadata={"name": "critical-pods", "namespace": chart.namespace, "labels": derive.MANAGED_BY},
+                    spec=gke_critical_pods_quota(),
+                    opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[ns]),
+                )
+            )
+        self.release = Release(
+            "kueue",
+            **versions.release_args(CHART, spec.charts),
+            create_namespace=False,
+            values=helm_values(spec),
+            timeout=600,
+            opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=before),
+        )
+        # Everything below needs the CRDs and the webhooks of the release.
+        crs = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[self.release])
+        labels = derive.MANAGED_BY
+
+        def cr(res_name: str, kind: str, obj_name: str, body: dict[str, Any], namespace: Any = None, o=crs):
+            meta: dict[str, Any] = {"name": obj_name, "labels": labels}
+            if namespace:
+                meta["namespace"] = namespace
+            return CustomResource(res_name, api_version=API, kind=kind, metadata=meta, spec=body, opts=o)
+
+        for pc in spec.priority_classes:
+            _TopLevelResource(
+                f"workload-priority-{pc.name}",
+                API,
+                "WorkloadPriorityClass",
+                {
+                    "metadata": {"name": pc.name, "labels": labels},
+                    "value": pc.value,
+                    "description": pc.description or f"gpu-platform priority tier {pc.name}",
+                },
+                crs,
+            )
+
+        flavor_deps: list[pulumi.Resource] = [self.release]
+        if uses_topology(spec):
+            levels = topology_levels(spec) or []
+            flavor_deps.append(
+                cr("topology", "Topology", TOPOLOGY_NAME, {"levels": [{"nodeLabel": lbl} for lbl in levels]})
+            )
+        flavor_opts = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=flavor_deps)
+        queue_deps: list[pulumi.Resource] = [
+            cr("flavor-default", "ResourceFlavor", DEFAULT_FLAVOR, {}, o=flavor_opts),
+        ]
+        for pool in spec.node_pools:
+            queue_deps.append(cr(f"flavor-{pool.name}", "ResourceFlavor", pool.name, flavor_spec(pool), o=flavor_opts))
+        for pool in dws_pools(spec):
+            prc = cr(
+                f"{pool.name}-provisioning-config",
+                "ProvisioningRequestConfig",
+                admission_check_name(pool),
+                provisioning_request_config_spec(spec, pool),
+            )
+            queue_deps.append(
+                cr(
+                    f"{pool.name}-admission-check",
+                    "AdmissionCheck",
+                    admission_check_name(pool),
+                    {
+                        "controllerName": PROVISIONING_CONTROLLER,
+                        "parameters": {
+                            "apiGroup": API.split("/")[0],
+                            "kind": "ProvisioningRequestConfig",
+                            "name": admission_check_name(pool),
+                        },
+                    },
+                    o=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[self.release, prc]),
+                )
+            )
+        queue_opts = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=queue_deps)
+        self.cluster_queues: dict[str, str] = {}
+        for tenant in spec.tenants:
+            cq = cr(
+                f"{tenant.name}-cluster-queue",
+                "ClusterQueue",
+                tenant.name,
+                cluster_queue_spec(spec, tenant),
+                o=queue_opts,
+            )
+            self.cluster_queues[tenant.name] = tenant.name
+            cr(
+                f"{tenant.name}-local-queue",
+                "LocalQueue",
+                spec.scheduling.local_queue_name,
+                local_queue_spec(tenant),
+                namespace=(namespaces or {}).get(tenant.name, tenant.name),
+                o=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[cq]),
+            )
+            policy = priority_ceiling_policy(spec, tenant)
+            if policy is not None:
+                vap = ValidatingAdmissionPolicy(
+                    f"{tenant.name}-priority-ceiling-policy",
+                    metadata={"name": priority_ceiling_policy_name(tenant), "labels": labels},
+                    spec=policy,
+                    opts=child,
+                )
+                ValidatingAdmissionPolicyBinding(
+                    f"{tenant.name}-priority-ceiling-binding",
+                    metadata={"name": priority_ceiling_policy_name(tenant), "labels": labels},
+                    spec={"policyName": priority_ceiling_policy_name(tenant), "validationActions": ["Deny"]},
+                    opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[vap]),
+                )
+        self.register_outputs({"namespace": chart.namespace, "clusterQueues": self.cluster_queues})

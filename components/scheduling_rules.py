@@ -1,0 +1,87 @@
+"""Rules of the batch-scheduling part of the spec (Kueue and Volcano objects derived from it).
+
+The cloud-neutral tenancy rules that also guard Kueue (a borrowing or lending limit needs a cohort; a limit
+on a pool the tenant has no gpuQuota entry for; lendingLimit above the quota) live in rules_core.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from components import derive, kueue, volcano
+from components.spec import Problem, StackSpec, key, rule
+
+
+@rule
+def topology_aware_pools(spec: StackSpec) -> Iterator[Problem]:
+    levels = kueue.topology_levels(spec)
+    for i, pool in enumerate(spec.node_pools):
+        if not pool.topology_aware:
+            continue
+        at = key("nodePools", i, "topologyAware")
+        if not spec.addons.kueue:
+            yield Problem(at, "topology-aware scheduling is done by Kueue: turn on addons.kueue")
+        if levels is None:
+            yield Problem(
+                at,
+                f"a {spec.cloud} cluster has no known topology node labels: set scheduling.topologyLevels "
+                f"(node labels, coarsest first, {kueue.HOSTNAME_LABEL} last) or drop topologyAware",
+            )
+        names = sorted(derive.units_per_gpu(spec, pool))
+        if names != [derive.GPU_RESOURCE]:
+            yield Problem(
+                at,
+                f"topology-aware scheduling needs a pool advertising {derive.GPU_RESOURCE}, this one advertises "
+                f"{', '.join(names)} (Kueue places cpu and memory in the {derive.GPU_RESOURCE} resource group, and a "
+                "topology-aware workload must take all its resources from one topology flavor)",
+            )
+
+
+@rule
+def topology_levels(spec: StackSpec) -> Iterator[Problem]:
+    levels = spec.scheduling.topology_levels or []
+    seen: set[str] = set()
+    for j, label in enumerate(levels):
+        at = key("scheduling", "topologyLevels", j)
+        if label in seen:
+            yield Problem(at, f"{label!r} is listed twice (each level needs its own node label)")
+        seen.add(label)
+        if label == kueue.HOSTNAME_LABEL and j != len(levels) - 1:
+            yield Problem(at, f"{kueue.HOSTNAME_LABEL} can only be the last (finest) level")
+
+
+@rule
+def kueue_names(spec: StackSpec) -> Iterator[Problem]:
+    if not spec.addons.kueue:
+        return
+    for i, pool in enumerate(spec.node_pools):
+        if pool.name == kueue.DEFAULT_FLAVOR:
+            yield Problem(
+                key("nodePools", i, "name"),
+                f"{kueue.DEFAULT_FLAVOR!r} is the Kueue flavor of CPU-only workloads; name the pool otherwise",
+            )
+
+
+@rule
+def queued_provisioning_needs_kueue(spec: StackSpec) -> Iterator[Problem]:
+    if spec.addons.kueue or spec.cloud != "gcp":
+        return
+    for i, pool in enumerate(spec.node_pools):
+        if pool.gke.queued_provisioning:
+            yield Problem(
+                key("nodePools", i, "gke", "queuedProvisioning"),
+                "queued-provisioning nodes are created only for ProvisioningRequests, which Kueue's admission "
+                "check makes: turn on addons.kueue",
+            )
+
+
+@rule
+def volcano_queue_names(spec: StackSpec) -> Iterator[Problem]:
+    if not spec.addons.volcano:
+        return
+    for i, tenant in enumerate(spec.tenants):
+        if tenant.name in volcano.RESERVED_QUEUES:
+            yield Problem(
+                key("tenants", i, "name"),
+                f"{tenant.name!r} is a queue Volcano creates itself; the tenant's Volcano queue would collide",
+            )

@@ -1,0 +1,237 @@
+"""Volcano: the official chart with a GPU-oriented scheduler configuration, and a Queue per tenant.
+
+Scheduler plugins (``custom.scheduler_config_override``, rendered from SCHEDULER_TIERS) and why each:
+
+- ``priority``: orders jobs and tasks by PriorityClass, which the ``preempt`` action needs.
+- ``gang``: a job starts only when ``minAvailable`` pods can be placed together; a distributed training job
+  never holds GPUs while waiting for peers. Its preemption veto is off (``enablePreemptable: false``, as
+  upstream ships it): with ``minAvailable`` equal to the replicas the veto would make gang jobs
+  unpreemptable; evicting a pod of a gang restarts the whole job instead.
+- ``conformance``: never evicts critical system pods.
+- ``resourcequota``: a job enters the queue only while the namespace ResourceQuota has room for its
+  minimum, so it waits as Pending instead of creating pods the quota rejects (the quota also counts the
+  tenant's Kueue workloads).
+- ``predicates``: the kube-scheduler filters (taints and tolerations, node selectors and affinity, GPU
+  resources), so pods are bound only to nodes that can run them.
+- ``proportion``: shares the cluster between tenant queues by ``weight``, caps each at ``capability`` and
+  reserves its ``guarantee``; with the ``reclaim`` action a queue gets back resources lent to others.
+  ``guarantee`` also lets a tenant's jobs into the queue while its pools are scaled to zero (proportion
+  admits up to the guarantee whatever the current cluster size), so the autoscaler sees the pending pods.
+- ``nodeorder`` with least-requested and balanced-resource scoring off: node affinity, pod affinity and
+  taint toleration still score, but nothing spreads pods across GPU nodes ...
+- ``binpack`` (GPU resources weighted over cpu/memory): ... because packing fills GPU nodes one by one,
+  keeps whole nodes free for the next 8-GPU gang and lets idle nodes scale down.
+
+Actions: ``enqueue`` (quota and capability gate), ``allocate``, ``preempt`` (within a queue, by priority),
+``reclaim`` (across queues, back to their share), ``backfill``.
+
+Queues: one ``scheduling.volcano.sh/v1beta1`` Queue per tenant, named after it, with ``guarantee.resource``
+= the tenant's nominal GPU units (the numbers of its ResourceQuota and ClusterQueue), ``capability`` = the
+most it can hold when it borrows all it may (``derive.tenant_ceiling_units``; 0 for GPU resources it cannot
+reach; cpu/memory when the tenant sets them), ``weight`` = ``tenants[].queueWeight``, reclaimable.
+Volcano queues are cluster-scoped and any namespace could name any queue, so a ValidatingAdmissionPolicy
+requires Volcano Jobs and PodGroups in a tenant namespace to use the tenant's own queue.
+
+Volcano schedules only pods with ``schedulerName: volcano``; Kueue manages only workloads carrying the
+``kueue.x-k8s.io/queue-name`` label. Run a job under one of them, never both.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+import yaml
+
+from components import derive, versions
+from components.kueue import gke_critical_pods_quota
+from components.spec import StackSpec, Tenant
+from components.tenancy import all_gpu_resources
+
+CHART = versions.VOLCANO
+API = versions.VOLCANO_QUEUE_API
+SCHEDULER_NAME = "volcano"
+QUEUE_POLICY_NAME = "gpu-platform-volcano-tenant-queue"
+# Queues Volcano creates itself; a tenant of that name would collide.
+RESERVED_QUEUES = ("default", "root")
+ACTIONS = ("enqueue", "allocate", "preempt", "reclaim", "backfill")
+BINPACK_GPU_WEIGHT = 10
+
+
+def scheduler_tiers(spec: StackSpec) -> list[dict[str, Any]]:
+    gpu = all_gpu_resources(spec)
+    binpack: dict[str, Any] = {
+        "binpack.weight": 10,
+        "binpack.cpu": 1,
+        "binpack.memory": 1,
+        "binpack.resources": ", ".join(gpu),
+    }
+    binpack.update({f"binpack.resources.{name}": BINPACK_GPU_WEIGHT for name in gpu})
+    return [
+        {
+            "plugins": [
+                {"name": "priority"},
+                {"name": "gang", "enablePreemptable": False},
+                {"name": "conformance"},
+            ]
+        },
+        {
+            "plugins": [
+                {"name": "resourcequota"},
+                {"name": "predicates"},
+                {"name": "proportion"},
+                {"name": "nodeorder", "arguments": {"leastrequested.weight": 0, "balancedresource.weight": 0}},
+                {"name": "binpack", "arguments": binpack},
+            ]
+        },
+    ]
+
+
+def scheduler_config(spec: StackSpec) -> dict[str, Any]:
+    return {"actions": ", ".join(ACTIONS), "tiers": scheduler_tiers(spec)}
+
+
+def scheduler_config_yaml(spec: StackSpec) -> str:
+    return yaml.safe_dump(scheduler_config(spec), sort_keys=False, default_flow_style=False, width=1000)
+
+
+def helm_values(spec: StackSpec) -> dict[str, Any]:
+    """Values of the volcano release; every path exists in the pinned chart's values.yaml."""
+    return {
+        "basic": {"image_pull_policy": "IfNotPresent"},  # images are pinned by tag
+        "custom": {
+            "scheduler_config_override": scheduler_config_yaml(spec),
+            "default_ns": derive.system_node_selector(spec),  # admission, controller, scheduler
+        },
+    }
+
+
+def queue_spec(spec: StackSpec, tenant: Tenant) -> dict[str, Any]:
+    nominal = derive.tenant_units(spec, tenant)
+    ceiling = derive.tenant_ceiling_units(spec, tenant)
+    capability: dict[str, str] = {name: str(ceiling.get(name, 0)) for name in all_gpu_resources(spec)}
+    if tenant.quota.cpu:
+        capability["cpu"] = tenant.quota.cpu
+    if tenant.quota.memory:
+        capability["memory"] = tenant.quota.memory
+    out: dict[str, Any] = {
+        "weight": tenant.queue_weight,
+        "reclaimable": True,
+        "capability": dict(sorted(capability.items())),
+    }
+    guarantee = {name: str(n) for name, n in nominal.items() if n > 0}
+    if guarantee:
+        out["guarantee"] = {"resource": guarantee}
+    return out
+
+
+def queue_policy() -> dict[str, Any]:
+    """ValidatingAdmissionPolicy spec: in tenant namespaces, Volcano Jobs and PodGroups use the queue named
+    after the namespace (the tenant's)."""
+    ops = ["CREATE", "UPDATE"]
+    return {
+        "failurePolicy": "Fail",
+        "matchConstraints": {
+            "namespaceSelector": {"matchExpressions": [{"key": derive.TENANT_LABEL, "operator": "Exists"}]},
+            "resourceRules": [
+                {"apiGroups": ["batch.volcano.sh"], "apiVersions": ["*"], "resources": ["jobs"], "operations": ops},
+                {
+                    "apiGroups": ["scheduling.volcano.sh"],
+                    "apiVersions": ["*"],
+                    "resources": ["podgroups"],
+                    "operations": ops,
+                },
+            ],
+        },
+        "validations": [
+            {
+                "expression": "has(object.spec.queue) && object.spec.queue == namespaceObject.metadata.name",
+                "messageExpression": "'use the Volcano queue ' + namespaceObject.metadata.name + "
+                "' (this tenant\\'s queue), not ' + (has(object.spec.queue) ? object.spec.queue : 'default')",
+                "reason": "Forbidden",
+            }
+        ],
+    }
+
+
+def namespace_labels() -> dict[str, str]:
+    """Volcano's containers add DAC_OVERRIDE (chart default_csc): Pod Security 'baseline', warn on restricted."""
+    return {
+        **derive.MANAGED_BY,
+        "pod-security.kubernetes.io/enforce": "baseline",
+        "pod-security.kubernetes.io/enforce-version": "latest",
+        "pod-security.kubernetes.io/audit": "restricted",
+        "pod-security.kubernetes.io/warn": "restricted",
+    }
+
+
+class Volcano(pulumi.ComponentResource):
+    """Namespace, the volcano release, a Queue per tenant and the tenant-queue admission policy."""
+
+    TYPE = "gpu-platform:scheduling:Volcano"
+
+    def __init__(
+        self,
+        name: str,
+        spec: StackSpec,
+        provider: pulumi.ProviderResource,
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        super().__init__(self.TYPE, name, None, opts)
+        from pulumi_kubernetes.admissionregistration.v1 import (
+            ValidatingAdmissionPolicy,
+            ValidatingAdmissionPolicyBinding,
+        )
+        from pulumi_kubernetes.apiextensions import CustomResource
+        from pulumi_kubernetes.core.v1 import Namespace, ResourceQuota
+        from pulumi_kubernetes.helm.v3 import Release
+
+        chart = versions.resolve(CHART, spec.charts)
+        child = pulumi.ResourceOptions(parent=self, provider=provider)
+        ns = Namespace(
+            "volcano-namespace", metadata={"name": chart.namespace, "labels": namespace_labels()}, opts=child
+        )
+        before: list[pulumi.Resource] = [ns]
+        if spec.cloud == "gcp":  # Volcano's pods are system-cluster-critical
+            before.append(
+                ResourceQuota(
+                    "volcano-critical-pods",
+                    metadata={"name": "critical-pods", "namespace": chart.namespace, "labels": derive.MANAGED_BY},
+                    spec=gke_critical_pods_quota(),
+                    opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[ns]),
+                )
+            )
+        self.release = Release(
+            "volcano",
+            **versions.release_args(CHART, spec.charts),
+            create_namespace=False,
+            values=helm_values(spec),
+            timeout=600,
+            opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=before),
+        )
+        after = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[self.release])
+        self.queues: list[str] = []
+        for tenant in spec.tenants:
+            CustomResource(
+                f"{tenant.name}-volcano-queue",
+                api_version=API,
+                kind="Queue",
+                metadata={"name": tenant.name, "labels": {**derive.MANAGED_BY, derive.TENANT_LABEL: tenant.name}},
+                spec=queue_spec(spec, tenant),
+                opts=after,
+            )
+            self.queues.append(tenant.name)
+        if spec.tenants:
+            policy = ValidatingAdmissionPolicy(
+                "volcano-tenant-queue-policy",
+                metadata={"name": QUEUE_POLICY_NAME, "labels": derive.MANAGED_BY},
+                spec=queue_policy(),
+                opts=after,
+            )
+            ValidatingAdmissionPolicyBinding(
+                "volcano-tenant-queue-binding",
+                metadata={"name": QUEUE_POLICY_NAME, "labels": derive.MANAGED_BY},
+                spec={"policyName": QUEUE_POLICY_NAME, "validationActions": ["Deny"]},
+                opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[policy]),
+            )
+        self.register_outputs({"namespace": chart.namespace, "queues": self.queues})

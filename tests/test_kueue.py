@@ -1,0 +1,571 @@
+"""Kueue: the pinned chart and its manager configuration, and the queueing objects derived from the spec
+(flavors, cluster queues, local queues, workload priorities, topology, ProvisioningRequest checks),
+validated against the upstream v1beta2 CRD schemas and the CEL rules those schemas carry."""
+
+from __future__ import annotations
+
+import functools
+import json
+
+import pytest
+import yaml
+from conftest import (
+    HELM_RELEASE,
+    PRIORITY_CLASS,
+    STACKS,
+    UPSTREAM,
+    manifest,
+    manifests,
+    needs_upstream,
+    release,
+    render_config,
+    rendered,
+    stack_config,
+)
+from jsonschema import Draft7Validator
+from values_paths import unknown_paths
+
+from components import derive, kueue
+from components.spec import SpecError, load_spec
+
+API = "kueue.x-k8s.io/v1beta2"
+KINDS = ("ResourceFlavor", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass", "Topology")
+
+
+def _kueue(r, kind):
+    return [m for m in manifests(r, kind) if m["apiVersion"] == API]
+
+
+def _cq(stack, tenant):
+    return manifest(rendered(stack), "ClusterQueue", tenant)["spec"]
+
+
+def _flavor(cq_spec, name):
+    for rg in cq_spec["resourceGroups"]:
+        for f in rg["flavors"]:
+            if f["name"] == name:
+                return {r["name"]: r for r in f["resources"]}
+    raise KeyError(name)
+
+
+def _problems(config):
+    with pytest.raises(SpecError) as err:
+        load_spec(config)
+    return {p.path: p.message for p in err.value.problems}
+
+
+@functools.cache
+def _upstream_values():
+    return yaml.safe_load((UPSTREAM / "kueue" / "values.yaml").read_text())
+
+
+@functools.cache
+def _upstream_values_text():
+    return (UPSTREAM / "kueue" / "values.yaml").read_text()
+
+
+def _manager_config(r):
+    return yaml.safe_load(release(r, "kueue")["values"]["managerConfig"]["controllerManagerConfigYaml"])
+
+
+# ------------------------------------------------------------------------------------------ release
+
+
+def test_release_is_the_pinned_official_oci_chart():
+    rel = release(rendered("prod-aws"), "kueue")
+    assert rel["chart"] == "oci://registry.k8s.io/kueue/charts/kueue"
+    assert rel["version"] == "0.19.2"
+    assert rel["namespace"] == "kueue-system"
+    assert "repositoryOpts" not in rel  # OCI: the registry is in the chart reference
+
+
+@needs_upstream
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_value_path_exists_upstream(stack):
+    assert unknown_paths(release(rendered(stack), "kueue")["values"], _upstream_values()) == []
+
+
+@needs_upstream
+def test_manager_config_keeps_the_serving_settings_the_chart_wires():
+    """The chart's Deployment, Services and probes expect the ports and lease of its default document."""
+    ours = _manager_config(rendered("prod-aws"))
+    default = yaml.safe_load(_upstream_values()["managerConfig"]["controllerManagerConfigYaml"])
+    assert ours["apiVersion"] == default["apiVersion"] == "config.kueue.x-k8s.io/v1beta2"
+    assert ours["kind"] == "Configuration"
+    for k in ("health", "webhook", "leaderElection", "clientConnection", "controller"):
+        assert ours[k] == default[k], k
+    assert ours["metrics"]["bindAddress"] == default["metrics"]["bindAddress"] == ":8443"
+
+
+@needs_upstream
+def test_manager_config_uses_only_keys_the_chart_documents():
+    """Every key we set is one the chart's values.yaml shows (set or commented out) in its Configuration."""
+    text = _upstream_values_text()
+    cfg = _manager_config(rendered("prod-aws"))
+    for k in cfg:
+        assert f"{k}:" in text, k
+    for k in cfg["waitForPodsReady"]:
+        assert f"{k}:" in text, k
+    for k in cfg["waitForPodsReady"]["requeuingStrategy"]:
+        assert f"{k}:" in text, k
+    assert "excludeResourcePrefixes:" in text
+    for framework in cfg["integrations"]["frameworks"]:
+        assert f'"{framework}"' in text, framework
+
+
+def test_wait_for_pods_ready_gives_all_or_nothing_start_with_backoff():
+    cfg = _manager_config(rendered("prod-aws"))
+    w = cfg["waitForPodsReady"]
+    assert w["timeout"] == "10m"  # scheduling.waitForPodsReadyTimeout default
+    assert w["blockAdmission"] is False
+    assert w["requeuingStrategy"] == {
+        "timestamp": "Eviction",
+        "backoffBaseSeconds": 60,
+        "backoffMaxSeconds": 3600,
+        "backoffLimitCount": 10,
+    }
+    assert "enable" not in w  # v1beta2 has no enable flag: presence turns it on
+
+
+def test_integrations_cover_the_job_kinds_users_need():
+    frameworks = _manager_config(rendered("prod-aws"))["integrations"]["frameworks"]
+    for needed in (
+        "batch/job",
+        "jobset.x-k8s.io/jobset",
+        "kubeflow.org/pytorchjob",
+        "trainer.kubeflow.org/trainjob",
+        "ray.io/rayjob",
+        "ray.io/raycluster",
+        "pod",
+        "deployment",
+    ):
+        assert needed in frameworks
+
+
+def test_pod_integrations_are_confined_to_tenant_namespaces():
+    cfg = _manager_config(rendered("prod-aws"))
+    assert cfg["manageJobsWithoutQueueName"] is False
+    assert cfg["managedJobsNamespaceSelector"] == {
+        "matchExpressions": [{"key": "gpu-platform/tenant", "operator": "Exists"}]
+    }
+    # EFA / GKE multi-network / ephemeral-storage requests do not make workloads inadmissible
+    assert "vpc.amazonaws.com/" in cfg["resources"]["excludeResourcePrefixes"]
+
+
+def test_controller_is_highly_available_and_critical():
+    values = release(rendered("prod-aws"), "kueue")["values"]["controllerManager"]
+    assert values["replicas"] == 2
+    assert values["podDisruptionBudget"] == {"enabled": True, "minAvailable": 1}
+    assert values["manager"]["priorityClassName"] == "system-cluster-critical"
+
+
+# ---------------------------------------------------------------- one ad-hoc stack for several knobs
+
+
+@pytest.fixture(scope="module")
+def custom():
+    """prod-aws with a system node selector, another LocalQueue name, no default cohort (so research's
+    borrowing limit must go), stricter waitForPodsReady settings and a smaller integration list."""
+    cfg = stack_config("prod-aws")
+    cfg["gpu-platform:systemNodeSelector"] = {"node-role.example.com/system": "true"}
+    cfg["gpu-platform:scheduling"] = {
+        "localQueueName": "batch",
+        "defaultCohort": None,
+        "waitForPodsReadyTimeout": "25m",
+        "blockAdmission": True,
+        "requeueLimit": None,
+        "queueingStrategy": "StrictFIFO",
+        "kueueIntegrations": ["batch/job", "jobset.x-k8s.io/jobset"],
+    }
+    for t in cfg["gpu-platform:tenants"]:
+        t.pop("borrowingLimit", None)
+        t.pop("lendingLimit", None)
+    cfg["gpu-platform:tenants"][0]["cohort"] = "training"  # research alone in its own cohort
+    return render_config(cfg, "custom")
+
+
+def test_controllers_run_on_system_nodes(custom):
+    expected = {"kubernetes.io/os": "linux", "node-role.example.com/system": "true"}
+    assert release(custom, "kueue")["values"]["controllerManager"]["nodeSelector"] == expected
+    assert release(custom, "volcano")["values"]["custom"]["default_ns"] == expected
+
+
+def test_scheduling_knobs_reach_the_manager_config(custom):
+    cfg = _manager_config(custom)
+    assert cfg["waitForPodsReady"]["timeout"] == "25m"
+    assert cfg["waitForPodsReady"]["blockAdmission"] is True
+    assert "backoffLimitCount" not in cfg["waitForPodsReady"]["requeuingStrategy"]  # null: requeue forever
+    assert cfg["integrations"]["frameworks"] == ["batch/job", "jobset.x-k8s.io/jobset"]
+
+
+def test_local_queue_name_and_cohorts_follow_the_spec(custom):
+    lq = manifest(custom, "LocalQueue", "batch", "applied-ml")
+    assert lq["spec"] == {"clusterQueue": "applied-ml"}
+    research = manifest(custom, "ClusterQueue", "research")["spec"]
+    assert research["cohortName"] == "training"
+    assert research["queueingStrategy"] == "StrictFIFO"
+    applied = manifest(custom, "ClusterQueue", "applied-ml")["spec"]
+    assert "cohortName" not in applied  # no default cohort: neither lends nor borrows
+    assert applied["preemption"] == {"withinClusterQueue": "LowerPriority"}
+    for rg in applied["resourceGroups"]:
+        for f in rg["flavors"]:
+            for r in f["resources"]:
+                assert "borrowingLimit" not in r and "lendingLimit" not in r
+
+
+# ------------------------------------------------------------------------------ schema validation
+
+
+@functools.cache
+def _validator(kind):
+    path = UPSTREAM / "kueue" / f"{kind.lower()}.kueue.x-k8s.io.v1beta2.strict.json"
+    return Draft7Validator(json.loads(path.read_text()))
+
+
+@needs_upstream
+@pytest.mark.parametrize("stack", STACKS)
+def test_custom_resources_validate_against_the_strict_v1beta2_schemas(stack):
+    docs = [m for m in rendered(stack).manifests if m["apiVersion"] == API and m["kind"] in KINDS]
+    assert {d["kind"] for d in docs} >= {"ResourceFlavor", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass"}
+    for doc in docs:
+        errors = [
+            f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in _validator(doc["kind"]).iter_errors(doc)
+        ]
+        assert errors == [], f"{doc['kind']} {doc['metadata']['name']}"
+
+
+@needs_upstream
+def test_strict_schema_catches_a_v1beta1_field_name():
+    """v1beta1's spec.cohort became spec.cohortName in v1beta2; the strict schema refuses the old name."""
+    doc = manifest(rendered("prod-aws"), "ClusterQueue", "research")
+    old = {**doc, "spec": {**doc["spec"], "cohort": doc["spec"]["cohortName"]}}
+    del old["spec"]["cohortName"]
+    assert list(_validator("ClusterQueue").iter_errors(old))
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_cluster_queues_satisfy_kueue_cel_and_webhook_rules(stack):
+    """What jsonschema cannot check: the schema's CEL rules and Kueue's webhook validation."""
+    for cq in _kueue(rendered(stack), "ClusterQueue"):
+        s = cq["spec"]
+        seen: set[str] = set()
+        assert len(s["resourceGroups"]) <= 16
+        for rg in s["resourceGroups"]:
+            covered = rg["coveredResources"]
+            assert not seen & set(covered), "a resource may be in one group only"
+            seen |= set(covered)
+            for f in rg["flavors"]:
+                # flavors must have the same resources as coveredResources, in the same order
+                assert [r["name"] for r in f["resources"]] == covered
+                for r in f["resources"]:
+                    if "cohortName" not in s:
+                        assert "borrowingLimit" not in r and "lendingLimit" not in r
+                    if "lendingLimit" in r:
+                        assert int(r["lendingLimit"]) <= int(r["nominalQuota"])
+        p = s["preemption"]
+        assert not (p.get("reclaimWithinCohort", "Never") == "Never" and "borrowWithinCohort" in p)
+        flavor_names = [f["name"] for rg in s["resourceGroups"] for f in rg["flavors"]]
+        assert len(flavor_names) == len(set(flavor_names)), "a flavor may appear once per ClusterQueue"
+
+
+# ------------------------------------------------------------------------------------------ flavors
+
+
+def test_one_flavor_per_pool_with_its_label_and_taint_tolerations():
+    r = rendered("prod-aws")
+    names = {f["metadata"]["name"] for f in _kueue(r, "ResourceFlavor")}
+    assert names == {"default-flavor", "a100-train", "h100-inference", "h100-spot", "l4-notebooks"}
+    spot = manifest(r, "ResourceFlavor", "h100-spot")["spec"]
+    assert spot == {
+        "nodeLabels": {"gpu-platform/pool": "h100-spot"},
+        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}],
+    }
+    assert manifest(r, "ResourceFlavor", "default-flavor")["spec"] == {}
+
+
+def test_flavor_node_labels_are_labels_the_pool_nodes_carry():
+    for stack in ("prod-aws", "prod-gcp"):
+        spec = rendered(stack).spec
+        for pool in spec.node_pools:
+            labels = manifest(rendered(stack), "ResourceFlavor", pool.name)["spec"]["nodeLabels"]
+            assert labels.items() <= derive.pool_labels(spec, pool).items()
+
+
+def test_queued_provisioning_flavor_tolerates_the_gke_queued_taint():
+    tolerations = manifest(rendered("prod-gcp"), "ResourceFlavor", "h100-burst")["spec"]["tolerations"]
+    assert {"key": "cloud.google.com/gke-queued", "operator": "Equal", "value": "true", "effect": "NoSchedule"} in (
+        tolerations
+    )
+
+
+def test_topology_aware_pools_reference_the_cloud_topology():
+    aws = rendered("prod-aws")
+    assert manifest(aws, "ResourceFlavor", "a100-train")["spec"]["topologyName"] == "gpu-topology"
+    assert "topologyName" not in manifest(aws, "ResourceFlavor", "h100-spot")["spec"]
+    assert [lvl["nodeLabel"] for lvl in manifest(aws, "Topology", "gpu-topology")["spec"]["levels"]] == [
+        "topology.k8s.aws/network-node-layer-1",
+        "topology.k8s.aws/network-node-layer-2",
+        "topology.k8s.aws/network-node-layer-3",
+        "kubernetes.io/hostname",
+    ]
+    gcp = rendered("prod-gcp")
+    assert manifest(gcp, "ResourceFlavor", "h100-train")["spec"]["topologyName"] == "gpu-topology"
+    assert [lvl["nodeLabel"] for lvl in manifest(gcp, "Topology", "gpu-topology")["spec"]["levels"]] == [
+        "cloud.google.com/gce-topology-block",
+        "cloud.google.com/gce-topology-subblock",
+        "cloud.google.com/gce-topology-host",
+        "kubernetes.io/hostname",
+    ]
+    assert _kueue(rendered("dev-aws"), "Topology") == []
+
+
+def test_flavors_wait_for_the_topology_and_queues_for_the_flavors():
+    r = rendered("prod-aws")
+    flavor = r.find("kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor", "flavor-a100-train")
+    assert {"kueue", "topology"} <= set(flavor.depends_on)
+    cq = r.find("kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue", "research-cluster-queue")
+    assert {"flavor-a100-train", "flavor-h100-spot", "flavor-default"} <= set(cq.depends_on)
+    lq = r.find("kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue", "research-local-queue")
+    assert "research-cluster-queue" in lq.depends_on
+    assert "research-namespace" in lq.depends_on  # waits for the tenant namespace
+
+
+def test_every_kueue_object_uses_the_cluster_provider_and_waits_for_the_release():
+    r = rendered("prod-gcp")
+    children = [x for x in r.resources if x.parent == "kueue"]
+    assert children
+    for x in children:
+        assert x.provider, x.name
+        if x.type.startswith("kubernetes:kueue.x-k8s.io/"):
+            assert x.depends_on, x.name  # on the release, directly or through another object
+    assert r.find(HELM_RELEASE, "kueue").depends_on == ["kueue-critical-pods", "kueue-namespace"]
+
+
+# ------------------------------------------------------------------------------------ cluster queues
+
+
+def test_research_queue_numbers():
+    s = _cq("prod-aws", "research")
+    assert s["namespaceSelector"] == {
+        "matchLabels": {"gpu-platform/tenant": "research", "kubernetes.io/metadata.name": "research"}
+    }
+    assert s["cohortName"] == "gpu-platform"
+    assert s["queueingStrategy"] == "BestEffortFIFO"
+    assert s["preemption"] == {
+        "withinClusterQueue": "LowerPriority",
+        "reclaimWithinCohort": "Any",
+        "borrowWithinCohort": {"policy": "LowerPriority"},
+    }
+    assert s["flavorFungibility"] == {"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor"}
+    assert len(s["resourceGroups"]) == 1
+    assert s["resourceGroups"][0]["coveredResources"] == ["cpu", "memory", "nvidia.com/gpu"]
+    assert [f["name"] for f in s["resourceGroups"][0]["flavors"]] == ["default-flavor", "a100-train", "h100-spot"]
+    a100 = _flavor(s, "a100-train")
+    # 16 A100s, borrowingLimit 8 GPUs; cpu/memory from tenants[].quota
+    assert a100["nvidia.com/gpu"] == {"name": "nvidia.com/gpu", "nominalQuota": "16", "borrowingLimit": "8"}
+    assert a100["cpu"] == {"name": "cpu", "nominalQuota": "512"}
+    assert a100["memory"] == {"name": "memory", "nominalQuota": "4Ti"}
+    assert _flavor(s, "h100-spot")["nvidia.com/gpu"] == {"name": "nvidia.com/gpu", "nominalQuota": "16"}
+    # the CPU-only flavor has no GPUs to hand out
+    assert _flavor(s, "default-flavor")["nvidia.com/gpu"]["nominalQuota"] == "0"
+
+
+def test_a_tenant_gets_no_flavor_for_pools_without_quota():
+    s = _cq("prod-aws", "research")
+    flavors = {f["name"] for rg in s["resourceGroups"] for f in rg["flavors"]}
+    assert "l4-notebooks" not in flavors and "h100-inference" not in flavors
+
+
+def test_mig_profiles_form_their_own_group_with_lending_limits_in_units():
+    s = _cq("prod-aws", "serving")
+    groups = {tuple(rg["coveredResources"]): rg for rg in s["resourceGroups"]}
+    assert set(groups) == {
+        ("cpu", "memory", "nvidia.com/gpu"),
+        ("nvidia.com/mig-1g.10gb", "nvidia.com/mig-2g.20gb", "nvidia.com/mig-3g.40gb"),
+    }
+    h100 = _flavor(s, "h100-inference")
+    # 16 H100s x (2x 1g.10gb + 1x 2g.20gb + 1x 3g.40gb); lendingLimit 4 GPUs -> 8 / 4 / 4 slices
+    assert h100["nvidia.com/mig-1g.10gb"] == {
+        "name": "nvidia.com/mig-1g.10gb",
+        "nominalQuota": "32",
+        "lendingLimit": "8",
+    }
+    assert h100["nvidia.com/mig-2g.20gb"] == {
+        "name": "nvidia.com/mig-2g.20gb",
+        "nominalQuota": "16",
+        "lendingLimit": "4",
+    }
+    assert h100["nvidia.com/mig-3g.40gb"] == {
+        "name": "nvidia.com/mig-3g.40gb",
+        "nominalQuota": "16",
+        "lendingLimit": "4",
+    }
+
+
+def test_shared_gpus_are_quoted_in_units_and_cpu_defaults_are_generous():
+    s = _cq("prod-aws", "notebooks")
+    l4 = _flavor(s, "l4-notebooks")
+    assert l4["nvidia.com/gpu"]["nominalQuota"] == "16"  # 4 L4s x 4 MPS clients
+    assert l4["cpu"]["nominalQuota"] == kueue.DEFAULT_CPU_QUOTA == "10000"  # no tenants[].quota
+    assert l4["memory"]["nominalQuota"] == kueue.DEFAULT_MEMORY_QUOTA == "64Ti"
+
+
+def test_overlapping_resource_sets_share_a_group():
+    """Two mixed-MIG pools with different but overlapping layouts: one group covering the union, each flavor
+    listing every covered resource (0 for profiles it does not advertise)."""
+    cfg = stack_config("prod-aws")
+    cfg["gpu-platform:nodePools"].append(
+        {
+            "name": "a100-mig",
+            "gpu": {"model": "A100-80GB", "perNode": 8},
+            "instanceTypes": ["p4de.24xlarge"],
+            "maxNodes": 1,
+            "sharing": {"strategy": "mig", "layout": {"1g.10gb": 7}},
+        }
+    )
+    cfg["gpu-platform:tenants"][1]["gpuQuota"]["a100-mig"] = 8
+    spec = load_spec(cfg)
+    groups = kueue.resource_groups(spec, spec.tenants[1])
+    mig = [rg for rg in groups if "nvidia.com/mig-1g.10gb" in rg["coveredResources"]]
+    assert len(mig) == 1
+    assert [f["name"] for f in mig[0]["flavors"]] == ["a100-mig", "h100-inference"]
+    a100 = {r["name"]: r["nominalQuota"] for r in mig[0]["flavors"][0]["resources"]}
+    assert a100 == {"nvidia.com/mig-1g.10gb": "56", "nvidia.com/mig-2g.20gb": "0", "nvidia.com/mig-3g.40gb": "0"}
+
+
+def test_queued_provisioning_pool_goes_through_a_provisioning_request_check():
+    r = rendered("prod-gcp")
+    check = manifest(r, "AdmissionCheck", "h100-burst-dws")["spec"]
+    assert check == {
+        "controllerName": "kueue.x-k8s.io/provisioning-request",
+        "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "ProvisioningRequestConfig", "name": "h100-burst-dws"},
+    }
+    config = manifest(r, "ProvisioningRequestConfig", "h100-burst-dws")["spec"]
+    assert config["provisioningClassName"] == "queued-provisioning.gke.io"
+    assert config["managedResources"] == ["nvidia.com/gpu"]
+    for tenant in ("research", "applied-ml"):
+        assert _cq("prod-gcp", tenant)["admissionChecksStrategy"] == {
+            "admissionChecks": [{"name": "h100-burst-dws", "onFlavors": ["h100-burst"]}]
+        }
+    assert "admissionChecksStrategy" not in _cq("prod-gcp", "serving")
+    assert manifests(rendered("prod-aws"), "AdmissionCheck") == []
+
+
+# ------------------------------------------------------------------------- local queues, priorities
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_a_local_queue_named_gpu_in_every_tenant_namespace(stack):
+    r = rendered(stack)
+    for tenant in r.spec.tenants:
+        lq = manifest(r, "LocalQueue", "gpu", tenant.name)
+        assert lq["spec"] == {"clusterQueue": tenant.name}
+        manifest(r, "ClusterQueue", tenant.name)
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_workload_priority_classes_mirror_the_priority_classes(stack):
+    r = rendered(stack)
+    pcs = {m["metadata"]["name"]: m["value"] for m in manifests(r, "PriorityClass")}
+    wpcs = {m["metadata"]["name"]: m["value"] for m in _kueue(r, "WorkloadPriorityClass")}
+    assert pcs == wpcs
+    assert wpcs["inference"] == 100_000 and wpcs["dev"] == 1_000
+    assert r.of_type(PRIORITY_CLASS)
+
+
+def test_priority_ceiling_policy_refuses_classes_above_the_tenant():
+    r = rendered("prod-aws")
+    policy = manifest(r, "ValidatingAdmissionPolicy", "gpu-platform-priority-ceiling-notebooks")["spec"]
+    assert policy["matchConstraints"]["namespaceSelector"] == {
+        "matchLabels": {"kubernetes.io/metadata.name": "notebooks"}
+    }
+    label_rule, job_rule = (v["expression"] for v in policy["validations"])
+    # notebooks' ceiling is dev: every other class is refused
+    assert "['batch', 'inference', 'training', 'training-critical']" in label_rule
+    assert "kueue.x-k8s.io/priority-class" in label_rule
+    assert "object.spec.template.spec.priorityClassName" in job_rule
+    binding = manifest(r, "ValidatingAdmissionPolicyBinding", "gpu-platform-priority-ceiling-notebooks")["spec"]
+    assert binding == {"policyName": "gpu-platform-priority-ceiling-notebooks", "validationActions": ["Deny"]}
+    # serving may use the top class: nothing to refuse
+    with pytest.raises(KeyError):
+        manifest(r, "ValidatingAdmissionPolicy", "gpu-platform-priority-ceiling-serving")
+
+
+def test_namespace_is_restricted_and_gke_gets_a_critical_pods_quota():
+    ns = manifest(rendered("prod-aws"), "Namespace", "kueue-system")["metadata"]["labels"]
+    assert ns["pod-security.kubernetes.io/enforce"] == "restricted"
+    quota = manifest(rendered("prod-gcp"), "ResourceQuota", "critical-pods", "kueue-system")["spec"]
+    assert quota["scopeSelector"]["matchExpressions"][0]["values"] == [
+        "system-cluster-critical",
+        "system-node-critical",
+    ]
+    with pytest.raises(KeyError):
+        manifest(rendered("prod-aws"), "ResourceQuota", "critical-pods", "kueue-system")
+
+
+# ------------------------------------------------------------------------------------------- rules
+
+
+def test_borrowing_limit_without_a_cohort_is_an_error():
+    cfg = stack_config("prod-aws")
+    cfg["gpu-platform:scheduling"] = {"defaultCohort": None}
+    problems = _problems(cfg)
+    assert "cohort" in problems["gpu-platform:tenants[0].borrowingLimit"]  # research
+    assert problems["gpu-platform:tenants[1].lendingLimit"] == "lending needs a cohort"  # serving
+
+
+def test_a_limit_on_a_pool_without_quota_is_an_error():
+    cfg = stack_config("prod-aws")
+    cfg["gpu-platform:tenants"][0]["borrowingLimit"]["l4-notebooks"] = 2
+    cfg["gpu-platform:tenants"][1]["lendingLimit"]["h100-spot"] = 1
+    problems = _problems(cfg)
+    assert "no gpuQuota entry" in problems["gpu-platform:tenants[0].borrowingLimit.l4-notebooks"]
+    assert "no gpuQuota entry" in problems["gpu-platform:tenants[1].lendingLimit.h100-spot"]
+
+
+def test_topology_on_an_existing_cluster_needs_explicit_levels():
+    cfg = stack_config("local")
+    cfg["gpu-platform:nodePools"][0]["topologyAware"] = True
+    problems = _problems(cfg)
+    assert "scheduling.topologyLevels" in problems["gpu-platform:nodePools[0].topologyAware"]
+    cfg["gpu-platform:scheduling"] = {"topologyLevels": ["example.com/rack", "kubernetes.io/hostname"]}
+    spec = load_spec(cfg)
+    assert kueue.topology_levels(spec) == ["example.com/rack", "kubernetes.io/hostname"]
+
+
+def test_topology_levels_put_the_hostname_last_once():
+    cfg = stack_config("prod-aws")
+    cfg["gpu-platform:scheduling"] = {
+        "topologyLevels": ["kubernetes.io/hostname", "example.com/rack", "example.com/rack"]
+    }
+    problems = _problems(cfg)
+    assert "last" in problems["gpu-platform:scheduling.topologyLevels[0]"]
+    assert "twice" in problems["gpu-platform:scheduling.topologyLevels[2]"]
+
+
+def test_topology_on_a_mig_mixed_pool_is_an_error():
+    cfg = stack_config("prod-aws")
+    cfg["gpu-platform:nodePools"][1]["topologyAware"] = True  # h100-inference: nvidia.com/mig-* resources
+    problems = _problems(cfg)
+    assert "nvidia.com/mig-1g.10gb" in problems["gpu-platform:nodePools[1].topologyAware"]
+
+
+def test_topology_and_queued_provisioning_need_kueue():
+    cfg = stack_config("prod-gcp")
+    cfg["gpu-platform:addons"] = {**cfg["gpu-platform:addons"], "kueue": False}
+    problems = _problems(cfg)
+    assert "addons.kueue" in problems["gpu-platform:nodePools[0].topologyAware"]
+    assert "addons.kueue" in problems["gpu-platform:nodePools[1].gke.queuedProvisioning"]
+
+
+def test_a_pool_may_not_take_the_cpu_flavor_name():
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:nodePools"][1]["name"] = "default-flavor"
+    cfg["gpu-platform:tenants"][0]["gpuQuota"] = {"l4-shared": 4, "default-flavor": 8}
+    assert "default-flavor" in _problems(cfg)["gpu-platform:nodePools[1].name"]
+
+
+def test_unknown_integration_is_an_error():
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:scheduling"] = {"kueueIntegrations": ["batch/job", "kubeflow.org/pytorchjobs"]}
+    assert "gpu-platform:scheduling.kueueIntegrations[1]" in _problems(cfg)
