@@ -19,7 +19,18 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import NAMESPACE, RESOURCE_QUOTA, ROOT, STACKS, UPSTREAM, manifest, needs_upstream, rendered, stack_config
+from conftest import (
+    NAMESPACE,
+    RESOURCE_QUOTA,
+    ROOT,
+    STACKS,
+    UPSTREAM,
+    manifest,
+    needs_upstream,
+    render_config,
+    rendered,
+    stack_config,
+)
 from google.protobuf import struct_pb2
 from pulumi.runtime import proto
 from pulumi_policy import (
@@ -1171,6 +1182,49 @@ def test_critical_tenants_are_labelled():
     assert labelled == critical == {"serving"}
 
 
+def _tenant(cfg: dict, name: str) -> dict:
+    return next(t for t in cfg["gpu-platform:tenants"] if t["name"] == name)
+
+
+def _serving_on_spot_only(cfg: dict) -> None:
+    _tenant(cfg, "serving")["gpuQuota"] = {"l4-serving": 8}
+
+
+def _no_dcgm(cfg: dict) -> None:
+    cfg["gpu-platform:addons"] = {**cfg["gpu-platform:addons"], "dcgm": False}
+
+
+def _twelve_way_time_sharing(cfg: dict) -> None:
+    next(p for p in cfg["gpu-platform:nodePools"] if p.get("sharing"))["sharing"]["replicas"] = 12
+
+
+@pytest.mark.parametrize(
+    ("stack", "change", "expected"),
+    [
+        (
+            "prod-gcp",
+            _serving_on_spot_only,
+            "critical-tenant-capacity: kubernetes:core/v1:Namespace serving-namespace: critical tenant 'serving' only "
+            "has spot GPU capacity (its Kueue quotas: l4-serving)",
+        ),
+        ("local", _no_dcgm, "dcgm-monitoring: stack: the stack runs the GPU Operator but no DCGM exporter"),
+        (
+            "dev-gcp",
+            _twelve_way_time_sharing,
+            "time-slicing-replicas: gcp:container/nodePool:NodePool gke-l4-shared: GKE time-sharing gives 12 clients",
+        ),
+    ],
+)
+def test_advisory_policies_fire_on_rendered_stacks(stack, change, expected):
+    """Valid stack files the advisory policies object to, rendered by the real components (shape check)."""
+    cfg = stack_config(stack)
+    assert offline.evaluate(rendered(stack)).violations == []
+    change(cfg)
+    (v,) = offline.evaluate(render_config(cfg)).violations
+    assert v.enforcement_level == "advisory"
+    assert v.line().startswith(f"policy advisory {expected}")
+
+
 def _example_docs() -> list[tuple[str, dict]]:
     docs = []
     for path in sorted(EXAMPLES.rglob("*.y*ml")):
@@ -1186,13 +1240,17 @@ def test_examples_pass_the_workload_policies():
         pytest.skip("examples/ has no YAML yet")
     report = offline.evaluate_manifests([d for _, d in docs])
     assert [v.line() for v in report.violations] == []
-    # and they are GPU workloads the policies actually judged
+    # they are GPU workloads the policies judge: without a priority class each one is refused
     judged = [
-        d
-        for _, d in docs
+        (path, d)
+        for path, d in docs
         if any(gp.gpu_containers(t.spec) for t in gp.pod_templates(gp.k8s_type(d["apiVersion"], d["kind"]), d))
     ]
     assert judged
+    for path, doc in judged:
+        stripped = json.loads(json.dumps(doc).replace('"priorityClassName"', '"x-dropped"'))
+        found = offline.evaluate_manifests([stripped], policies=[gp.gpu_workload_priority_class]).violations
+        assert len(found) == 1, path
 
 
 # ======================================================================= synth exits 1 on a violation
