@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from components import derive, sharing, versions
 
 if TYPE_CHECKING:
+    from components.spec import StackSpec, Tenant
     from components.synth import Rendering
 
 
@@ -24,6 +25,41 @@ def warnings(rendering: Rendering) -> list[str]:
     for token in rendering.unanswered_lookups:
         out.append(f"lookup {token} has no offline placeholder; it answered empty")
     return out
+
+
+def _ratio(ratio: float, allowed: float) -> str:
+    text = f"{ratio:.2f}x" if ratio != float("inf") else "no capacity"
+    return f"**{text}** (over {allowed:g}x)" if ratio > allowed else text
+
+
+def _limits(tenant: Tenant, cohort: str | None, limits: Mapping[str, int]) -> str:
+    """Per pool the tenant reaches: its borrowing/lending limit, 'any' where it sets none."""
+    if cohort is None:
+        return "none (no cohort)"
+    return ", ".join(f"{pool}: {limits.get(pool, 'any')}" for pool in sorted(tenant.gpu_quota)) or "-"
+
+
+def _queues(spec: StackSpec) -> list[str]:
+    """Per tenant: where its jobs queue (Kueue LocalQueue -> ClusterQueue, cohort, limits; Volcano queue)."""
+    if not spec.tenants or not (spec.addons.kueue or spec.addons.volcano):
+        return []
+    lines = [
+        "",
+        "## Queues",
+        "",
+        "| tenant | Kueue LocalQueue -> ClusterQueue | cohort | may borrow (GPUs) | may lend (GPUs) | Volcano queue |",
+        "|---|---|---|---|---|---|",
+    ]
+    for t in spec.tenants:
+        cohort = derive.tenant_cohort(spec, t)
+        kueue = f"`{t.name}/{spec.scheduling.local_queue_name}` -> `{t.name}`" if spec.addons.kueue else "-"
+        volcano = f"`{t.name}` (weight {t.queue_weight})" if spec.addons.volcano else "-"
+        lines.append(
+            f"| {t.name} | {kueue} | {cohort or 'none'} | {_limits(t, cohort, t.borrowing_limit)} | "
+            f"{_limits(t, cohort, t.lending_limit)} | {volcano} |"
+        )
+    lines += ["", "*any*: no limit; idle quota in the cohort is lent and borrowed, and reclaimed by preemption."]
+    return lines
 
 
 def _units(units: Mapping[str, int]) -> str:
@@ -44,19 +80,27 @@ def summary(rendering: Rendering, sections: Mapping[str, str]) -> str:
         "",
         "## GPU pools",
         "",
-        "| pool | GPU | provisioner | capacity | nodes | max GPUs | sharing | brings | tenant quotas |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| pool | GPU | provisioner | capacity | nodes | max GPUs | sharing | brings | tenant quotas "
+        "| quota / capacity |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
+    allowed = spec.scheduling.oversubscription_ratio
     caps = {c.pool: c for c in derive.capacity_report(spec)}
     for p in spec.node_pools:
         c = caps[p.name]
         lines.append(
             f"| {p.name} | {p.gpu.per_node}x {p.gpu.model} | {p.provisioner} | {p.capacity} | "
             f"{p.min_nodes}..{p.node_cap} | {p.gpu_cap} | {sharing.describe(spec, p.name)} | "
-            f"{_units(c.resource_units)} | {_units(c.quota_units)} |"
+            f"{_units(c.resource_units)} | {_units(c.quota_units)} | {_ratio(c.ratio, allowed)} |"
         )
     if not spec.node_pools:
-        lines.append("| (none) | | | | | | | | |")
+        lines.append("| (none) | | | | | | | | | |")
+    lines += [
+        "",
+        "*brings*: scheduler units at the pool's maximum size (GPUs x units per GPU); *tenant quotas*: the sum "
+        "of the tenants' nominal quotas on the pool (their ResourceQuotas, Kueue ClusterQueues and Volcano "
+        f"guarantees); above {allowed:g}x (`scheduling.oversubscriptionRatio`) is a warning.",
+    ]
     lines += ["", "## Pool labels and taints", "", "| pool | node labels | taints |", "|---|---|---|"]
     for p in spec.node_pools:
         labels = ", ".join(f"`{k}={v}`" for k, v in derive.pool_labels(spec, p).items())
@@ -78,6 +122,7 @@ def summary(rendering: Rendering, sections: Mapping[str, str]) -> str:
         lines.append(
             f"| {t.name} | {quota} | {_units(derive.tenant_units(spec, t))} | {t.priority} | {t.pod_security} |"
         )
+    lines += _queues(spec)
     lines += ["", "## Priority classes", "", "| class | value | preemption | default |", "|---|---|---|---|"]
     for pc in sorted(spec.priority_classes, key=lambda c: -c.value):
         lines.append(f"| {pc.name} | {pc.value} | {pc.preemption_policy} | {'yes' if pc.global_default else ''} |")

@@ -1,0 +1,119 @@
+"""One tenant declaration drives three enforcers: the namespace ResourceQuota, the Kueue ClusterQueue and the
+Volcano Queue. For every shipped stack, tenant and GPU resource name they must agree, read back from the
+rendered objects (not from the functions that made them). And the synth summary compares what each pool
+can bring with the quotas handed out on it."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import STACKS, manifest, render_config, rendered, stack_config
+
+from components import derive, synth
+from components.tenancy import all_gpu_resources
+
+
+def _rq_hard(r, tenant):
+    return manifest(r, "ResourceQuota", "gpu-quota", tenant)["spec"]["hard"]
+
+
+def _cq_flavors(r, tenant):
+    """flavor -> {resource: quota entry} of the tenant's ClusterQueue."""
+    spec = manifest(r, "ClusterQueue", tenant)["spec"]
+    return {f["name"]: {x["name"]: x for x in f["resources"]} for rg in spec["resourceGroups"] for f in rg["flavors"]}
+
+
+def _flavor_pool(r, flavor):
+    return manifest(r, "ResourceFlavor", flavor)["spec"].get("nodeLabels", {}).get(derive.POOL_LABEL)
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_quota_cluster_queue_and_volcano_queue_agree(stack):
+    r = rendered(stack)
+    spec = r.spec
+    names = all_gpu_resources(spec)
+    for tenant in spec.tenants:
+        hard = _rq_hard(r, tenant.name)
+        # the ResourceQuota caps exactly every GPU resource name the cluster advertises
+        assert sorted(k.removeprefix("requests.") for k in hard if k.startswith("requests.nvidia.com/")) == names
+        flavors = _cq_flavors(r, tenant.name) if spec.addons.kueue else {}
+        queue = manifest(r, "Queue", tenant.name)["spec"] if spec.addons.volcano else None
+        for name in names:
+            rq = int(hard[f"requests.{name}"])
+            if spec.addons.kueue:
+                nominal = sum(int(res[name]["nominalQuota"]) for res in flavors.values() if name in res)
+                assert nominal == rq, (tenant.name, name)
+            if queue is not None:
+                assert int(queue.get("guarantee", {}).get("resource", {}).get(name, 0)) == rq, (tenant.name, name)
+        if tenant.quota.cpu:
+            assert hard["requests.cpu"] == tenant.quota.cpu
+            if queue is not None:
+                assert queue["capability"]["cpu"] == tenant.quota.cpu
+            if spec.addons.kueue:
+                assert {res["cpu"]["nominalQuota"] for res in flavors.values() if "cpu" in res} == {tenant.quota.cpu}
+
+
+@pytest.mark.parametrize("stack", [s for s in STACKS if s in ("prod-aws", "prod-gcp", "local")])
+def test_volcano_capability_is_what_the_cluster_queue_can_reach(stack):
+    """Volcano capability = per flavor, nominal + borrowingLimit (unlimited in a cohort: up to what the pool
+    brings; without a cohort: nominal), summed by resource name; 0 for names the tenant cannot reach."""
+    r = rendered(stack)
+    spec = r.spec
+    for tenant in spec.tenants:
+        cq = manifest(r, "ClusterQueue", tenant.name)["spec"]
+        in_cohort = "cohortName" in cq
+        expected = dict.fromkeys(all_gpu_resources(spec), 0)
+        for flavor, res in _cq_flavors(r, tenant.name).items():
+            pool = _flavor_pool(r, flavor)
+            if pool is None:
+                continue  # default-flavor: no GPUs
+            brings = derive.pool_capacity(spec, spec.pool(pool))
+            for name in expected:
+                if name not in res or name not in brings:
+                    continue
+                nominal = int(res[name]["nominalQuota"])
+                bound = max(nominal, brings[name])
+                if not in_cohort:
+                    reach = nominal
+                elif "borrowingLimit" in res[name]:
+                    reach = min(nominal + int(res[name]["borrowingLimit"]), bound)
+                else:
+                    reach = bound
+                expected[name] += reach
+        capability = manifest(r, "Queue", tenant.name)["spec"]["capability"]
+        assert {n: int(capability[n]) for n in expected} == expected, tenant.name
+
+
+def test_a_tenant_reaches_only_the_pools_it_has_quota_on():
+    for stack in STACKS:
+        r = rendered(stack)
+        for tenant in r.spec.tenants:
+            pools = {_flavor_pool(r, f) for f in _cq_flavors(r, tenant.name)} - {None}
+            assert pools == set(tenant.gpu_quota), (stack, tenant.name)
+
+
+# ----------------------------------------------------------------------------------------- summary
+
+
+def test_summary_compares_pool_capacity_with_the_quotas():
+    text = synth.files(rendered("prod-aws"))["summary.md"]
+    # a100-train: 4 nodes x 8 GPUs = 32; research 16 + applied-ml 16
+    assert (
+        "| a100-train | 8x A100-80GB | managed | on-demand | 0..4 | 32 | whole GPUs | 32 nvidia.com/gpu "
+        "| 32 nvidia.com/gpu | 1.00x |"
+    ) in text
+    # l4-notebooks: 3 nodes x 4 L4 x 4 MPS clients = 48 units; applied-ml 8x4 + notebooks 4x4
+    assert "| 48 nvidia.com/gpu | 48 nvidia.com/gpu | 1.00x |" in text
+    assert "## Warnings\n\n- none\n" in text
+    assert "| research | `research/gpu` -> `research` | gpu-platform | a100-train: 8, h100-spot: any |" in text
+
+
+def test_summary_warns_when_quotas_exceed_capacity_beyond_the_ratio():
+    cfg = stack_config("prod-aws")  # oversubscriptionRatio 1.5
+    cfg["gpu-platform:tenants"][2]["gpuQuota"]["a100-train"] = 40  # applied-ml: 16 + 40 = 56 of 32 GPUs
+    cfg["gpu-platform:tenants"][2]["gpuQuota"]["h100-spot"] = 32  # 16 + 32 = 48 of 32: exactly 1.5x, allowed
+    text = synth.files(render_config(cfg))["summary.md"]
+    assert "| 56 nvidia.com/gpu | **1.75x** (over 1.5x) |" in text
+    warnings = text.split("## Warnings", 1)[1]
+    assert "- pool a100-train: tenant quotas are 1.75x what it can bring (allowed 1.5x" in warnings
+    assert "h100-spot" not in warnings
+    assert "| 48 nvidia.com/gpu | 1.50x |" in text

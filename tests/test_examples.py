@@ -1,0 +1,213 @@
+"""examples/: every object validates (core kinds with kubernetes-validate strict for 1.33 and 1.37, Volcano Jobs
+with the upstream strict schema), and every workload uses what its target stack renders: the namespace,
+the LocalQueue or Volcano queue, a PriorityClass within the tenant's ceiling, a GPU resource a pool the tenant
+has quota on advertises, and tolerations for that pool's taints."""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+from conftest import ROOT, STACKS, UPSTREAM, manifest, needs_upstream, release, rendered
+from jsonschema import Draft7Validator
+
+from components import derive, kueue
+
+EXAMPLES = ROOT / "examples"
+FILES = sorted(EXAMPLES.glob("*.yaml"))
+K8S_VERSIONS = ("1.33.0", "1.37.0")
+CORE_GROUPS = {"v1", "apps", "batch"}
+VOLCANO_JOB = ("batch.volcano.sh/v1alpha1", "Job")
+TARGET = re.compile(
+    r"^# Target stack: (?P<stack>[a-z0-9-]+) -- tenant (?P<tenant>[a-z0-9-]+), pool (?P<pool>[a-z0-9-]+)"
+)
+
+
+@functools.cache
+def _docs(path: Path) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(path.read_text()) if isinstance(d, dict)]
+
+
+@functools.cache
+def _target(path: Path) -> dict[str, str]:
+    m = TARGET.match(path.read_text().splitlines()[0])
+    assert m, f"{path.name}: first line must be '# Target stack: <stack> -- tenant <t>, pool <p>'"
+    return m.groupdict()
+
+
+def _core(doc) -> bool:
+    api = doc["apiVersion"]
+    return (api.split("/")[0] if "/" in api else api) in CORE_GROUPS
+
+
+def _pod_specs(doc) -> list[dict[str, Any]]:
+    """(pod spec, pod metadata) of a workload; [] for non-workloads."""
+    kind = (doc["apiVersion"], doc["kind"])
+    if kind == ("v1", "Pod"):
+        return [{"spec": doc["spec"], "metadata": doc["metadata"]}]
+    if kind in (("batch/v1", "Job"), ("apps/v1", "Deployment"), ("apps/v1", "StatefulSet")):
+        return [doc["spec"]["template"]]
+    if kind == VOLCANO_JOB:
+        return [t["template"] for t in doc["spec"]["tasks"]]
+    return []
+
+
+def _workloads(path):
+    return [d for d in _docs(path) if _pod_specs(d)]
+
+
+def _gpu_requests(pod_spec) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for c in pod_spec.get("containers", []) + pod_spec.get("initContainers", []):
+        for section in ("requests", "limits"):
+            for name, n in (c.get("resources", {}).get(section) or {}).items():
+                if name.startswith("nvidia.com/"):
+                    out[name] = max(out.get(name, 0), int(n))
+    return out
+
+
+def test_there_are_examples_for_kueue_volcano_mig_and_time_slicing():
+    names = {p.name for p in FILES}
+    assert names == {
+        "kueue-pytorch-training-job.yaml",
+        "volcano-pytorch-job.yaml",
+        "mig-inference-deployment.yaml",
+        "timesliced-notebook-pod.yaml",
+    }
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_readme_lists_each_example_with_its_stack(path):
+    readme = (EXAMPLES / "README.md").read_text()
+    t = _target(path)
+    row = next(line for line in readme.splitlines() if f"[`{path.name}`]" in line)
+    assert f"| `{t['stack']}` |" in row and f"{t['tenant']} / {t['pool']}" in row
+
+
+@pytest.mark.parametrize("version", K8S_VERSIONS)
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_core_objects_validate_strictly(path, version):
+    docs = [d for d in _docs(path) if _core(d)]
+    # Volcano tasks' pod templates are core PodSpecs too
+    for d in _docs(path):
+        if (d["apiVersion"], d["kind"]) == VOLCANO_JOB:
+            for t in d["spec"]["tasks"]:
+                docs.append({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": t["name"]}, **t["template"]})
+    assert docs
+    for doc in docs:
+        kubernetes_validate.validate(doc, version, strict=True)
+
+
+@needs_upstream
+def test_volcano_job_validates_against_the_strict_schema():
+    schema = json.loads((UPSTREAM / "volcano" / "job.batch.volcano.sh.v1alpha1.strict.json").read_text())
+    jobs = [d for p in FILES for d in _docs(p) if (d["apiVersion"], d["kind"]) == VOLCANO_JOB]
+    assert len(jobs) == 1
+    for job in jobs:
+        assert [e.message for e in Draft7Validator(schema).iter_errors(job)] == []
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_workloads_use_what_the_target_stack_creates(path):
+    t = _target(path)
+    r = rendered(t["stack"])
+    spec = r.spec
+    tenant = next(x for x in spec.tenants if x.name == t["tenant"])
+    pool = spec.pool(t["pool"])
+    claims = {d["metadata"]["name"] for d in _docs(path) if d["kind"] == "PersistentVolumeClaim"}
+    workloads = _workloads(path)
+    assert workloads
+    for doc in workloads:
+        ns = doc["metadata"]["namespace"]
+        assert ns == tenant.name
+        manifest(r, "Namespace", ns)
+        labels = doc["metadata"].get("labels", {})
+        if (doc["apiVersion"], doc["kind"]) == VOLCANO_JOB:
+            assert spec.addons.volcano
+            assert kueue.QUEUE_NAME_LABEL not in labels  # never both schedulers
+            assert doc["spec"]["queue"] == tenant.name
+            manifest(r, "Queue", doc["spec"]["queue"])
+            assert doc["spec"]["schedulerName"] == "volcano"
+            assert doc["spec"]["minAvailable"] == sum(task["replicas"] for task in doc["spec"]["tasks"])
+            priorities = [doc["spec"]["priorityClassName"]]
+        else:
+            assert spec.addons.kueue
+            queue = labels[kueue.QUEUE_NAME_LABEL]
+            assert queue == spec.scheduling.local_queue_name
+            assert manifest(r, "LocalQueue", queue, ns)["spec"]["clusterQueue"] == tenant.name
+            priorities = []
+        for tpl in _pod_specs(doc):
+            pod = tpl["spec"]
+            priorities.append(pod.get("priorityClassName") or priorities[0])
+            assert pod["nodeSelector"][derive.POOL_LABEL] == pool.name
+            gpus = _gpu_requests(pod)
+            assert gpus, "a GPU workload"
+            assert tenant.gpu_quota.get(pool.name, 0) > 0, "the tenant has quota on the pool"
+            assert set(gpus) <= set(derive.units_per_gpu(spec, pool)), gpus
+            for tol in derive.tolerations(pool):
+                assert tol in pod["tolerations"], tol
+            for vol in pod.get("volumes", []):
+                if "persistentVolumeClaim" in vol:
+                    assert vol["persistentVolumeClaim"]["claimName"] in claims
+        for name in priorities:
+            manifest(r, "PriorityClass", name)
+            assert name not in derive.priority_ceiling_excluded(spec, tenant), name
+
+
+def test_training_job_is_a_kueue_gang_on_the_topology():
+    path = EXAMPLES / "kueue-pytorch-training-job.yaml"
+    job = next(d for d in _docs(path) if d["kind"] == "Job")
+    s = job["spec"]
+    assert s["completionMode"] == "Indexed"
+    assert s["parallelism"] == s["completions"] == 2
+    r = rendered("prod-aws")
+    cfg = yaml.safe_load(release(r, "kueue")["values"]["managerConfig"]["controllerManagerConfigYaml"])
+    assert cfg["waitForPodsReady"]["timeout"]  # all-or-nothing start is on in the target stack
+    # the pool's flavor only takes topology-requesting workloads: the level must be one of the Topology's
+    assert manifest(r, "ResourceFlavor", "a100-train")["spec"]["topologyName"] == kueue.TOPOLOGY_NAME
+    levels = [lvl["nodeLabel"] for lvl in manifest(r, "Topology", kueue.TOPOLOGY_NAME)["spec"]["levels"]]
+    level = s["template"]["metadata"]["annotations"][kueue.PREFERRED_TOPOLOGY_ANNOTATION]
+    assert level in levels
+    pod = s["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    mounts = {m["mountPath"]: m["name"] for m in pod["containers"][0]["volumeMounts"]}
+    assert volumes[mounts["/dev/shm"]]["emptyDir"]["medium"] == "Memory"
+    assert "persistentVolumeClaim" in volumes[mounts["/checkpoints"]]
+    assert pod["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == 8 == r.spec.pool("a100-train").gpu.per_node
+
+
+def test_restricted_namespaces_get_restricted_pods():
+    for path in FILES:
+        t = _target(path)
+        ns = manifest(rendered(t["stack"]), "Namespace", t["tenant"])["metadata"]["labels"]
+        if ns["pod-security.kubernetes.io/enforce"] != "restricted":
+            continue
+        for doc in _workloads(path):
+            for tpl in _pod_specs(doc):
+                pod = tpl["spec"]
+                assert pod["securityContext"]["runAsNonRoot"] is True
+                assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+                for c in pod["containers"]:
+                    assert c["securityContext"]["allowPrivilegeEscalation"] is False
+                    assert c["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+
+
+def test_mig_and_time_sliced_examples_ask_for_one_unit():
+    mig = _workloads(EXAMPLES / "mig-inference-deployment.yaml")[0]
+    assert _gpu_requests(mig["spec"]["template"]["spec"]) == {"nvidia.com/mig-1g.10gb": 1}
+    dev = rendered("dev-aws").spec
+    l4 = dev.pool("l4-shared")
+    assert l4.sharing.strategy == "time-slicing" and l4.sharing.fail_requests_greater_than_one
+    notebook = _workloads(EXAMPLES / "timesliced-notebook-pod.yaml")[0]
+    assert _gpu_requests(notebook["spec"]) == {"nvidia.com/gpu": 1}
+
+
+def test_examples_target_shipped_stacks():
+    assert {_target(p)["stack"] for p in FILES} <= set(STACKS)

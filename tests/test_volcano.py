@@ -1,0 +1,249 @@
+"""Volcano: the pinned chart, its scheduler configuration, a Queue per tenant (validated against the upstream
+strict schema) and the admission policy that keeps tenants on their own queue."""
+
+from __future__ import annotations
+
+import functools
+import json
+
+import pytest
+import yaml
+from conftest import STACKS, UPSTREAM, manifest, manifests, needs_upstream, release, rendered, stack_config
+from jsonschema import Draft7Validator
+from values_paths import unknown_paths
+
+from components.spec import SpecError, load_spec
+
+QUEUE_API = "scheduling.volcano.sh/v1beta1"
+VOLCANO_STACKS = [s for s in STACKS if load_spec(stack_config(s)).addons.volcano]
+
+# Plugins and actions of Volcano v1.15.1 (volcano-sh/volcano pkg/scheduler/plugins/*, pkg/scheduler/actions/*).
+UPSTREAM_PLUGINS = {
+    "binpack",
+    "capacity",
+    "cdp",
+    "conformance",
+    "deviceshare",
+    "drf",
+    "extender",
+    "gang",
+    "network-topology-aware",
+    "nodegroup",
+    "nodeorder",
+    "numaaware",
+    "overcommit",
+    "pdb",
+    "predicates",
+    "priority",
+    "proportion",
+    "rescheduling",
+    "resource-strategy-fit",
+    "resourcequota",
+    "sla",
+    "task-topology",
+    "tdm",
+    "usage",
+}
+UPSTREAM_ACTIONS = {"allocate", "backfill", "enqueue", "gangpreempt", "gangreclaim", "preempt", "reclaim", "shuffle"}
+# Keys of a plugin entry (volcano pkg/scheduler/conf/scheduler_conf.go, PluginOption yaml tags, v1.15.1).
+PLUGIN_OPTION_KEYS = {
+    "name",
+    "arguments",
+    "enableJobOrder",
+    "enableHierarchy",
+    "enableJobReady",
+    "enableJobPipelined",
+    "enableTaskOrder",
+    "enablePreemptable",
+    "enableReclaimable",
+    "enablePreemptive",
+    "enableQueueOrder",
+    "enablePredicate",
+    "enableBestNode",
+    "enableNodeOrder",
+    "enableTargetJob",
+    "enableReservedNodes",
+    "enableJobEnqueued",
+    "enabledVictim",
+    "enableJobStarving",
+    "enabledOverused",
+    "enabledAllocatable",
+}
+
+
+def _scheduler_conf(stack):
+    return yaml.safe_load(release(rendered(stack), "volcano")["values"]["custom"]["scheduler_config_override"])
+
+
+def _plugins(conf):
+    return {p["name"]: p for tier in conf["tiers"] for p in tier["plugins"]}
+
+
+def _queue(stack, tenant):
+    return manifest(rendered(stack), "Queue", tenant)["spec"]
+
+
+@functools.cache
+def _upstream_values_text():
+    return (UPSTREAM / "volcano" / "values.yaml").read_text()
+
+
+# ------------------------------------------------------------------------------------------ release
+
+
+def test_release_is_the_pinned_official_chart():
+    rel = release(rendered("prod-aws"), "volcano")
+    assert rel["chart"] == "volcano"
+    assert rel["repositoryOpts"] == {"repo": "https://volcano-sh.github.io/helm-charts"}
+    assert rel["version"] == "1.15.1"
+    assert rel["namespace"] == "volcano-system"
+
+
+def test_volcano_off_renders_nothing():
+    r = rendered("dev-aws")  # addons.volcano: false
+    with pytest.raises(KeyError):
+        release(r, "volcano")
+    assert manifests(r, "Queue") == []
+
+
+@needs_upstream
+@pytest.mark.parametrize("stack", VOLCANO_STACKS)
+def test_every_value_path_exists_upstream(stack):
+    upstream = yaml.safe_load(_upstream_values_text())
+    assert unknown_paths(release(rendered(stack), "volcano")["values"], upstream) == []
+
+
+@needs_upstream
+def test_scheduler_config_uses_the_format_the_chart_documents():
+    """values.yaml documents scheduler_config_override as a volcano-scheduler.conf document (actions + tiers
+    of plugins); every plugin of ours but resourcequota appears in that documented example."""
+    text = _upstream_values_text()
+    assert "scheduler_config_override: |" in text
+    conf = _scheduler_conf("prod-aws")
+    assert set(conf) == {"actions", "tiers"}
+    for name in _plugins(conf):
+        if name != "resourcequota":
+            assert f"- name: {name}" in text, name
+
+
+# --------------------------------------------------------------------------------- scheduler config
+
+
+def test_scheduler_enables_gang_priority_proportion_predicates_binpack():
+    conf = _scheduler_conf("prod-aws")
+    plugins = _plugins(conf)
+    assert {"gang", "priority", "proportion", "predicates", "binpack", "resourcequota"} <= set(plugins)
+    assert set(plugins) <= UPSTREAM_PLUGINS
+    assert "capacity" not in plugins  # capacity and proportion are alternatives; proportion honours guarantee
+    assert "overcommit" not in plugins  # it would hold jobs back on scale-from-zero pools
+    assert plugins["gang"]["enablePreemptable"] is False
+    actions = [a.strip() for a in conf["actions"].split(",")]
+    assert actions == ["enqueue", "allocate", "preempt", "reclaim", "backfill"]
+    assert set(actions) <= UPSTREAM_ACTIONS
+    for p in plugins.values():
+        assert set(p) <= PLUGIN_OPTION_KEYS, p["name"]
+    # priority and gang in the first tier: job order and the gang gate decide before anything else
+    assert [p["name"] for p in conf["tiers"][0]["plugins"]] == ["priority", "gang", "conformance"]
+
+
+def test_binpack_weights_every_gpu_resource_of_the_stack():
+    args = _plugins(_scheduler_conf("prod-aws"))["binpack"]["arguments"]
+    names = [n.strip() for n in args["binpack.resources"].split(",")]
+    assert names == ["nvidia.com/gpu", "nvidia.com/mig-1g.10gb", "nvidia.com/mig-2g.20gb", "nvidia.com/mig-3g.40gb"]
+    for n in names:
+        assert args[f"binpack.resources.{n}"] == 10
+    assert args["binpack.cpu"] == 1 and args["binpack.memory"] == 1
+    nodeorder = _plugins(_scheduler_conf("prod-aws"))["nodeorder"]["arguments"]
+    assert nodeorder == {"leastrequested.weight": 0, "balancedresource.weight": 0}  # no spreading against binpack
+
+
+# ------------------------------------------------------------------------------------------- queues
+
+
+@functools.cache
+def _queue_validator():
+    return Draft7Validator(
+        json.loads((UPSTREAM / "volcano" / "queue.scheduling.volcano.sh.v1beta1.strict.json").read_text())
+    )
+
+
+@needs_upstream
+@pytest.mark.parametrize("stack", VOLCANO_STACKS)
+def test_queues_validate_against_the_strict_schema(stack):
+    queues = [m for m in manifests(rendered(stack), "Queue") if m["apiVersion"] == QUEUE_API]
+    assert len(queues) == len(rendered(stack).spec.tenants)
+    for q in queues:
+        errors = [f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in _queue_validator().iter_errors(q)]
+        assert errors == [], q["metadata"]["name"]
+
+
+@needs_upstream
+def test_strict_schema_catches_a_misplaced_guarantee():
+    """guarantee takes its resources under guarantee.resource, not directly."""
+    q = manifest(rendered("prod-aws"), "Queue", "research")
+    bad = {**q, "spec": {**q["spec"], "guarantee": {"nvidia.com/gpu": "32"}}}
+    assert list(_queue_validator().iter_errors(bad))
+
+
+def test_research_queue_guarantee_capability_and_weight():
+    q = _queue("prod-aws", "research")
+    assert q["guarantee"] == {"resource": {"nvidia.com/gpu": "32"}}  # 16 A100 + 16 H100 (spot)
+    # the most it can hold: a100-train 16 + borrowingLimit 8; h100-spot unlimited borrowing in the cohort,
+    # bounded by the pool's 32 GPUs -> 24 + 32
+    assert q["capability"] == {
+        "cpu": "512",
+        "memory": "4Ti",
+        "nvidia.com/gpu": "56",
+        "nvidia.com/mig-1g.10gb": "0",
+        "nvidia.com/mig-2g.20gb": "0",
+        "nvidia.com/mig-3g.40gb": "0",
+    }
+    assert q["weight"] == 1
+    assert q["reclaimable"] is True
+
+
+def test_queue_weight_and_mig_guarantee():
+    assert _queue("prod-aws", "applied-ml")["weight"] == 2  # tenants[].queueWeight
+    serving = _queue("prod-aws", "serving")
+    assert serving["guarantee"] == {
+        "resource": {"nvidia.com/mig-1g.10gb": "32", "nvidia.com/mig-2g.20gb": "16", "nvidia.com/mig-3g.40gb": "16"}
+    }
+    assert serving["capability"]["nvidia.com/gpu"] == "0"  # serving reaches no whole-GPU pool
+    assert "cpu" not in serving["capability"]  # no tenants[].quota.cpu: not capped
+
+
+def test_queues_wait_for_the_release():
+    r = rendered("prod-aws")
+    q = r.find("kubernetes:scheduling.volcano.sh/v1beta1:Queue", "research-volcano-queue")
+    assert q.depends_on == ["volcano"]
+    assert q.provider and q.parent == "volcano"
+
+
+def test_tenants_are_held_to_their_own_queue():
+    r = rendered("prod-aws")
+    policy = manifest(r, "ValidatingAdmissionPolicy", "gpu-platform-volcano-tenant-queue")["spec"]
+    assert policy["matchConstraints"]["namespaceSelector"] == {
+        "matchExpressions": [{"key": "gpu-platform/tenant", "operator": "Exists"}]
+    }
+    rules = {(rr["apiGroups"][0], rr["resources"][0]) for rr in policy["matchConstraints"]["resourceRules"]}
+    assert rules == {("batch.volcano.sh", "jobs"), ("scheduling.volcano.sh", "podgroups")}
+    assert policy["validations"][0]["expression"] == (
+        "has(object.spec.queue) && object.spec.queue == namespaceObject.metadata.name"
+    )
+    binding = manifest(r, "ValidatingAdmissionPolicyBinding", "gpu-platform-volcano-tenant-queue")["spec"]
+    assert binding["validationActions"] == ["Deny"]
+
+
+def test_namespace_is_baseline_and_gke_gets_a_critical_pods_quota():
+    labels = manifest(rendered("prod-aws"), "Namespace", "volcano-system")["metadata"]["labels"]
+    assert labels["pod-security.kubernetes.io/enforce"] == "baseline"  # the chart adds DAC_OVERRIDE
+    quota = manifest(rendered("prod-gcp"), "ResourceQuota", "critical-pods", "volcano-system")["spec"]
+    assert quota["hard"] == {"pods": "10"}
+
+
+def test_a_tenant_named_like_a_volcano_queue_is_an_error():
+    cfg = stack_config("local")
+    cfg["gpu-platform:tenants"][0]["name"] = "root"
+    with pytest.raises(SpecError) as err:
+        load_spec(cfg)
+    assert "Volcano" in {p.path: p.message for p in err.value.problems}["gpu-platform:tenants[0].name"]
