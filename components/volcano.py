@@ -26,7 +26,8 @@ Actions: ``enqueue`` (quota and capability gate), ``allocate``, ``preempt`` (wit
 ``reclaim`` (across queues, back to their share), ``backfill``.
 
 Queues: one ``scheduling.volcano.sh/v1beta1`` Queue per tenant, named after it, with ``guarantee.resource``
-= the tenant's nominal GPU units (the numbers of its ResourceQuota and ClusterQueue), ``capability`` = the
+= the tenant's nominal GPU units (the numbers of its ResourceQuota and ClusterQueue; ``deserved`` the same,
+as Volcano's webhook requires guarantee <= deserved <= capability), ``capability`` = the
 most it can hold when it borrows all it may (``derive.tenant_ceiling_units``; 0 for GPU resources it cannot
 reach; cpu/memory when the tenant sets them), ``weight`` = ``tenants[].queueWeight``, reclaimable.
 Volcano queues are cluster-scoped and any namespace could name any queue, so a ValidatingAdmissionPolicy
@@ -122,6 +123,9 @@ def queue_spec(spec: StackSpec, tenant: Tenant) -> dict[str, Any]:
     guarantee = {name: str(n) for name, n in nominal.items() if n > 0}
     if guarantee:
         out["guarantee"] = {"resource": guarantee}
+        # Volcano's queue webhook requires guarantee <= deserved <= capability for every guaranteed resource.
+        # proportion computes its own deserved share from the weights; the capacity plugin would read this one.
+        out["deserved"] = dict(guarantee)
     return out
 
 

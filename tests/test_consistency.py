@@ -44,6 +44,7 @@ def test_quota_cluster_queue_and_volcano_queue_agree(stack):
                 assert nominal == rq, (tenant.name, name)
             if queue is not None:
                 assert int(queue.get("guarantee", {}).get("resource", {}).get(name, 0)) == rq, (tenant.name, name)
+                assert int(queue.get("deserved", {}).get(name, 0)) == rq, (tenant.name, name)
         if tenant.quota.cpu:
             assert hard["requests.cpu"] == tenant.quota.cpu
             if queue is not None:

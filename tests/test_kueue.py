@@ -266,6 +266,8 @@ def test_cluster_queues_satisfy_kueue_cel_and_webhook_rules(stack):
         assert not (p.get("reclaimWithinCohort", "Never") == "Never" and "borrowWithinCohort" in p)
         flavor_names = [f["name"] for rg in s["resourceGroups"] for f in rg["flavors"]]
         assert len(flavor_names) == len(set(flavor_names)), "a flavor may appear once per ClusterQueue"
+        for check in s.get("admissionChecksStrategy", {}).get("admissionChecks", []):
+            assert set(check["onFlavors"]) <= set(flavor_names), "onFlavors must name flavors of the queue"
 
 
 # ------------------------------------------------------------------------------------------ flavors

@@ -177,6 +177,20 @@ def test_queues_validate_against_the_strict_schema(stack):
         assert errors == [], q["metadata"]["name"]
 
 
+@pytest.mark.parametrize("stack", VOLCANO_STACKS)
+def test_queues_pass_the_volcano_queue_webhook(stack):
+    """volcano v1.15.1 pkg/webhooks/admission/queues/validate: every guaranteed resource needs deserved >= it,
+    and deserved <= capability where capability names the resource."""
+    for q in manifests(rendered(stack), "Queue"):
+        s = q["spec"]
+        for name, g in s.get("guarantee", {}).get("resource", {}).items():
+            assert name in s.get("deserved", {}), (q["metadata"]["name"], name)
+            assert int(s["deserved"][name]) >= int(g)
+        for name, d in s.get("deserved", {}).items():
+            if name in s.get("capability", {}):
+                assert int(d) <= int(s["capability"][name]), (q["metadata"]["name"], name)
+
+
 @needs_upstream
 def test_strict_schema_catches_a_misplaced_guarantee():
     """guarantee takes its resources under guarantee.resource, not directly."""
@@ -188,6 +202,7 @@ def test_strict_schema_catches_a_misplaced_guarantee():
 def test_research_queue_guarantee_capability_and_weight():
     q = _queue("prod-aws", "research")
     assert q["guarantee"] == {"resource": {"nvidia.com/gpu": "32"}}  # 16 A100 + 16 H100 (spot)
+    assert q["deserved"] == {"nvidia.com/gpu": "32"}
     # the most it can hold: a100-train 16 + borrowingLimit 8; h100-spot unlimited borrowing in the cohort,
     # bounded by the pool's 32 GPUs -> 24 + 32
     assert q["capability"] == {
