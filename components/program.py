@@ -28,6 +28,16 @@ def run(spec: StackSpec) -> None:
 
     access = cluster_access(spec)
     provider = access.provider  # type: ignore[attr-defined]
+    # The GPU Operator first: its release installs the nvidia.com CRDs; later components depend on it.
+    gpu_operator_release = None
+    if spec.addons.gpu_operator:
+        from components.gpu_operator import GpuOperator
+
+        gpu_operator_release = GpuOperator("gpu-operator", spec, provider).release
+    if spec.addons.dcgm:
+        from components.monitoring import GpuMonitoring
+
+        GpuMonitoring("gpu-monitoring", spec, provider, exporter_release=gpu_operator_release)
     PriorityClasses("priority-classes", spec, provider)
     tenancy = Tenancy("tenancy", spec, provider)
     if spec.addons.kueue:

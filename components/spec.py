@@ -59,7 +59,12 @@ class GpuSpec(Model):
 
 
 class Sharing(Model):
-    """How a pool's GPUs are shared. Each strategy uses only its own keys (checked in sharing.py)."""
+    """How a pool's GPUs are shared. Each strategy uses only its own keys (checked in sharing.py).
+
+    Who applies it: the GPU Operator's device plugin and MIG manager (ConfigMaps selected by node labels);
+    on GKE with GKE-installed drivers, GKE's device plugin (gpuSharingConfig; MIG becomes the node pool's
+    gpuPartitionSize: one profile at its maximum count); on Bottlerocket, the host's device plugin
+    (time-slicing / MPS only)."""
 
     strategy: Literal["time-slicing", "mps", "mig"]
     replicas: int | None = Field(
@@ -72,7 +77,9 @@ class Sharing(Model):
         "more compute, only false isolation)",
     )
     layout: dict[str, Annotated[int, Field(ge=1)]] | None = Field(
-        default=None, description="mig: MIG profiles on each GPU, e.g. {'3g.40gb': 2}"
+        default=None,
+        description="mig: MIG profiles on each GPU, e.g. {'3g.40gb': 2}; on GKE with GKE-installed drivers "
+        "the node pool's gpuPartitionSize (a single profile at its maximum count)",
     )
 
 
@@ -253,17 +260,36 @@ class GpuOperatorOptions(Model):
         description="who installs the NVIDIA driver. auto: preinstalled on aws (NVIDIA AMIs), "
         "gke-latest on gcp, operator on existing clusters",
     )
-    toolkit: bool | None = Field(default=None, description="container toolkit; default per cloud and OS")
+    toolkit: bool | None = Field(
+        default=None,
+        description="the operator installs the NVIDIA container toolkit. default: off on aws (EKS NVIDIA AMIs "
+        "ship it), on elsewhere; Bottlerocket nodes never get the operator's copy",
+    )
+
+
+# XIDs that mean the GPU or its node needs attention (drain, reset or replace) rather than a crashed
+# application (NVIDIA "XID Errors" catalog): 48 double-bit ECC, 61/62 internal micro-controller halt,
+# 63/64 ECC page retirement / row remapping (failure), 74 NVLink, 79 fallen off the bus, 92 high single-bit
+# ECC rate, 95 uncontained ECC, 119/120 GSP RPC timeout / GSP error, 140 unrecovered ECC.
+DEFAULT_CRITICAL_XIDS = (48, 61, 62, 63, 64, 74, 79, 92, 95, 119, 120, 140)
 
 
 class AlertThresholds(Model):
-    idle_utilization_percent: float = Field(default=10, gt=0, lt=100)
-    idle_for: Duration = "30m"
-    memory_used_percent: float = Field(default=95, gt=0, lt=100)
+    idle_utilization_percent: float = Field(
+        default=10, gt=0, lt=100, description="a GPU (or MIG instance) below this utilization counts as idle"
+    )
+    idle_for: Duration = Field(default="30m", description="GpuIdle: unallocated GPU idle this long")
+    memory_used_percent: float = Field(default=95, gt=0, lt=100, description="framebuffer used / total")
     memory_for: Duration = "5m"
     temperature_celsius: float = Field(default=85, gt=0, lt=150)
     temperature_for: Duration = "5m"
-    allocated_idle_for: Duration = "30m"
+    allocated_idle_for: Duration = Field(default="30m", description="GpuAllocatedIdle: a pod's GPUs idle this long")
+    xid_for: Duration = Field(default="0s", description="how long an XID must persist before alerting")
+    xid_critical_codes: list[Annotated[int, Field(ge=1, le=1000)]] = Field(
+        default_factory=lambda: list(DEFAULT_CRITICAL_XIDS),
+        description="XIDs alerted as critical (hardware / driver); any other XID is a warning",
+    )
+    exporter_down_for: Duration = Field(default="10m", description="DcgmExporterDown: a target down this long")
 
 
 class Monitoring(Model):
@@ -274,6 +300,14 @@ class Monitoring(Model):
     dashboard_labels: dict[str, str] = Field(
         default_factory=lambda: {"grafana_dashboard": "1"},
         description="labels the Grafana dashboard sidecar watches",
+    )
+    dashboard_namespace: Name | None = Field(
+        default=None,
+        description="namespace of the dashboard ConfigMap (must exist); default the DCGM exporter's namespace "
+        "(then the Grafana sidecar must search all namespaces)",
+    )
+    scrape_interval: Duration = Field(
+        default="30s", description="DCGM exporter scrape interval (dcgm-exporter collects every 30s by default)"
     )
     alerts: AlertThresholds = Field(default_factory=AlertThresholds)
 
@@ -466,7 +500,7 @@ def rule(fn: Rule) -> Rule:
 
 def _rule_modules() -> None:
     # Imported for their @rule registrations; none of them imports a cloud SDK.
-    from components import rules_core, sharing  # noqa: F401
+    from components import gpu_operator, monitoring, rules_core, sharing  # noqa: F401
     from components import scheduling_rules as _scheduling  # noqa: F401
     from components.aws import rules as _aws  # noqa: F401
     from components.aws import rules_karpenter as _karpenter  # noqa: F401

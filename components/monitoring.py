@@ -1,0 +1,438 @@
+"""GPU monitoring: the DCGM exporter's scrape config, recording and alerting rules, and a Grafana dashboard.
+
+The exporter itself comes from the GPU Operator (``dcgmExporter``) or, when the operator is off but
+``addons.dcgm`` is on, from the standalone dcgm-exporter chart installed here.
+
+Labels the rules rely on (dcgm-exporter ``default-counters.csv`` fields; exporter labels ``gpu``, ``UUID``,
+``device``, ``modelName``, ``Hostname``, ``pci_bus_id``, ``GPU_I_ID``/``GPU_I_PROFILE`` on MIG instances,
+and ``pod``/``namespace``/``container`` only while a GPU is allocated to a pod):
+
+- ``pool``: not a DCGM label. The ServiceMonitor here attaches node metadata (``attachMetadata.node``, the
+  operator's own ServiceMonitor cannot) and copies the node label ``gpu-platform/pool`` into ``pool``, plus
+  the node name into ``node``.
+- ``pod``/``namespace``/``container``: Prometheus would rename the exporter's workload labels to
+  ``exported_*`` because its own target labels (the exporter pod) collide. The ServiceMonitor drops those
+  target labels, so ``pod``/``namespace`` mean the workload holding the GPU, and their absence means
+  "not allocated". The tenant is the namespace.
+- Shared GPUs (time-slicing / MPS): the exporter runs with ``KUBERNETES_VIRTUAL_GPUS=true`` and adds per-pod
+  series (label ``vgpu``) next to the device series; rules deduplicate per device (``UUID``, ``GPU_I_ID``).
+- MIG instances report no ``DCGM_FI_DEV_GPU_UTIL``; their utilization is ``DCGM_FI_PROF_GR_ENGINE_ACTIVE``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+
+from components import derive, gpu_operator, versions
+from components.spec import Problem, StackSpec, key, rule
+
+RULE_NAME = "gpu-platform-gpu-alerts"
+SERVICE_MONITOR_NAME = "gpu-platform-dcgm-exporter"
+DASHBOARD_NAME = "gpu-platform-gpu-dashboard"
+DASHBOARD_FILE = "gpu-platform-gpus.json"
+RULE_GROUP = "gpu-platform.gpu"
+
+# Recording rules (also what the dashboard queries).
+UTILIZATION = "gpu_platform:gpu_utilization:percent"
+XID_LAST = "gpu_platform:gpu_xid_errors:last"
+
+# Per-pod and per-MIG-instance labels dropped to get one series per physical GPU (device-level fields).
+WORKLOAD_LABELS = ("pod", "namespace", "container", "vgpu")
+PER_GPU_WITHOUT = (*WORKLOAD_LABELS, "GPU_I_ID", "GPU_I_PROFILE")
+DEVICE_KEY = ("UUID", "GPU_I_ID")  # one GPU, or one MIG instance of it
+
+NODE_POOL_META = "__meta_kubernetes_node_label_" + re.sub(r"[^a-zA-Z0-9_]", "_", derive.POOL_LABEL)
+
+
+@dataclass(frozen=True)
+class Exporter:
+    """Where the DCGM exporter's Service lives and how to select it."""
+
+    source: str  # "operator" | "standalone"
+    namespace: str
+    selector: dict[str, str]
+    port: str
+    job: str  # Prometheus job label (prometheus-operator: the Service name)
+
+
+def exporter(spec: StackSpec) -> Exporter:
+    if spec.addons.gpu_operator:
+        # gpu-operator assets/state-dcgm-exporter/0600_service.yaml
+        ns = versions.resolve(versions.GPU_OPERATOR, spec.charts).namespace
+        return Exporter("operator", ns, {"app": "nvidia-dcgm-exporter"}, "gpu-metrics", "nvidia-dcgm-exporter")
+    # dcgm-exporter chart templates/service.yaml + _helpers.tpl (fullname = release name here)
+    chart = versions.resolve(versions.DCGM_EXPORTER, spec.charts)
+    selector = {"app.kubernetes.io/name": "dcgm-exporter", "app.kubernetes.io/instance": chart.release}
+    return Exporter("standalone", chart.namespace, selector, "metrics", chart.release)
+
+
+# ------------------------------------------------------------------------------------------ rules
+
+
+@rule
+def monitoring_rules(spec: StackSpec) -> Iterator[Problem]:
+    if spec.cloud == "gcp" and spec.addons.dcgm and not spec.addons.gpu_operator:
+        yield Problem(
+            key("addons", "dcgm"),
+            "a standalone DCGM exporter cannot reach NVML on GKE nodes (GKE installs it under "
+            "/home/kubernetes/bin/nvidia for its device plugin's containers only): enable addons.gpuOperator, "
+            "or turn dcgm off and use GKE's managed DCGM metrics",
+        )
+
+
+# -------------------------------------------------------------------------------------- durations
+
+
+def prom_duration(d: str) -> str:
+    """A stack-file duration (``90m``, ``1h30m``, ``30m1h``) in the canonical form Prometheus and the
+    PrometheusRule schema accept (``1h30m``)."""
+    seconds = sum(int(n) * {"h": 3600, "m": 60, "s": 1}[u] for n, u in re.findall(r"([0-9]+)([hms])", d))
+    if seconds == 0:
+        return "0s"
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    return "".join(f"{v}{u}" for v, u in ((h, "h"), (m, "m"), (s, "s")) if v)
+
+
+def _num(x: float) -> str:
+    return f"{x:g}"
+
+
+def _fill(text: str, **values: str) -> str:
+    """Alert texts use Prometheus templates ({{ $labels.x }}); thresholds go in as [[name]]."""
+    for k, v in values.items():
+        text = text.replace(f"[[{k}]]", v)
+    return text
+
+
+# ---------------------------------------------------------------------------------- PrometheusRule
+
+
+def utilization_expr() -> str:
+    return (
+        '100 * DCGM_FI_PROF_GR_ENGINE_ACTIVE{GPU_I_ID!=""} or '
+        '(DCGM_FI_DEV_GPU_UTIL unless on (UUID) DCGM_FI_PROF_GR_ENGINE_ACTIVE{GPU_I_ID!=""})'
+    )
+
+
+def rule_groups(spec: StackSpec) -> list[dict[str, Any]]:
+    """The PrometheusRule ``spec.groups``: recording rules first (same group, so alerts see this cycle's
+    values), then the alerts. Thresholds and durations come from ``monitoring.alerts``."""
+    a = spec.monitoring.alerts
+    job = exporter(spec).job
+    idle = _num(a.idle_utilization_percent)
+    per_gpu = ", ".join(PER_GPU_WITHOUT)
+    device = ", ".join(DEVICE_KEY)
+    critical = "|".join(str(c) for c in sorted(set(a.xid_critical_codes)))
+    where = "{{ $labels.Hostname }} GPU {{ $labels.gpu }} ({{ $labels.modelName }}, pool {{ $labels.pool }})"
+
+    rules: list[dict[str, Any]] = [
+        {
+            "record": UTILIZATION,
+            # MIG instances have no DCGM_FI_DEV_GPU_UTIL: use the graphics-engine activity ratio there.
+            "expr": utilization_expr(),
+        },
+        {
+            "record": XID_LAST,
+            # one series per GPU with the last XID as a label (the gauge holds the last XID seen)
+            "expr": f'count_values without () ("xid", max without ({per_gpu}) (DCGM_FI_DEV_XID_ERRORS) > 0)',
+        },
+        {
+            "alert": "GpuIdle",
+            "expr": (f'{UTILIZATION}{{pod=""}} < {idle} unless on ({device}) {UTILIZATION}{{pod!=""}}'),
+            "for": prom_duration(a.idle_for),
+            "labels": {"severity": "info"},
+            "annotations": {
+                "summary": _fill(f"Unallocated GPU idle for [[for]] on {where}", **{"for": a.idle_for}),
+                "description": _fill(
+                    "No pod holds this GPU{{ if $labels.GPU_I_PROFILE }} (MIG {{ $labels.GPU_I_PROFILE }}){{ end }} "
+                    "and it has been below [[idle]]% utilization for [[for]]: capacity is paid for and unused. "
+                    "Runbook: 1) if the pool's minNodes keeps this node, this is expected; lower minNodes if "
+                    "the reserve is not needed. 2) Otherwise check why the autoscaler does not remove the node "
+                    "(scale-down blocked by a PodDisruptionBudget, a non-evictable pod, or a karpenter.sh/"
+                    "do-not-disrupt annotation). 3) If GPU jobs are pending at the same time, they cannot use "
+                    "this node: compare their tolerations, node selectors and ResourceQuota/queue with the "
+                    "pool's taints and labels. GPUs held by pods are reported by GpuAllocatedIdle instead.",
+                    idle=idle,
+                    **{"for": a.idle_for},
+                ),
+            },
+        },
+        {
+            "alert": "GpuAllocatedIdle",
+            "expr": (f'max by (pool, namespace, pod, Hostname) ({UTILIZATION}{{pod!=""}}) < {idle}'),
+            "for": prom_duration(a.allocated_idle_for),
+            "labels": {"severity": "warning"},
+            "annotations": {
+                "summary": _fill(
+                    "Pod {{ $labels.namespace }}/{{ $labels.pod }} holds GPUs it has not used for [[for]]",
+                    **{"for": a.allocated_idle_for},
+                ),
+                "description": _fill(
+                    "Every GPU allocated to {{ $labels.namespace }}/{{ $labels.pod }} on {{ $labels.Hostname }} "
+                    "(pool {{ $labels.pool }}) has stayed below [[idle]]% utilization for [[for]] (busiest "
+                    "GPU now {{ $value | humanize }}%). The GPUs count against tenant {{ $labels.namespace }}'s "
+                    "quota and are unavailable to other tenants. Runbook: 1) ask the owner (namespace "
+                    "{{ $labels.namespace }}) whether the pod is waiting on data, a dead dependency or a "
+                    "debugger; 2) idle notebooks and interactive sessions belong on a time-sliced or MPS pool; "
+                    "3) if it is abandoned, delete the pod (its Job or notebook controller first).",
+                    idle=idle,
+                    **{"for": a.allocated_idle_for},
+                ),
+            },
+        },
+        {
+            "alert": "GpuFramebufferMemoryHigh",
+            "expr": (
+                "100 * DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE) > "
+                f"{_num(a.memory_used_percent)}"
+            ),
+            "for": prom_duration(a.memory_for),
+            "labels": {"severity": "warning"},
+            "annotations": {
+                "summary": _fill(
+                    "GPU memory {{ $value | humanize }}% used on " + where,
+                ),
+                "description": _fill(
+                    "Framebuffer used / (used + free) has been above [[mem]]% for [[for]]"
+                    "{{ if $labels.pod }} (pod {{ $labels.namespace }}/{{ $labels.pod }}){{ end }}"
+                    "{{ if $labels.GPU_I_PROFILE }} on MIG instance {{ $labels.GPU_I_PROFILE }}{{ end }}. "
+                    "The next allocation will fail with CUDA out-of-memory. Runbook: 1) check the workload's "
+                    "batch size / KV-cache settings (servers that pre-allocate, such as vLLM with its default "
+                    "gpu-memory-utilization 0.9, sit just below the default threshold by design); 2) on "
+                    "time-sliced GPUs, pods share memory without isolation: one pod can starve the others, "
+                    "move memory-hungry pods to whole GPUs or MIG; 3) if memory "
+                    "grows steadily, suspect a leak and restart the pod.",
+                    mem=_num(a.memory_used_percent),
+                    **{"for": a.memory_for},
+                ),
+            },
+        },
+        {
+            "alert": "GpuTemperatureHigh",
+            "expr": f"max without ({per_gpu}) (DCGM_FI_DEV_GPU_TEMP) > {_num(a.temperature_celsius)}",
+            "for": prom_duration(a.temperature_for),
+            "labels": {"severity": "warning"},
+            "annotations": {
+                "summary": "GPU at {{ $value | humanize }} C on " + where,
+                "description": _fill(
+                    "The GPU core has been above [[temp]] C for [[for]]; it throttles its clocks (jobs slow "
+                    "down) and hardware faults become likelier. Runbook: 1) check DCGM_FI_DEV_POWER_USAGE and "
+                    "the other GPUs of the node: all hot means cooling or a host problem, one hot GPU means "
+                    "that GPU; 2) on a cloud instance, cordon and drain the node so it is replaced "
+                    "(kubectl cordon {{ $labels.Hostname }}; kubectl drain ...); 3) if it recurs on new "
+                    "nodes, open a support case with the cloud provider with the instance ID.",
+                    temp=_num(a.temperature_celsius),
+                    **{"for": a.temperature_for},
+                ),
+            },
+        },
+        {
+            "alert": "GpuXidErrorCritical",
+            "expr": f'{XID_LAST}{{xid=~"{critical}"}}',
+            "for": prom_duration(a.xid_for),
+            "labels": {"severity": "critical"},
+            "annotations": {
+                "summary": "XID {{ $labels.xid }} (hardware / driver) on " + where,
+                "description": (
+                    "DCGM_FI_DEV_XID_ERRORS reports XID {{ $labels.xid }}, one NVIDIA lists as needing a GPU "
+                    "reset or hardware service (ECC, NVLink, fallen off the bus, GSP). Jobs on this GPU have "
+                    "failed or will. The gauge keeps the last XID until the driver reloads, so the alert stays "
+                    "until the node is replaced. Runbook: 1) kubectl cordon {{ $labels.Hostname }} so no new "
+                    "pods land there; 2) drain it (kubectl drain --ignore-daemonsets --delete-emptydir-data) "
+                    "once running jobs have checkpointed; 3) terminate the instance so the node group or "
+                    "Karpenter replaces it; 4) if the same XID follows new instances, escalate to the cloud "
+                    "provider with the XID, instance ID and `nvidia-smi -q` output."
+                ),
+            },
+        },
+        {
+            "alert": "GpuXidError",
+            "expr": f'{XID_LAST}{{xid!~"{critical}"}}',
+            "for": prom_duration(a.xid_for),
+            "labels": {"severity": "warning"},
+            "annotations": {
+                "summary": "XID {{ $labels.xid }} on " + where,
+                "description": (
+                    "DCGM_FI_DEV_XID_ERRORS reports XID {{ $labels.xid }}. XIDs outside the critical list are "
+                    "usually raised by an application (13 graphics engine exception, 31 MMU fault, 43 context "
+                    "reset, 45 preemptive cleanup) rather than the hardware. The gauge keeps the last XID until "
+                    "the driver reloads. Runbook: 1) find the pod that held the GPU at that time (GpuAllocatedIdle "
+                    "/ the dashboard's per-namespace panels) and read its logs; 2) if the XID repeats across "
+                    "different workloads on this GPU, treat it as hardware: cordon, drain and replace the node; "
+                    "3) otherwise silence it after the owner has fixed the job."
+                ),
+            },
+        },
+        {
+            "alert": "DcgmExporterDown",
+            "expr": f'up{{job="{job}"}} == 0',
+            "for": prom_duration(a.exporter_down_for),
+            "labels": {"severity": "warning"},
+            "annotations": {
+                "summary": "DCGM exporter on {{ $labels.node }} is not scraped",
+                "description": _fill(
+                    "Prometheus has failed to scrape the DCGM exporter ({{ $labels.instance }}) on node "
+                    "{{ $labels.node }} for [[for]]: every GPU alert above is blind for that node. Runbook: "
+                    "1) kubectl -n [[ns]] get pods -o wide | grep dcgm; 2) read the exporter's logs (a driver / "
+                    "NVML mismatch after a node image upgrade is the usual cause); 3) check that the node's GPU "
+                    "operands are healthy (the operator's validator pod). Nodes without GPUs have no exporter, "
+                    "so pools scaled to zero do not fire this (no target, no alert).",
+                    ns=exporter(spec).namespace,
+                    **{"for": a.exporter_down_for},
+                ),
+            },
+        },
+    ]
+    return [{"name": RULE_GROUP, "rules": rules}]
+
+
+def prometheus_rule(spec: StackSpec) -> dict[str, Any]:
+    ex = exporter(spec)
+    return {
+        "apiVersion": versions.MONITORING_API,
+        "kind": "PrometheusRule",
+        "metadata": {
+            "name": RULE_NAME,
+            "namespace": ex.namespace,
+            "labels": {**derive.MANAGED_BY, **spec.monitoring.service_monitor_labels},
+        },
+        "spec": {"groups": rule_groups(spec)},
+    }
+
+
+def service_monitor(spec: StackSpec) -> dict[str, Any]:
+    ex = exporter(spec)
+    interval = prom_duration(spec.monitoring.scrape_interval)
+    return {
+        "apiVersion": versions.MONITORING_API,
+        "kind": "ServiceMonitor",
+        "metadata": {
+            "name": SERVICE_MONITOR_NAME,
+            "namespace": ex.namespace,
+            "labels": {**derive.MANAGED_BY, **spec.monitoring.service_monitor_labels},
+        },
+        "spec": {
+            "selector": {"matchLabels": ex.selector},
+            "namespaceSelector": {"matchNames": [ex.namespace]},
+            # exposes __meta_kubernetes_node_label_* (Prometheus >= 2.37, needs list/watch on nodes)
+            "attachMetadata": {"node": True},
+            "endpoints": [
+                {
+                    "port": ex.port,
+                    "path": "/metrics",
+                    "interval": interval,
+                    "scrapeTimeout": "10s" if _seconds(interval) >= 10 else interval,
+                    "honorLabels": False,
+                    "relabelings": [
+                        {
+                            "action": "replace",
+                            "sourceLabels": ["__meta_kubernetes_pod_node_name"],
+                            "targetLabel": "node",
+                        },
+                        {"action": "replace", "sourceLabels": [NODE_POOL_META], "targetLabel": "pool"},
+                        # the exporter pod's own target labels; the metrics' pod/namespace/container (the
+                        # workload holding the GPU) then keep their names instead of becoming exported_*
+                        {"action": "labeldrop", "regex": "pod|namespace|container"},
+                    ],
+                }
+            ],
+        },
+    }
+
+
+def _seconds(d: str) -> int:
+    return sum(int(n) * {"h": 3600, "m": 60, "s": 1}[u] for n, u in re.findall(r"([0-9]+)([hms])", d))
+
+
+def dashboard_configmap(spec: StackSpec) -> dict[str, Any]:
+    from components.dashboards import gpu
+
+    ns = spec.monitoring.dashboard_namespace or exporter(spec).namespace
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": DASHBOARD_NAME,
+            "namespace": ns,
+            "labels": {**derive.MANAGED_BY, **spec.monitoring.dashboard_labels},
+            "annotations": {"grafana_folder": "GPU"},
+        },
+        "data": {DASHBOARD_FILE: json.dumps(gpu.dashboard(spec), indent=1, sort_keys=True)},
+    }
+
+
+# ------------------------------------------------------------------------- standalone exporter
+
+
+def dcgm_exporter_values(spec: StackSpec) -> dict[str, Any]:
+    """Values of the standalone dcgm-exporter chart (paths checked against its values.yaml)."""
+    values: dict[str, Any] = {
+        "nodeSelector": {derive.GPU_PRESENT_LABEL: "true"},
+        "tolerations": gpu_operator.gpu_tolerations(spec),
+        "serviceMonitor": {"enabled": False},  # ours below carries the pool label
+    }
+    if gpu_operator.shares_gpus(spec):
+        values["extraEnv"] = [{"name": gpu_operator.DCGM_VIRTUAL_GPUS_ENV, "value": "true"}]
+    return values
+
+
+# ------------------------------------------------------------------------------------- component
+
+
+class GpuMonitoring(pulumi.ComponentResource):
+    """ServiceMonitor + PrometheusRule + Grafana dashboard for the DCGM exporter (and the exporter itself
+    when the GPU Operator is off). Needs the prometheus-operator CRDs (e.g. kube-prometheus-stack)."""
+
+    TYPE = "gpu-platform:monitoring:GpuMonitoring"
+
+    def __init__(
+        self,
+        name: str,
+        spec: StackSpec,
+        provider: pulumi.ProviderResource,
+        exporter_release: pulumi.Resource | None = None,
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        super().__init__(self.TYPE, name, None, opts)
+        from pulumi_kubernetes.apiextensions import CustomResource
+        from pulumi_kubernetes.core.v1 import ConfigMap, Namespace
+        from pulumi_kubernetes.helm.v3 import Release
+
+        ex = exporter(spec)
+        child = pulumi.ResourceOptions(parent=self, provider=provider)
+        deps: list[pulumi.Resource] = [exporter_release] if exporter_release is not None else []
+        if ex.source == "standalone":
+            ns = Namespace(
+                "gpu-monitoring-namespace",
+                metadata={"name": ex.namespace, "labels": gpu_operator.namespace_labels()},
+                opts=child,
+            )
+            # (never on gcp: monitoring_rules; so no critical-pods ResourceQuota is needed here)
+            release = Release(
+                "dcgm-exporter",
+                **versions.release_args(versions.DCGM_EXPORTER, spec.charts),
+                create_namespace=False,
+                values=dcgm_exporter_values(spec),
+                opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[ns]),
+            )
+            deps = [release]
+        after = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=deps)
+        for doc in (service_monitor(spec), prometheus_rule(spec)):
+            CustomResource(
+                doc["metadata"]["name"],
+                api_version=doc["apiVersion"],
+                kind=doc["kind"],
+                metadata=doc["metadata"],
+                spec=doc["spec"],
+                opts=after,
+            )
+        board = dashboard_configmap(spec)
+        ConfigMap(DASHBOARD_NAME, metadata=board["metadata"], data=board["data"], opts=after)
+        self.register_outputs({"namespace": ex.namespace, "source": ex.source})

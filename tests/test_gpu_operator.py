@@ -1,0 +1,623 @@
+"""The GPU Operator release and GPU sharing: values per cloud and node OS, value paths against the pinned
+chart, the device-plugin and mig-parted ConfigMaps against the upstream formats, the label wiring between
+pools and configs, the units quotas count, and the bad-input rules."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+import yaml
+from conftest import (
+    CONFIG_MAP,
+    HELM_RELEASE,
+    NAMESPACE,
+    RESOURCE_QUOTA,
+    UPSTREAM,
+    manifest,
+    needs_upstream,
+    release,
+    rendered,
+    stack_config,
+)
+from jsonschema import Draft202012Validator
+from values_paths import deep_merge, unknown_paths
+
+from components import derive, gpu_operator, sharing, versions
+from components.spec import SpecError, load_spec
+
+OPERATOR_STACKS = ["dev-aws", "prod-aws", "dev-gcp", "prod-gcp", "local"]
+GPU_OPERATOR_DIR = UPSTREAM / "gpu-operator"
+EXAMPLES = GPU_OPERATOR_DIR / "examples"
+
+
+def values(stack: str) -> dict[str, Any]:
+    return release(rendered(stack), "gpu-operator")["values"]
+
+
+def spec_of(stack: str, **changes: Any):
+    cfg = stack_config(stack)
+    for k, v in changes.items():
+        cfg[f"gpu-platform:{k}"] = v
+    return load_spec(cfg)
+
+
+def problems(cfg: dict[str, Any]) -> list[tuple[str, str]]:
+    with pytest.raises(SpecError) as err:
+        load_spec(cfg)
+    return [(p.path, p.message) for p in err.value.problems]
+
+
+# ---------------------------------------------------------------------------------------- release
+
+
+@pytest.mark.parametrize("stack", OPERATOR_STACKS)
+def test_release_is_the_pinned_official_chart_in_its_own_namespace(stack):
+    r = rendered(stack)
+    rel = release(r, "gpu-operator")
+    assert rel["chart"] == "gpu-operator"
+    assert rel["version"] == "v26.7.0" == versions.GPU_OPERATOR.version
+    assert rel["repositoryOpts"] == {"repo": "https://helm.ngc.nvidia.com/nvidia"}
+    assert rel["namespace"] == "gpu-operator"
+    assert not rel.get("createNamespace")  # we create it, with Pod Security labels
+    record = r.find(HELM_RELEASE, "gpu-operator")
+    assert "gpu-operator-namespace" in record.depends_on
+    assert record.provider == "kubernetes"
+
+
+@pytest.mark.parametrize("stack", OPERATOR_STACKS)
+def test_operator_namespace_is_privileged_and_tenants_are_not(stack):
+    r = rendered(stack)
+    labels = manifest(r, "Namespace", "gpu-operator")["metadata"]["labels"]
+    assert labels["pod-security.kubernetes.io/enforce"] == "privileged"
+    assert labels["app.kubernetes.io/managed-by"] == "gpu-platform"
+    for tenant in r.spec.tenants:
+        tenant_labels = manifest(r, "Namespace", tenant.name)["metadata"]["labels"]
+        assert tenant_labels["pod-security.kubernetes.io/enforce"] in ("baseline", "restricted")
+
+
+def test_chart_version_override_is_honoured():
+    spec = spec_of("dev-aws", charts={"gpuOperator": {"version": "v26.7.1"}})
+    args = versions.release_args(versions.GPU_OPERATOR, spec.charts)
+    assert args["version"] == "v26.7.1"
+    assert args["repository_opts"] == {"repo": "https://helm.ngc.nvidia.com/nvidia"}
+
+
+# ------------------------------------------------------------------------------ values per cloud
+
+
+@pytest.mark.parametrize("stack", ["dev-aws", "prod-aws"])
+def test_eks_nvidia_amis_keep_their_driver_and_toolkit(stack):
+    v = values(stack)
+    # EKS user guide: AL2023 and Bottlerocket NVIDIA AMIs ship driver and container toolkit
+    assert v["driver"] == {"enabled": False}
+    assert v["toolkit"] == {"enabled": False}
+    assert v["devicePlugin"]["enabled"] is True  # AL2023 has no device plugin
+    assert "hostPaths" not in v
+
+
+def test_mixed_eks_stack_keeps_operator_plugin_and_mig_manager_off_bottlerocket_nodes():
+    spec = load_spec(stack_config("prod-aws"))
+    br = spec.pool("a100-train")
+    assert derive.node_os(spec, br) == "bottlerocket"
+    labels = derive.pool_labels(spec, br)
+    for operand in ("device-plugin", "mig-manager", "container-toolkit", "driver"):
+        assert labels[f"nvidia.com/gpu.deploy.{operand}"] == "false"
+    al2023 = derive.pool_labels(spec, spec.pool("h100-inference"))
+    assert not any(k.startswith("nvidia.com/gpu.deploy.") for k in al2023)
+    assert al2023[derive.MIG_CONFIG_LABEL] == "h100-inference"
+
+
+def test_toolkit_override_on_eks_still_spares_bottlerocket_nodes():
+    cfg = stack_config("prod-aws")
+    cfg["gpu-platform:gpuOperator"] = {"toolkit": True}
+    spec = load_spec(cfg)
+    assert gpu_operator.operator_values(spec)["toolkit"]["enabled"] is True
+    labels = derive.pool_labels(spec, spec.pool("a100-train"))
+    assert labels["nvidia.com/gpu.deploy.container-toolkit"] == "false"
+
+
+@pytest.mark.parametrize("stack", ["dev-gcp", "prod-gcp"])
+def test_gke_installed_drivers(stack):
+    v = values(stack)
+    assert v["driver"] == {"enabled": False}
+    assert v["hostPaths"] == {"driverInstallDir": "/home/kubernetes/bin/nvidia"}
+    assert v["toolkit"]["enabled"] is True
+    assert v["toolkit"]["installDir"] == "/home/kubernetes/bin/nvidia"
+    assert {"name": "RUNTIME_CONFIG_SOURCE", "value": "file"} in v["toolkit"]["env"]
+    assert v["cdi"]["enabled"] is True
+    # GKE's own device plugin serves the GPUs (sharing/MIG are node-pool settings): none of ours
+    assert v["devicePlugin"] == {"enabled": False}
+    assert v["migManager"]["enabled"] is False
+
+
+def test_gke_with_operator_managed_drivers_on_ubuntu():
+    cfg = stack_config("dev-gcp")
+    cfg["gpu-platform:gpuOperator"] = {"driver": "operator"}
+    for pool in cfg["gpu-platform:nodePools"]:
+        pool["os"] = "ubuntu"
+    spec = load_spec(cfg)
+    assert derive.device_plugin_owner(spec) == "operator"
+    v = gpu_operator.operator_values(spec)
+    assert v["driver"] == {"enabled": True}
+    assert v["devicePlugin"]["enabled"] is True
+    assert v["devicePlugin"]["config"]["name"] == gpu_operator.DEVICE_PLUGIN_CONFIGMAP
+    assert "hostPaths" not in v and "installDir" not in v["toolkit"]
+    labels = derive.pool_labels(spec, spec.pool("l4-shared"))
+    assert labels["gke-no-default-nvidia-gpu-device-plugin"] == "true"
+    assert labels[derive.DEVICE_PLUGIN_CONFIG_LABEL] == "l4-shared"
+
+
+@pytest.mark.parametrize("stack", ["dev-gcp", "prod-gcp"])
+def test_gke_quota_admits_the_operators_critical_pods(stack):
+    r = rendered(stack)
+    quota = manifest(r, "ResourceQuota", "gpu-operator-quota", "gpu-operator")["spec"]
+    assert quota["scopeSelector"]["matchExpressions"] == [
+        {"scopeName": "PriorityClass", "operator": "In", "values": ["system-node-critical", "system-cluster-critical"]}
+    ]
+    gpu_nodes = sum(p.node_cap for p in r.spec.node_pools)
+    assert int(quota["hard"]["pods"]) == 100 + 12 * gpu_nodes
+    assert "gpu-operator-critical-pods" in r.find(HELM_RELEASE, "gpu-operator").depends_on
+
+
+def test_no_critical_pods_quota_outside_gke():
+    for stack in ("dev-aws", "prod-aws", "local"):
+        in_operator_ns = [
+            q
+            for q in rendered(stack).of_type(RESOURCE_QUOTA)
+            if q.inputs["metadata"].get("namespace") == "gpu-operator"
+        ]
+        assert in_operator_ns == []
+
+
+def test_existing_cluster_driver_and_toolkit_are_configurable():
+    v = values("local")  # driver: operator
+    assert v["driver"] == {"enabled": True} and v["toolkit"]["enabled"] is True
+    cfg = stack_config("local")
+    cfg["gpu-platform:gpuOperator"] = {"driver": "preinstalled", "toolkit": False}
+    v = gpu_operator.operator_values(load_spec(cfg))
+    assert v["driver"] == {"enabled": False} and v["toolkit"] == {"enabled": False}
+
+
+@pytest.mark.parametrize("stack", OPERATOR_STACKS)
+def test_operands_tolerate_every_gpu_taint_and_controllers_stay_on_system_nodes(stack):
+    v = values(stack)
+    gpu = {"key": derive.GPU_TAINT.key, "operator": "Exists", "effect": derive.GPU_TAINT.effect}
+    assert (
+        v["daemonsets"]["tolerations"][0]
+        == gpu
+        == {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+    )
+    assert gpu in v["node-feature-discovery"]["worker"]["tolerations"]
+    assert v["gfd"] == {"enabled": True}
+    assert v["operator"]["nodeSelector"]["kubernetes.io/os"] == "linux"
+
+
+def test_queued_provisioning_taint_is_tolerated_on_gke():
+    tols = values("prod-gcp")["daemonsets"]["tolerations"]
+    assert {"key": "cloud.google.com/gke-queued", "operator": "Equal", "value": "true", "effect": "NoSchedule"} in tols
+
+
+def test_pool_taints_and_system_node_selector_reach_the_operator():
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:nodePools"][0]["taints"] = [{"key": "team", "value": "ml", "effect": "NoExecute"}]
+    cfg["gpu-platform:systemNodeSelector"] = {"node-role/system": "true"}
+    v = gpu_operator.operator_values(load_spec(cfg))
+    team = {"key": "team", "operator": "Equal", "value": "ml", "effect": "NoExecute"}
+    assert team in v["daemonsets"]["tolerations"]
+    assert team in v["node-feature-discovery"]["worker"]["tolerations"]
+    for where in (v["operator"], v["node-feature-discovery"]["master"], v["node-feature-discovery"]["gc"]):
+        assert where["nodeSelector"] == {"kubernetes.io/os": "linux", "node-role/system": "true"}
+
+
+@pytest.mark.parametrize("stack", OPERATOR_STACKS)
+def test_mig_strategy_and_manager_follow_the_derivations(stack):
+    v = values(stack)
+    spec = rendered(stack).spec
+    assert v["mig"] == {"strategy": derive.mig_strategy(spec)}
+    assert v["migManager"]["enabled"] is derive.uses_mig_manager(spec)
+    assert v["dcgmExporter"]["enabled"] is spec.addons.dcgm
+    assert v["dcgmExporter"]["serviceMonitor"] == {"enabled": False}  # ours has the pool label
+
+
+def test_prod_aws_mig_manager_uses_our_configs_and_reboots():
+    v = values("prod-aws")
+    assert v["mig"] == {"strategy": "mixed"}  # h100-inference mixes three profiles
+    assert v["migManager"]["config"] == {"create": False, "name": "mig-parted-config", "default": "all-disabled"}
+    assert v["migManager"]["env"] == [{"name": "WITH_REBOOT", "value": "true"}]
+
+
+# --------------------------------------------------------------------------- values vs upstream
+
+
+@needs_upstream
+@pytest.mark.parametrize("stack", OPERATOR_STACKS)
+def test_every_value_path_exists_in_the_pinned_chart(stack):
+    upstream = yaml.safe_load((GPU_OPERATOR_DIR / "values.yaml").read_text())
+    nfd_chart = yaml.safe_load((GPU_OPERATOR_DIR / "node-feature-discovery" / "values.yaml").read_text())
+    ours = values(stack)
+    top = {k: v for k, v in ours.items() if k != "node-feature-discovery"}
+    assert unknown_paths(top, upstream) == []
+    # the bundled sub-chart's values: its defaults, as gpu-operator overrides them
+    nfd_upstream = deep_merge(nfd_chart, upstream["node-feature-discovery"])
+    assert unknown_paths(ours["node-feature-discovery"], nfd_upstream) == []
+
+
+@needs_upstream
+def test_value_walker_catches_a_misplaced_key():
+    upstream = yaml.safe_load((GPU_OPERATOR_DIR / "values.yaml").read_text())
+    assert unknown_paths({"cdi": {"default": True}}, upstream) == ["cdi.default: not in upstream values.yaml"]
+    assert unknown_paths({"toolkit": {"env": {}}}, upstream) == ["toolkit.env: upstream is a list, we set dict"]
+    assert unknown_paths({"devicePlugin": {"config": {"data": {"x": "y"}}}}, upstream) == []  # free-form map
+
+
+@needs_upstream
+@pytest.mark.parametrize("stack", ["prod-aws", "prod-gcp"])
+def test_nfd_values_validate_against_the_subchart_schema(stack):
+    nfd_dir = GPU_OPERATOR_DIR / "node-feature-discovery"
+    schema = json.loads((nfd_dir / "values.schema.json").read_text())
+    merged = deep_merge(
+        deep_merge(
+            yaml.safe_load((nfd_dir / "values.yaml").read_text()),
+            yaml.safe_load((GPU_OPERATOR_DIR / "values.yaml").read_text())["node-feature-discovery"],
+        ),
+        values(stack)["node-feature-discovery"],
+    )
+    errors = sorted(Draft202012Validator(schema).iter_errors(merged), key=str)
+    assert [e.message for e in errors] == []
+
+
+# ------------------------------------------------------------------- device-plugin ConfigMap format
+
+
+def _format_template(name: str) -> dict[str, Any]:
+    """The k8s-device-plugin README format block, placeholders turned into their types."""
+    text = "\n".join(
+        line for line in (EXAMPLES / name).read_text().splitlines() if line.strip() != "..."
+    )  # "..." marks "more entries"
+    return yaml.safe_load(text)
+
+
+_PLACEHOLDER_TYPES = {"<bool>": bool, "<resource-name>": str, "<num-replicas>": int}
+
+
+def _check_against_template(doc: Any, template: Any, path: str = "") -> list[str]:
+    if isinstance(template, str) and template in _PLACEHOLDER_TYPES:
+        want = _PLACEHOLDER_TYPES[template]
+        return [] if isinstance(doc, want) and not (want is int and isinstance(doc, bool)) else [f"{path}: {doc!r}"]
+    if isinstance(template, dict):
+        if not isinstance(doc, dict):
+            return [f"{path}: not a map"]
+        out = [f"{path}.{k}: not in the format" for k in doc if k not in template]
+        for k, v in doc.items():
+            if k in template:
+                out += _check_against_template(v, template[k], f"{path}.{k}")
+        return out
+    if isinstance(template, list):
+        if not isinstance(doc, list) or not doc:
+            return [f"{path}: not a non-empty list"]
+        return [e for i, item in enumerate(doc) for e in _check_against_template(item, template[0], f"{path}[{i}]")]
+    return [] if doc == template else [f"{path}: {doc!r} != {template!r}"]
+
+
+def device_plugin_data(stack: str) -> dict[str, str]:
+    return manifest(rendered(stack), "ConfigMap", "device-plugin-config", "gpu-operator")["data"]
+
+
+@needs_upstream
+@pytest.mark.parametrize("stack", ["dev-aws", "prod-aws", "local"])
+def test_device_plugin_configs_follow_the_upstream_format(stack):
+    data = device_plugin_data(stack)
+    templates = {
+        "timeSlicing": _format_template("device-plugin.time-slicing.format.readme.txt"),
+        "mps": _format_template("device-plugin.mps.format.readme.txt"),
+    }
+    assert data["default"] == "version: v1\n"  # no sharing for unlabelled nodes
+    for name, text in data.items():
+        doc = yaml.safe_load(text)
+        assert doc["version"] == "v1"
+        assert set(doc) <= {"version", "flags", "resources", "sharing", "imex"}  # config.go v1 keys
+        if name == "default":
+            continue
+        (kind,) = doc["sharing"]  # time-slicing and MPS are exclusive
+        assert _check_against_template(doc, templates[kind]) == []
+        assert doc["sharing"][kind]["resources"][0]["replicas"] >= 2
+
+
+@needs_upstream
+def test_upstream_device_plugin_examples_pass_the_same_format_check():
+    # the checker is not vacuous: NVIDIA's own samples pass it, a misspelt key does not
+    template = _format_template("device-plugin.time-slicing.format.readme.txt")
+    sample = yaml.safe_load((EXAMPLES / "device-plugin.time-slicing.plugin-config.yaml").read_text())
+    assert _check_against_template(sample, template) == []
+    sample["sharing"]["timeSlicing"]["renameByDefualt"] = True
+    assert _check_against_template(sample, template) == [".sharing.timeSlicing.renameByDefualt: not in the format"]
+
+
+def test_device_plugin_config_values_match_the_pools():
+    dev = yaml.safe_load(device_plugin_data("dev-aws")["l4-shared"])
+    assert dev["sharing"] == {
+        "timeSlicing": {
+            "renameByDefault": False,
+            "failRequestsGreaterThanOne": True,
+            "resources": [{"name": "nvidia.com/gpu", "replicas": 4}],
+        }
+    }
+    prod = yaml.safe_load(device_plugin_data("prod-aws")["l4-notebooks"])
+    # MPS: failRequestsGreaterThanOne left to the plugin, which defaults it to true for MPS
+    assert prod["sharing"] == {
+        "mps": {"renameByDefault": False, "resources": [{"name": "nvidia.com/gpu", "replicas": 4}]}
+    }
+
+
+@pytest.mark.parametrize("stack", ["dev-aws", "prod-aws", "local"])
+def test_device_plugin_configmap_is_wired_through_values(stack):
+    v = values(stack)["devicePlugin"]["config"]
+    data = device_plugin_data(stack)
+    assert v["name"] == "device-plugin-config" and v["create"] is False
+    assert v["default"] in data  # config-manager fails when the default names no entry
+    assert "device-plugin-config" in rendered(stack).find(HELM_RELEASE, "gpu-operator").depends_on
+
+
+# ----------------------------------------------------------------------------- mig-parted format
+
+
+def mig_doc(stack: str) -> dict[str, Any]:
+    cm = manifest(rendered(stack), "ConfigMap", "mig-parted-config", "gpu-operator")
+    assert set(cm["data"]) == {"config.yaml"}  # the key the MIG manager reads
+    return yaml.safe_load(cm["data"]["config.yaml"])
+
+
+@needs_upstream
+def test_mig_parted_config_follows_the_upstream_format():
+    doc = mig_doc("prod-aws")
+    default = yaml.safe_load((EXAMPLES / "mig-parted.default-config.yaml").read_text())
+    assert doc["version"] == default["version"] == "v1"
+    assert set(doc) == set(default) == {"version", "mig-configs"}
+    assert doc["mig-configs"]["all-disabled"] == default["mig-configs"]["all-disabled"]
+    upstream_keys = {k for entries in default["mig-configs"].values() for e in entries for k in e}
+    upstream_profiles = {
+        p for entries in default["mig-configs"].values() for e in entries for p in e.get("mig-devices", {})
+    }
+    for entries in doc["mig-configs"].values():
+        for entry in entries:
+            assert set(entry) <= upstream_keys
+            assert entry["devices"] == "all"
+            assert isinstance(entry["mig-enabled"], bool)
+            for profile, count in entry.get("mig-devices", {}).items():
+                assert profile in upstream_profiles and isinstance(count, int) and count >= 1
+    assert doc["mig-configs"]["h100-inference"] == [
+        {"devices": "all", "mig-enabled": True, "mig-devices": {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}}
+    ]
+
+
+def test_no_sharing_configmaps_where_gke_or_nobody_needs_them():
+    for stack in ("dev-gcp", "prod-gcp"):
+        names = {cm.inputs["metadata"]["name"] for cm in rendered(stack).of_type(CONFIG_MAP)}
+        assert not names & {"device-plugin-config", "mig-parted-config"}
+    names = {cm.inputs["metadata"]["name"] for cm in rendered("dev-aws").of_type(CONFIG_MAP)}
+    assert "mig-parted-config" not in names
+    assert values("dev-aws")["migManager"] == {"enabled": False}  # no MIG pool: no MIG manager
+
+
+# ------------------------------------------------------------------- label wiring pools <-> configs
+
+
+def _labels_anywhere(node: Any) -> list[dict[str, str]]:
+    """Every label map, in any rendered resource, that carries the pool label."""
+    found = []
+    if isinstance(node, dict):
+        if isinstance(node.get(derive.POOL_LABEL), str):
+            found.append(node)
+        for v in node.values():
+            found += _labels_anywhere(v)
+    elif isinstance(node, list):
+        for v in node:
+            found += _labels_anywhere(v)
+    return found
+
+
+@pytest.mark.parametrize("stack", OPERATOR_STACKS)
+def test_every_pool_label_names_an_existing_config(stack):
+    r = rendered(stack)
+    spec = r.spec
+    dp = set(device_plugin_data(stack)) if sharing.device_plugin_configs(spec) else set()
+    mig = set(mig_doc(stack)["mig-configs"]) if derive.uses_mig_manager(spec) else set()
+    label_sets = [derive.pool_labels(spec, p) for p in spec.node_pools]
+    label_sets += [labels for res in r.resources for labels in _labels_anywhere(res.inputs)]  # node pools as rendered
+    for labels in label_sets:
+        if derive.DEVICE_PLUGIN_CONFIG_LABEL in labels:
+            assert labels[derive.DEVICE_PLUGIN_CONFIG_LABEL] in dp, labels
+        if derive.MIG_CONFIG_LABEL in labels:
+            assert labels[derive.MIG_CONFIG_LABEL] in mig, labels
+    for pool in spec.node_pools:
+        labels = derive.pool_labels(spec, pool)
+        strategy = pool.sharing.strategy if pool.sharing else None
+        served_by_operator = derive.pool_device_plugin(spec, pool) == "operator"
+        assert (derive.DEVICE_PLUGIN_CONFIG_LABEL in labels) == (
+            served_by_operator and strategy in ("time-slicing", "mps")
+        )
+        assert (derive.MIG_CONFIG_LABEL in labels) == (served_by_operator and strategy == "mig")
+
+
+def test_gke_pools_carry_no_operator_config_labels():
+    spec = load_spec(stack_config("prod-gcp"))
+    for pool in spec.node_pools:
+        labels = derive.pool_labels(spec, pool)
+        assert derive.DEVICE_PLUGIN_CONFIG_LABEL not in labels and derive.MIG_CONFIG_LABEL not in labels
+        assert "gke-no-default-nvidia-gpu-device-plugin" not in labels  # GKE's plugin must run
+
+
+# ------------------------------------------------------------------------- units vs device plugin
+
+
+def test_units_follow_what_each_device_plugin_advertises():
+    cfg = stack_config("prod-aws")
+    pools = cfg["gpu-platform:nodePools"]
+    pools[3]["sharing"] = {"strategy": "time-slicing", "replicas": 8, "renameByDefault": True}  # l4-notebooks
+    spec = load_spec(cfg)
+    # renameByDefault: k8s-device-plugin advertises <resource>.shared
+    assert derive.units_per_gpu(spec, spec.pool("l4-notebooks")) == {"nvidia.com/gpu.shared": 8}
+    # mixed strategy (h100-inference mixes profiles): one resource per MIG profile
+    assert derive.units_per_gpu(spec, spec.pool("h100-inference")) == {
+        "nvidia.com/mig-1g.10gb": 2,
+        "nvidia.com/mig-2g.20gb": 1,
+        "nvidia.com/mig-3g.40gb": 1,
+    }
+    # Bottlerocket's host plugin renames the same way (its time-slicing.rename-by-default)
+    pools[0]["sharing"] = {"strategy": "time-slicing", "replicas": 2, "renameByDefault": True}  # a100-train
+    pools[0]["topologyAware"] = False  # Kueue's topology-aware scheduling wants whole nvidia.com/gpu
+    spec = load_spec(cfg)
+    assert derive.units_per_gpu(spec, spec.pool("a100-train")) == {"nvidia.com/gpu.shared": 2}
+    assert sharing.bottlerocket_device_plugin_settings(spec, "a100-train") == {
+        "device-sharing-strategy": "time-slicing",
+        "time-slicing": {"replicas": 2, "rename-by-default": True, "fail-requests-greater-than-one": True},
+    }
+    assert "a100-train" not in sharing.device_plugin_configs(spec)  # the operator's plugin does not run there
+
+
+def test_single_profile_mig_everywhere_means_single_strategy_and_plain_gpus():
+    cfg = stack_config("prod-aws")
+    cfg["gpu-platform:nodePools"][1]["sharing"] = {"strategy": "mig", "layout": {"1g.10gb": 7}}
+    spec = load_spec(cfg)
+    assert derive.mig_strategy(spec) == "single"
+    assert derive.units_per_gpu(spec, spec.pool("h100-inference")) == {"nvidia.com/gpu": 7}
+
+
+def test_gke_renames_nothing_and_counts_partitions_as_gpus():
+    spec = load_spec(stack_config("prod-gcp"))
+    assert derive.units_per_gpu(spec, spec.pool("a100-inference")) == {"nvidia.com/gpu": 7}
+    assert derive.units_per_gpu(spec, spec.pool("l4-serving")) == {"nvidia.com/gpu": 2}
+
+
+def test_serving_quota_counts_mig_instances_per_profile():
+    hard = manifest(rendered("prod-aws"), "ResourceQuota", "gpu-quota", "serving")["spec"]["hard"]
+    # 16 H100s x (1x 3g.40gb + 1x 2g.20gb + 2x 1g.10gb)
+    assert (hard["requests.nvidia.com/mig-3g.40gb"], hard["requests.nvidia.com/mig-1g.10gb"]) == ("16", "32")
+
+
+# ------------------------------------------------------------------------------------ bad input
+
+
+def _with_pool(stack: str, index: int, **changes: Any) -> dict[str, Any]:
+    cfg = stack_config(stack)
+    cfg["gpu-platform:nodePools"][index].update(changes)
+    return cfg
+
+
+def test_mig_on_a_gpu_without_mig():
+    cfg = _with_pool("dev-aws", 1, sharing={"strategy": "mig", "layout": {"1g.5gb": 7}})  # A10G
+    ((path, msg),) = problems(cfg)
+    assert path == "gpu-platform:nodePools[1].sharing.strategy"
+    assert msg.startswith("A10G has no MIG support (MIG-capable: A100-40GB, A100-80GB, B200, H100, H200")
+
+
+def test_mig_layout_over_the_compute_slices():
+    # compute 3x2 + 2x1 = 8 of 7; memory 3x2 + 2x1 = 8 of 8
+    cfg = _with_pool("prod-aws", 1, sharing={"strategy": "mig", "layout": {"2g.20gb": 3, "1g.10gb": 2}})
+    assert problems(cfg) == [
+        (
+            "gpu-platform:nodePools[1].sharing.layout",
+            "H100: layout needs 8 compute slices; H100 has 7 (3 x 2g.20gb = 6, 2 x 1g.10gb = 2)",
+        )
+    ]
+
+
+def test_mig_layout_over_the_memory_slices():
+    # compute 3+1+1+1 = 6 of 7, memory 4+2+2+1 = 9 of 8
+    cfg = _with_pool("prod-aws", 1, sharing={"strategy": "mig", "layout": {"3g.40gb": 1, "1g.20gb": 2, "1g.10gb": 1}})
+    assert problems(cfg) == [
+        (
+            "gpu-platform:nodePools[1].sharing.layout",
+            "H100: layout needs 9 memory slices; H100 has 8 (1 x 3g.40gb = 4, 2 x 1g.20gb = 4, 1 x 1g.10gb = 1)",
+        )
+    ]
+
+
+def test_mig_profile_of_another_gpu():
+    cfg = _with_pool("prod-aws", 1, sharing={"strategy": "mig", "layout": {"1g.5gb": 7}})
+    ((path, msg),) = problems(cfg)
+    assert path == "gpu-platform:nodePools[1].sharing.layout"
+    assert "H100 has no MIG profile '1g.5gb'" in msg
+
+
+def test_mps_replicas_above_the_device_plugin_limit():
+    cfg = _with_pool("prod-aws", 3, sharing={"strategy": "mps", "replicas": 49})
+    assert problems(cfg) == [
+        (
+            "gpu-platform:nodePools[3].sharing.replicas",
+            "MPS serves at most 48 clients per L4 GPU (k8s-device-plugin limit), got 49",
+        )
+    ]
+    load_spec(_with_pool("prod-aws", 3, sharing={"strategy": "mps", "replicas": 48}))  # the limit itself is fine
+
+
+def test_mps_limit_is_lower_before_turing():
+    from components import catalog
+
+    assert sharing.mps_max_replicas(catalog.gpu_model("T4")) == 48  # compute capability 7.5
+    volta = catalog.GpuModel("V100", 16, "volta", {}, "v100", "nvidia-tesla-v100")
+    assert sharing.mps_max_replicas(volta) == 16
+
+
+def test_sharing_replicas_below_two():
+    cfg = _with_pool("dev-aws", 0, sharing={"strategy": "time-slicing", "replicas": 1})
+    assert problems(cfg) == [("gpu-platform:nodePools[0].sharing.replicas", "must be at least 2")]
+
+
+def test_mig_on_bottlerocket_is_refused():
+    cfg = _with_pool("prod-aws", 1, os="bottlerocket")
+    ((path, msg),) = problems(cfg)
+    assert path == "gpu-platform:nodePools[1].sharing.strategy"
+    assert "use os: al2023 for MIG pools" in msg
+
+
+def test_pool_named_like_the_default_config():
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:nodePools"][0]["name"] = "default"
+    cfg["gpu-platform:tenants"][0]["gpuQuota"] = {"default": 4, "a10g-spot": 8}
+    ((path, msg),) = problems(cfg)
+    assert path == "gpu-platform:nodePools[0].name"
+    assert msg.startswith("'default' names the built-in time-slicing config")
+
+
+def test_sharing_needs_the_operator_where_its_plugin_serves():
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:addons"] = {"gpuOperator": False, "dcgm": False}
+    assert problems(cfg) == [
+        (
+            "gpu-platform:nodePools[0].sharing.strategy",
+            "time-slicing is configured through the GPU Operator's device plugin: enable addons.gpuOperator",
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    ("stack", "driver", "message"),
+    [
+        ("dev-aws", "operator", "EKS NVIDIA AMIs (al2023, bottlerocket) ship the driver"),
+        ("local", "gke-latest", "gke-latest applies to gcp stacks only"),
+        ("dev-gcp", "preinstalled", "on GKE use gke-default / gke-latest"),
+    ],
+)
+def test_driver_choice_must_fit_the_cloud(stack, driver, message):
+    cfg = stack_config(stack)
+    cfg["gpu-platform:gpuOperator"] = {"driver": driver}
+    ((path, msg),) = problems(cfg)
+    assert path == "gpu-platform:gpuOperator.driver"
+    assert msg.startswith(message)
+
+
+def test_operator_drivers_on_gke_need_ubuntu():
+    cfg = stack_config("dev-gcp")
+    cfg["gpu-platform:gpuOperator"] = {"driver": "operator"}
+    paths = [p for p, _ in problems(cfg)]
+    assert paths == ["gpu-platform:nodePools[0].os", "gpu-platform:nodePools[1].os"]
+
+
+def test_rendered_release_values_are_json_plain():
+    # the engine receives plain JSON: no pydantic models or tuples hiding in the values
+    for stack in OPERATOR_STACKS:
+        json.dumps(values(stack))
+        assert isinstance(rendered(stack).find(NAMESPACE, "gpu-operator-namespace").inputs, dict)

@@ -1,0 +1,388 @@
+"""GPU monitoring: ServiceMonitor and PrometheusRule against the strict prometheus-operator schemas, the
+alert rules proven with `promtool test rules` on synthetic DCGM series, the Grafana dashboard, and the
+standalone dcgm-exporter release when the GPU Operator is off."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import (
+    CONFIG_MAP,
+    STACKS,
+    UPSTREAM,
+    manifest,
+    needs_upstream,
+    release,
+    render_config,
+    rendered,
+    stack_config,
+)
+from jsonschema import Draft7Validator
+from values_paths import unknown_paths
+
+from components import monitoring, versions
+from components.spec import SpecError, load_spec
+
+PROMTOOL = shutil.which("promtool")
+needs_promtool = pytest.mark.skipif(PROMTOOL is None, reason="promtool not installed (Debian package 'prometheus')")
+PROMTOOL_TESTS = Path(__file__).parent / "promtool"
+PROM_OP = UPSTREAM / "prometheus-operator"
+ALERTS = {
+    "GpuIdle",
+    "GpuAllocatedIdle",
+    "GpuFramebufferMemoryHigh",
+    "GpuTemperatureHigh",
+    "GpuXidErrorCritical",
+    "GpuXidError",
+    "DcgmExporterDown",
+}
+MONITORED = [s for s in STACKS if s in ("dev-aws", "prod-aws", "dev-gcp", "prod-gcp", "local")]
+
+
+def rule_doc(stack: str) -> dict[str, Any]:
+    r = rendered(stack)
+    return manifest(r, "PrometheusRule", monitoring.RULE_NAME, monitoring.exporter(r.spec).namespace)
+
+
+def sm_doc(stack: str) -> dict[str, Any]:
+    r = rendered(stack)
+    return manifest(r, "ServiceMonitor", monitoring.SERVICE_MONITOR_NAME, monitoring.exporter(r.spec).namespace)
+
+
+def alerts(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {r["alert"]: r for g in doc["spec"]["groups"] for r in g["rules"] if "alert" in r}
+
+
+def strict(kind: str) -> Draft7Validator:
+    return Draft7Validator(json.loads((PROM_OP / f"{kind}.monitoring.coreos.com.v1.strict.json").read_text()))
+
+
+def promtool(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([PROMTOOL, *args], cwd=cwd, capture_output=True, text=True, timeout=120)  # type: ignore[list-item]
+
+
+def write_rules(spec_doc: dict[str, Any], path: Path, keep_descriptions: bool = True) -> None:
+    """The PrometheusRule's spec is a Prometheus rule file as is."""
+    doc = json.loads(json.dumps(spec_doc))
+    if not keep_descriptions:
+        for group in doc["groups"]:
+            for r in group["rules"]:
+                r.get("annotations", {}).pop("description", None)
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+
+
+# ------------------------------------------------------------------------------------- rendering
+
+
+@pytest.mark.parametrize("stack", MONITORED)
+def test_monitoring_objects_are_rendered_for_the_exporter(stack):
+    r = rendered(stack)
+    ex = monitoring.exporter(r.spec)
+    assert ex.source == "operator" and ex.namespace == "gpu-operator"
+    labels = r.spec.monitoring.service_monitor_labels
+    for doc in (rule_doc(stack), sm_doc(stack)):
+        assert doc["apiVersion"] == "monitoring.coreos.com/v1"
+        assert doc["metadata"]["labels"]["release"] == labels["release"] == "kube-prometheus-stack"
+    assert alerts(rule_doc(stack)).keys() == ALERTS
+    for rec in r.of_type("kubernetes:monitoring.coreos.com/v1:ServiceMonitor") + r.of_type(
+        "kubernetes:monitoring.coreos.com/v1:PrometheusRule"
+    ):
+        assert "gpu-operator" in rec.depends_on  # the release that installs the exporter
+        assert rec.provider == "kubernetes"
+
+
+@needs_upstream
+@pytest.mark.parametrize("stack", MONITORED)
+def test_servicemonitor_and_prometheusrule_validate_strictly(stack):
+    for kind, doc in (("servicemonitor", sm_doc(stack)), ("prometheusrule", rule_doc(stack))):
+        # partial_response_strategy's RE2-only pattern is never set (upstream README caveat)
+        assert (
+            all("partial_response_strategy" not in g for g in doc["spec"]["groups"])
+            if kind == "prometheusrule"
+            else True
+        )
+        errors = [e.message for e in strict(kind).iter_errors(doc)]
+        assert errors == [], (kind, errors)
+
+
+@needs_upstream
+def test_strict_schema_rejects_a_misspelt_servicemonitor_field():
+    doc = sm_doc("prod-aws")
+    bad = json.loads(json.dumps(doc))
+    bad["spec"]["attachMetaData"] = bad["spec"].pop("attachMetadata")
+    assert list(strict("servicemonitor").iter_errors(bad))
+
+
+def test_servicemonitor_selects_the_operator_exporter_and_adds_the_pool():
+    sm = sm_doc("prod-aws")["spec"]
+    # gpu-operator assets/state-dcgm-exporter/0600_service.yaml: label app=nvidia-dcgm-exporter, port gpu-metrics
+    assert sm["selector"] == {"matchLabels": {"app": "nvidia-dcgm-exporter"}}
+    assert sm["namespaceSelector"] == {"matchNames": ["gpu-operator"]}
+    assert sm["attachMetadata"] == {"node": True}
+    (ep,) = sm["endpoints"]
+    assert (ep["port"], ep["interval"], ep["scrapeTimeout"]) == ("gpu-metrics", "30s", "10s")
+    # gpu-platform/pool -> Prometheus meta label of the node (non [a-zA-Z0-9_] become _)
+    assert {
+        "action": "replace",
+        "sourceLabels": ["__meta_kubernetes_node_label_gpu_platform_pool"],
+        "targetLabel": "pool",
+    } in ep["relabelings"]
+    assert ep["relabelings"][-1] == {"action": "labeldrop", "regex": "pod|namespace|container"}
+
+
+def test_alerts_use_the_stack_thresholds_and_carry_severity_summary_and_runbook():
+    rules = alerts(rule_doc("prod-aws"))
+    assert 'gpu_platform:gpu_utilization:percent{pod=""} < 10' in rules["GpuIdle"]["expr"]
+    assert rules["GpuIdle"]["for"] == "30m"
+    assert rules["GpuAllocatedIdle"]["expr"].endswith("< 10") and rules["GpuAllocatedIdle"]["for"] == "30m"
+    assert rules["GpuFramebufferMemoryHigh"]["expr"] == (
+        "100 * DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE) > 95"
+    )
+    assert rules["GpuTemperatureHigh"]["expr"].endswith("(DCGM_FI_DEV_GPU_TEMP) > 85")
+    assert rules["DcgmExporterDown"]["expr"] == 'up{job="nvidia-dcgm-exporter"} == 0'
+    for name, r in rules.items():
+        assert r["labels"]["severity"] in ("info", "warning", "critical"), name
+        assert r["annotations"]["summary"], name
+        assert "Runbook:" in r["annotations"]["description"], name
+    assert rules["GpuXidErrorCritical"]["labels"]["severity"] == "critical"
+    assert '{xid=~"48|61|62|63|64|74|79|92|95|119|120|140"}' in rules["GpuXidErrorCritical"]["expr"]
+
+
+def test_thresholds_are_overridable_per_stack():
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:monitoring"] = {
+        "alerts": {
+            "idleUtilizationPercent": 5,
+            "idleFor": "90m",
+            "memoryUsedPercent": 90.5,
+            "temperatureCelsius": 80,
+            "temperatureFor": "30s",
+            "xidCriticalCodes": [79],
+        }
+    }
+    rules = alerts(monitoring.prometheus_rule(load_spec(cfg)))
+    assert "< 5 unless" in rules["GpuIdle"]["expr"] and rules["GpuIdle"]["for"] == "1h30m"
+    assert rules["GpuFramebufferMemoryHigh"]["expr"].endswith("> 90.5")
+    assert rules["GpuTemperatureHigh"]["expr"].endswith("> 80") and rules["GpuTemperatureHigh"]["for"] == "30s"
+    assert rules["GpuXidErrorCritical"]["expr"].endswith('{xid=~"79"}')
+
+
+def test_durations_are_written_the_way_prometheus_reads_them():
+    assert monitoring.prom_duration("30m1h") == "1h30m"
+    assert monitoring.prom_duration("90m") == "1h30m"
+    assert monitoring.prom_duration("0s") == "0s"
+    assert monitoring.prom_duration("3600s") == "1h"
+
+
+def test_rendered_rule_is_the_function_of_the_spec():
+    # the promtool tests use the rendered document; the override test below uses the function
+    assert rule_doc("prod-aws") == monitoring.prometheus_rule(rendered("prod-aws").spec)
+
+
+def test_no_monitoring_without_dcgm():
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:addons"] = {"gpuOperator": True, "dcgm": False}
+    r = render_config(cfg)
+    kinds = {m["kind"] for m in r.manifests}
+    assert not kinds & {"ServiceMonitor", "PrometheusRule"}
+    assert release(r, "gpu-operator")["values"]["dcgmExporter"] == {
+        "enabled": False,
+        "serviceMonitor": {"enabled": False},
+    }
+    assert all(cm.inputs["metadata"]["name"] != monitoring.DASHBOARD_NAME for cm in r.of_type(CONFIG_MAP))
+
+
+def test_standalone_exporter_is_not_offered_on_gke():
+    cfg = stack_config("dev-gcp")
+    cfg["gpu-platform:addons"] = {"gpuOperator": False, "dcgm": True}
+    with pytest.raises(SpecError) as err:
+        load_spec(cfg)
+    assert [p.path for p in err.value.problems] == ["gpu-platform:addons.dcgm"]
+
+
+# --------------------------------------------------------------------------------------- promtool
+
+
+@needs_promtool
+@pytest.mark.parametrize("stack", MONITORED)
+def test_promtool_checks_every_rule_and_template(stack, tmp_path):
+    write_rules(rule_doc(stack)["spec"], tmp_path / "rules.yaml")
+    out = promtool("check", "rules", "rules.yaml", cwd=tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "SUCCESS: 9 rules found" in out.stdout
+
+
+@needs_promtool
+def test_promtool_unit_tests_prove_each_alert(tmp_path):
+    """tests/promtool/gpu_alerts_test.yaml: each alert firing when it should and silent when it should not,
+    on the rules exactly as prod-aws renders them (default thresholds)."""
+    spec = rendered("prod-aws").spec
+    assert spec.monitoring.alerts == type(spec.monitoring.alerts)()  # the test file's numbers are the defaults
+    write_rules(rule_doc("prod-aws")["spec"], tmp_path / "gpu-alerts.rules.yaml", keep_descriptions=False)
+    shutil.copy(PROMTOOL_TESTS / "gpu_alerts_test.yaml", tmp_path)
+    out = promtool("test", "rules", "gpu_alerts_test.yaml", cwd=tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+@needs_promtool
+def test_promtool_unit_tests_fail_on_a_broken_rule(tmp_path):
+    """The unit tests are not vacuous: a rule with a wrong threshold fails them."""
+    doc = json.loads(json.dumps(rule_doc("prod-aws")["spec"]))
+    for r in doc["groups"][0]["rules"]:
+        if r.get("alert") == "GpuTemperatureHigh":
+            r["expr"] = r["expr"].replace("> 85", "> 95")
+    write_rules(doc, tmp_path / "gpu-alerts.rules.yaml", keep_descriptions=False)
+    shutil.copy(PROMTOOL_TESTS / "gpu_alerts_test.yaml", tmp_path)
+    out = promtool("test", "rules", "gpu_alerts_test.yaml", cwd=tmp_path)
+    assert out.returncode != 0 and "GpuTemperatureHigh" in out.stdout + out.stderr
+
+
+@needs_promtool
+def test_promtool_overridden_thresholds_fire_where_defaults_would_not(tmp_path):
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:monitoring"] = {"alerts": {"temperatureCelsius": 80, "temperatureFor": "2m"}}
+    write_rules(monitoring.prometheus_rule(load_spec(cfg))["spec"], tmp_path / "r.yaml", keep_descriptions=False)
+    labels = 'Hostname="n",gpu="0",UUID="GPU-0",modelName="NVIDIA L4",pool="l4-shared"'
+    test = {
+        "rule_files": ["r.yaml"],
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": [{"series": f"DCGM_FI_DEV_GPU_TEMP{{{labels}}}", "values": "82x5"}],
+                "alert_rule_test": [
+                    {"eval_time": "1m", "alertname": "GpuTemperatureHigh", "exp_alerts": []},
+                    {
+                        "eval_time": "2m",
+                        "alertname": "GpuTemperatureHigh",
+                        "exp_alerts": [
+                            {
+                                "exp_labels": {
+                                    "severity": "warning",
+                                    "Hostname": "n",
+                                    "gpu": "0",
+                                    "UUID": "GPU-0",
+                                    "modelName": "NVIDIA L4",
+                                    "pool": "l4-shared",
+                                },
+                                "exp_annotations": {"summary": "GPU at 82 C on n GPU 0 (NVIDIA L4, pool l4-shared)"},
+                            }
+                        ],
+                    },
+                ],
+            }
+        ],
+    }
+    (tmp_path / "t.yaml").write_text(yaml.safe_dump(test))
+    out = promtool("test", "rules", "t.yaml", cwd=tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+# --------------------------------------------------------------------------------------- dashboard
+
+
+def dashboard(stack: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    r = rendered(stack)
+    cm = manifest(r, "ConfigMap", monitoring.DASHBOARD_NAME, "gpu-operator")
+    return cm, json.loads(cm["data"][monitoring.DASHBOARD_FILE])
+
+
+def test_dashboard_configmap_is_labelled_for_the_grafana_sidecar():
+    cm, board = dashboard("prod-aws")
+    assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert board["uid"] == "gpu-platform-gpus"
+    titles = {p["title"] for p in board["panels"]}
+    for needed in (
+        "Utilization per pool",
+        "Allocation per pool",
+        "GPUs allocated per tenant namespace",
+        "Utilization of allocated GPUs per tenant namespace",
+        "Framebuffer memory used",
+        "GPU temperature",
+        "Power draw per pool",
+        "Last XID per GPU",
+    ):
+        assert needed in titles
+    variables = {v["name"]: v for v in board["templating"]["list"]}
+    assert variables["pool"]["definition"] == "label_values(DCGM_FI_DEV_GPU_TEMP, pool)"
+    exprs = [t["expr"] for p in board["panels"] for t in p.get("targets", [])]
+    assert all('pool=~"$pool"' in e for e in exprs)
+    temp = next(p for p in board["panels"] if p["title"] == "GPU temperature")
+    assert temp["fieldConfig"]["defaults"]["thresholds"]["steps"][-1]["value"] == 85
+
+
+def test_dashboard_namespace_and_labels_come_from_the_spec():
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:monitoring"] = {"dashboardNamespace": "monitoring", "dashboardLabels": {"grafana": "gpu"}}
+    cm = monitoring.dashboard_configmap(load_spec(cfg))
+    assert cm["metadata"]["namespace"] == "monitoring"
+    assert cm["metadata"]["labels"]["grafana"] == "gpu" and "grafana_dashboard" not in cm["metadata"]["labels"]
+
+
+@needs_promtool
+def test_every_dashboard_query_parses(tmp_path):
+    _, board = dashboard("prod-aws")
+    exprs = [t["expr"] for p in board["panels"] for t in p.get("targets", [])]
+    exprs += [v["definition"].removeprefix("label_values(").rsplit(",", 1)[0] for v in board["templating"]["list"][1:]]
+    rules = [
+        {"record": f"dashboard:query{i}:check", "expr": e.replace("$pool", ".*").replace("$namespace", ".*")}
+        for i, e in enumerate(exprs)
+    ]
+    (tmp_path / "q.yaml").write_text(yaml.safe_dump({"groups": [{"name": "dashboard", "rules": rules}]}))
+    out = promtool("check", "rules", "q.yaml", cwd=tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+# ------------------------------------------------------------------------------ standalone exporter
+
+
+@pytest.fixture(scope="module")
+def standalone():
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:addons"] = {"gpuOperator": False, "dcgm": True}
+    cfg["gpu-platform:nodePools"][0].pop("sharing")  # sharing needs the operator's device plugin
+    cfg["gpu-platform:tenants"][0]["gpuQuota"] = {"l4-shared": 4, "a10g-spot": 8}
+    return render_config(cfg)
+
+
+def test_standalone_exporter_release(standalone):
+    rel = release(standalone, "dcgm-exporter")
+    assert (rel["chart"], rel["version"], rel["namespace"]) == ("dcgm-exporter", "4.8.2", "gpu-monitoring")
+    assert rel["version"] == versions.DCGM_EXPORTER.version
+    assert rel["repositoryOpts"] == {"repo": "https://nvidia.github.io/dcgm-exporter/helm-charts"}
+    ns = manifest(standalone, "Namespace", "gpu-monitoring")["metadata"]["labels"]
+    assert ns["pod-security.kubernetes.io/enforce"] == "privileged"  # hostPath pod-resources, SYS_ADMIN
+    v = rel["values"]
+    assert v["nodeSelector"] == {"nvidia.com/gpu.present": "true"}
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in v["tolerations"]
+    assert v["serviceMonitor"] == {"enabled": False}
+    with pytest.raises(KeyError):
+        release(standalone, "gpu-operator")
+
+
+def test_standalone_servicemonitor_selects_the_chart_service(standalone):
+    sm = manifest(standalone, "ServiceMonitor", monitoring.SERVICE_MONITOR_NAME, "gpu-monitoring")["spec"]
+    # dcgm-exporter chart: service.yaml port "metrics", selectorLabels name + instance
+    assert sm["selector"]["matchLabels"] == {
+        "app.kubernetes.io/name": "dcgm-exporter",
+        "app.kubernetes.io/instance": "dcgm-exporter",
+    }
+    assert sm["endpoints"][0]["port"] == "metrics"
+    rule = manifest(standalone, "PrometheusRule", monitoring.RULE_NAME, "gpu-monitoring")
+    assert alerts(rule)["DcgmExporterDown"]["expr"] == 'up{job="dcgm-exporter"} == 0'
+
+
+@needs_upstream
+def test_standalone_exporter_value_paths_exist_upstream(standalone):
+    upstream = yaml.safe_load((UPSTREAM / "dcgm-exporter" / "values.yaml").read_text())
+    assert unknown_paths(release(standalone, "dcgm-exporter")["values"], upstream) == []
+    cfg = stack_config("prod-aws")  # with shared pools: per-pod attribution through extraEnv
+    cfg["gpu-platform:addons"] = {"gpuOperator": True, "dcgm": True}
+    v = monitoring.dcgm_exporter_values(load_spec(cfg))
+    assert v["extraEnv"] == [{"name": "KUBERNETES_VIRTUAL_GPUS", "value": "true"}]
+    assert unknown_paths(v, upstream) == []
