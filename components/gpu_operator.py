@@ -274,3 +274,49 @@ class GpuOperator(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=before_release),
         )
         self.register_outputs({"namespace": self.namespace, "release": self.release.name})
+
+
+def summary_lines(spec: StackSpec) -> list[str]:
+    """The summary.md section: who serves each pool's GPUs, and what the monitoring alerts on."""
+    from components import monitoring
+
+    if not spec.addons.gpu_operator and not spec.addons.dcgm:
+        return []
+    lines = ["## GPU Operator and monitoring", ""]
+    if spec.addons.gpu_operator:
+        v = operator_values(spec)
+        on = {True: "on", False: "off"}
+        lines += [
+            f"GPU Operator {versions.resolve(CHART, spec.charts).version} in `{CHART.namespace}`: driver "
+            f"{derive.driver(spec)} (operator's {on[v['driver']['enabled']]}), toolkit {on[v['toolkit']['enabled']]}, "
+            f"device plugin {on[v['devicePlugin']['enabled']]}, MIG strategy {v['mig']['strategy']}, "
+            f"MIG manager {on[v['migManager']['enabled']]}.",
+            "",
+            "| pool | OS | GPUs served by | sharing | config label |",
+            "|---|---|---|---|---|",
+        ]
+        for p in spec.node_pools:
+            labels = derive.pool_labels(spec, p)
+            label = labels.get(derive.DEVICE_PLUGIN_CONFIG_LABEL) or labels.get(derive.MIG_CONFIG_LABEL)
+            kind = (
+                derive.DEVICE_PLUGIN_CONFIG_LABEL
+                if derive.DEVICE_PLUGIN_CONFIG_LABEL in labels
+                else derive.MIG_CONFIG_LABEL
+            )
+            lines.append(
+                f"| {p.name} | {derive.node_os(spec, p)} | {derive.pool_device_plugin(spec, p)} | "
+                f"{sharing.describe(spec, p.name)} | {f'`{kind}={label}`' if label else '-'} |"
+            )
+        lines.append("")
+    if spec.addons.dcgm:
+        ex = monitoring.exporter(spec)
+        a = spec.monitoring.alerts
+        selector = ", ".join(f"{k}={v}" for k, v in spec.monitoring.service_monitor_labels.items())
+        lines.append(
+            f"DCGM exporter from the {ex.source} in `{ex.namespace}`; ServiceMonitor and PrometheusRule labelled "
+            f"`{selector}`. Alerts: GpuIdle (< {a.idle_utilization_percent:g}% for {a.idle_for}, unallocated), "
+            f"GpuAllocatedIdle ({a.allocated_idle_for}), GpuFramebufferMemoryHigh (> {a.memory_used_percent:g}% "
+            f"for {a.memory_for}), GpuTemperatureHigh (> {a.temperature_celsius:g} C for {a.temperature_for}), "
+            "GpuXidErrorCritical / GpuXidError, DcgmExporterDown."
+        )
+    return lines

@@ -110,6 +110,11 @@ def summary(rendering: Rendering, sections: Mapping[str, str]) -> str:
         from components.aws.karpenter import summary_lines
 
         lines += ["", *summary_lines(spec)]
+    from components import gpu_operator
+
+    gpu_lines = gpu_operator.summary_lines(spec)
+    if gpu_lines:
+        lines += ["", *gpu_lines]
     lines += [
         "",
         "## Tenants",

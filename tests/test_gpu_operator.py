@@ -621,3 +621,13 @@ def test_rendered_release_values_are_json_plain():
     for stack in OPERATOR_STACKS:
         json.dumps(values(stack))
         assert isinstance(rendered(stack).find(NAMESPACE, "gpu-operator-namespace").inputs, dict)
+
+
+def test_summary_says_who_serves_each_pool():
+    from components.synth import files
+
+    text = files(rendered("prod-aws"))["summary.md"]
+    assert "| a100-train | bottlerocket | bottlerocket | whole GPUs | - |" in text
+    assert "`nvidia.com/mig.config=h100-inference`" in text
+    assert "`nvidia.com/device-plugin.config=l4-notebooks`" in text
+    assert "GpuTemperatureHigh (> 85 C for 5m)" in text
