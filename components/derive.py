@@ -233,6 +233,18 @@ def tenant_ceiling_units(spec: StackSpec, tenant: Tenant) -> dict[str, int]:
     return dict(sorted(total.items()))
 
 
+def tenant_quota_units(spec: StackSpec, tenant: Tenant) -> dict[str, int]:
+    """The tenant's namespace ResourceQuota, per GPU resource name: the hard cap on what its pods may hold.
+
+    With a batch scheduler on (Kueue or Volcano) it is the borrowing ceiling (nominal quota plus what the
+    tenant may borrow in its cohort), so that workloads admitted on borrowed quota can start; the
+    schedulers hand out the nominal quota and reclaim loans by preemption. Without one, nothing lends, and
+    it is the nominal quota."""
+    if spec.addons.kueue or spec.addons.volcano:
+        return tenant_ceiling_units(spec, tenant)
+    return tenant_units(spec, tenant)
+
+
 def system_node_selector(spec: StackSpec) -> dict[str, str]:
     """Where platform controllers run: Linux nodes matching ``systemNodeSelector`` (never the tainted GPU nodes)."""
     return dict(sorted({"kubernetes.io/os": "linux", **spec.system_node_selector}.items()))

@@ -17,8 +17,8 @@ What a tenant entry becomes:
   flavor of the group gets ``tenants[].quota.cpu``/``memory`` as its cpu/memory quota, or a generous
   default (DEFAULT_CPU_QUOTA, DEFAULT_MEMORY_QUOTA: no cap in practice) when the tenant sets none. The
   namespace ResourceQuota stays the hard cap on the tenant's total cpu/memory.
-- a **LocalQueue** ``scheduling.localQueueName`` (default ``gpu``) in the tenant namespace: users label
-  their jobs ``kueue.x-k8s.io/queue-name: gpu``.
+- a **LocalQueue** ``scheduling.localQueueName`` (default ``default``) in the tenant namespace: users label
+  their jobs ``kueue.x-k8s.io/queue-name: default`` (unlabelled ones land there too).
 - **cohort** membership by name (``tenants[].cohort``, else ``scheduling.defaultCohort``): cohorts need no
   object of their own (only hierarchical cohorts or cohort-level quotas do). Members lend their idle quota
   and take it back by preemption (``reclaimWithinCohort: Any`` -- borrowed GPUs are a loan, whatever the
@@ -147,9 +147,12 @@ def manager_config(spec: StackSpec) -> dict[str, Any]:
             "blockAdmission": s.block_admission,
             "requeuingStrategy": requeue,
         },
-        # Jobs without a queue-name label are left alone (they still count against the namespace ResourceQuota);
-        # pod-based integrations are confined to tenant namespaces.
-        "manageJobsWithoutQueueName": False,
+        # In tenant namespaces every workload goes through Kueue: one without a queue-name label is put in the
+        # namespace's LocalQueue "default" (Kueue's LocalQueue defaulting), or, if the stack renamed it, stays
+        # suspended instead of bypassing the queue. The namespace ResourceQuota allows the borrowing ceiling,
+        # so a bypass would let a team hold borrowed GPUs that Kueue cannot reclaim. Other namespaces are
+        # left alone.
+        "manageJobsWithoutQueueName": True,
         "managedJobsNamespaceSelector": {
             "matchExpressions": [{"key": derive.TENANT_LABEL, "operator": "Exists"}],
         },

@@ -346,7 +346,11 @@ DEFAULT_KUEUE_INTEGRATIONS: tuple[str, ...] = (
 
 
 class Scheduling(Model):
-    local_queue_name: Name = Field(default="gpu", description="LocalQueue name in every tenant namespace")
+    local_queue_name: Name = Field(
+        default="default",
+        description="LocalQueue name in every tenant namespace; 'default' also catches jobs without a "
+        "kueue.x-k8s.io/queue-name label (Kueue's LocalQueue defaulting)",
+    )
     default_cohort: Name | None = Field(
         default="gpu-platform", description="cohort of tenants that set none; null: no lending by default"
     )

@@ -28,8 +28,9 @@ def all_gpu_resources(spec: StackSpec) -> list[str]:
 
 
 def quota_hard(spec: StackSpec, tenant: Tenant) -> dict[str, str]:
-    """The tenant's ResourceQuota ``spec.hard`` (the same derivation Kueue and Volcano use)."""
-    units = derive.tenant_units(spec, tenant)
+    """The tenant's ResourceQuota ``spec.hard``: GPU caps from ``derive.tenant_quota_units`` (the same
+    derivation Kueue's borrowing limits and Volcano's capability use), cpu/memory when given."""
+    units = derive.tenant_quota_units(spec, tenant)
     hard = {f"requests.{name}": str(units.get(name, 0)) for name in all_gpu_resources(spec)}
     if tenant.quota.cpu:
         hard["requests.cpu"] = tenant.quota.cpu

@@ -1,7 +1,9 @@
 """One tenant declaration drives three enforcers: the namespace ResourceQuota, the Kueue ClusterQueue and the
 Volcano Queue. For every shipped stack, tenant and GPU resource name they must agree, read back from the
-rendered objects (not from the functions that made them). And the synth summary compares what each pool
-can bring with the quotas handed out on it."""
+rendered objects (not from the functions that made them): the ClusterQueue's nominal quota is the Volcano
+guarantee, and the ResourceQuota is the most the tenant can hold when it borrows (nominal + borrowing limit
+in its cohort), which is also the Volcano capability, so that workloads admitted on borrowed quota can start.
+And the synth summary compares what each pool can bring with the quotas handed out on it."""
 
 from __future__ import annotations
 
@@ -39,12 +41,15 @@ def test_quota_cluster_queue_and_volcano_queue_agree(stack):
         queue = manifest(r, "Queue", tenant.name)["spec"] if spec.addons.volcano else None
         for name in names:
             rq = int(hard[f"requests.{name}"])
+            nominal = sum(int(res[name]["nominalQuota"]) for res in flavors.values() if name in res)
             if spec.addons.kueue:
-                nominal = sum(int(res[name]["nominalQuota"]) for res in flavors.values() if name in res)
-                assert nominal == rq, (tenant.name, name)
+                assert nominal <= rq, (tenant.name, name)
             if queue is not None:
-                assert int(queue.get("guarantee", {}).get("resource", {}).get(name, 0)) == rq, (tenant.name, name)
-                assert int(queue.get("deserved", {}).get(name, 0)) == rq, (tenant.name, name)
+                guarantee = int(queue.get("guarantee", {}).get("resource", {}).get(name, 0))
+                assert int(queue.get("deserved", {}).get(name, 0)) == guarantee, (tenant.name, name)
+                assert int(queue["capability"][name]) == rq, (tenant.name, name)
+                if spec.addons.kueue:
+                    assert guarantee == nominal, (tenant.name, name)
         if tenant.quota.cpu:
             assert hard["requests.cpu"] == tenant.quota.cpu
             if queue is not None:
@@ -82,6 +87,22 @@ def test_volcano_capability_is_what_the_cluster_queue_can_reach(stack):
                 expected[name] += reach
         capability = manifest(r, "Queue", tenant.name)["spec"]["capability"]
         assert {n: int(capability[n]) for n in expected} == expected, tenant.name
+        hard = _rq_hard(r, tenant.name)
+        assert {n: int(hard[f"requests.{n}"]) for n in expected} == expected, tenant.name
+
+
+def test_without_a_cohort_the_quota_is_the_nominal_quota():
+    """No cohort, nothing to borrow: ResourceQuota == ClusterQueue nominal == Volcano capability."""
+    cfg = stack_config("prod-aws")
+    cfg["gpu-platform:scheduling"] = {"defaultCohort": None}
+    for t in cfg["gpu-platform:tenants"]:
+        t.pop("borrowingLimit", None)
+        t.pop("lendingLimit", None)
+    r = render_config(cfg, "prod-aws")
+    hard = _rq_hard(r, "research")
+    cq = _cq_flavors(r, "research").values()
+    nominal = sum(int(res["nvidia.com/gpu"]["nominalQuota"]) for res in cq if "nvidia.com/gpu" in res)
+    assert int(hard["requests.nvidia.com/gpu"]) == nominal == 16 + 16
 
 
 def test_a_tenant_reaches_only_the_pools_it_has_quota_on():
@@ -105,7 +126,7 @@ def test_summary_compares_pool_capacity_with_the_quotas():
     # l4-notebooks: 3 nodes x 4 L4 x 4 MPS clients = 48 units; applied-ml 8x4 + notebooks 4x4
     assert "| 48 nvidia.com/gpu | 48 nvidia.com/gpu | 1.00x |" in text
     assert "## Warnings\n\n- none\n" in text
-    assert "| research | `research/gpu` -> `research` | gpu-platform | a100-train: 8, h100-spot: any |" in text
+    assert "| research | `research/default` -> `research` | gpu-platform | a100-train: 8, h100-spot: any |" in text
 
 
 def test_summary_warns_when_quotas_exceed_capacity_beyond_the_ratio():

@@ -144,7 +144,8 @@ def test_integrations_cover_the_job_kinds_users_need():
 
 def test_pod_integrations_are_confined_to_tenant_namespaces():
     cfg = _manager_config(rendered("prod-aws"))
-    assert cfg["manageJobsWithoutQueueName"] is False
+    # every workload in a tenant namespace is queued (no bypass of the borrowing ceiling), and only there
+    assert cfg["manageJobsWithoutQueueName"] is True
     assert cfg["managedJobsNamespaceSelector"] == {
         "matchExpressions": [{"key": "gpu-platform/tenant", "operator": "Exists"}]
     }
@@ -457,10 +458,11 @@ def test_queued_provisioning_pool_goes_through_a_provisioning_request_check():
 
 
 @pytest.mark.parametrize("stack", STACKS)
-def test_a_local_queue_named_gpu_in_every_tenant_namespace(stack):
+def test_a_local_queue_named_default_in_every_tenant_namespace(stack):
     r = rendered(stack)
     for tenant in r.spec.tenants:
-        lq = manifest(r, "LocalQueue", "gpu", tenant.name)
+        # "default" is the name Kueue's LocalQueue defaulting gives jobs without a queue-name label
+        lq = manifest(r, "LocalQueue", "default", tenant.name)
         assert lq["spec"] == {"clusterQueue": tenant.name}
         manifest(r, "ClusterQueue", tenant.name)
 

@@ -23,8 +23,10 @@ def test_namespace_pod_security_labels():
 
 def test_quota_counts_whole_gpus_on_plain_pools():
     hard = manifest(rendered("prod-aws"), "ResourceQuota", "gpu-quota", "research")["spec"]["hard"]
-    # 16 GPUs on a100-train + 16 on h100-spot, no sharing
-    assert hard["requests.nvidia.com/gpu"] == "32"
+    # The quota is the borrowing ceiling (Kueue/Volcano hand out the nominal quota, reclaim loans):
+    # a100-train: 16 nominal + borrowingLimit 8 = 24; h100-spot: 16 nominal, no borrowingLimit in the
+    # default cohort -> up to the whole pool, maxGpus 32. No sharing: 24 + 32 whole GPUs.
+    assert hard["requests.nvidia.com/gpu"] == str(24 + 32)
     assert hard["requests.cpu"] == "512"
     assert hard["requests.memory"] == "4Ti"
 
@@ -37,7 +39,17 @@ def test_quota_counts_time_slicing_replicas():
 
 def test_quota_counts_mps_replicas():
     hard = manifest(rendered("prod-aws"), "ResourceQuota", "gpu-quota", "notebooks")["spec"]["hard"]
-    assert hard["requests.nvidia.com/gpu"] == str(4 * 4)  # 4 L4 GPUs x 4 MPS clients
+    # notebooks may borrow all of l4-notebooks (3 nodes x 4 L4 = 12 GPUs), each GPU 4 MPS clients
+    assert hard["requests.nvidia.com/gpu"] == str(12 * 4)
+
+
+def test_quota_is_the_nominal_quota_without_a_batch_scheduler():
+    """With neither Kueue nor Volcano nothing lends, so the ResourceQuota is the nominal quota."""
+    cfg = stack_config("prod-aws")
+    cfg["gpu-platform:addons"] = {"kueue": False, "volcano": False}
+    cfg["gpu-platform:nodePools"][0].pop("topologyAware")  # topology-aware scheduling needs Kueue
+    hard = manifest(render("prod-aws", cfg), "ResourceQuota", "gpu-quota", "research")["spec"]["hard"]
+    assert hard["requests.nvidia.com/gpu"] == str(16 + 16)
 
 
 def test_quota_caps_each_mig_resource_under_mixed_strategy():
