@@ -241,12 +241,37 @@ def render(stack: str, config: Mapping[str, Any]) -> Rendering:
 # ------------------------------------------------------------------------------------------ writing
 
 
+class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+    """libyaml's emitter when PyYAML has it (~10x faster on a 200-tenant synth); multi-line strings (the
+    configs inside ConfigMaps and Helm values) as literal blocks, so they read as the YAML they are."""
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str)
+
+
+def _ints(value: Any) -> Any:
+    """The engine's wire format has one number type, so 2 arrives as 2.0; write whole numbers as
+    integers, as the objects declare them (``value: 1000``, not ``1000.0``, which kubectl would refuse)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _ints(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_ints(v) for v in value]
+    return value
+
+
 def _yaml(doc: Any) -> str:
-    return yaml.safe_dump(doc, sort_keys=True, default_flow_style=False, width=120)
+    return yaml.dump(_ints(doc), Dumper=_Dumper, sort_keys=True, default_flow_style=False, width=120)
 
 
 def _json(doc: Any) -> str:
-    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+    return json.dumps(_ints(doc), indent=2, sort_keys=True) + "\n"
 
 
 def manifest_path(doc: Mapping[str, Any]) -> str:
