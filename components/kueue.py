@@ -38,10 +38,9 @@ Topology-aware pools: their flavor references the Topology; Kueue then places po
 and only workloads that ask for it (``kueue.x-k8s.io/podset-preferred-topology`` or ``-required-topology``
 on the pod template) can use the flavor (the ClusterQueue also holds non-topology flavors).
 
-Priority ceiling: a tenant's ResourceQuota refuses pods of PriorityClasses above its ceiling, but Kueue
-orders and preempts by the *workload* priority, which a job can also take from the
-``kueue.x-k8s.io/priority-class`` label or its pod template. A ValidatingAdmissionPolicy per tenant refuses
-that label, and batch Jobs whose template names such a class, above the ceiling.
+Priority ceiling: Kueue orders and preempts by the *workload* priority, which a job takes from the
+``kueue.x-k8s.io/priority-class`` label or its pod template; the tenancy's admission policy refuses both
+above the tenant's ceiling (components/tenancy.py).
 """
 
 from __future__ import annotations
@@ -339,49 +338,6 @@ def local_queue_spec(tenant: Tenant) -> dict[str, Any]:
     return {"clusterQueue": tenant.name}
 
 
-# ------------------------------------------------------------------------------- priority ceiling
-
-
-def priority_ceiling_policy(spec: StackSpec, tenant: Tenant) -> dict[str, Any] | None:
-    """ValidatingAdmissionPolicy spec refusing, in the tenant's namespace, the kueue.x-k8s.io/priority-class
-    label and batch Job templates naming a PriorityClass above the tenant's ceiling. None without such classes."""
-    excluded = derive.priority_ceiling_excluded(spec, tenant)
-    if not excluded:
-        return None
-    names = "[" + ", ".join(f"'{c}'" for c in excluded) + "]"
-    listed = ", ".join(excluded)
-    label = PRIORITY_CLASS_LABEL
-    return {
-        "failurePolicy": "Fail",
-        "matchConstraints": {
-            "namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: tenant.name}},
-            "resourceRules": [
-                {"apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"], "operations": ["CREATE", "UPDATE"]}
-            ],
-        },
-        "validations": [
-            {
-                "expression": f"!has(object.metadata.labels) || !('{label}' in object.metadata.labels) || "
-                f"!(object.metadata.labels['{label}'] in {names})",
-                "message": f"{label} must not name a class above this tenant's ceiling {tenant.priority!r} ({listed})",
-                "reason": "Forbidden",
-            },
-            {
-                "expression": f"request.kind.group != 'batch' || request.kind.kind != 'Job' || "
-                f"!has(object.spec.template.spec.priorityClassName) || "
-                f"!(object.spec.template.spec.priorityClassName in {names})",
-                "message": f"the pod template's priorityClassName is above this tenant's ceiling "
-                f"{tenant.priority!r} ({listed})",
-                "reason": "Forbidden",
-            },
-        ],
-    }
-
-
-def priority_ceiling_policy_name(tenant: Tenant) -> str:
-    return f"gpu-platform-priority-ceiling-{tenant.name}"
-
-
 # ------------------------------------------------------------------------------------ component
 
 
@@ -445,10 +401,6 @@ class Kueue(pulumi.ComponentResource):
         """``namespaces``: tenant name -> namespace name output (Tenancy.namespaces), so that each LocalQueue
         waits for its namespace."""
         super().__init__(self.TYPE, name, None, opts)
-        from pulumi_kubernetes.admissionregistration.v1 import (
-            ValidatingAdmissionPolicy,
-            ValidatingAdmissionPolicyBinding,
-        )
         from pulumi_kubernetes.apiextensions import CustomResource
         from pulumi_kubernetes.core.v1 import Namespace, ResourceQuota
         from pulumi_kubernetes.helm.v3 import Release
@@ -551,18 +503,4 @@ class Kueue(pulumi.ComponentResource):
                 namespace=(namespaces or {}).get(tenant.name, tenant.name),
                 o=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[cq]),
             )
-            policy = priority_ceiling_policy(spec, tenant)
-            if policy is not None:
-                vap = ValidatingAdmissionPolicy(
-                    f"{tenant.name}-priority-ceiling-policy",
-                    metadata={"name": priority_ceiling_policy_name(tenant), "labels": labels},
-                    spec=policy,
-                    opts=child,
-                )
-                ValidatingAdmissionPolicyBinding(
-                    f"{tenant.name}-priority-ceiling-binding",
-                    metadata={"name": priority_ceiling_policy_name(tenant), "labels": labels},
-                    spec={"policyName": priority_ceiling_policy_name(tenant), "validationActions": ["Deny"]},
-                    opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[vap]),
-                )
         self.register_outputs({"namespace": chart.namespace, "clusterQueues": self.cluster_queues})

@@ -1,10 +1,13 @@
 """Cloud-neutral tenancy: PriorityClasses, and per tenant a Namespace, a ResourceQuota and a LimitRange.
 
-Per tenant this registers three objects (four when the tenant's priority ceiling is below the top
-class): the namespace with Pod Security Admission labels, one ResourceQuota that caps every GPU
-resource name the cluster advertises (0 where the tenant has no quota), cpu/memory when given, and
-the pods of PriorityClasses above the tenant's ceiling, and a LimitRange so pods without requests
-still get sane ones.
+Per tenant this registers three objects: the namespace with Pod Security Admission labels, one
+ResourceQuota that caps every GPU resource name the cluster advertises (0 where the tenant reaches no
+such pool) and cpu/memory when given, and a LimitRange so pods without requests still get sane ones.
+
+Priority ceilings cost no object per tenant: the namespace carries the PriorityClasses above its
+tenant's ceiling in an annotation, and one cluster-wide ValidatingAdmissionPolicy refuses them there,
+as pod priority, as a pod template's priority and as Kueue's ``kueue.x-k8s.io/priority-class`` label
+(Kueue orders and preempts workloads by that, so a ceiling on pods alone would not hold).
 """
 
 from __future__ import annotations
@@ -15,6 +18,9 @@ from components import derive
 from components.spec import StackSpec, Tenant
 
 PSA_VERSION = "latest"
+FORBIDDEN_PRIORITY_ANNOTATION = "gpu-platform/forbidden-priority-classes"
+PRIORITY_CEILING_POLICY = "gpu-platform-priority-ceiling"
+KUEUE_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 # On the namespaces of tenants marked critical; the policy pack's critical-tenant-capacity reads it.
 CRITICAL_LABEL = "gpu-platform/critical"
 
@@ -52,6 +58,69 @@ def namespace_labels(tenant: Tenant) -> dict[str, str]:
     if tenant.critical:
         labels[CRITICAL_LABEL] = "true"
     return labels
+
+
+def namespace_annotations(spec: StackSpec, tenant: Tenant) -> dict[str, str]:
+    excluded = derive.priority_ceiling_excluded(spec, tenant)
+    return {FORBIDDEN_PRIORITY_ANNOTATION: ",".join(excluded)} if excluded else {}
+
+
+def priority_ceiling_policy() -> dict:
+    """ValidatingAdmissionPolicy spec: in a tenant namespace, nothing may name a PriorityClass the
+    namespace's ``gpu-platform/forbidden-priority-classes`` annotation lists."""
+    ns_annotations = "namespaceObject.metadata.annotations"
+    forbidden = "variables.forbidden"
+    template = "object.spec.template.spec"
+    return {
+        "failurePolicy": "Fail",
+        "matchConstraints": {
+            "namespaceSelector": {"matchExpressions": [{"key": derive.TENANT_LABEL, "operator": "Exists"}]},
+            "resourceRules": [
+                {
+                    "apiGroups": ["*"],
+                    "apiVersions": ["*"],
+                    "resources": ["*"],
+                    "operations": ["CREATE", "UPDATE"],
+                    "scope": "Namespaced",
+                }
+            ],
+        },
+        # only namespaces whose tenant has a ceiling below the top class
+        "matchConditions": [
+            {
+                "name": "namespace-has-a-ceiling",
+                "expression": f"namespaceObject != null && has({ns_annotations}) && "
+                f"'{FORBIDDEN_PRIORITY_ANNOTATION}' in {ns_annotations}",
+            }
+        ],
+        "variables": [
+            {"name": "forbidden", "expression": f"{ns_annotations}['{FORBIDDEN_PRIORITY_ANNOTATION}'].split(',')"}
+        ],
+        "validations": [
+            {
+                "expression": f"!has(object.metadata.labels) || !('{KUEUE_PRIORITY_LABEL}' in object.metadata.labels)"
+                f" || !(object.metadata.labels['{KUEUE_PRIORITY_LABEL}'] in {forbidden})",
+                "messageExpression": f"'{KUEUE_PRIORITY_LABEL} ' + object.metadata.labels['{KUEUE_PRIORITY_LABEL}']"
+                " + ' is above this tenant\\'s priority ceiling'",
+                "reason": "Forbidden",
+            },
+            {
+                "expression": f"request.kind.kind != 'Pod' || !has(object.spec.priorityClassName) || "
+                f"!(object.spec.priorityClassName in {forbidden})",
+                "messageExpression": "'PriorityClass ' + object.spec.priorityClassName + "
+                "' is above this tenant\\'s priority ceiling'",
+                "reason": "Forbidden",
+            },
+            {
+                # Jobs, Deployments, StatefulSets: refused before Kueue could admit them at that priority
+                "expression": f"!has(object.spec) || !has(object.spec.template) || !has({template}) || "
+                f"!has({template}.priorityClassName) || !({template}.priorityClassName in {forbidden})",
+                "messageExpression": f"'PriorityClass ' + {template}.priorityClassName + "
+                "' in the pod template is above this tenant\\'s priority ceiling'",
+                "reason": "Forbidden",
+            },
+        ],
+    }
 
 
 class PriorityClasses(pulumi.ComponentResource):
@@ -95,7 +164,11 @@ class Tenancy(pulumi.ComponentResource):
         for tenant in spec.tenants:
             ns = Namespace(
                 f"{tenant.name}-namespace",
-                metadata={"name": tenant.name, "labels": namespace_labels(tenant)},
+                metadata={
+                    "name": tenant.name,
+                    "labels": namespace_labels(tenant),
+                    "annotations": namespace_annotations(spec, tenant),
+                },
                 opts=child,
             )
             ns_name = ns.metadata.apply(lambda m: m.name)
@@ -107,20 +180,6 @@ class Tenancy(pulumi.ComponentResource):
                 spec={"hard": quota_hard(spec, tenant)},
                 opts=child,
             )
-            excluded = derive.priority_ceiling_excluded(spec, tenant)
-            if excluded:
-                # No pods of classes above the tenant's ceiling: hoarding by self-promotion is refused.
-                ResourceQuota(
-                    f"{tenant.name}-priority-ceiling",
-                    metadata={"name": "priority-ceiling", "namespace": ns_name, "labels": labels},
-                    spec={
-                        "hard": {"pods": "0"},
-                        "scopeSelector": {
-                            "matchExpressions": [{"scopeName": "PriorityClass", "operator": "In", "values": excluded}]
-                        },
-                    },
-                    opts=child,
-                )
             LimitRange(
                 f"{tenant.name}-defaults",
                 metadata={"name": "container-defaults", "namespace": ns_name, "labels": labels},
@@ -134,5 +193,24 @@ class Tenancy(pulumi.ComponentResource):
                     ]
                 },
                 opts=child,
+            )
+        if any(derive.priority_ceiling_excluded(spec, t) for t in spec.tenants):
+            # One policy for every tenant: hoarding by self-promotion to a higher class is refused.
+            from pulumi_kubernetes.admissionregistration.v1 import (
+                ValidatingAdmissionPolicy,
+                ValidatingAdmissionPolicyBinding,
+            )
+
+            policy = ValidatingAdmissionPolicy(
+                "priority-ceiling-policy",
+                metadata={"name": PRIORITY_CEILING_POLICY, "labels": derive.MANAGED_BY},
+                spec=priority_ceiling_policy(),
+                opts=child,
+            )
+            ValidatingAdmissionPolicyBinding(
+                "priority-ceiling-binding",
+                metadata={"name": PRIORITY_CEILING_POLICY, "labels": derive.MANAGED_BY},
+                spec={"policyName": PRIORITY_CEILING_POLICY, "validationActions": ["Deny"]},
+                opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[policy]),
             )
         self.register_outputs({"namespaces": self.namespaces})

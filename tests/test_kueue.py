@@ -477,24 +477,6 @@ def test_workload_priority_classes_mirror_the_priority_classes(stack):
     assert r.of_type(PRIORITY_CLASS)
 
 
-def test_priority_ceiling_policy_refuses_classes_above_the_tenant():
-    r = rendered("prod-aws")
-    policy = manifest(r, "ValidatingAdmissionPolicy", "gpu-platform-priority-ceiling-notebooks")["spec"]
-    assert policy["matchConstraints"]["namespaceSelector"] == {
-        "matchLabels": {"kubernetes.io/metadata.name": "notebooks"}
-    }
-    label_rule, job_rule = (v["expression"] for v in policy["validations"])
-    # notebooks' ceiling is dev: every other class is refused
-    assert "['batch', 'inference', 'training', 'training-critical']" in label_rule
-    assert "kueue.x-k8s.io/priority-class" in label_rule
-    assert "object.spec.template.spec.priorityClassName" in job_rule
-    binding = manifest(r, "ValidatingAdmissionPolicyBinding", "gpu-platform-priority-ceiling-notebooks")["spec"]
-    assert binding == {"policyName": "gpu-platform-priority-ceiling-notebooks", "validationActions": ["Deny"]}
-    # serving may use the top class: nothing to refuse
-    with pytest.raises(KeyError):
-        manifest(r, "ValidatingAdmissionPolicy", "gpu-platform-priority-ceiling-serving")
-
-
 def test_namespace_is_restricted_and_gke_gets_a_critical_pods_quota():
     ns = manifest(rendered("prod-aws"), "Namespace", "kueue-system")["metadata"]["labels"]
     assert ns["pod-security.kubernetes.io/enforce"] == "restricted"

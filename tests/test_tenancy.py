@@ -4,11 +4,12 @@ priority ceilings, container defaults, PriorityClasses."""
 from __future__ import annotations
 
 import pytest
-from conftest import LIMIT_RANGE, NAMESPACE, PRIORITY_CLASS, RESOURCE_QUOTA, manifest, rendered, stack_config
+from conftest import PRIORITY_CLASS, manifest, rendered, stack_config
 
 from components import derive
 from components.spec import SpecError, load_spec
 from components.synth import render
+from components.tenancy import FORBIDDEN_PRIORITY_ANNOTATION as FORBIDDEN
 
 
 def test_namespace_pod_security_labels():
@@ -72,16 +73,48 @@ def test_single_mig_profile_is_advertised_as_gpus():
     assert derive.tenant_units(spec, spec.tenants[1]) == {"nvidia.com/gpu": 6 * 7 + 8 * 2}
 
 
-def test_priority_ceiling_forbids_higher_classes():
+def _named(r, kind, name):
+    return [m for m in r.manifests if m["kind"] == kind and m["metadata"]["name"] == name]
+
+
+def test_priority_ceiling_is_an_annotation_per_namespace():
     r = rendered("prod-aws")
-    ceiling = manifest(r, "ResourceQuota", "priority-ceiling", "research")["spec"]
-    assert ceiling["hard"] == {"pods": "0"}
-    (expr,) = ceiling["scopeSelector"]["matchExpressions"]
-    assert expr == {"scopeName": "PriorityClass", "operator": "In", "values": ["inference"]}
-    # the top tier has no ceiling quota at all
-    names = {(x.name) for x in r.of_type(RESOURCE_QUOTA)}
-    assert "serving-priority-ceiling" not in names
-    assert "notebooks-priority-ceiling" in names
+
+    def forbidden(ns):
+        return manifest(r, "Namespace", ns)["metadata"].get("annotations", {}).get(FORBIDDEN)
+
+    assert forbidden("research") == "inference"  # ceiling training-critical (90000): only inference above
+    assert forbidden("notebooks") == "batch,inference,training,training-critical"  # ceiling dev, the lowest
+    assert forbidden("serving") is None  # inference is the top class: nothing above
+
+
+def test_one_priority_ceiling_policy_serves_every_tenant():
+    r = rendered("prod-aws")
+    (policy,) = _named(r, "ValidatingAdmissionPolicy", "gpu-platform-priority-ceiling")
+    spec = policy["spec"]
+    assert spec["failurePolicy"] == "Fail"
+    assert spec["matchConstraints"]["namespaceSelector"] == {
+        "matchExpressions": [{"key": "gpu-platform/tenant", "operator": "Exists"}]
+    }
+    # namespaced objects only: cluster-scoped requests have no namespace to read the ceiling from
+    assert {rule["scope"] for rule in spec["matchConstraints"]["resourceRules"]} == {"Namespaced"}
+    (condition,) = spec["matchConditions"]
+    assert "namespaceObject != null" in condition["expression"] and FORBIDDEN in condition["expression"]
+    (var,) = spec["variables"]
+    assert var == {"name": "forbidden", "expression": f"namespaceObject.metadata.annotations['{FORBIDDEN}'].split(',')"}
+    label, pod, template = (v["expression"] for v in spec["validations"])
+    assert "object.metadata.labels['kueue.x-k8s.io/priority-class'] in variables.forbidden" in label
+    assert "request.kind.kind != 'Pod'" in pod and "object.spec.priorityClassName in variables.forbidden" in pod
+    assert "object.spec.template.spec.priorityClassName in variables.forbidden" in template
+    (binding,) = _named(r, "ValidatingAdmissionPolicyBinding", "gpu-platform-priority-ceiling")
+    assert binding["spec"] == {"policyName": "gpu-platform-priority-ceiling", "validationActions": ["Deny"]}
+
+
+def test_no_ceiling_policy_when_every_tenant_may_use_the_top_class():
+    cfg = stack_config("local")
+    cfg["gpu-platform:tenants"][0]["priority"] = "inference"
+    r = render("local", cfg)
+    assert _named(r, "ValidatingAdmissionPolicy", "gpu-platform-priority-ceiling") == []
 
 
 def test_limit_range_defaults():
@@ -93,10 +126,13 @@ def test_limit_range_defaults():
 
 def test_resources_per_tenant_are_few():
     r = rendered("prod-aws")
-    per_tenant = [x for x in r.resources if x.parent == "tenancy"]
-    kinds = {x.type for x in per_tenant}
-    assert kinds == {NAMESPACE, RESOURCE_QUOTA, LIMIT_RANGE}
-    assert len(per_tenant) <= 4 * len(r.spec.tenants)
+    tenants = {t.name for t in r.spec.tenants}  # no tenant name is a prefix of another here
+    by_tenant = {
+        t: sorted(x.type.rsplit(":", 1)[-1] for x in r.resources if x.name.startswith(t + "-")) for t in tenants
+    }
+    # namespace, GPU quota, container defaults; Kueue ClusterQueue + LocalQueue; Volcano Queue
+    expected = ["ClusterQueue", "LimitRange", "LocalQueue", "Namespace", "Queue", "ResourceQuota"]
+    assert by_tenant == dict.fromkeys(tenants, expected)
 
 
 def test_default_priority_classes():
