@@ -34,7 +34,7 @@ from typing import Any
 
 import pulumi
 
-from components import derive, sharing, versions
+from components import derive, k8s, sharing, versions
 from components.spec import Problem, StackSpec, key, rule
 
 CHART = versions.GPU_OPERATOR
@@ -43,7 +43,6 @@ MIG_CONFIGMAP = "mig-parted-config"
 MIG_CONFIG_KEY = "config.yaml"  # the key the MIG manager reads from a custom ConfigMap (values.yaml note)
 GKE_NVIDIA_DIR = "/home/kubernetes/bin/nvidia"
 CRITICAL_QUOTA_NAME = "gpu-operator-quota"
-CRITICAL_PRIORITY_CLASSES = ("system-node-critical", "system-cluster-critical")
 # Operand pods one GPU node may run in the operator namespace (driver, toolkit, device plugin + MPS daemon,
 # GFD, DCGM exporter, validator, MIG manager, NFD worker) with headroom; plus NFD workers on other nodes and
 # the controllers.
@@ -109,18 +108,12 @@ def gpu_tolerations(spec: StackSpec) -> list[dict[str, str]]:
     return [gpu, *sorted(out[1:], key=lambda t: (t["key"], t["effect"], t.get("value", "")))]
 
 
-def critical_pods_quota(spec: StackSpec) -> dict[str, Any]:
-    """``spec`` of the ResourceQuota GKE needs before it admits system-node-critical / system-cluster-critical
-    pods outside kube-system (NVIDIA's GKE guide, google-gke-gpu-operator-quota.yaml), sized for the stack."""
+def critical_pods(spec: StackSpec) -> int:
+    """Pods GKE must admit at a system-critical priority in the operator namespace (NVIDIA's GKE guide,
+    google-gke-gpu-operator-quota.yaml, has 100): the operator's own plus its daemonsets on every GPU node
+    the stack may bring."""
     gpu_nodes = sum(p.node_cap for p in spec.node_pools)
-    return {
-        "hard": {"pods": str(CRITICAL_PODS_BASE + CRITICAL_PODS_PER_GPU_NODE * gpu_nodes)},
-        "scopeSelector": {
-            "matchExpressions": [
-                {"scopeName": "PriorityClass", "operator": "In", "values": list(CRITICAL_PRIORITY_CLASSES)}
-            ]
-        },
-    }
+    return CRITICAL_PODS_BASE + CRITICAL_PODS_PER_GPU_NODE * gpu_nodes
 
 
 def shares_gpus(spec: StackSpec) -> bool:
@@ -193,13 +186,7 @@ def operator_values(spec: StackSpec) -> dict[str, Any]:
 def namespace_labels() -> dict[str, str]:
     """The operands need host paths, host PID and privileged containers: Pod Security level privileged
     here only (tenant namespaces stay baseline/restricted)."""
-    return {
-        **derive.MANAGED_BY,
-        "pod-security.kubernetes.io/enforce": "privileged",
-        "pod-security.kubernetes.io/enforce-version": "latest",
-        "pod-security.kubernetes.io/audit": "privileged",
-        "pod-security.kubernetes.io/warn": "privileged",
-    }
+    return {**derive.MANAGED_BY, **k8s.psa_labels("privileged", audit="privileged")}
 
 
 # -------------------------------------------------------------------------------------- component
@@ -219,28 +206,21 @@ class GpuOperator(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__(self.TYPE, name, None, opts)
-        from pulumi_kubernetes.core.v1 import ConfigMap, Namespace, ResourceQuota
-        from pulumi_kubernetes.helm.v3 import Release
+        from pulumi_kubernetes.core.v1 import ConfigMap
 
         chart = versions.resolve(CHART, spec.charts)
         self.namespace = chart.namespace
-        child = pulumi.ResourceOptions(parent=self, provider=provider)
-        ns = Namespace(
-            "gpu-operator-namespace",
-            metadata={"name": chart.namespace, "labels": namespace_labels()},
-            opts=child,
+        before_release = k8s.chart_namespace(
+            self,
+            provider,
+            spec,
+            "gpu-operator",
+            chart.namespace,
+            namespace_labels(),
+            critical_pods(spec),
+            quota_name=CRITICAL_QUOTA_NAME,
         )
-        in_ns = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[ns])
-        before_release: list[pulumi.Resource] = [ns]
-        if spec.cloud == "gcp":
-            before_release.append(
-                ResourceQuota(
-                    "gpu-operator-critical-pods",
-                    metadata={"name": CRITICAL_QUOTA_NAME, "namespace": chart.namespace, "labels": derive.MANAGED_BY},
-                    spec=critical_pods_quota(spec),
-                    opts=in_ns,
-                )
-            )
+        in_ns = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=before_release[:1])
         dp_configs = sharing.device_plugin_configs(spec)
         if dp_configs and derive.device_plugin_owner(spec) == "operator":
             before_release.append(
@@ -265,13 +245,8 @@ class GpuOperator(pulumi.ComponentResource):
                     opts=in_ns,
                 )
             )
-        self.release = Release(
-            "gpu-operator",
-            **versions.release_args(CHART, spec.charts),
-            create_namespace=False,
-            values=operator_values(spec),
-            timeout=900,
-            opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=before_release),
+        self.release = k8s.chart_release(
+            "gpu-operator", self, provider, spec, CHART, operator_values(spec), before_release, timeout=900
         )
         self.register_outputs({"namespace": self.namespace, "release": self.release.name})
 

@@ -51,7 +51,7 @@ from typing import Any
 import pulumi
 import yaml
 
-from components import derive, versions
+from components import derive, k8s, versions
 from components.spec import NodePool, StackSpec, Tenant
 
 CHART = versions.KUEUE
@@ -341,35 +341,9 @@ def local_queue_spec(tenant: Tenant) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------ component
 
 
-def namespace_labels() -> dict[str, str]:
-    """The controller runs non-root, read-only, without capabilities: Pod Security 'restricted' fits."""
-    return {
-        **derive.MANAGED_BY,
-        "pod-security.kubernetes.io/enforce": "restricted",
-        "pod-security.kubernetes.io/enforce-version": "latest",
-        "pod-security.kubernetes.io/audit": "restricted",
-        "pod-security.kubernetes.io/warn": "restricted",
-    }
-
-
 # GKE admits system-cluster-critical pods outside kube-system only in namespaces with a ResourceQuota scoped
 # to those classes; the controller replicas (plus room for a rolling update) fit in this many.
 GKE_CRITICAL_PODS = 10
-
-
-def gke_critical_pods_quota(pods: int = GKE_CRITICAL_PODS) -> dict[str, Any]:
-    return {
-        "hard": {"pods": str(pods)},
-        "scopeSelector": {
-            "matchExpressions": [
-                {
-                    "scopeName": "PriorityClass",
-                    "operator": "In",
-                    "values": ["system-cluster-critical", "system-node-critical"],
-                }
-            ]
-        },
-    }
 
 
 class _TopLevelResource(pulumi.CustomResource):
@@ -402,30 +376,13 @@ class Kueue(pulumi.ComponentResource):
         waits for its namespace."""
         super().__init__(self.TYPE, name, None, opts)
         from pulumi_kubernetes.apiextensions import CustomResource
-        from pulumi_kubernetes.core.v1 import Namespace, ResourceQuota
-        from pulumi_kubernetes.helm.v3 import Release
 
         chart = versions.resolve(CHART, spec.charts)
-        child = pulumi.ResourceOptions(parent=self, provider=provider)
-        ns = Namespace("kueue-namespace", metadata={"name": chart.namespace, "labels": namespace_labels()}, opts=child)
-        before: list[pulumi.Resource] = [ns]
-        if spec.cloud == "gcp":
-            before.append(
-                ResourceQuota(
-                    "kueue-critical-pods",
-                    metadata={"name": "critical-pods", "namespace": chart.namespace, "labels": derive.MANAGED_BY},
-                    spec=gke_critical_pods_quota(),
-                    opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[ns]),
-                )
-            )
-        self.release = Release(
-            "kueue",
-            **versions.release_args(CHART, spec.charts),
-            create_namespace=False,
-            values=helm_values(spec),
-            timeout=600,
-            opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=before),
+        # The controller runs non-root, read-only, without capabilities: Pod Security 'restricted' fits.
+        before = k8s.chart_namespace(
+            self, provider, spec, "kueue", chart.namespace, k8s.psa_labels("restricted"), GKE_CRITICAL_PODS
         )
+        self.release = k8s.chart_release("kueue", self, provider, spec, CHART, helm_values(spec), before)
         # Everything below needs the CRDs and the webhooks of the release.
         crs = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[self.release])
         labels = derive.MANAGED_BY

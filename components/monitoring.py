@@ -29,7 +29,7 @@ from typing import Any
 
 import pulumi
 
-from components import derive, gpu_operator, versions
+from components import derive, gpu_operator, k8s, versions
 from components.spec import Problem, StackSpec, key, rule
 
 RULE_NAME = "gpu-platform-gpu-alerts"
@@ -402,25 +402,17 @@ class GpuMonitoring(pulumi.ComponentResource):
     ):
         super().__init__(self.TYPE, name, None, opts)
         from pulumi_kubernetes.apiextensions import CustomResource
-        from pulumi_kubernetes.core.v1 import ConfigMap, Namespace
-        from pulumi_kubernetes.helm.v3 import Release
+        from pulumi_kubernetes.core.v1 import ConfigMap
 
         ex = exporter(spec)
-        child = pulumi.ResourceOptions(parent=self, provider=provider)
         deps: list[pulumi.Resource] = [exporter_release] if exporter_release is not None else []
         if ex.source == "standalone":
-            ns = Namespace(
-                "gpu-monitoring-namespace",
-                metadata={"name": ex.namespace, "labels": gpu_operator.namespace_labels()},
-                opts=child,
-            )
             # (never on gcp: monitoring_rules; so no critical-pods ResourceQuota is needed here)
-            release = Release(
-                "dcgm-exporter",
-                **versions.release_args(versions.DCGM_EXPORTER, spec.charts),
-                create_namespace=False,
-                values=dcgm_exporter_values(spec),
-                opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[ns]),
+            ns = k8s.chart_namespace(
+                self, provider, spec, "gpu-monitoring", ex.namespace, gpu_operator.namespace_labels()
+            )
+            release = k8s.chart_release(
+                "dcgm-exporter", self, provider, spec, versions.DCGM_EXPORTER, dcgm_exporter_values(spec), ns
             )
             deps = [release]
         after = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=deps)

@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import pulumi
 
-from components import derive
+from components import derive, k8s
 from components.spec import StackSpec, Tenant
 
-PSA_VERSION = "latest"
 FORBIDDEN_PRIORITY_ANNOTATION = "gpu-platform/forbidden-priority-classes"
 PRIORITY_CEILING_POLICY = "gpu-platform-priority-ceiling"
 KUEUE_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
@@ -46,15 +45,7 @@ def quota_hard(spec: StackSpec, tenant: Tenant) -> dict[str, str]:
 
 
 def namespace_labels(tenant: Tenant) -> dict[str, str]:
-    level = tenant.pod_security
-    labels = {
-        **derive.MANAGED_BY,
-        derive.TENANT_LABEL: tenant.name,
-        "pod-security.kubernetes.io/enforce": level,
-        "pod-security.kubernetes.io/enforce-version": PSA_VERSION,
-        "pod-security.kubernetes.io/audit": "restricted",
-        "pod-security.kubernetes.io/warn": "restricted",
-    }
+    labels = {**derive.MANAGED_BY, derive.TENANT_LABEL: tenant.name, **k8s.psa_labels(tenant.pod_security)}
     if tenant.critical:
         labels[CRITICAL_LABEL] = "true"
     return labels
@@ -196,21 +187,5 @@ class Tenancy(pulumi.ComponentResource):
             )
         if any(derive.priority_ceiling_excluded(spec, t) for t in spec.tenants):
             # One policy for every tenant: hoarding by self-promotion to a higher class is refused.
-            from pulumi_kubernetes.admissionregistration.v1 import (
-                ValidatingAdmissionPolicy,
-                ValidatingAdmissionPolicyBinding,
-            )
-
-            policy = ValidatingAdmissionPolicy(
-                "priority-ceiling-policy",
-                metadata={"name": PRIORITY_CEILING_POLICY, "labels": derive.MANAGED_BY},
-                spec=priority_ceiling_policy(),
-                opts=child,
-            )
-            ValidatingAdmissionPolicyBinding(
-                "priority-ceiling-binding",
-                metadata={"name": PRIORITY_CEILING_POLICY, "labels": derive.MANAGED_BY},
-                spec={"policyName": PRIORITY_CEILING_POLICY, "validationActions": ["Deny"]},
-                opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[policy]),
-            )
+            k8s.admission_policy("priority-ceiling", self, provider, PRIORITY_CEILING_POLICY, priority_ceiling_policy())
         self.register_outputs({"namespaces": self.namespaces})

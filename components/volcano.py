@@ -44,8 +44,8 @@ from typing import Any
 import pulumi
 import yaml
 
-from components import derive, versions
-from components.kueue import gke_critical_pods_quota
+from components import derive, k8s, versions
+from components.kueue import GKE_CRITICAL_PODS
 from components.spec import StackSpec, Tenant
 from components.tenancy import all_gpu_resources
 
@@ -158,17 +158,6 @@ def queue_policy() -> dict[str, Any]:
     }
 
 
-def namespace_labels() -> dict[str, str]:
-    """Volcano's containers add DAC_OVERRIDE (chart default_csc): Pod Security 'baseline', warn on restricted."""
-    return {
-        **derive.MANAGED_BY,
-        "pod-security.kubernetes.io/enforce": "baseline",
-        "pod-security.kubernetes.io/enforce-version": "latest",
-        "pod-security.kubernetes.io/audit": "restricted",
-        "pod-security.kubernetes.io/warn": "restricted",
-    }
-
-
 class Volcano(pulumi.ComponentResource):
     """Namespace, the volcano release, a Queue per tenant and the tenant-queue admission policy."""
 
@@ -182,37 +171,15 @@ class Volcano(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__(self.TYPE, name, None, opts)
-        from pulumi_kubernetes.admissionregistration.v1 import (
-            ValidatingAdmissionPolicy,
-            ValidatingAdmissionPolicyBinding,
-        )
         from pulumi_kubernetes.apiextensions import CustomResource
-        from pulumi_kubernetes.core.v1 import Namespace, ResourceQuota
-        from pulumi_kubernetes.helm.v3 import Release
 
         chart = versions.resolve(CHART, spec.charts)
-        child = pulumi.ResourceOptions(parent=self, provider=provider)
-        ns = Namespace(
-            "volcano-namespace", metadata={"name": chart.namespace, "labels": namespace_labels()}, opts=child
+        # Volcano's containers add DAC_OVERRIDE (chart default_csc): Pod Security 'baseline', warn on restricted.
+        # Its pods are system-cluster-critical: on GKE the namespace needs the critical-pods quota.
+        before = k8s.chart_namespace(
+            self, provider, spec, "volcano", chart.namespace, k8s.psa_labels("baseline"), GKE_CRITICAL_PODS
         )
-        before: list[pulumi.Resource] = [ns]
-        if spec.cloud == "gcp":  # Volcano's pods are system-cluster-critical
-            before.append(
-                ResourceQuota(
-                    "volcano-critical-pods",
-                    metadata={"name": "critical-pods", "namespace": chart.namespace, "labels": derive.MANAGED_BY},
-                    spec=gke_critical_pods_quota(),
-                    opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[ns]),
-                )
-            )
-        self.release = Release(
-            "volcano",
-            **versions.release_args(CHART, spec.charts),
-            create_namespace=False,
-            values=helm_values(spec),
-            timeout=600,
-            opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=before),
-        )
+        self.release = k8s.chart_release("volcano", self, provider, spec, CHART, helm_values(spec), before)
         after = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[self.release])
         self.queues: list[str] = []
         for tenant in spec.tenants:
@@ -226,16 +193,7 @@ class Volcano(pulumi.ComponentResource):
             )
             self.queues.append(tenant.name)
         if spec.tenants:
-            policy = ValidatingAdmissionPolicy(
-                "volcano-tenant-queue-policy",
-                metadata={"name": QUEUE_POLICY_NAME, "labels": derive.MANAGED_BY},
-                spec=queue_policy(),
-                opts=after,
-            )
-            ValidatingAdmissionPolicyBinding(
-                "volcano-tenant-queue-binding",
-                metadata={"name": QUEUE_POLICY_NAME, "labels": derive.MANAGED_BY},
-                spec={"policyName": QUEUE_POLICY_NAME, "validationActions": ["Deny"]},
-                opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[policy]),
+            k8s.admission_policy(
+                "volcano-tenant-queue", self, provider, QUEUE_POLICY_NAME, queue_policy(), depends_on=[self.release]
             )
         self.register_outputs({"namespace": chart.namespace, "queues": self.queues})

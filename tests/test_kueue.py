@@ -481,7 +481,7 @@ def test_namespace_is_restricted_and_gke_gets_a_critical_pods_quota():
     ns = manifest(rendered("prod-aws"), "Namespace", "kueue-system")["metadata"]["labels"]
     assert ns["pod-security.kubernetes.io/enforce"] == "restricted"
     quota = manifest(rendered("prod-gcp"), "ResourceQuota", "critical-pods", "kueue-system")["spec"]
-    assert quota["scopeSelector"]["matchExpressions"][0]["values"] == [
+    assert sorted(quota["scopeSelector"]["matchExpressions"][0]["values"]) == [
         "system-cluster-critical",
         "system-node-critical",
     ]
