@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from components import catalog
+from components import catalog, derive
 from components.derive import GPU_RESOURCE, config_name, pool_device_plugin, units_per_gpu
 from components.spec import Problem, StackSpec, key, rule
 
@@ -41,6 +41,27 @@ DEVICE_PLUGIN_DEFAULT_CONFIG = "default"
 
 def mps_max_replicas(model: catalog.GpuModel) -> int:
     return MPS_MAX_REPLICAS if model.architecture in _MPS_48_ARCHITECTURES else MPS_MAX_REPLICAS_PRE_TURING
+
+
+@rule
+def mps_and_mixed_mig(spec: StackSpec) -> Iterator[Problem]:
+    """The GPU Operator gives every device plugin it runs the cluster-wide MIG strategy, and the device plugin
+    refuses to start MPS under the mixed strategy: an operator-served MPS pool would advertise no GPUs."""
+    if derive.mig_strategy(spec) != "mixed":
+        return
+    mixed = next(
+        i
+        for i, p in enumerate(spec.node_pools)
+        if p.sharing and p.sharing.strategy == "mig" and len(p.sharing.layout or {}) > 1
+    )
+    for i, pool in enumerate(spec.node_pools):
+        if pool.sharing and pool.sharing.strategy == "mps" and derive.pool_device_plugin(spec, pool) == "operator":
+            yield Problem(
+                key("nodePools", i, "sharing", "strategy"),
+                f"MPS cannot run under the mixed MIG strategy that nodePools[{mixed}] "
+                f"({spec.node_pools[mixed].name}) needs: the GPU Operator sets one strategy for every device "
+                "plugin and the plugin refuses MPS with it; use time-slicing here, or one MIG profile per layout",
+            )
 
 
 @rule

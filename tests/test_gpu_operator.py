@@ -344,10 +344,10 @@ def test_device_plugin_config_values_match_the_pools():
             "resources": [{"name": "nvidia.com/gpu", "replicas": 4}],
         }
     }
-    prod = yaml.safe_load(device_plugin_data("prod-aws")["l4-notebooks"])
+    local = yaml.safe_load(device_plugin_data("local")["workstation"])
     # MPS: failRequestsGreaterThanOne left to the plugin, which defaults it to true for MPS
-    assert prod["sharing"] == {
-        "mps": {"renameByDefault": False, "resources": [{"name": "nvidia.com/gpu", "replicas": 4}]}
+    assert local["sharing"] == {
+        "mps": {"renameByDefault": False, "resources": [{"name": "nvidia.com/gpu", "replicas": 2}]}
     }
 
 
@@ -543,14 +543,27 @@ def test_mig_profile_of_another_gpu():
 
 
 def test_mps_replicas_above_the_device_plugin_limit():
-    cfg = _with_pool("prod-aws", 3, sharing={"strategy": "mps", "replicas": 49})
+    cfg = _with_pool("local", 0, sharing={"strategy": "mps", "replicas": 49})
     assert problems(cfg) == [
         (
-            "gpu-platform:nodePools[3].sharing.replicas",
+            "gpu-platform:nodePools[0].sharing.replicas",
             "MPS serves at most 48 clients per L4 GPU (k8s-device-plugin limit), got 49",
         )
     ]
-    load_spec(_with_pool("prod-aws", 3, sharing={"strategy": "mps", "replicas": 48}))  # the limit itself is fine
+    load_spec(_with_pool("local", 0, sharing={"strategy": "mps", "replicas": 48}))  # the limit itself is fine
+
+
+def test_mps_is_refused_under_the_mixed_mig_strategy():
+    """prod-aws h100-inference mixes MIG profiles (strategy mixed); the device plugin refuses MPS then."""
+    cfg = _with_pool("prod-aws", 3, sharing={"strategy": "mps", "replicas": 4})  # l4-notebooks
+    ((path, msg),) = problems(cfg)
+    assert path == "gpu-platform:nodePools[3].sharing.strategy"
+    assert "mixed MIG strategy that nodePools[1] (h100-inference)" in msg
+    # one profile per layout -> single strategy -> MPS is fine
+    cfg["gpu-platform:nodePools"][1]["sharing"]["layout"] = {"1g.10gb": 7}
+    load_spec(cfg)
+    # Bottlerocket's host device plugin does not take the operator's strategy
+    load_spec(_with_pool("prod-aws", 3, sharing={"strategy": "mps", "replicas": 4}, os="bottlerocket"))
 
 
 def test_mps_limit_is_lower_before_turing():

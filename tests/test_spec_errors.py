@@ -134,9 +134,9 @@ BAD: list[tuple[str, str, list[tuple[str, Any]], str, str]] = [
     ),
     (
         "mps-too-many",
-        "prod-aws",
-        [("gpu-platform:nodePools.3.sharing.replicas", 64)],
-        "gpu-platform:nodePools[3].sharing.replicas",
+        "local",
+        [("gpu-platform:nodePools.0.sharing.replicas", 64)],
+        "gpu-platform:nodePools[0].sharing.replicas",
         "at most 48",
     ),
     (
@@ -273,7 +273,7 @@ def test_every_problem_reported_at_once():
     cfg = stack_config("prod-aws")
     _set(cfg, "gpu-platform:nodePools.0.minNodes", 9)
     _set(cfg, "gpu-platform:tenants.0.priority", "urgent")
-    _set(cfg, "gpu-platform:nodePools.3.sharing.replicas", 64)
+    _set(cfg, "gpu-platform:nodePools.3.sharing.layout", {"1g.10gb": 7})
     with pytest.raises(SpecError) as err:
         load_spec(cfg)
     paths = [p.path for p in err.value.problems]
@@ -281,7 +281,7 @@ def test_every_problem_reported_at_once():
     assert {
         "gpu-platform:nodePools[0].minNodes",
         "gpu-platform:tenants[0].priority",
-        "gpu-platform:nodePools[3].sharing.replicas",
+        "gpu-platform:nodePools[3].sharing.layout",
     } <= set(paths)
 
 

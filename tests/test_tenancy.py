@@ -38,10 +38,15 @@ def test_quota_counts_time_slicing_replicas():
     assert hard["requests.nvidia.com/gpu"] == str(4 * 4 + 8)
 
 
-def test_quota_counts_mps_replicas():
+def test_quota_counts_shared_units_up_to_the_borrowing_ceiling():
     hard = manifest(rendered("prod-aws"), "ResourceQuota", "gpu-quota", "notebooks")["spec"]["hard"]
-    # notebooks may borrow all of l4-notebooks (3 nodes x 4 L4 = 12 GPUs), each GPU 4 MPS clients
+    # notebooks may borrow all of l4-notebooks (3 nodes x 4 L4 = 12 GPUs), each GPU time-sliced 4 ways
     assert hard["requests.nvidia.com/gpu"] == str(12 * 4)
+
+
+def test_quota_counts_mps_replicas():
+    hard = manifest(rendered("local"), "ResourceQuota", "gpu-quota", "dev")["spec"]["hard"]
+    assert hard["requests.nvidia.com/gpu"] == str(1 * 2)  # the one workstation L4, 2 MPS clients
 
 
 def test_quota_is_the_nominal_quota_without_a_batch_scheduler():
