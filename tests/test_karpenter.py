@@ -376,8 +376,8 @@ def test_event_rules_match_upstream_and_target_the_queue():
 
 def test_dev_node_class():
     classes = _nodeclasses(rendered("dev-aws"))
-    assert list(classes) == ["gpu-al2023-latest-200gib"]
-    spec = classes["gpu-al2023-latest-200gib"]["spec"]
+    assert list(classes) == ["gpu-al2023-200gib"]
+    spec = classes["gpu-al2023-200gib"]["spec"]
     assert spec["amiSelectorTerms"] == [{"alias": "al2023@latest"}]
     assert spec["role"] == "ml-dev-karpenter-node"
     assert spec["subnetSelectorTerms"] == [{"tags": {"karpenter.sh/discovery": "ml-dev"}}]
@@ -393,8 +393,8 @@ def test_dev_node_class():
 
 def test_prod_node_class_is_pinned():
     classes = _nodeclasses(rendered("prod-aws"))
-    assert list(classes) == ["gpu-al2023-v20251120-200gib"]
-    assert classes["gpu-al2023-v20251120-200gib"]["spec"]["amiSelectorTerms"] == [{"alias": "al2023@v20251120"}]
+    assert list(classes) == ["gpu-al2023-200gib"]
+    assert classes["gpu-al2023-200gib"]["spec"]["amiSelectorTerms"] == [{"alias": "al2023@v20251120"}]
 
 
 def test_node_classes_are_shared_by_need_and_named_by_it():
@@ -406,13 +406,69 @@ def test_node_classes_are_shared_by_need_and_named_by_it():
     pools.append({**base, "name": "a10g-br", "os": "bottlerocket", "karpenter": {"amiVersion": "v1.26.2"}})
     spec = load_spec(cfg)
     needs = {n.name: n for n in karpenter.node_class_needs(spec)}
-    assert sorted(needs) == ["gpu-al2023-latest-200gib", "gpu-al2023-latest-500gib", "gpu-bottlerocket-v1-26-2-200gib"]
-    br = karpenter.ec2_node_class_spec(spec, needs["gpu-bottlerocket-v1-26-2-200gib"], "role")
+    assert sorted(needs) == ["gpu-al2023-200gib", "gpu-al2023-500gib", "gpu-bottlerocket-200gib"]
+    br = karpenter.ec2_node_class_spec(spec, needs["gpu-bottlerocket-200gib"], "role")
     assert br["amiSelectorTerms"] == [{"alias": "bottlerocket@v1.26.2"}]
     devices = {d["deviceName"]: d["ebs"] for d in br["blockDeviceMappings"]}
     assert devices["/dev/xvda"]["volumeSize"] == "4Gi"  # Bottlerocket OS volume
     assert devices["/dev/xvdb"]["volumeSize"] == "200Gi"  # data volume: images and logs
     assert all(d["encrypted"] and d["volumeType"] == "gp3" for d in devices.values())
+
+
+def test_ami_bump_updates_the_node_class_in_place():
+    """Bumping the pinned amiVersion (what prod stacks should do) changes one field of one resource. A new
+    class name would make Pulumi create a class and delete the old one, whose finalizer waits until every
+    node it launched has drained (terminationGracePeriod, 4h) -- ``pulumi up`` would block that long.
+    In place, Karpenter sees the changed amiSelectorTerms as drift and replaces nodes within the budgets."""
+    before = rendered("prod-aws")
+    cfg = stack_config("prod-aws")
+    h100 = next(p for p in cfg["gpu-platform:nodePools"] if p["name"] == "h100-spot")
+    assert h100["karpenter"]["amiVersion"] == "v20251120"
+    h100["karpenter"]["amiVersion"] = "v20251209"
+    after = render_config(cfg, "prod-aws")
+    assert [(r.type, r.name) for r in after.resources] == [(r.type, r.name) for r in before.resources]
+    changed = [(b.type, b.name) for b, a in zip(before.resources, after.resources, strict=True) if b.inputs != a.inputs]
+    assert changed == [(NODECLASS, "ec2nodeclass-gpu-al2023-200gib")]
+    old, new = (r.find(NODECLASS, "ec2nodeclass-gpu-al2023-200gib").inputs for r in (before, after))
+    assert new["metadata"] == old["metadata"]
+    assert new["metadata"]["name"] == "gpu-al2023-200gib"
+    assert [k for k in sorted(old["spec"]) if old["spec"][k] != new["spec"][k]] == ["amiSelectorTerms"]
+    assert old["spec"]["amiSelectorTerms"] == [{"alias": "al2023@v20251120"}]
+    assert new["spec"]["amiSelectorTerms"] == [{"alias": "al2023@v20251209"}]
+
+
+def _prod_with_second_spot_pool(**changes: Any) -> dict[str, Any]:
+    """prod-aws plus a karpenter pool like h100-spot (nodePools[2], al2023, 200 GiB, pinned v20251120)."""
+    cfg = stack_config("prod-aws")
+    pools = cfg["gpu-platform:nodePools"]
+    assert pools[2]["name"] == "h100-spot"
+    pools.append({**pools[2], "name": "h100-spot-b", "karpenter": {}, **changes})
+    return cfg
+
+
+def test_pools_sharing_a_node_class_must_pin_the_same_ami():
+    problems = _problems(_prod_with_second_spot_pool(karpenter={"amiVersion": "v20251209"}))
+    assert list(problems) == ["gpu-platform:nodePools[4].karpenter.amiVersion"]
+    message = problems["gpu-platform:nodePools[4].karpenter.amiVersion"]
+    assert message.startswith("is 'v20251209', but nodePools[2] (h100-spot) has 'v20251120'")
+    assert "EC2NodeClass gpu-al2023-200gib" in message
+    # leaving the second pool on latest is a different release too
+    problems = _problems(_prod_with_second_spot_pool())
+    assert problems["gpu-platform:nodePools[4].karpenter.amiVersion"].startswith("is 'latest', but nodePools[2]")
+
+
+def test_pools_with_the_same_pin_share_a_class_and_others_get_their_own():
+    spec = load_spec(_prod_with_second_spot_pool(karpenter={"amiVersion": "v20251120"}))
+    [need] = karpenter.node_class_needs(spec)
+    assert (need.name, need.alias) == ("gpu-al2023-200gib", "al2023@v20251120")
+    plans = karpenter.nodepool_plans(spec)
+    assert {karpenter.node_pool_spec(spec, p)["template"]["spec"]["nodeClassRef"]["name"] for p in plans} == {
+        "gpu-al2023-200gib"
+    }
+    # another disk size is another class, free to pin its own release
+    spec = load_spec(_prod_with_second_spot_pool(diskGib=400, karpenter={"amiVersion": "v20251209"}))
+    aliases = {n.name: n.alias for n in karpenter.node_class_needs(spec)}
+    assert aliases == {"gpu-al2023-200gib": "al2023@v20251120", "gpu-al2023-400gib": "al2023@v20251209"}
 
 
 def test_selector_and_imds_overrides():
@@ -464,7 +520,7 @@ def test_dev_spot_nodepool():
     assert np["template"]["spec"]["nodeClassRef"] == {
         "group": "karpenter.k8s.aws",
         "kind": "EC2NodeClass",
-        "name": "gpu-al2023-latest-200gib",
+        "name": "gpu-al2023-200gib",
     }
 
 
@@ -506,7 +562,7 @@ def test_prod_spot_with_on_demand_fallback():
             "effect": "NoSchedule",
         }
         assert np["disruption"]["consolidateAfter"] == "15m"
-        assert np["template"]["spec"]["nodeClassRef"]["name"] == "gpu-al2023-v20251120-200gib"
+        assert np["template"]["spec"]["nodeClassRef"]["name"] == "gpu-al2023-200gib"
 
 
 def test_fallback_split_override_and_default():
@@ -549,9 +605,9 @@ def test_g5g_selects_the_t4g_gpu_name_and_arm64():
 def test_custom_resources_wait_for_the_controller():
     r = rendered("prod-aws")
     for np in r.of_type(NODEPOOL):
-        assert {"karpenter", "karpenter-crd", "ec2nodeclass-gpu-al2023-v20251120-200gib"} <= set(np.depends_on)
+        assert {"karpenter", "karpenter-crd", "ec2nodeclass-gpu-al2023-200gib"} <= set(np.depends_on)
         assert np.provider == "kubernetes"
-    nodeclass = r.find(NODECLASS, "ec2nodeclass-gpu-al2023-v20251120-200gib")
+    nodeclass = r.find(NODECLASS, "ec2nodeclass-gpu-al2023-200gib")
     assert {"karpenter", "karpenter-crd", "karpenter-node-access"} <= set(nodeclass.depends_on)
     controller = r.find(HELM_RELEASE, "karpenter").depends_on
     assert {"karpenter-pod-identity", "karpenter-interruption-queue-policy", "karpenter-spot-target"} <= set(controller)
@@ -719,7 +775,7 @@ def test_strict_schemas_catch_misplaced_fields():
     np = json.loads(json.dumps(_nodepools(r)["a10g-spot"]))
     np["spec"]["template"]["spec"]["weight"] = 10  # weight belongs to spec, not the template
     assert _errors(_schema("nodepool.karpenter.sh.v1.strict.json"), np)
-    nc = json.loads(json.dumps(_nodeclasses(r)["gpu-al2023-latest-200gib"]))
+    nc = json.loads(json.dumps(_nodeclasses(r)["gpu-al2023-200gib"]))
     nc["spec"]["metadataOptions"]["httpTokens"] = "optional-ish"
     assert _errors(_schema("ec2nodeclass.karpenter.k8s.aws.v1.strict.json"), nc)
 
@@ -854,8 +910,8 @@ def test_summary_lists_the_nodepools_and_their_split():
     from components import synth
 
     text = synth.files(rendered("prod-aws"))["summary.md"]
-    assert "| h100-spot | h100-spot | spot | 50 | 16 | 2 | gpu-al2023-v20251120-200gib |" in text
-    assert "| h100-spot-on-demand | h100-spot | on-demand | 10 | 16 | 2 | gpu-al2023-v20251120-200gib |" in text
+    assert "| h100-spot | h100-spot | spot | 50 | 16 | 2 | gpu-al2023-200gib |" in text
+    assert "| h100-spot-on-demand | h100-spot | on-demand | 10 | 16 | 2 | gpu-al2023-200gib |" in text
     assert "interruption queue `ml-prod-karpenter`" in text
     assert "## Karpenter" not in synth.files(rendered("dev-gcp"))["summary.md"]
 

@@ -116,28 +116,45 @@ def karpenter_pools(spec: StackSpec) -> list[NodePool]:
 
 @dataclass(frozen=True, order=True)
 class NodeClassNeed:
-    """What distinguishes one EC2NodeClass from another: AMI family and release, and disk size. Every
-    pool with the same need shares the class (the node role and network selectors are stack-wide)."""
+    """One EC2NodeClass. Its identity (name) is the AMI family and the disk size: every pool with both in
+    common shares the class (the node role and network selectors are stack-wide).
+
+    The AMI release is deliberately not part of the name: bumping a pinned ``amiVersion`` must update the
+    class in place (Karpenter then replaces its nodes as drifted, within each NodePool's disruption
+    budget). A name with the release in it would make the bump create a new class and delete the old
+    one, whose finalizer waits for every node it launched to drain (terminationGracePeriod, 4h by
+    default) and holds ``pulumi up`` that long. ``rules_karpenter`` rejects pools that would share a class
+    but pin different releases."""
 
     os: str  # al2023 | bottlerocket
-    ami_version: str  # latest | vYYYYMMDD | vX.Y.Z
     disk_gib: int
+    ami_version: str  # latest | vYYYYMMDD | vX.Y.Z: the class's spec, not its name
 
     @property
     def name(self) -> str:
-        return f"gpu-{self.os}-{self.ami_version.replace('.', '-')}-{self.disk_gib}gib"
+        return node_class_name(self.os, self.disk_gib)
 
     @property
     def alias(self) -> str:
         return f"{self.os}@{self.ami_version}"
 
 
+def node_class_name(os: str, disk_gib: int) -> str:
+    return f"gpu-{os}-{disk_gib}gib"
+
+
 def node_class_need(spec: StackSpec, pool: NodePool) -> NodeClassNeed:
-    return NodeClassNeed(derive.node_os(spec, pool), pool.karpenter.ami_version, pool.disk_gib)
+    return NodeClassNeed(derive.node_os(spec, pool), pool.disk_gib, pool.karpenter.ami_version)
 
 
 def node_class_needs(spec: StackSpec) -> list[NodeClassNeed]:
-    return sorted({node_class_need(spec, p) for p in karpenter_pools(spec)})
+    """One need per class name, in name order. Pools sharing a class agree on the AMI release (a rule);
+    should they not, the first pool in the stack file decides rather than two resources colliding."""
+    needs: dict[str, NodeClassNeed] = {}
+    for pool in karpenter_pools(spec):
+        need = node_class_need(spec, pool)
+        needs.setdefault(need.name, need)
+    return [needs[n] for n in sorted(needs)]
 
 
 def _gp3(size_gib: int) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from components.aws import karpenter as nodes
 from components.spec import Problem, StackSpec, key, rule
 
 # Longest suffix added to the prefix: "-karpenter-state-change" / "-karpenter-reservation" (EventBridge
@@ -37,6 +38,7 @@ def karpenter(spec: StackSpec) -> Iterator[Problem]:
         names = ", ".join(p.name for _, p in pools)
         yield Problem(key("addons", "karpenter"), f"is false, but pools {names} are provisioned by Karpenter")
     yield from _pools(spec)
+    yield from _shared_node_classes(spec)
     if not spec.karpenter_enabled:
         return
     yield from _stack_options(spec)
@@ -88,6 +90,26 @@ def _pools(spec: StackSpec) -> Iterator[Problem]:
             yield Problem(
                 key("nodePools", i, "karpenter", "onDemandFallback"),
                 f"its on-demand NodePool would be named {fallback!r}, which is another pool's name",
+            )
+
+
+def _shared_node_classes(spec: StackSpec) -> Iterator[Problem]:
+    """Karpenter pools with the same AMI family and disk size share one EC2NodeClass, named without the
+    AMI release so that bumping a pin updates the class in place; the class holds one AMI alias, so the
+    pools sharing it must pin the same release."""
+    first: dict[str, int] = {}  # class name -> index of the first pool using it
+    for i, pool in enumerate(spec.node_pools):
+        if pool.provisioner != "karpenter":
+            continue
+        need = nodes.node_class_need(spec, pool)
+        j = first.setdefault(need.name, i)
+        other = spec.node_pools[j].karpenter.ami_version
+        if j != i and other != need.ami_version:
+            yield Problem(
+                key("nodePools", i, "karpenter", "amiVersion"),
+                f"is {need.ami_version!r}, but nodePools[{j}] ({spec.node_pools[j].name}) has {other!r}; both "
+                f"pools use EC2NodeClass {need.name} (same os and diskGib), which runs one AMI release: pin the "
+                "same amiVersion on both",
             )
 
 
