@@ -527,3 +527,25 @@ def test_too_many_instance_types_for_a_node_group():
         "an EKS managed node group takes at most 20 instance types",
     ) in found
     assert ("gpu-platform:nodePools[0].instanceTypes", "lists an instance type twice") in found
+
+
+def test_al2023_pools_need_the_gpu_operator_for_a_device_plugin():
+    """The EKS AL2023 NVIDIA AMI has the driver but no Kubernetes device plugin (EKS user guide, "Install
+    Kubernetes device plugin for GPUs"); Bottlerocket's NVIDIA variants run one on the host."""
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:addons"] = {"gpuOperator": False, "dcgm": False}
+    cfg["gpu-platform:nodePools"][0].pop("sharing")  # (time-slicing needs the operator too: its own rule)
+    [(path, message)] = problems(cfg)
+    assert path == "gpu-platform:addons.gpuOperator"
+    assert message.startswith("is false, but the AL2023 NVIDIA AMI ships no Kubernetes device plugin")
+    assert "pools l4-shared, a10g-spot would advertise no nvidia.com/gpu" in message
+    # only the pools still on AL2023 are named (the default os on aws is al2023)
+    cfg["gpu-platform:nodePools"][0]["os"] = "bottlerocket"
+    [(path, message)] = problems(cfg)
+    assert "device plugin: pool a10g-spot would" in message
+    # all Bottlerocket: the hosts serve nvidia.com/gpu, no operator needed
+    cfg["gpu-platform:nodePools"][1]["os"] = "bottlerocket"
+    spec = load_spec(cfg)
+    assert not spec.addons.gpu_operator
+    # with the operator, AL2023 is fine
+    load_spec(stack_config("dev-aws"))

@@ -346,6 +346,8 @@ def standalone():
     cfg = stack_config("dev-aws")
     cfg["gpu-platform:addons"] = {"gpuOperator": False, "dcgm": True}
     cfg["gpu-platform:nodePools"][0].pop("sharing")  # sharing needs the operator's device plugin
+    for pool in cfg["gpu-platform:nodePools"]:  # AL2023 has no device plugin without the operator
+        pool["os"] = "bottlerocket"
     cfg["gpu-platform:tenants"][0]["gpuQuota"] = {"l4-shared": 4, "a10g-spot": 8}
     return render_config(cfg)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from components import catalog
+from components import catalog, derive
 from components.aws import managed_pools as plan
 from components.spec import NodePool, Problem, StackSpec, key, rule
 
@@ -53,6 +53,25 @@ def aws_pools(spec: StackSpec) -> Iterator[Problem]:
             )
         if len(set(pool.instance_types)) != len(pool.instance_types):
             yield Problem(key("nodePools", i, "instanceTypes"), "lists an instance type twice")
+
+
+@rule
+def device_plugin(spec: StackSpec) -> Iterator[Problem]:
+    """Something must advertise nvidia.com/gpu on every pool. The EKS AL2023 NVIDIA AMIs carry the driver
+    and the container toolkit but no Kubernetes device plugin (EKS user guide, "Install Kubernetes device
+    plugin for GPUs"): without the GPU Operator their GPUs stay invisible to the scheduler. Bottlerocket's
+    NVIDIA variants run the device plugin on the host."""
+    if spec.cloud != "aws" or spec.addons.gpu_operator:
+        return
+    pools = [p.name for p in spec.node_pools if derive.pool_device_plugin(spec, p) == "operator"]
+    if pools:
+        named = f"pool{'s' if len(pools) > 1 else ''} {', '.join(pools)}"
+        yield Problem(
+            key("addons", "gpuOperator"),
+            f"is false, but the AL2023 NVIDIA AMI ships no Kubernetes device plugin: {named} would advertise no "
+            "nvidia.com/gpu. Enable the GPU Operator, or run those pools with os: bottlerocket (its host runs the "
+            "device plugin)",
+        )
 
 
 def _family_hint(name: str) -> str:
