@@ -97,7 +97,8 @@ def test_secure_node_defaults_on_every_pool():
         assert cfg["metadata"] == {"disable-legacy-endpoints": "true"}
         assert cfg["imageType"] == "COS_CONTAINERD"
         assert cfg["taints"] == [GPU_TAINT]
-        assert p.inputs["management"] == {"autoRepair": True, "autoUpgrade": True}
+        queued = p.inputs.get("queuedProvisioning") == {"enabled": True}
+        assert p.inputs["management"] == {"autoRepair": not queued, "autoUpgrade": True}
         assert p.inputs["upgradeSettings"] == {"strategy": "SURGE", "maxSurge": 0, "maxUnavailable": 1}
         assert accelerator(p.inputs)["gpuDriverInstallationConfig"] == {"gpuDriverVersion": "LATEST"}
 
@@ -131,6 +132,10 @@ def test_compact_h100_training_pool():
 def test_queued_provisioning_burst_pool():
     p = pool("prod-gcp", "h100-burst")
     assert p["queuedProvisioning"] == {"enabled": True}
+    # as Google's DWS guide creates such pools (--no-enable-autorepair): a repair would recreate a node
+    # outside its ProvisioningRequest. Auto-upgrade stays on (the guide does not turn it off).
+    assert p["management"] == {"autoRepair": False, "autoUpgrade": True}
+    assert pool("prod-gcp", "h100-train")["management"] == {"autoRepair": True, "autoUpgrade": True}
     # Dynamic Workload Scheduler: no reservation, autoscaled from zero, created empty
     assert p["nodeConfig"]["reservationAffinity"] == {"consumeReservationType": "NO_RESERVATION"}
     assert p["autoscaling"] == {"totalMinNodeCount": 0, "totalMaxNodeCount": 8, "locationPolicy": "ANY"}

@@ -165,6 +165,13 @@ def node_config(spec: StackSpec, pool: NodePool) -> dict[str, Any]:
     return cfg
 
 
+def management(pool: NodePool) -> dict[str, bool]:
+    """Auto-upgrade always; auto-repair except on queued-provisioning pools, which GKE's Dynamic Workload
+    Scheduler guide creates with ``--no-enable-autorepair`` (auto-upgrade left on): their nodes are obtained
+    together for one ProvisioningRequest, and a repair would recreate a node outside that request."""
+    return {"autoRepair": not pool.gke.queued_provisioning, "autoUpgrade": True}
+
+
 def node_pool_inputs(spec: StackSpec, pool: NodePool) -> dict[str, Any]:
     """Every NodePool input that depends on the spec alone (camelCase; no nodeConfig, initialNodeCount)."""
     inputs: dict[str, Any] = {
@@ -173,7 +180,7 @@ def node_pool_inputs(spec: StackSpec, pool: NodePool) -> dict[str, Any]:
         "location": spec.cluster.location,
         "project": spec.cluster.project,
         "autoscaling": autoscaling(pool),
-        "management": {"autoRepair": True, "autoUpgrade": True},
+        "management": management(pool),
         # No surge node: a GPU pool rarely has spare quota or reservation for one; replace in place.
         "upgradeSettings": {"strategy": "SURGE", "maxSurge": 0, "maxUnavailable": 1},
     }
