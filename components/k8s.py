@@ -51,11 +51,12 @@ def chart_namespace(
 ) -> list[pulumi.Resource]:
     """The namespace a chart installs into, created here so it carries Pod Security labels, and on GKE the
     critical-pods quota when the chart's pods run at a system-critical priority (``critical_pods`` set).
-    Returns what the release must wait for."""
+    Returns what the release must wait for. Resource names start with what they are (``namespace-<prefix>``),
+    so they can never equal a tenant's (``<tenant>-namespace``), whatever a tenant is called."""
     from pulumi_kubernetes.core.v1 import Namespace, ResourceQuota
 
     ns = Namespace(
-        f"{prefix}-namespace",
+        f"namespace-{prefix}",
         metadata={"name": namespace, "labels": {**derive.MANAGED_BY, **labels}},
         opts=pulumi.ResourceOptions(parent=parent, provider=provider),
     )
@@ -63,7 +64,7 @@ def chart_namespace(
     if spec.cloud == "gcp" and critical_pods is not None:
         out.append(
             ResourceQuota(
-                f"{prefix}-critical-pods",
+                f"critical-pods-{prefix}",
                 metadata={"name": quota_name, "namespace": namespace, "labels": derive.MANAGED_BY},
                 spec=critical_pods_quota(critical_pods),
                 opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=[ns]),

@@ -167,6 +167,9 @@ def _mock_classes():
             response = super().RegisterResource(request)
             if request.type != "pulumi:pulumi:Stack":
                 with self.lock:
+                    if response.urn in self.meta:
+                        # the engine refuses a second resource with the same URN; so does the synth
+                        raise RuntimeError(f"duplicate resource URN {response.urn}")
                     self.meta[response.urn] = (
                         request.type,
                         request.name,

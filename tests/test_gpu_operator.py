@@ -62,7 +62,7 @@ def test_release_is_the_pinned_official_chart_in_its_own_namespace(stack):
     assert rel["namespace"] == "gpu-operator"
     assert not rel.get("createNamespace")  # we create it, with Pod Security labels
     record = r.find(HELM_RELEASE, "gpu-operator")
-    assert "gpu-operator-namespace" in record.depends_on
+    assert "namespace-gpu-operator" in record.depends_on
     assert record.provider == "kubernetes"
 
 
@@ -158,7 +158,7 @@ def test_gke_quota_admits_the_operators_critical_pods(stack):
     ]
     gpu_nodes = sum(p.node_cap for p in r.spec.node_pools)
     assert int(quota["hard"]["pods"]) == 100 + 12 * gpu_nodes
-    assert "gpu-operator-critical-pods" in r.find(HELM_RELEASE, "gpu-operator").depends_on
+    assert "critical-pods-gpu-operator" in r.find(HELM_RELEASE, "gpu-operator").depends_on
 
 
 def test_no_critical_pods_quota_outside_gke():
@@ -636,7 +636,7 @@ def test_rendered_release_values_are_json_plain():
     # the engine receives plain JSON: no pydantic models or tuples hiding in the values
     for stack in OPERATOR_STACKS:
         json.dumps(values(stack))
-        assert isinstance(rendered(stack).find(NAMESPACE, "gpu-operator-namespace").inputs, dict)
+        assert isinstance(rendered(stack).find(NAMESPACE, "namespace-gpu-operator").inputs, dict)
 
 
 def test_summary_says_who_serves_each_pool():

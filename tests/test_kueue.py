@@ -147,7 +147,11 @@ def test_pod_integrations_are_confined_to_tenant_namespaces():
     # every workload in a tenant namespace is queued (no bypass of the borrowing ceiling), and only there
     assert cfg["manageJobsWithoutQueueName"] is True
     assert cfg["managedJobsNamespaceSelector"] == {
-        "matchExpressions": [{"key": "gpu-platform/tenant", "operator": "Exists"}]
+        "matchExpressions": [
+            {"key": "gpu-platform/tenant", "operator": "Exists"},
+            # Volcano tenants' namespaces are left alone, or Kueue would gate their gang's pods one by one
+            {"key": "gpu-platform/scheduler", "operator": "In", "values": ["kueue"]},
+        ]
     }
     # EFA / GKE multi-network / ephemeral-storage requests do not make workloads inadmissible
     assert "vpc.amazonaws.com/" in cfg["resources"]["excludeResourcePrefixes"]
@@ -341,7 +345,7 @@ def test_every_kueue_object_uses_the_cluster_provider_and_waits_for_the_release(
         assert x.provider, x.name
         if x.type.startswith("kubernetes:kueue.x-k8s.io/"):
             assert x.depends_on, x.name  # on the release, directly or through another object
-    assert r.find(HELM_RELEASE, "kueue").depends_on == ["kueue-critical-pods", "kueue-namespace"]
+    assert r.find(HELM_RELEASE, "kueue").depends_on == ["critical-pods-kueue", "namespace-kueue"]
 
 
 # ------------------------------------------------------------------------------------ cluster queues

@@ -186,3 +186,35 @@ def test_written_manifests_load_back_to_what_the_engine_received(stack):
 def test_multiline_configs_are_written_as_literal_blocks():
     text = synth.files(rendered("prod-aws"))["manifests/gpu-operator/configmap.core-mig-parted-config.yaml"]
     assert "  config.yaml: |\n    version: v1\n    mig-configs:\n" in text
+
+
+def test_tenants_named_like_components_do_not_collide():
+    """Tenants called kueue or volcano get their own resources next to the charts' namespaces."""
+    cfg = stack_config("prod-gcp")
+    for name in ("kueue", "volcano"):
+        cfg["gpu-platform:tenants"].append({"name": name, "gpuQuota": {"l4-serving": 1}})
+    r = synth.render("prod-gcp", cfg)
+    names = [(x.type, x.name) for x in r.resources]
+    assert len(names) == len(set(names))
+    assert ("kubernetes:core/v1:Namespace", "kueue-namespace") in names
+    assert ("kubernetes:core/v1:Namespace", "namespace-kueue") in names
+    synth.files(r)  # and no two objects render to the same manifest file
+
+
+def test_a_duplicate_urn_fails_the_synth_as_it_would_fail_the_engine():
+    import pulumi
+
+    from components import program
+
+    original = program.run
+
+    def twice(spec):
+        original(spec)
+        pulumi.ComponentResource("gpu-platform:index:Tenancy", "tenancy")
+
+    try:
+        program.run = twice
+        with pytest.raises(RuntimeError, match="duplicate resource URN"):
+            synth.render("local", stack_config("local"))
+    finally:
+        program.run = original
