@@ -25,6 +25,7 @@ DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 GKE_NO_DEVICE_PLUGIN_LABEL = "gke-no-default-nvidia-gpu-device-plugin"
 TENANT_LABEL = "gpu-platform/tenant"
+SCHEDULER_LABEL = "gpu-platform/scheduler"
 # Bottlerocket's NVIDIA variants ship the driver, the container toolkit, the k8s device plugin and a MIG
 # manager on the host (EKS user guide, "EKS Bottlerocket NVIDIA AMIs"). These GPU Operator node labels keep
 # the operator's own copies off such nodes (a second device plugin would fight over nvidia.com/gpu).
@@ -231,6 +232,17 @@ def tenant_ceiling_units(spec: StackSpec, tenant: Tenant) -> dict[str, int]:
         for name, n in units.items():
             total[name] += n
     return dict(sorted(total.items()))
+
+
+def tenant_scheduler(spec: StackSpec, tenant: Tenant) -> str | None:
+    """Who queues the tenant's workloads: its choice, else Kueue when on, else Volcano when on, else nobody.
+    Kueue manages every workload in a 'kueue' namespace (pods included); a 'volcano' namespace is left to
+    Volcano, whose job pods Kueue would otherwise gate and admit one by one, breaking the gang."""
+    if tenant.scheduler:
+        return tenant.scheduler
+    if spec.addons.kueue:
+        return "kueue"
+    return "volcano" if spec.addons.volcano else None
 
 
 def tenant_quota_units(spec: StackSpec, tenant: Tenant) -> dict[str, int]:

@@ -152,8 +152,13 @@ def manager_config(spec: StackSpec) -> dict[str, Any]:
         # so a bypass would let a team hold borrowed GPUs that Kueue cannot reclaim. Other namespaces are
         # left alone.
         "manageJobsWithoutQueueName": True,
+        # Tenant namespaces that chose Volcano are left out: Kueue would gate their Volcano job pods and admit
+        # them one by one, and the gang would never start whole.
         "managedJobsNamespaceSelector": {
-            "matchExpressions": [{"key": derive.TENANT_LABEL, "operator": "Exists"}],
+            "matchExpressions": [
+                {"key": derive.TENANT_LABEL, "operator": "Exists"},
+                {"key": derive.SCHEDULER_LABEL, "operator": "In", "values": ["kueue"]},
+            ],
         },
         "integrations": {"frameworks": list(s.kueue_integrations)},
         "resources": {"excludeResourcePrefixes": list(EXCLUDED_RESOURCE_PREFIXES)},

@@ -51,6 +51,15 @@ def topology_levels(spec: StackSpec) -> Iterator[Problem]:
 
 
 @rule
+def tenant_scheduler_is_installed(spec: StackSpec) -> Iterator[Problem]:
+    for i, tenant in enumerate(spec.tenants):
+        if tenant.scheduler == "kueue" and not spec.addons.kueue:
+            yield Problem(key("tenants", i, "scheduler"), "kueue is not installed: turn on addons.kueue")
+        if tenant.scheduler == "volcano" and not spec.addons.volcano:
+            yield Problem(key("tenants", i, "scheduler"), "volcano is not installed: turn on addons.volcano")
+
+
+@rule
 def kueue_names(spec: StackSpec) -> Iterator[Problem]:
     if not spec.addons.kueue:
         return

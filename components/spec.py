@@ -204,6 +204,11 @@ class Tenant(Model):
     quota: ResourceBudget = Field(default_factory=ResourceBudget)
     pod_security: Literal["baseline", "restricted"] = "baseline"
     queue_weight: int = Field(default=1, ge=1, le=100)
+    scheduler: Literal["kueue", "volcano"] | None = Field(
+        default=None,
+        description="who queues the tenant's workloads: kueue (default when on) manages every workload in the "
+        "namespace; volcano leaves its pods to Volcano's gang scheduler (Kueue would gate them one by one)",
+    )
     critical: bool = False
 
 

@@ -51,6 +51,11 @@ def namespace_labels(tenant: Tenant) -> dict[str, str]:
     return labels
 
 
+def scheduler_label(spec: StackSpec, tenant: Tenant) -> dict[str, str]:
+    scheduler = derive.tenant_scheduler(spec, tenant)
+    return {derive.SCHEDULER_LABEL: scheduler} if scheduler else {}
+
+
 def namespace_annotations(spec: StackSpec, tenant: Tenant) -> dict[str, str]:
     excluded = derive.priority_ceiling_excluded(spec, tenant)
     return {FORBIDDEN_PRIORITY_ANNOTATION: ",".join(excluded)} if excluded else {}
@@ -157,7 +162,7 @@ class Tenancy(pulumi.ComponentResource):
                 f"{tenant.name}-namespace",
                 metadata={
                     "name": tenant.name,
-                    "labels": namespace_labels(tenant),
+                    "labels": {**namespace_labels(tenant), **scheduler_label(spec, tenant)},
                     "annotations": namespace_annotations(spec, tenant),
                 },
                 opts=child,
@@ -178,8 +183,9 @@ class Tenancy(pulumi.ComponentResource):
                     "limits": [
                         {
                             "type": "Container",
+                            # requests only: a default limit would be injected into containers that request
+                            # more memory and set no limit, and the API server would refuse those pods
                             "defaultRequest": {"cpu": "250m", "memory": "512Mi"},
-                            "default": {"memory": "2Gi"},
                         }
                     ]
                 },

@@ -128,8 +128,11 @@ def test_workloads_use_what_the_target_stack_creates(path):
         assert ns == tenant.name
         manifest(r, "Namespace", ns)
         labels = doc["metadata"].get("labels", {})
+        ns_labels = manifest(r, "Namespace", ns)["metadata"]["labels"]
         if (doc["apiVersion"], doc["kind"]) == VOLCANO_JOB:
             assert spec.addons.volcano
+            # a Volcano tenant's namespace, which Kueue leaves alone (else it gates the gang's pods one by one)
+            assert ns_labels[derive.SCHEDULER_LABEL] == "volcano"
             assert kueue.QUEUE_NAME_LABEL not in labels  # never both schedulers
             assert doc["spec"]["queue"] == tenant.name
             manifest(r, "Queue", doc["spec"]["queue"])
@@ -138,6 +141,7 @@ def test_workloads_use_what_the_target_stack_creates(path):
             priorities = [doc["spec"]["priorityClassName"]]
         else:
             assert spec.addons.kueue
+            assert ns_labels[derive.SCHEDULER_LABEL] == "kueue"
             queue = labels[kueue.QUEUE_NAME_LABEL]
             assert queue == spec.scheduling.local_queue_name
             assert manifest(r, "LocalQueue", queue, ns)["spec"]["clusterQueue"] == tenant.name

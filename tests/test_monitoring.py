@@ -384,7 +384,7 @@ def test_standalone_exporter_value_paths_exist_upstream(standalone):
     upstream = yaml.safe_load((UPSTREAM / "dcgm-exporter" / "values.yaml").read_text())
     assert unknown_paths(release(standalone, "dcgm-exporter")["values"], upstream) == []
     cfg = stack_config("prod-aws")  # with shared pools: per-pod attribution through extraEnv
-    cfg["gpu-platform:addons"] = {"gpuOperator": True, "dcgm": True}
+    cfg["gpu-platform:addons"] = {"gpuOperator": True, "dcgm": True, "volcano": True}
     v = monitoring.dcgm_exporter_values(load_spec(cfg))
     assert v["extraEnv"] == [{"name": "KUBERNETES_VIRTUAL_GPUS", "value": "true"}]
     assert unknown_paths(v, upstream) == []

@@ -54,6 +54,7 @@ def test_quota_is_the_nominal_quota_without_a_batch_scheduler():
     cfg = stack_config("prod-aws")
     cfg["gpu-platform:addons"] = {"kueue": False, "volcano": False}
     cfg["gpu-platform:nodePools"][0].pop("topologyAware")  # topology-aware scheduling needs Kueue
+    cfg["gpu-platform:tenants"][2].pop("scheduler")  # applied-ml chose Volcano
     hard = manifest(render("prod-aws", cfg), "ResourceQuota", "gpu-quota", "research")["spec"]["hard"]
     assert hard["requests.nvidia.com/gpu"] == str(16 + 16)
 
@@ -126,7 +127,8 @@ def test_limit_range_defaults():
     lr = manifest(rendered("prod-aws"), "LimitRange", "container-defaults", "research")["spec"]["limits"][0]
     assert lr["type"] == "Container"
     assert lr["defaultRequest"] == {"cpu": "250m", "memory": "512Mi"}
-    assert lr["default"] == {"memory": "2Gi"}
+    # no default limit: a training container requesting 64Gi and no limit would get limit 2Gi < request
+    assert "default" not in lr
 
 
 def test_resources_per_tenant_are_few():
@@ -176,3 +178,20 @@ def test_unknown_tenant_priority_is_rejected_with_the_classes_listed():
     (problem,) = err.value.problems
     assert problem.path == "gpu-platform:tenants[0].priority"
     assert "batch, dev, inference, training, training-critical" in problem.message
+
+
+def test_scheduler_label_follows_the_tenant_choice():
+    r = rendered("prod-aws")
+    labels = {t.name: manifest(r, "Namespace", t.name)["metadata"]["labels"] for t in r.spec.tenants}
+    assert labels["applied-ml"]["gpu-platform/scheduler"] == "volcano"
+    assert {labels[t]["gpu-platform/scheduler"] for t in ("research", "serving", "notebooks")} == {"kueue"}
+
+
+def test_choosing_a_scheduler_that_is_not_installed_is_refused():
+    cfg = stack_config("dev-aws")  # kueue on, volcano off
+    cfg["gpu-platform:tenants"][0]["scheduler"] = "volcano"
+    with pytest.raises(SpecError) as err:
+        load_spec(cfg)
+    assert [(p.path, p.message) for p in err.value.problems] == [
+        ("gpu-platform:tenants[0].scheduler", "volcano is not installed: turn on addons.volcano")
+    ]
