@@ -115,6 +115,16 @@ def priority_ceiling_policy() -> dict:
                 "' in the pod template is above this tenant\\'s priority ceiling'",
                 "reason": "Forbidden",
             },
+            {
+                # Every other kind (JobSet, PyTorchJob, RayJob, LeaderWorkerSet, CronJob...) keeps its pod templates
+                # elsewhere; Kueue resolves their priority into the Workload it creates, which is refused here, so
+                # the job stays suspended instead of being admitted (and preempting) at a forbidden priority.
+                "expression": "request.kind.group != 'kueue.x-k8s.io' || request.kind.kind != 'Workload' || "
+                f"!has(object.spec.priorityClassRef) || !(object.spec.priorityClassRef.name in {forbidden})",
+                "messageExpression": "'priority class ' + object.spec.priorityClassRef.name + "
+                "' is above this tenant\\'s priority ceiling'",
+                "reason": "Forbidden",
+            },
         ],
     }
 

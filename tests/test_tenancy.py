@@ -108,10 +108,13 @@ def test_one_priority_ceiling_policy_serves_every_tenant():
     assert "namespaceObject != null" in condition["expression"] and FORBIDDEN in condition["expression"]
     (var,) = spec["variables"]
     assert var == {"name": "forbidden", "expression": f"namespaceObject.metadata.annotations['{FORBIDDEN}'].split(',')"}
-    label, pod, template = (v["expression"] for v in spec["validations"])
+    label, pod, template, workload = (v["expression"] for v in spec["validations"])
     assert "object.metadata.labels['kueue.x-k8s.io/priority-class'] in variables.forbidden" in label
     assert "request.kind.kind != 'Pod'" in pod and "object.spec.priorityClassName in variables.forbidden" in pod
     assert "object.spec.template.spec.priorityClassName in variables.forbidden" in template
+    # kinds with templates elsewhere (JobSet, PyTorchJob...): the Workload Kueue makes for them (v1beta2 field)
+    assert "request.kind.kind != 'Workload'" in workload
+    assert "object.spec.priorityClassRef.name in variables.forbidden" in workload
     (binding,) = _named(r, "ValidatingAdmissionPolicyBinding", "gpu-platform-priority-ceiling")
     assert binding["spec"] == {"policyName": "gpu-platform-priority-ceiling", "validationActions": ["Deny"]}
 

@@ -1,0 +1,114 @@
+"""The ValidatingAdmissionPolicies the platform renders, evaluated with a real CEL engine against the
+requests they must refuse and the ones they must let through (the API server compiles the same CEL;
+`split` is the Kubernetes CEL strings library's, supplied here as a function)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from conftest import manifest, rendered
+
+cel = pytest.importorskip("cel")
+
+FORBIDDEN = "gpu-platform/forbidden-priority-classes"
+
+
+def _eval(expr: str, env: dict[str, Any]) -> Any:
+    ctx = cel.Context()
+    ctx.add_function("split", lambda s, sep: s.split(sep))
+    for k, v in env.items():
+        ctx.add_variable(k, v)
+    return cel.evaluate(expr, ctx)
+
+
+def admit(policy: dict[str, Any], obj: dict[str, Any], kind: str, group: str = "", namespace=None) -> list[str]:
+    """Denial messages for one CREATE request (empty: admitted), as the API server evaluates a policy:
+    match conditions, then variables in order, then every validation."""
+    env: dict[str, Any] = {
+        "object": obj,
+        "request": {"kind": {"group": group, "version": "v1", "kind": kind}, "operation": "CREATE"},
+        "namespaceObject": namespace,
+    }
+    for cond in policy.get("matchConditions", []):
+        if not _eval(cond["expression"], env):
+            return []
+    variables: dict[str, Any] = {}
+    for var in policy.get("variables", []):
+        variables[var["name"]] = _eval(var["expression"], {**env, "variables": variables})
+    env["variables"] = variables
+    denials = []
+    for v in policy["validations"]:
+        if not _eval(v["expression"], env):
+            denials.append(_eval(v["messageExpression"], env) if "messageExpression" in v else v["message"])
+    return denials
+
+
+def _ns(stack: str, name: str) -> dict[str, Any]:
+    return manifest(rendered(stack), "Namespace", name)
+
+
+def _pod(priority: str | None = None, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"containers": [{"name": "c", "image": "x"}]}
+    if priority:
+        spec["priorityClassName"] = priority
+    return {"metadata": {"name": "p", "labels": labels or {}}, "spec": spec}
+
+
+@pytest.fixture(scope="module")
+def ceiling():
+    return manifest(rendered("prod-aws"), "ValidatingAdmissionPolicy", "gpu-platform-priority-ceiling")["spec"]
+
+
+def test_pods_above_the_ceiling_are_refused(ceiling):
+    research = _ns("prod-aws", "research")  # ceiling training-critical
+    (msg,) = admit(ceiling, _pod("inference"), "Pod", namespace=research)
+    assert msg == "PriorityClass inference is above this tenant's priority ceiling"
+    assert admit(ceiling, _pod("training-critical"), "Pod", namespace=research) == []
+    assert admit(ceiling, _pod(), "Pod", namespace=research) == []
+
+
+def test_kueue_priority_label_and_pod_templates_are_checked(ceiling):
+    notebooks = _ns("prod-aws", "notebooks")  # ceiling dev: everything else is forbidden
+    job = {
+        "metadata": {"name": "j", "labels": {"kueue.x-k8s.io/priority-class": "training"}},
+        "spec": {"template": {"spec": {"priorityClassName": "batch", "containers": []}}},
+    }
+    assert admit(ceiling, job, "Job", "batch", notebooks) == [
+        "kueue.x-k8s.io/priority-class training is above this tenant's priority ceiling",
+        "PriorityClass batch in the pod template is above this tenant's priority ceiling",
+    ]
+    job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "dev"
+    job["spec"]["template"]["spec"]["priorityClassName"] = "dev"
+    assert admit(ceiling, job, "Job", "batch", notebooks) == []
+
+
+def test_workloads_kueue_creates_for_other_kinds_are_checked(ceiling):
+    notebooks = _ns("prod-aws", "notebooks")
+    workload = {
+        "metadata": {"name": "pytorchjob-x"},
+        "spec": {"priorityClassRef": {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": "inference"}},
+    }
+    (msg,) = admit(ceiling, workload, "Workload", "kueue.x-k8s.io", notebooks)
+    assert msg == "priority class inference is above this tenant's priority ceiling"
+    workload["spec"]["priorityClassRef"]["name"] = "dev"
+    assert admit(ceiling, workload, "Workload", "kueue.x-k8s.io", notebooks) == []
+
+
+def test_namespaces_without_a_ceiling_and_cluster_requests_pass(ceiling):
+    serving = _ns("prod-aws", "serving")  # top class: no annotation
+    assert FORBIDDEN not in serving["metadata"].get("annotations", {})
+    assert admit(ceiling, _pod("inference"), "Pod", namespace=serving) == []
+    assert admit(ceiling, _pod("inference"), "Pod", namespace=None) == []  # no namespace object
+
+
+def test_volcano_jobs_must_use_their_tenants_queue():
+    policy = manifest(rendered("prod-aws"), "ValidatingAdmissionPolicy", "gpu-platform-volcano-tenant-queue")["spec"]
+    ns = _ns("prod-aws", "applied-ml")
+    job = {"metadata": {"name": "j"}, "spec": {"queue": "applied-ml", "minAvailable": 2, "tasks": []}}
+    assert admit(policy, job, "Job", "batch.volcano.sh", ns) == []
+    job["spec"]["queue"] = "research"
+    (msg,) = admit(policy, job, "Job", "batch.volcano.sh", ns)
+    assert "applied-ml" in msg and "research" in msg
+    del job["spec"]["queue"]
+    assert admit(policy, job, "Job", "batch.volcano.sh", ns)  # the default queue is not the tenant's
