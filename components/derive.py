@@ -122,10 +122,23 @@ def pool_labels(spec: StackSpec, pool: NodePool) -> dict[str, str]:
     return dict(sorted(labels.items()))
 
 
+# Label domains the platform or the node itself owns: kubelets may not self-assign most kubernetes.io /
+# k8s.io labels (NodeRestriction), Karpenter refuses its own domains, and nvidia.com/gpu.* and the
+# gpu-platform/* keys are derived here.
+RESERVED_LABEL_DOMAINS = ("kubernetes.io", "k8s.io", "karpenter.sh", "karpenter.k8s.aws", "gpu-platform")
+RESERVED_LABEL_PREFIXES = ("nvidia.com/gpu.", "nvidia.com/mig.", "nvidia.com/device-plugin.")
+
+
+def reserved_label(key: str) -> bool:
+    if key.startswith(RESERVED_LABEL_PREFIXES) or key == GKE_NO_DEVICE_PLUGIN_LABEL:
+        return True
+    domain = key.split("/", 1)[0] if "/" in key else ""
+    return any(domain == d or domain.endswith("." + d) for d in RESERVED_LABEL_DOMAINS)
+
+
 def pool_taints(pool: NodePool) -> list[Taint]:
-    """The GPU taint first, then the pool's own (a pool's own taint on the same key replaces it)."""
-    own = [t for t in pool.taints if t.key != GPU_TAINT.key or t.effect != GPU_TAINT.effect]
-    return [GPU_TAINT, *own]
+    """The GPU taint first, then the pool's own (which may not use the GPU taint's key: a rule says so)."""
+    return [GPU_TAINT, *pool.taints]
 
 
 def node_taints(pool: NodePool) -> list[Taint]:

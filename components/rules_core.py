@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 
-from components import versions
+from components import derive, versions
 from components.spec import Problem, StackSpec, key, rule
 
 RESERVED_NAMESPACES = {
@@ -62,6 +62,24 @@ def cluster_reference(spec: StackSpec) -> Iterator[Problem]:
         if getattr(c, field) is not None and not (field == "region" and spec.cloud == "existing"):
             alias = type(c).model_fields[field].alias or field
             yield Problem(key("cluster", alias), f"does not apply when cloud is {spec.cloud}")
+
+
+@rule
+def pool_labels_and_taints(spec: StackSpec) -> Iterator[Problem]:
+    for i, pool in enumerate(spec.node_pools):
+        for label in pool.labels:
+            if derive.reserved_label(label):
+                yield Problem(
+                    key("nodePools", i, "labels", label),
+                    "is a reserved label (kubernetes.io, k8s.io, karpenter, nvidia.com/gpu.*, gpu-platform/*): "
+                    "nodes may not set it, or the platform derives it",
+                )
+        for j, taint in enumerate(pool.taints):
+            if taint.key == derive.GPU_TAINT.key:
+                yield Problem(
+                    key("nodePools", i, "taints", j, "key"),
+                    "every GPU pool already carries nvidia.com/gpu=present:NoSchedule; use another key",
+                )
 
 
 @rule

@@ -31,6 +31,27 @@ def _set(cfg: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
 
 # (id, base stack, [(path, value)], expected key path, fragment of the message)
 BAD: list[tuple[str, str, list[tuple[str, Any]], str, str]] = [
+    (
+        "reserved-pool-label",
+        "dev-aws",
+        [("gpu-platform:nodePools.0.labels", {"node-role.kubernetes.io/gpu": "true"})],
+        "gpu-platform:nodePools[0].labels.node-role.kubernetes.io/gpu",
+        "reserved label",
+    ),
+    (
+        "pool-overrides-derived-label",
+        "dev-aws",
+        [("gpu-platform:nodePools.0.labels", {"gpu-platform/pool": "other"})],
+        "gpu-platform:nodePools[0].labels.gpu-platform/pool",
+        "the platform derives it",
+    ),
+    (
+        "pool-taint-on-gpu-key",
+        "dev-aws",
+        [("gpu-platform:nodePools.0.taints", [{"key": "nvidia.com/gpu", "value": "yes", "effect": "NoSchedule"}])],
+        "gpu-platform:nodePools[0].taints[0].key",
+        "already carries nvidia.com/gpu=present:NoSchedule",
+    ),
     ("unknown-cloud", "dev-aws", [("gpu-platform:cloud", "azure")], "gpu-platform:cloud", "must be one of"),
     ("missing-cloud", "dev-aws", [("gpu-platform:cloud", None)], "gpu-platform:cloud", "is required"),
     ("misspelt-top-key", "dev-aws", [("gpu-platform:nodePool", [])], "gpu-platform:nodePool", "did you mean nodePools"),
@@ -334,3 +355,17 @@ def test_pulumi_run_error_names_stack_file(monkeypatch):
     with pytest.raises(pulumi.RunError) as err:
         config.spec_from_pulumi_config()
     assert "stacks/Pulumi.dev-aws.yaml: gpu-platform:nodePools[0].minNodes: 9 is above maxNodes (4)" in str(err.value)
+
+
+def test_ordinary_pool_labels_and_taints_are_accepted():
+    from components import derive
+
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:nodePools"][0]["labels"] = {"team": "ml", "example.com/cost-center": "42"}
+    cfg["gpu-platform:nodePools"][0]["taints"] = [
+        {"key": "example.com/dedicated", "value": "ml", "effect": "NoSchedule"}
+    ]
+    spec = load_spec(cfg)
+    pool = spec.node_pools[0]
+    assert derive.pool_labels(spec, pool)["example.com/cost-center"] == "42"
+    assert [t.key for t in derive.pool_taints(pool)] == ["nvidia.com/gpu", "example.com/dedicated"]
