@@ -22,6 +22,16 @@ def warnings(rendering: Rendering) -> list[str]:
                 f"pool {cap.pool}: tenant quotas are {cap.ratio:.2f}x what it can bring "
                 f"(allowed {ratio:g}x by scheduling.oversubscriptionRatio)"
             )
+    if spec.addons.kueue:
+        for t in spec.tenants:
+            pools = [p for p in t.gpu_quota if p in {x.name for x in spec.node_pools}]
+            if (t.quota.cpu or t.quota.memory) and len(pools) > 1 and derive.tenant_scheduler(spec, t) == "kueue":
+                out.append(
+                    f"tenant {t.name}: Kueue holds its cpu/memory quota once per pool ({len(pools)} pools), the "
+                    "namespace ResourceQuota once in total; running in several pools at once, it can be admitted "
+                    "beyond the total, and then its pods are refused until the total has room (or waitForPodsReady "
+                    "requeues the job)"
+                )
     for token in rendering.unanswered_lookups:
         out.append(f"lookup {token} has no offline placeholder; it answered empty")
     return out

@@ -123,9 +123,13 @@ def test_summary_compares_pool_capacity_with_the_quotas():
         "| a100-train | 8x A100-80GB | managed | on-demand | 0..4 | 32 | whole GPUs | 32 nvidia.com/gpu "
         "| 32 nvidia.com/gpu | 1.00x |"
     ) in text
-    # l4-notebooks: 3 nodes x 4 L4 x 4 MPS clients = 48 units; applied-ml 8x4 + notebooks 4x4
+    # l4-notebooks: 3 nodes x 4 L4 x 4 time-slices = 48 units; applied-ml 8x4 + notebooks 4x4
     assert "| 48 nvidia.com/gpu | 48 nvidia.com/gpu | 1.00x |" in text
-    assert "## Warnings\n\n- none\n" in text
+    warnings = text.split("## Warnings\n\n", 1)[1].strip().splitlines()
+    assert not any(w.startswith("- pool ") for w in warnings)  # no pool is oversubscribed
+    # research sets a cpu quota and runs on two pools: the per-pool Kueue vs. total quota caveat is named
+    assert warnings == [w for w in warnings if w.startswith("- tenant research: Kueue holds its cpu/memory quota")]
+    assert len(warnings) == 1
     assert "| research | `research/default` -> `research` | gpu-platform | a100-train: 8, h100-spot: any |" in text
 
 
