@@ -129,13 +129,16 @@ def summary(rendering: Rendering, sections: Mapping[str, str]) -> str:
         "",
         "## Tenants",
         "",
-        "| tenant | GPUs per pool | scheduler units | priority ceiling | pod security |",
-        "|---|---|---|---|---|",
+        "| tenant | GPUs per pool | scheduler units (nominal) | ResourceQuota cap (with borrowing) | scheduler "
+        "| priority ceiling | pod security |",
+        "|---|---|---|---|---|---|---|",
     ]
     for t in spec.tenants:
         quota = ", ".join(f"{pool}: {n}" for pool, n in sorted(t.gpu_quota.items())) or "-"
         lines.append(
-            f"| {t.name} | {quota} | {_units(derive.tenant_units(spec, t))} | {t.priority} | {t.pod_security} |"
+            f"| {t.name} | {quota} | {_units(derive.tenant_units(spec, t))} "
+            f"| {_units(derive.tenant_quota_units(spec, t))} | {derive.tenant_scheduler(spec, t) or '-'} "
+            f"| {t.priority} | {t.pod_security} |"
         )
     lines += _queues(spec)
     lines += ["", "## Priority classes", "", "| class | value | preemption | default |", "|---|---|---|---|"]
