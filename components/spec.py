@@ -598,9 +598,7 @@ def load_spec(config: Mapping[str, Any]) -> StackSpec:
         ns, _, name = k.partition(":")
         if ns == NAMESPACE:
             body[name] = v
-    if "cluster" in body and not isinstance(body["cluster"], dict):
-        pass  # reported by pydantic
-    else:
+    if isinstance(body.get("cluster", {}), dict):  # anything else is reported by pydantic
         cluster = dict(body.get("cluster") or {})
         for pkey, (field,) in PROVIDER_KEYS.items():
             if pkey in config and field not in cluster:

@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from components.spec import NAMESPACE, SpecError, StackSpec, load_spec
+from components.spec import SpecError, StackSpec, load_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAM = ROOT / "__main__.py"
@@ -355,7 +355,4 @@ def read_stack_file(path: Path) -> dict[str, Any]:
         raise SpecError([Problem(where, f"not valid YAML: {getattr(exc, 'problem', exc)}")]) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("config"), dict):
         raise SpecError([Problem("config", "a stack file needs a top-level 'config:' mapping")])
-    config = doc["config"]
-    if f"{NAMESPACE}:cloud" not in config:
-        config = dict(config)
-    return config
+    return doc["config"]
