@@ -45,3 +45,59 @@ def service_trust(service: str, actions: Iterable[str] = ("sts:AssumeRole",), si
     if sid:
         stmt = {"Sid": sid, **stmt}
     return document([stmt])
+
+
+# ------------------------------------------------------------------------------ controller identities
+
+
+def pod_identity_trust(cluster: str, namespace: str, service_account: str, sid: str) -> dict[str, Any]:
+    """EKS Pod Identity may assume the role, only for one ServiceAccount of this cluster.
+
+    The conditions match the session tags Pod Identity sets (eks-cluster-name, kubernetes-namespace,
+    kubernetes-service-account), so a Pod Identity association in another cluster or namespace of the
+    account cannot use this role.
+    """
+    return document(
+        [
+            {
+                "Sid": sid,
+                "Effect": "Allow",
+                "Principal": {"Service": "pods.eks.amazonaws.com"},
+                "Action": ["sts:AssumeRole", "sts:TagSession"],
+                "Condition": {
+                    "StringEquals": {
+                        "aws:RequestTag/eks-cluster-name": cluster,
+                        "aws:RequestTag/kubernetes-namespace": namespace,
+                        "aws:RequestTag/kubernetes-service-account": service_account,
+                    }
+                },
+            }
+        ]
+    )
+
+
+def oidc_provider_arn(partition: str, account: str, issuer: str) -> str:
+    return f"arn:{partition}:iam::{account}:oidc-provider/{issuer.removeprefix('https://')}"
+
+
+def irsa_trust(
+    partition: str, account: str, issuer: str, namespace: str, service_account: str, sid: str
+) -> dict[str, Any]:
+    """The cluster's IAM OIDC provider may assume the role for exactly this ServiceAccount."""
+    host = issuer.removeprefix("https://")
+    return document(
+        [
+            {
+                "Sid": sid,
+                "Effect": "Allow",
+                "Principal": {"Federated": oidc_provider_arn(partition, account, issuer)},
+                "Action": "sts:AssumeRoleWithWebIdentity",
+                "Condition": {
+                    "StringEquals": {
+                        f"{host}:aud": "sts.amazonaws.com",
+                        f"{host}:sub": f"system:serviceaccount:{namespace}:{service_account}",
+                    }
+                },
+            }
+        ]
+    )

@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from components.aws import iam
 from components.aws.iam import document
 
 # Karpenter's ServiceAccount (the chart's fullname with release name "karpenter"; set explicitly too).
@@ -311,56 +312,19 @@ POLICY_GROUPS = (
 
 
 def pod_identity_trust(cluster: str, namespace: str, service_account: str = SERVICE_ACCOUNT) -> dict[str, Any]:
-    """EKS Pod Identity may assume the role, only for this cluster's Karpenter ServiceAccount.
-
-    The conditions match the session tags Pod Identity sets (eks-cluster-name, kubernetes-namespace,
-    kubernetes-service-account), so a Pod Identity association in another cluster or namespace of the
-    account cannot use this role.
-    """
-    return document(
-        [
-            {
-                "Sid": "AllowEksPodIdentityForKarpenter",
-                "Effect": "Allow",
-                "Principal": {"Service": "pods.eks.amazonaws.com"},
-                "Action": ["sts:AssumeRole", "sts:TagSession"],
-                "Condition": {
-                    "StringEquals": {
-                        "aws:RequestTag/eks-cluster-name": cluster,
-                        "aws:RequestTag/kubernetes-namespace": namespace,
-                        "aws:RequestTag/kubernetes-service-account": service_account,
-                    }
-                },
-            }
-        ]
-    )
+    """EKS Pod Identity may assume the role, only for this cluster's Karpenter ServiceAccount
+    (``iam.pod_identity_trust``)."""
+    return iam.pod_identity_trust(cluster, namespace, service_account, sid="AllowEksPodIdentityForKarpenter")
 
 
-def oidc_provider_arn(partition: str, account: str, issuer: str) -> str:
-    return f"arn:{partition}:iam::{account}:oidc-provider/{issuer.removeprefix('https://')}"
+oidc_provider_arn = iam.oidc_provider_arn
 
 
 def irsa_trust(
     partition: str, account: str, issuer: str, namespace: str, service_account: str = SERVICE_ACCOUNT
 ) -> dict[str, Any]:
-    """The cluster's IAM OIDC provider may assume the role for exactly this ServiceAccount."""
-    host = issuer.removeprefix("https://")
-    return document(
-        [
-            {
-                "Sid": "AllowIrsaForKarpenter",
-                "Effect": "Allow",
-                "Principal": {"Federated": oidc_provider_arn(partition, account, issuer)},
-                "Action": "sts:AssumeRoleWithWebIdentity",
-                "Condition": {
-                    "StringEquals": {
-                        f"{host}:aud": "sts.amazonaws.com",
-                        f"{host}:sub": f"system:serviceaccount:{namespace}:{service_account}",
-                    }
-                },
-            }
-        ]
-    )
+    """The cluster's IAM OIDC provider may assume the role for exactly this ServiceAccount (``iam.irsa_trust``)."""
+    return iam.irsa_trust(partition, account, issuer, namespace, service_account, sid="AllowIrsaForKarpenter")
 
 
 # ------------------------------------------------------------------------------------- queue policy

@@ -423,7 +423,7 @@ class Karpenter(pulumi.ComponentResource):
         from pulumi_kubernetes.apiextensions import CustomResource
         from pulumi_kubernetes.helm.v3 import Release
 
-        from components.aws import iam, iam_karpenter
+        from components.aws import iam, iam_karpenter, identity
 
         # Regional objects go to the cluster's region (cluster.region, else aws:region), like the lookup.
         aws_child = pulumi.ResourceOptions(parent=self)
@@ -503,15 +503,9 @@ class Karpenter(pulumi.ComponentResource):
             )
 
         # -- controller role -----------------------------------------------------------------------
-        if spec.karpenter.identity == "irsa":
-            issuer = cluster.identities[0].oidcs[0].issuer
-            trust = pulumi.Output.all(partition, account, issuer).apply(
-                lambda a: iam.to_json(iam_karpenter.irsa_trust(a[0], a[1], a[2], CONTROLLER_NAMESPACE))
-            )
-        else:
-            trust = pulumi.Output.from_input(
-                iam.to_json(iam_karpenter.pod_identity_trust(cluster_name, CONTROLLER_NAMESPACE))
-            )
+        trust = identity.trust_policy(
+            spec, cluster, partition, account, CONTROLLER_NAMESPACE, SERVICE_ACCOUNT, sid="Karpenter"
+        )
         controller_role = aws.iam.Role(
             "karpenter-controller-role",
             name=controller_role_name(spec),
@@ -545,19 +539,17 @@ class Karpenter(pulumi.ComponentResource):
                     opts=aws_child,
                 )
             )
-        if spec.karpenter.identity == "pod-identity":
-            controller_deps.append(
-                aws.eks.PodIdentityAssociation(
-                    "karpenter-pod-identity",
-                    cluster_name=cluster_name,
-                    namespace=CONTROLLER_NAMESPACE,
-                    service_account=SERVICE_ACCOUNT,
-                    region=region,
-                    role_arn=controller_role.arn,
-                    tags=tags,
-                    opts=aws_child,
-                )
-            )
+        association = identity.pod_identity_association(
+            "karpenter-pod-identity",
+            spec,
+            controller_role.arn,
+            CONTROLLER_NAMESPACE,
+            SERVICE_ACCOUNT,
+            tags,
+            aws_child,
+        )
+        if association is not None:
+            controller_deps.append(association)
 
         # -- Helm: CRDs, then the controller ----------------------------------------------------------
         k8s_child = pulumi.ResourceOptions(parent=self, provider=provider)
