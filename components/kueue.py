@@ -31,8 +31,10 @@ What a tenant entry becomes:
 Cluster-wide: a **ResourceFlavor** per GPU pool (``nodeLabels`` = the pool label, ``tolerations`` = the
 pool's taints, so admitted pods land on the pool and tolerate it), ``default-flavor``, a
 **WorkloadPriorityClass** per PriorityClass (same names and values), a **Topology** when some pool is
-``topologyAware``, and for GKE queued-provisioning pools a ProvisioningRequest **AdmissionCheck** (Kueue asks
-GKE's Dynamic Workload Scheduler for the nodes of an admitted workload; without it such pools never scale).
+``topologyAware``, and a ProvisioningRequest **AdmissionCheck** with its ProvisioningRequestConfig for GKE
+queued-provisioning pools (Kueue asks GKE's Dynamic Workload Scheduler for the nodes of an admitted workload;
+without it such pools never scale) and for topology-aware pools that can grow (best-effort atomic scale-up by
+the cluster autoscaler; see ``provisioning_class``).
 
 Topology-aware pools: their flavor references the Topology; Kueue then places pods by the topology labels,
 and only workloads that ask for it (``kueue.x-k8s.io/podset-preferred-topology`` or ``-required-topology``
@@ -97,6 +99,8 @@ EXCLUDED_RESOURCE_PREFIXES = ("ephemeral-storage", "hugepages-", "vpc.amazonaws.
 
 # GKE Dynamic Workload Scheduler (queued provisioning): the ProvisioningRequest class Kueue asks for.
 DWS_PROVISIONING_CLASS = "queued-provisioning.gke.io"
+# The Cluster Autoscaler's all-or-nothing scale-up class (autoscaler FAQ "Supported ProvisioningClasses").
+ATOMIC_PROVISIONING_CLASS = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
 PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
 
 REQUEUE_BACKOFF_BASE_SECONDS = 60
@@ -210,18 +214,48 @@ def flavor_spec(pool: NodePool) -> dict[str, Any]:
     return out
 
 
-def dws_pools(spec: StackSpec) -> list[NodePool]:
-    """GKE queued-provisioning pools: nodes come only through ProvisioningRequests."""
-    return [p for p in spec.node_pools if spec.cloud == "gcp" and p.gke.queued_provisioning]
+def provisioning_class(spec: StackSpec, pool: NodePool) -> str | None:
+    """The ProvisioningRequest class Kueue's admission check asks for on this pool's flavor, or None (no check).
+
+    * GKE queued-provisioning pools: ``queued-provisioning.gke.io`` (Dynamic Workload Scheduler); their nodes
+      come only through ProvisioningRequests.
+    * Topology-aware pools that can grow (maxNodes above minNodes) on a provisioner serving ProvisioningRequests:
+      ``best-effort-atomic-scale-up.autoscaling.x-k8s.io``. Kueue's TAS counts only ready, schedulable nodes
+      (kueue v0.19.2 site ``concepts/topology_aware_scheduling.md``), so without the check a TAS workload needing
+      nodes that do not exist yet is never admitted, no pod is created and nothing scales. With it, Kueue
+      reserves quota, the autoscaler brings all the gang's nodes up together or none, and only then does Kueue
+      assign the topology (``tas_flavorassigner.go``: topology assignment is delayed while a ProvisioningRequest
+      check is pending). The criterion is topologyAware because it is the stack's statement that a pool runs
+      multi-node gangs whose placement matters; other pools admit on quota and scale on pending pods.
+      Who serves the class: the Cluster Autoscaler on EKS managed node groups (installed here, with
+      ``--enable-provisioning-requests``), GKE's cluster autoscaler on GKE node pools. Karpenter serves no
+      ProvisioningRequests, so a rule (scheduling_rules.topology_needs_provisioning) refuses TAS there.
+    """
+    if spec.cloud == "gcp" and pool.gke.queued_provisioning:
+        return DWS_PROVISIONING_CLASS
+    if not pool.topology_aware or pool.node_cap <= pool.min_nodes:
+        return None
+    if spec.cloud == "aws" and pool.provisioner == "managed" and spec.cluster_autoscaler_enabled:
+        return ATOMIC_PROVISIONING_CLASS
+    if spec.cloud == "gcp":
+        return ATOMIC_PROVISIONING_CLASS
+    return None
 
 
-def admission_check_name(pool: NodePool) -> str:
-    return f"{pool.name}-dws"
+def provisioning_pools(spec: StackSpec) -> list[NodePool]:
+    """Pools whose flavor carries a ProvisioningRequest admission check, by name (stack-file order changes
+    nothing)."""
+    return sorted((p for p in spec.node_pools if provisioning_class(spec, p) is not None), key=lambda p: p.name)
+
+
+def admission_check_name(spec: StackSpec, pool: NodePool) -> str:
+    """``<pool>-dws`` for GKE queued provisioning, ``<pool>-atomic`` for best-effort atomic scale-up."""
+    return f"{pool.name}-dws" if provisioning_class(spec, pool) == DWS_PROVISIONING_CLASS else f"{pool.name}-atomic"
 
 
 def provisioning_request_config_spec(spec: StackSpec, pool: NodePool) -> dict[str, Any]:
     return {
-        "provisioningClassName": DWS_PROVISIONING_CLASS,
+        "provisioningClassName": provisioning_class(spec, pool),
         "managedResources": sorted(derive.units_per_gpu(spec, pool)),
         # One PodTemplate per distinct scheduling shape (e.g. a PyTorchJob's master and workers).
         "podSetMergePolicy": "IdenticalWorkloadSchedulingRequirements",
@@ -332,7 +366,9 @@ def cluster_queue_spec(spec: StackSpec, tenant: Tenant) -> dict[str, Any]:
     if cohort is not None:
         out["cohortName"] = cohort
     checks = [
-        {"name": admission_check_name(p), "onFlavors": [p.name]} for p in dws_pools(spec) if p.name in tenant.gpu_quota
+        {"name": admission_check_name(spec, p), "onFlavors": [p.name]}
+        for p in provisioning_pools(spec)
+        if p.name in tenant.gpu_quota
     ]
     if checks:
         out["admissionChecksStrategy"] = {"admissionChecks": checks}
@@ -376,9 +412,12 @@ class Kueue(pulumi.ComponentResource):
         provider: pulumi.ProviderResource,
         opts: pulumi.ResourceOptions | None = None,
         namespaces: Mapping[str, pulumi.Input[str]] | None = None,
+        release_deps: Iterable[pulumi.Resource] = (),
     ):
         """``namespaces``: tenant name -> namespace name output (Tenancy.namespaces), so that each LocalQueue
-        waits for its namespace."""
+        waits for its namespace. ``release_deps``: what the controller must find when it starts (the
+        ProvisioningRequest CRD: Kueue sets up its ProvisioningRequest admission check only if the API exists
+        at start-up, kueue v0.19.2 ``cmd/kueue/main.go``)."""
         super().__init__(self.TYPE, name, None, opts)
         from pulumi_kubernetes.apiextensions import CustomResource
 
@@ -387,7 +426,9 @@ class Kueue(pulumi.ComponentResource):
         before = k8s.chart_namespace(
             self, provider, spec, "kueue", chart.namespace, k8s.psa_labels("restricted"), GKE_CRITICAL_PODS
         )
-        self.release = k8s.chart_release("kueue", self, provider, spec, CHART, helm_values(spec), before)
+        self.release = k8s.chart_release(
+            "kueue", self, provider, spec, CHART, helm_values(spec), [*before, *release_deps]
+        )
         # Everything below needs the CRDs and the webhooks of the release.
         crs = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[self.release])
         labels = derive.MANAGED_BY
@@ -423,24 +464,24 @@ class Kueue(pulumi.ComponentResource):
         ]
         for pool in spec.node_pools:
             queue_deps.append(cr(f"flavor-{pool.name}", "ResourceFlavor", pool.name, flavor_spec(pool), o=flavor_opts))
-        for pool in dws_pools(spec):
+        for pool in provisioning_pools(spec):
             prc = cr(
                 f"{pool.name}-provisioning-config",
                 "ProvisioningRequestConfig",
-                admission_check_name(pool),
+                admission_check_name(spec, pool),
                 provisioning_request_config_spec(spec, pool),
             )
             queue_deps.append(
                 cr(
                     f"{pool.name}-admission-check",
                     "AdmissionCheck",
-                    admission_check_name(pool),
+                    admission_check_name(spec, pool),
                     {
                         "controllerName": PROVISIONING_CONTROLLER,
                         "parameters": {
                             "apiGroup": API.split("/")[0],
                             "kind": "ProvisioningRequestConfig",
-                            "name": admission_check_name(pool),
+                            "name": admission_check_name(spec, pool),
                         },
                     },
                     o=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[self.release, prc]),

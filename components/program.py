@@ -40,10 +40,17 @@ def run(spec: StackSpec) -> None:
         GpuMonitoring("gpu-monitoring", spec, provider, exporter_release=gpu_operator_release)
     PriorityClasses("priority-classes", spec, provider)
     tenancy = Tenancy("tenancy", spec, provider)
+    # The Cluster Autoscaler installs the ProvisioningRequest CRD, which Kueue must find when it starts.
+    kueue_deps: list[pulumi.Resource] = []
+    if spec.cluster_autoscaler_enabled:
+        from components.aws.cluster_autoscaler import ClusterAutoscaler
+
+        autoscaler = ClusterAutoscaler("cluster-autoscaler", spec, provider, access.cluster)  # type: ignore[attr-defined]
+        kueue_deps.append(autoscaler.crd)
     if spec.addons.kueue:
         from components.kueue import Kueue
 
-        Kueue("kueue", spec, provider, namespaces=tenancy.namespaces)
+        Kueue("kueue", spec, provider, namespaces=tenancy.namespaces, release_deps=kueue_deps)
     if spec.addons.volcano:
         from components.volcano import Volcano
 

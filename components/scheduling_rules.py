@@ -38,6 +38,28 @@ def topology_aware_pools(spec: StackSpec) -> Iterator[Problem]:
 
 
 @rule
+def topology_needs_provisioning(spec: StackSpec) -> Iterator[Problem]:
+    """Kueue's TAS admits a workload only onto ready, schedulable nodes (kueue v0.19.2 site
+    concepts/topology_aware_scheduling.md; tas_flavor_snapshot.go "no topology domains at level"): a
+    topology-aware pool that must grow for a workload needs a ProvisioningRequest admission check
+    (kueue.provisioning_class), or Kueue never admits it, no pod is created and nothing scales up."""
+    if not spec.addons.kueue:
+        return
+    for i, pool in enumerate(spec.node_pools):
+        if not pool.topology_aware or kueue.provisioning_class(spec, pool) is not None:
+            continue
+        at = key("nodePools", i, "topologyAware")
+        if spec.cloud == "aws" and pool.provisioner == "karpenter":
+            yield Problem(
+                at,
+                "Karpenter serves no ProvisioningRequests and launches nodes only for pending pods, but Kueue's "
+                "topology-aware scheduling admits a workload (and so creates its pods) only onto ready nodes: "
+                "the pool would never get a node. Use provisioner: managed (the Cluster Autoscaler scales it "
+                "through a ProvisioningRequest check) or drop topologyAware",
+            )
+
+
+@rule
 def topology_levels(spec: StackSpec) -> Iterator[Problem]:
     levels = spec.scheduling.topology_levels or []
     seen: set[str] = set()

@@ -257,6 +257,11 @@ class Addons(Model):
     kueue: bool = True
     volcano: bool = False
     karpenter: bool | None = Field(default=None, description="default: on when any pool uses karpenter")
+    cluster_autoscaler: bool | None = Field(
+        default=None,
+        description="aws: install the Cluster Autoscaler for the managed node groups (default: on when any pool "
+        "has provisioner: managed); off means managed pools keep their minNodes and never scale",
+    )
 
 
 class GpuOperatorOptions(Model):
@@ -400,8 +405,9 @@ class KarpenterOptions(Model):
 
     identity: Literal["pod-identity", "irsa"] = Field(
         default="pod-identity",
-        description="how the controller gets AWS credentials: an EKS Pod Identity association (needs the "
-        "eks-pod-identity-agent add-on) or IRSA (needs the cluster's IAM OIDC provider)",
+        description="how the AWS controllers (Karpenter, the Cluster Autoscaler) get AWS credentials: an EKS Pod "
+        "Identity association (needs the eks-pod-identity-agent add-on) or IRSA (needs the cluster's IAM OIDC "
+        "provider)",
     )
     name_prefix: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9-]*$", max_length=40)] | None = Field(
         default=None,
@@ -463,6 +469,15 @@ class StackSpec(Model):
         if self.addons.karpenter is not None:
             return self.addons.karpenter
         return any(p.provisioner == "karpenter" for p in self.node_pools)
+
+    @property
+    def cluster_autoscaler_enabled(self) -> bool:
+        """aws only: the Cluster Autoscaler scales the managed node groups (on by default when there are any)."""
+        if self.cloud != "aws":
+            return False
+        if self.addons.cluster_autoscaler is not None:
+            return self.addons.cluster_autoscaler
+        return any(p.provisioner == "managed" for p in self.node_pools)
 
 
 # ---------------------------------------------------------------------------------------- problems

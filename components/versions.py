@@ -73,8 +73,18 @@ KARPENTER_CRD = Chart(
     namespace="kube-system",
     release="karpenter-crd",
 )
+CLUSTER_AUTOSCALER = Chart(
+    key="clusterAutoscaler",
+    chart="cluster-autoscaler",
+    version="9.59.0",  # app 1.35.0
+    repository="https://kubernetes.github.io/autoscaler",
+    namespace="kube-system",
+    release="cluster-autoscaler",
+)
 
-CHARTS: dict[str, Chart] = {c.key: c for c in (GPU_OPERATOR, DCGM_EXPORTER, KUEUE, VOLCANO, KARPENTER, KARPENTER_CRD)}
+CHARTS: dict[str, Chart] = {
+    c.key: c for c in (GPU_OPERATOR, DCGM_EXPORTER, KUEUE, VOLCANO, KARPENTER, KARPENTER_CRD, CLUSTER_AUTOSCALER)
+}
 
 # Sources a release may come from; the policy pack's default allow-list.
 ALLOWED_SOURCES: tuple[str, ...] = tuple(sorted({c.source for c in CHARTS.values()}))
@@ -85,6 +95,8 @@ VOLCANO_QUEUE_API = "scheduling.volcano.sh/v1beta1"
 KARPENTER_NODEPOOL_API = "karpenter.sh/v1"
 KARPENTER_NODECLASS_API = "karpenter.k8s.aws/v1"
 MONITORING_API = "monitoring.coreos.com/v1"
+# ProvisioningRequest CRD the Cluster Autoscaler serves (components/aws/data/, from cluster-autoscaler 1.35.0).
+PROVISIONING_REQUEST_API = "autoscaling.x-k8s.io/v1"
 
 
 def resolve(chart: Chart, overrides: dict | None = None) -> Chart:

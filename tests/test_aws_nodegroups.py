@@ -451,13 +451,13 @@ def test_eks_label_and_taint_limits():
 
 def test_too_many_node_group_tags():
     # 40 own labels on l4-shared. Tags: environment, team, managed-by, gpu-platform/pool (4); autoscaler
-    # enabled + cluster (2); a label tag per node label: pool, gpu-model, gpu.present, device-plugin.config
-    # and the 40 (44); the GPU taint (1); nvidia.com/gpu (1) -> 52.
+    # enabled + cluster (2); a label tag per node label: pool, gpu-model, gpu.present, device-plugin.config,
+    # the autoscaler's k8s.amazonaws.com/accelerator and the 40 (45); the GPU taint (1); nvidia.com/gpu (1) -> 53.
     labels = {f"label-{n:02d}": "x" for n in range(40)}
     (found,) = problems(_dev(labels=labels))
     path, message = found
     assert path == "gpu-platform:nodePools[0]"
-    assert message.startswith("its node group would carry 52 tags")
+    assert message.startswith("its node group would carry 53 tags")
     assert message.endswith("EKS allows 50: drop labels or stack tags")
 
 

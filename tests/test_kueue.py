@@ -452,10 +452,103 @@ def test_queued_provisioning_pool_goes_through_a_provisioning_request_check():
     assert config["managedResources"] == ["nvidia.com/gpu"]
     for tenant in ("research", "applied-ml"):
         assert _cq("prod-gcp", tenant)["admissionChecksStrategy"] == {
-            "admissionChecks": [{"name": "h100-burst-dws", "onFlavors": ["h100-burst"]}]
+            "admissionChecks": [
+                {"name": "h100-burst-dws", "onFlavors": ["h100-burst"]},
+                {"name": "h100-train-atomic", "onFlavors": ["h100-train"]},
+            ]
         }
     assert "admissionChecksStrategy" not in _cq("prod-gcp", "serving")
-    assert manifests(rendered("prod-aws"), "AdmissionCheck") == []
+    assert [m["metadata"]["name"] for m in manifests(rendered("dev-gcp"), "AdmissionCheck")] == []
+
+
+# ------------------------------------------------------------- topology-aware pools from zero (issue 10 §1, §2)
+
+ATOMIC = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
+
+
+@pytest.mark.parametrize(("stack", "pool"), [("prod-aws", "a100-train"), ("prod-gcp", "h100-train")])
+def test_topology_aware_pool_from_zero_gets_an_atomic_provisioning_check(stack, pool):
+    """Kueue TAS sees only ready nodes (kueue v0.19.2 concepts/topology_aware_scheduling.md): a TAS pool at 0
+    nodes admits only through a ProvisioningRequest check, which delays the topology assignment until the
+    autoscaler has brought the gang's nodes up (tas_flavorassigner.go, DelayedTopologyRequest)."""
+    r = rendered(stack)
+    name = f"{pool}-atomic"
+    assert manifest(r, "AdmissionCheck", name)["spec"] == {
+        "controllerName": "kueue.x-k8s.io/provisioning-request",
+        "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "ProvisioningRequestConfig", "name": name},
+    }
+    assert manifest(r, "ProvisioningRequestConfig", name)["spec"] == {
+        "provisioningClassName": ATOMIC,
+        "managedResources": ["nvidia.com/gpu"],
+        "podSetMergePolicy": "IdenticalWorkloadSchedulingRequirements",
+    }
+    flavor = manifest(r, "ResourceFlavor", pool)["spec"]
+    assert flavor["topologyName"] == kueue.TOPOLOGY_NAME
+    for tenant in r.spec.tenants:
+        checks = _cq(stack, tenant.name).get("admissionChecksStrategy", {}).get("admissionChecks", [])
+        mine = [c for c in checks if c["name"] == name]
+        assert mine == ([{"name": name, "onFlavors": [pool]}] if pool in tenant.gpu_quota else [])
+    # the check and its config exist before any ClusterQueue naming them
+    cq = r.find("kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue", "research-cluster-queue")
+    assert f"{pool}-admission-check" in cq.depends_on
+
+
+def test_pools_that_are_not_topology_aware_or_cannot_grow_get_no_check():
+    assert [p.name for p in kueue.provisioning_pools(rendered("prod-aws").spec)] == ["a100-train"]
+    assert [p.name for p in kueue.provisioning_pools(rendered("dev-aws").spec)] == []
+    config = stack_config("prod-aws")
+    pools = config["gpu-platform:nodePools"]
+    pools[0].update(minNodes=4, maxNodes=4)  # a fixed-size TAS pool: TAS sees every node, nothing to provision
+    assert kueue.provisioning_pools(load_spec(config)) == []
+
+
+def test_a_topology_aware_managed_pool_without_the_autoscaler_gets_no_check():
+    config = stack_config("prod-aws")
+    config["gpu-platform:addons"]["clusterAutoscaler"] = False
+    for p in config["gpu-platform:nodePools"]:
+        if p.get("provisioner", "managed") == "managed":
+            p["minNodes"] = max(p.get("minNodes", 0), 1)  # minNodes 0 without the autoscaler is refused
+    spec = load_spec(config)
+    assert kueue.provisioning_class(spec, spec.pool("a100-train")) is None
+
+
+@functools.cache
+def _closed_validator(kind):
+    """Kueue v0.19.2's schema for kinds ../shared/upstream lacks (tests/fixtures/kueue), closed the way its
+    .strict.json files are: additionalProperties false on every object schema with properties."""
+    from conftest import ROOT
+
+    path = ROOT / "tests" / "fixtures" / "kueue" / f"{kind.lower()}.kueue.x-k8s.io.v1beta2.json"
+    schema = json.loads(path.read_text())
+
+    def close(node):
+        if isinstance(node, dict):
+            # Go RE2 takes "^(?i)..." (AdmissionCheck parameters.kind); Python wants the flag first.
+            if isinstance(node.get("pattern"), str) and node["pattern"].startswith("^(?i)"):
+                node["pattern"] = "(?i)^" + node["pattern"][len("^(?i)") :]
+            if node.get("type") == "object" and "properties" in node and "additionalProperties" not in node:
+                if not node.get("x-kubernetes-preserve-unknown-fields"):
+                    node["additionalProperties"] = False
+            for k in ("properties",):
+                for v in node.get(k, {}).values():
+                    close(v)
+            for k in ("items", "additionalProperties"):
+                if isinstance(node.get(k), dict):
+                    close(node[k])
+
+    close(schema)
+    return Draft7Validator(schema)
+
+
+@pytest.mark.parametrize("stack", ["prod-aws", "prod-gcp"])
+def test_admission_checks_and_provisioning_configs_validate_against_kueue_schemas(stack):
+    docs = [m for m in rendered(stack).manifests if m["kind"] in ("AdmissionCheck", "ProvisioningRequestConfig")]
+    assert len(docs) >= 2
+    for doc in docs:
+        errors = [e.message for e in _closed_validator(doc["kind"]).iter_errors(doc)]
+        assert errors == [], f"{doc['kind']} {doc['metadata']['name']}"
+    bad = {**docs[0], "spec": {**docs[0]["spec"], "provisioningClass": "x"}}  # a misspelt field is caught
+    assert list(_closed_validator(docs[0]["kind"]).iter_errors(bad))
 
 
 # ------------------------------------------------------------------------- local queues, priorities

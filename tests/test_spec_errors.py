@@ -256,6 +256,36 @@ BAD: list[tuple[str, str, list[tuple[str, Any]], str, str]] = [
         "gpu-platform:nodePools[0].desiredNodes",
         "outside minNodes..maxNodes",
     ),
+    # issue 10 §1: a managed pool at minNodes 0 needs the Cluster Autoscaler
+    (
+        "managed-pool-from-zero-without-autoscaler",
+        "dev-aws",
+        [("gpu-platform:addons.clusterAutoscaler", False)],
+        "gpu-platform:nodePools[0].minNodes",
+        "is 0, but gpu-platform:addons.clusterAutoscaler is false",
+    ),
+    (
+        "cluster-autoscaler-on-gke",
+        "dev-gcp",
+        [("gpu-platform:addons.clusterAutoscaler", True)],
+        "gpu-platform:addons.clusterAutoscaler",
+        "applies to EKS managed node groups only",
+    ),
+    (
+        "accelerator-label-by-hand",
+        "dev-aws",
+        [("gpu-platform:nodePools.0.labels", {"k8s.amazonaws.com/accelerator": "l4"})],
+        "gpu-platform:nodePools[0].labels.k8s.amazonaws.com/accelerator",
+        "is set by gpu-platform (nvidia-l4)",
+    ),
+    # issue 10 §2: TAS on a pool whose provisioner serves no ProvisioningRequests never admits anything
+    (
+        "topology-aware-karpenter-pool",
+        "dev-aws",
+        [("gpu-platform:nodePools.1.topologyAware", True)],
+        "gpu-platform:nodePools[1].topologyAware",
+        "Karpenter serves no ProvisioningRequests",
+    ),
 ]
 
 

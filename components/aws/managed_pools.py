@@ -131,8 +131,26 @@ def eks_taints(pool: NodePool) -> list[dict[str, str]]:
     return [eks_taint(t) for t in derive.pool_taints(pool)]
 
 
+# The Cluster Autoscaler's AWS GPU label (cloudprovider/aws/aws_cloud_provider.go GPULabel, 1.35.0). A node
+# carrying it counts as a GPU node: until its device plugin advertises nvidia.com/gpu the autoscaler treats
+# it as still starting instead of as a node that cannot fit the pending pod, and so does not scale the
+# group out again for the same pod (cloudprovider/aws/README.md, "Special note on GPU instances"; the label
+# must be on the node when it joins, which EKS does for node group labels through the kubelet's
+# --node-labels). Its value is the GPU type; the autoscaler only uses it for metrics and --gpu-total
+# limits, matching its list availableGPUTypes (nvidia-tesla-k80/p100/v100/t4/a100).
+ACCELERATOR_LABEL = "k8s.amazonaws.com/accelerator"
+_CA_GPU_TYPES = {"T4": "nvidia-tesla-t4", "A100-40GB": "nvidia-tesla-a100", "A100-80GB": "nvidia-tesla-a100"}
+
+
+def accelerator_type(pool: NodePool) -> str:
+    """``nvidia-tesla-t4`` / ``nvidia-tesla-a100`` where the autoscaler lists the model, else
+    ``nvidia-<model>`` (``nvidia-l4``, ``nvidia-h100``), the form of the README's example."""
+    return _CA_GPU_TYPES.get(pool.gpu.model, f"nvidia-{pool.gpu.model.lower()}")
+
+
 def labels(spec: StackSpec, pool: NodePool) -> dict[str, str]:
-    return derive.pool_labels(spec, pool)
+    """The pool's labels (``derive.pool_labels``) plus the autoscaler's GPU label."""
+    return dict(sorted({**derive.pool_labels(spec, pool), ACCELERATOR_LABEL: accelerator_type(pool)}.items()))
 
 
 def node_resources(spec: StackSpec, pool: NodePool) -> dict[str, int]:

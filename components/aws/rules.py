@@ -56,6 +56,34 @@ def aws_pools(spec: StackSpec) -> Iterator[Problem]:
 
 
 @rule
+def cluster_autoscaler(spec: StackSpec) -> Iterator[Problem]:
+    """Managed node groups change size only through the Cluster Autoscaler (components/aws/cluster_autoscaler.py):
+    with it off, a pool at minNodes 0 never gets a node."""
+    if spec.cloud != "aws":
+        if spec.addons.cluster_autoscaler:
+            yield Problem(
+                key("addons", "clusterAutoscaler"),
+                f"applies to EKS managed node groups only (cloud aws, not {spec.cloud})",
+            )
+        return
+    if spec.cluster_autoscaler_enabled:
+        for i, pool in enumerate(spec.node_pools):
+            if pool.provisioner == "managed" and plan.ACCELERATOR_LABEL in pool.labels:
+                yield Problem(
+                    key("nodePools", i, "labels", plan.ACCELERATOR_LABEL),
+                    f"is set by gpu-platform ({plan.accelerator_type(pool)}) for the Cluster Autoscaler; drop it",
+                )
+        return
+    for i, pool in enumerate(spec.node_pools):
+        if pool.provisioner == "managed" and pool.min_nodes == 0:
+            yield Problem(
+                key("nodePools", i, "minNodes"),
+                f"is 0, but {key('addons', 'clusterAutoscaler')} is false: nothing would ever add a node to this "
+                "managed node group. Turn the autoscaler on, or set minNodes to the nodes the pool should keep",
+            )
+
+
+@rule
 def device_plugin(spec: StackSpec) -> Iterator[Problem]:
     """Something must advertise nvidia.com/gpu on every pool. The EKS AL2023 NVIDIA AMIs carry the driver
     and the container toolkit but no Kubernetes device plugin (EKS user guide, "Install Kubernetes device

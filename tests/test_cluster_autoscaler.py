@@ -1,0 +1,317 @@
+"""Cluster Autoscaler for EKS managed node groups (issue 10 §1): chart, values, IAM, identity, placement, the
+ProvisioningRequest CRD, the GPU label, and when it is installed.
+
+Upstream facts the expectations below are written from (not from the code under test):
+
+- ../shared/upstream/cluster-autoscaler/iam-actions.json: the AWS README's "Full Cluster Autoscaler Features
+  Policy (Recommended)" (README lines 34-69): nine read actions on "*", and SetDesiredCapacity /
+  TerminateInstanceInAutoScalingGroup, the block upstream says to restrict "using tag based conditionals".
+- EKS tags every managed node group's Auto Scaling group k8s.io/cluster-autoscaler/enabled=true and
+  k8s.io/cluster-autoscaler/<cluster>=owned (EKS user guide, "Managed node groups").
+- cluster-autoscaler 1.35.0 config/flags/flags.go: the flag names passed as extraArgs.
+- cloudprovider/aws/aws_cloud_provider.go (1.35.0): GPULabel = "k8s.amazonaws.com/accelerator"; README
+  "Special note on GPU instances": the label is set on the node through kubelet --node-labels.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+from conftest import HELM_RELEASE, UPSTREAM, needs_upstream, render_config, rendered, stack_config
+from values_paths import unknown_paths
+
+from components import versions
+from components.aws import cluster_autoscaler as ca
+from components.aws import managed_pools as plan
+from components.spec import load_spec
+
+POLICY = "aws:iam/policy:Policy"
+ROLE = "aws:iam/role:Role"
+POD_IDENTITY = "aws:eks/podIdentityAssociation:PodIdentityAssociation"
+CRD = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
+NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+
+
+def _release(r):
+    (rel,) = [x for x in r.of_type(HELM_RELEASE) if x.name == "cluster-autoscaler"]
+    return rel
+
+
+def _policy(r) -> dict:
+    (p,) = [x for x in r.of_type(POLICY) if x.parent == "cluster-autoscaler"]
+    return json.loads(p.inputs["policy"])
+
+
+# ------------------------------------------------------------------------------------------ installed when
+
+
+@pytest.mark.parametrize(("stack", "expected"), [("dev-aws", True), ("prod-aws", True), ("dev-gcp", False)])
+def test_installed_whenever_an_aws_stack_has_managed_pools(stack, expected):
+    r = rendered(stack)
+    assert bool([x for x in r.of_type(HELM_RELEASE) if x.name == "cluster-autoscaler"]) is expected
+    assert bool(r.of_type(CRD)) is expected
+
+
+def test_switch_off_and_karpenter_only_stacks_install_nothing():
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:addons"]["clusterAutoscaler"] = False
+    cfg["gpu-platform:nodePools"][0]["minNodes"] = 1  # at 0 the rule refuses it (test_spec_errors)
+    r = render_config(cfg)
+    assert not [x for x in r.of_type(HELM_RELEASE) if x.name == "cluster-autoscaler"]
+    assert not [x for x in r.of_type(POLICY) if x.parent == "cluster-autoscaler"]
+    cfg = stack_config("dev-aws")
+    del cfg["gpu-platform:nodePools"][0]
+    cfg["gpu-platform:tenants"][0]["gpuQuota"] = {"a10g-spot": 8}
+    assert load_spec(cfg).cluster_autoscaler_enabled is False
+
+
+# ----------------------------------------------------------------------------------------------- chart
+
+
+def test_chart_pinned_from_the_official_repository():
+    rel = _release(rendered("prod-aws")).inputs
+    assert rel["chart"] == "cluster-autoscaler"
+    assert rel["version"] == "9.59.0"
+    assert rel["repositoryOpts"] == {"repo": "https://kubernetes.github.io/autoscaler"}
+    assert rel["namespace"] == "kube-system"
+
+
+@needs_upstream
+def test_chart_pin_matches_the_upstream_chart():
+    chart = yaml.safe_load((UPSTREAM / "cluster-autoscaler" / "Chart.yaml").read_text())
+    assert (chart["name"], chart["version"], chart["appVersion"]) == ("cluster-autoscaler", "9.59.0", "1.35.0")
+    assert versions.CLUSTER_AUTOSCALER.version == chart["version"]
+
+
+# Flags of cluster-autoscaler 1.35.0 (config/flags/flags.go) the platform may pass through extraArgs, which the
+# chart renders as --key=value (templates/deployment.yaml); extraArgs is free-form in values.yaml.
+CA_135_FLAGS = {
+    "expander",
+    "balance-similar-node-groups",
+    "skip-nodes-with-local-storage",
+    "scale-down-unneeded-time",
+    "scale-down-delay-after-add",
+    "max-node-provision-time",
+    "enable-provisioning-requests",
+    "kube-api-content-type",
+    "logtostderr",
+    "stderrthreshold",
+    "v",
+}
+
+
+@needs_upstream
+@pytest.mark.parametrize("identity", ["pod-identity", "irsa"])
+def test_values_exist_in_the_upstream_chart(identity):
+    upstream = yaml.safe_load((UPSTREAM / "cluster-autoscaler" / "values.yaml").read_text())
+    cfg = stack_config("prod-aws")
+    cfg["gpu-platform:karpenter"] = {"identity": identity}
+    values = ca.helm_values(load_spec(cfg), "arn:aws:iam::1:role/x")
+    args = values.pop("extraArgs")
+    assert unknown_paths(values, upstream) == []
+    assert set(args) <= CA_135_FLAGS
+    assert all(isinstance(v, str) for v in args.values())  # rendered verbatim into --key=value
+
+
+def test_autodiscovery_by_the_tags_eks_puts_on_managed_node_groups():
+    values = yaml.safe_load(json.dumps(_release(rendered("prod-aws")).inputs["values"]))
+    assert values["cloudProvider"] == "aws"
+    assert values["awsRegion"] == "us-east-1"
+    assert values["autoDiscovery"] == {
+        "clusterName": "ml-prod",
+        "tags": ["k8s.io/cluster-autoscaler/enabled", "k8s.io/cluster-autoscaler/ml-prod"],
+    }
+    # and every managed node group carries both tags, so nothing depends on EKS alone
+    for ng in rendered("prod-aws").of_type(NODE_GROUP):
+        tags = ng.inputs["tags"]
+        assert tags["k8s.io/cluster-autoscaler/enabled"] == "true"
+        assert tags["k8s.io/cluster-autoscaler/ml-prod"] == "owned"
+
+
+def test_gpu_and_gang_settings():
+    args = _release(rendered("prod-aws")).inputs["values"]["extraArgs"]
+    assert args["enable-provisioning-requests"] == "true"  # FAQ "Enabling ProvisioningRequest Support" step 2
+    assert args["kube-api-content-type"] == "application/json"  # step 3
+    assert args["skip-nodes-with-local-storage"] == "false"  # emptyDir /dev/shm must not pin idle GPU nodes
+    assert args["expander"] == "least-waste"
+    assert args["balance-similar-node-groups"] == "true"
+
+
+def test_runs_on_system_nodes_never_on_gpu_nodes():
+    cfg = stack_config("prod-aws")
+    cfg["gpu-platform:systemNodeSelector"] = {"node-role": "system"}
+    values = ca.helm_values(load_spec(cfg))
+    assert values["nodeSelector"] == {"kubernetes.io/os": "linux", "node-role": "system"}
+    assert all(t.get("key") != "nvidia.com/gpu" for t in values["tolerations"])
+    assert values["tolerations"] == [{"key": "CriticalAddonsOnly", "operator": "Exists"}]
+    terms = values["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert {"key": "gpu-platform/pool", "operator": "DoesNotExist"} in terms[0]["matchExpressions"]
+    assert values["securityContext"]["runAsNonRoot"] is True
+    assert values["containerSecurityContext"]["allowPrivilegeEscalation"] is False
+
+
+# ------------------------------------------------------------------------------------------------- IAM
+
+# Statement by statement, as data. Actions: the upstream policy (iam-actions.json fullFeaturesPolicy).
+EXPECTED_STATEMENTS = [
+    {
+        "Sid": "DescribeForAutoDiscovery",
+        "Effect": "Allow",
+        "Action": [
+            "autoscaling:DescribeAutoScalingGroups",
+            "autoscaling:DescribeAutoScalingInstances",
+            "autoscaling:DescribeLaunchConfigurations",
+            "autoscaling:DescribeScalingActivities",
+            "ec2:DescribeImages",
+            "ec2:DescribeInstanceTypes",
+            "ec2:DescribeLaunchTemplateVersions",
+            "ec2:GetInstanceTypesFromInstanceRequirements",
+            "eks:DescribeNodegroup",
+        ],
+        "Resource": "*",
+    },
+    {
+        "Sid": "ScaleThisClustersNodeGroups",
+        "Effect": "Allow",
+        "Action": ["autoscaling:SetDesiredCapacity", "autoscaling:TerminateInstanceInAutoScalingGroup"],
+        "Resource": "*",
+        "Condition": {
+            "StringEquals": {
+                "aws:ResourceTag/k8s.io/cluster-autoscaler/ml-prod": "owned",
+                "aws:ResourceTag/k8s.io/cluster-autoscaler/enabled": "true",
+            }
+        },
+    },
+]
+
+
+def test_policy_statement_by_statement():
+    doc = _policy(rendered("prod-aws"))
+    assert doc["Version"] == "2012-10-17"
+    assert doc["Statement"] == EXPECTED_STATEMENTS
+
+
+@needs_upstream
+def test_policy_grants_exactly_the_upstream_auto_discovery_actions():
+    upstream = json.loads((UPSTREAM / "cluster-autoscaler" / "iam-actions.json").read_text())
+    read, mutating = upstream["fullFeaturesPolicy"]["statements"]
+    doc = _policy(rendered("prod-aws"))
+    by_sid = {s["Sid"]: s for s in doc["Statement"]}
+    assert sorted(by_sid["DescribeForAutoDiscovery"]["Action"]) == sorted(read["Action"])
+    assert sorted(by_sid["ScaleThisClustersNodeGroups"]["Action"]) == sorted(mutating["Action"])
+    # only reads are unconditioned; every other action sits under this cluster's tag
+    for s in doc["Statement"]:
+        if "Condition" not in s:
+            assert all(a.split(":")[1].startswith("Describe") or a.startswith("ec2:Get") for a in s["Action"])
+
+
+# -------------------------------------------------------------------------------------------- identity
+
+
+def test_pod_identity_by_default():
+    r = rendered("prod-aws")
+    (assoc,) = [x for x in r.of_type(POD_IDENTITY) if x.parent == "cluster-autoscaler"]
+    assert assoc.inputs["namespace"] == "kube-system"
+    assert assoc.inputs["serviceAccount"] == "cluster-autoscaler"
+    assert assoc.inputs["clusterName"] == "ml-prod"
+    assert assoc.inputs["region"] == "us-east-1"
+    (role,) = [x for x in r.of_type(ROLE) if x.name == "cluster-autoscaler-role"]
+    (stmt,) = json.loads(role.inputs["assumeRolePolicy"])["Statement"]
+    assert stmt["Principal"] == {"Service": "pods.eks.amazonaws.com"}
+    assert stmt["Condition"]["StringEquals"] == {
+        "aws:RequestTag/eks-cluster-name": "ml-prod",
+        "aws:RequestTag/kubernetes-namespace": "kube-system",
+        "aws:RequestTag/kubernetes-service-account": "cluster-autoscaler",
+    }
+    values = _release(r).inputs["values"]
+    assert values["rbac"]["serviceAccount"]["name"] == "cluster-autoscaler"
+    assert "annotations" not in values["rbac"]["serviceAccount"]
+    # the release waits for its permissions and its identity
+    assert {"cluster-autoscaler-policy-attachment", "cluster-autoscaler-pod-identity"} <= set(_release(r).depends_on)
+
+
+def test_irsa_when_karpenter_identity_says_so():
+    cfg = stack_config("prod-aws")
+    cfg["gpu-platform:karpenter"] = {"identity": "irsa"}
+    r = render_config(cfg)
+    assert not [x for x in r.of_type(POD_IDENTITY) if x.parent == "cluster-autoscaler"]
+    (role,) = [x for x in r.of_type(ROLE) if x.name == "cluster-autoscaler-role"]
+    (stmt,) = json.loads(role.inputs["assumeRolePolicy"])["Statement"]
+    assert stmt["Action"] == "sts:AssumeRoleWithWebIdentity"
+    assert "oidc-provider/" in stmt["Principal"]["Federated"]
+    assert [v for k, v in stmt["Condition"]["StringEquals"].items() if k.endswith(":sub")] == [
+        "system:serviceaccount:kube-system:cluster-autoscaler"
+    ]
+    annotations = _release(r).inputs["values"]["rbac"]["serviceAccount"]["annotations"]
+    assert list(annotations) == ["eks.amazonaws.com/role-arn"]
+
+
+# ------------------------------------------------------------------------------ ProvisioningRequest CRD
+
+
+def test_provisioning_request_crd_is_installed_before_kueue_and_the_autoscaler():
+    r = rendered("prod-aws")
+    (crd,) = r.of_type(CRD)
+    assert crd.inputs["metadata"]["name"] == "provisioningrequests.autoscaling.x-k8s.io"
+    spec = crd.inputs["spec"]
+    assert spec["group"] == "autoscaling.x-k8s.io"
+    assert spec["names"]["kind"] == "ProvisioningRequest"
+    assert [v["name"] for v in spec["versions"] if v.get("storage")] == ["v1"]
+    assert crd.name in _release(r).depends_on
+    # Kueue sets up its ProvisioningRequest admission check only if the API exists when it starts
+    (kueue,) = [x for x in r.of_type(HELM_RELEASE) if x.name == "kueue"]
+    assert crd.name in kueue.depends_on
+
+
+# ----------------------------------------------------------------------------------- GPU node label
+
+
+@pytest.mark.parametrize(
+    ("stack", "pool", "value"),
+    [
+        ("prod-aws", "a100-train", "nvidia-tesla-a100"),  # in the autoscaler's availableGPUTypes
+        ("prod-aws", "l4-notebooks", "nvidia-l4"),
+        ("prod-aws", "h100-inference", "nvidia-h100"),
+        ("dev-aws", "l4-shared", "nvidia-l4"),
+    ],
+)
+def test_gpu_nodes_carry_the_accelerator_label_and_its_template_tag(stack, pool, value):
+    (ng,) = [x for x in rendered(stack).of_type(NODE_GROUP) if x.name == pool]
+    assert ng.inputs["labels"]["k8s.amazonaws.com/accelerator"] == value
+    assert ng.inputs["tags"]["k8s.io/cluster-autoscaler/node-template/label/k8s.amazonaws.com/accelerator"] == value
+
+
+def test_template_tags_follow_the_readme_formats():
+    """README "Auto-Discovery Setup": label tags key .../label/<name> = value, taints .../taint/<key> =
+    <value>:<effect>, resources .../resources/<name> = quantity."""
+    spec = rendered("prod-aws").spec
+    tags = plan.autoscaler_tags(spec, spec.pool("l4-notebooks"))
+    prefix = "k8s.io/cluster-autoscaler/node-template"
+    assert tags[f"{prefix}/taint/nvidia.com/gpu"] == "present:NoSchedule"
+    assert tags[f"{prefix}/resources/nvidia.com/gpu"] == "16"  # 4 L4 x time-slicing 4
+    assert tags[f"{prefix}/label/gpu-platform/pool"] == "l4-notebooks"
+
+
+def test_karpenter_nodes_do_not_get_the_autoscaler_label():
+    r = rendered("prod-aws")
+    for np in [m for m in r.manifests if m["kind"] == "NodePool"]:
+        assert "k8s.amazonaws.com/accelerator" not in np["spec"]["template"]["metadata"]["labels"]
+
+
+def test_summary_says_who_scales_each_pool():
+    from components import synth
+
+    text = synth.files(rendered("prod-aws"))["summary.md"]
+    assert (
+        "| a100-train | Cluster Autoscaler (chart 9.59.0), EKS managed node group | `a100-train-atomic` "
+        "(best-effort-atomic-scale-up.autoscaling.x-k8s.io) |" in text
+    )
+    assert "| h100-spot | Karpenter, for pending pods | - |" in text
+    assert "`k8s.amazonaws.com/accelerator=nvidia-tesla-a100`" in text
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:addons"]["clusterAutoscaler"] = False
+    cfg["gpu-platform:nodePools"][0]["minNodes"] = 1
+    text = synth.files(render_config(cfg))["summary.md"]
+    assert "| l4-shared | nobody: fixed at 1 node(s) (addons.clusterAutoscaler is off) | - |" in text
