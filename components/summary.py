@@ -12,6 +12,44 @@ if TYPE_CHECKING:
     from components.synth import Rendering
 
 
+def _node_labels(spec: StackSpec, pool) -> dict[str, str]:
+    """What the pool's nodes are labelled with: EKS managed node groups add the autoscaler's GPU label."""
+    if spec.cloud == "aws" and pool.provisioner == "managed":
+        from components.aws import managed_pools
+
+        return managed_pools.labels(spec, pool)
+    return derive.pool_labels(spec, pool)
+
+
+def scaled_by(spec: StackSpec, pool) -> str:
+    """Who adds nodes to the pool (and so whether a pending workload can ever get one)."""
+    if spec.cloud == "existing":
+        return "nobody: existing nodes"
+    if spec.cloud == "gcp":
+        if pool.gke.queued_provisioning:
+            return "GKE Dynamic Workload Scheduler (queued provisioning), through Kueue's ProvisioningRequests"
+        return "GKE cluster autoscaler"
+    if pool.provisioner == "karpenter":
+        return "Karpenter, for pending pods"
+    if spec.cluster_autoscaler_enabled:
+        chart = versions.resolve(versions.CLUSTER_AUTOSCALER, spec.charts)
+        return f"Cluster Autoscaler (chart {chart.version}), EKS managed node group"
+    return f"nobody: fixed at {pool.min_nodes} node(s) (addons.clusterAutoscaler is off)"
+
+
+def _scaling(spec: StackSpec) -> list[str]:
+    if not spec.node_pools:
+        return []
+    from components import kueue
+
+    lines = ["", "## Who scales each pool", "", "| pool | scaled by | Kueue admission check |", "|---|---|---|"]
+    for p in spec.node_pools:
+        cls = kueue.provisioning_class(spec, p) if spec.addons.kueue else None
+        check = f"`{kueue.admission_check_name(spec, p)}` ({cls})" if cls else "-"
+        lines.append(f"| {p.name} | {scaled_by(spec, p)} | {check} |")
+    return lines
+
+
 def warnings(rendering: Rendering) -> list[str]:
     spec = rendering.spec
     out = []
@@ -113,9 +151,10 @@ def summary(rendering: Rendering, sections: Mapping[str, str]) -> str:
     ]
     lines += ["", "## Pool labels and taints", "", "| pool | node labels | taints |", "|---|---|---|"]
     for p in spec.node_pools:
-        labels = ", ".join(f"`{k}={v}`" for k, v in derive.pool_labels(spec, p).items())
+        labels = ", ".join(f"`{k}={v}`" for k, v in _node_labels(spec, p).items())
         taints = ", ".join(f"`{t.key}={t.value or ''}:{t.effect}`" for t in derive.pool_taints(p))
         lines.append(f"| {p.name} | {labels} | {taints} |")
+    lines += _scaling(spec)
     if spec.cloud == "aws" and spec.karpenter_enabled:
         from components.aws.karpenter import summary_lines
 
