@@ -228,7 +228,9 @@ def provisioning_class(spec: StackSpec, pool: NodePool) -> str | None:
       check is pending). The criterion is topologyAware because it is the stack's statement that a pool runs
       multi-node gangs whose placement matters; other pools admit on quota and scale on pending pods.
       Who serves the class: the Cluster Autoscaler on EKS managed node groups (installed here, with
-      ``--enable-provisioning-requests``), GKE's cluster autoscaler on GKE node pools. Karpenter serves no
+      ``--enable-provisioning-requests``), GKE's managed cluster autoscaler on GKE node pools (GKE ships the
+      ProvisioningRequest CRD; its autoscaler processing this class is seen in kubernetes/autoscaler#9805,
+      reported against v1.35.3-gke.2190000 -- an issue report, not a GKE document). Karpenter serves no
       ProvisioningRequests, so a rule (scheduling_rules.topology_needs_provisioning) refuses TAS there.
     """
     if spec.cloud == "gcp" and pool.gke.queued_provisioning:
