@@ -273,7 +273,6 @@ def test_provisioning_request_crd_is_installed_before_kueue_and_the_autoscaler()
     [
         ("prod-aws", "a100-train", "nvidia-tesla-a100"),  # in the autoscaler's availableGPUTypes
         ("prod-aws", "l4-notebooks", "nvidia-l4"),
-        ("prod-aws", "h100-inference", "nvidia-h100"),
         ("dev-aws", "l4-shared", "nvidia-l4"),
     ],
 )
@@ -281,6 +280,18 @@ def test_gpu_nodes_carry_the_accelerator_label_and_its_template_tag(stack, pool,
     (ng,) = [x for x in rendered(stack).of_type(NODE_GROUP) if x.name == pool]
     assert ng.inputs["labels"]["k8s.amazonaws.com/accelerator"] == value
     assert ng.inputs["tags"]["k8s.io/cluster-autoscaler/node-template/label/k8s.amazonaws.com/accelerator"] == value
+
+
+def test_no_accelerator_label_where_nodes_advertise_no_nvidia_gpu():
+    """gpu_processor.go (1.35.0): a node with the GPU label but no GPU allocatable is "unready" to the
+    autoscaler; a mixed-MIG node (nvidia.com/mig-* only) would be so forever."""
+    (ng,) = [x for x in rendered("prod-aws").of_type(NODE_GROUP) if x.name == "h100-inference"]
+    assert "k8s.amazonaws.com/accelerator" not in ng.inputs["labels"]
+    assert not [k for k in ng.inputs["tags"] if k.endswith("/label/k8s.amazonaws.com/accelerator")]
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:nodePools"][0]["sharing"]["renameByDefault"] = True  # advertises nvidia.com/gpu.shared
+    spec = load_spec(cfg)
+    assert "k8s.amazonaws.com/accelerator" not in plan.labels(spec, spec.pool("l4-shared"))
 
 
 def test_template_tags_follow_the_readme_formats():

@@ -276,7 +276,7 @@ BAD: list[tuple[str, str, list[tuple[str, Any]], str, str]] = [
         "dev-aws",
         [("gpu-platform:nodePools.0.labels", {"k8s.amazonaws.com/accelerator": "l4"})],
         "gpu-platform:nodePools[0].labels.k8s.amazonaws.com/accelerator",
-        "is set by gpu-platform (nvidia-l4)",
+        "is the Cluster Autoscaler's GPU label",
     ),
     # issue 10 §2: TAS on a pool whose provisioner serves no ProvisioningRequests never admits anything
     (

@@ -148,9 +148,22 @@ def accelerator_type(pool: NodePool) -> str:
     return _CA_GPU_TYPES.get(pool.gpu.model, f"nvidia-{pool.gpu.model.lower()}")
 
 
+def carries_accelerator_label(spec: StackSpec, pool: NodePool) -> bool:
+    """Only pools whose nodes advertise ``nvidia.com/gpu``. The autoscaler holds a node with the label but no
+    GPU allocatable (any of nvidia.com/gpu, amd.com/gpu, ...) for "unready" for as long as that lasts
+    (processors/customresources/gpu_processor.go FilterOutNodesWithUnreadyResources, 1.35.0): nodes of a
+    mixed-MIG pool (nvidia.com/mig-* only) or of a renameByDefault sharing pool (nvidia.com/gpu.shared only)
+    would stay unready forever, count against --max-total-unready-percentage and become scale-down
+    candidates as unready nodes."""
+    return derive.GPU_RESOURCE in derive.units_per_gpu(spec, pool)
+
+
 def labels(spec: StackSpec, pool: NodePool) -> dict[str, str]:
-    """The pool's labels (``derive.pool_labels``) plus the autoscaler's GPU label."""
-    return dict(sorted({**derive.pool_labels(spec, pool), ACCELERATOR_LABEL: accelerator_type(pool)}.items()))
+    """The pool's labels (``derive.pool_labels``) plus the autoscaler's GPU label where it is safe."""
+    out = derive.pool_labels(spec, pool)
+    if carries_accelerator_label(spec, pool):
+        out[ACCELERATOR_LABEL] = accelerator_type(pool)
+    return dict(sorted(out.items()))
 
 
 def node_resources(spec: StackSpec, pool: NodePool) -> dict[str, int]:

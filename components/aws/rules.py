@@ -69,9 +69,12 @@ def cluster_autoscaler(spec: StackSpec) -> Iterator[Problem]:
     if spec.cluster_autoscaler_enabled:
         for i, pool in enumerate(spec.node_pools):
             if pool.provisioner == "managed" and plan.ACCELERATOR_LABEL in pool.labels:
+                # set by gpu-platform where safe, and unsafe elsewhere (managed_pools.carries_accelerator_label)
                 yield Problem(
                     key("nodePools", i, "labels", plan.ACCELERATOR_LABEL),
-                    f"is set by gpu-platform ({plan.accelerator_type(pool)}) for the Cluster Autoscaler; drop it",
+                    "is the Cluster Autoscaler's GPU label, which gpu-platform sets on pools whose nodes advertise "
+                    f"nvidia.com/gpu ({plan.accelerator_type(pool)}) and keeps off the others (the autoscaler would "
+                    "hold their nodes for unready); drop it",
                 )
         return
     for i, pool in enumerate(spec.node_pools):
