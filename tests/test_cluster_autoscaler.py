@@ -61,6 +61,10 @@ def test_switch_off_and_karpenter_only_stacks_install_nothing():
     r = render_config(cfg)
     assert not [x for x in r.of_type(HELM_RELEASE) if x.name == "cluster-autoscaler"]
     assert not [x for x in r.of_type(POLICY) if x.parent == "cluster-autoscaler"]
+    from components import synth
+
+    summary = synth.files(r)["summary.md"]
+    assert "| l4-shared | nobody: fixed at 1 node(s) (addons.clusterAutoscaler is off) | - |" in summary
     cfg = stack_config("dev-aws")
     del cfg["gpu-platform:nodePools"][0]
     cfg["gpu-platform:tenants"][0]["gpuQuota"] = {"a10g-spot": 8}
@@ -321,8 +325,3 @@ def test_summary_says_who_scales_each_pool():
     )
     assert "| h100-spot | Karpenter, for pending pods | - |" in text
     assert "`k8s.amazonaws.com/accelerator=nvidia-tesla-a100`" in text
-    cfg = stack_config("dev-aws")
-    cfg["gpu-platform:addons"]["clusterAutoscaler"] = False
-    cfg["gpu-platform:nodePools"][0]["minNodes"] = 1
-    text = synth.files(render_config(cfg))["summary.md"]
-    assert "| l4-shared | nobody: fixed at 1 node(s) (addons.clusterAutoscaler is off) | - |" in text
