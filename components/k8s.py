@@ -91,10 +91,11 @@ def chart_release(
     values: dict[str, Any],
     depends_on: Sequence[pulumi.Resource],
     timeout: int = 600,
+    protect: bool = False,
     **extra: Any,
 ) -> pulumi.Resource:
     """A ``helm.v3.Release`` of a pinned chart (the stack's version override applied) into a namespace that
-    already exists."""
+    already exists; ``protect``: the engine refuses to delete it (uninstall)."""
     from pulumi_kubernetes.helm.v3 import Release
 
     return Release(
@@ -103,7 +104,7 @@ def chart_release(
         create_namespace=False,
         values=values,
         timeout=timeout,
-        opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=list(depends_on)),
+        opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=list(depends_on), protect=protect),
         **extra,
     )
 

@@ -387,7 +387,10 @@ class Kueue(pulumi.ComponentResource):
         before = k8s.chart_namespace(
             self, provider, spec, "kueue", chart.namespace, k8s.psa_labels("restricted"), GKE_CRITICAL_PODS
         )
-        self.release = k8s.chart_release("kueue", self, provider, spec, CHART, helm_values(spec), before)
+        # Uninstalling Kueue deletes its CRDs and with them every Workload in the cluster: protected.
+        self.release = k8s.chart_release(
+            "kueue", self, provider, spec, CHART, helm_values(spec), before, protect=spec.protect.scheduler_releases
+        )
         # Everything below needs the CRDs and the webhooks of the release.
         crs = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[self.release])
         labels = derive.MANAGED_BY
