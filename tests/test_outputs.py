@@ -240,3 +240,14 @@ def test_monitoring_is_absent_without_dcgm():
     cfg = stack_config("local")
     cfg["gpu-platform:addons"] = {**cfg["gpu-platform:addons"], "dcgm": False}
     assert render_config(cfg, "local").outputs["monitoring"] is None
+
+
+def test_readme_documents_every_output_key():
+    from conftest import ROOT
+
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("### Stack outputs") : text.index("## Stacks")]
+    keys = TOP_KEYS | TENANT_KEYS | POOL_KEYS | {"nodeGroup", "karpenterNodePools", "gkeNodePool"}
+    keys |= set(outputs("prod-aws")["karpenter"]) | set(outputs("prod-aws")["monitoring"])
+    missing = sorted(k for k in keys if not any(f"{p}{k}{e}" in section for p in "`." for e in "`.,"))
+    assert not missing, missing
