@@ -215,9 +215,7 @@ def _mock_classes():
                     "retain_on_delete": bool(request.retainOnDelete),
                     "replace_on_changes": sorted(request.replaceOnChanges),
                     "delete_before_replace": bool(request.deleteBeforeReplace),
-                    "aliases": sorted(
-                        {*request.aliasURNs, *(self._alias_urn(request, a) for a in request.aliases)}
-                    ),
+                    "aliases": sorted({*request.aliasURNs, *(self._alias_urn(request, a) for a in request.aliases)}),
                 }
             return response
 
