@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STACK  ?= prod-aws
 
-.PHONY: setup synth synth-all check test lint fmt bench schema clean
+.PHONY: setup synth synth-all check test lint fmt bench schema clean urn-snapshots
 
 $(BIN)/.installed: pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "gpu-platform needs Python 3.11+: make PYTHON=python3.11 ...")'
@@ -42,6 +42,11 @@ fmt: setup
 ## Synth a generated 200-tenant / 24-pool spec and compare with the bare mock engine
 bench: setup
 	$(BIN)/python tests/bench_synth.py
+
+## Rewrite tests/snapshots/urns/<stack>.txt from the current code (refuses to drop a URN with no alias
+## and no CHANGELOG.md note: the engine would delete that resource in a deployed stack)
+urn-snapshots: setup
+	$(BIN)/python -m components.urns
 
 schema: setup
 	$(BIN)/gpu-platform schema > stack.schema.json

@@ -19,6 +19,11 @@ class ExistingAccess(pulumi.ComponentResource):
             args["kubeconfig"] = spec.cluster.kubeconfig
         if spec.cluster.context:
             args["context"] = spec.cluster.context
+            # The context names the cluster: editing its server or CA in the kubeconfig updates the provider
+            # instead of replacing it with every Kubernetes resource (pulumi-kubernetes DiffConfig). Without a
+            # context the provider keeps its own heuristic (the active cluster), so switching the ambient
+            # current-context to another cluster is still a replacement, not a silent re-target.
+            args["cluster_identifier"] = f"context:{spec.cluster.context}"
         self.provider = k8s.Provider(
             "kubernetes", enable_server_side_apply=True, opts=pulumi.ResourceOptions(parent=self), **args
         )

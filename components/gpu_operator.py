@@ -245,8 +245,19 @@ class GpuOperator(pulumi.ComponentResource):
                     opts=in_ns,
                 )
             )
+        # The chart's upgrade-crd hook (operator.upgradeCRD, on by default) "requires --disable-openapi-validation
+        # flag to be passed during helm upgrade" (../shared/upstream/gpu-operator/values.yaml); the release's
+        # disableOpenapiValidation is that flag.
         self.release = k8s.chart_release(
-            "gpu-operator", self, provider, spec, CHART, operator_values(spec), before_release, timeout=900
+            "gpu-operator",
+            self,
+            provider,
+            spec,
+            CHART,
+            operator_values(spec),
+            before_release,
+            timeout=900,
+            disable_openapi_validation=True,
         )
         self.register_outputs({"namespace": self.namespace, "release": self.release.name})
 

@@ -55,10 +55,14 @@ def chart_namespace(
     so they can never equal a tenant's (``<tenant>-namespace``), whatever a tenant is called."""
     from pulumi_kubernetes.core.v1 import Namespace, ResourceQuota
 
+    # Until d22b537 these were '<prefix>-namespace' / '<prefix>-critical-pods' (same parent): the aliases keep
+    # deployed stacks from creating the new ones and deleting the old, and the chart with its namespace.
     ns = Namespace(
         f"namespace-{prefix}",
         metadata={"name": namespace, "labels": {**derive.MANAGED_BY, **labels}},
-        opts=pulumi.ResourceOptions(parent=parent, provider=provider),
+        opts=pulumi.ResourceOptions(
+            parent=parent, provider=provider, aliases=[pulumi.Alias(name=f"{prefix}-namespace")]
+        ),
     )
     out: list[pulumi.Resource] = [ns]
     if spec.cloud == "gcp" and critical_pods is not None:
@@ -67,7 +71,12 @@ def chart_namespace(
                 f"critical-pods-{prefix}",
                 metadata={"name": quota_name, "namespace": namespace, "labels": derive.MANAGED_BY},
                 spec=critical_pods_quota(critical_pods),
-                opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=[ns]),
+                opts=pulumi.ResourceOptions(
+                    parent=parent,
+                    provider=provider,
+                    depends_on=[ns],
+                    aliases=[pulumi.Alias(name=f"{prefix}-critical-pods")],
+                ),
             )
         )
     return out
@@ -82,10 +91,11 @@ def chart_release(
     values: dict[str, Any],
     depends_on: Sequence[pulumi.Resource],
     timeout: int = 600,
+    protect: bool = False,
     **extra: Any,
 ) -> pulumi.Resource:
     """A ``helm.v3.Release`` of a pinned chart (the stack's version override applied) into a namespace that
-    already exists."""
+    already exists; ``protect``: the engine refuses to delete it (uninstall)."""
     from pulumi_kubernetes.helm.v3 import Release
 
     return Release(
@@ -94,7 +104,7 @@ def chart_release(
         create_namespace=False,
         values=values,
         timeout=timeout,
-        opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=list(depends_on)),
+        opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=list(depends_on), protect=protect),
         **extra,
     )
 

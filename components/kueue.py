@@ -244,6 +244,26 @@ def provisioning_class(spec: StackSpec, pool: NodePool) -> str | None:
     return None
 
 
+# Fields the API server refuses to change in place (the CRDs' CEL x-kubernetes-validations, e.g.
+# ../shared/upstream/kueue/resourceflavor.kueue.x-k8s.io.v1beta2.json and topology...v1beta2.json). The
+# provider does not know them and would plan an update the API server rejects; they are replaced instead,
+# deleting first (the object keeps its name, so the new one cannot exist beside the old).
+TOPOLOGY_IMMUTABLE = ("spec.levels",)
+FLAVOR_TOPOLOGY_IMMUTABLE = ("spec.nodeLabels", "spec.tolerations", "spec.topologyName")
+
+
+def flavor_immutable(pool: NodePool) -> tuple[str, ...]:
+    """What replaces the pool's flavor. With ``topologyName`` set, its node labels, tolerations and topology
+    are immutable; without it, ``spec.topologyName`` still is, so that turning ``topologyAware`` off (the
+    old object has a topologyName, which may not be removed) is a replacement too. Adding a topologyName
+    to a flavor that had none is allowed in place, and an unchanged field never replaces anything."""
+    return FLAVOR_TOPOLOGY_IMMUTABLE if pool.topology_aware else ("spec.topologyName",)
+
+
+def replacement_options(fields: Iterable[str]) -> pulumi.ResourceOptions:
+    return pulumi.ResourceOptions(replace_on_changes=list(fields), delete_before_replace=True)
+
+
 def provisioning_pools(spec: StackSpec) -> list[NodePool]:
     """Pools whose flavor carries a ProvisioningRequest admission check, by name (stack-file order changes
     nothing)."""
@@ -428,8 +448,16 @@ class Kueue(pulumi.ComponentResource):
         before = k8s.chart_namespace(
             self, provider, spec, "kueue", chart.namespace, k8s.psa_labels("restricted"), GKE_CRITICAL_PODS
         )
+        # Uninstalling Kueue deletes its CRDs and with them every Workload in the cluster: protected.
         self.release = k8s.chart_release(
-            "kueue", self, provider, spec, CHART, helm_values(spec), [*before, *release_deps]
+            "kueue",
+            self,
+            provider,
+            spec,
+            CHART,
+            helm_values(spec),
+            [*before, *release_deps],
+            protect=spec.protect.scheduler_releases,
         )
         # Everything below needs the CRDs and the webhooks of the release.
         crs = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[self.release])
@@ -457,15 +485,23 @@ class Kueue(pulumi.ComponentResource):
         flavor_deps: list[pulumi.Resource] = [self.release]
         if uses_topology(spec):
             levels = topology_levels(spec) or []
+            topology_opts = pulumi.ResourceOptions.merge(crs, replacement_options(TOPOLOGY_IMMUTABLE))
             flavor_deps.append(
-                cr("topology", "Topology", TOPOLOGY_NAME, {"levels": [{"nodeLabel": lbl} for lbl in levels]})
+                cr(
+                    "topology",
+                    "Topology",
+                    TOPOLOGY_NAME,
+                    {"levels": [{"nodeLabel": lbl} for lbl in levels]},
+                    o=topology_opts,
+                )
             )
         flavor_opts = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=flavor_deps)
         queue_deps: list[pulumi.Resource] = [
             cr("flavor-default", "ResourceFlavor", DEFAULT_FLAVOR, {}, o=flavor_opts),
         ]
         for pool in spec.node_pools:
-            queue_deps.append(cr(f"flavor-{pool.name}", "ResourceFlavor", pool.name, flavor_spec(pool), o=flavor_opts))
+            opts = pulumi.ResourceOptions.merge(flavor_opts, replacement_options(flavor_immutable(pool)))
+            queue_deps.append(cr(f"flavor-{pool.name}", "ResourceFlavor", pool.name, flavor_spec(pool), o=opts))
         for pool in provisioning_pools(spec):
             prc = cr(
                 f"{pool.name}-provisioning-config",

@@ -55,18 +55,35 @@ def run(spec: StackSpec) -> None:
         from components.volcano import Volcano
 
         Volcano("volcano", spec, provider)
+    # pool -> the names of the cloud objects that bring its nodes (stack outputs)
+    pool_names: dict[str, dict[str, object]] = {}
+    karpenter_out = None
     if spec.cloud == "aws" and spec.karpenter_enabled:
-        from components.aws.karpenter import Karpenter
+        from components.aws.karpenter import CONTROLLER_NAMESPACE, Karpenter, nodepool_plans
 
-        Karpenter("karpenter", spec, provider, access.cluster)  # type: ignore[attr-defined]
+        karpenter = Karpenter("karpenter", spec, provider, access.cluster)  # type: ignore[attr-defined]
+        karpenter_out = {
+            "namespace": CONTROLLER_NAMESPACE,
+            "interruptionQueue": karpenter.queue_name,
+            "nodeRoleArn": karpenter.node_role_arn,
+            "controllerRoleArn": karpenter.controller_role_arn,
+        }
+        for plan in nodepool_plans(spec):
+            pool_names.setdefault(plan.pool.name, {"karpenterNodePools": []})["karpenterNodePools"].append(plan.name)
     if spec.cloud == "aws" and any(p.provisioner == "managed" for p in spec.node_pools):
         from components.aws.nodegroups import EksGpuNodeGroups
 
-        EksGpuNodeGroups("eks-gpu-node-groups", spec, access.cluster)  # type: ignore[attr-defined]
+        groups = EksGpuNodeGroups("eks-gpu-node-groups", spec, access.cluster)  # type: ignore[attr-defined]
+        for pool_name, ng in groups.node_groups.items():
+            pool_names[pool_name] = {"nodeGroup": ng.node_group_name}
     if spec.cloud == "gcp":
         from components.gcp.nodepools import GkeGpuNodePools
 
-        GkeGpuNodePools("gke-gpu-node-pools", spec, access)  # type: ignore[arg-type]
+        gke = GkeGpuNodePools("gke-gpu-node-pools", spec, access)  # type: ignore[arg-type]
+        for pool_name, np in gke.node_pools.items():
+            pool_names[pool_name] = {"gkeNodePool": np.name}
 
-    pulumi.export("tenantNamespaces", sorted(t.name for t in spec.tenants))
-    pulumi.export("gpuPools", sorted(p.name for p in spec.node_pools))
+    from components.outputs import stack_outputs
+
+    for key, value in stack_outputs(spec, pool_names, karpenter_out).items():
+        pulumi.export(key, value)

@@ -72,13 +72,25 @@ def topology_levels(spec: StackSpec) -> Iterator[Problem]:
             yield Problem(at, f"{kueue.HOSTNAME_LABEL} can only be the last (finest) level")
 
 
+# Turning an add-on off uninstalls its chart, and the chart's templated CRDs with it: every Kueue Workload or
+# Volcano Job in the cluster is deleted. An add-on a tenant still names is refused here (and the releases are
+# protected, components/kueue.py, volcano.py); README "Day 2" says how to really remove one.
+ADDON_REMOVAL = {
+    "kueue": "turning Kueue off uninstalls it and deletes every Kueue Workload in the cluster",
+    "volcano": "turning Volcano off uninstalls it and deletes every Volcano Job and PodGroup in the cluster",
+}
+
+
 @rule
 def tenant_scheduler_is_installed(spec: StackSpec) -> Iterator[Problem]:
     for i, tenant in enumerate(spec.tenants):
-        if tenant.scheduler == "kueue" and not spec.addons.kueue:
-            yield Problem(key("tenants", i, "scheduler"), "kueue is not installed: turn on addons.kueue")
-        if tenant.scheduler == "volcano" and not spec.addons.volcano:
-            yield Problem(key("tenants", i, "scheduler"), "volcano is not installed: turn on addons.volcano")
+        for addon in ("kueue", "volcano"):
+            if tenant.scheduler == addon and not getattr(spec.addons, addon):
+                yield Problem(
+                    key("tenants", i, "scheduler"),
+                    f"{addon} is not installed: turn on addons.{addon}, or move the tenant to another scheduler "
+                    f"first ({ADDON_REMOVAL[addon]}; README: Day 2, removing an add-on)",
+                )
 
 
 @rule

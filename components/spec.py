@@ -436,6 +436,21 @@ class KarpenterOptions(Model):
     )
 
 
+class Protection(Model):
+    """What the engine refuses to delete (Pulumi ``protect``): ``pulumi up`` fails instead of deleting it,
+    and so does ``pulumi destroy``. Set a key to false (and ``pulumi up``) before really removing one."""
+
+    tenant_namespaces: bool = Field(
+        default=True,
+        description="protect tenant namespaces: removing a tenant would delete every workload and volume in it",
+    )
+    scheduler_releases: bool = Field(
+        default=True,
+        description="protect the Kueue and Volcano releases: turning an add-on off would uninstall it and "
+        "with its CRDs every Kueue Workload / Volcano Job in the cluster",
+    )
+
+
 class ChartOverride(Model):
     version: Annotated[str, Field(pattern=r"^v?[0-9]+\.[0-9]+\.[0-9]+$")]
 
@@ -456,6 +471,7 @@ class StackSpec(Model):
     )
     tags: dict[str, str] = Field(default_factory=dict)
     karpenter: KarpenterOptions = Field(default_factory=KarpenterOptions)
+    protect: Protection = Field(default_factory=Protection)
 
     # -- lookups used across components ---------------------------------------------------------
     def pool(self, name: str) -> NodePool:

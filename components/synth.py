@@ -53,6 +53,7 @@ LOOKUPS: dict[str, dict[str, Any]] = {
     },
     "aws:index/getPartition:getPartition": {"partition": "aws", "dnsSuffix": "amazonaws.com", "id": "aws"},
     "gcp:container/getCluster:getCluster": {
+        "id": f"projects/{PLACEHOLDER}/locations/{PLACEHOLDER}/clusters/{PLACEHOLDER}",
         "endpoint": f"{PLACEHOLDER}.gke.invalid",
         "masterAuths": [{"clusterCaCertificate": CA_DATA}],
         "network": f"projects/{PLACEHOLDER}/global/networks/{PLACEHOLDER}",
@@ -76,6 +77,12 @@ class Record:
     inputs: dict[str, Any]
     custom: bool
     ignore_changes: list[str] = field(default_factory=list)  # property paths Pulumi leaves to others
+    # Resource options the engine acts on in later updates (deletes, replacements, renames).
+    protect: bool = False
+    retain_on_delete: bool = False
+    replace_on_changes: list[str] = field(default_factory=list)
+    delete_before_replace: bool = False
+    aliases: list[str] = field(default_factory=list)  # URNs this resource was known by, resolved
 
 
 @dataclass
@@ -87,6 +94,7 @@ class Rendering:
     resources: list[Record] = field(default_factory=list)
     lookups: list[str] = field(default_factory=list)
     unanswered_lookups: list[str] = field(default_factory=list)
+    outputs: dict[str, Any] = field(default_factory=dict)  # the stack outputs (``pulumi stack output``)
 
     def of_type(self, type_: str) -> list[Record]:
         return [r for r in self.resources if r.type == type_]
@@ -158,28 +166,75 @@ def _mock_classes():
             return LOOKUPS.get(args.token, {})
 
     class RecordingMonitor(MockMonitor):
-        def __init__(self, mocks: Mocks) -> None:
+        def __init__(self, mocks: Mocks, disabled_default_providers: frozenset[str] = frozenset()) -> None:
             super().__init__(mocks)
             self.meta: dict[str, tuple] = {}
+            self.options: dict[str, dict[str, Any]] = {}
+            self.stack_urn: str | None = None
+            self.engine_urns: dict[str, str] = {}  # the mock monitor's URN -> the engine's
+            self.disabled = disabled_default_providers
+            self.stack_name = ""
             self.lock = threading.Lock()
 
         def RegisterResource(self, request):
+            package = request.type.split(":")[0]
+            if (
+                request.custom
+                and not request.provider
+                and not request.type.startswith("pulumi:providers:")
+                and (package in self.disabled or "*" in self.disabled)
+            ):
+                # pulumi/pulumi pkg/resource/deploy/default_providers.go (shouldDenyRequest): the engine
+                # refuses a default provider for a package listed in pulumi:disable-default-providers.
+                raise RuntimeError(
+                    f"{request.type} {request.name} names no provider, and default providers for {package!r} "
+                    "are disabled (Pulumi.yaml pulumi:disable-default-providers)"
+                )
             response = super().RegisterResource(request)
-            if request.type != "pulumi:pulumi:Stack":
-                with self.lock:
-                    if response.urn in self.meta:
-                        # the engine refuses a second resource with the same URN; so does the synth
-                        raise RuntimeError(f"duplicate resource URN {response.urn}")
-                    self.meta[response.urn] = (
-                        request.type,
-                        request.name,
-                        request.parent or None,
-                        request.provider or None,
-                        list(request.dependencies),
-                        bool(request.custom),
-                        sorted(request.ignoreChanges),
-                    )
+            if request.type == "pulumi:pulumi:Stack":
+                self.stack_urn = response.urn
+                return response
+            with self.lock:
+                urn = self.engine_urn(request.parent, request.type, request.name)
+                if urn in self.engine_urns.values():
+                    # the engine refuses a second resource with the same URN; so does the synth
+                    raise RuntimeError(f"duplicate resource URN {urn}")
+                self.engine_urns[response.urn] = urn
+                self.meta[response.urn] = (
+                    request.type,
+                    request.name,
+                    request.parent or None,
+                    request.provider or None,
+                    list(request.dependencies),
+                    bool(request.custom),
+                    sorted(request.ignoreChanges),
+                )
+                self.options[response.urn] = {
+                    "urn": urn,
+                    "protect": bool(request.protect),
+                    "retain_on_delete": bool(request.retainOnDelete),
+                    "replace_on_changes": sorted(request.replaceOnChanges),
+                    "delete_before_replace": bool(request.deleteBeforeReplace),
+                    "aliases": sorted({*request.aliasURNs, *(self._alias_urn(request, a) for a in request.aliases)}),
+                }
             return response
+
+        def engine_urn(self, parent: str | None, typ: str, name: str, stack: str = "", project: str = "") -> str:
+            """The URN the engine gives a resource (pulumi/pulumi pkg/resource/deploy/deployment.go: the
+            parent's full qualified type, unless the parent is the root stack). The mock monitor's own URNs
+            keep only the parent's last type and prefix the root stack's, which the engine does not."""
+            if parent and parent != self.stack_urn:
+                typ = f"{self.engine_urns[parent].split('::')[2]}${typ}"
+            return f"urn:pulumi:{stack or self.stack_name}::{project or PROJECT}::{typ}::{name}"
+
+        def _alias_urn(self, request, alias) -> str:
+            """The URN an alias stands for, resolved as the engine does (pulumi/pulumi
+            sdk/go/common/resource/alias.go): unset fields default to the resource's own."""
+            if alias.WhichOneof("alias") == "urn":
+                return alias.urn
+            a = alias.spec
+            parent = None if a.noParent else (a.parentUrn or request.parent or None)
+            return self.engine_urn(parent, a.type or request.type, a.name or request.name, a.stack, a.project)
 
     return Mocks, RecordingMonitor
 
@@ -198,37 +253,46 @@ def render(stack: str, config: Mapping[str, Any]) -> Rendering:
     import pulumi
     from pulumi.runtime import settings
     from pulumi.runtime.config import set_all_config
+    from pulumi.runtime.settings import get_root_resource
     from pulumi.runtime.stack import run_pulumi_func
     from pulumi.runtime.sync_await import _sync_await
 
     mocks_cls, monitor_cls = _mock_classes()
     mocks = mocks_cls()
-    monitor = monitor_cls(mocks)
+    monitor = monitor_cls(mocks, disabled_default_providers())
+    monitor.stack_name = stack
     settings.reset_options(project=PROJECT, stack=stack, preview=False)
     set_all_config(_config_for_engine(config))
     pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
+    # The mock root stack is process-global and registered its (empty) outputs when set_mocks made it;
+    # pulumi.export() collects into its ``outputs``, which is read back below, fresh for every run.
+    root = get_root_resource()
+    root.outputs = {}  # type: ignore[union-attr]
     try:
         _sync_await(run_pulumi_func(lambda: runpy.run_path(str(PROGRAM), run_name="__main__")))
+        outputs = _sync_await(pulumi.Output.from_input(root.outputs).future()) or {}  # type: ignore[union-attr]
     finally:
+        root.outputs = {}  # type: ignore[union-attr]
         set_all_config({})
         settings.reset_options()
 
     names = {urn: meta[1] for urn, meta in monitor.meta.items()}
     records = []
-    for urn, (typ, name, parent, provider, deps, custom, ignore) in monitor.meta.items():
+    for mock_urn, (typ, name, parent, provider, deps, custom, ignore) in monitor.meta.items():
+        options = monitor.options[mock_urn]
         # a provider reference is "<urn>::<id>"
         provider_name = names.get(provider.rsplit("::", 1)[0]) if provider else None
         records.append(
             Record(
                 type=typ,
                 name=name,
-                urn=urn,
                 parent=names.get(parent) if parent else None,
                 provider=provider_name,
                 depends_on=sorted({names.get(d, d) for d in deps}),
                 inputs=mocks.inputs.get((typ, name), {}),
                 custom=custom,
                 ignore_changes=ignore,
+                **options,
             )
         )
     records.sort(key=lambda r: (r.type, r.name, r.urn))
@@ -238,7 +302,27 @@ def render(stack: str, config: Mapping[str, Any]) -> Rendering:
         resources=records,
         lookups=sorted(set(mocks.lookups)),
         unanswered_lookups=sorted(set(mocks.unanswered)),
+        outputs=_plain(outputs),
     )
+
+
+def disabled_default_providers() -> frozenset[str]:
+    """Packages whose default provider the project disables (``config: pulumi:disable-default-providers``
+    in Pulumi.yaml, which applies to every stack); the synth refuses them as the engine does."""
+    project = yaml.safe_load((ROOT / "Pulumi.yaml").read_text(encoding="utf-8")) or {}
+    value = (project.get("config") or {}).get("pulumi:disable-default-providers") or []
+    if isinstance(value, dict):
+        value = value.get("value") or []
+    return frozenset(value)
+
+
+def _plain(value: Any) -> Any:
+    """Stack outputs as plain JSON data (the engine's wire format turns tuples into lists, and so on)."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
 
 
 # ------------------------------------------------------------------------------------------ writing
@@ -319,6 +403,7 @@ def files(rendering: Rendering, sections: Mapping[str, str] | None = None) -> di
             }
         )
         out[f"helm/{release}/values.yaml"] = _yaml(r.inputs.get("values") or {})
+    out["outputs.json"] = _json(rendering.outputs)
     out["summary.md"] = summary(rendering, sections or {})
     return out
 

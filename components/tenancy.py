@@ -166,6 +166,11 @@ class Tenancy(pulumi.ComponentResource):
         from pulumi_kubernetes.core.v1 import LimitRange, Namespace, ResourceQuota
 
         child = pulumi.ResourceOptions(parent=self, provider=provider)
+        # Deleting a namespace deletes every workload and volume claim in it: removing a tenant from the stack
+        # file (or destroying the stack) fails instead, until gpu-platform:protect.tenantNamespaces is false.
+        # protect, not retainOnDelete: a retained namespace would live on without the quota and LimitRange
+        # deleted with the tenant, and nobody would be told.
+        ns_opts = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(protect=spec.protect.tenant_namespaces))
         self.namespaces: dict[str, pulumi.Output[str]] = {}
         for tenant in spec.tenants:
             ns = Namespace(
@@ -175,7 +180,7 @@ class Tenancy(pulumi.ComponentResource):
                     "labels": {**namespace_labels(tenant), **scheduler_label(spec, tenant)},
                     "annotations": namespace_annotations(spec, tenant),
                 },
-                opts=child,
+                opts=ns_opts,
             )
             ns_name = ns.metadata.apply(lambda m: m.name)
             self.namespaces[tenant.name] = ns_name

@@ -179,7 +179,10 @@ class Volcano(pulumi.ComponentResource):
         before = k8s.chart_namespace(
             self, provider, spec, "volcano", chart.namespace, k8s.psa_labels("baseline"), GKE_CRITICAL_PODS
         )
-        self.release = k8s.chart_release("volcano", self, provider, spec, CHART, helm_values(spec), before)
+        # Uninstalling Volcano deletes its CRDs and with them every Volcano Job and PodGroup: protected.
+        self.release = k8s.chart_release(
+            "volcano", self, provider, spec, CHART, helm_values(spec), before, protect=spec.protect.scheduler_releases
+        )
         after = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[self.release])
         self.queues: list[str] = []
         for tenant in spec.tenants:

@@ -195,6 +195,5 @@ def test_choosing_a_scheduler_that_is_not_installed_is_refused():
     cfg["gpu-platform:tenants"][0]["scheduler"] = "volcano"
     with pytest.raises(SpecError) as err:
         load_spec(cfg)
-    assert [(p.path, p.message) for p in err.value.problems] == [
-        ("gpu-platform:tenants[0].scheduler", "volcano is not installed: turn on addons.volcano")
-    ]
+    assert [p.path for p in err.value.problems] == ["gpu-platform:tenants[0].scheduler"]
+    assert err.value.problems[0].message.startswith("volcano is not installed: turn on addons.volcano")

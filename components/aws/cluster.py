@@ -50,6 +50,9 @@ class EksAccess(pulumi.ComponentResource):
         self.provider = k8s.Provider(
             "kubernetes",
             kubeconfig=self.kubeconfig,
+            # The provider is replaced (and with it every Kubernetes resource) only when this changes, not
+            # when the kubeconfig's server or CA does (pulumi-kubernetes provider.go DiffConfig).
+            cluster_identifier=self.cluster.arn,
             enable_server_side_apply=True,
             opts=pulumi.ResourceOptions(parent=self),
         )

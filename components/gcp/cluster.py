@@ -102,6 +102,10 @@ class GkeAccess(pulumi.ComponentResource):
         self.provider = k8s.Provider(
             "kubernetes",
             kubeconfig=self.kubeconfig,
+            # projects/P/locations/L/clusters/N: a credential or control-plane IP rotation changes the
+            # kubeconfig's CA or server, which without this replaces the provider and every Kubernetes
+            # resource (pulumi-kubernetes provider.go DiffConfig); with it, only another cluster does.
+            cluster_identifier=self.cluster.id,
             enable_server_side_apply=True,
             opts=pulumi.ResourceOptions(parent=self),
         )

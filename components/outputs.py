@@ -1,0 +1,103 @@
+"""Stack outputs (``pulumi stack output``): what people script against, derived from the same facts the
+components use (``derive``), so an output can never name a queue or label the cluster does not have.
+
+Keys are camelCase and stable; tenants and pools are maps keyed by their stack-file names. Values only the
+cloud knows after creation (an EKS node group's generated name, IAM role ARNs) come in as outputs of the
+resources that hold them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from components import derive, monitoring
+from components.spec import NodePool, StackSpec, Tenant
+
+
+def tenant_output(spec: StackSpec, tenant: Tenant) -> dict[str, Any]:
+    """Where a tenant's work goes. ``localQueue``/``clusterQueue`` exist whenever Kueue is on (every tenant has
+    both) and ``volcanoQueue`` whenever Volcano is; ``scheduler`` says which one its namespace uses."""
+    return {
+        "namespace": tenant.name,
+        "scheduler": derive.tenant_scheduler(spec, tenant),
+        "localQueue": spec.scheduling.local_queue_name if spec.addons.kueue else None,
+        "clusterQueue": tenant.name if spec.addons.kueue else None,
+        "volcanoQueue": tenant.name if spec.addons.volcano else None,
+        "priorityCeiling": tenant.priority,
+        "forbiddenPriorityClasses": derive.priority_ceiling_excluded(spec, tenant),
+        # GPU units per resource name: the nominal quota, and the ResourceQuota's hard cap (with borrowing)
+        "gpuQuota": derive.tenant_units(spec, tenant),
+        "gpuLimit": {k: v for k, v in derive.tenant_quota_units(spec, tenant).items() if v},
+    }
+
+
+def provisioner(spec: StackSpec, pool: NodePool) -> str:
+    if spec.cloud == "gcp":
+        return "gke"
+    if spec.cloud == "existing":
+        return "existing"
+    return pool.provisioner  # managed | karpenter
+
+
+def node_labels(spec: StackSpec, pool: NodePool) -> dict[str, str]:
+    """The labels a node of the pool carries: EKS managed node groups add the Cluster Autoscaler's GPU label."""
+    if spec.cloud == "aws" and pool.provisioner == "managed":
+        from components.aws import managed_pools
+
+        return managed_pools.labels(spec, pool)
+    return derive.pool_labels(spec, pool)
+
+
+def pool_output(spec: StackSpec, pool: NodePool, names: Mapping[str, Any]) -> dict[str, Any]:
+    """A pool's nodes as a scheduler sees them, and the cloud objects that bring them (``names``: the
+    ``nodeGroup`` / ``karpenterNodePools`` / ``gkeNodePool`` entries, per provisioner)."""
+    return {
+        "provisioner": provisioner(spec, pool),
+        "gpuModel": pool.gpu.model,
+        "gpusPerNode": pool.gpu.per_node,
+        "capacity": pool.capacity,
+        "maxNodes": pool.node_cap,
+        "nodeSelector": {derive.POOL_LABEL: pool.name},
+        "labels": node_labels(spec, pool),
+        "taints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in derive.node_taints(pool)],
+        "tolerations": derive.tolerations(pool),
+        "gpuUnitsPerNode": derive.pool_units(spec, pool, pool.gpu.per_node),
+        "maxGpuUnits": derive.pool_capacity(spec, pool),
+        **names,
+    }
+
+
+def monitoring_output(spec: StackSpec) -> dict[str, Any] | None:
+    if not spec.addons.dcgm:
+        return None
+
+    def ref(doc: dict[str, Any]) -> dict[str, str]:
+        return {"namespace": doc["metadata"]["namespace"], "name": doc["metadata"]["name"]}
+
+    ex = monitoring.exporter(spec)
+    return {
+        "exporter": {"source": ex.source, "namespace": ex.namespace, "service": ex.job, "port": ex.port},
+        "serviceMonitor": ref(monitoring.service_monitor(spec)),
+        "prometheusRule": ref(monitoring.prometheus_rule(spec)),
+        "dashboard": ref(monitoring.dashboard_configmap(spec)),
+    }
+
+
+def stack_outputs(
+    spec: StackSpec,
+    pool_names: Mapping[str, Mapping[str, Any]],
+    karpenter: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Every stack output. ``pool_names``: pool -> its provisioner's object names; ``karpenter``: the
+    interruption queue and role ARNs when Karpenter runs."""
+    return {
+        "tenantNamespaces": sorted(t.name for t in spec.tenants),
+        "gpuPools": sorted(p.name for p in spec.node_pools),
+        "tenants": {t.name: tenant_output(spec, t) for t in sorted(spec.tenants, key=lambda t: t.name)},
+        "pools": {
+            p.name: pool_output(spec, p, pool_names.get(p.name, {}))
+            for p in sorted(spec.node_pools, key=lambda p: p.name)
+        },
+        "karpenter": dict(karpenter) if karpenter else None,
+        "monitoring": monitoring_output(spec),
+    }
