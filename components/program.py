@@ -61,5 +61,10 @@ def run(spec: StackSpec) -> None:
 
         GkeGpuNodePools("gke-gpu-node-pools", spec, access)  # type: ignore[arg-type]
 
+    from components import cost
+
+    cost_doc = cost.report(spec, pulumi.get_stack())
+    cost.CostRecord("cost", spec, provider, cost_doc)
+    pulumi.export("cost", cost_doc)
     pulumi.export("tenantNamespaces", sorted(t.name for t in spec.tenants))
     pulumi.export("gpuPools", sorted(p.name for p in spec.node_pools))

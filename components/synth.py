@@ -320,6 +320,9 @@ def files(rendering: Rendering, sections: Mapping[str, str] | None = None) -> di
         )
         out[f"helm/{release}/values.yaml"] = _yaml(r.inputs.get("values") or {})
     out["summary.md"] = summary(rendering, sections or {})
+    from components import cost
+
+    out["cost.json"] = cost.to_json(cost.report(rendering.spec, rendering.stack))
     return out
 
 
