@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from components import catalog  # noqa: E402
+from components import catalog
 
 KARPENTER = {
     "repository": "aws/karpenter-provider-aws",
