@@ -238,7 +238,7 @@ def _sum(gpus: dict[str, int], pools: dict[str, PoolCost]) -> float | None:
 
 
 def _r(x: float | None) -> float | None:
-    return None if x is None else round(x, 4)
+    return None if x is None else round(x, 6)
 
 
 def report(spec: StackSpec, stack: str) -> dict[str, Any]:
