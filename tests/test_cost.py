@@ -206,8 +206,11 @@ def test_stack_over_budget_fails_check_naming_the_top_pools(tmp_path, capsys):
     line = next(x for x in err.splitlines() if "gpu-budget" in x)
     assert "mandatory" in line and "$409.80/h, over the budget of $300.00/h" in line
     assert "largest pools: h100-spot $176.13/h, h100-inference $110.08/h, a100-train $109.79/h" in line
-    path = _over_budget_file(tmp_path, {"maxHourlyUsd": 410, "tenants": {"notebooks": 14}})
-    assert cli.main(["check", "prod-aws", "--config", str(path)]) == 0
+    # just within budget: nothing (409.80 <= 410, notebooks' 13.80 <= 14)
+    assert (
+        cost_policies.budget_problems(report("prod-aws", budget={"maxHourlyUsd": 410, "tenants": {"notebooks": 14}}))
+        == []
+    )
 
 
 def test_tenant_budget_and_unknown_prices_fail_the_budget_policy():
