@@ -1,4 +1,4 @@
-"""The ``gpu-platform`` command: synth, check and schema.
+"""The ``gpu-platform`` command: synth, check, cost and schema.
 
 Exit codes: 0 rendered; 1 a mandatory policy is violated; 2 the stack config is invalid (one line per
 problem naming the stack file and key path; nothing is written).
@@ -94,6 +94,24 @@ def _policy_exit(report) -> int:
     return EXIT_POLICY if report is not None and report.mandatory_violations else EXIT_OK
 
 
+def cmd_cost(args: argparse.Namespace) -> int:
+    """The cost table from the spec alone: no engine run, nothing written."""
+    from components import cost
+    from components.spec import SpecError, load_spec
+    from components.synth import read_stack_file
+
+    path = _stack_file(args.stack, args.config)
+    try:
+        spec = load_spec(read_stack_file(path))
+    except SpecError as err:
+        for line in err.lines(_display(path)):
+            print(line, file=sys.stderr)
+        return EXIT_INVALID
+    doc = cost.report(spec, args.stack)
+    print(cost.to_json(doc) if args.json else "\n".join(cost.markdown(doc)), end="" if args.json else "\n")
+    return EXIT_OK
+
+
 def cmd_schema(args: argparse.Namespace) -> int:
     from components.spec import stack_file_schema
 
@@ -115,6 +133,11 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--config", help="stack file to use instead of stacks/Pulumi.STACK.yaml")
     c.add_argument("--policy-config", help=POLICY_CONFIG_HELP)
     c.set_defaults(fn=cmd_check)
+    co = sub.add_parser("cost", help="print what the stack's GPU pools and tenants cost per hour, writing nothing")
+    co.add_argument("stack")
+    co.add_argument("--config", help="stack file to use instead of stacks/Pulumi.STACK.yaml")
+    co.add_argument("--json", action="store_true", help="print cost.json instead of the table")
+    co.set_defaults(fn=cmd_cost)
     sch = sub.add_parser("schema", help="print the JSON Schema of a stack file")
     sch.set_defaults(fn=cmd_schema)
     return p

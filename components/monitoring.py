@@ -30,7 +30,7 @@ from typing import Any
 import pulumi
 
 from components import derive, gpu_operator, k8s, versions
-from components.spec import Problem, StackSpec, key, rule
+from components.spec import NodePool, Problem, StackSpec, key, rule
 
 RULE_NAME = "gpu-platform-gpu-alerts"
 SERVICE_MONITOR_NAME = "gpu-platform-dcgm-exporter"
@@ -41,6 +41,11 @@ RULE_GROUP = "gpu-platform.gpu"
 # Recording rules (also what the dashboard queries).
 UTILIZATION = "gpu_platform:gpu_utilization:percent"
 XID_LAST = "gpu_platform:gpu_xid_errors:last"
+# Idle spend (components/cost.py prices): unallocated idle devices per pool (the GpuIdle definition), and
+# idle devices pods hold, per pool and tenant namespace (the GpuAllocatedIdle condition, without its "for").
+IDLE_COST = "gpu_platform:idle_gpu_cost:usd_per_hour"
+ALLOCATED_IDLE_COST = "gpu_platform:allocated_idle_gpu_cost:usd_per_hour"
+COST_GROUP = "gpu-platform.gpu-cost"
 
 # Per-pod and per-MIG-instance labels dropped to get one series per physical GPU (device-level fields).
 WORKLOAD_LABELS = ("pod", "namespace", "container", "vgpu")
@@ -290,7 +295,77 @@ def rule_groups(spec: StackSpec) -> list[dict[str, Any]]:
             },
         },
     ]
-    return [{"name": RULE_GROUP, "rules": rules}]
+    groups = [{"name": RULE_GROUP, "rules": rules}]
+    cost_rules = idle_cost_rules(spec)
+    if cost_rules:
+        groups.append({"name": COST_GROUP, "rules": cost_rules})
+    return groups
+
+
+def _price(x: float) -> str:
+    return repr(round(x, 6))
+
+
+def idle_cost_terms(spec: StackSpec, pool: NodePool) -> list[tuple[str | None, float]] | None:
+    """(MIG profile or None, USD per device-hour) for the devices DCGM reports on the pool: whole GPUs (time-
+    sliced and MPS GPUs report once per GPU), or MIG instances priced by profile (cost.unit_price). None when
+    the pool's price is unknown."""
+    from components import cost
+
+    c = cost.pool_cost(spec, pool)
+    per_gpu = c.per_gpu_hour
+    if per_gpu is None:
+        return None
+    layout = pool.sharing.layout if pool.sharing and pool.sharing.strategy == "mig" else None
+    if not layout:
+        return [(None, per_gpu)]
+    out = []
+    for profile, n in sorted(layout.items()):
+        price = cost.unit_price(per_gpu, pool, f"nvidia.com/mig-{profile}", n)
+        out.append((profile, price or 0.0))
+    return out
+
+
+def _allocated_unit_price(spec: StackSpec, pool: NodePool, profile: str | None, device_price: float) -> float:
+    """A pod's series stands for one scheduler unit: on time-sliced / MPS GPUs each pod's (vgpu) series is one
+    of ``replicas`` shares of the GPU."""
+    if profile is None and pool.sharing and pool.sharing.strategy in ("time-slicing", "mps"):
+        return device_price / (pool.sharing.replicas or 1)
+    return device_price
+
+
+def idle_cost_rules(spec: StackSpec) -> list[dict[str, Any]]:
+    """Per pool with a known price: the hourly cost of its idle devices, the price a constant in the rule (so
+    Prometheus needs no external data). Unallocated: devices under the idle threshold no pod holds (GpuIdle's
+    expression); allocated: per tenant namespace, units its pods hold under the threshold. Pools scaled to zero
+    record 0."""
+    idle = _num(spec.monitoring.alerts.idle_utilization_percent)
+    device = ", ".join(DEVICE_KEY)
+    out: list[dict[str, Any]] = []
+    for pool in sorted(spec.node_pools, key=lambda p: p.name):
+        terms = idle_cost_terms(spec, pool)
+        if terms is None:
+            continue
+        free_parts, held = [], []
+        for profile, price in terms:
+            m = f'pool="{pool.name}"' + (f', GPU_I_PROFILE="{profile}"' if profile else "")
+            free_parts.append(
+                f'count({UTILIZATION}{{{m}, pod=""}} < {idle} unless on ({device}) {UTILIZATION}{{pod!=""}}) '
+                f"* {_price(price)} or vector(0)"
+            )
+            unit = _allocated_unit_price(spec, pool, profile, price)
+            labels = {"pool": pool.name, **({"profile": profile} if profile else {})}
+            held.append(
+                {
+                    "record": ALLOCATED_IDLE_COST,
+                    "expr": f'count by (namespace) ({UTILIZATION}{{{m}, pod!=""}} < {idle}) * {_price(unit)}',
+                    "labels": labels,
+                }
+            )
+        expr = " + ".join(f"({part})" for part in free_parts) if len(free_parts) > 1 else free_parts[0]
+        out.append({"record": IDLE_COST, "expr": expr, "labels": {"pool": pool.name}})
+        out += held
+    return out
 
 
 def prometheus_rule(spec: StackSpec) -> dict[str, Any]:

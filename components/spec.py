@@ -455,6 +455,38 @@ class ChartOverride(Model):
     version: Annotated[str, Field(pattern=r"^v?[0-9]+\.[0-9]+\.[0-9]+$")]
 
 
+class PriceOverride(Model):
+    """USD per node-hour of one instance / machine type (negotiated rate, savings plan, committed use)."""
+
+    on_demand: float | None = Field(default=None, gt=0, le=10_000)
+    spot: float | None = Field(default=None, gt=0, le=10_000)
+
+
+class Pricing(Model):
+    """Price assumptions for the cost summary and the budget policy (components/cost.py)."""
+
+    overrides: dict[str, PriceOverride] = Field(
+        default_factory=dict,
+        description="per instance type (aws) / machine type (gcp): USD per node-hour replacing the list price",
+    )
+    spot_discount: float | None = Field(
+        default=None,
+        ge=0,
+        lt=1,
+        description="aws: assumed spot discount off on-demand (spot prices move; every figure is an estimate); "
+        "default 0.40",
+    )
+
+
+class Budget(Model):
+    """What the fleet may cost at its maximum size, USD per hour; the budget policy fails a preview above it."""
+
+    max_hourly_usd: float | None = Field(default=None, gt=0, description="the whole stack at max scale")
+    tenants: dict[str, Annotated[float, Field(gt=0)]] = Field(
+        default_factory=dict, description="per tenant: USD/h of its borrowing ceiling at most"
+    )
+
+
 class StackSpec(Model):
     cloud: Literal["aws", "gcp", "existing"]
     cluster: ClusterRef = Field(default_factory=ClusterRef)
@@ -472,6 +504,8 @@ class StackSpec(Model):
     tags: dict[str, str] = Field(default_factory=dict)
     karpenter: KarpenterOptions = Field(default_factory=KarpenterOptions)
     protect: Protection = Field(default_factory=Protection)
+    pricing: Pricing = Field(default_factory=Pricing)
+    budget: Budget = Field(default_factory=Budget)
 
     # -- lookups used across components ---------------------------------------------------------
     def pool(self, name: str) -> NodePool:
@@ -540,7 +574,7 @@ def rule(fn: Rule) -> Rule:
 
 def _rule_modules() -> None:
     # Imported for their @rule registrations; none of them imports a cloud SDK.
-    from components import gpu_operator, monitoring, rules_core, sharing  # noqa: F401
+    from components import cost, gpu_operator, monitoring, rules_core, sharing  # noqa: F401
     from components import scheduling_rules as _scheduling  # noqa: F401
     from components.aws import rules as _aws  # noqa: F401
     from components.aws import rules_karpenter as _karpenter  # noqa: F401

@@ -180,6 +180,9 @@ def summary(rendering: Rendering, sections: Mapping[str, str]) -> str:
             f"| {t.priority} | {t.pod_security} |"
         )
     lines += _queues(spec)
+    from components import cost
+
+    lines += ["", *cost.markdown(cost.report(spec, rendering.stack))]
     lines += ["", "## Priority classes", "", "| class | value | preemption | default |", "|---|---|---|---|"]
     for pc in sorted(spec.priority_classes, key=lambda c: -c.value):
         lines.append(f"| {pc.name} | {pc.value} | {pc.preemption_policy} | {'yes' if pc.global_default else ''} |")

@@ -405,6 +405,9 @@ def files(rendering: Rendering, sections: Mapping[str, str] | None = None) -> di
         out[f"helm/{release}/values.yaml"] = _yaml(r.inputs.get("values") or {})
     out["outputs.json"] = _json(rendering.outputs)
     out["summary.md"] = summary(rendering, sections or {})
+    from components import cost
+
+    out["cost.json"] = cost.to_json(cost.report(rendering.spec, rendering.stack))
     return out
 
 

@@ -36,6 +36,7 @@ from pulumi_policy import (
 )
 
 from components import catalog, versions
+from policies import cost_policies
 
 PACK_NAME = "gpu-platform"
 PACK_DESCRIPTION = (
@@ -1203,6 +1204,7 @@ POLICIES: tuple[ResourceValidationPolicy | StackValidationPolicy, ...] = (
     dcgm_monitoring,
     namespace_pod_security,
     iam_no_admin_wildcard,
+    *cost_policies.POLICIES,
 )
 
 # The policies that judge workloads (Pods, Deployments, Jobs, Volcano / Kubeflow jobs); examples/ must pass them.
@@ -1230,6 +1232,7 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "dcgm-monitoring": (HELM_RELEASE, *_GPU_POOL_TYPES),
     "namespace-pod-security": (NAMESPACE,),
     "iam-no-admin-wildcard": (IAM_POLICY, IAM_ROLE_POLICY, IAM_USER_POLICY, IAM_GROUP_POLICY, IAM_ROLE),
+    **cost_policies.TARGETS,
 }
 
 

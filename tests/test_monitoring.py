@@ -215,7 +215,8 @@ def test_promtool_checks_every_rule_and_template(stack, tmp_path):
     write_rules(rule_doc(stack)["spec"], tmp_path / "rules.yaml")
     out = promtool("check", "rules", "rules.yaml", cwd=tmp_path)
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "SUCCESS: 9 rules found" in out.stdout
+    cost_rules = monitoring.idle_cost_rules(rendered(stack).spec)
+    assert f"SUCCESS: {9 + len(cost_rules)} rules found" in out.stdout
 
 
 @needs_promtool
@@ -228,6 +229,36 @@ def test_promtool_unit_tests_prove_each_alert(tmp_path):
     shutil.copy(PROMTOOL_TESTS / "gpu_alerts_test.yaml", tmp_path)
     out = promtool("test", "rules", "gpu_alerts_test.yaml", cwd=tmp_path)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+@needs_promtool
+def test_promtool_idle_cost_rules_price_idle_devices_per_pool_and_tenant(tmp_path):
+    """tests/promtool/gpu_idle_cost_test.yaml: idle spend per pool (GpuIdle's devices) and per tenant, the prices
+    worked out by hand from the catalog, on the rules prod-aws renders."""
+    write_rules(rule_doc("prod-aws")["spec"], tmp_path / "gpu-alerts.rules.yaml", keep_descriptions=False)
+    shutil.copy(PROMTOOL_TESTS / "gpu_idle_cost_test.yaml", tmp_path)
+    out = promtool("test", "rules", "gpu_idle_cost_test.yaml", cwd=tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+@needs_promtool
+def test_promtool_idle_cost_fails_on_a_wrong_price_or_threshold(tmp_path):
+    for old, new in (("* 3.430881", "* 3.5"), ("< 10) * 0.2876", "< 1) * 0.2876")):
+        doc = json.loads(json.dumps(rule_doc("prod-aws")["spec"]))
+        assert doc["groups"][-1]["name"] == monitoring.COST_GROUP
+        for r in doc["groups"][-1]["rules"]:
+            r["expr"] = r["expr"].replace(old, new)
+        assert json.dumps(doc) != json.dumps(rule_doc("prod-aws")["spec"])
+        write_rules(doc, tmp_path / "gpu-alerts.rules.yaml", keep_descriptions=False)
+        shutil.copy(PROMTOOL_TESTS / "gpu_idle_cost_test.yaml", tmp_path)
+        out = promtool("test", "rules", "gpu_idle_cost_test.yaml", cwd=tmp_path)
+        assert out.returncode != 0, (old, new)
+
+
+def test_pools_without_a_price_get_no_idle_cost_rule():
+    spec = rendered("dev-gcp").spec  # t4-spot: N1 + T4, the T4 has no price in the catalog
+    pools = {r["labels"]["pool"] for r in monitoring.idle_cost_rules(spec)}
+    assert pools == {"l4-shared"}
 
 
 @needs_promtool

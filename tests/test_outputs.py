@@ -10,7 +10,7 @@ from conftest import NAMESPACE, RESOURCE_QUOTA, STACKS, manifest, manifests, ren
 
 from components import synth
 
-TOP_KEYS = {"tenantNamespaces", "gpuPools", "tenants", "pools", "karpenter", "monitoring"}
+TOP_KEYS = {"tenantNamespaces", "gpuPools", "tenants", "pools", "karpenter", "monitoring", "cost"}
 TENANT_KEYS = {
     "namespace",
     "scheduler",

@@ -71,6 +71,8 @@ POLICY_LEVELS = {
     "dcgm-monitoring": "advisory",
     "namespace-pod-security": "mandatory",
     "iam-no-admin-wildcard": "mandatory",
+    "gpu-budget": "mandatory",
+    "idle-gpu-nodes": "advisory",
 }
 
 

@@ -19,6 +19,10 @@ U = monitoring.UTILIZATION
 DEV = "UUID, GPU_I_ID"
 
 
+IDLE_SPEND = "Idle spend, $/h, per pool and per tenant"
+IDLE_SPEND_TENANT = IDLE_SPEND + " (tenants)"  # the panel's second query
+
+
 def _sel(*matchers: str) -> str:
     return "{" + ", ".join(matchers) + "}"
 
@@ -54,6 +58,11 @@ def queries(spec: StackSpec) -> dict[str, str]:
         "GPU temperature": f"max by (pool, Hostname, gpu) (DCGM_FI_DEV_GPU_TEMP{_sel(POOL)})",
         "Power draw per pool": f"sum by (pool) (max by (pool, Hostname, gpu) (DCGM_FI_DEV_POWER_USAGE{_sel(POOL)}))",
         "Last XID per GPU": f"{monitoring.XID_LAST}{_sel(POOL)}",
+        # the two records have different label sets (namespace), so "or" keeps both
+        IDLE_SPEND: (
+            f"sum by (pool) ({monitoring.IDLE_COST}{_sel(POOL)} or {monitoring.ALLOCATED_IDLE_COST}{_sel(POOL)})"
+        ),
+        IDLE_SPEND_TENANT: f"sum by (namespace) ({monitoring.ALLOCATED_IDLE_COST}{_sel(POOL, NS)})",
     }
 
 
@@ -240,6 +249,18 @@ def dashboard(spec: StackSpec) -> dict[str, Any]:
         h=6,
         x=0,
     )
+    spend = _panel(
+        "timeseries",
+        IDLE_SPEND,
+        f"What GPUs below {a.idle_utilization_percent:g}% utilization cost per hour at list price (gpu-platform "
+        "cost): per pool, unallocated and held devices together; per tenant namespace, the units its pods hold "
+        "idle. Prices are constants in the recording rules; pools without a known price are absent.",
+        q[IDLE_SPEND],
+        legend="pool {{pool}}",
+        unit="currencyUSD",
+    )
+    spend["targets"].append({"refId": "B", "expr": q[IDLE_SPEND_TENANT], "legendFormat": "tenant {{namespace}}"})
+    lay.add(spend, w=24, h=8, x=0)
     lay.row("Health")
     lay.add(
         _panel(
