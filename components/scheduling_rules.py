@@ -128,3 +128,21 @@ def volcano_queue_names(spec: StackSpec) -> Iterator[Problem]:
                 key("tenants", i, "name"),
                 f"{tenant.name!r} is a queue Volcano creates itself; the tenant's Volcano queue would collide",
             )
+
+
+@rule
+def volcano_tenant_needs_reachable_pool(spec: StackSpec) -> Iterator[Problem]:
+    """Queued-provisioning (DWS) nodes come only for ProvisioningRequests Kueue's admission check makes; a
+    Volcano tenant's pods never get one, so a quota only on such pools could never be used."""
+    queued = {p.name for p in kueue.dws_pools(spec)}
+    if not queued:
+        return
+    for i, tenant in enumerate(spec.tenants):
+        pools = {name for name, gpus in tenant.gpu_quota.items() if gpus > 0}
+        if derive.tenant_scheduler(spec, tenant) == "volcano" and pools and pools <= queued:
+            yield Problem(
+                key("tenants", i, "gpuQuota"),
+                f"the tenant is scheduled by Volcano, but its GPU quota is only on queued-provisioning pools "
+                f"({', '.join(sorted(pools))}), whose nodes come only for workloads Kueue admits: give it a quota "
+                "on another pool or set scheduler: kueue",
+            )
