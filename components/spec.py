@@ -536,6 +536,7 @@ _LONG_TOKEN = re.compile(rf"\S{{{QUOTE_MAX + 1},}}")
 
 def _shorten(text: str) -> str:
     """Cut every run of more than ~80 non-blank characters (a quoted 5 MB value, a name built from it)."""
+    text = " ".join(text.split())  # one line per problem, whatever the input held
     return _LONG_TOKEN.sub(lambda m: f"{m.group()[: QUOTE_MAX - 20]}…({len(m.group())} characters)", text)
 
 
@@ -598,7 +599,7 @@ _MESSAGES: dict[str, Callable[[dict[str, Any]], str]] = {
     "int_from_float": lambda e: f"must be a whole number, not {quote(e['input'])}",
     "bool_type": lambda e: f"must be true or false, not {quote(e['input'])}",
     "bool_parsing": lambda e: f"must be true or false, not {quote(e['input'])}",
-    "string_type": lambda e: f"must be a string, not {quote(e['input'])}",
+    "string_type": lambda e: f"must be a string, not {quote(e['input'])}{_yaml_hint(e['input'])}",
     "int_too_big": lambda e: "is far too large a number",
     "float_type": lambda e: f"must be a number, not {quote(e['input'])}",
     "float_parsing": lambda e: f"must be a number, not {quote(e['input'])}",
@@ -609,6 +610,17 @@ _MESSAGES: dict[str, Callable[[dict[str, Any]], str]] = {
     "model_type": lambda e: "must be a mapping",
     "model_attributes_type": lambda e: "must be a mapping",
 }
+
+
+def _yaml_hint(value: Any) -> str:
+    """Why YAML made a non-string of what the author meant as text."""
+    if isinstance(value, bool):
+        return " (YAML 1.1 reads on/off/yes/no/true/false as booleans: quote it)"
+    if value is None:
+        return " (YAML reads an empty value, ~ or null as nothing: quote it)"
+    if isinstance(value, (int, float)):
+        return " (YAML reads it as a number: quote it)"
+    return ""
 
 
 def _message(err: dict[str, Any], model_fields: Iterable[str]) -> str:

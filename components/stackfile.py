@@ -235,8 +235,9 @@ def read(path: Path) -> dict[str, Any]:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark else "(file)"
-        what = getattr(exc, "problem", None) or str(exc)
-        raise fail(where, f"not valid YAML: {quote(what, 120).strip(chr(39))}") from None
+        what = " ".join(str(getattr(exc, "problem", None) or exc).split())
+        what = what if len(what) <= 160 else what[:160] + "…"
+        raise fail(where, f"not valid YAML: {what}") from None
     except RecursionError:  # belt and braces: _scan bounds the depth first
         raise fail("(file)", "nested too deeply") from None
     if not isinstance(doc, dict):
