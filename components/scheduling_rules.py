@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 from components import derive, kueue, volcano
 from components.spec import Problem, StackSpec, key, rule
+from components.validation import a_or_an
 
 
 @rule
@@ -24,7 +25,7 @@ def topology_aware_pools(spec: StackSpec) -> Iterator[Problem]:
         if levels is None:
             yield Problem(
                 at,
-                f"a {spec.cloud} cluster has no known topology node labels: set scheduling.topologyLevels "
+                f"{a_or_an(spec.cloud)} cluster has no known topology node labels: set scheduling.topologyLevels "
                 f"(node labels, coarsest first, {kueue.HOSTNAME_LABEL} last) or drop topologyAware",
             )
         names = sorted(derive.units_per_gpu(spec, pool))

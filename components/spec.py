@@ -36,9 +36,11 @@ from components.validation import (
     IamRoleArn,
     LabelKey,
     LabelValue,
+    NoBool,
     bounded_text,
     count,
     go_duration,
+    number,
     quote,
 )
 
@@ -46,7 +48,7 @@ NAMESPACE = "gpu-platform"
 
 DNS_LABEL = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
 DURATION = r"^([0-9]+(s|m|h))+$"
-QUANTITY = r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|Ki|Mi|Gi|Ti|Pi)?$"
+QUANTITY = r"^[0-9]{1,15}(\.[0-9]{1,6})?(m|k|M|G|T|P|Ki|Mi|Gi|Ti|Pi)?$"  # digits bounded: int64 milli-units
 LABEL_KEY = r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
 
 Name = Annotated[str, Field(pattern=DNS_LABEL, max_length=32)]
@@ -161,7 +163,7 @@ class EksPoolOptions(Model):
         description="node replacement on AMI/launch-template updates, one node at a time. minimal: terminate "
         "the old node first (needs no spare GPU capacity); default: launch the new node first",
     )
-    imds_hop_limit: Literal[1, 2] = Field(
+    imds_hop_limit: Annotated[Literal[1, 2], NoBool] = Field(
         default=2,
         description="IMDSv2 PUT response hop limit: 2 (EKS' own default) lets pods on the pod network reach "
         "IMDS; 1 keeps them off the node role's credentials",
@@ -309,13 +311,13 @@ DEFAULT_CRITICAL_XIDS = (48, 61, 62, 63, 64, 74, 79, 92, 95, 119, 120, 140)
 
 
 class AlertThresholds(Model):
-    idle_utilization_percent: float = Field(
+    idle_utilization_percent: number() = Field(
         default=10, gt=0, lt=100, description="a GPU (or MIG instance) below this utilization counts as idle"
     )
     idle_for: Duration = Field(default="30m", description="GpuIdle: unallocated GPU idle this long")
-    memory_used_percent: float = Field(default=95, gt=0, lt=100, description="framebuffer used / total")
+    memory_used_percent: number() = Field(default=95, gt=0, lt=100, description="framebuffer used / total")
     memory_for: Duration = "5m"
-    temperature_celsius: float = Field(default=85, gt=0, lt=150)
+    temperature_celsius: number() = Field(default=85, gt=0, lt=150)
     temperature_for: Duration = "5m"
     allocated_idle_for: Duration = Field(default="30m", description="GpuAllocatedIdle: a pod's GPUs idle this long")
     xid_for: Duration = Field(default="0s", description="how long an XID must persist before alerting")
@@ -404,7 +406,7 @@ class Scheduling(Model):
         "(backoff 60s doubling to 1h in between); null: requeue forever",
     )
     queueing_strategy: Literal["BestEffortFIFO", "StrictFIFO"] = "BestEffortFIFO"
-    oversubscription_ratio: float = Field(
+    oversubscription_ratio: number() = Field(
         default=1.0, ge=1.0, le=10.0, description="warn when tenant quotas exceed pool capacity by more"
     )
     kueue_integrations: list[KueueIntegration] = Field(
@@ -446,7 +448,7 @@ class KarpenterOptions(Model):
         description="tags selecting the nodes' security groups; default {karpenter.sh/discovery: <cluster>}",
     )
     security_group_ids: list[Annotated[str, Field(pattern=r"^sg-[0-9a-z]+$")]] = Field(default_factory=list)
-    imds_hop_limit: Literal[1, 2] = Field(
+    imds_hop_limit: Annotated[Literal[1, 2], NoBool] = Field(
         default=1,
         description="IMDSv2 PUT response hop limit on Karpenter nodes: 1 keeps pods off the node role's "
         "credentials; 2 only for pods that must reach IMDS from their own network namespace",
@@ -542,7 +544,10 @@ def _shorten(text: str) -> str:
 
 class SpecError(Exception):
     def __init__(self, problems: Iterable[Problem]):
-        self.problems = sorted({Problem(_shorten(p.path), _shorten(p.message)) for p in problems})
+        # a path is cut only when absurd (a legitimate label key runs to 317 characters)
+        self.problems = sorted(
+            {Problem(p.path if len(p.path) <= 400 else _shorten(p.path), _shorten(p.message)) for p in problems}
+        )
         super().__init__("\n".join(f"{p.path}: {p.message}" for p in self.problems))
 
     def lines(self, source: str) -> list[str]:

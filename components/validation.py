@@ -35,6 +35,11 @@ def quote(value: Any, limit: int = QUOTE_MAX) -> str:
     return text
 
 
+def a_or_an(word: str) -> str:
+    """``an existing``, ``a gcp``, ``an al2023`` (by the first letter as written: fine for our words)."""
+    return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"
+
+
 # ----------------------------------------------------------------------------------------- kubernetes
 
 _DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
@@ -141,6 +146,19 @@ def count(ge: int = 0, le: int = INT32_MAX) -> Any:
     return Annotated[int, BeforeValidator(_no_bool), Strict(), Field(ge=ge, le=le)]
 
 
+def _no_bool_number(v: Any) -> Any:
+    if isinstance(v, bool):
+        raise ValueError(f"must be a number, not {str(v).lower()}")
+    return v
+
+
+def number() -> Any:
+    """A finite number (int or float); a boolean is refused, not read as 0 or 1. Bounds go in Field()."""
+    return Annotated[float, BeforeValidator(_no_bool_number), Field(allow_inf_nan=False)]
+
+
+NoBool = BeforeValidator(_no_bool)  # for Literal[1, 2] and other int-valued choices
+
 Count = count()  # 0 .. int32 max: what a Kubernetes int32 field or a cloud API takes
 PositiveCount = count(ge=1)
 
@@ -166,7 +184,7 @@ def _gcp_location(v: str) -> str:
 
 def _gcp_zone(v: str) -> str:
     if not GCP_ZONE.fullmatch(v):
-        raise ValueError(f"{quote(v)} is not a GCP zone (e.g. us-central1-a)")
+        raise ValueError(f"{quote(v)} is not a zone name (like us-central1-a)")
     return v
 
 

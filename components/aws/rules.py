@@ -168,6 +168,15 @@ def _duplicates(items: list[str], at: tuple[str | int, ...], what: str) -> Itera
 
 def _node_group_limits(spec: StackSpec, i: int, pool: NodePool) -> Iterator[Problem]:
     at = ("nodePools", i)
+    for field, value in (
+        ("maxNodes", pool.max_nodes),
+        ("minNodes", pool.min_nodes),
+        ("desiredNodes", pool.desired_nodes),
+    ):
+        if value is not None and value > plan.EKS_MAX_NODES:
+            yield Problem(
+                key(*at, field), f"an EKS managed node group takes at most {plan.EKS_MAX_NODES} nodes, got {value}"
+            )
     if len(pool.instance_types) > plan.EKS_MAX_INSTANCE_TYPES:
         yield Problem(
             key(*at, "instanceTypes"),
