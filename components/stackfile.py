@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from components.spec import Problem, SpecError
+from components.spec import NAMESPACE, Problem, SpecError
 from components.validation import quote
 
 MAX_BYTES = 4 * 1024 * 1024  # a stack file is a few KB; the API server refuses requests above 3 MiB anyway
@@ -45,6 +45,7 @@ class _Map(dict):
     """A mapping plus what was wrong with its keys (reported by ``_clean`` with the mapping's path)."""
 
     problems: list[tuple[str, str]]
+    odd_keys: list[tuple[str, str, Any]]  # (key as written, why it is not a string, value)
 
 
 class _Loader(_Base):
@@ -75,6 +76,7 @@ def _key_problem(node: yaml.Node, value: Any) -> str:
 def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> _Map:
     out = _Map()
     out.problems = []
+    out.odd_keys = []
     seen: set[Any] = set()
     for key_node, _ in node.value:
         if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
@@ -86,7 +88,8 @@ def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> _Map:
         k = loader.construct_object(key_node, deep=True)
         if not isinstance(k, str):
             shown = key_node.value if isinstance(key_node, yaml.ScalarNode) else "?"
-            out.problems.append((str(shown), _key_problem(key_node, k)))
+            value = loader.construct_object(value_node, deep=True)
+            out.odd_keys.append((str(shown), _key_problem(key_node, k), value))
             continue
         out[k] = loader.construct_object(value_node, deep=True)
     return out
@@ -178,17 +181,30 @@ def _child_path(path: str, k: str | int) -> str:
     return f"{path}.{k}" if path else k
 
 
-def _clean(value: Any, path: str, problems: list[Problem]) -> Any:
-    """Plain dicts/lists/scalars; problems recorded while constructing are reported at their key path."""
+def _clean(value: Any, path: str, problems: list[Problem], ours: bool = True) -> Any:
+    """Plain dicts/lists/scalars; problems recorded while constructing are reported at their key path.
+
+    Under another namespace's key (``ours`` false) a key YAML 1.1 read as a boolean or number is kept as the
+    text written, as Go's yaml.v3 (Pulumi) keeps ``on:``; under ours it is refused with the YAML hint."""
     if isinstance(value, _Odd):
         problems.append(Problem(path, value.message))
         return None
     if isinstance(value, dict):
         for k, message in getattr(value, "problems", ()):
             problems.append(Problem(_child_path(path, k), message))
-        return {k: _clean(v, _child_path(path, k), problems) for k, v in value.items()}
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            # top level: each config key decides whether its value is ours
+            inner = k.startswith(f"{NAMESPACE}:") if path == "" else ours
+            out[k] = _clean(v, _child_path(path, k), problems, inner)
+        for k, message, v in getattr(value, "odd_keys", ()):
+            if ours or path == "" or k in out:
+                problems.append(Problem(_child_path(path, k), message))
+            else:
+                out[k] = _clean(v, _child_path(path, k), problems, ours)
+        return out
     if isinstance(value, list):
-        return [_clean(v, _child_path(path, i), problems) for i, v in enumerate(value)]
+        return [_clean(v, _child_path(path, i), problems, ours) for i, v in enumerate(value)]
     return value
 
 

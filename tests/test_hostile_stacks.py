@@ -108,10 +108,14 @@ def _with(stack: str, extra: str, tmp_path: Path) -> Path:
 
 def test_other_namespaces_keep_dates_as_text(tmp_path: Path, capsys):
     """Pulumi accepts keys of other namespaces and hands their values to the program as strings."""
-    path = _with("dev-aws", "  myorg:reviewed: 2025-11-20\n  myorg:when: !!timestamp 2025-11-20T10:00:00Z\n", tmp_path)
+    extra = (
+        "  myorg:reviewed: 2025-11-20\n  myorg:when: !!timestamp 2025-11-20T10:00:00Z\n  myorg:flags: {on: 1, 2: b}\n"
+    )
+    path = _with("dev-aws", extra, tmp_path)
     config = stackfile.read(path)
     assert config["myorg:reviewed"] == "2025-11-20"
     assert config["myorg:when"] == "2025-11-20T10:00:00Z"
+    assert config["myorg:flags"] == {"on": 1, "2": "b"}  # Go's yaml.v3 keeps such keys as written
     rc, lines, _ = _run(["check", "dev-aws", "--config", str(path)], capsys)
     assert rc == 0, lines
 
