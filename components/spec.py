@@ -588,6 +588,13 @@ def _rule_modules() -> None:
 
 PROVIDER_KEYS = {"aws:region": ("region",), "gcp:project": ("project",)}
 
+# What a pattern means, for messages a person can act on (the others print the pattern).
+PATTERN_HELP = {
+    DNS_LABEL: "a valid name (lower-case letters, digits and '-', starting with a letter, ending with a letter or "
+    "digit)",
+    QUANTITY: "a Kubernetes quantity such as 500m, 64, 256Gi or 4Ti",
+}
+
 _MESSAGES: dict[str, Callable[[dict[str, Any]], str]] = {
     "missing": lambda e: "is required",
     "extra_forbidden": lambda e: "unknown key",
@@ -596,7 +603,11 @@ _MESSAGES: dict[str, Callable[[dict[str, Any]], str]] = {
     "less_than_equal": lambda e: f"must be at most {e['ctx']['le']}",
     "less_than": lambda e: f"must be less than {e['ctx']['lt']}",
     "literal_error": lambda e: f"must be one of {e['ctx']['expected']}",
-    "string_pattern_mismatch": lambda e: f"{quote(e['input'])} does not match {e['ctx']['pattern']}",
+    "string_pattern_mismatch": lambda e: (
+        f"{quote(e['input'])} is not {PATTERN_HELP[e['ctx']['pattern']]}"
+        if e["ctx"]["pattern"] in PATTERN_HELP
+        else f"{quote(e['input'])} does not match {e['ctx']['pattern']}"
+    ),
     "string_too_long": lambda e: f"must be at most {e['ctx']['max_length']} characters",
     "too_short": lambda e: f"must have at least {e['ctx']['min_length']} item(s)",
     "int_type": lambda e: f"must be a whole number, not {quote(e['input'])}",
