@@ -131,9 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # last resort: one line, never a bare traceback
         if args.debug:
             raise
-        from components.validation import quote
-
-        detail = quote(str(exc), 160).strip("'\"")
+        detail = " ".join(str(exc).split())
+        detail = detail if len(detail) <= 160 else detail[:160] + "…"
         print(
             f"gpu-platform: internal error: {type(exc).__name__}: {detail} (a bug; run with --debug for the traceback)",
             file=sys.stderr,

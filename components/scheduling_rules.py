@@ -135,7 +135,7 @@ def volcano_queue_names(spec: StackSpec) -> Iterator[Problem]:
 def volcano_tenant_needs_reachable_pool(spec: StackSpec) -> Iterator[Problem]:
     """Queued-provisioning (DWS) nodes come only for ProvisioningRequests Kueue's admission check makes; a
     Volcano tenant's pods never get one, so a quota only on such pools could never be used."""
-    queued = {p.name for p in kueue.dws_pools(spec)}
+    queued = {p.name for p in spec.node_pools if kueue.provisioning_class(spec, p) == kueue.DWS_PROVISIONING_CLASS}
     if not queued:
         return
     for i, tenant in enumerate(spec.tenants):

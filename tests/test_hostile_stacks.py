@@ -177,6 +177,22 @@ def test_provider_key_is_reported_where_it_was_written():
     assert _problems(cfg) == ["aws:region: 'us_east_1' is not an AWS region name (e.g. us-east-1)"]
 
 
+def test_cluster_name_too_long_for_the_autoscaler_role():
+    from components.aws import cluster_autoscaler
+    from components.aws import rules as aws_rules
+
+    cfg = _dev_aws()
+    cfg["gpu-platform:cluster"] = {"name": "c" * 50}  # node role fits (59), autoscaler role does not (69)
+    problems = _problems(cfg)
+    assert (
+        "gpu-platform:cluster.name: the Cluster Autoscaler's IAM role would be '" + "c" * 50 + "-cluster-autoscaler' "
+        "(69 characters); IAM role names take at most 64 (shorten the cluster name or set addons.clusterAutoscaler: "
+        "false)"
+    ) in problems
+    spec = load_spec(_dev_aws())
+    assert aws_rules.autoscaler_role_name(spec) == cluster_autoscaler.role_name(spec)
+
+
 # ---------------------------------------------------------------------------------------- the types
 
 
