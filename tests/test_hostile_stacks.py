@@ -290,7 +290,7 @@ def test_fuzz_mutated_stacks_never_surprise_the_code(tmp_path: Path, capsys):
     start = time.monotonic()
     valid: list[tuple[str, Path]] = []
     outcomes = {"refused": 0, "valid": 0}
-    for n in range(300):
+    for n in range(240):
         stack = rng.choice(sorted(bases))
         path = tmp_path / f"m{n}.yaml"
         path.write_text(_mutate(bases[stack], rng), encoding="utf-8")
@@ -302,8 +302,8 @@ def test_fuzz_mutated_stacks_never_surprise_the_code(tmp_path: Path, capsys):
             continue
         outcomes["valid"] += 1
         valid.append((stack, path))
-    assert outcomes["refused"] > 200, outcomes
-    for stack, path in valid[:4]:  # a bounded number of full runs through the engine and policies
+    assert outcomes["refused"] > 150, outcomes
+    for stack, path in valid[:3]:  # a bounded number of full runs through the engine and policies
         rc = cli.main(["check", stack, "--config", str(path)])
         err = capsys.readouterr().err
         assert rc in (0, 1, 2), err
