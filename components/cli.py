@@ -1,7 +1,8 @@
 """The ``gpu-platform`` command: synth, check, cost and schema.
 
 Exit codes: 0 rendered; 1 a mandatory policy is violated; 2 the stack config is invalid (one line per
-problem naming the stack file and key path; nothing is written).
+problem naming the stack file and key path; nothing is written); 3 internal error (a bug: one line, and
+the traceback with --debug).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-EXIT_OK, EXIT_POLICY, EXIT_INVALID = 0, 1, 2
+EXIT_OK, EXIT_POLICY, EXIT_INVALID, EXIT_INTERNAL = 0, 1, 2, 3
 POLICY_CONFIG_HELP = "policy pack config (JSON, the format of pulumi --policy-pack-config): levels and settings"
 
 
@@ -121,17 +122,20 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="gpu-platform", description=__doc__.splitlines()[0])
+    p.add_argument("--debug", action="store_true", help="on an internal error, print the traceback")
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("synth", help="render a stack offline to a directory")
     s.add_argument("stack")
     s.add_argument("--config", help="stack file to use instead of stacks/Pulumi.STACK.yaml")
     s.add_argument("--out", help="output directory (default out/STACK)")
     s.add_argument("--policy-config", help=POLICY_CONFIG_HELP)
+    s.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     s.set_defaults(fn=cmd_synth)
     c = sub.add_parser("check", help="validate a stack and evaluate the policy pack, writing nothing")
     c.add_argument("stack")
     c.add_argument("--config", help="stack file to use instead of stacks/Pulumi.STACK.yaml")
     c.add_argument("--policy-config", help=POLICY_CONFIG_HELP)
+    c.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     c.set_defaults(fn=cmd_check)
     co = sub.add_parser("cost", help="print what the stack's GPU pools and tenants cost per hour, writing nothing")
     co.add_argument("stack")
@@ -145,7 +149,18 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    return args.fn(args)
+    try:
+        return args.fn(args)
+    except Exception as exc:  # last resort: one line, never a bare traceback
+        if args.debug:
+            raise
+        detail = " ".join(str(exc).split())
+        detail = detail if len(detail) <= 160 else detail[:160] + "…"
+        print(
+            f"gpu-platform: internal error: {type(exc).__name__}: {detail} (a bug; run with --debug for the traceback)",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 
-from components import derive, versions
+from components import derive, validation, versions
 from components.spec import Problem, StackSpec, key, rule
 
 RESERVED_NAMESPACES = {
@@ -62,6 +62,32 @@ def cluster_reference(spec: StackSpec) -> Iterator[Problem]:
         if getattr(c, field) is not None and not (field == "region" and spec.cloud == "existing"):
             alias = type(c).model_fields[field].alias or field
             yield Problem(key("cluster", alias), f"does not apply when cloud is {spec.cloud}")
+    if c.name and spec.cloud == "aws" and not validation.EKS_CLUSTER_NAME.fullmatch(c.name):
+        yield Problem(
+            key("cluster", "name"),
+            f"{validation.quote(c.name)} is not an EKS cluster name (at most 100 letters, digits, '-' and '_', "
+            "starting with a letter or digit)",
+        )
+    if c.name and spec.cloud == "gcp" and not validation.GKE_CLUSTER_NAME.fullmatch(c.name):
+        yield Problem(
+            key("cluster", "name"),
+            f"{validation.quote(c.name)} is not a GKE cluster name (at most 40 lower-case letters, digits and '-', "
+            "starting with a letter)",
+        )
+
+
+# Keys that only a cloud's own node pools use; on an existing cluster the nodes already exist.
+CLOUD_ONLY_POOL_KEYS = {"instance_types": "instanceTypes", "disk_gib": "diskGib"}
+
+
+@rule
+def existing_pools_take_no_cloud_keys(spec: StackSpec) -> Iterator[Problem]:
+    if spec.cloud != "existing":
+        return
+    for i, pool in enumerate(spec.node_pools):
+        for field, alias in CLOUD_ONLY_POOL_KEYS.items():
+            if field in pool.model_fields_set:
+                yield Problem(key("nodePools", i, alias), "does not apply when cloud is existing (the nodes exist)")
 
 
 @rule

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 from components import derive, kueue, volcano
 from components.spec import Problem, StackSpec, key, rule
+from components.validation import a_or_an
 
 
 @rule
@@ -24,7 +25,7 @@ def topology_aware_pools(spec: StackSpec) -> Iterator[Problem]:
         if levels is None:
             yield Problem(
                 at,
-                f"a {spec.cloud} cluster has no known topology node labels: set scheduling.topologyLevels "
+                f"{a_or_an(spec.cloud)} cluster has no known topology node labels: set scheduling.topologyLevels "
                 f"(node labels, coarsest first, {kueue.HOSTNAME_LABEL} last) or drop topologyAware",
             )
         names = sorted(derive.units_per_gpu(spec, pool))
@@ -127,4 +128,22 @@ def volcano_queue_names(spec: StackSpec) -> Iterator[Problem]:
             yield Problem(
                 key("tenants", i, "name"),
                 f"{tenant.name!r} is a queue Volcano creates itself; the tenant's Volcano queue would collide",
+            )
+
+
+@rule
+def volcano_tenant_needs_reachable_pool(spec: StackSpec) -> Iterator[Problem]:
+    """Queued-provisioning (DWS) nodes come only for ProvisioningRequests Kueue's admission check makes; a
+    Volcano tenant's pods never get one, so a quota only on such pools could never be used."""
+    queued = {p.name for p in spec.node_pools if kueue.provisioning_class(spec, p) == kueue.DWS_PROVISIONING_CLASS}
+    if not queued:
+        return
+    for i, tenant in enumerate(spec.tenants):
+        pools = {name for name, gpus in tenant.gpu_quota.items() if gpus > 0}
+        if derive.tenant_scheduler(spec, tenant) == "volcano" and pools and pools <= queued:
+            yield Problem(
+                key("tenants", i, "gpuQuota"),
+                f"the tenant is scheduled by Volcano, but its GPU quota is only on queued-provisioning pools "
+                f"({', '.join(sorted(pools))}), whose nodes come only for workloads Kueue admits: give it a quota "
+                "on another pool or set scheduler: kueue",
             )

@@ -24,16 +24,43 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic.alias_generators import to_camel
 
 from components import catalog
+from components.validation import (
+    INT32_MAX,
+    QUOTE_MAX,
+    AwsRegion,
+    Description,
+    DnsLabel,
+    GcpLocation,
+    GcpProject,
+    GcpZone,
+    IamRoleArn,
+    LabelKey,
+    LabelValue,
+    NoBool,
+    bounded_text,
+    count,
+    go_duration,
+    number,
+    quote,
+)
 
 NAMESPACE = "gpu-platform"
 
 DNS_LABEL = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
 DURATION = r"^([0-9]+(s|m|h))+$"
-QUANTITY = r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|Ki|Mi|Gi|Ti|Pi)?$"
+QUANTITY = r"^[0-9]{1,15}(\.[0-9]{1,6})?(m|k|M|G|T|P|Ki|Mi|Gi|Ti|Pi)?$"  # digits bounded: int64 milli-units
 LABEL_KEY = r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
 
 Name = Annotated[str, Field(pattern=DNS_LABEL, max_length=32)]
-Duration = Annotated[str, Field(pattern=DURATION)]
+
+# Upper bounds of counts, so no derived number (units = GPUs x replicas, nodes x GPUs) leaves what the
+# engine's wire format (float64) and the Kubernetes int32 / cloud APIs hold. GKE: at most 15,000 nodes
+# per cluster (GKE quotas and limits); EKS managed node groups take at most 450 nodes each (checked in
+# components/aws/rules.py) and Karpenter's limits are quantities.
+MAX_NODES = 15_000
+MAX_GPUS = MAX_NODES * 16
+MAX_SHARING_REPLICAS = 1024
+Duration = go_duration(DURATION)
 Quantity = Annotated[str, Field(pattern=QUANTITY)]
 
 
@@ -48,7 +75,7 @@ class Model(BaseModel):
 
 class GpuSpec(Model):
     model: str = Field(json_schema_extra={"enum": sorted(catalog.GPU_MODELS)})
-    per_node: int = Field(ge=1, le=16, description="GPUs on each node of the pool")
+    per_node: count(1, 16) = Field(description="GPUs on each node of the pool")
 
     @field_validator("model")
     @classmethod
@@ -67,8 +94,8 @@ class Sharing(Model):
     (time-slicing / MPS only)."""
 
     strategy: Literal["time-slicing", "mps", "mig"]
-    replicas: int | None = Field(
-        default=None, ge=2, description="time-slicing / mps: units each physical GPU advertises"
+    replicas: count(2, MAX_SHARING_REPLICAS) | None = Field(
+        default=None, description="time-slicing / mps: units each physical GPU advertises"
     )
     rename_by_default: bool = False
     fail_requests_greater_than_one: bool = Field(
@@ -76,7 +103,7 @@ class Sharing(Model):
         description="time-slicing: reject pods asking for more than one shared unit (they would get no "
         "more compute, only false isolation)",
     )
-    layout: dict[str, Annotated[int, Field(ge=1)]] | None = Field(
+    layout: dict[str, count(1, 7)] | None = Field(
         default=None,
         description="mig: MIG profiles on each GPU, e.g. {'3g.40gb': 2}; on GKE with GKE-installed drivers "
         "the node pool's gpuPartitionSize (a single profile at its maximum count)",
@@ -84,8 +111,8 @@ class Sharing(Model):
 
 
 class Taint(Model):
-    key: Annotated[str, Field(pattern=LABEL_KEY)]
-    value: str | None = None
+    key: LabelKey
+    value: LabelValue | None = None
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = "NoSchedule"
 
 
@@ -94,9 +121,8 @@ class KarpenterPoolOptions(Model):
         default=False,
         description="spot pools: add a lower-weight on-demand NodePool used only when spot is unavailable",
     )
-    on_demand_max_gpus: int | None = Field(
+    on_demand_max_gpus: count(1, MAX_GPUS) | None = Field(
         default=None,
-        ge=1,
         description="with onDemandFallback: the part of the pool's GPU cap the on-demand NodePool may use (a "
         "multiple of gpu.perNode); the spot NodePool gets the rest. Default: half the nodes, rounded down",
     )
@@ -105,7 +131,7 @@ class KarpenterPoolOptions(Model):
         description="WhenEmpty: only idle GPU nodes are removed (running jobs are never moved to save cost)",
     )
     consolidate_after: Duration = "10m"
-    expire_after: Annotated[str, Field(pattern=r"^(([0-9]+(s|m|h))+|Never)$")] = "720h"
+    expire_after: go_duration(DURATION, allow=("Never",)) = "720h"
     termination_grace_period: Duration = "4h"
     disruption_budget: Annotated[str, Field(pattern=r"^((100|[0-9]{1,2})%|[0-9]+)$")] = "10%"
     ami_version: Annotated[str, Field(pattern=r"^(latest|v[0-9]+(\.[0-9]+)*)$")] = Field(
@@ -115,10 +141,10 @@ class KarpenterPoolOptions(Model):
 
 
 class GkePoolOptions(Model):
-    zones: list[str] = Field(default_factory=list, description="node locations; default: the cluster's")
+    zones: list[GcpZone] = Field(default_factory=list, description="node locations; default: the cluster's")
     compact_placement: bool = False
     reservation: Literal["none", "any", "specific"] = "none"
-    reservation_name: str | None = None
+    reservation_name: DnsLabel | None = None
     queued_provisioning: bool = Field(
         default=False, description="Dynamic Workload Scheduler: nodes come only for admitted workloads"
     )
@@ -137,7 +163,7 @@ class EksPoolOptions(Model):
         description="node replacement on AMI/launch-template updates, one node at a time. minimal: terminate "
         "the old node first (needs no spare GPU capacity); default: launch the new node first",
     )
-    imds_hop_limit: Literal[1, 2] = Field(
+    imds_hop_limit: Annotated[Literal[1, 2], NoBool] = Field(
         default=2,
         description="IMDSv2 PUT response hop limit: 2 (EKS' own default) lets pods on the pod network reach "
         "IMDS; 1 keeps them off the node role's credentials",
@@ -156,16 +182,16 @@ class NodePool(Model):
     os: Literal["al2023", "bottlerocket", "cos", "ubuntu"] | None = Field(
         default=None, description="node image; default al2023 on aws, cos on gcp"
     )
-    min_nodes: int = Field(default=0, ge=0)
-    max_nodes: int | None = Field(default=None, ge=1)
-    max_gpus: int | None = Field(
-        default=None, ge=1, description="karpenter pools: the GPU spend cap (a multiple of gpu.perNode)"
+    min_nodes: count(0, MAX_NODES) = 0
+    max_nodes: count(1, MAX_NODES) | None = None
+    max_gpus: count(1, MAX_GPUS) | None = Field(
+        default=None, description="karpenter pools: the GPU spend cap (a multiple of gpu.perNode)"
     )
-    desired_nodes: int | None = Field(default=None, ge=0)
-    disk_gib: int = Field(default=200, ge=50, le=16384)
+    desired_nodes: count(0, MAX_NODES) | None = None
+    disk_gib: count(50, 16384) = 200
     sharing: Sharing | None = None
     taints: list[Taint] = Field(default_factory=list)
-    labels: dict[Annotated[str, Field(pattern=LABEL_KEY)], str] = Field(default_factory=dict)
+    labels: dict[LabelKey, LabelValue] = Field(default_factory=dict)
     topology_aware: bool = Field(default=False, description="Kueue topology-aware scheduling")
     karpenter: KarpenterPoolOptions = Field(default_factory=KarpenterPoolOptions)
     gke: GkePoolOptions = Field(default_factory=GkePoolOptions)
@@ -194,16 +220,16 @@ class ResourceBudget(Model):
 
 class Tenant(Model):
     name: Name
-    gpu_quota: dict[str, Annotated[int, Field(ge=0)]] = Field(
+    gpu_quota: dict[str, count(0, MAX_GPUS)] = Field(
         default_factory=dict, description="physical GPUs per pool (the scheduler sees sharing units)"
     )
-    borrowing_limit: dict[str, Annotated[int, Field(ge=0)]] = Field(default_factory=dict)
-    lending_limit: dict[str, Annotated[int, Field(ge=0)]] = Field(default_factory=dict)
+    borrowing_limit: dict[str, count(0, MAX_GPUS)] = Field(default_factory=dict)
+    lending_limit: dict[str, count(0, MAX_GPUS)] = Field(default_factory=dict)
     cohort: Name | None = None
     priority: str = Field(default="batch", description="the tenant's highest allowed PriorityClass")
     quota: ResourceBudget = Field(default_factory=ResourceBudget)
     pod_security: Literal["baseline", "restricted"] = "baseline"
-    queue_weight: int = Field(default=1, ge=1, le=100)
+    queue_weight: count(1, 100) = 1
     scheduler: Literal["kueue", "volcano"] | None = Field(
         default=None,
         description="who queues the tenant's workloads: kueue (default when on) manages every workload in the "
@@ -214,10 +240,10 @@ class Tenant(Model):
 
 class PriorityClassSpec(Model):
     name: Name
-    value: int = Field(ge=-(2**31), le=1_000_000_000)
+    value: count(-(2**31), 1_000_000_000)
     preemption_policy: Literal["PreemptLowerPriority", "Never"] = "PreemptLowerPriority"
     global_default: bool = False
-    description: str = ""
+    description: Description = ""
 
 
 DEFAULT_PRIORITY_CLASSES: tuple[PriorityClassSpec, ...] = (
@@ -237,12 +263,12 @@ DEFAULT_PRIORITY_CLASSES: tuple[PriorityClassSpec, ...] = (
 
 
 class ClusterRef(Model):
-    name: str | None = Field(default=None, description="aws/gcp: the existing cluster's name")
-    location: str | None = Field(default=None, description="gcp: the cluster's region or zone")
-    region: str | None = Field(default=None, description="aws: taken from aws:region when unset")
-    project: str | None = Field(default=None, description="gcp: taken from gcp:project when unset")
+    name: bounded_text(100) | None = Field(default=None, description="aws/gcp: the existing cluster's name")
+    location: GcpLocation | None = Field(default=None, description="gcp: the cluster's region or zone")
+    region: AwsRegion | None = Field(default=None, description="aws: taken from aws:region when unset")
+    project: GcpProject | None = Field(default=None, description="gcp: taken from gcp:project when unset")
     profile: str | None = Field(default=None, description="aws: CLI profile for the kubeconfig token")
-    role_arn: str | None = Field(default=None, description="aws: role assumed for the kubeconfig token")
+    role_arn: IamRoleArn | None = Field(default=None, description="aws: role assumed for the kubeconfig token")
     kubeconfig: str | None = Field(default=None, description="existing: kubeconfig path (default ~/.kube/config)")
     context: str | None = Field(default=None, description="existing: kubeconfig context")
     subnet_ids: list[Annotated[str, Field(pattern=r"^subnet-[0-9a-f]+$")]] = Field(
@@ -285,17 +311,17 @@ DEFAULT_CRITICAL_XIDS = (48, 61, 62, 63, 64, 74, 79, 92, 95, 119, 120, 140)
 
 
 class AlertThresholds(Model):
-    idle_utilization_percent: float = Field(
+    idle_utilization_percent: number() = Field(
         default=10, gt=0, lt=100, description="a GPU (or MIG instance) below this utilization counts as idle"
     )
     idle_for: Duration = Field(default="30m", description="GpuIdle: unallocated GPU idle this long")
-    memory_used_percent: float = Field(default=95, gt=0, lt=100, description="framebuffer used / total")
+    memory_used_percent: number() = Field(default=95, gt=0, lt=100, description="framebuffer used / total")
     memory_for: Duration = "5m"
-    temperature_celsius: float = Field(default=85, gt=0, lt=150)
+    temperature_celsius: number() = Field(default=85, gt=0, lt=150)
     temperature_for: Duration = "5m"
     allocated_idle_for: Duration = Field(default="30m", description="GpuAllocatedIdle: a pod's GPUs idle this long")
     xid_for: Duration = Field(default="0s", description="how long an XID must persist before alerting")
-    xid_critical_codes: list[Annotated[int, Field(ge=1, le=1000)]] = Field(
+    xid_critical_codes: list[count(1, 1000)] = Field(
         default_factory=lambda: list(DEFAULT_CRITICAL_XIDS),
         description="XIDs alerted as critical (hardware / driver); any other XID is a warning",
     )
@@ -303,11 +329,11 @@ class AlertThresholds(Model):
 
 
 class Monitoring(Model):
-    service_monitor_labels: dict[str, str] = Field(
+    service_monitor_labels: dict[LabelKey, LabelValue] = Field(
         default_factory=lambda: {"release": "kube-prometheus-stack"},
         description="labels your Prometheus' serviceMonitorSelector / ruleSelector match",
     )
-    dashboard_labels: dict[str, str] = Field(
+    dashboard_labels: dict[LabelKey, LabelValue] = Field(
         default_factory=lambda: {"grafana_dashboard": "1"},
         description="labels the Grafana dashboard sidecar watches",
     )
@@ -374,14 +400,13 @@ class Scheduling(Model):
         description="Kueue waitForPodsReady.blockAdmission: admit one workload at a time until its pods are ready "
         "(no partial-gang deadlocks, but every job waits for the previous one's scale-up)",
     )
-    requeue_limit: int | None = Field(
+    requeue_limit: count(1, INT32_MAX) | None = Field(
         default=10,
-        ge=1,
         description="Kueue: requeues after a waitForPodsReady timeout before the workload is deactivated "
         "(backoff 60s doubling to 1h in between); null: requeue forever",
     )
     queueing_strategy: Literal["BestEffortFIFO", "StrictFIFO"] = "BestEffortFIFO"
-    oversubscription_ratio: float = Field(
+    oversubscription_ratio: number() = Field(
         default=1.0, ge=1.0, le=10.0, description="warn when tenant quotas exceed pool capacity by more"
     )
     kueue_integrations: list[KueueIntegration] = Field(
@@ -390,7 +415,7 @@ class Scheduling(Model):
         description="job kinds Kueue manages (integrations.frameworks); deployment, statefulset and "
         "leaderworkerset turn pod on implicitly",
     )
-    topology_levels: list[Annotated[str, Field(pattern=LABEL_KEY)]] | None = Field(
+    topology_levels: list[LabelKey] | None = Field(
         default=None,
         min_length=1,
         max_length=16,
@@ -423,12 +448,12 @@ class KarpenterOptions(Model):
         description="tags selecting the nodes' security groups; default {karpenter.sh/discovery: <cluster>}",
     )
     security_group_ids: list[Annotated[str, Field(pattern=r"^sg-[0-9a-z]+$")]] = Field(default_factory=list)
-    imds_hop_limit: Literal[1, 2] = Field(
+    imds_hop_limit: Annotated[Literal[1, 2], NoBool] = Field(
         default=1,
         description="IMDSv2 PUT response hop limit on Karpenter nodes: 1 keeps pods off the node role's "
         "credentials; 2 only for pods that must reach IMDS from their own network namespace",
     )
-    replicas: int = Field(default=2, ge=1, le=5)
+    replicas: count(1, 5) = 2
     controller_cpu: Quantity = "1"
     controller_memory: Quantity = "1Gi"
     zonal_shift: bool = Field(
@@ -498,7 +523,7 @@ class StackSpec(Model):
     monitoring: Monitoring = Field(default_factory=Monitoring)
     scheduling: Scheduling = Field(default_factory=Scheduling)
     charts: dict[str, ChartOverride] = Field(default_factory=dict)
-    system_node_selector: dict[str, str] = Field(
+    system_node_selector: dict[LabelKey, LabelValue] = Field(
         default_factory=dict, description="where controllers run (they never tolerate the GPU taint)"
     )
     tags: dict[str, str] = Field(default_factory=dict)
@@ -542,9 +567,21 @@ class Problem:
         return f"{source}: {self.path}: {self.message}"
 
 
+_LONG_TOKEN = re.compile(rf"\S{{{QUOTE_MAX + 1},}}")
+
+
+def _shorten(text: str) -> str:
+    """Cut every run of more than ~80 non-blank characters (a quoted 5 MB value, a name built from it)."""
+    text = " ".join(text.split())  # one line per problem, whatever the input held
+    return _LONG_TOKEN.sub(lambda m: f"{m.group()[: QUOTE_MAX - 20]}…({len(m.group())} characters)", text)
+
+
 class SpecError(Exception):
     def __init__(self, problems: Iterable[Problem]):
-        self.problems = sorted(set(problems))
+        # a path is cut only when absurd (a legitimate label key runs to 317 characters)
+        self.problems = sorted(
+            {Problem(p.path if len(p.path) <= 400 else _shorten(p.path), _shorten(p.message)) for p in problems}
+        )
         super().__init__("\n".join(f"{p.path}: {p.message}" for p in self.problems))
 
     def lines(self, source: str) -> list[str]:
@@ -585,6 +622,13 @@ def _rule_modules() -> None:
 
 PROVIDER_KEYS = {"aws:region": ("region",), "gcp:project": ("project",)}
 
+# What a pattern means, for messages a person can act on (the others print the pattern).
+PATTERN_HELP = {
+    DNS_LABEL: "a valid name (lower-case letters, digits and '-', starting with a letter, ending with a letter or "
+    "digit)",
+    QUANTITY: "a Kubernetes quantity such as 500m, 64, 256Gi or 4Ti",
+}
+
 _MESSAGES: dict[str, Callable[[dict[str, Any]], str]] = {
     "missing": lambda e: "is required",
     "extra_forbidden": lambda e: "unknown key",
@@ -593,15 +637,24 @@ _MESSAGES: dict[str, Callable[[dict[str, Any]], str]] = {
     "less_than_equal": lambda e: f"must be at most {e['ctx']['le']}",
     "less_than": lambda e: f"must be less than {e['ctx']['lt']}",
     "literal_error": lambda e: f"must be one of {e['ctx']['expected']}",
-    "string_pattern_mismatch": lambda e: f"{e['input']!r} does not match {e['ctx']['pattern']}",
+    "string_pattern_mismatch": lambda e: (
+        f"{quote(e['input'])} is not {PATTERN_HELP[e['ctx']['pattern']]}"
+        if e["ctx"]["pattern"] in PATTERN_HELP
+        else f"{quote(e['input'])} does not match {e['ctx']['pattern']}"
+    ),
     "string_too_long": lambda e: f"must be at most {e['ctx']['max_length']} characters",
     "too_short": lambda e: f"must have at least {e['ctx']['min_length']} item(s)",
-    "int_type": lambda e: f"must be a whole number, not {e['input']!r}",
-    "int_parsing": lambda e: f"must be a whole number, not {e['input']!r}",
-    "int_from_float": lambda e: f"must be a whole number, not {e['input']!r}",
-    "bool_type": lambda e: f"must be true or false, not {e['input']!r}",
-    "bool_parsing": lambda e: f"must be true or false, not {e['input']!r}",
-    "string_type": lambda e: f"must be a string, not {e['input']!r}",
+    "int_type": lambda e: f"must be a whole number, not {quote(e['input'])}",
+    "int_parsing": lambda e: f"must be a whole number, not {quote(e['input'])}",
+    "int_from_float": lambda e: f"must be a whole number, not {quote(e['input'])}",
+    "bool_type": lambda e: f"must be true or false, not {quote(e['input'])}",
+    "bool_parsing": lambda e: f"must be true or false, not {quote(e['input'])}",
+    "string_type": lambda e: f"must be a string, not {quote(e['input'])}{_yaml_hint(e['input'])}",
+    "int_too_big": lambda e: "is far too large a number",
+    "float_type": lambda e: f"must be a number, not {quote(e['input'])}",
+    "float_parsing": lambda e: f"must be a number, not {quote(e['input'])}",
+    "finite_number": lambda e: "must be a finite number",
+    "too_long": lambda e: f"must have at most {e['ctx']['max_length']} item(s)",
     "dict_type": lambda e: "must be a mapping",
     "list_type": lambda e: "must be a list",
     "model_type": lambda e: "must be a mapping",
@@ -609,11 +662,22 @@ _MESSAGES: dict[str, Callable[[dict[str, Any]], str]] = {
 }
 
 
+def _yaml_hint(value: Any) -> str:
+    """Why YAML made a non-string of what the author meant as text."""
+    if isinstance(value, bool):
+        return " (YAML 1.1 reads on/off/yes/no/true/false as booleans: quote it)"
+    if value is None:
+        return " (YAML reads an empty value, ~ or null as nothing: quote it)"
+    if isinstance(value, (int, float)):
+        return " (YAML reads it as a number: quote it)"
+    return ""
+
+
 def _message(err: dict[str, Any], model_fields: Iterable[str]) -> str:
     kind = err["type"]
     if kind == "value_error":
         return str(err["ctx"]["error"])
-    msg = _MESSAGES.get(kind, lambda e: e["msg"])(err)
+    msg = _MESSAGES.get(kind, lambda e: _cut(e["msg"]))(err)
     if kind == "extra_forbidden":
         close = difflib.get_close_matches(str(err["loc"][-1]), list(model_fields), n=1)
         if close:
@@ -638,16 +702,96 @@ def _fields_at(loc: tuple[Any, ...]) -> list[str]:
     return [f.alias or n for n, f in model.model_fields.items()]
 
 
-def decode_config(raw: Mapping[str, Any]) -> dict[str, Any]:
-    """Pulumi hands config to programs as strings (objects JSON-encoded); decode them."""
+def _cut(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+MAX_DEPTH = 64  # nesting of mappings and lists a stack spec ever needs is below 10
+MAX_DIGITS = 30  # no count or bound in a stack spec needs more digits
+
+
+class _HugeNumber(ValueError):
+    pass
+
+
+def _parse_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_DIGITS:
+        raise _HugeNumber(f"a number with {len(text.lstrip('-'))} digits")
+    return int(text)
+
+
+def decode_config(raw: Mapping[str, Any], problems: list[Problem] | None = None) -> dict[str, Any]:
+    """Pulumi hands config to programs as strings (objects JSON-encoded); decode them.
+
+    A string that is JSON but cannot be held (numbers of hundreds of digits, nesting thousands deep) is
+    reported in ``problems`` (when given) under its key, for our namespace only; other values stay strings.
+    """
     out: dict[str, Any] = {}
     for k, v in raw.items():
         if isinstance(v, str):
             try:
-                v = json.loads(v)
+                v = json.loads(v, parse_int=_parse_int)
+            except (_HugeNumber, RecursionError) as exc:
+                if problems is not None and k.startswith(f"{NAMESPACE}:"):
+                    what = "nested too deeply" if isinstance(exc, RecursionError) else f"holds {exc}"
+                    problems.append(Problem(k, f"{what}; not a value this program can use"))
+                    continue
             except ValueError:
                 pass
         out[k] = v
+    return out
+
+
+def _too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """True when mappings/lists nest deeper than ``limit`` (iterative: no recursion limit to hit)."""
+    stack = [(value, 0)]
+    seen = 0
+    while stack:
+        node, depth = stack.pop()
+        seen += 1
+        if depth > limit:
+            return True
+        if isinstance(node, dict):
+            stack.extend((v, depth + 1) for v in node.values())
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1) for v in node)
+    return False
+
+
+# Namespaces other programs and providers own; keys in them are passed over (Pulumi passes them as strings).
+def _near_namespace(ns: str) -> bool:
+    squash = re.sub(r"[-_.\s]", "", ns.lower())
+    return squash == NAMESPACE.replace("-", "") or bool(difflib.get_close_matches(ns.lower(), [NAMESPACE], cutoff=0.75))
+
+
+def _config_keys(config: Mapping[str, Any], problems: list[Problem]) -> dict[str, Any]:
+    """Keys as Pulumi's config.ParseKey reads them (pulumi/pulumi sdk/go/common/resource/config/key.go):
+    ``namespace:name``, or the old ``namespace:config:name``; anything else is refused, as Pulumi refuses
+    it. A near miss of ``gpu-platform:`` is refused with a hint rather than ignored."""
+    out: dict[str, Any] = {}
+    for k, v in config.items():
+        if not isinstance(k, str):
+            problems.append(Problem(quote(k), "config keys must be strings of the form namespace:name"))
+            continue
+        parts = k.split(":")
+        if len(parts) == 3 and parts[1] == "config":
+            parts = [parts[0], parts[2]]
+        if len(parts) != 2 or not parts[0] or not parts[1]:
+            known = len(parts) == 1 and k in {f.alias for f in StackSpec.model_fields.values()}
+            hint = f" (did you mean {NAMESPACE}:{k}?)" if known else ""
+            problems.append(
+                Problem(
+                    quote(k, 60).strip("'"), f"not a config key of the form namespace:name (Pulumi refuses it){hint}"
+                )
+            )
+            continue
+        ns, name = parts
+        if ns != NAMESPACE and _near_namespace(ns):
+            problems.append(
+                Problem(quote(k, 60).strip("'"), f"unknown namespace {ns!r} (did you mean {NAMESPACE}:{name}?)")
+            )
+            continue
+        out[f"{ns}:{name}"] = v
     return out
 
 
@@ -657,17 +801,25 @@ def load_spec(config: Mapping[str, Any]) -> StackSpec:
     Values may be decoded (YAML) or as Pulumi passes them (strings, objects as JSON).
     Raises SpecError listing every problem.
     """
-    config = decode_config(config)
+    early: list[Problem] = []
+    config = decode_config(_config_keys(config, early), early)
     body: dict[str, Any] = {}
     for k, v in config.items():
         ns, _, name = k.partition(":")
         if ns == NAMESPACE:
+            if _too_deep(v):
+                early.append(Problem(k, f"is nested more than {MAX_DEPTH} levels deep"))
+                continue
             body[name] = v
+    if early:
+        raise SpecError(early)
+    provided: dict[str, str] = {}  # cluster field -> the provider key it came from, for messages
     if isinstance(body.get("cluster", {}), dict):  # anything else is reported by pydantic
         cluster = dict(body.get("cluster") or {})
         for pkey, (field,) in PROVIDER_KEYS.items():
             if pkey in config and field not in cluster:
                 cluster[field] = config[pkey]
+                provided[key("cluster", field)] = pkey
         body["cluster"] = cluster
     try:
         spec = StackSpec.model_validate(body)
@@ -675,7 +827,11 @@ def load_spec(config: Mapping[str, Any]) -> StackSpec:
         problems = []
         for err in exc.errors():
             loc = tuple(err["loc"])
-            problems.append(Problem(key(*loc) if loc else NAMESPACE, _message(err, _fields_at(loc))))
+            msg = _message(err, _fields_at(loc))
+            if loc and loc[-1] == "[key]":  # a mapping key is wrong, not its value
+                loc, msg = loc[:-1], f"key {msg}"
+            path = key(*loc) if loc else NAMESPACE
+            problems.append(Problem(provided.get(path, path), msg))
         raise SpecError(problems) from None
     _rule_modules()
     problems = [p for r in RULES for p in r(spec)]

@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from components.spec import SpecError, StackSpec, load_spec
+from components.spec import StackSpec, load_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAM = ROOT / "__main__.py"
@@ -430,17 +430,7 @@ def write(out_dir: Path, contents: Mapping[str, str]) -> None:
 
 
 def read_stack_file(path: Path) -> dict[str, Any]:
-    """The ``config:`` map of a stack file; raises SpecError for a file that is not one."""
-    from components.spec import Problem
+    """The ``config:`` map of a stack file; raises SpecError for a file that is not one (see stackfile.py)."""
+    from components import stackfile
 
-    try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SpecError([Problem("(file)", "no such stack file")]) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark else "(file)"
-        raise SpecError([Problem(where, f"not valid YAML: {getattr(exc, 'problem', exc)}")]) from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("config"), dict):
-        raise SpecError([Problem("config", "a stack file needs a top-level 'config:' mapping")])
-    return doc["config"]
+    return stackfile.read(path)

@@ -431,7 +431,8 @@ def test_eks_label_and_taint_limits():
     found = problems(
         _dev(
             labels={long_key: "x", "tier": ""},
-            taints=[{"key": "example.com/" + "t" * 52, "value": "v" * 64, "effect": "NoSchedule"}],
+            # a 64-character taint value is refused by Kubernetes' own rule first (test_hostile_stacks)
+            taints=[{"key": "example.com/" + "t" * 52, "value": "v" * 63, "effect": "NoSchedule"}],
         )
     )
     assert (
@@ -442,10 +443,6 @@ def test_eks_label_and_taint_limits():
     assert (
         "gpu-platform:nodePools[0].taints[0].key",
         "EKS node group taint keys take at most 63 characters (this one has 64)",
-    ) in found
-    assert (
-        "gpu-platform:nodePools[0].taints[0].value",
-        "EKS node group taint values take at most 63 characters",
     ) in found
 
 

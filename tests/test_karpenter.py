@@ -824,7 +824,7 @@ def _dev_karpenter(**changes: Any) -> dict[str, Any]:
         (
             _dev_karpenter(karpenter={"amiVersion": "v2025"}),
             "gpu-platform:nodePools[1].karpenter.amiVersion",
-            "not a al2023 AMI release (expected latest or vYYYYMMDD",
+            "not an al2023 AMI release (expected latest or vYYYYMMDD",
         ),
         (
             _dev_karpenter(os="bottlerocket", karpenter={"amiVersion": "v20251120"}),

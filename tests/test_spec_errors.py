@@ -203,7 +203,7 @@ BAD: list[tuple[str, str, list[tuple[str, Any]], str, str]] = [
         "prod-aws",
         [("gpu-platform:tenants.0.name", "Research_Team")],
         "gpu-platform:tenants[0].name",
-        "does not match",
+        "'Research_Team' is not a valid name (lower-case letters",
     ),
     ("missing-region", "dev-aws", [("aws:region", None)], "aws:region", "is required when cloud is aws"),
     ("missing-cluster-name", "dev-aws", [("gpu-platform:cluster", {})], "gpu-platform:cluster.name", "is required"),

@@ -74,6 +74,7 @@ EKS_TAINT_MAX = 63
 EKS_MAX_TAINTS = 50
 EKS_MAX_TAGS = 50
 EKS_MAX_INSTANCE_TYPES = 20  # instanceTypes of one node group (EKS user guide, launch templates)
+EKS_MAX_NODES = 450  # nodes per managed node group (EKS user guide, service quotas; not adjustable)
 AWS_TAG_KEY_MAX = 128
 AWS_TAG_VALUE_MAX = 256
 IAM_ROLE_NAME_MAX = 64

@@ -155,7 +155,21 @@ def eks_managed_node_groups(spec: StackSpec) -> Iterator[Problem]:
                 f"the managed node groups' IAM role would be {role!r} ({len(role)} characters); "
                 f"IAM role names take at most {plan.IAM_ROLE_NAME_MAX}",
             )
+    if spec.cluster_autoscaler_enabled and spec.cluster.name:
+        role = autoscaler_role_name(spec)
+        if len(role) > plan.IAM_ROLE_NAME_MAX:
+            yield Problem(
+                key("cluster", "name"),
+                f"the Cluster Autoscaler's IAM role would be {role!r} ({len(role)} characters); IAM role names take "
+                f"at most {plan.IAM_ROLE_NAME_MAX} (shorten the cluster name or set addons.clusterAutoscaler: false)",
+            )
     yield from _tags(spec)
+
+
+def autoscaler_role_name(spec: StackSpec) -> str:
+    """components/aws/cluster_autoscaler.role_name, without importing the Pulumi SDK into validation
+    (tests/test_hostile_stacks.py asserts both agree)."""
+    return f"{spec.cluster.name}-cluster-autoscaler"
 
 
 def _duplicates(items: list[str], at: tuple[str | int, ...], what: str) -> Iterator[Problem]:
@@ -168,6 +182,15 @@ def _duplicates(items: list[str], at: tuple[str | int, ...], what: str) -> Itera
 
 def _node_group_limits(spec: StackSpec, i: int, pool: NodePool) -> Iterator[Problem]:
     at = ("nodePools", i)
+    for field, value in (
+        ("maxNodes", pool.max_nodes),
+        ("minNodes", pool.min_nodes),
+        ("desiredNodes", pool.desired_nodes),
+    ):
+        if value is not None and value > plan.EKS_MAX_NODES:
+            yield Problem(
+                key(*at, field), f"an EKS managed node group takes at most {plan.EKS_MAX_NODES} nodes, got {value}"
+            )
     if len(pool.instance_types) > plan.EKS_MAX_INSTANCE_TYPES:
         yield Problem(
             key(*at, "instanceTypes"),

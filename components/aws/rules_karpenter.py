@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 from components.aws import karpenter as nodes
 from components.spec import Problem, StackSpec, key, rule
+from components.validation import a_or_an
 
 # Longest suffix added to the prefix: "-karpenter-state-change" / "-karpenter-reservation" (EventBridge
 # rule names: at most 64 characters); IAM role names also take at most 64.
@@ -65,7 +66,7 @@ def _pools(spec: StackSpec) -> Iterator[Problem]:
             if not pattern.match(k.ami_version):
                 yield Problem(
                     key("nodePools", i, "karpenter", "amiVersion"),
-                    f"{k.ami_version!r} is not a {os} AMI release (expected latest or {form})",
+                    f"{k.ami_version!r} is not {a_or_an(os)} AMI release (expected latest or {form})",
                 )
         if k.on_demand_max_gpus is not None and not k.on_demand_fallback:
             yield Problem(key("nodePools", i, "karpenter", "onDemandMaxGpus"), "needs onDemandFallback: true")
@@ -126,6 +127,12 @@ def _stack_options(spec: StackSpec) -> Iterator[Problem]:
         for name, value in tags.items():
             if not name or not value:
                 yield Problem(key("karpenter", field, name), "tag keys and values must not be empty")
+            elif len(name) > 128 or len(value) > 256:
+                # EC2 tag keys take at most 128 characters and values at most 256 (EC2 user guide, tag
+                # restrictions); a selector for a longer tag matches nothing
+                yield Problem(
+                    key("karpenter", field, name), "AWS tag keys take at most 128 characters and values at most 256"
+                )
     for name in spec.tags:
         if name in RESERVED_TAGS or name.startswith("kubernetes.io/cluster"):
             yield Problem(

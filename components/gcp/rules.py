@@ -14,6 +14,7 @@ from components.spec import NodePool, Problem, StackSpec, key, rule
 GCP_OS = ("cos", "ubuntu")
 # Kept for callers that read the bound from here.
 GKE_MAX_SHARED_CLIENTS = gke.MAX_SHARED_CLIENTS
+GKE_MAX_NODES_PER_ZONE = 1000  # GKE quotas and limits: nodes per node pool zone
 
 _ZONE = re.compile(r"^[a-z]+-[a-z]+[0-9]+-[a-z]$")
 # Compute Engine label keys and values (resource labels on the node VMs come from gpu-platform:tags).
@@ -107,6 +108,13 @@ def _placement(spec: StackSpec, i: int, pool: NodePool) -> Iterator[Problem]:
     g = pool.gke
     location = spec.cluster.location or ""
     region = gke.region_of(location)
+    zone_count = len(set(g.zones)) or (1 if gke.is_zone(location) else 0)
+    if zone_count and pool.node_cap > GKE_MAX_NODES_PER_ZONE * zone_count:
+        yield Problem(
+            key("nodePools", i, "maxNodes" if pool.max_nodes is not None else "maxGpus"),
+            f"a GKE node pool takes at most {GKE_MAX_NODES_PER_ZONE} nodes per zone ({zone_count} zone(s)); "
+            f"this one may grow to {pool.node_cap}",
+        )
     for j, zone in enumerate(g.zones):
         if not _ZONE.match(zone):
             yield Problem(key(*at, "zones", j), f"{zone!r} is not a zone name (like us-central1-a)")
