@@ -483,8 +483,8 @@ class ChartOverride(Model):
 class PriceOverride(Model):
     """USD per node-hour of one instance / machine type (negotiated rate, savings plan, committed use)."""
 
-    on_demand: float | None = Field(default=None, gt=0, le=10_000)
-    spot: float | None = Field(default=None, gt=0, le=10_000)
+    on_demand: number() | None = Field(default=None, gt=0, le=10_000)
+    spot: number() | None = Field(default=None, gt=0, le=10_000)
 
 
 class Pricing(Model):
@@ -494,7 +494,7 @@ class Pricing(Model):
         default_factory=dict,
         description="per instance type (aws) / machine type (gcp): USD per node-hour replacing the list price",
     )
-    spot_discount: float | None = Field(
+    spot_discount: number() | None = Field(
         default=None,
         ge=0,
         lt=1,
@@ -506,8 +506,8 @@ class Pricing(Model):
 class Budget(Model):
     """What the fleet may cost at its maximum size, USD per hour; the budget policy fails a preview above it."""
 
-    max_hourly_usd: float | None = Field(default=None, gt=0, description="the whole stack at max scale")
-    tenants: dict[str, Annotated[float, Field(gt=0)]] = Field(
+    max_hourly_usd: number() | None = Field(default=None, gt=0, le=1e9, description="the whole stack at max scale")
+    tenants: dict[str, Annotated[number(), Field(gt=0, le=1e9)]] = Field(
         default_factory=dict, description="per tenant: USD/h of its borrowing ceiling at most"
     )
 
