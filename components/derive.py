@@ -302,3 +302,89 @@ def priority_ceiling_excluded(spec: StackSpec, tenant: Tenant) -> list[str]:
     """PriorityClasses above the tenant's ceiling (forbidden in its namespace)."""
     ceiling = spec.priority_class(tenant.priority).value
     return sorted(c.name for c in spec.priority_classes if c.value > ceiling)
+
+
+# ------------------------------------------------------------------------------------ flavor order
+
+# What a job would want, best first: a dedicated pool (whole GPUs, on-demand or reserved), then spot
+# (whole GPUs that may be reclaimed), then queued provisioning (GKE DWS: whole GPUs, but only after
+# a ProvisioningRequest is served), then shared pools (time-slices, MPS clients or MIG slices: a
+# fraction of a GPU). Kueue tries a ClusterQueue's flavors in list order (kueue v0.19.2
+# pkg/scheduler/flavorassigner: first fitting flavor, honouring flavorFungibility), so this order is
+# the order a workload overflows in.
+FLAVOR_CLASSES = ("dedicated", "spot", "queued", "shared")
+
+
+def flavor_class(spec: StackSpec, pool: NodePool) -> str:
+    """The pool's place in FLAVOR_CLASSES. Sharing wins over everything (a slice is never what a
+    whole-GPU job wants), then queued provisioning, then spot."""
+    if pool.sharing is not None:
+        return "shared"
+    if spec.cloud == "gcp" and pool.gke.queued_provisioning:
+        return "queued"
+    if pool.capacity == "spot":
+        return "spot"
+    return "dedicated"
+
+
+def flavor_order(spec: StackSpec, pools: list[NodePool] | None = None) -> list[NodePool]:
+    """``pools`` (default: every pool) in the order Kueue should try them: by FLAVOR_CLASSES, then by
+    name. Deterministic and independent of the order of ``nodePools`` in the stack file."""
+    chosen = spec.node_pools if pools is None else pools
+    return sorted(chosen, key=lambda p: (FLAVOR_CLASSES.index(flavor_class(spec, p)), p.name))
+
+
+def tenant_flavor_order(spec: StackSpec, tenant: Tenant) -> list[NodePool]:
+    """Pools the tenant reaches (a gpuQuota entry, even 0), in the order Kueue tries their flavors."""
+    return flavor_order(spec, [p for p in spec.node_pools if p.name in tenant.gpu_quota])
+
+
+# ---------------------------------------------------------------------------------- Volcano queues
+
+
+def volcano_tenants(spec: StackSpec) -> list[Tenant]:
+    """Tenants whose jobs Volcano schedules: only they get a Volcano Queue. A queue's guarantee is
+    reserved whether or not anyone uses it (below), so queues of Kueue tenants would lock GPUs away."""
+    if not spec.addons.volcano:
+        return []
+    return [t for t in spec.tenants if tenant_scheduler(spec, t) == "volcano"]
+
+
+def fleet_units(spec: StackSpec) -> dict[str, int]:
+    """Per resource name, what every pool brings at its maximum size (Volcano's cluster total, GPU part)."""
+    total: dict[str, int] = defaultdict(int)
+    for pool in spec.node_pools:
+        for name, n in pool_capacity(spec, pool).items():
+            total[name] += n
+    return dict(sorted(total.items()))
+
+
+def volcano_queue_cap(spec: StackSpec, tenant: Tenant) -> dict[str, int]:
+    """GPU units the tenant's Volcano queue can hold at most with every pool at its maximum size.
+
+    Volcano v1.15.1 ``pkg/scheduler/plugins/proportion/proportion.go`` (OnSessionOpen): every queue's
+    ``realCapability = min(capability, (cluster total - sum of all queues' guarantees) + own guarantee)``;
+    jobs beyond it are not enqueued. The guarantees are those of ``volcano_tenants`` (the queues created)."""
+    total = fleet_units(spec)
+    guarantees: dict[str, int] = defaultdict(int)
+    for t in volcano_tenants(spec):
+        for name, n in tenant_units(spec, t).items():
+            guarantees[name] += n
+    own = tenant_units(spec, tenant)
+    capability = tenant_ceiling_units(spec, tenant)
+    out = {}
+    for name in sorted(set(capability) | set(own)):
+        free = max(total.get(name, 0) - guarantees.get(name, 0), 0)
+        out[name] = min(capability.get(name, 0), free + own.get(name, 0))
+    return out
+
+
+def tenant_never_preempts(spec: StackSpec, tenant: Tenant) -> bool:
+    """Every PriorityClass the tenant may use (at or below its ceiling) has ``preemptionPolicy: Never``.
+
+    Kueue ignores a PriorityClass's preemptionPolicy (a WorkloadPriorityClass has none; kueue v0.19.2
+    preempts by ClusterQueue ``spec.preemption`` alone), so "never preempts" holds in Kueue only when the
+    tenant's ClusterQueue itself never preempts: ``kueue.cluster_queue_spec`` sets every policy to Never then."""
+    ceiling = spec.priority_class(tenant.priority).value
+    allowed = [c for c in spec.priority_classes if c.value <= ceiling]
+    return bool(allowed) and all(c.preemption_policy == "Never" for c in allowed)

@@ -24,9 +24,10 @@ What a tenant entry becomes:
   and take it back by preemption (``reclaimWithinCohort: Any`` -- borrowed GPUs are a loan, whatever the
   borrower's priority); a borrowing workload may also preempt lower-priority *borrowing* workloads of other
   queues (``borrowWithinCohort: LowerPriority``); inside a queue, higher priority preempts lower
-  (``withinClusterQueue: LowerPriority``). Flavors are tried by pool name (a nodeSelector on
-  ``gpu-platform/pool`` pins one), and the tenant's own quota on a later pool is preferred over borrowing
-  on an earlier one (``whenCanBorrow: TryNextFlavor``).
+  (``withinClusterQueue: LowerPriority``). Flavors are tried in ``derive.flavor_order``: dedicated pools,
+  then spot, then queued provisioning, then shared (time-slicing, MPS, MIG) pools, by name within a class
+  (a nodeSelector on ``gpu-platform/pool`` pins one), and the tenant's own quota on a later pool is
+  preferred over borrowing on an earlier one (``whenCanBorrow: TryNextFlavor``).
 
 Cluster-wide: a **ResourceFlavor** per GPU pool (``nodeLabels`` = the pool label, ``tolerations`` = the
 pool's taints, so admitted pods land on the pool and tolerate it), ``default-flavor``, a
@@ -144,9 +145,12 @@ def manager_config(spec: StackSpec) -> dict[str, Any]:
         "clientConnection": {"qps": 300, "burst": 500},
         # All-or-nothing start: an admitted workload whose pods are not all running and ready within the
         # timeout (stuck scale-up, a partly placed gang) is evicted, its quota released, and requeued with
-        # exponential backoff. Recovery after a pod fails mid-run uses the same timeout (Kueue's default).
+        # exponential backoff. recoveryTimeout: a running workload that loses a ready pod (a failed pod, a
+        # reclaimed spot node) gets as long to recover, by default the same cold-start budget (fields of
+        # kueue v0.19.2 apis/config/v1beta2/configuration_types.go WaitForPodsReady).
         "waitForPodsReady": {
             "timeout": s.wait_for_pods_ready_timeout,
+            "recoveryTimeout": s.wait_for_pods_ready_recovery_timeout or s.wait_for_pods_ready_timeout,
             "blockAdmission": s.block_admission,
             "requeuingStrategy": requeue,
         },
@@ -301,14 +305,17 @@ def _limit_units(spec: StackSpec, pool: NodePool, limits: dict[str, int]) -> dic
 
 
 def tenant_pools(spec: StackSpec, tenant: Tenant) -> list[NodePool]:
-    """Pools the tenant reaches (a gpuQuota entry, even 0), by name: the order Kueue tries their flavors in.
-    (Not the nodePools order: reordering a stack file changes nothing. Pin a pool with a nodeSelector on
-    gpu-platform/pool when it matters.)"""
-    return sorted((p for p in spec.node_pools if p.name in tenant.gpu_quota), key=lambda p: p.name)
+    """Pools the tenant reaches (a gpuQuota entry, even 0), in the order Kueue tries their flavors
+    (``derive.tenant_flavor_order``: by what a job would want, then by name; never the nodePools order, so
+    reordering a stack file changes nothing. Pin a pool with a nodeSelector on gpu-platform/pool)."""
+    return derive.tenant_flavor_order(spec, tenant)
 
 
 def _partition(spec: StackSpec, pools: Iterable[NodePool]) -> list[tuple[set[str], list[NodePool]]]:
-    """Pools grouped by overlapping resource-name sets; the nvidia.com/gpu group always exists, first."""
+    """Pools grouped by overlapping resource-name sets; the nvidia.com/gpu group always exists, first.
+    Within a group, pools keep the order of ``pools`` (the flavor order)."""
+    pools = list(pools)
+    rank = {p.name: i for i, p in enumerate(pools)}
     groups: list[tuple[set[str], list[NodePool]]] = [({derive.GPU_RESOURCE}, [])]
     for pool in pools:
         names = set(derive.units_per_gpu(spec, pool))
@@ -321,7 +328,7 @@ def _partition(spec: StackSpec, pools: Iterable[NodePool]) -> list[tuple[set[str
         rest = [g for g in groups if g not in hits]
         rest.insert(min(first, len(rest)), (merged_names, [*merged_pools, pool]))
         groups = rest
-    return [(names, sorted(members, key=lambda p: p.name)) for names, members in groups]
+    return [(names, sorted(members, key=lambda p: rank[p.name])) for names, members in groups]
 
 
 def _quota(name: str, nominal: int | str, borrow: int | None = None, lend: int | None = None) -> dict[str, Any]:
@@ -378,6 +385,11 @@ def cluster_queue_spec(spec: StackSpec, tenant: Tenant) -> dict[str, Any]:
     if cohort is not None:
         preemption["reclaimWithinCohort"] = "Any"
         preemption["borrowWithinCohort"] = {"policy": "LowerPriority"}
+    if derive.tenant_never_preempts(spec, tenant):
+        # Kueue does not read a PriorityClass's preemptionPolicy: a tenant limited to 'Never' classes
+        # (default: `dev`) gets a ClusterQueue that never preempts, not even to reclaim its lent quota.
+        # (borrowWithinCohort left out: its policy defaults to Never, the only one allowed with this reclaim)
+        preemption = {"withinClusterQueue": "Never", "reclaimWithinCohort": "Never"}
     out: dict[str, Any] = {
         "namespaceSelector": {"matchLabels": {derive.TENANT_LABEL: tenant.name, NAMESPACE_NAME_LABEL: tenant.name}},
         "queueingStrategy": spec.scheduling.queueing_strategy,

@@ -255,7 +255,8 @@ DEFAULT_PRIORITY_CLASSES: tuple[PriorityClassSpec, ...] = (
         name="dev",
         value=1_000,
         preemption_policy="Never",
-        description="notebooks and experiments: never preempt others, first to be preempted",
+        description="notebooks and experiments: first to be preempted; never preempt pods (kube-scheduler), "
+        "and in Kueue only tenants whose ceiling is this class get a ClusterQueue that never preempts",
     ),
 )
 
@@ -391,9 +392,20 @@ class Scheduling(Model):
         default="gpu-platform", description="cohort of tenants that set none; null: no lending by default"
     )
     wait_for_pods_ready_timeout: Duration = Field(
-        default="10m",
+        # A cold start from zero: node launch (p5 capacity can take minutes, spot retries longer), the GPU
+        # Operator's driver/toolkit validation and a MIG reconfiguration reboot, then pulling a 20 GB image
+        # (containerd unpacks single-threaded), then model load. 10m is routinely too short for that; 30m is
+        # also Kueue's own default (kueue v0.19.2 apis/config/v1beta2/defaults.go DefaultWaitForPodsReadyTimeout).
+        default="30m",
         description="Kueue waitForPodsReady: an admitted workload whose pods are not all ready by then is evicted "
-        "and requeued (all-or-nothing start; covers node scale-up time)",
+        "and requeued (all-or-nothing start); must cover a cold start: node scale-up from zero, GPU driver "
+        "validation, image pull and model load",
+    )
+    wait_for_pods_ready_recovery_timeout: Duration | None = Field(
+        default=None,
+        description="Kueue waitForPodsReady.recoveryTimeout: how long a running workload may lack a ready pod "
+        "(a pod failed or its spot node went) before it is evicted and requeued; default the timeout above, "
+        "since the replacement node may also come from zero",
     )
     block_admission: bool = Field(
         default=False,

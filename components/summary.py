@@ -95,18 +95,34 @@ def _queues(spec: StackSpec) -> list[str]:
         "",
         "## Queues",
         "",
-        "| tenant | Kueue LocalQueue -> ClusterQueue | cohort | may borrow (GPUs) | may lend (GPUs) | Volcano queue |",
-        "|---|---|---|---|---|---|",
+        "| tenant | Kueue LocalQueue -> ClusterQueue | flavors in order | preemption | cohort | may borrow (GPUs) "
+        "| may lend (GPUs) | Volcano queue |",
+        "|---|---|---|---|---|---|---|---|",
     ]
+    volcano_tenants = {t.name for t in derive.volcano_tenants(spec)}
     for t in spec.tenants:
         cohort = derive.tenant_cohort(spec, t)
         kueue = f"`{t.name}/{spec.scheduling.local_queue_name}` -> `{t.name}`" if spec.addons.kueue else "-"
-        volcano = f"`{t.name}` (weight {t.queue_weight})" if spec.addons.volcano else "-"
+        order = " > ".join(f"{p.name} ({derive.flavor_class(spec, p)})" for p in derive.tenant_flavor_order(spec, t))
+        never = derive.tenant_never_preempts(spec, t)
+        preempt = ("never" if never else "lower priority; reclaims lent quota") if spec.addons.kueue else "-"
+        volcano = "-"
+        if t.name in volcano_tenants:
+            volcano = f"`{t.name}` (weight {t.queue_weight}; holds at most {_units(derive.volcano_queue_cap(spec, t))})"
         lines.append(
-            f"| {t.name} | {kueue} | {cohort or 'none'} | {_limits(t, cohort, t.borrowing_limit)} | "
-            f"{_limits(t, cohort, t.lending_limit)} | {volcano} |"
+            f"| {t.name} | {kueue} | {order or '-'} | {preempt} | {cohort or 'none'} | "
+            f"{_limits(t, cohort, t.borrowing_limit)} | {_limits(t, cohort, t.lending_limit)} | {volcano} |"
         )
-    lines += ["", "*any*: no limit; idle quota in the cohort is lent and borrowed, and reclaimed by preemption."]
+    lines += [
+        "",
+        "*any*: no limit; idle quota in the cohort is lent and borrowed, and reclaimed by preemption. *flavors in "
+        "order*: the order Kueue tries the tenant's pools in (dedicated, spot, queued provisioning, shared; by name "
+        "within a class). *holds at most*: Volcano's proportion cap with every pool at its maximum size, "
+        "min(capability, cluster total - all Volcano queues' guarantees + its own); only tenants with "
+        "`scheduler: volcano` get a Volcano queue, so Kueue tenants reserve nothing there. A tenant whose "
+        "priority ceiling is a `Never` class gets a ClusterQueue that never preempts (Kueue ignores a "
+        "PriorityClass's preemptionPolicy).",
+    ]
     return lines
 
 

@@ -1,4 +1,4 @@
-"""Volcano: the official chart with a GPU-oriented scheduler configuration, and a Queue per tenant.
+"""Volcano: the official chart with a GPU-oriented scheduler configuration, and a Queue per Volcano tenant.
 
 Scheduler plugins (``custom.scheduler_config_override``, rendered from SCHEDULER_TIERS) and why each:
 
@@ -25,9 +25,13 @@ Scheduler plugins (``custom.scheduler_config_override``, rendered from SCHEDULER
 Actions: ``enqueue`` (quota and capability gate), ``allocate``, ``preempt`` (within a queue, by priority),
 ``reclaim`` (across queues, back to their share), ``backfill``.
 
-Queues: one ``scheduling.volcano.sh/v1beta1`` Queue per tenant, named after it, with ``guarantee.resource``
-= the tenant's nominal GPU units (the numbers of its ResourceQuota and ClusterQueue; ``deserved`` the same,
-as Volcano's webhook requires guarantee <= deserved <= capability), ``capability`` = the
+Queues: one ``scheduling.volcano.sh/v1beta1`` Queue per tenant whose ``scheduler`` is ``volcano``
+(``derive.volcano_tenants``), named after it. Only those: proportion caps every queue at (cluster total -
+all queues' guarantees) + its own guarantee (volcano v1.15.1 ``pkg/scheduler/plugins/proportion/
+proportion.go``, OnSessionOpen), so a guarantee is reserved whether or not its queue has jobs, and queues of
+Kueue tenants would leave the Volcano tenants nothing to borrow (``derive.volcano_queue_cap``). Each has
+``guarantee.resource`` = the tenant's nominal GPU units (the numbers of its ResourceQuota and ClusterQueue;
+``deserved`` the same, as Volcano's webhook requires guarantee <= deserved <= capability), ``capability`` = the
 most it can hold when it borrows all it may (``derive.tenant_ceiling_units``; 0 for GPU resources it cannot
 reach; cpu/memory when the tenant sets them), ``weight`` = ``tenants[].queueWeight``, reclaimable.
 Volcano queues are cluster-scoped and any namespace could name any queue, so a ValidatingAdmissionPolicy
@@ -159,7 +163,7 @@ def queue_policy() -> dict[str, Any]:
 
 
 class Volcano(pulumi.ComponentResource):
-    """Namespace, the volcano release, a Queue per tenant and the tenant-queue admission policy."""
+    """Namespace, the volcano release, a Queue per Volcano tenant and the tenant-queue admission policy."""
 
     TYPE = "gpu-platform:scheduling:Volcano"
 
@@ -185,7 +189,7 @@ class Volcano(pulumi.ComponentResource):
         )
         after = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[self.release])
         self.queues: list[str] = []
-        for tenant in spec.tenants:
+        for tenant in derive.volcano_tenants(spec):
             CustomResource(
                 f"{tenant.name}-volcano-queue",
                 api_version=API,

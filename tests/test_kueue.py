@@ -116,7 +116,7 @@ def test_manager_config_uses_only_keys_the_chart_documents():
 def test_wait_for_pods_ready_gives_all_or_nothing_start_with_backoff():
     cfg = _manager_config(rendered("prod-aws"))
     w = cfg["waitForPodsReady"]
-    assert w["timeout"] == "10m"  # scheduling.waitForPodsReadyTimeout default
+    assert w["timeout"] == "30m"  # scheduling.waitForPodsReadyTimeout default (cold start from zero)
     assert w["blockAdmission"] is False
     assert w["requeuingStrategy"] == {
         "timestamp": "Eviction",

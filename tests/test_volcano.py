@@ -12,6 +12,7 @@ from conftest import STACKS, UPSTREAM, manifest, manifests, needs_upstream, rele
 from jsonschema import Draft7Validator
 from values_paths import unknown_paths
 
+from components import derive
 from components.spec import SpecError, load_spec
 
 QUEUE_API = "scheduling.volcano.sh/v1beta1"
@@ -171,7 +172,8 @@ def _queue_validator():
 @pytest.mark.parametrize("stack", VOLCANO_STACKS)
 def test_queues_validate_against_the_strict_schema(stack):
     queues = [m for m in manifests(rendered(stack), "Queue") if m["apiVersion"] == QUEUE_API]
-    assert len(queues) == len(rendered(stack).spec.tenants)
+    r = rendered(stack)
+    assert len(queues) == len([t for t in r.spec.tenants if derive.tenant_scheduler(r.spec, t) == "volcano"])
     for q in queues:
         errors = [f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in _queue_validator().iter_errors(q)]
         assert errors == [], q["metadata"]["name"]
@@ -194,42 +196,35 @@ def test_queues_pass_the_volcano_queue_webhook(stack):
 @needs_upstream
 def test_strict_schema_catches_a_misplaced_guarantee():
     """guarantee takes its resources under guarantee.resource, not directly."""
-    q = manifest(rendered("prod-aws"), "Queue", "research")
-    bad = {**q, "spec": {**q["spec"], "guarantee": {"nvidia.com/gpu": "32"}}}
+    q = manifest(rendered("prod-aws"), "Queue", "applied-ml")
+    bad = {**q, "spec": {**q["spec"], "guarantee": {"nvidia.com/gpu": "64"}}}
     assert list(_queue_validator().iter_errors(bad))
 
 
-def test_research_queue_guarantee_capability_and_weight():
-    q = _queue("prod-aws", "research")
-    assert q["guarantee"] == {"resource": {"nvidia.com/gpu": "32"}}  # 16 A100 + 16 H100 (spot)
-    assert q["deserved"] == {"nvidia.com/gpu": "32"}
-    # the most it can hold: a100-train 16 + borrowingLimit 8; h100-spot unlimited borrowing in the cohort,
-    # bounded by the pool's 32 GPUs -> 24 + 32
+def test_applied_ml_queue_guarantee_capability_and_weight():
+    q = _queue("prod-aws", "applied-ml")
+    # 16 A100 + 16 H100 (spot) + 8 L4 x 4 time-slices
+    assert q["guarantee"] == {"resource": {"nvidia.com/gpu": "64"}}
+    assert q["deserved"] == {"nvidia.com/gpu": "64"}
+    # the most it can hold: no borrowingLimit, so every pool it reaches at its maximum size: 32 + 32 + 12 x 4
     assert q["capability"] == {
-        "cpu": "512",
-        "memory": "4Ti",
-        "nvidia.com/gpu": "56",
+        "nvidia.com/gpu": "112",
         "nvidia.com/mig-1g.10gb": "0",
         "nvidia.com/mig-2g.20gb": "0",
         "nvidia.com/mig-3g.40gb": "0",
     }
-    assert q["weight"] == 1
+    assert q["weight"] == 2  # tenants[].queueWeight
     assert q["reclaimable"] is True
 
 
-def test_queue_weight_and_mig_guarantee():
-    assert _queue("prod-aws", "applied-ml")["weight"] == 2  # tenants[].queueWeight
-    serving = _queue("prod-aws", "serving")
-    assert serving["guarantee"] == {
-        "resource": {"nvidia.com/mig-1g.10gb": "32", "nvidia.com/mig-2g.20gb": "16", "nvidia.com/mig-3g.40gb": "16"}
-    }
-    assert serving["capability"]["nvidia.com/gpu"] == "0"  # serving reaches no whole-GPU pool
-    assert "cpu" not in serving["capability"]  # no tenants[].quota.cpu: not capped
+def test_kueue_tenants_get_no_volcano_queue():
+    names = {m["metadata"]["name"] for m in manifests(rendered("prod-aws"), "Queue")}
+    assert names == {"applied-ml"}  # research, serving, notebooks queue in Kueue
 
 
 def test_queues_wait_for_the_release():
     r = rendered("prod-aws")
-    q = r.find("kubernetes:scheduling.volcano.sh/v1beta1:Queue", "research-volcano-queue")
+    q = r.find("kubernetes:scheduling.volcano.sh/v1beta1:Queue", "applied-ml-volcano-queue")
     assert q.depends_on == ["volcano"]
     assert q.provider and q.parent == "volcano"
 
