@@ -54,7 +54,7 @@ from typing import Any
 import pulumi
 import yaml
 
-from components import derive, k8s, versions
+from components import derive, k8s, versions, webhooks
 from components.spec import NodePool, StackSpec, Tenant
 
 CHART = versions.KUEUE
@@ -416,6 +416,25 @@ def local_queue_spec(tenant: Tenant) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------ component
 
 
+def webhook_probe(spec: StackSpec) -> webhooks.Probe:
+    """A ResourceFlavor dry-run: it passes Kueue's mutating and validating webhooks, served by the same server as
+    those of ClusterQueues, LocalQueues, Topologies and AdmissionChecks."""
+    chart = versions.resolve(CHART, spec.charts)
+    return webhooks.Probe(
+        name="kueue",
+        namespace=chart.namespace,
+        api_group=API.split("/")[0],
+        resource="resourceflavors",
+        obj={
+            "apiVersion": API,
+            "kind": "ResourceFlavor",
+            "metadata": {"name": webhooks.PROBE_OBJECT_NAME, "labels": derive.MANAGED_BY},
+            "spec": {},
+        },
+        chart_version=chart.version,
+    )
+
+
 # GKE admits system-cluster-critical pods outside kube-system only in namespaces with a ResourceQuota scoped
 # to those classes; the controller replicas (plus room for a rolling update) fit in this many.
 GKE_CRITICAL_PODS = 10
@@ -471,8 +490,10 @@ class Kueue(pulumi.ComponentResource):
             [*before, *release_deps],
             protect=spec.protect.scheduler_releases,
         )
-        # Everything below needs the CRDs and the webhooks of the release.
-        crs = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[self.release])
+        # Everything below needs the CRDs of the release and its webhooks answering (components/webhooks.py).
+        self.webhook_gate = webhooks.webhook_gate(self, provider, spec, webhook_probe(spec), [self.release])
+        ready = [self.release, self.webhook_gate]
+        crs = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=ready)
         labels = derive.MANAGED_BY
 
         def cr(res_name: str, kind: str, obj_name: str, body: dict[str, Any], namespace: Any = None, o=crs):
@@ -494,7 +515,7 @@ class Kueue(pulumi.ComponentResource):
                 crs,
             )
 
-        flavor_deps: list[pulumi.Resource] = [self.release]
+        flavor_deps: list[pulumi.Resource] = list(ready)
         if uses_topology(spec):
             levels = topology_levels(spec) or []
             topology_opts = pulumi.ResourceOptions.merge(crs, replacement_options(TOPOLOGY_IMMUTABLE))
@@ -509,6 +530,7 @@ class Kueue(pulumi.ComponentResource):
             )
         flavor_opts = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=flavor_deps)
         queue_deps: list[pulumi.Resource] = [
+            *ready,
             cr("flavor-default", "ResourceFlavor", DEFAULT_FLAVOR, {}, o=flavor_opts),
         ]
         for pool in spec.node_pools:
@@ -534,7 +556,7 @@ class Kueue(pulumi.ComponentResource):
                             "name": admission_check_name(spec, pool),
                         },
                     },
-                    o=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[self.release, prc]),
+                    o=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[*ready, prc]),
                 )
             )
         queue_opts = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=queue_deps)
@@ -554,6 +576,6 @@ class Kueue(pulumi.ComponentResource):
                 spec.scheduling.local_queue_name,
                 local_queue_spec(tenant),
                 namespace=(namespaces or {}).get(tenant.name, tenant.name),
-                o=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[cq]),
+                o=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[*ready, cq]),
             )
         self.register_outputs({"namespace": chart.namespace, "clusterQueues": self.cluster_queues})

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from components import derive, kueue, volcano
+from components import derive, kueue, volcano, webhooks
 from components.spec import Problem, StackSpec, key, rule
 from components.validation import a_or_an
 
@@ -104,6 +104,12 @@ def kueue_names(spec: StackSpec) -> Iterator[Problem]:
                 key("nodePools", i, "name"),
                 f"{kueue.DEFAULT_FLAVOR!r} is the Kueue flavor of CPU-only workloads; name the pool otherwise",
             )
+        if pool.name == webhooks.PROBE_OBJECT_NAME:
+            yield Problem(
+                key("nodePools", i, "name"),
+                f"{webhooks.PROBE_OBJECT_NAME!r} is the ResourceFlavor the webhook readiness probe dry-runs (an "
+                "existing one would make the probe fail with AlreadyExists); name the pool otherwise",
+            )
 
 
 @rule
@@ -128,6 +134,12 @@ def volcano_queue_names(spec: StackSpec) -> Iterator[Problem]:
             yield Problem(
                 key("tenants", i, "name"),
                 f"{tenant.name!r} is a queue Volcano creates itself; the tenant's Volcano queue would collide",
+            )
+        if tenant.name == webhooks.PROBE_OBJECT_NAME:
+            yield Problem(
+                key("tenants", i, "name"),
+                f"{webhooks.PROBE_OBJECT_NAME!r} is the Queue the webhook readiness probe dry-runs (an existing "
+                "one would make the probe fail with AlreadyExists); name the tenant otherwise",
             )
 
 

@@ -89,6 +89,10 @@ CHARTS: dict[str, Chart] = {
 # Sources a release may come from; the policy pack's default allow-list.
 ALLOWED_SOURCES: tuple[str, ...] = tuple(sorted({c.source for c in CHARTS.values()}))
 
+# kubectl from the official Kubernetes registry, for the webhook readiness probes (components/webhooks.py):
+# shell-free, entrypoint kubectl; one minor of skew either side of the API server is supported.
+KUBECTL_IMAGE = "registry.k8s.io/kubectl:v1.34.1"
+
 # API versions of the custom resources the platform writes (pinned with the charts above).
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 VOLCANO_QUEUE_API = "scheduling.volcano.sh/v1beta1"

@@ -48,7 +48,7 @@ from typing import Any
 import pulumi
 import yaml
 
-from components import derive, k8s, versions
+from components import derive, k8s, versions, webhooks
 from components.kueue import GKE_CRITICAL_PODS
 from components.spec import StackSpec, Tenant
 from components.tenancy import all_gpu_resources
@@ -162,6 +162,25 @@ def queue_policy() -> dict[str, Any]:
     }
 
 
+def webhook_probe(spec: StackSpec) -> webhooks.Probe:
+    """A Queue dry-run: it passes Volcano's queue mutating and validating webhooks (failurePolicy Fail; volcano
+    v1.15.1 installer/helm/chart/volcano/templates/webhooks.yaml)."""
+    chart = versions.resolve(CHART, spec.charts)
+    return webhooks.Probe(
+        name="volcano",
+        namespace=chart.namespace,
+        api_group=API.split("/")[0],
+        resource="queues",
+        obj={
+            "apiVersion": API,
+            "kind": "Queue",
+            "metadata": {"name": webhooks.PROBE_OBJECT_NAME, "labels": derive.MANAGED_BY},
+            "spec": {"weight": 1, "reclaimable": True},
+        },
+        chart_version=chart.version,
+    )
+
+
 class Volcano(pulumi.ComponentResource):
     """Namespace, the volcano release, a Queue per Volcano tenant and the tenant-queue admission policy."""
 
@@ -187,7 +206,9 @@ class Volcano(pulumi.ComponentResource):
         self.release = k8s.chart_release(
             "volcano", self, provider, spec, CHART, helm_values(spec), before, protect=spec.protect.scheduler_releases
         )
-        after = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[self.release])
+        # Queues wait for Volcano's admission webhooks to answer (components/webhooks.py), not only for the release.
+        self.webhook_gate = webhooks.webhook_gate(self, provider, spec, webhook_probe(spec), [self.release])
+        after = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[self.release, self.webhook_gate])
         self.queues: list[str] = []
         for tenant in derive.volcano_tenants(spec):
             CustomResource(

@@ -225,7 +225,7 @@ def test_kueue_tenants_get_no_volcano_queue():
 def test_queues_wait_for_the_release():
     r = rendered("prod-aws")
     q = r.find("kubernetes:scheduling.volcano.sh/v1beta1:Queue", "applied-ml-volcano-queue")
-    assert q.depends_on == ["volcano"]
+    assert q.depends_on == ["volcano", "volcano-webhook-ready"]  # the release and its webhook answering
     assert q.provider and q.parent == "volcano"
 
 

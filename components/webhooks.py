@@ -1,0 +1,188 @@
+"""Webhook readiness gates: no custom resource an add-on's admission webhook guards is created before that
+webhook answers.
+
+Why: Kueue's webhook server starts serving 10-30 s after its pod is Running when it manages its own
+certificates (the chart's default; kubernetes-sigs/kueue#13036), and Volcano's admission service likewise
+answers after its Deployment is Ready. ``helm.v3.Release`` waits for Deployments to be Ready, not for the
+webhook to answer; pulumi-kubernetes retries a create only on NotFound/NoMatch (CRD not there yet), so the
+first ClusterQueue or Queue of a fresh cluster fails with "failed calling webhook ... connection refused /
+502" and ``pulumi up`` stops.
+
+How: a ``batch/v1`` Job per add-on that asks the API server for a **server-side dry-run create** of one
+object the webhook guards (``kubectl create --dry-run=server``: admission, webhooks included, runs in full;
+nothing is persisted). While the webhook does not answer, the pod fails and the Job controller retries it
+(back-off 10 s, 20 s, 40 s ...). pulumi-kubernetes awaits a Job until its ``Complete`` condition and fails
+it on ``Failed`` (the Job awaiter, in the provider since v1.x; ``kubernetes.batch.v1.Job`` docs), so every
+resource that depends on the Job is created only after the webhook has answered once. Kueue's upstream e2e
+scripts wait the same way (kubernetes-sigs/kueue#12016: a retried ``kubectl create --dry-run=server``).
+
+Alternatives considered: ``helm.v3.Release`` ``waitForJobs`` only waits for the chart's own Jobs (neither
+chart has one that probes its webhook); ``helm.v4.Chart`` is a remote component whose await covers its
+objects' readiness, not a webhook's; Kueue's chart has no readiness option for the webhook (the issue above
+is open); Volcano's chart has none either. Only a probe through the API server, as a real client sees it,
+proves the webhook answers.
+
+Least privilege: each probe has its own ServiceAccount, bound to a ClusterRole that may only ``create`` the
+one probed resource (a dry-run still needs the verb); the pod runs as non-root, read-only, without
+capabilities (Pod Security ``restricted``), on system nodes, from a pinned image of the official Kubernetes
+registry (``versions.KUBECTL_IMAGE``). It runs in the add-on's own namespace, which the add-on's Job/Pod
+webhooks leave alone (Kueue's only touch tenant namespaces; Volcano's skip its release namespace).
+
+The Job carries the probed release's chart version in its pod template, so a chart upgrade replaces the Job
+and the gate runs again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import yaml
+
+from components import derive, versions
+from components.spec import StackSpec
+
+PROBE_FILE = "probe.yaml"
+# Name of the object each probe dry-runs; a rule keeps pools and tenants off it (a dry-run create of an existing
+# name fails with AlreadyExists, and the gate would never open).
+PROBE_OBJECT_NAME = "gpu-platform-webhook-probe"
+PROBE_USER = 65532  # "nonroot" in distroless images
+# Pod retries while the webhook is not answering: back-off 10 s doubling (capped at 6 min), so 6 retries
+# cover about 10 minutes; the webhook normally answers within 30 s of its Deployment being Ready.
+BACKOFF_LIMIT = 6
+ACTIVE_DEADLINE_SECONDS = 900
+AWAIT_TIMEOUT = "20m"  # pulumi's Job await (default 10 m) must outlast the Job's own deadline
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What to dry-run create to know an add-on's webhook answers."""
+
+    name: str  # add-on key: resource names and the ServiceAccount derive from it
+    namespace: str  # where the probe Job runs (the add-on's namespace)
+    api_group: str  # RBAC group of the probed resource
+    resource: str  # RBAC resource (plural) of the probed object
+    obj: dict[str, Any]  # the object sent with dryRun=All (never stored)
+    chart_version: str  # the release's chart version (a change re-runs the gate)
+
+
+def job_name(probe: Probe) -> str:
+    return f"{probe.name}-webhook-ready"
+
+
+def service_account_name(probe: Probe) -> str:
+    return f"{probe.name}-webhook-probe"
+
+
+def cluster_role_name(probe: Probe) -> str:
+    return f"gpu-platform-{probe.name}-webhook-probe"
+
+
+def cluster_role_rules(probe: Probe) -> list[dict[str, Any]]:
+    return [{"apiGroups": [probe.api_group], "resources": [probe.resource], "verbs": ["create"]}]
+
+
+def job_spec(spec: StackSpec, probe: Probe) -> dict[str, Any]:
+    """The probe Job's spec: Pod Security 'restricted', system nodes, a pinned kubectl from registry.k8s.io."""
+    return {
+        "backoffLimit": BACKOFF_LIMIT,
+        "activeDeadlineSeconds": ACTIVE_DEADLINE_SECONDS,
+        "template": {
+            "metadata": {
+                "labels": {**derive.MANAGED_BY, "app.kubernetes.io/name": job_name(probe)},
+                "annotations": {"gpu-platform/probed-chart-version": probe.chart_version},
+            },
+            "spec": {
+                "serviceAccountName": service_account_name(probe),
+                "restartPolicy": "Never",
+                "nodeSelector": derive.system_node_selector(spec),
+                "securityContext": {
+                    "runAsNonRoot": True,
+                    "runAsUser": PROBE_USER,
+                    "runAsGroup": PROBE_USER,
+                    "seccompProfile": {"type": "RuntimeDefault"},
+                },
+                "containers": [
+                    {
+                        "name": "probe",
+                        "image": versions.KUBECTL_IMAGE,
+                        "args": ["create", "--dry-run=server", "-f", f"/probe/{PROBE_FILE}"],
+                        # kubectl caches discovery under $HOME/.kube: a writable emptyDir, the rest read-only
+                        "env": [{"name": "HOME", "value": "/tmp"}],
+                        "securityContext": {
+                            "allowPrivilegeEscalation": False,
+                            "readOnlyRootFilesystem": True,
+                            "capabilities": {"drop": ["ALL"]},
+                        },
+                        "resources": {
+                            "requests": {"cpu": "10m", "memory": "32Mi"},
+                            "limits": {"memory": "128Mi"},
+                        },
+                        "volumeMounts": [
+                            {"name": "probe", "mountPath": "/probe", "readOnly": True},
+                            {"name": "tmp", "mountPath": "/tmp"},
+                        ],
+                    }
+                ],
+                "volumes": [
+                    {"name": "probe", "configMap": {"name": job_name(probe)}},
+                    {"name": "tmp", "emptyDir": {"sizeLimit": "16Mi"}},
+                ],
+            },
+        },
+    }
+
+
+def webhook_gate(
+    parent: pulumi.Resource,
+    provider: pulumi.ProviderResource,
+    spec: StackSpec,
+    probe: Probe,
+    depends_on: Sequence[pulumi.Resource],
+) -> pulumi.Resource:
+    """The probe's ServiceAccount, RBAC, ConfigMap and Job; returns the Job. Make every custom resource the
+    add-on's webhooks guard depend on it (``depends_on=[gate]``)."""
+    from pulumi_kubernetes.batch.v1 import Job
+    from pulumi_kubernetes.core.v1 import ConfigMap, ServiceAccount
+    from pulumi_kubernetes.rbac.v1 import ClusterRole, ClusterRoleBinding
+
+    opts = pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=list(depends_on))
+    labels = derive.MANAGED_BY
+    sa = ServiceAccount(
+        service_account_name(probe),
+        metadata={"name": service_account_name(probe), "namespace": probe.namespace, "labels": labels},
+        opts=opts,
+    )
+    role = ClusterRole(
+        cluster_role_name(probe),
+        metadata={"name": cluster_role_name(probe), "labels": labels},
+        rules=cluster_role_rules(probe),
+        opts=pulumi.ResourceOptions(parent=parent, provider=provider),
+    )
+    binding = ClusterRoleBinding(
+        cluster_role_name(probe),
+        metadata={"name": cluster_role_name(probe), "labels": labels},
+        role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": cluster_role_name(probe)},
+        subjects=[{"kind": "ServiceAccount", "name": service_account_name(probe), "namespace": probe.namespace}],
+        opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=[sa, role]),
+    )
+    config = ConfigMap(
+        job_name(probe),
+        metadata={"name": job_name(probe), "namespace": probe.namespace, "labels": labels},
+        data={PROBE_FILE: yaml.safe_dump(probe.obj, sort_keys=False)},
+        opts=opts,
+    )
+    body = job_spec(spec, probe)
+    return Job(
+        job_name(probe),
+        metadata={"name": job_name(probe), "namespace": probe.namespace, "labels": labels},
+        spec=body,
+        opts=pulumi.ResourceOptions(
+            parent=parent,
+            provider=provider,
+            depends_on=[*depends_on, binding, config],
+            custom_timeouts=pulumi.CustomTimeouts(create=AWAIT_TIMEOUT, update=AWAIT_TIMEOUT),
+        ),
+    )

@@ -1,0 +1,159 @@
+"""Issue 10 §6: no custom resource an add-on's admission webhook guards is created before that webhook answers.
+
+The mechanism is a batch/v1 Job per add-on that dry-runs one guarded object through the API server until it
+succeeds; pulumi-kubernetes awaits the Job's Complete condition, so dependsOn edges on the Job order the
+deployment under the real engine. These tests check the edges for every guarded CR of every stack, and the
+probe's privileges and Pod Security."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+from conftest import STACKS, UPSTREAM, manifest, needs_upstream, rendered, stack_config
+from jsonschema import Draft7Validator
+
+from components import kueue, versions, volcano, webhooks
+from components.spec import SpecError, load_spec
+
+JOB = "kubernetes:batch/v1:Job"
+GATED = {
+    # type prefix of the guarded CRs -> (probe Job resource name, release resource name)
+    "kubernetes:kueue.x-k8s.io/": ("kueue-webhook-ready", "kueue"),
+    "kubernetes:scheduling.volcano.sh/": ("volcano-webhook-ready", "volcano"),
+}
+
+
+def _gated(r, prefix):
+    return [x for x in r.resources if x.type.startswith(prefix)]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_guarded_custom_resource_depends_directly_on_its_webhook_gate(stack):
+    r = rendered(stack)
+    seen = 0
+    for prefix, (gate, rel) in GATED.items():
+        for res in _gated(r, prefix):
+            assert gate in res.depends_on, (res.type, res.name, res.depends_on)
+            assert rel in res.depends_on, (res.type, res.name)
+            seen += 1
+    assert seen > 0
+    # and the gate itself waits for the release (CRDs, webhook configurations) and its own RBAC
+    spec = r.spec
+    for prefix, (gate, rel) in GATED.items():
+        on = (prefix.startswith("kubernetes:kueue") and spec.addons.kueue) or (
+            prefix.startswith("kubernetes:scheduling.volcano") and spec.addons.volcano
+        )
+        if not on:
+            with pytest.raises(KeyError):
+                r.find(JOB, gate)
+            continue
+        job = r.find(JOB, gate)
+        name = gate.split("-")[0]
+        assert set(job.depends_on) == {rel, f"gpu-platform-{name}-webhook-probe", gate}  # release, binding, ConfigMap
+
+
+def test_prod_aws_guarded_resources_are_all_counted():
+    """prod-aws: 5 WorkloadPriorityClasses, 1 Topology, 5 ResourceFlavors (4 pools + default), 4 ClusterQueues,
+    4 LocalQueues behind the Kueue gate; 1 Volcano Queue (applied-ml) behind Volcano's."""
+    r = rendered("prod-aws")
+    kinds = sorted(x.type.rsplit(":", 1)[-1] for x in _gated(r, "kubernetes:kueue.x-k8s.io/"))
+    assert kinds.count("WorkloadPriorityClass") == 5
+    assert kinds.count("ResourceFlavor") == 5
+    assert kinds.count("ClusterQueue") == 4 and kinds.count("LocalQueue") == 4
+    assert kinds.count("Topology") == 1
+    assert [x.name for x in _gated(r, "kubernetes:scheduling.volcano.sh/")] == ["applied-ml-volcano-queue"]
+
+
+def test_prod_gcp_admission_checks_wait_for_the_gate():
+    r = rendered("prod-gcp")
+    for t in (
+        "kubernetes:kueue.x-k8s.io/v1beta2:AdmissionCheck",
+        "kubernetes:kueue.x-k8s.io/v1beta2:ProvisioningRequestConfig",
+    ):
+        found = r.of_type(t)
+        assert found, t
+        assert all("kueue-webhook-ready" in x.depends_on for x in found)
+
+
+@pytest.mark.parametrize("addon", ["kueue", "volcano"])
+def test_probe_job_is_restricted_pinned_and_on_system_nodes(addon):
+    r = rendered("prod-aws")
+    ns = {"kueue": versions.KUEUE.namespace, "volcano": versions.VOLCANO.namespace}[addon]
+    job = manifest(r, "Job", f"{addon}-webhook-ready", ns)["spec"]
+    pod = job["template"]["spec"]
+    assert pod["serviceAccountName"] == f"{addon}-webhook-probe"
+    assert pod["restartPolicy"] == "Never"
+    assert pod["nodeSelector"] == {"kubernetes.io/os": "linux"}
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    (c,) = pod["containers"]
+    assert c["image"].startswith("registry.k8s.io/kubectl:v1.")
+    assert c["args"][:2] == ["create", "--dry-run=server"]
+    assert c["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"]},
+    }
+    assert "tolerations" not in pod  # never on GPU nodes
+    # retried while the webhook refuses; bounded so a broken webhook fails the deploy instead of hanging
+    assert 1 <= job["backoffLimit"] <= 10
+    assert job["activeDeadlineSeconds"] <= 20 * 60
+
+
+@pytest.mark.parametrize(
+    ("addon", "group", "resource"),
+    [("kueue", "kueue.x-k8s.io", "resourceflavors"), ("volcano", "scheduling.volcano.sh", "queues")],
+)
+def test_probe_may_only_create_the_probed_resource(addon, group, resource):
+    r = rendered("prod-aws")
+    role = manifest(r, "ClusterRole", f"gpu-platform-{addon}-webhook-probe")
+    assert role["rules"] == [{"apiGroups": [group], "resources": [resource], "verbs": ["create"]}]
+    binding = manifest(r, "ClusterRoleBinding", f"gpu-platform-{addon}-webhook-probe")
+    ns = {"kueue": "kueue-system", "volcano": "volcano-system"}[addon]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": f"{addon}-webhook-probe", "namespace": ns}]
+    assert binding["roleRef"]["name"] == f"gpu-platform-{addon}-webhook-probe"
+
+
+@needs_upstream
+@pytest.mark.parametrize(
+    ("addon", "schema"),
+    [
+        ("kueue", "kueue/resourceflavor.kueue.x-k8s.io.v1beta2.strict.json"),
+        ("volcano", "volcano/queue.scheduling.volcano.sh.v1beta1.strict.json"),
+    ],
+)
+def test_probed_object_validates_and_is_what_the_role_allows(addon, schema):
+    r = rendered("prod-aws")
+    ns = {"kueue": "kueue-system", "volcano": "volcano-system"}[addon]
+    cm = manifest(r, "ConfigMap", f"{addon}-webhook-ready", ns)
+    obj = yaml.safe_load(cm["data"][webhooks.PROBE_FILE])
+    validator = Draft7Validator(json.loads((UPSTREAM / schema).read_text()))
+    assert [e.message for e in validator.iter_errors(obj)] == []
+    assert obj["metadata"]["name"] == webhooks.PROBE_OBJECT_NAME
+    role = manifest(r, "ClusterRole", f"gpu-platform-{addon}-webhook-probe")["rules"][0]
+    assert obj["apiVersion"].split("/")[0] == role["apiGroups"][0]
+    probe = {"kueue": kueue.webhook_probe, "volcano": volcano.webhook_probe}[addon](r.spec)
+    assert probe.namespace == ns  # the add-on's namespace, which its own Job/Pod webhooks leave alone
+
+
+def test_a_chart_upgrade_reruns_the_gate():
+    cfg = stack_config("prod-aws")
+    cfg["gpu-platform:charts"] = {"kueue": {"version": "0.19.3"}}
+    spec = load_spec(cfg)
+    from components import webhooks as w
+
+    body = w.job_spec(spec, kueue.webhook_probe(spec))
+    assert body["template"]["metadata"]["annotations"]["gpu-platform/probed-chart-version"] == "0.19.3"
+
+
+def test_names_the_probe_dry_runs_are_reserved():
+    cfg = stack_config("prod-aws")
+    cfg["gpu-platform:tenants"][2]["name"] = webhooks.PROBE_OBJECT_NAME
+    cfg["gpu-platform:nodePools"][3]["name"] = webhooks.PROBE_OBJECT_NAME
+    with pytest.raises(SpecError) as err:
+        load_spec(cfg)
+    paths = {p.path for p in err.value.problems}
+    assert "gpu-platform:tenants[2].name" in paths
+    assert "gpu-platform:nodePools[3].name" in paths
