@@ -294,7 +294,13 @@ def summary_lines(spec: StackSpec) -> list[str]:
                 f"{sharing.describe(spec, p.name)} | {f'`{kind}={label}`' if label else '-'} |"
             )
         lines.append("")
-    if spec.addons.dcgm:
+    if spec.addons.dcgm and spec.monitoring.prometheus == "none":
+        ex = monitoring.exporter(spec)
+        lines.append(
+            f"DCGM exporter from the {ex.source} in `{ex.namespace}`. **GPU alerts are off** "
+            "(`monitoring.prometheus: none`): no ServiceMonitor, PrometheusRule or Grafana dashboard is deployed."
+        )
+    elif spec.addons.dcgm:
         ex = monitoring.exporter(spec)
         a = spec.monitoring.alerts
         selector = ", ".join(f"{k}={v}" for k, v in spec.monitoring.service_monitor_labels.items())
@@ -304,5 +310,13 @@ def summary_lines(spec: StackSpec) -> list[str]:
             f"GpuAllocatedIdle ({a.allocated_idle_for}), GpuFramebufferMemoryHigh (> {a.memory_used_percent:g}% "
             f"for {a.memory_for}), GpuTemperatureHigh (> {a.temperature_celsius:g} C for {a.temperature_for}), "
             "GpuXidErrorCritical / GpuXidError, DcgmExporterDown."
+        )
+        lines.append(
+            {
+                "install": "Prometheus: kube-prometheus-stack installed in `monitoring` (its selectors and Grafana "
+                "sidecar match these labels).",
+                "existing": "Prometheus: the cluster's existing prometheus-operator (its Prometheus must select "
+                "these labels).",
+            }[spec.monitoring.prometheus]
         )
     return lines

@@ -463,7 +463,8 @@ def dcgm_exporter_values(spec: StackSpec) -> dict[str, Any]:
 
 class GpuMonitoring(pulumi.ComponentResource):
     """ServiceMonitor + PrometheusRule + Grafana dashboard for the DCGM exporter (and the exporter itself
-    when the GPU Operator is off). Needs the prometheus-operator CRDs (e.g. kube-prometheus-stack)."""
+    when the GPU Operator is off). Needs the prometheus-operator CRDs: installed with kube-prometheus-stack
+    (``monitoring.prometheus: install``, components/prometheus_stack.py) or already there (``existing``)."""
 
     TYPE = "gpu-platform:monitoring:GpuMonitoring"
 
@@ -474,7 +475,11 @@ class GpuMonitoring(pulumi.ComponentResource):
         provider: pulumi.ProviderResource,
         exporter_release: pulumi.Resource | None = None,
         opts: pulumi.ResourceOptions | None = None,
+        prometheus_release: pulumi.Resource | None = None,
     ):
+        """``prometheus_release``: the kube-prometheus-stack release (``monitoring.prometheus: install``); the
+        ServiceMonitor, PrometheusRule and dashboard wait for it (its CRDs, its Grafana sidecar). With
+        ``monitoring.prometheus: none`` only the exporter (standalone, when the operator is off) is made."""
         super().__init__(self.TYPE, name, None, opts)
         from pulumi_kubernetes.apiextensions import CustomResource
         from pulumi_kubernetes.core.v1 import ConfigMap
@@ -490,6 +495,11 @@ class GpuMonitoring(pulumi.ComponentResource):
                 "dcgm-exporter", self, provider, spec, versions.DCGM_EXPORTER, dcgm_exporter_values(spec), ns
             )
             deps = [release]
+        if spec.monitoring.prometheus == "none":
+            self.register_outputs({"namespace": ex.namespace, "source": ex.source})
+            return
+        if prometheus_release is not None:
+            deps = [*deps, prometheus_release]
         after = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=deps)
         for doc in (service_monitor(spec), prometheus_rule(spec)):
             CustomResource(

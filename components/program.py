@@ -34,10 +34,22 @@ def run(spec: StackSpec) -> None:
         from components.gpu_operator import GpuOperator
 
         gpu_operator_release = GpuOperator("gpu-operator", spec, provider).release
+    # monitoring.prometheus: install brings the prometheus-operator CRDs our ServiceMonitor and PrometheusRule need
+    prometheus_release = None
+    if spec.monitoring.prometheus == "install":
+        from components.prometheus_stack import PrometheusStack
+
+        prometheus_release = PrometheusStack("prometheus-stack", spec, provider).release
     if spec.addons.dcgm:
         from components.monitoring import GpuMonitoring
 
-        GpuMonitoring("gpu-monitoring", spec, provider, exporter_release=gpu_operator_release)
+        GpuMonitoring(
+            "gpu-monitoring",
+            spec,
+            provider,
+            exporter_release=gpu_operator_release,
+            prometheus_release=prometheus_release,
+        )
     PriorityClasses("priority-classes", spec, provider)
     tenancy = Tenancy("tenancy", spec, provider)
     # The Cluster Autoscaler installs the ProvisioningRequest CRD, which Kueue must find when it starts.

@@ -18,6 +18,8 @@ RESERVED_NAMESPACES = {
     versions.KUEUE.namespace,
     versions.VOLCANO.namespace,
     versions.KARPENTER.namespace,
+    versions.KUBE_PROMETHEUS_STACK.namespace,
+    versions.NODE_EXPORTER_NAMESPACE,
 }
 
 

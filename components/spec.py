@@ -330,6 +330,20 @@ class AlertThresholds(Model):
 
 
 class Monitoring(Model):
+    prometheus: Literal["install", "existing", "none"] = Field(
+        default="install",
+        description="install: kube-prometheus-stack (prometheus-operator CRDs, Prometheus, Alertmanager, Grafana, "
+        "node-exporter) wired to the labels below; existing: the cluster already runs a prometheus-operator whose "
+        "Prometheus selects serviceMonitorLabels and a Grafana sidecar that watches dashboardLabels; none: no "
+        "ServiceMonitor, PrometheusRule or dashboard (GPU alerts are off)",
+    )
+    prometheus_storage_gib: int | None = Field(
+        default=None,
+        ge=5,
+        le=10000,
+        description="install: a PersistentVolumeClaim of this size (default StorageClass) for Prometheus; "
+        "default an emptyDir (metrics survive container restarts, not a pod's rescheduling)",
+    )
     service_monitor_labels: dict[LabelKey, LabelValue] = Field(
         default_factory=lambda: {"release": "kube-prometheus-stack"},
         description="labels your Prometheus' serviceMonitorSelector / ruleSelector match",
@@ -624,6 +638,7 @@ def rule(fn: Rule) -> Rule:
 def _rule_modules() -> None:
     # Imported for their @rule registrations; none of them imports a cloud SDK.
     from components import cost, gpu_operator, monitoring, rules_core, sharing  # noqa: F401
+    from components import prometheus_stack as _prometheus  # noqa: F401
     from components import scheduling_rules as _scheduling  # noqa: F401
     from components.aws import rules as _aws  # noqa: F401
     from components.aws import rules_karpenter as _karpenter  # noqa: F401

@@ -70,6 +70,8 @@ def warnings(rendering: Rendering) -> list[str]:
                     "beyond the total, and then its pods are refused until the total has room (or waitForPodsReady "
                     "requeues the job)"
                 )
+    if spec.addons.dcgm and spec.monitoring.prometheus == "none":
+        out.append("GPU alerts are off: monitoring.prometheus is none (no ServiceMonitor, PrometheusRule or dashboard)")
     for token in rendering.unanswered_lookups:
         out.append(f"lookup {token} has no offline placeholder; it answered empty")
     return out

@@ -82,8 +82,30 @@ CLUSTER_AUTOSCALER = Chart(
     release="cluster-autoscaler",
 )
 
+KUBE_PROMETHEUS_STACK = Chart(
+    key="kubePrometheusStack",
+    chart="kube-prometheus-stack",
+    version="88.5.3",  # prometheus-operator v0.93.1
+    repository="https://prometheus-community.github.io/helm-charts",
+    namespace="monitoring",
+    release="kube-prometheus-stack",  # its objects carry release=<this>: the default serviceMonitorLabels
+)
+# node-exporter (a kube-prometheus-stack sub-chart) needs host network, PID and paths: Pod Security privileged,
+# so it gets a namespace of its own and the rest of the stack stays baseline.
+NODE_EXPORTER_NAMESPACE = "monitoring-node-exporter"
+
 CHARTS: dict[str, Chart] = {
-    c.key: c for c in (GPU_OPERATOR, DCGM_EXPORTER, KUEUE, VOLCANO, KARPENTER, KARPENTER_CRD, CLUSTER_AUTOSCALER)
+    c.key: c
+    for c in (
+        GPU_OPERATOR,
+        DCGM_EXPORTER,
+        KUEUE,
+        VOLCANO,
+        KARPENTER,
+        KARPENTER_CRD,
+        CLUSTER_AUTOSCALER,
+        KUBE_PROMETHEUS_STACK,
+    )
 }
 
 # Sources a release may come from; the policy pack's default allow-list.
