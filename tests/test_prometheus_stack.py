@@ -261,3 +261,14 @@ def test_storage_without_install_and_empty_labels_are_errors():
 def test_dashboard_label_is_the_first_of_dashboard_labels():
     spec = load_spec(_with("dev-aws", dashboardLabels={"b": "2", "a": "1"}))
     assert prometheus_stack.dashboard_label(spec) == ("a", "1")
+
+
+@needs_upstream
+def test_prometheus_rule_webhook_keeps_failure_policy_ignore():
+    """With the certificate patch Job on and no failurePolicy set, the chart renders the PrometheusRule webhook
+    with failurePolicy Ignore (kube-prometheus-stack 88.5.3 validatingWebhookConfiguration.yaml), so our rule
+    needs no readiness gate. Keep it that way."""
+    upstream = yaml.safe_load((KPS / "values.yaml").read_text())["prometheusOperator"]["admissionWebhooks"]
+    assert upstream["failurePolicy"] == "" and upstream["patch"]["enabled"] is True
+    ours = _values(rendered("dev-aws"))["prometheusOperator"]["admissionWebhooks"]
+    assert "failurePolicy" not in ours and "enabled" not in ours.get("patch", {})
