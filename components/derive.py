@@ -388,3 +388,36 @@ def tenant_never_preempts(spec: StackSpec, tenant: Tenant) -> bool:
     ceiling = spec.priority_class(tenant.priority).value
     allowed = [c for c in spec.priority_classes if c.value <= ceiling]
     return bool(allowed) and all(c.preemption_policy == "Never" for c in allowed)
+
+
+# The shortest waitForPodsReady timeout that survives a GPU cold start from zero nodes: node launch (minutes
+# for p5/a3 capacity), driver/toolkit validation by the GPU Operator (a reboot on MIG pools), a 10-20 GB
+# image pull and model load. Shorter, a job is evicted just before its pods would have become ready.
+COLD_START_SECONDS = 15 * 60
+
+
+def _seconds(d: str) -> int:
+    import re
+
+    return sum(int(n) * {"h": 3600, "m": 60, "s": 1}[u] for n, u in re.findall(r"([0-9]+)([hms])", d))
+
+
+def cold_start_pools(spec: StackSpec) -> list[NodePool]:
+    """Pools a workload may have to wait for from zero nodes (minNodes 0; Karpenter pools always)."""
+    return [p for p in spec.node_pools if p.provisioner == "karpenter" or p.min_nodes == 0]
+
+
+def wait_for_pods_ready_too_short(spec: StackSpec) -> list[str]:
+    """waitForPodsReady settings (timeout, recoveryTimeout) shorter than a cold start, when some pool starts
+    from zero; empty when Kueue is off or every pool keeps nodes."""
+    if not spec.addons.kueue or not cold_start_pools(spec):
+        return []
+    s = spec.scheduling
+    out = []
+    for name, value in (
+        ("waitForPodsReadyTimeout", s.wait_for_pods_ready_timeout),
+        ("waitForPodsReadyRecoveryTimeout", s.wait_for_pods_ready_recovery_timeout),
+    ):
+        if value is not None and _seconds(value) < COLD_START_SECONDS:
+            out.append(name)
+    return out

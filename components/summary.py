@@ -70,6 +70,14 @@ def warnings(rendering: Rendering) -> list[str]:
                     "beyond the total, and then its pods are refused until the total has room (or waitForPodsReady "
                     "requeues the job)"
                 )
+    short = derive.wait_for_pods_ready_too_short(spec)
+    if short:
+        pools = ", ".join(p.name for p in derive.cold_start_pools(spec))
+        out.append(
+            f"scheduling.{' and '.join(short)} below {derive.COLD_START_SECONDS // 60}m while pools start from zero "
+            f"({pools}): node launch, GPU driver validation and a large image pull can outlast it, and Kueue "
+            "then evicts the job just before it would run"
+        )
     if spec.addons.dcgm and spec.monitoring.prometheus == "none":
         out.append("GPU alerts are off: monitoring.prometheus is none (no ServiceMonitor, PrometheusRule or dashboard)")
     for token in rendering.unanswered_lookups:

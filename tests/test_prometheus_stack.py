@@ -162,7 +162,7 @@ def test_monitoring_objects_wait_for_the_release():
 def test_controllers_on_system_nodes_with_sized_resources():
     cfg = stack_config("dev-aws")
     cfg["gpu-platform:systemNodeSelector"] = {"role": "system"}
-    v = _values(render_config(cfg))
+    v = prometheus_stack.helm_values(load_spec(cfg))
     system = {"kubernetes.io/os": "linux", "role": "system"}
     assert v["prometheusOperator"]["nodeSelector"] == system
     assert v["prometheusOperator"]["admissionWebhooks"]["patch"]["nodeSelector"] == system
@@ -179,7 +179,9 @@ def test_controllers_on_system_nodes_with_sized_resources():
 
 
 def test_storage_gib_makes_a_claim():
-    p = _values(render_config(_with("dev-aws", prometheusStorageGib=100)))["prometheus"]["prometheusSpec"]
+    p = prometheus_stack.helm_values(load_spec(_with("dev-aws", prometheusStorageGib=100)))["prometheus"][
+        "prometheusSpec"
+    ]
     claim = p["storageSpec"]["volumeClaimTemplate"]["spec"]
     assert claim["resources"]["requests"]["storage"] == "100Gi"
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from conftest import manifest, manifests, release, render_config, rendered, stack_config
+from conftest import manifest, manifests, release, rendered, stack_config
 
 from components import derive, kueue
 from components.spec import load_spec
 from components.summary import summary
+from components.synth import Rendering
 
 
 def _cq(stack_or_rendering, tenant):
@@ -153,6 +154,28 @@ def test_recovery_timeout_follows_the_spec(recovery):
     if recovery:
         sched["waitForPodsReadyRecoveryTimeout"] = recovery
     cfg["gpu-platform:scheduling"] = {**cfg.get("gpu-platform:scheduling", {}), **sched}
-    w = _manager_config(render_config(cfg))["waitForPodsReady"]
+    w = kueue.manager_config(load_spec(cfg))["waitForPodsReady"]
     assert w["timeout"] == "40m"
     assert w["recoveryTimeout"] == (recovery or "40m")
+
+
+def test_a_timeout_shorter_than_a_cold_start_is_a_summary_warning():
+    cfg = stack_config("prod-aws")
+    assert derive.wait_for_pods_ready_too_short(load_spec(cfg)) == []  # the 30m default
+    cfg["gpu-platform:scheduling"] = {**cfg["gpu-platform:scheduling"], "waitForPodsReadyTimeout": "10m"}
+    spec = load_spec(cfg)
+    assert derive.wait_for_pods_ready_too_short(spec) == ["waitForPodsReadyTimeout"]
+    # a100-train and l4-notebooks have minNodes 0, h100-spot is a Karpenter pool; h100-inference keeps a node
+    assert [p.name for p in derive.cold_start_pools(spec)] == ["a100-train", "h100-spot", "l4-notebooks"]
+    cfg["gpu-platform:scheduling"]["waitForPodsReadyTimeout"] = "15m"
+    cfg["gpu-platform:scheduling"]["waitForPodsReadyRecoveryTimeout"] = "5m"
+    assert derive.wait_for_pods_ready_too_short(load_spec(cfg)) == ["waitForPodsReadyRecoveryTimeout"]
+
+
+def test_the_warning_reaches_summary_md():
+    assert "below 15m" not in summary(rendered("prod-aws"), {})
+    cfg = stack_config("local")
+    cfg["gpu-platform:scheduling"] = {"waitForPodsReadyTimeout": "5m"}
+    cfg["gpu-platform:nodePools"][0]["minNodes"] = 0
+    text = summary(Rendering(spec=load_spec(cfg), stack="local"), {})  # warnings read the spec only
+    assert "scheduling.waitForPodsReadyTimeout below 15m while pools start from zero (workstation)" in text
