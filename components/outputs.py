@@ -16,13 +16,15 @@ from components.spec import NodePool, StackSpec, Tenant
 
 def tenant_output(spec: StackSpec, tenant: Tenant) -> dict[str, Any]:
     """Where a tenant's work goes. ``localQueue``/``clusterQueue`` exist whenever Kueue is on (every tenant has
-    both) and ``volcanoQueue`` whenever Volcano is; ``scheduler`` says which one its namespace uses."""
+    both) and ``volcanoQueue`` when Volcano schedules the tenant (only those tenants get a Volcano queue,
+    ``derive.volcano_tenants``); ``scheduler`` says which one its namespace uses."""
+    volcano = {t.name for t in derive.volcano_tenants(spec)}
     return {
         "namespace": tenant.name,
         "scheduler": derive.tenant_scheduler(spec, tenant),
         "localQueue": spec.scheduling.local_queue_name if spec.addons.kueue else None,
         "clusterQueue": tenant.name if spec.addons.kueue else None,
-        "volcanoQueue": tenant.name if spec.addons.volcano else None,
+        "volcanoQueue": tenant.name if tenant.name in volcano else None,
         "priorityCeiling": tenant.priority,
         "forbiddenPriorityClasses": derive.priority_ceiling_excluded(spec, tenant),
         # GPU units per resource name: the nominal quota, and the ResourceQuota's hard cap (with borrowing)
@@ -75,11 +77,13 @@ def monitoring_output(spec: StackSpec) -> dict[str, Any] | None:
         return {"namespace": doc["metadata"]["namespace"], "name": doc["metadata"]["name"]}
 
     ex = monitoring.exporter(spec)
+    on = spec.monitoring.prometheus != "none"  # none: no ServiceMonitor, PrometheusRule or dashboard
     return {
+        "prometheus": spec.monitoring.prometheus,
         "exporter": {"source": ex.source, "namespace": ex.namespace, "service": ex.job, "port": ex.port},
-        "serviceMonitor": ref(monitoring.service_monitor(spec)),
-        "prometheusRule": ref(monitoring.prometheus_rule(spec)),
-        "dashboard": ref(monitoring.dashboard_configmap(spec)),
+        "serviceMonitor": ref(monitoring.service_monitor(spec)) if on else None,
+        "prometheusRule": ref(monitoring.prometheus_rule(spec)) if on else None,
+        "dashboard": ref(monitoring.dashboard_configmap(spec)) if on else None,
     }
 
 

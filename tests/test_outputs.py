@@ -9,6 +9,8 @@ import pytest
 from conftest import NAMESPACE, RESOURCE_QUOTA, STACKS, manifest, manifests, render_config, rendered, stack_config
 
 from components import synth
+from components.outputs import monitoring_output
+from components.spec import load_spec
 
 TOP_KEYS = {"tenantNamespaces", "gpuPools", "tenants", "pools", "karpenter", "monitoring", "cost"}
 TENANT_KEYS = {
@@ -85,7 +87,10 @@ def test_each_tenant_names_objects_the_stack_creates(stack):
             assert t["clusterQueue"] in queues
         else:
             assert not r.spec.addons.kueue and t["clusterQueue"] is None
-        assert (t["volcanoQueue"] in volcano) if t["volcanoQueue"] else not r.spec.addons.volcano
+        if t["volcanoQueue"]:
+            assert t["volcanoQueue"] in volcano and t["scheduler"] == "volcano"
+        else:  # only tenants Volcano schedules get a Volcano queue
+            assert name not in volcano and (not r.spec.addons.volcano or t["scheduler"] != "volcano")
         ns = next(x for x in r.of_type(NAMESPACE) if x.inputs["metadata"]["name"] == name)
         assert t["scheduler"] == ns.inputs["metadata"]["labels"].get("gpu-platform/scheduler")
         quota = next(x for x in r.of_type(RESOURCE_QUOTA) if x.name == f"{name}-gpu-quota").inputs
@@ -234,6 +239,16 @@ def test_monitoring_outputs_point_at_rendered_objects(stack):
     manifest(r, "ConfigMap", m["dashboard"]["name"], m["dashboard"]["namespace"])
     sm = manifest(r, "ServiceMonitor", m["serviceMonitor"]["name"], m["serviceMonitor"]["namespace"])
     assert sm["spec"]["endpoints"][0]["port"] == m["exporter"]["port"]
+
+
+def test_monitoring_without_prometheus_names_no_objects():
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:monitoring"] = {"prometheus": "none"}
+    spec = load_spec(cfg)
+    m = monitoring_output(spec)
+    assert m["prometheus"] == "none"
+    assert m["serviceMonitor"] is None and m["prometheusRule"] is None and m["dashboard"] is None
+    assert outputs("dev-aws")["monitoring"]["prometheus"] == "install"
 
 
 def test_monitoring_is_absent_without_dcgm():
