@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STACK  ?= prod-aws
 
-.PHONY: setup synth synth-all check test lint fmt bench schema clean urn-snapshots
+.PHONY: setup synth synth-all check test lint fmt bench schema refresh-upstream clean urn-snapshots
 
 $(BIN)/.installed: pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "gpu-platform needs Python 3.11+: make PYTHON=python3.11 ...")'
@@ -50,6 +50,10 @@ urn-snapshots: setup
 
 schema: setup
 	$(BIN)/gpu-platform schema > stack.schema.json
+
+## Refresh upstream/ (the project's copy of the upstream contracts) from ../shared/upstream
+refresh-upstream:
+	$(PYTHON) scripts/refresh_upstream.py
 
 clean:
 	rm -rf out $(VENV) stack.schema.json
