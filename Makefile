@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STACK  ?= prod-aws
 
-.PHONY: setup synth synth-all check test lint fmt bench schema clean urn-snapshots
+.PHONY: setup synth synth-all check test lint fmt bench schema refresh-upstream policy-venv policy-data clean urn-snapshots
 
 $(BIN)/.installed: pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "gpu-platform needs Python 3.11+: make PYTHON=python3.11 ...")'
@@ -51,5 +51,25 @@ urn-snapshots: setup
 schema: setup
 	$(BIN)/gpu-platform schema > stack.schema.json
 
+## The policy pack's own virtualenv, policies/.venv (PulumiPolicy.yaml: virtualenv: .venv), from
+## policies/requirements.txt. Not `pulumi install` inside policies/: that installs the program (pulumi#16605).
+POLICY_VENV := policies/.venv
+$(POLICY_VENV)/.installed: policies/requirements.txt
+	@$(PYTHON) -c 'import ensurepip' 2>/dev/null || { echo "$(PYTHON) cannot create virtualenvs: install python3-venv (Debian/Ubuntu)"; exit 1; }
+	$(PYTHON) -m venv $(POLICY_VENV)
+	$(POLICY_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(POLICY_VENV)/bin/python -m pip install --quiet -r policies/requirements.txt
+	touch $@
+
+policy-venv: $(POLICY_VENV)/.installed
+
+## Regenerate policies/pack_data.json (the facts the self-contained pack takes from components)
+policy-data: setup
+	$(BIN)/python -m components.policy_data
+
+## Refresh upstream/ (the project's copy of the upstream contracts) from ../shared/upstream
+refresh-upstream:
+	$(PYTHON) scripts/refresh_upstream.py
+
 clean:
-	rm -rf out $(VENV) stack.schema.json
+	rm -rf out $(VENV) $(POLICY_VENV) stack.schema.json

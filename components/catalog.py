@@ -6,7 +6,7 @@ it without pulling in pulumi or a cloud SDK.
 Where the numbers come from:
 
 * MIG profiles: NVIDIA's MIG user guide ("Supported MIG Profiles") and the default mig-parted config that
-  the GPU Operator ships (``shared/upstream/gpu-operator/examples/mig-parted.default-config.yaml``).
+  the GPU Operator ships (``upstream/gpu-operator/examples/mig-parted.default-config.yaml``).
 * AWS instance types: the Karpenter provider's generated instance-type reference (vCPU, memory, GPU
   count and the ``karpenter.k8s.aws/instance-gpu-*`` label values, all read from the EC2 API).
 * GCP machine types: the Compute Engine GPU and accelerator-optimized machine docs and the machine-type

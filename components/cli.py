@@ -14,6 +14,10 @@ from pathlib import Path
 
 EXIT_OK, EXIT_POLICY, EXIT_INVALID, EXIT_INTERNAL = 0, 1, 2, 3
 POLICY_CONFIG_HELP = "policy pack config (JSON, the format of pulumi --policy-pack-config): levels and settings"
+PREVIEW_HELP = (
+    "render as a first `pulumi preview` sees it: outputs of resources to be created are unknown (policies that "
+    "meet one report an advisory 'can't run during preview', as under the engine)"
+)
 
 
 def _stack_file(stack: str, config: str | None) -> Path:
@@ -38,7 +42,7 @@ def _render(args: argparse.Namespace):
 
     path = _stack_file(args.stack, args.config)
     try:
-        return render(args.stack, read_stack_file(path)), None
+        return render(args.stack, read_stack_file(path), preview=getattr(args, "preview", False)), None
     except SpecError as err:
         for line in err.lines(_display(path)):
             print(line, file=sys.stderr)
@@ -130,12 +134,14 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--out", help="output directory (default out/STACK)")
     s.add_argument("--policy-config", help=POLICY_CONFIG_HELP)
     s.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    s.add_argument("--preview", action="store_true", help=PREVIEW_HELP)
     s.set_defaults(fn=cmd_synth)
     c = sub.add_parser("check", help="validate a stack and evaluate the policy pack, writing nothing")
     c.add_argument("stack")
     c.add_argument("--config", help="stack file to use instead of stacks/Pulumi.STACK.yaml")
     c.add_argument("--policy-config", help=POLICY_CONFIG_HELP)
     c.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    c.add_argument("--preview", action="store_true", help=PREVIEW_HELP)
     c.set_defaults(fn=cmd_check)
     co = sub.add_parser("cost", help="print what the stack's GPU pools and tenants cost per hour, writing nothing")
     co.add_argument("stack")

@@ -246,7 +246,7 @@ class GpuOperator(pulumi.ComponentResource):
                 )
             )
         # The chart's upgrade-crd hook (operator.upgradeCRD, on by default) "requires --disable-openapi-validation
-        # flag to be passed during helm upgrade" (../shared/upstream/gpu-operator/values.yaml); the release's
+        # flag to be passed during helm upgrade" (upstream/gpu-operator/values.yaml); the release's
         # disableOpenapiValidation is that flag.
         self.release = k8s.chart_release(
             "gpu-operator",

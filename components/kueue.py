@@ -249,7 +249,7 @@ def provisioning_class(spec: StackSpec, pool: NodePool) -> str | None:
 
 
 # Fields the API server refuses to change in place (the CRDs' CEL x-kubernetes-validations, e.g.
-# ../shared/upstream/kueue/resourceflavor.kueue.x-k8s.io.v1beta2.json and topology...v1beta2.json). The
+# upstream/kueue/resourceflavor.kueue.x-k8s.io.v1beta2.json and topology...v1beta2.json). The
 # provider does not know them and would plan an update the API server rejects; they are replaced instead,
 # deleting first (the object keeps its name, so the new one cannot exist beside the old).
 TOPOLOGY_IMMUTABLE = ("spec.levels",)

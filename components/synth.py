@@ -3,6 +3,11 @@ every registered resource, Kubernetes manifest and Helm release to disk.
 
 No Pulumi CLI, provider plugin, network or credentials are used. Lookups of existing cloud objects
 answer with values that are obviously placeholders (``offline-placeholder``); the summary says so.
+
+``preview=True`` renders what a first ``pulumi preview`` hands the policy pack instead: the program runs as a
+dry run and the resources it creates have no outputs yet, so every input computed from one (an IAM document
+holding a role ARN, a launch template id) is unknown, recorded as the engine's wire sentinel
+(``UNKNOWN``), which ``pulumi_policy``'s property proxy turns into ``UnknownValueError``.
 """
 
 from __future__ import annotations
@@ -27,6 +32,9 @@ PROJECT = "gpu-platform"
 PLACEHOLDER = "offline-placeholder"
 ACCOUNT = "000000000000"
 CA_DATA = "T0ZGTElORS1QTEFDRUhPTERFUi1DQQ=="  # base64("OFFLINE-PLACEHOLDER-CA")
+# How the engine sends an unknown value over gRPC (pulumi.runtime.rpc.UNKNOWN, equal to pulumi_policy's
+# UNKNOWN_STRING_VALUE); a preview rendering records unknown inputs with it.
+UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
 
 # Answers to lookups of existing cloud objects (invoke token -> result, camelCase as on the wire).
 LOOKUPS: dict[str, dict[str, Any]] = {
@@ -140,20 +148,38 @@ def _placeholder_outputs(typ: str, name: str, inputs: dict[str, Any]) -> dict[st
     return out
 
 
+def _wire_unknowns(value: Any) -> Any:
+    """Inputs with every unknown (``pulumi.output.Unknown`` in a dry run) as the engine's wire sentinel."""
+    from pulumi.output import Unknown
+
+    if isinstance(value, Unknown):
+        return UNKNOWN
+    if isinstance(value, dict):
+        return {k: _wire_unknowns(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_wire_unknowns(v) for v in value]
+    return value
+
+
 def _mock_classes():
     import pulumi
     from pulumi.runtime.mocks import MockMonitor
 
     class Mocks(pulumi.runtime.Mocks):
-        def __init__(self) -> None:
+        def __init__(self, preview: bool = False) -> None:
+            self.preview = preview
             self.inputs: dict[tuple[str, str], dict[str, Any]] = {}
             self.lookups: list[str] = []
             self.unanswered: list[str] = []
             self.lock = threading.Lock()
 
         def new_resource(self, args: pulumi.runtime.MockResourceArgs):
+            inputs = _wire_unknowns(args.inputs) if self.preview else args.inputs
             with self.lock:
-                self.inputs[(args.typ, args.name)] = args.inputs
+                self.inputs[(args.typ, args.name)] = inputs
+            if self.preview:
+                # A resource about to be created has no id and no computed outputs during a preview.
+                return "", inputs
             state = {**_placeholder_outputs(args.typ, args.name, args.inputs), **args.inputs}
             rid = f"{PLACEHOLDER}-{args.name}" if args.custom else ""
             return rid, state
@@ -244,9 +270,10 @@ def _config_for_engine(config: Mapping[str, Any]) -> dict[str, str]:
     return {k: v if isinstance(v, str) else json.dumps(v) for k, v in config.items()}
 
 
-def render(stack: str, config: Mapping[str, Any]) -> Rendering:
+def render(stack: str, config: Mapping[str, Any], preview: bool = False) -> Rendering:
     """Run ``__main__.py`` under the mock engine with this stack config; return what it registered.
 
+    ``preview``: as a first ``pulumi preview`` would (a dry run; created resources' outputs unknown).
     Raises SpecError (before anything registers) when the config is invalid.
     """
     spec = load_spec(config)  # fail fast, nothing registered
@@ -258,12 +285,12 @@ def render(stack: str, config: Mapping[str, Any]) -> Rendering:
     from pulumi.runtime.sync_await import _sync_await
 
     mocks_cls, monitor_cls = _mock_classes()
-    mocks = mocks_cls()
+    mocks = mocks_cls(preview=preview)
     monitor = monitor_cls(mocks, disabled_default_providers())
     monitor.stack_name = stack
-    settings.reset_options(project=PROJECT, stack=stack, preview=False)
+    settings.reset_options(project=PROJECT, stack=stack, preview=preview)
     set_all_config(_config_for_engine(config))
-    pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
+    pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=preview, monitor=monitor)
     # The mock root stack is process-global and registered its (empty) outputs when set_mocks made it;
     # pulumi.export() collects into its ``outputs``, which is read back below, fresh for every run.
     root = get_root_resource()

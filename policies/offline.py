@@ -38,7 +38,7 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
-from pulumi_policy.proxy import unknown_checking_proxy
+from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 
 from policies import gpu_policies
 
@@ -301,8 +301,42 @@ def _policy_resources(subjects: Sequence[Subject]) -> list[PolicyResource]:
     return list(resources.values())
 
 
+# --- unknown values (issue 13): a policy that meets an unknown during a preview is skipped with an advisory,
+# as pulumi_policy's analyzer does (policy.py, _PolicyAnalyzerServicer.Analyze/AnalyzeStack: `except
+# UnknownValueError` -> an ADVISORY diagnostic "can't run policy ... during preview: ..."), never a failure.
+
+
+class CannotRunDuringPreview(str):
+    """The message of a policy skipped because it met an unknown value (reported as advisory)."""
+
+
+def _pack_version() -> str:
+    try:
+        import yaml
+
+        doc = yaml.safe_load((Path(__file__).with_name("PulumiPolicy.yaml")).read_text(encoding="utf-8"))
+        return str(doc.get("version", "0.0.1"))
+    except (OSError, AttributeError, ImportError):  # pragma: no cover - the file ships with the pack
+        return "0.0.1"
+
+
+def _cannot_run(policy: Policy, exc: UnknownValueError) -> CannotRunDuringPreview:
+    return CannotRunDuringPreview(
+        f"can't run policy '{policy.name}' from policy pack '{gpu_policies.PACK_NAME}@v{_pack_version()}' "
+        f"during preview: {exc.message}"
+    )
+
+
+def _error_level(error: str) -> str:
+    return EnforcementLevel.ADVISORY.value if isinstance(error, CannotRunDuringPreview) else "mandatory"
+
+
+# --- end unknown values
+
+
 def _call(policy: Policy, args: Any, report: Any) -> str | None:
-    """Run one validation like the engine does; an error message if the policy itself failed."""
+    """Run one validation like the engine does; an error message if the policy itself failed, or a
+    ``CannotRunDuringPreview`` message if it met an unknown value."""
     try:
         result = policy.validate(args, report)
         if isawaitable(result):
@@ -313,6 +347,8 @@ def _call(policy: Policy, args: Any, report: Any) -> str | None:
                 loop.close()
     except NotApplicable:
         return None
+    except UnknownValueError as exc:
+        return _cannot_run(policy, exc)
     except Exception as exc:  # a broken policy must not pass silently
         return f"policy raised {type(exc).__name__}: {exc}"
     return None
@@ -413,14 +449,14 @@ def run(
                 )
                 error = _call(policy, args, lambda message, urn=None, s=s: record(s, message))
                 if error:
-                    violations.append(Violation(policy.name, "mandatory", s.type, s.name, error))
+                    violations.append(Violation(policy.name, _error_level(error), s.type, s.name, str(error)))
         else:
             stack_args = StackValidationArgs(_policy_resources(subjects), dict(st.config))
             error = _call(
                 policy, stack_args, lambda message, urn=None: record(by_urn.get(urn) if urn else None, message)
             )
             if error:
-                violations.append(Violation(policy.name, "mandatory", None, None, error))
+                violations.append(Violation(policy.name, _error_level(error), None, None, str(error)))
     violations = sorted(set(violations), key=Violation.sort_key)
     return Report(stack, len(subjects), chosen, violations, config_source)
 

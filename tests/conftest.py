@@ -3,7 +3,9 @@
 - Every program run goes through ``components.synth.render``: fresh mocks and a recording monitor,
   with ``pulumi.runtime.settings.reset_options()`` before and after, so runs never share state.
 - Renderings of the shipped stacks are cached per session (they are immutable data).
-- Tests that need ../shared/upstream skip cleanly when it is absent (a user's clone).
+- Upstream contracts (CRD schemas, chart values, examples) come from the repository's own copy in
+  ``upstream/`` (refreshed from ../shared/upstream by ``make refresh-upstream``), so no test depends on
+  anything beside the repository.
 """
 
 from __future__ import annotations
@@ -13,15 +15,12 @@ import functools
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 STACKS_DIR = ROOT / "stacks"
 STACKS = sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in STACKS_DIR.glob("Pulumi.*.yaml"))
-UPSTREAM = ROOT.parent / "shared" / "upstream"
-
-needs_upstream = pytest.mark.skipif(not UPSTREAM.is_dir(), reason="../shared/upstream is not present")
+UPSTREAM = ROOT / "upstream"  # the project's copy; see upstream/README.md
 
 # Type tokens, named once.
 NAMESPACE = "kubernetes:core/v1:Namespace"

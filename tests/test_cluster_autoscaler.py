@@ -3,7 +3,7 @@ ProvisioningRequest CRD, the GPU label, and when it is installed.
 
 Upstream facts the expectations below are written from (not from the code under test):
 
-- ../shared/upstream/cluster-autoscaler/iam-actions.json: the AWS README's "Full Cluster Autoscaler Features
+- upstream/cluster-autoscaler/iam-actions.json: the AWS README's "Full Cluster Autoscaler Features
   Policy (Recommended)" (README lines 34-69): nine read actions on "*", and SetDesiredCapacity /
   TerminateInstanceInAutoScalingGroup, the block upstream says to restrict "using tag based conditionals".
 - EKS tags every managed node group's Auto Scaling group k8s.io/cluster-autoscaler/enabled=true and
@@ -19,7 +19,7 @@ import json
 
 import pytest
 import yaml
-from conftest import HELM_RELEASE, UPSTREAM, needs_upstream, render_config, rendered, stack_config
+from conftest import HELM_RELEASE, UPSTREAM, render_config, rendered, stack_config
 from values_paths import unknown_paths
 
 from components import versions
@@ -82,7 +82,6 @@ def test_chart_pinned_from_the_official_repository():
     assert rel["namespace"] == "kube-system"
 
 
-@needs_upstream
 def test_chart_pin_matches_the_upstream_chart():
     chart = yaml.safe_load((UPSTREAM / "cluster-autoscaler" / "Chart.yaml").read_text())
     assert (chart["name"], chart["version"], chart["appVersion"]) == ("cluster-autoscaler", "9.59.0", "1.35.0")
@@ -106,7 +105,6 @@ CA_135_FLAGS = {
 }
 
 
-@needs_upstream
 @pytest.mark.parametrize("identity", ["pod-identity", "irsa"])
 def test_values_exist_in_the_upstream_chart(identity):
     upstream = yaml.safe_load((UPSTREAM / "cluster-autoscaler" / "values.yaml").read_text())
@@ -197,7 +195,6 @@ def test_policy_statement_by_statement():
     assert doc["Statement"] == EXPECTED_STATEMENTS
 
 
-@needs_upstream
 def test_policy_grants_exactly_the_upstream_auto_discovery_actions():
     upstream = json.loads((UPSTREAM / "cluster-autoscaler" / "iam-actions.json").read_text())
     read, mutating = upstream["fullFeaturesPolicy"]["statements"]

@@ -1,6 +1,6 @@
 """Cost: the dated price catalog, per pool / tenant / stack figures, ``gpu-platform cost``, the budget and
 idle-node policies. Expected figures are worked out by hand from the list prices recorded independently in
-../shared/upstream/prices/ (never from the code under test)."""
+upstream/prices/ (never from the code under test)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ROOT, rendered, stack_config
+from conftest import ROOT, UPSTREAM, rendered, stack_config
 
 from components import catalog, cli, cost, prices
 from components.spec import SpecError, load_spec
@@ -18,9 +18,7 @@ from policies import cost_policies
 from policies import gpu_policies as gp
 from policies.offline import evaluate
 
-UPSTREAM = ROOT.parent / "shared" / "upstream" / "prices" / "prices.json"
-if not UPSTREAM.exists():
-    UPSTREAM = Path("/work/wt/shared/upstream/prices/prices.json")
+PRICES = UPSTREAM / "prices" / "prices.json"  # the project's copy of the upstream price record
 
 
 def report(stack: str, **overrides) -> dict:
@@ -54,9 +52,8 @@ def test_every_catalog_type_has_a_sourced_dated_price_or_is_unknown_with_a_reaso
         assert len(s["commit"]) == 40 and s["generatedAt"] and s["path"] and s["repository"]
 
 
-@pytest.mark.skipif(not UPSTREAM.exists(), reason="shared upstream price record not mounted")
 def test_catalog_agrees_with_the_independently_recorded_upstream_figures():
-    up = json.loads(UPSTREAM.read_text())
+    up = json.loads(PRICES.read_text())
     data = prices.catalog()
     for name, usd in up["aws"]["onDemandHourly"].items():
         assert data["aws"][name]["us-east-1"]["onDemand"] == usd, name

@@ -20,7 +20,6 @@ from conftest import (
     ROOT,
     STACKS,
     UPSTREAM,
-    needs_upstream,
     render_config,
     rendered,
     stack_config,
@@ -288,7 +287,6 @@ def test_changed_topology_levels_replace_the_topology():
     assert plans_replacement(old.inputs, new)
 
 
-@needs_upstream
 def test_replacement_is_planned_exactly_where_the_crd_refuses_an_update():
     """The CRDs' own CEL transition rules, evaluated on each edit: every edit they refuse is a planned
     replacement, and an edit they allow is left an update (a needless replacement would delete the flavor
@@ -329,7 +327,6 @@ def test_gpu_operator_release_can_upgrade_its_crds(stack):
     assert not any(r.inputs.get("disableOpenapiValidation") for r in others)
 
 
-@needs_upstream
 def test_the_chart_asks_for_openapi_validation_off_when_it_upgrades_crds():
     text = (UPSTREAM / "gpu-operator" / "values.yaml").read_text()
     values = yaml.safe_load(text)

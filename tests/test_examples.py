@@ -14,7 +14,7 @@ from typing import Any
 import kubernetes_validate
 import pytest
 import yaml
-from conftest import ROOT, STACKS, UPSTREAM, manifest, needs_upstream, release, rendered
+from conftest import ROOT, STACKS, UPSTREAM, manifest, release, rendered
 from jsonschema import Draft7Validator
 
 from components import derive, kueue
@@ -104,7 +104,6 @@ def test_core_objects_validate_strictly(path, version):
         kubernetes_validate.validate(doc, version, strict=True)
 
 
-@needs_upstream
 def test_volcano_job_validates_against_the_strict_schema():
     schema = json.loads((UPSTREAM / "volcano" / "job.batch.volcano.sh.v1alpha1.strict.json").read_text())
     jobs = [d for p in FILES for d in _docs(p) if (d["apiVersion"], d["kind"]) == VOLCANO_JOB]

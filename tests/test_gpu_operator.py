@@ -16,7 +16,6 @@ from conftest import (
     RESOURCE_QUOTA,
     UPSTREAM,
     manifest,
-    needs_upstream,
     release,
     rendered,
     stack_config,
@@ -231,7 +230,6 @@ def test_prod_aws_mig_manager_uses_our_configs_and_reboots():
 # --------------------------------------------------------------------------- values vs upstream
 
 
-@needs_upstream
 @pytest.mark.parametrize("stack", OPERATOR_STACKS)
 def test_every_value_path_exists_in_the_pinned_chart(stack):
     upstream = yaml.safe_load((GPU_OPERATOR_DIR / "values.yaml").read_text())
@@ -244,7 +242,6 @@ def test_every_value_path_exists_in_the_pinned_chart(stack):
     assert unknown_paths(ours["node-feature-discovery"], nfd_upstream) == []
 
 
-@needs_upstream
 def test_value_walker_catches_a_misplaced_key():
     upstream = yaml.safe_load((GPU_OPERATOR_DIR / "values.yaml").read_text())
     assert unknown_paths({"cdi": {"default": True}}, upstream) == ["cdi.default: not in upstream values.yaml"]
@@ -252,7 +249,6 @@ def test_value_walker_catches_a_misplaced_key():
     assert unknown_paths({"devicePlugin": {"config": {"data": {"x": "y"}}}}, upstream) == []  # free-form map
 
 
-@needs_upstream
 @pytest.mark.parametrize("stack", ["prod-aws", "prod-gcp"])
 def test_nfd_values_validate_against_the_subchart_schema(stack):
     nfd_dir = GPU_OPERATOR_DIR / "node-feature-discovery"
@@ -305,7 +301,6 @@ def device_plugin_data(stack: str) -> dict[str, str]:
     return manifest(rendered(stack), "ConfigMap", "device-plugin-config", "gpu-operator")["data"]
 
 
-@needs_upstream
 @pytest.mark.parametrize("stack", ["dev-aws", "prod-aws", "local"])
 def test_device_plugin_configs_follow_the_upstream_format(stack):
     data = device_plugin_data(stack)
@@ -325,7 +320,6 @@ def test_device_plugin_configs_follow_the_upstream_format(stack):
         assert doc["sharing"][kind]["resources"][0]["replicas"] >= 2
 
 
-@needs_upstream
 def test_upstream_device_plugin_examples_pass_the_same_format_check():
     # the checker is not vacuous: NVIDIA's own samples pass it, a misspelt key does not
     template = _format_template("device-plugin.time-slicing.format.readme.txt")
@@ -369,7 +363,6 @@ def mig_doc(stack: str) -> dict[str, Any]:
     return yaml.safe_load(cm["data"]["config.yaml"])
 
 
-@needs_upstream
 def test_mig_parted_config_follows_the_upstream_format():
     doc = mig_doc("prod-aws")
     default = yaml.safe_load((EXAMPLES / "mig-parted.default-config.yaml").read_text())

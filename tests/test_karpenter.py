@@ -10,7 +10,7 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-from conftest import HELM_RELEASE, UPSTREAM, needs_upstream, release, render_config, rendered, stack_config
+from conftest import HELM_RELEASE, UPSTREAM, release, render_config, rendered, stack_config
 
 from components import derive, versions
 from components.aws import iam_karpenter, karpenter
@@ -90,7 +90,6 @@ def test_controller_release_is_pinned_with_crds_as_their_own_release(stack):
     assert "karpenter-crd" in r.find(HELM_RELEASE, "karpenter").depends_on
 
 
-@needs_upstream
 def test_pinned_version_is_the_upstream_chart():
     chart = yaml.safe_load((UPSTREAM / "karpenter" / "Chart.yaml").read_text())
     assert versions.KARPENTER.version == versions.KARPENTER_CRD.version == chart["version"] == "1.14.1"
@@ -174,7 +173,6 @@ def _walk_values(ours: dict[str, Any], theirs: dict[str, Any], path: str = "") -
     return missing
 
 
-@needs_upstream
 @pytest.mark.parametrize("identity", ["pod-identity", "irsa"])
 def test_every_value_path_exists_in_the_upstream_chart(identity):
     upstream = yaml.safe_load((UPSTREAM / "karpenter" / "values.yaml").read_text())
@@ -749,7 +747,6 @@ def _variant_docs() -> list[dict[str, Any]]:
     return docs
 
 
-@needs_upstream
 @pytest.mark.parametrize("source", ["dev-aws", "prod-aws", "variants"])
 def test_custom_resources_validate_against_the_strict_upstream_schemas(source):
     validators = {
@@ -769,7 +766,6 @@ def test_custom_resources_validate_against_the_strict_upstream_schemas(source):
         assert cel[doc["kind"]](doc) == [], doc["metadata"]["name"]
 
 
-@needs_upstream
 def test_strict_schemas_catch_misplaced_fields():
     """The validation above is not vacuous: a field in the wrong place fails."""
     r = rendered("dev-aws")

@@ -16,7 +16,6 @@ from conftest import (
     UPSTREAM,
     manifest,
     manifests,
-    needs_upstream,
     release,
     render_config,
     rendered,
@@ -79,13 +78,11 @@ def test_release_is_the_pinned_official_oci_chart():
     assert "repositoryOpts" not in rel  # OCI: the registry is in the chart reference
 
 
-@needs_upstream
 @pytest.mark.parametrize("stack", STACKS)
 def test_every_value_path_exists_upstream(stack):
     assert unknown_paths(release(rendered(stack), "kueue")["values"], _upstream_values()) == []
 
 
-@needs_upstream
 def test_manager_config_keeps_the_serving_settings_the_chart_wires():
     """The chart's Deployment, Services and probes expect the ports and lease of its default document."""
     ours = _manager_config(rendered("prod-aws"))
@@ -97,7 +94,6 @@ def test_manager_config_keeps_the_serving_settings_the_chart_wires():
     assert ours["metrics"]["bindAddress"] == default["metrics"]["bindAddress"] == ":8443"
 
 
-@needs_upstream
 def test_manager_config_uses_only_keys_the_chart_documents():
     """Every key we set is one the chart's values.yaml shows (set or commented out) in its Configuration."""
     text = _upstream_values_text()
@@ -227,7 +223,6 @@ def _validator(kind):
     return Draft7Validator(json.loads(path.read_text()))
 
 
-@needs_upstream
 @pytest.mark.parametrize("stack", STACKS)
 def test_custom_resources_validate_against_the_strict_v1beta2_schemas(stack):
     docs = [m for m in rendered(stack).manifests if m["apiVersion"] == API and m["kind"] in KINDS]
@@ -239,7 +234,6 @@ def test_custom_resources_validate_against_the_strict_v1beta2_schemas(stack):
         assert errors == [], f"{doc['kind']} {doc['metadata']['name']}"
 
 
-@needs_upstream
 def test_strict_schema_catches_a_v1beta1_field_name():
     """v1beta1's spec.cohort became spec.cohortName in v1beta2; the strict schema refuses the old name."""
     doc = manifest(rendered("prod-aws"), "ClusterQueue", "research")
@@ -514,7 +508,7 @@ def test_a_topology_aware_managed_pool_without_the_autoscaler_gets_no_check():
 
 @functools.cache
 def _closed_validator(kind):
-    """Kueue v0.19.2's schema for kinds ../shared/upstream lacks (tests/fixtures/kueue), closed the way its
+    """Kueue v0.19.2's schema for kinds upstream/ lacks (tests/fixtures/kueue), closed the way its
     .strict.json files are: additionalProperties false on every object schema with properties."""
     from conftest import ROOT
 

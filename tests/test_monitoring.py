@@ -17,7 +17,6 @@ from conftest import (
     STACKS,
     UPSTREAM,
     manifest,
-    needs_upstream,
     release,
     render_config,
     rendered,
@@ -97,7 +96,6 @@ def test_monitoring_objects_are_rendered_for_the_exporter(stack):
         assert rec.provider == "kubernetes"
 
 
-@needs_upstream
 @pytest.mark.parametrize("stack", MONITORED)
 def test_servicemonitor_and_prometheusrule_validate_strictly(stack):
     for kind, doc in (("servicemonitor", sm_doc(stack)), ("prometheusrule", rule_doc(stack))):
@@ -111,7 +109,6 @@ def test_servicemonitor_and_prometheusrule_validate_strictly(stack):
         assert errors == [], (kind, errors)
 
 
-@needs_upstream
 def test_strict_schema_rejects_a_misspelt_servicemonitor_field():
     doc = sm_doc("prod-aws")
     bad = json.loads(json.dumps(doc))
@@ -410,7 +407,6 @@ def test_standalone_servicemonitor_selects_the_chart_service(standalone):
     assert alerts(rule)["DcgmExporterDown"]["expr"] == 'up{job="dcgm-exporter"} == 0'
 
 
-@needs_upstream
 def test_standalone_exporter_value_paths_exist_upstream(standalone):
     upstream = yaml.safe_load((UPSTREAM / "dcgm-exporter" / "values.yaml").read_text())
     assert unknown_paths(release(standalone, "dcgm-exporter")["values"], upstream) == []

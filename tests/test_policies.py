@@ -26,7 +26,6 @@ from conftest import (
     STACKS,
     UPSTREAM,
     manifest,
-    needs_upstream,
     render_config,
     rendered,
     stack_config,
@@ -696,7 +695,6 @@ def test_node_imdsv2_and_encryption_node_classes():
     assert "spec.blockDeviceMappings is empty" in msg
 
 
-@needs_upstream
 def test_ec2_node_class_defaults_http_tokens_to_required():
     """Why an EC2NodeClass without metadataOptions passes: the CRD defaults httpTokens to required."""
     schema = json.loads((UPSTREAM / "karpenter" / "ec2nodeclass.karpenter.k8s.aws.v1.json").read_text())

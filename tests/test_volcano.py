@@ -8,7 +8,7 @@ import json
 
 import pytest
 import yaml
-from conftest import STACKS, UPSTREAM, manifest, manifests, needs_upstream, release, rendered, stack_config
+from conftest import STACKS, UPSTREAM, manifest, manifests, release, rendered, stack_config
 from jsonschema import Draft7Validator
 from values_paths import unknown_paths
 
@@ -107,14 +107,12 @@ def test_volcano_off_renders_nothing():
     assert manifests(r, "Queue") == []
 
 
-@needs_upstream
 @pytest.mark.parametrize("stack", VOLCANO_STACKS)
 def test_every_value_path_exists_upstream(stack):
     upstream = yaml.safe_load(_upstream_values_text())
     assert unknown_paths(release(rendered(stack), "volcano")["values"], upstream) == []
 
 
-@needs_upstream
 def test_scheduler_config_uses_the_format_the_chart_documents():
     """values.yaml documents scheduler_config_override as a volcano-scheduler.conf document (actions + tiers
     of plugins); every plugin of ours but resourcequota appears in that documented example."""
@@ -168,7 +166,6 @@ def _queue_validator():
     )
 
 
-@needs_upstream
 @pytest.mark.parametrize("stack", VOLCANO_STACKS)
 def test_queues_validate_against_the_strict_schema(stack):
     queues = [m for m in manifests(rendered(stack), "Queue") if m["apiVersion"] == QUEUE_API]
@@ -193,7 +190,6 @@ def test_queues_pass_the_volcano_queue_webhook(stack):
                 assert int(d) <= int(s["capability"][name]), (q["metadata"]["name"], name)
 
 
-@needs_upstream
 def test_strict_schema_catches_a_misplaced_guarantee():
     """guarantee takes its resources under guarantee.resource, not directly."""
     q = manifest(rendered("prod-aws"), "Queue", "applied-ml")

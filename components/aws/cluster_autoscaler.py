@@ -84,7 +84,7 @@ def role_name(spec: StackSpec) -> str:
 # -------------------------------------------------------------------------------------------- IAM
 
 # The "Full Cluster Autoscaler Features Policy (Recommended)" of the autoscaler's AWS README (section "IAM
-# Policy"; ../shared/upstream/cluster-autoscaler/iam-actions.json): auto-discovery and scale from zero need
+# Policy"; upstream/cluster-autoscaler/iam-actions.json): auto-discovery and scale from zero need
 # every read action below, on "*" (Describe* calls have no resource-level permissions).
 READ_ACTIONS = (
     "autoscaling:DescribeAutoScalingGroups",
