@@ -111,7 +111,7 @@ def _res(cpu: str, memory: str, limit: str) -> dict[str, Any]:
 
 def helm_values(spec: StackSpec) -> dict[str, Any]:
     """Values of the kube-prometheus-stack release (paths checked against the chart's and its sub-charts'
-    values.yaml in ../shared/upstream/kube-prometheus-stack/)."""
+    values.yaml in upstream/kube-prometheus-stack/)."""
     system = derive.system_node_selector(spec)
     selector = {"matchLabels": monitor_labels(spec)}
     extra = extra_labels(spec)

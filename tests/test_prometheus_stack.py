@@ -12,7 +12,6 @@ from conftest import (
     UPSTREAM,
     manifest,
     manifests,
-    needs_upstream,
     release,
     render_config,
     rendered,
@@ -76,13 +75,11 @@ def test_install_is_the_default():
     assert load_spec(cfg).monitoring.prometheus == "install"
 
 
-@needs_upstream
 def test_chart_copy_is_the_pinned_version():
     chart = yaml.safe_load((KPS / "Chart.yaml").read_text())
     assert chart["version"] == versions.KUBE_PROMETHEUS_STACK.version
 
 
-@needs_upstream
 @pytest.mark.parametrize("stack", STACKS)
 def test_every_value_path_exists_upstream(stack):
     ours = _values(rendered(stack))
@@ -94,7 +91,6 @@ def test_every_value_path_exists_upstream(stack):
         assert unknown_paths(ours[sub], sub_upstream) == [], sub
 
 
-@needs_upstream
 def test_value_walker_catches_a_misplaced_selector():
     upstream = yaml.safe_load((KPS / "values.yaml").read_text())
     bad = {"prometheus": {"serviceMonitorSelector": {"matchLabels": {"a": "b"}}}}  # belongs under prometheusSpec
@@ -195,7 +191,6 @@ def test_node_exporter_alone_is_privileged():
     assert _values(r)["prometheus-node-exporter"]["namespaceOverride"] == versions.NODE_EXPORTER_NAMESPACE
 
 
-@needs_upstream
 def test_node_exporter_really_needs_host_access():
     """Why privileged: the sub-chart's defaults use host network, host PID and the host root filesystem."""
     ne = yaml.safe_load((KPS / "prometheus-node-exporter" / "values.yaml").read_text())
@@ -265,7 +260,6 @@ def test_dashboard_label_is_the_first_of_dashboard_labels():
     assert prometheus_stack.dashboard_label(spec) == ("a", "1")
 
 
-@needs_upstream
 def test_prometheus_rule_webhook_keeps_failure_policy_ignore():
     """With the certificate patch Job on and no failurePolicy set, the chart renders the PrometheusRule webhook
     with failurePolicy Ignore (kube-prometheus-stack 88.5.3 validatingWebhookConfiguration.yaml), so our rule

@@ -11,7 +11,7 @@ import json
 
 import pytest
 import yaml
-from conftest import STACKS, UPSTREAM, manifest, needs_upstream, rendered, stack_config
+from conftest import STACKS, UPSTREAM, manifest, rendered, stack_config
 from jsonschema import Draft7Validator
 
 from components import kueue, versions, volcano, webhooks
@@ -116,7 +116,6 @@ def test_probe_may_only_create_the_probed_resource(addon, group, resource):
     assert binding["roleRef"]["name"] == f"gpu-platform-{addon}-webhook-probe"
 
 
-@needs_upstream
 @pytest.mark.parametrize(
     ("addon", "schema"),
     [
