@@ -514,27 +514,30 @@ def _stack_gpu_resources(resources: Sequence[PolicyResource]) -> set[str]:
     return {n for n in names if _is_gpu_resource(n)}
 
 
-def _namespace_quotas(resources: Sequence[PolicyResource], namespace: str) -> list[PolicyResource]:
-    """ResourceQuotas in the namespace that apply to every pod (no scopes)."""
-    out = []
+def _namespace_quotas(resources: Sequence[PolicyResource]) -> dict[Any, list[PolicyResource]]:
+    """Namespace -> its ResourceQuotas that apply to every pod (no scopes); one pass over the stack."""
+    out: dict[Any, list[PolicyResource]] = {}
     for r in resources:
-        if r.resource_type != RESOURCE_QUOTA or _meta(r.props).get("namespace") != namespace:
+        if r.resource_type != RESOURCE_QUOTA:
             continue
         spec = _map(r.props.get("spec"))
         if _seq(spec.get("scopes")) or spec.get("scopeSelector"):
             continue
-        out.append(r)
+        namespace = _meta(r.props).get("namespace")
+        if isinstance(namespace, str):
+            out.setdefault(namespace, []).append(r)
     return out
 
 
 def _tenant_gpu_quota(args: StackValidationArgs, report: ReportViolation) -> None:
     required = sorted(_stack_gpu_resources(args.resources))
+    quotas = _namespace_quotas(args.resources)
     for ns in args.resources:
         if ns.resource_type != NAMESPACE or not _labels(ns.props).get(TENANT_LABEL):
             continue
         name = _meta(ns.props).get("name") or ns.name
         capped: set[str] = set()
-        for q in _namespace_quotas(args.resources, name):
+        for q in quotas.get(name, []) if isinstance(name, str) else []:
             capped.update(
                 k.removeprefix("requests.") for k in _map(_get(q.props, "spec", "hard")) if k.startswith("requests.")
             )
@@ -840,34 +843,53 @@ def gpu_pools(resources: Sequence[PolicyResource]) -> list[GpuPool]:
     return out
 
 
-def _by_group_kind(resources: Sequence[PolicyResource], group: str, kind: str) -> list[PolicyResource]:
-    return [r for r in resources if k8s_group_kind(r.resource_type) == (group, kind)]
+@dataclass(frozen=True)
+class _KueueIndex:
+    """The stack's Kueue objects, indexed once: namespace -> ClusterQueues its LocalQueues point at,
+    ClusterQueue -> flavors it gives a non-zero nominal quota, ResourceFlavor -> pools it selects."""
+
+    queues: dict[Any, set[Any]]
+    flavors: dict[Any, set[Any]]
+    pools: dict[Any, set[str]]
+
+    @classmethod
+    def of(cls, resources: Sequence[PolicyResource]) -> _KueueIndex:
+        queues: dict[Any, set[Any]] = {}
+        flavors: dict[Any, set[Any]] = {}
+        pools: dict[Any, set[str]] = {}
+        for r in resources:
+            group, kind = k8s_group_kind(r.resource_type)
+            if group != "kueue.x-k8s.io":
+                continue
+            name = _meta(r.props).get("name")
+            if kind == "LocalQueue":
+                namespace, queue = _meta(r.props).get("namespace"), _get(r.props, "spec", "clusterQueue")
+                if isinstance(namespace, str) and isinstance(queue, str):
+                    queues.setdefault(namespace, set()).add(queue)
+            elif kind == "ClusterQueue" and isinstance(name, str):
+                given = flavors.setdefault(name, set())
+                for rg in _seq(_get(r.props, "spec", "resourceGroups")):
+                    for fl in _seq(_map(rg).get("flavors")):
+                        quotas = [quantity(_map(x).get("nominalQuota")) for x in _seq(_map(fl).get("resources"))]
+                        flavor = _map(fl).get("name")
+                        if any(q for q in quotas) and isinstance(flavor, str):
+                            given.add(flavor)
+            elif kind == "ResourceFlavor" and isinstance(name, str):
+                pool = _map(_get(r.props, "spec", "nodeLabels")).get(POOL_LABEL)
+                if pool:
+                    pools.setdefault(name, set()).add(str(pool))
+        return cls(queues, flavors, pools)
+
+    def tenant_pools(self, namespace: str) -> set[str] | None:
+        queues = self.queues.get(namespace, ()) if isinstance(namespace, str) else ()
+        flavors = {f for q in queues for f in self.flavors.get(q, ())}
+        return {p for f in flavors for p in self.pools.get(f, ())} or None
 
 
 def tenant_pools(resources: Sequence[PolicyResource], namespace: str) -> set[str] | None:
     """Pools a tenant namespace gets GPU quota on through Kueue: LocalQueue -> ClusterQueue -> flavors with a
     non-zero nominal quota -> ResourceFlavor nodeLabels[gpu-platform/pool]. None when Kueue shows nothing."""
-    queues = {
-        _get(lq.props, "spec", "clusterQueue")
-        for lq in _by_group_kind(resources, "kueue.x-k8s.io", "LocalQueue")
-        if _meta(lq.props).get("namespace") == namespace
-    }
-    flavors: set[str] = set()
-    for cq in _by_group_kind(resources, "kueue.x-k8s.io", "ClusterQueue"):
-        if _meta(cq.props).get("name") not in queues:
-            continue
-        for rg in _seq(_get(cq.props, "spec", "resourceGroups")):
-            for fl in _seq(_map(rg).get("flavors")):
-                quotas = [quantity(_map(x).get("nominalQuota")) for x in _seq(_map(fl).get("resources"))]
-                if any(q for q in quotas):
-                    flavors.add(_map(fl).get("name"))
-    pools = set()
-    for rf in _by_group_kind(resources, "kueue.x-k8s.io", "ResourceFlavor"):
-        if _meta(rf.props).get("name") in flavors:
-            pool = _map(_get(rf.props, "spec", "nodeLabels")).get(POOL_LABEL)
-            if pool:
-                pools.add(str(pool))
-    return pools or None
+    return _KueueIndex.of(resources).tenant_pools(namespace)
 
 
 def _critical_tenant_capacity(args: StackValidationArgs, report: ReportViolation) -> None:
@@ -877,12 +899,15 @@ def _critical_tenant_capacity(args: StackValidationArgs, report: ReportViolation
     capacity: dict[str, set[str]] = {}
     for p in pools:
         capacity.setdefault(p.pool, set()).update(p.capacity)
+    kueue: _KueueIndex | None = None  # built at the first critical tenant
     for ns in args.resources:
         labels = _labels(ns.props)
         if ns.resource_type != NAMESPACE or str(labels.get(CRITICAL_LABEL, "")).lower() != "true":
             continue
         name = _meta(ns.props).get("name") or ns.name
-        reach = tenant_pools(args.resources, name)
+        if kueue is None:
+            kueue = _KueueIndex.of(args.resources)
+        reach = kueue.tenant_pools(name)
         basis = "its Kueue quotas" if reach is not None else "the stack's GPU pools (no Kueue quota found)"
         reach = {p for p in (reach if reach is not None else capacity) if p in capacity}
         if reach and all(capacity[p] <= {"spot"} for p in reach):

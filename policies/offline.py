@@ -282,23 +282,58 @@ def _opts(s: Subject) -> PolicyResourceOptions:
     )
 
 
-def _provider(s: Subject) -> PolicyProviderResource | None:
-    p = s.provider
-    return PolicyProviderResource(p.type, unknown_checking_proxy(dict(p.props)), p.urn, p.name) if p else None
+class _Proxies:
+    """The engine's read-only proxies (``unknown_checking_proxy``: reading an unknown value raises
+    ``UnknownValueError``), built once per resource and shared by every policy of a run.
 
+    The engine deserializes a resource afresh for each policy; the proxies hold a copy of the inputs and only
+    read them (``Mapping`` / ``Sequence``), so one per resource behaves the same and saves a deep copy per
+    policy and resource (quadratic for stack policies, which each see every resource)."""
 
-def _policy_resources(subjects: Sequence[Subject]) -> list[PolicyResource]:
-    resources = {
-        s.urn: PolicyResource(
-            s.type, unknown_checking_proxy(dict(s.props)), s.urn, s.name, _opts(s), _provider(s), None, [], {}
-        )
-        for s in subjects
-    }
-    for s in subjects:
-        r = resources[s.urn]
-        r.parent = resources.get(s.parent) if s.parent else None
-        r.dependencies = [resources[d] for d in s.dependencies if d in resources]
-    return list(resources.values())
+    def __init__(self) -> None:
+        self._props: dict[int, Any] = {}
+        self._keep: list[Subject] = []  # the subjects whose id() keys _props stay alive with it
+        self._providers: dict[str, PolicyProviderResource] = {}
+        self._options: dict[str, PolicyResourceOptions] = {}
+        self._stack: list[PolicyResource] | None = None
+
+    def props(self, s: Subject) -> Any:
+        got = self._props.get(id(s))
+        if got is None:
+            got = self._props[id(s)] = unknown_checking_proxy(dict(s.props))
+            self._keep.append(s)
+        return got
+
+    def options(self, s: Subject) -> PolicyResourceOptions:
+        got = self._options.get(s.urn)
+        if got is None:
+            got = self._options[s.urn] = _opts(s)
+        return got
+
+    def provider(self, s: Subject) -> PolicyProviderResource | None:
+        p = s.provider
+        if p is None:
+            return None
+        got = self._providers.get(p.urn)
+        if got is None:
+            got = self._providers[p.urn] = PolicyProviderResource(p.type, self.props(p), p.urn, p.name)
+        return got
+
+    def stack_resources(self, subjects: Sequence[Subject]) -> list[PolicyResource]:
+        """Every resource as a ``PolicyResource`` with parent and dependencies linked (built once per run)."""
+        if self._stack is None:
+            resources = {
+                s.urn: PolicyResource(
+                    s.type, self.props(s), s.urn, s.name, self.options(s), self.provider(s), None, [], {}
+                )
+                for s in subjects
+            }
+            for s in subjects:
+                r = resources[s.urn]
+                r.parent = resources.get(s.parent) if s.parent else None
+                r.dependencies = [resources[d] for d in s.dependencies if d in resources]
+            self._stack = list(resources.values())
+        return self._stack
 
 
 # --- unknown values (issue 13): a policy that meets an unknown during a preview is skipped with an advisory,
@@ -418,6 +453,7 @@ def run(
     """Evaluate ``policies`` against ``subjects`` (resource policies per resource, stack policies once)."""
     chosen = settings(policies, config)
     by_urn = {s.urn: s for s in subjects}
+    proxies = _Proxies()
     violations: list[Violation] = []
     for policy in policies:
         st = chosen[policy.name]
@@ -440,18 +476,18 @@ def run(
             for s in subjects:
                 args = ResourceValidationArgs(
                     s.type,
-                    unknown_checking_proxy(dict(s.props)),
+                    proxies.props(s),
                     s.urn,
                     s.name,
-                    _opts(s),
-                    _provider(s),
+                    proxies.options(s),
+                    proxies.provider(s),
                     dict(st.config),
                 )
                 error = _call(policy, args, lambda message, urn=None, s=s: record(s, message))
                 if error:
                     violations.append(Violation(policy.name, _error_level(error), s.type, s.name, str(error)))
         else:
-            stack_args = StackValidationArgs(_policy_resources(subjects), dict(st.config))
+            stack_args = StackValidationArgs(proxies.stack_resources(subjects), dict(st.config))
             error = _call(
                 policy, stack_args, lambda message, urn=None: record(by_urn.get(urn) if urn else None, message)
             )
