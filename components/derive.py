@@ -7,8 +7,11 @@ ClusterQueues, and Volcano queues all read these functions, so they cannot disag
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from components.spec import NodePool, StackSpec, Taint, Tenant
 
@@ -36,6 +39,27 @@ BOTTLEROCKET_OPERAND_LABELS = {
     "nvidia.com/gpu.deploy.mig-manager": "false",
 }
 MANAGED_BY = {"app.kubernetes.io/managed-by": "gpu-platform"}
+
+_Fact = TypeVar("_Fact")
+
+
+def per_spec(fn: Callable[[StackSpec], _Fact]) -> Callable[[StackSpec], _Fact]:
+    """Compute a fact of the whole spec once per spec (a spec is frozen after validation), where a component
+    would otherwise recompute it per tenant or per pool. Cached in the instance's ``__dict__`` the way
+    ``functools.cached_property`` does (pydantic's equality, dumps and schema ignore it); tagged with the
+    spec's id so a copy of the spec recomputes. Return immutable values."""
+    key = f"_per_spec_{fn.__module__}.{fn.__qualname__}"
+
+    @functools.wraps(fn)
+    def cached(spec: StackSpec) -> _Fact:
+        got = spec.__dict__.get(key)
+        if got is not None and got[0] == id(spec):
+            return got[1]
+        value = fn(spec)
+        spec.__dict__[key] = (id(spec), value)
+        return value
+
+    return cached
 
 
 def driver(spec: StackSpec) -> str:
@@ -73,6 +97,7 @@ def node_os(spec: StackSpec, pool: NodePool) -> str:
     return {"aws": "al2023", "gcp": "cos", "existing": "ubuntu"}[spec.cloud]
 
 
+@per_spec
 def mig_strategy(spec: StackSpec) -> str:
     """'mixed' when some MIG layout mixes profiles (then each profile is its own resource name),
     'single' otherwise (every MIG slice is advertised as nvidia.com/gpu)."""

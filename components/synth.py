@@ -17,7 +17,8 @@ import runpy
 import shutil
 import tempfile
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -166,12 +167,13 @@ def _mock_classes():
     from pulumi.runtime.mocks import MockMonitor
 
     class Mocks(pulumi.runtime.Mocks):
-        def __init__(self, preview: bool = False) -> None:
+        def __init__(self, preview: bool = False, lean: bool = True) -> None:
             self.preview = preview
             self.inputs: dict[tuple[str, str], dict[str, Any]] = {}
             self.lookups: list[str] = []
             self.unanswered: list[str] = []
             self.lock = threading.Lock()
+            self.lean = lean and not preview  # a preview sends its inputs back, unknowns included
 
         def new_resource(self, args: pulumi.runtime.MockResourceArgs):
             inputs = _wire_unknowns(args.inputs) if self.preview else args.inputs
@@ -180,7 +182,15 @@ def _mock_classes():
             if self.preview:
                 # A resource about to be created has no id and no computed outputs during a preview.
                 return "", inputs
-            state = {**_placeholder_outputs(args.typ, args.name, args.inputs), **args.inputs}
+            placeholders = _placeholder_outputs(args.typ, args.name, args.inputs)
+            if self.lean:
+                # Outside a preview the SDK resolves every output the engine leaves out from the resource's own
+                # input (pulumi/runtime/rpc.py resolve_outputs: "input prop the engine didn't give us a final
+                # value for"), so echoing the inputs back only costs a serialize/deserialize round trip. Only
+                # the placeholders an input does not already set are sent, which keeps "the input wins".
+                state = {k: v for k, v in placeholders.items() if k not in args.inputs}
+            else:
+                state = {**placeholders, **args.inputs}
             rid = f"{PLACEHOLDER}-{args.name}" if args.custom else ""
             return rid, state
 
@@ -270,10 +280,33 @@ def _config_for_engine(config: Mapping[str, Any]) -> dict[str, str]:
     return {k: v if isinstance(v, str) else json.dumps(v) for k, v in config.items()}
 
 
-def render(stack: str, config: Mapping[str, Any], preview: bool = False) -> Rendering:
+@contextmanager
+def _without_stack_traces(lean: bool) -> Iterator[None]:
+    """The SDK walks and converts the Python stack for every resource it registers (the engine shows it as the
+    resource's source position); the mock monitor throws it away. Skipped while the synth runs, restored after,
+    so ``pulumi up`` never sees this."""
+    from pulumi.runtime import resource as sdk_resource
+
+    capture = getattr(sdk_resource, "_get_stack_trace", None)
+    if not lean or capture is None:  # another SDK layout: keep its behaviour
+        yield
+        return
+    from pulumi.runtime.proto import source_pb2
+
+    sdk_resource._get_stack_trace = source_pb2.StackTrace  # an empty trace, what the SDK sends without frames
+    try:
+        yield
+    finally:
+        sdk_resource._get_stack_trace = capture
+
+
+def render(stack: str, config: Mapping[str, Any], preview: bool = False, *, lean: bool = True) -> Rendering:
     """Run ``__main__.py`` under the mock engine with this stack config; return what it registered.
 
     ``preview``: as a first ``pulumi preview`` would (a dry run; created resources' outputs unknown).
+
+    ``lean`` skips SDK work the mocks make pointless (stack traces per resource, inputs echoed back as outputs);
+    the output is the same either way (tests/test_synth.py compares them).
     Raises SpecError (before anything registers) when the config is invalid.
     """
     spec = load_spec(config)  # fail fast, nothing registered
@@ -285,7 +318,7 @@ def render(stack: str, config: Mapping[str, Any], preview: bool = False) -> Rend
     from pulumi.runtime.sync_await import _sync_await
 
     mocks_cls, monitor_cls = _mock_classes()
-    mocks = mocks_cls(preview=preview)
+    mocks = mocks_cls(preview=preview, lean=lean)
     monitor = monitor_cls(mocks, disabled_default_providers())
     monitor.stack_name = stack
     settings.reset_options(project=PROJECT, stack=stack, preview=preview)
@@ -296,7 +329,8 @@ def render(stack: str, config: Mapping[str, Any], preview: bool = False) -> Rend
     root = get_root_resource()
     root.outputs = {}  # type: ignore[union-attr]
     try:
-        _sync_await(run_pulumi_func(lambda: runpy.run_path(str(PROGRAM), run_name="__main__")))
+        with _without_stack_traces(lean):
+            _sync_await(run_pulumi_func(lambda: runpy.run_path(str(PROGRAM), run_name="__main__")))
         outputs = _sync_await(pulumi.Output.from_input(root.outputs).future()) or {}  # type: ignore[union-attr]
     finally:
         root.outputs = {}  # type: ignore[union-attr]

@@ -26,10 +26,15 @@ CRITICAL_LABEL = "gpu-platform/critical"
 
 def all_gpu_resources(spec: StackSpec) -> list[str]:
     """Every GPU resource name any pool advertises (always including nvidia.com/gpu)."""
+    return list(_all_gpu_resources(spec))
+
+
+@derive.per_spec
+def _all_gpu_resources(spec: StackSpec) -> tuple[str, ...]:  # read per tenant: computed once per spec
     names = {derive.GPU_RESOURCE}
     for pool in spec.node_pools:
         names.update(derive.units_per_gpu(spec, pool))
-    return sorted(names)
+    return tuple(sorted(names))
 
 
 def quota_hard(spec: StackSpec, tenant: Tenant) -> dict[str, str]:
