@@ -717,13 +717,17 @@ gke_gpu_node_hardening = ResourceValidationPolicy(
 # ------------------------------------------------------------------------------ time-slicing bound
 
 
+# libyaml's parser when PyYAML has it: the same safe constructors, several times faster on every ConfigMap.
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def _device_plugin_configs(data: Any) -> Iterator[tuple[str, Mapping[str, Any]]]:
     """(key, parsed config) for every value that is a k8s-device-plugin config document."""
     for key, text in sorted(_map(data).items()):
         if not isinstance(text, str):
             continue
         try:
-            doc = yaml.safe_load(text)
+            doc = yaml.load(text, Loader=_SAFE_LOADER)
         except yaml.YAMLError:
             continue
         if isinstance(doc, Mapping) and isinstance(doc.get("sharing"), Mapping):
