@@ -1295,3 +1295,101 @@ def test_synth_writes_the_policy_report(tmp_path):
         offline.evaluate(rendered("prod-aws")).json()
     )
     assert "## Policy report" in (out / "summary.md").read_text()
+
+
+def test_offline_shares_one_engine_proxy_per_resource():
+    """Every policy of a run reads the same proxy per resource (built once, not per policy), and it keeps the
+    engine's semantics: reading an unknown value raises UnknownValueError naming the path."""
+    from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError
+
+    ns = _record(gp.NAMESPACE, "a-namespace", {"metadata": {"name": "a", "labels": {"x": UNKNOWN_STRING_VALUE}}})
+    rq = _record(gp.RESOURCE_QUOTA, "a-quota", {"metadata": {"name": "q", "namespace": "a"}})
+    seen: dict[str, list[Any]] = {}
+    unknown: list[str] = []
+
+    def spy(tag):
+        def validate(args, report):
+            seen.setdefault(tag, []).append(args.props)
+            if args.resource_type == gp.NAMESPACE:
+                try:
+                    args.props["metadata"]["labels"]["x"]
+                except UnknownValueError as err:
+                    unknown.append(err.message)
+
+        return validate
+
+    def spy_stack(args, report):
+        seen.setdefault("stack", []).extend(r.props for r in args.resources)
+        seen.setdefault("stack-resources", []).append(args.resources)
+
+    policies = [
+        ResourceValidationPolicy("spy-a", "spy", spy("a"), EnforcementLevel.ADVISORY),
+        ResourceValidationPolicy("spy-b", "spy", spy("b"), EnforcementLevel.ADVISORY),
+        StackValidationPolicy("spy-s1", "spy", spy_stack, EnforcementLevel.ADVISORY),
+        StackValidationPolicy("spy-s2", "spy", spy_stack, EnforcementLevel.ADVISORY),
+    ]
+    offline.evaluate(_fake_rendering(ns, rq), policies=policies)
+    assert [id(p) for p in seen["a"]] == [id(p) for p in seen["b"]] == [id(p) for p in seen["stack"][:2]]
+    assert seen["stack-resources"][0] is seen["stack-resources"][1]
+    assert unknown == ["string value at .metadata.labels.x can't be known during preview"] * 2
+    assert ns.inputs["metadata"]["labels"]["x"] == UNKNOWN_STRING_VALUE  # the rendering itself is untouched
+
+
+class _CountingList(list):
+    """A resource list that counts full passes over it."""
+
+    passes = 0
+
+    def __iter__(self):
+        self.passes += 1
+        return super().__iter__()
+
+
+def test_tenant_quota_and_critical_capacity_scale_linearly():
+    """Quotas and Kueue queues are indexed once per run, not scanned per tenant namespace: the number of passes
+    over the stack does not grow with tenants, and each namespace is still judged by its own objects only."""
+    passes = {}
+    for n in (20, 200):
+        resources = []
+        for i in range(n):
+            name = f"t{i}"
+            resources.append(_tenant_ns(name, **{gp.CRITICAL_LABEL: "true"}))
+            if i != 7:  # t7 has no quota: only t7 is reported
+                resources.append(_quota(name, {"requests.nvidia.com/gpu": "1"}))
+            resources.append(
+                k8s("kueue.x-k8s.io/v1beta2", "LocalQueue", f"{name}-lq", name, spec={"clusterQueue": f"cq-{name}"})
+            )
+            flavor = "spot" if i % 2 else "ondemand"  # odd tenants reach only the spot pool
+            cq_spec = {"resourceGroups": [{"flavors": [{"name": flavor, "resources": [{"nominalQuota": 1}]}]}]}
+            cq = k8s(
+                "kueue.x-k8s.io/v1beta2", "ClusterQueue", f"cq-{name}", metadata={"name": f"cq-{name}"}, spec=cq_spec
+            )
+            resources.append(cq)
+        for flavor in ("spot", "ondemand"):
+            spec = {"nodeLabels": {gp.POOL_LABEL: flavor}}
+            resources.append(
+                k8s("kueue.x-k8s.io/v1beta2", "ResourceFlavor", flavor, metadata={"name": flavor}, spec=spec)
+            )
+        for pool, capacity in (("spot", "SPOT"), ("ondemand", "ON_DEMAND")):
+            props = {
+                "instanceTypes": ["g5.xlarge"],
+                "capacityType": capacity,
+                "labels": {gp.POOL_LABEL: pool},
+                "taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}],
+            }
+            resources.append((gp.EKS_NODE_GROUP, pool, props))
+        urn = {name: f"urn:pulumi:t::p::{type_}::{name}" for type_, name, _ in resources}
+        names = {v: k for k, v in urn.items()}
+        prs = _CountingList(
+            PolicyResource(t, engine_props(p), urn[n], n, _opts(), None, None, [], {}) for t, n, p in resources
+        )
+        found: dict[str, list[str | None]] = {}
+        for policy in (gp.tenant_gpu_quota, gp.critical_tenant_capacity):
+            args = StackValidationArgs(prs, _config(policy, None))
+            policy.validate(
+                args, lambda message, urn=None, k=policy.name, f=found, nm=names: f.setdefault(k, []).append(nm[urn])
+            )
+        assert found["tenant-gpu-quota"] == ["t7"]
+        assert sorted(found["critical-tenant-capacity"]) == sorted(f"t{i}" for i in range(1, n, 2))
+        passes[n] = prs.passes
+    assert passes[200] == passes[20] <= 8, passes

@@ -221,3 +221,26 @@ def test_a_duplicate_urn_fails_the_synth_as_it_would_fail_the_engine():
             synth.render("local", stack_config("local"))
     finally:
         program.run = original
+
+
+@pytest.mark.parametrize("stack", ["prod-aws", "prod-gcp"])
+def test_lean_render_changes_no_byte(stack):
+    """The synth skips SDK work the mocks make pointless (a stack trace per resource, outputs that echo the
+    inputs): every output file is the same as with the SDK's full path, and the SDK is left as it was."""
+    from pulumi.runtime import resource as sdk_resource
+
+    capture = sdk_resource._get_stack_trace
+    full = synth.render(stack, stack_config(stack), lean=False)
+    assert sdk_resource._get_stack_trace is capture
+    lean = rendered(stack)
+    assert sdk_resource._get_stack_trace is capture  # restored: `pulumi up` captures traces as usual
+    assert synth.files(lean) == synth.files(full)
+    assert [(r.urn, r.provider, r.depends_on, r.custom, r.ignore_changes) for r in lean.resources] == [
+        (r.urn, r.provider, r.depends_on, r.custom, r.ignore_changes) for r in full.resources
+    ]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_stack_files_read_with_libyaml_as_with_the_pure_loader(stack):
+    path = ROOT / "stacks" / f"Pulumi.{stack}.yaml"
+    assert synth.read_stack_file(path) == yaml.load(path.read_text(), Loader=yaml.SafeLoader)["config"]
