@@ -1,22 +1,47 @@
-"""Benchmark (not a test): synth a generated stack with 200 tenants and 24 pools and compare with the
-floor, the bare Pulumi SDK mock engine registering the same number of resources in one process.
+"""Benchmark (not a test): the offline synth against a fair floor, at three sizes.
 
-Run with `make bench`. Each measurement runs in its own process so peak memory is its own.
+    python tests/bench_synth.py [--reps N] [--sizes s,xl,1000]        (``make bench``)
+
+For each generated spec (s: 20 tenants / 6 pools, xl: 200 / 24, 1000: 1000 / 50) it runs, in turn and in
+separate processes (so each peak memory is its own):
+
+- **synth**: the whole ``gpu-platform synth`` command (``components.cli.main``), timed from outside
+  (interpreter start, imports, validation, render, policies, writing), its phases timed inside;
+- **floor**: a plain Pulumi program that reads the synth's own ``resources.json`` and registers exactly
+  those resources (same type tokens, inputs, parents, dependsOn, providers) with plain
+  ``pulumi.CustomResource`` / ``ComponentResource`` / ``ProviderResource`` under the mock engine (mocks that
+  answer an id and no outputs, as the synth's do for everything but a few placeholders). Its whole process
+  imports only what it needs (``pulumi``); the time it spends reading ``resources.json`` is subtracted (the
+  synth has no such input).
+
+Two ratios: **end to end** (the synth's whole process / the floor's whole process, imports on both sides) and
+**render** (``synth.render`` / the floor's registration, with the time spent importing modules during either
+subtracted, so imports count on neither side: the program imports the cloud SDKs lazily, inside the render).
+Ratios are taken per repetition (synth and floor run back to back) and the median is printed, so a
+shared machine's drift cancels out. Targets (issue 14): xl end to end <= 1.6x the floor's whole process,
+render <= 1.15x the floor's registration, policies <= 10 % of the synth and linear (1000 tenants <= 5.5x
+200 tenants), 1000 tenants <= 30 s and <= 400 MiB.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import statistics
 import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-TENANTS, POOLS = 200, 24
+import yaml
 
-# 24 pools over instance types the catalog knows, with every sharing strategy represented
+ROOT = Path(__file__).resolve().parent.parent
+SIZES = {"s": (20, 6), "xl": (200, 24), "1000": (1000, 50)}
+REPS = {"s": 3, "xl": 3, "1000": 1}
+
+# pools over instance types the catalog knows, with every sharing strategy represented
 POOL_SHAPES = [
     ({"model": "L4", "perNode": 1}, ["g6.xlarge"], {"strategy": "time-slicing", "replicas": 4}),
     ({"model": "A10G", "perNode": 1}, ["g5.xlarge"], None),
@@ -27,9 +52,9 @@ POOL_SHAPES = [
 ]
 
 
-def generated_config() -> dict:
+def generated_config(tenants: int = 200, pools_n: int = 24) -> dict:
     pools = []
-    for i in range(POOLS):
+    for i in range(pools_n):
         gpu, types, sharing = POOL_SHAPES[i % len(POOL_SHAPES)]
         pool = {
             "name": f"pool-{i:02d}",
@@ -42,79 +67,275 @@ def generated_config() -> dict:
         if sharing:
             pool["sharing"] = sharing
         pools.append(pool)
-    tenants = [
+    tenant_list = [
         {
             "name": f"team-{t:03d}",
-            "gpuQuota": {pools[t % POOLS]["name"]: 1, pools[(t * 7 + 3) % POOLS]["name"]: 1},
+            "gpuQuota": {pools[t % pools_n]["name"]: 1, pools[(t * 7 + 3) % pools_n]["name"]: 1},
             "priority": ["training", "batch", "dev"][t % 3],
         }
-        for t in range(TENANTS)
+        for t in range(tenants)
     ]
     return {
         "aws:region": "us-east-1",
         "gpu-platform:cloud": "aws",
         "gpu-platform:cluster": {"name": "bench"},
         "gpu-platform:nodePools": pools,
-        "gpu-platform:tenants": tenants,
+        "gpu-platform:tenants": tenant_list,
         "gpu-platform:addons": {"gpuOperator": True, "dcgm": True, "kueue": True, "volcano": True},
         "gpu-platform:scheduling": {"oversubscriptionRatio": 10},
     }
 
 
-SYNTH = """
-import json, resource, sys, tempfile, time
-from pathlib import Path
-from components import synth
-config = json.loads(sys.stdin.read())
-t0 = time.perf_counter()
-r = synth.render("bench", config)
-synth.write(Path(tempfile.mkdtemp()) / "out", synth.files(r))
-wall = time.perf_counter() - t0
-per_tenant = sum(1 for x in r.resources if any(x.name.startswith(t.name + "-") for t in r.spec.tenants))
-print(json.dumps({"wall": wall, "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                  "resources": len(r.resources), "per_tenant": per_tenant / len(r.spec.tenants)}))
+# Time spent importing modules (only the outermost import of a chain counts), so that the render and the floor's
+# registration can be compared with imports counted on neither side. Every import statement and
+# importlib.import_module goes through importlib._bootstrap._find_and_load.
+IMPORT_CLOCK = """
+import importlib._bootstrap as _bootstrap, threading as _threading, time as _time
+_find_and_load = _bootstrap._find_and_load
+_local = _threading.local()
+import_seconds = [0.0]
+def _timed_find_and_load(name, import_):
+    if getattr(_local, "busy", False):
+        return _find_and_load(name, import_)
+    _local.busy = True
+    t0 = _time.perf_counter()
+    try:
+        return _find_and_load(name, import_)
+    finally:
+        import_seconds[0] += _time.perf_counter() - t0
+        _local.busy = False
+_bootstrap._find_and_load = _timed_find_and_load
 """
 
-FLOOR = """
+# The whole `gpu-platform synth` command, its phases timed by wrapping the functions it calls.
+SYNTH = (
+    IMPORT_CLOCK
+    + """
 import json, resource, sys, time
+t_start = time.perf_counter()
+from components import cli, synth
+import policies.offline as offline
+phases = {}
+def timed(mod, name, key):
+    fn = getattr(mod, name)
+    def wrapper(*a, **kw):
+        t0, i0 = time.perf_counter(), import_seconds[0]
+        try:
+            return fn(*a, **kw)
+        finally:
+            phases[key] = phases.get(key, 0.0) + time.perf_counter() - t0
+            phases[key + "_imports"] = phases.get(key + "_imports", 0.0) + import_seconds[0] - i0
+    setattr(mod, name, wrapper)
+timed(synth, "read_stack_file", "read")
+timed(synth, "render", "render")
+timed(offline, "evaluate", "policies")
+timed(synth, "files", "files")
+timed(synth, "write", "write")
+stack_file, out = sys.argv[1:3]
+rc = cli.main(["synth", "bench", "--config", stack_file, "--out", out])
+phases["in_process"] = time.perf_counter() - t_start
+phases["imports"] = import_seconds[0]
+print(json.dumps({"rc": rc, "phases": phases, "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+)
+
+# The fair floor: what the synth registered (its resources.json), registered with plain resource classes.
+FLOOR = (
+    IMPORT_CLOCK
+    + """
+import json, resource, sys, time
+t_start = time.perf_counter()
 import pulumi
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
-n = int(sys.argv[1])
-class M(pulumi.runtime.Mocks):
-    def new_resource(self, args): return (args.name + "-id", args.inputs)
-    def call(self, args): return {}
-pulumi.runtime.set_mocks(M(), project="floor", stack="floor", preview=False)
+t_read = time.perf_counter()
+with open(sys.argv[1]) as f:
+    records = json.load(f)
+read = time.perf_counter() - t_read
+PROVIDER = "pulumi:providers:"
+REMOTE_COMPONENTS = {"kubernetes:helm.sh/v4:Chart", "kubernetes:yaml/v2:ConfigGroup", "kubernetes:yaml/v2:ConfigFile"}
+PROJECT = "gpu-platform"
+
+def kind(r):
+    if r["type"].startswith(PROVIDER):
+        return "provider"
+    if r["type"].split(":", 1)[0] == PROJECT or r["type"] in REMOTE_COMPONENTS:
+        return "component"
+    return "custom"
+
+by_name = {}
+for i, r in enumerate(records):
+    by_name.setdefault(r["name"], []).append(i)
+
+def pick(name, prefer):
+    found = by_name.get(name, [])
+    preferred = [i for i in found if kind(records[i]) == prefer]
+    return (preferred or found or [None])[0]
+
+def provider_of(r):
+    if not r["provider"]:
+        return None
+    found = [i for i in by_name.get(r["provider"], []) if kind(records[i]) == "provider"]
+    same = [i for i in found if records[i]["type"] == PROVIDER + r["type"].split(":", 1)[0]]
+    return (same or found or [None])[0]
+
+links = []
+for r in records:
+    parent = pick(r["parent"], "component") if r["parent"] else None
+    deps = [d for d in (pick(n, "custom") for n in r["dependsOn"]) if d is not None]
+    links.append((parent, deps, provider_of(r)))
+
+class Mocks(pulumi.runtime.Mocks):
+    def new_resource(self, args):
+        return (f"offline-placeholder-{args.name}" if args.custom else ""), {}
+    def call(self, args):
+        return {}
+
+pulumi.runtime.set_mocks(Mocks(), project=PROJECT, stack="bench", preview=False)
+
 def program():
-    for i in range(n):
-        pulumi.CustomResource("test:index:Thing", f"thing-{i}", {"metadata": {"name": f"thing-{i}"}, "spec": {"i": i}})
-t0 = time.perf_counter()
+    made = {}
+    def make(i):
+        if i in made:
+            return made[i]
+        r = records[i]
+        parent, deps, provider = links[i]
+        opts = pulumi.ResourceOptions(
+            parent=make(parent) if parent is not None else None,
+            depends_on=[make(d) for d in deps] or None,
+            provider=make(provider) if provider is not None else None,
+        )
+        k = kind(r)
+        if k == "provider":
+            res = pulumi.ProviderResource(r["type"][len(PROVIDER):], r["name"], r["inputs"], opts)
+        elif k == "component":
+            res = pulumi.ComponentResource(r["type"], r["name"], r["inputs"] or None, opts,
+                                           remote=r["type"] in REMOTE_COMPONENTS)
+            res.register_outputs({})
+        else:
+            res = pulumi.CustomResource(r["type"], r["name"], r["inputs"], opts)
+        made[i] = res
+        return res
+    for i in range(len(records)):
+        make(i)
+
+t0, i0 = time.perf_counter(), import_seconds[0]
 _sync_await(run_pulumi_func(program))
-wall = time.perf_counter() - t0
-print(json.dumps({"wall": wall, "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+register = time.perf_counter() - t0
+print(json.dumps({"register": register, "register_imports": import_seconds[0] - i0, "read": read,
+                  "resources": len(records),
+                  "in_process": time.perf_counter() - t_start,
+                  "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
+)
 
 
-def _run(code: str, *args: str, stdin: str = "") -> dict:
+def _run(code: str, *args: str) -> tuple[dict, float]:
+    """(what the child printed, its whole wall time)."""
+    t0 = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code), *args], cwd=ROOT, input=stdin, capture_output=True, text=True
+        [sys.executable, "-c", textwrap.dedent(code), *args], cwd=ROOT, capture_output=True, text=True
     )
+    wall = time.perf_counter() - t0
     if proc.returncode != 0:
         sys.exit(proc.stderr)
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return json.loads(proc.stdout.strip().splitlines()[-1]), wall
 
 
-def main() -> None:
-    with tempfile.TemporaryDirectory():
-        s = _run(SYNTH, stdin=json.dumps(generated_config()))
-        f = _run(FLOOR, str(s["resources"]))
-    print(f"generated stack: {TENANTS} tenants, {POOLS} pools")
-    print(f"synth wall time:       {s['wall']:.2f} s")
-    print(f"synth peak memory:     {s['rss_mib']:.0f} MiB")
-    print(f"resources:             {s['resources']}")
-    print(f"resources per tenant:  {s['per_tenant']:.1f}")
-    print(f"floor (bare mocks, {s['resources']} resources): {f['wall']:.2f} s, {f['rss_mib']:.0f} MiB")
-    print(f"ratio synth/floor:     {s['wall'] / f['wall']:.2f}x")
+def measure(size: str, reps: int, work: Path) -> dict:
+    tenants, pools = SIZES[size]
+    stack_file = work / f"{size}.yaml"
+    stack_file.write_text(yaml.safe_dump({"config": generated_config(tenants, pools)}, sort_keys=False))
+    out = work / f"out-{size}"
+    runs = []
+    for _ in range(reps):
+        synth, synth_wall = _run(SYNTH, str(stack_file), str(out))
+        floor, floor_wall = _run(FLOOR, str(out / "resources.json"))
+        ph = synth["phases"]
+        render = ph["render"] - ph["render_imports"]
+        floor_register = floor["register"] - floor["register_imports"]
+        floor_whole = floor_wall - floor["read"]
+        runs.append(
+            {
+                "synth_wall": synth_wall,
+                "phases": synth["phases"],
+                "synth_rss": synth["rss_mib"],
+                "render": render,
+                "floor_whole": floor_whole,
+                "floor_register": floor_register,
+                "floor_rss": floor["rss_mib"],
+                "e2e_ratio": synth_wall / floor_whole,
+                "render_ratio": render / floor_register,
+                "policy_share": synth["phases"].get("policies", 0.0) / synth_wall,
+                "resources": floor["resources"],
+            }
+        )
+
+    def med(key: str) -> float:
+        return statistics.median(r[key] for r in runs)
+
+    phases = {k: statistics.median(r["phases"].get(k, 0.0) for r in runs) for k in runs[0]["phases"]}
+    return {
+        "size": size,
+        "tenants": tenants,
+        "pools": pools,
+        "reps": reps,
+        "resources": runs[0]["resources"],
+        **{k: med(k) for k in runs[0] if k not in ("phases", "resources")},
+        "phases": phases,
+        "e2e_ratios": [round(r["e2e_ratio"], 2) for r in runs],
+        "render_ratios": [round(r["render_ratio"], 2) for r in runs],
+    }
+
+
+def report(results: list[dict]) -> None:
+    print(
+        "size   tenants/pools  resources | synth s  floor s  e2e x  | render s  floor-reg s  render x | policy s  "
+        "policy % | synth MiB  floor MiB"
+    )
+    for r in results:
+        print(
+            f"{r['size']:<6} {r['tenants']:>5}/{r['pools']:<7} {r['resources']:>9} | {r['synth_wall']:7.2f}  "
+            f"{r['floor_whole']:7.2f}  {r['e2e_ratio']:5.2f}  | {r['render']:8.2f}  {r['floor_register']:11.2f}  "
+            f"{r['render_ratio']:8.2f} | {r['phases'].get('policies', 0):8.2f}  {100 * r['policy_share']:7.1f}% | "
+            f"{r['synth_rss']:9.0f}  {r['floor_rss']:9.0f}"
+        )
+    print(
+        "\nper-repetition ratios (synth/floor): "
+        + "; ".join(f"{r['size']} e2e {r['e2e_ratios']} render {r['render_ratios']}" for r in results)
+    )
+    print(
+        "synth phases, median s (render includes the program's imports; the rest of the wall is interpreter start"
+        " and module imports before the render):"
+    )
+    for r in results:
+        ph = r["phases"]
+        rest = r["synth_wall"] - ph.get("in_process", 0.0)
+        print(f"  {r['size']:<5} " + "  ".join(f"{k} {v:.2f}" for k, v in ph.items()) + f"  startup {rest:.2f}")
+    by = {r["size"]: r for r in results}
+    if "xl" in by and "1000" in by:
+        growth = by["1000"]["phases"]["policies"] / by["xl"]["phases"]["policies"]
+        more = by["1000"]["resources"] / by["xl"]["resources"]
+        print(f"\npolicy time 1000 tenants / 200 tenants: {growth:.2f}x (resources {more:.2f}x)")
+    print(
+        "\ntargets: xl e2e <= 1.6x, render <= 1.15x, policies <= 10 % and 1000/200 <= 5.5x, 1000 tenants <= 30 s "
+        "and <= 400 MiB"
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sizes", default=",".join(SIZES), help="comma-separated: " + ", ".join(SIZES))
+    p.add_argument("--reps", type=int, help="repetitions per size (default: s 3, xl 3, 1000 1)")
+    p.add_argument("--json", help="also write the results to this file")
+    args = p.parse_args(argv)
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for size in args.sizes.split(","):
+            results.append(measure(size, args.reps or REPS[size], Path(tmp)))
+    report(results)
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2))
 
 
 if __name__ == "__main__":
