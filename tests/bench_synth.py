@@ -135,7 +135,8 @@ stack_file, out = sys.argv[1:3]
 rc = cli.main(["synth", "bench", "--config", stack_file, "--out", out])
 phases["in_process"] = time.perf_counter() - t_start
 phases["imports"] = import_seconds[0]
-print(json.dumps({"rc": rc, "phases": phases, "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+use = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps({"rc": rc, "phases": phases, "cpu": use.ru_utime + use.ru_stime, "rss_mib": use.ru_maxrss / 1024}))
 """
 )
 
@@ -222,10 +223,10 @@ def program():
 t0, i0 = time.perf_counter(), import_seconds[0]
 _sync_await(run_pulumi_func(program))
 register = time.perf_counter() - t0
+use = resource.getrusage(resource.RUSAGE_SELF)
 print(json.dumps({"register": register, "register_imports": import_seconds[0] - i0, "read": read,
-                  "resources": len(records),
-                  "in_process": time.perf_counter() - t_start,
-                  "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "resources": len(records), "in_process": time.perf_counter() - t_start,
+                  "cpu": use.ru_utime + use.ru_stime, "rss_mib": use.ru_maxrss / 1024}))
 """
 )
 
@@ -265,6 +266,8 @@ def measure(size: str, reps: int, work: Path) -> dict:
                 "floor_register": floor_register,
                 "floor_rss": floor["rss_mib"],
                 "e2e_ratio": synth_wall / floor_whole,
+                # CPU seconds (user + sys) of each process: steadier than wall time when the machine is shared
+                "e2e_cpu_ratio": synth["cpu"] / (floor["cpu"] - floor["read"]),
                 "render_ratio": render / floor_register,
                 "policy_share": synth["phases"].get("policies", 0.0) / synth_wall,
                 "resources": floor["resources"],
@@ -285,6 +288,7 @@ def measure(size: str, reps: int, work: Path) -> dict:
         "phases": phases,
         "e2e_ratios": [round(r["e2e_ratio"], 2) for r in runs],
         "render_ratios": [round(r["render_ratio"], 2) for r in runs],
+        "e2e_cpu_ratios": [round(r["e2e_cpu_ratio"], 2) for r in runs],
     }
 
 
@@ -302,7 +306,10 @@ def report(results: list[dict]) -> None:
         )
     print(
         "\nper-repetition ratios (synth/floor): "
-        + "; ".join(f"{r['size']} e2e {r['e2e_ratios']} render {r['render_ratios']}" for r in results)
+        + "; ".join(
+            f"{r['size']} e2e {r['e2e_ratios']} (cpu {r['e2e_cpu_ratios']}) render {r['render_ratios']}"
+            for r in results
+        )
     )
     print(
         "synth phases, median s (render includes the program's imports; the rest of the wall is interpreter start"
