@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -235,9 +236,8 @@ def test_lean_render_changes_no_byte(stack):
     lean = rendered(stack)
     assert sdk_resource._get_stack_trace is capture  # restored: `pulumi up` captures traces as usual
     assert synth.files(lean) == synth.files(full)
-    assert [(r.urn, r.provider, r.depends_on, r.custom, r.ignore_changes) for r in lean.resources] == [
-        (r.urn, r.provider, r.depends_on, r.custom, r.ignore_changes) for r in full.resources
-    ]
+    assert [dataclasses.asdict(r) for r in lean.resources] == [dataclasses.asdict(r) for r in full.resources]
+    assert lean.outputs == full.outputs and lean.lookups == full.lookups
 
 
 @pytest.mark.parametrize("stack", STACKS)
