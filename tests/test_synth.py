@@ -238,9 +238,3 @@ def test_lean_render_changes_no_byte(stack):
     assert synth.files(lean) == synth.files(full)
     assert [dataclasses.asdict(r) for r in lean.resources] == [dataclasses.asdict(r) for r in full.resources]
     assert lean.outputs == full.outputs and lean.lookups == full.lookups
-
-
-@pytest.mark.parametrize("stack", STACKS)
-def test_stack_files_read_with_libyaml_as_with_the_pure_loader(stack):
-    path = ROOT / "stacks" / f"Pulumi.{stack}.yaml"
-    assert synth.read_stack_file(path) == yaml.load(path.read_text(), Loader=yaml.SafeLoader)["config"]
