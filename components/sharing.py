@@ -37,6 +37,7 @@ MIG_DEFAULT_CONFIG = "all-disabled"
 # nvidia.com/device-plugin.config label, and fails ("specified config ... does not exist") when that name is
 # not a key of the ConfigMap; so the ConfigMap always carries this no-sharing entry.
 DEVICE_PLUGIN_DEFAULT_CONFIG = "default"
+BOTTLEROCKET_DEVICE_ID_STRATEGY = "device-id-strategy"
 
 
 def mps_max_replicas(model: catalog.GpuModel) -> int:
@@ -186,14 +187,23 @@ def mig_config_yaml(spec: StackSpec) -> str:
 
 def bottlerocket_device_plugin_settings(spec: StackSpec, pool_name: str) -> dict[str, Any]:
     """``settings.kubelet-device-plugins.nvidia`` for a Bottlerocket pool (its user data), so the host's
-    device plugin advertises exactly what ``derive.units_per_gpu`` counts. Empty for other pools and for
-    Bottlerocket pools without time-slicing / MPS (the defaults then advertise whole GPUs)."""
+    device plugin advertises exactly what ``derive.units_per_gpu`` counts, with UUID device IDs. Empty for
+    pools not served by Bottlerocket's plugin; only ``device-id-strategy`` for Bottlerocket pools without
+    time-slicing / MPS (the defaults then advertise whole GPUs)."""
     pool = spec.pool(pool_name)
     s = pool.sharing
-    if pool_device_plugin(spec, pool) != "bottlerocket" or s is None or s.strategy == "mig":
+    if pool_device_plugin(spec, pool) != "bottlerocket":
         return {}
+    # dcgm-exporter maps pods to GPUs by UUID by default (its `--kubernetes-gpu-id-type uid`), matching the
+    # device IDs the kubelet's pod-resources API reports; Bottlerocket's plugin defaults to `index` IDs
+    # (bottlerocket.dev settings.kubelet-device-plugins.nvidia.device-id-strategy: index | uuid), with which
+    # no GPU metric would carry its pod.
+    base: dict[str, Any] = {BOTTLEROCKET_DEVICE_ID_STRATEGY: "uuid"}
+    if s is None or s.strategy == "mig":
+        return base
     if s.strategy == "time-slicing":
         return {
+            **base,
             "device-sharing-strategy": "time-slicing",
             "time-slicing": {
                 "replicas": s.replicas,
@@ -201,7 +211,16 @@ def bottlerocket_device_plugin_settings(spec: StackSpec, pool_name: str) -> dict
                 "fail-requests-greater-than-one": s.fail_requests_greater_than_one,
             },
         }
-    return {"device-sharing-strategy": "mps", "mps": {"replicas": s.replicas, "rename-by-default": s.rename_by_default}}
+    return {
+        **base,
+        "device-sharing-strategy": "mps",
+        "mps": {"replicas": s.replicas, "rename-by-default": s.rename_by_default},
+    }
+
+
+def bottlerocket_shares_gpus(spec: StackSpec, pool_name: str) -> bool:
+    """Whether the pool's Bottlerocket settings go beyond the stack-wide baseline (they then differ per pool)."""
+    return "device-sharing-strategy" in bottlerocket_device_plugin_settings(spec, pool_name)
 
 
 def describe(spec: StackSpec, pool_name: str) -> str:

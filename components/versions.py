@@ -120,6 +120,7 @@ KUEUE_API = "kueue.x-k8s.io/v1beta2"
 VOLCANO_QUEUE_API = "scheduling.volcano.sh/v1beta1"
 KARPENTER_NODEPOOL_API = "karpenter.sh/v1"
 KARPENTER_NODECLASS_API = "karpenter.k8s.aws/v1"
+KARPENTER_NODEOVERLAY_API = "karpenter.sh/v1alpha1"  # alpha in Karpenter 1.14 (feature gate nodeOverlay)
 MONITORING_API = "monitoring.coreos.com/v1"
 # ProvisioningRequest CRD the Cluster Autoscaler serves (components/aws/data/, from cluster-autoscaler 1.35.0).
 PROVISIONING_REQUEST_API = "autoscaling.x-k8s.io/v1"

@@ -284,9 +284,14 @@ def test_bottlerocket_time_slicing_user_data():
     nvidia = doc["settings"]["kubelet-device-plugins"]["nvidia"]
     assert nvidia["device-sharing-strategy"] == "time-slicing"
     assert nvidia["time-slicing"] == {"replicas": 4, "rename-by-default": False, "fail-requests-greater-than-one": True}
-    # a Bottlerocket pool without sharing needs no user data
+    # UUID device IDs on every Bottlerocket pool: dcgm-exporter maps GPUs to pods by UUID
+    assert nvidia["device-id-strategy"] == "uuid"
+    # a Bottlerocket pool without sharing gets only the device-id strategy
     prod = load_spec(stack_config("prod-aws"))
-    assert plan.user_data(prod, prod.pool("a100-train")) is None
+    doc = tomllib.loads(plan.user_data(prod, prod.pool("a100-train")))
+    assert doc == {"settings": {"kubelet-device-plugins": {"nvidia": {"device-id-strategy": "uuid"}}}}
+    # AL2023 pools need none (the GPU Operator's plugin is configured by ConfigMap)
+    assert plan.user_data(prod, prod.pool("l4-notebooks")) is None
 
 
 # ------------------------------------------------------------------------------------------ IAM

@@ -464,6 +464,7 @@ def test_units_follow_what_each_device_plugin_advertises():
     spec = load_spec(cfg)
     assert derive.units_per_gpu(spec, spec.pool("a100-train")) == {"nvidia.com/gpu.shared": 2}
     assert sharing.bottlerocket_device_plugin_settings(spec, "a100-train") == {
+        "device-id-strategy": "uuid",
         "device-sharing-strategy": "time-slicing",
         "time-slicing": {"replicas": 2, "rename-by-default": True, "fail-requests-greater-than-one": True},
     }

@@ -29,7 +29,8 @@ from typing import Any
 
 import pulumi
 
-from components import catalog, derive, versions
+from components import catalog, derive, sharing, versions
+from components.aws import managed_pools
 from components.spec import NodePool, StackSpec
 
 CONTROLLER_NAMESPACE = versions.KARPENTER.namespace
@@ -129,10 +130,15 @@ class NodeClassNeed:
     os: str  # al2023 | bottlerocket
     disk_gib: int
     ami_version: str  # latest | vYYYYMMDD | vX.Y.Z: the class's spec, not its name
+    # Bottlerocket settings TOML (``managed_pools.user_data``, the launch-template path's renderer), or None
+    user_data: str | None = None
+    # The pool whose own settings (time-slicing / MPS) the user data carries; such a class is that pool's alone
+    owner: str | None = None
 
     @property
     def name(self) -> str:
-        return node_class_name(self.os, self.disk_gib)
+        base = node_class_name(self.os, self.disk_gib)
+        return f"{base}-{self.owner}" if self.owner else base
 
     @property
     def alias(self) -> str:
@@ -144,7 +150,15 @@ def node_class_name(os: str, disk_gib: int) -> str:
 
 
 def node_class_need(spec: StackSpec, pool: NodePool) -> NodeClassNeed:
-    return NodeClassNeed(derive.node_os(spec, pool), pool.disk_gib, pool.karpenter.ami_version)
+    """Bottlerocket nodes get their device-plugin settings from the class's ``userData`` TOML, rendered by
+    the same function as a managed node group's launch template. The stack-wide part (UUID device IDs)
+    keeps classes shared by OS and disk under their old names; a pool with time-slicing / MPS settings gets
+    a class of its own, ``gpu-bottlerocket-<disk>gib-<pool>``, so two sharing pools never overwrite each
+    other's settings and changing one pool's replicas updates (drifts) only that pool's nodes."""
+    os = derive.node_os(spec, pool)
+    owner = pool.name if os == "bottlerocket" and sharing.bottlerocket_shares_gpus(spec, pool.name) else None
+    user_data = managed_pools.user_data(spec, pool)
+    return NodeClassNeed(os, pool.disk_gib, pool.karpenter.ami_version, user_data, owner)
 
 
 def node_class_needs(spec: StackSpec) -> list[NodeClassNeed]:
@@ -212,8 +226,9 @@ def metadata_options(spec: StackSpec) -> dict[str, Any]:
 
 
 def ec2_node_class_spec(spec: StackSpec, need: NodeClassNeed, role: Any) -> dict[str, Any]:
-    """``role`` is the node role's name (an Output in the program, a string in tests)."""
-    return {
+    """``role`` is the node role's name (an Output in the program, a string in tests). Bottlerocket classes
+    carry ``userData`` (TOML): Karpenter merges it with the bootstrap settings it generates."""
+    body = {
         "amiSelectorTerms": [{"alias": need.alias}],
         "blockDeviceMappings": block_device_mappings(need),
         "metadataOptions": metadata_options(spec),
@@ -222,6 +237,9 @@ def ec2_node_class_spec(spec: StackSpec, need: NodeClassNeed, role: Any) -> dict
         "subnetSelectorTerms": subnet_selector_terms(spec),
         "tags": aws_tags(spec),
     }
+    if need.user_data is not None:
+        body["userData"] = need.user_data
+    return body
 
 
 # ---------------------------------------------------------------------------------------- NodePools
@@ -336,6 +354,50 @@ def node_pool_spec(spec: StackSpec, plan: NodePoolPlan) -> dict[str, Any]:
     return body
 
 
+# ------------------------------------------------------------------------------------- NodeOverlays
+
+
+def node_resources(spec: StackSpec, pool: NodePool) -> dict[str, int]:
+    """Extended resources one node of the pool advertises once its device plugin runs (the same function
+    that fills a managed node group's Cluster Autoscaler template, from ``derive.pool_units``)."""
+    return managed_pools.node_resources(spec, pool)
+
+
+def needs_overlay(spec: StackSpec, pool: NodePool) -> bool:
+    """Karpenter knows only the instance type's ``nvidia.com/gpu`` count (EC2 GPU info). A pool whose
+    nodes advertise anything else (time-slicing / MPS replicas, ``nvidia.com/gpu.shared``, MIG slices)
+    needs a NodeOverlay, or pods never get a node / Karpenter launches ``replicas`` times too many."""
+    return node_resources(spec, pool) != {derive.GPU_RESOURCE: pool.gpu.per_node}
+
+
+def overlay_pools(spec: StackSpec) -> list[NodePool]:
+    return sorted((p for p in karpenter_pools(spec) if needs_overlay(spec, p)), key=lambda p: p.name)
+
+
+def overlay_name(pool: NodePool) -> str:
+    return f"gpu-{pool.name}"
+
+
+def node_overlay_spec(spec: StackSpec, pool: NodePool) -> dict[str, Any]:
+    """One NodeOverlay per affected pool, matching exactly that pool's NodePools (spot and on-demand) and
+    instance types.
+
+    ``capacity`` lists every extended resource the pool's device plugin advertises per node, including
+    ``nvidia.com/gpu`` (0 when the node advertises none: renamed replicas or mixed MIG). The CRD's text
+    says capacity "adds extended resources only", but kubernetes-sigs/karpenter applies it with
+    ``InstanceType.ApplyCapacityOverlay`` = ``lo.Assign(capacity, overlay)`` (pkg/cloudprovider/types.go):
+    an overlay key replaces the instance type's value, so the GPU count Karpenter derived from EC2 is
+    overridden, not added to. The CRD's CEL only forbids cpu, memory, ephemeral-storage and pods."""
+    plans = [p.name for p in nodepool_plans(spec) if p.pool.name == pool.name]
+    return {
+        "capacity": {name: str(n) for name, n in node_resources(spec, pool).items()},
+        "requirements": [
+            {"key": NODEPOOL_LABEL, "operator": "In", "values": sorted(plans)},
+            {"key": INSTANCE_TYPE_LABEL, "operator": "In", "values": sorted(pool.instance_types)},
+        ],
+    }
+
+
 def node_pool_description(plan: NodePoolPlan) -> str:
     pool = plan.pool
     gpus = f"{pool.gpu.per_node}x {pool.gpu.model}"
@@ -364,6 +426,10 @@ def controller_values(
         settings["clusterEndpoint"] = cluster_endpoint
     if k.zonal_shift:
         settings["enableZonalShift"] = True
+    if overlay_pools(spec):
+        # NodeOverlay is alpha in 1.14 (chart values.yaml settings.featureGates.nodeOverlay, default false);
+        # switched on only when a pool needs one. Helm merges maps, so the other gates keep their defaults.
+        settings["featureGates"] = {"nodeOverlay": True}
     service_account: dict[str, Any] = {"name": SERVICE_ACCOUNT}
     if k.identity == "irsa":
         service_account["annotations"] = {"eks.amazonaws.com/role-arn": irsa_role_arn}
@@ -609,6 +675,17 @@ class Karpenter(pulumi.ComponentResource):
                 ),
             )
             self.node_pools.append(plan.name)
+        self.node_overlays: list[str] = []
+        for pool in overlay_pools(spec):
+            CustomResource(
+                f"nodeoverlay-{pool.name}",
+                api_version=versions.KARPENTER_NODEOVERLAY_API,
+                kind="NodeOverlay",
+                metadata={"name": overlay_name(pool), "labels": {**labels, derive.POOL_LABEL: pool.name}},
+                spec=node_overlay_spec(spec, pool),
+                opts=pulumi.ResourceOptions.merge(k8s_child, pulumi.ResourceOptions(depends_on=[crds, controller])),
+            )
+            self.node_overlays.append(overlay_name(pool))
 
         self.queue_name = queue.name
         self.node_role_arn = node_role.arn
@@ -619,6 +696,7 @@ class Karpenter(pulumi.ComponentResource):
                 "nodeRoleArn": self.node_role_arn,
                 "controllerRoleArn": self.controller_role_arn,
                 "nodePools": self.node_pools,
+                "nodeOverlays": self.node_overlays,
                 "nodeClasses": sorted(classes),
             }
         )
@@ -645,4 +723,8 @@ def summary_lines(spec: StackSpec) -> list[str]:
             f"| {plan.name} | {plan.pool.name} | {plan.capacity_type} | {plan.weight or '-'} | "
             f"{lim[derive.GPU_RESOURCE]} | {lim['nodes']} | {node_class_need(spec, plan.pool).name} |"
         )
+    for pool in overlay_pools(spec):
+        cap = ", ".join(f"{n} {r}" for r, n in node_resources(spec, pool).items())
+        lines.append("")
+        lines.append(f"NodeOverlay `{overlay_name(pool)}`: Karpenter sees {cap} per {pool.name} node.")
     return lines
