@@ -55,6 +55,9 @@ CONTROL_PLANE_TOLERATION = {
     "effect": "NoSchedule",
 }
 DCGM_VIRTUAL_GPUS_ENV = "KUBERNETES_VIRTUAL_GPUS"  # dcgm-exporter: attribute shared GPUs to their pods
+# dcgm-exporter 4.5.3-4.8.2 pkg/cmd/app.go (flags --kubernetes-gpu-id-type, --nvidia-resource-names):
+DCGM_GPU_ID_TYPE_ENV = "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE"  # "uid" (default) | "device-name"
+DCGM_RESOURCE_NAMES_ENV = "NVIDIA_RESOURCE_NAMES"  # comma-separated (urfave/cli StringSlice)
 
 
 # ------------------------------------------------------------------------------------------ rules
@@ -126,6 +129,37 @@ def shares_gpus(spec: StackSpec) -> bool:
     )
 
 
+def exporter_env(spec: StackSpec) -> list[dict[str, str]]:
+    """Environment of the DCGM exporter (the operator's or the standalone chart's), so that every GPU
+    metric can carry the pod holding the GPU. dcgm-exporter reads the kubelet's pod-resources API and
+    joins its device IDs to GPUs (internal/pkg/transformation/kubernetes.go):
+
+    * shared GPUs (time-slicing / MPS): replica IDs ``<uuid>::<n>`` need ``KUBERNETES_VIRTUAL_GPUS``;
+    * GKE's device plugin names devices ``nvidiaN`` / ``nvidiaN/vgpuM``, not by UUID: the exporter must
+      match by device name (``DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE=device-name``);
+    * the exporter skips every resource but ``nvidia.com/gpu`` and ``nvidia.com/mig-*`` unless listed in
+      ``NVIDIA_RESOURCE_NAMES``: renamed replicas (``nvidia.com/gpu.shared``) must be listed.
+
+    (Bottlerocket's host plugin gets ``device-id-strategy: uuid`` in its user data instead, see
+    ``sharing.bottlerocket_device_plugin_settings``.)"""
+    env: list[dict[str, str]] = []
+    if shares_gpus(spec):
+        env.append({"name": DCGM_VIRTUAL_GPUS_ENV, "value": "true"})
+    if derive.device_plugin_owner(spec) == "gke":
+        env.append({"name": DCGM_GPU_ID_TYPE_ENV, "value": "device-name"})
+    extra = sorted(
+        {
+            name
+            for pool in spec.node_pools
+            for name in derive.units_per_gpu(spec, pool)
+            if name != derive.GPU_RESOURCE and not name.startswith("nvidia.com/mig-")
+        }
+    )
+    if extra:
+        env.append({"name": DCGM_RESOURCE_NAMES_ENV, "value": ",".join(extra)})
+    return env
+
+
 def operator_values(spec: StackSpec) -> dict[str, Any]:
     """Helm values of the gpu-operator release; every path exists in the pinned chart's values.yaml."""
     owner = derive.device_plugin_owner(spec)
@@ -157,8 +191,8 @@ def operator_values(spec: StackSpec) -> dict[str, Any]:
             "serviceMonitor": {"enabled": False},
         },
     }
-    if spec.addons.dcgm and shares_gpus(spec):
-        values["dcgmExporter"]["env"] = [{"name": DCGM_VIRTUAL_GPUS_ENV, "value": "true"}]
+    if spec.addons.dcgm and exporter_env(spec):
+        values["dcgmExporter"]["env"] = exporter_env(spec)
     if spec.cloud == "gcp":
         # GKE 1.33+: without this the toolkit misconfigures containerd's config.toml (NVIDIA GKE guide).
         values["toolkit"]["env"] = [{"name": "RUNTIME_CONFIG_SOURCE", "value": "file"}]

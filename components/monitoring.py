@@ -4,8 +4,13 @@ The exporter itself comes from the GPU Operator (``dcgmExporter``) or, when the 
 ``addons.dcgm`` is on, from the standalone dcgm-exporter chart installed here.
 
 Labels the rules rely on (dcgm-exporter ``default-counters.csv`` fields; exporter labels ``gpu``, ``UUID``,
-``device``, ``modelName``, ``Hostname``, ``pci_bus_id``, ``GPU_I_ID``/``GPU_I_PROFILE`` on MIG instances,
-and ``pod``/``namespace``/``container`` only while a GPU is allocated to a pod):
+``device``, ``modelName``, ``Hostname``/``hostname``, ``pci_bus_id``, ``GPU_I_ID``/``GPU_I_PROFILE`` on MIG
+instances, and ``pod``/``namespace``/``container`` only while a GPU is allocated to a pod):
+- ``node``: the host, as the ServiceMonitor sets it from ``__meta_kubernetes_pod_node_name``. Rules and the
+  dashboard never use the exporter's own host label: dcgm-exporter renamed ``Hostname`` to ``hostname``
+  after 4.8.2 (NVIDIA/dcgm-exporter#655, internal/pkg/rendermetrics/render_metrics.go), gpu-operator v26.7.0
+  runs 4.6.0-4.8.3 while the standalone chart here is 4.8.2, and on the host network it is the exporter
+  pod's hostname anyway.
 
 - ``pool``: not a DCGM label. The ServiceMonitor here attaches node metadata (``attachMetadata.node``, the
   operator's own ServiceMonitor cannot) and copies the node label ``gpu-platform/pool`` into ``pool``, plus
@@ -135,7 +140,7 @@ def rule_groups(spec: StackSpec) -> list[dict[str, Any]]:
     per_gpu = ", ".join(PER_GPU_WITHOUT)
     device = ", ".join(DEVICE_KEY)
     critical = "|".join(str(c) for c in sorted(set(a.xid_critical_codes)))
-    where = "{{ $labels.Hostname }} GPU {{ $labels.gpu }} ({{ $labels.modelName }}, pool {{ $labels.pool }})"
+    where = "{{ $labels.node }} GPU {{ $labels.gpu }} ({{ $labels.modelName }}, pool {{ $labels.pool }})"
 
     rules: list[dict[str, Any]] = [
         {
@@ -171,7 +176,7 @@ def rule_groups(spec: StackSpec) -> list[dict[str, Any]]:
         },
         {
             "alert": "GpuAllocatedIdle",
-            "expr": (f'max by (pool, namespace, pod, Hostname) ({UTILIZATION}{{pod!=""}}) < {idle}'),
+            "expr": (f'max by (pool, namespace, pod, node) ({UTILIZATION}{{pod!=""}}) < {idle}'),
             "for": prom_duration(a.allocated_idle_for),
             "labels": {"severity": "warning"},
             "annotations": {
@@ -180,7 +185,7 @@ def rule_groups(spec: StackSpec) -> list[dict[str, Any]]:
                     **{"for": a.allocated_idle_for},
                 ),
                 "description": _fill(
-                    "Every GPU allocated to {{ $labels.namespace }}/{{ $labels.pod }} on {{ $labels.Hostname }} "
+                    "Every GPU allocated to {{ $labels.namespace }}/{{ $labels.pod }} on {{ $labels.node }} "
                     "(pool {{ $labels.pool }}) has stayed below [[idle]]% utilization for [[for]] (busiest "
                     "GPU now {{ $value | humanize }}%). The GPUs count against tenant {{ $labels.namespace }}'s "
                     "quota and are unavailable to other tenants. Runbook: 1) ask the owner (namespace "
@@ -231,7 +236,7 @@ def rule_groups(spec: StackSpec) -> list[dict[str, Any]]:
                     "down) and hardware faults become likelier. Runbook: 1) check DCGM_FI_DEV_POWER_USAGE and "
                     "the other GPUs of the node: all hot means cooling or a host problem, one hot GPU means "
                     "that GPU; 2) on a cloud instance, cordon and drain the node so it is replaced "
-                    "(kubectl cordon {{ $labels.Hostname }}; kubectl drain ...); 3) if it recurs on new "
+                    "(kubectl cordon {{ $labels.node }}; kubectl drain ...); 3) if it recurs on new "
                     "nodes, open a support case with the cloud provider with the instance ID.",
                     temp=_num(a.temperature_celsius),
                     **{"for": a.temperature_for},
@@ -249,7 +254,7 @@ def rule_groups(spec: StackSpec) -> list[dict[str, Any]]:
                     "DCGM_FI_DEV_XID_ERRORS reports XID {{ $labels.xid }}, one NVIDIA lists as needing a GPU "
                     "reset or hardware service (ECC, NVLink, fallen off the bus, GSP). Jobs on this GPU have "
                     "failed or will. The gauge keeps the last XID until the driver reloads, so the alert stays "
-                    "until the node is replaced. Runbook: 1) kubectl cordon {{ $labels.Hostname }} so no new "
+                    "until the node is replaced. Runbook: 1) kubectl cordon {{ $labels.node }} so no new "
                     "pods land there; 2) drain it (kubectl drain --ignore-daemonsets --delete-emptydir-data) "
                     "once running jobs have checkpointed; 3) terminate the instance so the node group or "
                     "Karpenter replaces it; 4) if the same XID follows new instances, escalate to the cloud "
@@ -453,8 +458,8 @@ def dcgm_exporter_values(spec: StackSpec) -> dict[str, Any]:
         "tolerations": gpu_operator.gpu_tolerations(spec),
         "serviceMonitor": {"enabled": False},  # ours below carries the pool label
     }
-    if gpu_operator.shares_gpus(spec):
-        values["extraEnv"] = [{"name": gpu_operator.DCGM_VIRTUAL_GPUS_ENV, "value": "true"}]
+    if gpu_operator.exporter_env(spec):
+        values["extraEnv"] = gpu_operator.exporter_env(spec)
     return values
 
 

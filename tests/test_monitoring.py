@@ -276,7 +276,7 @@ def test_promtool_overridden_thresholds_fire_where_defaults_would_not(tmp_path):
     cfg = stack_config("dev-aws")
     cfg["gpu-platform:monitoring"] = {"alerts": {"temperatureCelsius": 80, "temperatureFor": "2m"}}
     write_rules(monitoring.prometheus_rule(load_spec(cfg))["spec"], tmp_path / "r.yaml", keep_descriptions=False)
-    labels = 'Hostname="n",gpu="0",UUID="GPU-0",modelName="NVIDIA L4",pool="l4-shared"'
+    labels = 'node="n",hostname="h",gpu="0",UUID="GPU-0",modelName="NVIDIA L4",pool="l4-shared"'
     test = {
         "rule_files": ["r.yaml"],
         "tests": [
@@ -292,7 +292,8 @@ def test_promtool_overridden_thresholds_fire_where_defaults_would_not(tmp_path):
                             {
                                 "exp_labels": {
                                     "severity": "warning",
-                                    "Hostname": "n",
+                                    "node": "n",
+                                    "hostname": "h",
                                     "gpu": "0",
                                     "UUID": "GPU-0",
                                     "modelName": "NVIDIA L4",
