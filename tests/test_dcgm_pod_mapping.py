@@ -15,7 +15,7 @@ import tomllib
 
 import pytest
 import yaml
-from conftest import UPSTREAM, needs_upstream, release, render_config, rendered, stack_config
+from conftest import UPSTREAM, release, render_config, rendered, stack_config
 from values_paths import unknown_paths
 
 from components import gpu_operator, monitoring
@@ -61,7 +61,6 @@ def _renamed(cfg: dict) -> dict:
     return cfg
 
 
-@needs_upstream
 def test_renamed_shared_gpus_are_listed_for_the_operator_exporter():
     r = render_config(_renamed(stack_config("dev-aws")))
     values = release(r, "gpu-operator")["values"]
@@ -74,7 +73,6 @@ def test_renamed_shared_gpus_are_listed_for_the_operator_exporter():
     assert RESOURCE_NAMES not in _env(release(rendered("dev-aws"), "gpu-operator")["values"], ("dcgmExporter", "env"))
 
 
-@needs_upstream
 def test_renamed_shared_gpus_are_listed_for_the_standalone_exporter():
     cfg = _renamed(stack_config("dev-aws"))
     for pool in cfg["gpu-platform:nodePools"]:

@@ -17,7 +17,7 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-from conftest import UPSTREAM, needs_upstream, release, render_config, stack_config
+from conftest import UPSTREAM, release, render_config, stack_config
 from values_paths import unknown_paths
 
 from components import derive, sharing, versions
@@ -150,7 +150,6 @@ def _cel_nodeoverlay(doc) -> list[str]:
     return out
 
 
-@needs_upstream
 def test_rendered_overlays_validate_against_the_strict_schema():
     cfg = _config("mig-mixed")
     cfg["gpu-platform:nodePools"].append(
@@ -177,7 +176,6 @@ def test_rendered_overlays_validate_against_the_strict_schema():
 # ------------------------------------------------------------------------ Bottlerocket EC2NodeClasses
 
 
-@needs_upstream
 def test_bottlerocket_sharing_reaches_the_node_through_the_node_class_user_data():
     cfg = _config("br-ts")
     cfg["gpu-platform:nodePools"].append(
