@@ -96,6 +96,17 @@ class AwsInstanceType:
         return "amd64" if self.arch == "x86_64" else self.arch
 
     @property
+    def efa_interfaces(self) -> int:
+        """Most EFA interfaces the type takes (0: no EFA); see AWS_EFA_INTERFACES."""
+        return AWS_EFA_INTERFACES.get(self.name, 0)
+
+    @property
+    def efa_only_secondary(self) -> bool:
+        """Whether gpu-platform gives this type ``efa-only`` interfaces beside an ENA primary (see
+        AWS_EFA_ONLY_FAMILIES); otherwise every network card gets an ``efa`` (EFA with ENA) interface."""
+        return self.family in AWS_EFA_ONLY_FAMILIES
+
+    @property
     def karpenter_gpu_name(self) -> str:
         """The karpenter.k8s.aws/instance-gpu-name label this instance type really gets.
 
@@ -364,6 +375,40 @@ AWS_INSTANCE_TYPES: Mapping[str, AwsInstanceType] = _index(
 )
 
 
+# EFA: how many EFA interfaces each type takes (EC2 ``DescribeInstanceTypes``
+# ``NetworkInfo.EfaInfo.MaximumEfaInterfaces``, one per network card), as Karpenter v1.14.1 publishes it
+# in ``website/content/en/docs/reference/instance-types.md`` (the ``vpc.amazonaws.com/efa`` capacity row;
+# Karpenter reads it from the EC2 API). Types absent here have no EFA (g4dn/g5/g6/g6e below 8xlarge, g5g).
+# AWS user guide, "Supported instance types" for EFA
+# (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa.html#efa-instance-types) lists the same families.
+AWS_EFA_INTERFACES: Mapping[str, int] = MappingProxyType(
+    {
+        **{f"g4dn.{s}": 1 for s in ("8xlarge", "12xlarge", "16xlarge", "metal")},
+        **{f"{f}.{s}": 1 for f in ("g5", "g6") for s in ("8xlarge", "12xlarge", "16xlarge", "24xlarge", "48xlarge")},
+        **{f"g6e.{s}": 1 for s in ("8xlarge", "12xlarge", "16xlarge")},
+        "g6e.24xlarge": 2,
+        "g6e.48xlarge": 4,
+        "p4d.24xlarge": 4,
+        "p4de.24xlarge": 4,
+        "p5.4xlarge": 1,
+        "p5.48xlarge": 32,
+        "p5e.48xlarge": 32,
+        "p5en.48xlarge": 16,
+        "p6-b200.48xlarge": 8,
+    }
+)
+
+# Families given AWS's recommended multi-card layout (EC2 user guide, "Maximize network bandwidth on Amazon
+# EC2 instances with multiple network cards", https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-acc-inst-types.html):
+# an ENA primary interface (card 0, device 0), an ``efa-only`` interface at card 0 / device 1 and one
+# ``efa-only`` interface (device 0) on every further card: EFA devices that take no IP address, which on a
+# 32-card p5 keeps 31 VPC addresses per node. The guide's worked examples are P5/P5e; P5en and P6 (Nitro v5/v6)
+# share the layout. Other EFA families keep the layout Karpenter itself launches with
+# (``pkg/providers/launchtemplate/launchtemplate.go`` generateNetworkInterfaces, v1.14.1): an ``efa`` interface
+# (EFA with ENA) on every card, device 0 on card 0 and device 1 elsewhere -- valid on every EFA type.
+AWS_EFA_ONLY_FAMILIES: frozenset[str] = frozenset({"p5", "p5e", "p5en", "p6-b200"})
+
+
 # --------------------------------------------------------------------------------------------------------
 # GCP machine types
 # --------------------------------------------------------------------------------------------------------
@@ -454,6 +499,11 @@ def gpu_model(name: str) -> GpuModel:
 
 def aws_instance_type(name: str) -> AwsInstanceType | None:
     return AWS_INSTANCE_TYPES.get(name)
+
+
+def aws_efa_interfaces(name: str) -> int:
+    """EFA interfaces of an AWS instance type (0: no EFA or unknown type)."""
+    return AWS_EFA_INTERFACES.get(name, 0)
 
 
 def gcp_machine_type(name: str) -> GcpMachineType | None:

@@ -150,6 +150,30 @@ class GkePoolOptions(Model):
     )
 
 
+class Reservation(Model):
+    """Reserved capacity a pool launches into, the same block on both clouds (``components/reservations.py``).
+
+    aws: On-Demand Capacity Reservations (``kind: on-demand``) or Capacity Blocks for ML
+    (``kind: capacity-block``), by id (``cr-...``) or, Karpenter pools only, by tags. gcp: a Compute Engine
+    reservation by name (``id``), or ``match: any`` to consume any matching reservation.
+    ``instanceType`` / ``availabilityZone`` declare what the reservation holds so the pool can be checked
+    against it before deploy (a reservation pins both)."""
+
+    kind: Literal["on-demand", "capacity-block"] = Field(
+        default="on-demand", description="aws: on-demand (ODCR) or capacity-block (Capacity Blocks for ML)"
+    )
+    match: Literal["specific", "any"] = Field(
+        default="specific",
+        description="specific: only the named reservation(s); any: gcp ANY_RESERVATION / aws open ODCRs",
+    )
+    ids: list[Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)]] = Field(
+        default_factory=list, description="aws: cr-... ids; gcp: the reservation name (exactly one)"
+    )
+    tags: dict[str, str] = Field(default_factory=dict, description="aws karpenter pools: select reservations by tags")
+    instance_type: str | None = Field(default=None, description="what the reservation holds (checked)")
+    availability_zone: str | None = Field(default=None, description="where the reservation is (checked)")
+
+
 class EksPoolOptions(Model):
     """aws, provisioner managed: settings of the pool's EKS managed node group."""
 
@@ -193,6 +217,14 @@ class NodePool(Model):
     taints: list[Taint] = Field(default_factory=list)
     labels: dict[LabelKey, LabelValue] = Field(default_factory=dict)
     topology_aware: bool = Field(default=False, description="Kueue topology-aware scheduling")
+    efa: bool | None = Field(
+        default=None,
+        description="aws: EFA network interfaces, a cluster placement group and an EFA security group for "
+        "multi-node NCCL. Default: on for topologyAware managed pools whose instance types all support EFA",
+    )
+    reservation: Reservation | None = Field(
+        default=None, description="reserved capacity (ODCR / Capacity Block on aws, a reservation on gcp)"
+    )
     karpenter: KarpenterPoolOptions = Field(default_factory=KarpenterPoolOptions)
     gke: GkePoolOptions = Field(default_factory=GkePoolOptions)
     eks: EksPoolOptions = Field(default_factory=EksPoolOptions)
@@ -637,9 +669,10 @@ def rule(fn: Rule) -> Rule:
 
 def _rule_modules() -> None:
     # Imported for their @rule registrations; none of them imports a cloud SDK.
-    from components import cost, gpu_operator, monitoring, rules_core, sharing  # noqa: F401
+    from components import cost, gpu_operator, monitoring, reservations, rules_core, sharing  # noqa: F401
     from components import prometheus_stack as _prometheus  # noqa: F401
     from components import scheduling_rules as _scheduling  # noqa: F401
+    from components.aws import efa as _efa  # noqa: F401
     from components.aws import rules as _aws  # noqa: F401
     from components.aws import rules_karpenter as _karpenter  # noqa: F401
     from components.gcp import rules as _gcp  # noqa: F401

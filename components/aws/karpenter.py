@@ -31,6 +31,8 @@ import pulumi
 
 from components import catalog, derive, sharing, versions
 from components.aws import managed_pools
+from components.aws import reservations as aws_reservations
+from components.reservations import pool_reservation
 from components.spec import NodePool, StackSpec
 
 CONTROLLER_NAMESPACE = versions.KARPENTER.namespace
@@ -132,8 +134,10 @@ class NodeClassNeed:
     ami_version: str  # latest | vYYYYMMDD | vX.Y.Z: the class's spec, not its name
     # Bottlerocket settings TOML (``managed_pools.user_data``, the launch-template path's renderer), or None
     user_data: str | None = None
-    # The pool whose own settings (time-slicing / MPS) the user data carries; such a class is that pool's alone
+    # The pool whose class this is alone: its own settings (Bottlerocket time-slicing / MPS in the user data) or
+    # its own additions (``own_class_additions``: reservation terms), which must not reach other pools' nodes
     owner: str | None = None
+    additions: str = ""  # JSON of ``own_class_additions`` (keeps the need hashable); "" for shared classes
 
     @property
     def name(self) -> str:
@@ -154,11 +158,25 @@ def node_class_need(spec: StackSpec, pool: NodePool) -> NodeClassNeed:
     the same function as a managed node group's launch template. The stack-wide part (UUID device IDs)
     keeps classes shared by OS and disk under their old names; a pool with time-slicing / MPS settings gets
     a class of its own, ``gpu-bottlerocket-<disk>gib-<pool>``, so two sharing pools never overwrite each
-    other's settings and changing one pool's replicas updates (drifts) only that pool's nodes."""
+    other's settings and changing one pool's replicas updates (drifts) only that pool's nodes. So does a pool
+    whose class adds something of its own (``own_class_additions``)."""
     os = derive.node_os(spec, pool)
-    owner = pool.name if os == "bottlerocket" and sharing.bottlerocket_shares_gpus(spec, pool.name) else None
+    additions = own_class_additions(spec, pool)
+    shares = os == "bottlerocket" and sharing.bottlerocket_shares_gpus(spec, pool.name)
+    owner = pool.name if shares or additions else None
     user_data = managed_pools.user_data(spec, pool)
-    return NodeClassNeed(os, pool.disk_gib, pool.karpenter.ami_version, user_data, owner)
+    extra = json.dumps(additions, sort_keys=True) if additions else ""
+    return NodeClassNeed(os, pool.disk_gib, pool.karpenter.ami_version, user_data, owner, extra)
+
+
+def own_class_additions(spec: StackSpec, pool: NodePool) -> dict[str, Any]:
+    """What a pool's own EC2NodeClass adds: its reservation's ``capacityReservationSelectorTerms``
+    (components/aws/reservations.py). {} for pools that share a class."""
+    out: dict[str, Any] = {}
+    r = pool_reservation(pool)
+    if r is not None:
+        out["capacityReservationSelectorTerms"] = aws_reservations.selector_terms(r)
+    return out
 
 
 def node_class_needs(spec: StackSpec) -> list[NodeClassNeed]:
@@ -239,7 +257,10 @@ def ec2_node_class_spec(spec: StackSpec, need: NodeClassNeed, role: Any) -> dict
     }
     if need.user_data is not None:
         body["userData"] = need.user_data
-    return body
+    additions = json.loads(need.additions) if need.additions else {}
+    # selector terms are ORed: the stack's security groups plus any the pool's class adds
+    body["securityGroupSelectorTerms"] += additions.pop("securityGroupSelectorTerms", [])
+    return body | additions
 
 
 # ---------------------------------------------------------------------------------------- NodePools
@@ -251,7 +272,7 @@ class NodePoolPlan:
 
     name: str
     pool: NodePool
-    capacity_type: str  # "spot" | "on-demand"
+    capacity_type: str  # "spot" | "on-demand" | "reserved" (pools with a reservation)
     gpus: int  # physical GPUs this NodePool may bring
     weight: int | None
 
@@ -284,7 +305,8 @@ def nodepool_plans(spec: StackSpec) -> list[NodePoolPlan]:
             plans.append(NodePoolPlan(pool.name, pool, "spot", spot, SPOT_WEIGHT))
             plans.append(NodePoolPlan(f"{pool.name}-on-demand", pool, "on-demand", on_demand, ON_DEMAND_WEIGHT))
         else:
-            plans.append(NodePoolPlan(pool.name, pool, pool.capacity, pool.gpu_cap, None))
+            capacity = aws_reservations.RESERVED if pool_reservation(pool) is not None else pool.capacity
+            plans.append(NodePoolPlan(pool.name, pool, capacity, pool.gpu_cap, None))
     return sorted(plans, key=lambda p: p.name)
 
 
@@ -311,7 +333,16 @@ def requirements(plan: NodePoolPlan) -> list[dict[str, Any]]:
         {"key": GPU_COUNT_LABEL, "operator": "In", "values": [str(pool.gpu.per_node)]},
         {"key": ARCH_LABEL, "operator": "In", "values": sorted({t.kubernetes_arch for t in types})},
         {"key": OS_LABEL, "operator": "In", "values": ["linux"]},
+        *_reservation_zone(pool),
     ]
+
+
+def _reservation_zone(pool: NodePool) -> list[dict[str, Any]]:
+    """A reservation declared in one AZ keeps the NodePool there (a reservation pins its AZ)."""
+    r = pool_reservation(pool)
+    if r is None or not r.availability_zone:
+        return []
+    return [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": [r.availability_zone]}]
 
 
 def taints(pool: NodePool) -> list[dict[str, str]]:

@@ -22,8 +22,9 @@ from typing import Any
 
 import pulumi
 
-from components.aws import iam
+from components.aws import efa, iam
 from components.aws import managed_pools as plan
+from components.aws import reservations as aws_reservations
 from components.spec import StackSpec
 
 
@@ -36,6 +37,57 @@ def partition_of(arn: str) -> str:
 def assume_role_policy(partition: str) -> str:
     """Trust policy of the node role: EC2 instances (the nodes) assume it."""
     return iam.to_json(iam.service_trust(f"ec2.{iam.dns_suffix(partition)}", sid="EksNodes"))
+
+
+def efa_launch_template_args(
+    spec: StackSpec, pool: Any, cluster: Any, region: str | None, tags: dict[str, str], child: pulumi.ResourceOptions
+) -> dict[str, Any]:
+    """An EFA pool's security group (all traffic to and from itself), cluster placement group, and the launch
+    template's network interfaces and placement ({} for other pools). See ``components/aws/efa.py``."""
+    if not efa.efa_enabled(spec, pool):
+        return {}
+    import pulumi_aws as aws
+
+    pool_tags = {**tags, plan.POOL_TAG: pool.name}
+    sg = aws.ec2.SecurityGroup(
+        f"{pool.name}-efa",
+        name=efa.security_group_name(spec, pool),
+        description=f"EFA traffic between the nodes of gpu-platform pool {pool.name} (all traffic, itself only)",
+        vpc_id=cluster.vpc_config.vpc_id,
+        region=region,
+        tags=pool_tags,
+        opts=child,
+    )
+    aws.vpc.SecurityGroupIngressRule(
+        f"{pool.name}-efa-in",
+        security_group_id=sg.id,
+        referenced_security_group_id=sg.id,
+        ip_protocol="-1",
+        description="EFA: all traffic from the pool's own nodes",
+        region=region,
+        tags=pool_tags,
+        opts=child,
+    )
+    aws.vpc.SecurityGroupEgressRule(
+        f"{pool.name}-efa-out",
+        security_group_id=sg.id,
+        referenced_security_group_id=sg.id,
+        ip_protocol="-1",
+        description="EFA: all traffic to the pool's own nodes",
+        region=region,
+        tags=pool_tags,
+        opts=child,
+    )
+    pg = aws.ec2.PlacementGroup(
+        f"{pool.name}-efa",
+        name=efa.placement_group_name(spec, pool),
+        strategy="cluster",
+        region=region,
+        tags=pool_tags,
+        opts=child,
+    )
+    groups = [cluster.vpc_config.cluster_security_group_id, sg.id]
+    return {"network_interfaces": efa.network_interfaces(pool, groups), "placement": {"group_name": pg.name}}
 
 
 class EksGpuNodeGroups(pulumi.ComponentResource):
@@ -77,6 +129,10 @@ class EksGpuNodeGroups(pulumi.ComponentResource):
         self.launch_templates: dict[str, aws.ec2.LaunchTemplate] = {}
         self.node_groups: dict[str, aws.eks.NodeGroup] = {}
         for pool in sorted(plan.managed_pools(spec), key=lambda p: p.name):
+            extra = {
+                **efa_launch_template_args(spec, pool, cluster, region, tags, child),
+                **aws_reservations.launch_template_args(pool),
+            }
             lt = aws.ec2.LaunchTemplate(
                 pool.name,
                 name=plan.launch_template_name(spec, pool),
@@ -86,6 +142,7 @@ class EksGpuNodeGroups(pulumi.ComponentResource):
                 tag_specifications=plan.tag_specifications(spec, pool),
                 user_data=plan.user_data_base64(spec, pool),
                 update_default_version=True,
+                **extra,
                 region=region,
                 tags={**tags, plan.POOL_TAG: pool.name},
                 opts=child,
@@ -98,7 +155,7 @@ class EksGpuNodeGroups(pulumi.ComponentResource):
                 node_role_arn=self.node_role.arn,
                 subnet_ids=subnets if subnets is not None else cluster_subnets,
                 ami_type=plan.ami_type(spec, pool),
-                capacity_type=plan.CAPACITY_TYPES[pool.capacity],
+                capacity_type=aws_reservations.node_group_capacity_type(pool, plan.CAPACITY_TYPES[pool.capacity]),
                 instance_types=list(pool.instance_types),
                 scaling_config=plan.scaling(pool),
                 update_config=plan.update_config(pool),

@@ -1,0 +1,130 @@
+"""EFA (Elastic Fabric Adapter) for multi-node training on EKS, as plain data and rules (no SDK, no pulumi).
+
+A pool with EFA (``nodePools[].efa``, default on for ``topologyAware`` managed pools whose instance types all
+support EFA: topology-aware scheduling is how a stack says "gangs of pods across nodes", the one case where
+NCCL's inter-node traffic matters) gets, as an EKS managed node group:
+
+* launch-template network interfaces on every network card the type has (``catalog.AWS_EFA_INTERFACES``;
+  layout per ``catalog.AWS_EFA_ONLY_FAMILIES``), each in the cluster security group (the EKS-created group
+  nodes must be in to reach the control plane and each other; a launch template that lists interfaces
+  replaces EKS' own default of putting nodes in it) and the pool's EFA security group;
+* an EFA security group allowing all traffic from and to itself (EC2 user guide, "Prepare an EFA-enabled
+  security group": EFA's OS-bypass traffic needs an all-traffic self rule both ways);
+* a cluster placement group (``strategy: cluster``), in the launch template's ``placement.groupName``;
+* exactly one subnet (a cluster placement group is in one AZ; EFA traffic stays within an AZ).
+
+Karpenter pools (v1.14.1): Karpenter itself attaches an ``efa`` interface per network card when a pod
+requests ``vpc.amazonaws.com/efa`` (``pkg/providers/launchtemplate/launchtemplate.go`` generateNetworkInterfaces)
+and can select a placement group (``EC2NodeClass.spec.placementGroupSelector``); its ``networkInterfaces``
+field offers only ``interface`` / ``efa-only``. gpu-platform does not yet give Karpenter pools their own
+EC2NodeClass with a placement group and EFA security group, so ``efa: true`` on a Karpenter pool is refused
+(with what to do) rather than producing a pool whose EFA traffic the security groups may drop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from components import catalog
+from components.spec import NodePool, Problem, StackSpec, key, rule
+
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
+
+
+def efa_capable(pool: NodePool) -> bool:
+    types = [catalog.aws_instance_type(t) for t in pool.instance_types]
+    return bool(types) and all(t is not None and t.efa_interfaces > 0 for t in types)
+
+
+def efa_enabled(spec: StackSpec, pool: NodePool) -> bool:
+    """Whether the pool gets EFA (explicit ``efa``, else the default described in the module docstring)."""
+    if spec.cloud != "aws":
+        return False
+    if pool.efa is not None:
+        return pool.efa
+    return pool.provisioner == "managed" and pool.topology_aware and efa_capable(pool)
+
+
+def efa_pools(spec: StackSpec) -> list[NodePool]:
+    return [p for p in spec.node_pools if efa_enabled(spec, p)]
+
+
+def interfaces_per_node(pool: NodePool) -> int:
+    """EFA devices one node of the pool has, as the EFA device plugin advertises them (``vpc.amazonaws.com/efa``).
+    The rules keep an EFA pool's instance types at one interface count."""
+    return min(catalog.aws_efa_interfaces(t) for t in pool.instance_types)
+
+
+def network_interfaces(pool: NodePool, security_groups: list[Any]) -> list[dict[str, Any]]:
+    """Launch-template network interfaces (SDK snake_case) of an EFA pool, one EFA device per network card."""
+    it = catalog.AWS_INSTANCE_TYPES[pool.instance_types[0]]
+    count = interfaces_per_node(pool)
+
+    def nic(card: int, device: int, kind: str) -> dict[str, Any]:
+        return {
+            "network_card_index": card,
+            "device_index": device,
+            "interface_type": kind,
+            "security_groups": security_groups,
+            "delete_on_termination": "true",
+        }
+
+    if it.efa_only_secondary:
+        # ENA primary, EFA-only device on card 0 and on every further card (EC2 efa-acc-inst-types).
+        return [nic(0, 0, "interface"), nic(0, 1, "efa-only"), *(nic(c, 0, "efa-only") for c in range(1, count))]
+    return [nic(c, 0 if c == 0 else 1, "efa") for c in range(count)]
+
+
+def placement_group_name(spec: StackSpec, pool: NodePool) -> str:
+    return f"{spec.cluster.name}-{pool.name}-efa"
+
+
+def security_group_name(spec: StackSpec, pool: NodePool) -> str:
+    return f"{spec.cluster.name}-{pool.name}-efa"
+
+
+# ------------------------------------------------------------------------------------------------ rules
+
+
+@rule
+def efa(spec: StackSpec) -> Iterator[Problem]:
+    for i, pool in enumerate(spec.node_pools):
+        at = key("nodePools", i, "efa")
+        if spec.cloud != "aws":
+            if pool.efa:
+                yield Problem(at, f"EFA is an AWS network adapter (cloud is {spec.cloud})")
+            continue
+        if not efa_enabled(spec, pool):
+            continue
+        if pool.provisioner == "karpenter":
+            yield Problem(
+                at,
+                "is not supported on Karpenter pools yet: gpu-platform gives them no placement group or EFA "
+                "security group (Karpenter attaches EFA interfaces only for pods requesting "
+                f"{EFA_RESOURCE}). Use provisioner: managed for multi-node EFA training, or efa: false",
+            )
+            continue
+        bad = [t for t in pool.instance_types if catalog.aws_instance_type(t) and catalog.aws_efa_interfaces(t) == 0]
+        if bad:
+            capable = [t.name for t in catalog.aws_instance_types_for(pool.gpu.model) if t.efa_interfaces]
+            yield Problem(
+                at,
+                f"{', '.join(bad)} support{'s' if len(bad) == 1 else ''} no EFA"
+                + (f" ({pool.gpu.model} types with EFA: {', '.join(capable)})" if capable else ""),
+            )
+            continue
+        counts = {catalog.aws_efa_interfaces(t) for t in pool.instance_types}
+        families = {catalog.AWS_INSTANCE_TYPES[t].efa_only_secondary for t in pool.instance_types}
+        if len(counts) > 1 or len(families) > 1:
+            yield Problem(
+                key("nodePools", i, "instanceTypes"),
+                "EFA pools need one network-interface layout: their instance types differ in EFA interfaces "
+                f"({', '.join(f'{t}: {catalog.aws_efa_interfaces(t)}' for t in pool.instance_types)})",
+            )
+        if len(pool.eks.subnet_ids) != 1:
+            yield Problem(
+                key("nodePools", i, "eks", "subnetIds"),
+                "an EFA pool is in a cluster placement group, which lives in one AZ: give it exactly one subnet "
+                "(eks.subnetIds)",
+            )
