@@ -82,6 +82,13 @@ def run(spec: StackSpec) -> None:
         }
         for plan in nodepool_plans(spec):
             pool_names.setdefault(plan.pool.name, {"karpenterNodePools": []})["karpenterNodePools"].append(plan.name)
+    if spec.cloud == "aws":
+        from components.aws import efa
+
+        if efa.efa_pools(spec):
+            from components.aws.nodegroups import EfaDevicePlugin
+
+            EfaDevicePlugin("efa-device-plugin", spec, provider)
     if spec.cloud == "aws" and any(p.provisioner == "managed" for p in spec.node_pools):
         from components.aws.nodegroups import EksGpuNodeGroups
 

@@ -165,3 +165,39 @@ def _gcp(i: int, pool: NodePool) -> Iterator[Problem]:
             key("nodePools", i, "gke", "zones"),
             f"must be [{r.availability_zone}], the reservation's zone: nodes elsewhere cannot use it",
         )
+
+
+def summary_lines(spec: StackSpec) -> list[str]:
+    """summary.md: each pool's reserved capacity, the same table on both clouds."""
+    pools = reserved_pools(spec)
+    if not pools:
+        return []
+    lines = [
+        "## Reserved capacity",
+        "",
+        "| pool | reservation | instance type | zone | used as |",
+        "|---|---|---|---|---|",
+    ]
+    for pool, r in pools:
+        lines.append(
+            f"| {pool.name} | {r.describe()} | {r.instance_type or '-'} | {r.availability_zone or '-'} "
+            f"| {_used_as(spec, pool, r)} |"
+        )
+    lines += [
+        "",
+        "A reservation is paid for whether or not nodes run in it (an ODCR bills at the on-demand rate from its "
+        "start, a Capacity Block is paid up front, a GCE reservation bills its VMs while unused): the Cost table's "
+        "figures for these pools are what running nodes cost, not the reservation's own bill.",
+    ]
+    return lines
+
+
+def _used_as(spec: StackSpec, pool: NodePool, r: PoolReservation) -> str:
+    if spec.cloud == "gcp":
+        kind = "ANY_RESERVATION" if r.match == "any" else "SPECIFIC_RESERVATION"
+        return f"node pool reservationAffinity {kind}"
+    if pool.provisioner == "karpenter":
+        return "EC2NodeClass capacityReservationSelectorTerms, NodePool capacity type reserved"
+    if r.kind == "capacity-block":
+        return "launch template capacity reservation + market type capacity-block, node group CAPACITY_BLOCK"
+    return "launch template capacity reservation " + ("(open)" if r.match == "any" else "target")

@@ -185,6 +185,10 @@ def summary(rendering: Rendering, sections: Mapping[str, str]) -> str:
         from components.aws.karpenter import summary_lines
 
         lines += ["", *summary_lines(spec)]
+    if spec.cloud == "aws":
+        from components.aws import efa
+
+        lines += efa.summary_lines(spec)
     from components import gpu_operator
 
     gpu_lines = gpu_operator.summary_lines(spec)
@@ -209,6 +213,10 @@ def summary(rendering: Rendering, sections: Mapping[str, str]) -> str:
     from components import cost
 
     lines += ["", *cost.markdown(cost.report(spec, rendering.stack))]
+    from components import reservations
+
+    if reservations.reserved_pools(spec):
+        lines += ["", *reservations.summary_lines(spec)]
     lines += ["", "## Priority classes", "", "| class | value | preemption | default |", "|---|---|---|---|"]
     for pc in sorted(spec.priority_classes, key=lambda c: -c.value):
         lines.append(f"| {pc.name} | {pc.value} | {pc.preemption_policy} | {'yes' if pc.global_default else ''} |")

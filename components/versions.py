@@ -81,6 +81,17 @@ CLUSTER_AUTOSCALER = Chart(
     namespace="kube-system",
     release="cluster-autoscaler",
 )
+# The EFA Kubernetes device plugin (advertises vpc.amazonaws.com/efa), from AWS' official eks-charts repository
+# (github.com/aws/eks-charts stable/aws-efa-k8s-device-plugin; Chart.yaml and values.yaml recorded in
+# upstream/aws-efa-k8s-device-plugin/).
+EFA_DEVICE_PLUGIN = Chart(
+    key="efaDevicePlugin",
+    chart="aws-efa-k8s-device-plugin",
+    version="v0.5.30",  # app v0.5.20
+    repository="https://aws.github.io/eks-charts",
+    namespace="kube-system",
+    release="aws-efa-k8s-device-plugin",
+)
 
 KUBE_PROMETHEUS_STACK = Chart(
     key="kubePrometheusStack",
@@ -105,6 +116,7 @@ CHARTS: dict[str, Chart] = {
         KARPENTER_CRD,
         CLUSTER_AUTOSCALER,
         KUBE_PROMETHEUS_STACK,
+        EFA_DEVICE_PLUGIN,
     )
 }
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from components import catalog
+from components import catalog, derive
 from components.spec import NodePool, Problem, StackSpec, key, rule
 
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
@@ -82,6 +82,55 @@ def placement_group_name(spec: StackSpec, pool: NodePool) -> str:
 
 def security_group_name(spec: StackSpec, pool: NodePool) -> str:
     return f"{spec.cluster.name}-{pool.name}-efa"
+
+
+# ------------------------------------------------------------------------------------------- device plugin
+
+
+def device_plugin_values(spec: StackSpec) -> dict[str, Any]:
+    """Values of the aws-efa-k8s-device-plugin chart (upstream/aws-efa-k8s-device-plugin/values.yaml).
+
+    The chart's DaemonSet requires a node label in ``supportedInstanceLabels`` (its node affinity, template
+    ``daemonset.yaml``): keyed on the pool label and listing the EFA pools, it runs on their nodes only (not on
+    every EFA-capable instance of the cluster). It tolerates exactly those pools' taints (the GPU taint among
+    them). It then advertises one ``vpc.amazonaws.com/efa`` per EFA device of the node."""
+    pools = sorted(efa_pools(spec), key=lambda p: p.name)
+    tolerations: list[dict[str, str]] = []
+    for pool in pools:
+        for tol in derive.tolerations(pool):
+            if tol not in tolerations:
+                tolerations.append(tol)
+    return {
+        "supportedInstanceLabels": {"keys": [derive.POOL_LABEL], "values": [p.name for p in pools]},
+        "tolerations": tolerations,
+    }
+
+
+def summary_lines(spec: StackSpec) -> list[str]:
+    """summary.md: each EFA pool's interfaces, placement and what its pods request."""
+    pools = efa_pools(spec)
+    if not pools:
+        return []
+    lines = [
+        "",
+        "## EFA (multi-node training network)",
+        "",
+        f"| pool | instance types | {EFA_RESOURCE} per node | interface layout | placement group |",
+        "|---|---|---|---|---|",
+    ]
+    for p in sorted(pools, key=lambda p: p.name):
+        it = catalog.AWS_INSTANCE_TYPES[p.instance_types[0]]
+        layout = "ENA primary + efa-only per card" if it.efa_only_secondary else "efa on every card"
+        lines.append(
+            f"| {p.name} | {', '.join(p.instance_types)} | {interfaces_per_node(p)} | {layout} | "
+            f"{placement_group_name(spec, p)} (cluster) |"
+        )
+    lines.append("")
+    lines.append(
+        f"Pods that train across nodes request `{EFA_RESOURCE}` (all of a node's devices) and set "
+        "`FI_PROVIDER=efa`; see examples/. The EFA device plugin runs on these pools only."
+    )
+    return lines
 
 
 # ------------------------------------------------------------------------------------------------ rules

@@ -182,3 +182,24 @@ class EksGpuNodeGroups(pulumi.ComponentResource):
                 "nodeGroups": {n: ng.node_group_name for n, ng in self.node_groups.items()},
             }
         )
+
+
+class EfaDevicePlugin(pulumi.ComponentResource):
+    """The aws-efa-k8s-device-plugin chart on the stack's EFA pools (``efa.device_plugin_values``)."""
+
+    TYPE = "gpu-platform:aws:EfaDevicePlugin"
+
+    def __init__(self, name: str, spec: StackSpec, provider: Any, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(self.TYPE, name, None, opts)
+        from components import k8s, versions
+
+        self.release = k8s.chart_release(
+            "aws-efa-k8s-device-plugin",
+            self,
+            provider,
+            spec,
+            versions.EFA_DEVICE_PLUGIN,
+            efa.device_plugin_values(spec),
+            depends_on=[],
+        )
+        self.register_outputs({"pools": [p.name for p in efa.efa_pools(spec)]})
