@@ -408,6 +408,11 @@ AWS_EFA_INTERFACES: Mapping[str, int] = MappingProxyType(
 # (EFA with ENA) on every card, device 0 on card 0 and device 1 elsewhere -- valid on every EFA type.
 AWS_EFA_ONLY_FAMILIES: frozenset[str] = frozenset({"p5", "p5e", "p5en", "p6-b200"})
 
+# Families whose EFA does RDMA (GPUDirect RDMA: NCCL reads and writes GPU memory across nodes), so that
+# FI_EFA_USE_DEVICE_RDMA=1 applies (EC2 user guide, "Get started with EFA and NCCL": RDMA read on p4d/p4de,
+# p5/p5e/p5en, p6); the G families' EFA has no RDMA.
+AWS_EFA_RDMA_FAMILIES: frozenset[str] = frozenset({"p4d", "p4de", "p5", "p5e", "p5en", "p6-b200"})
+
 
 # --------------------------------------------------------------------------------------------------------
 # GCP machine types

@@ -216,9 +216,10 @@ def test_subnets_from_the_stack():
     cfg["gpu-platform:cluster"]["subnetIds"] = ["subnet-0bbb", "subnet-0aaa"]
     cfg["gpu-platform:nodePools"][1]["eks"] = {"subnetIds": ["subnet-0ccc"]}
     spec = load_spec(cfg)
-    assert plan.subnet_ids(spec, spec.pool("a100-train")) == ["subnet-0aaa", "subnet-0bbb"]
+    assert plan.subnet_ids(spec, spec.pool("l4-notebooks")) == ["subnet-0aaa", "subnet-0bbb"]
     assert plan.subnet_ids(spec, spec.pool("h100-inference")) == ["subnet-0ccc"]
-    assert plan.subnet_ids(load_spec(stack_config("prod-aws")), spec.pool("a100-train")) is None
+    assert plan.subnet_ids(spec, spec.pool("a100-train")) == ["subnet-0a1b2c3d4e5f60718"]  # its own (EFA)
+    assert plan.subnet_ids(load_spec(stack_config("prod-aws")), spec.pool("l4-notebooks")) is None
 
 
 # -------------------------------------------------------------------------------- launch templates
@@ -480,14 +481,15 @@ def test_eks_options_only_on_managed_aws_pools():
 def test_subnet_ids_checked():
     cfg = stack_config("prod-aws")
     cfg["gpu-platform:cluster"]["subnetIds"] = ["subnet-0aaa", "subnet-0aaa"]
-    cfg["gpu-platform:nodePools"][0]["eks"] = {"subnetIds": ["subnet-0bbb", "subnet-0bbb"]}
+    # l4-notebooks: neither EFA nor a reservation, so only the subnet rules speak
+    cfg["gpu-platform:nodePools"][3]["eks"] = {"subnetIds": ["subnet-0bbb", "subnet-0bbb"]}
     assert problems(cfg) == [
         ("gpu-platform:cluster.subnetIds[1]", "lists subnet subnet-0aaa twice"),
-        ("gpu-platform:nodePools[0].eks.subnetIds[1]", "lists subnet subnet-0bbb twice"),
+        ("gpu-platform:nodePools[3].eks.subnetIds[1]", "lists subnet subnet-0bbb twice"),
     ]
-    cfg["gpu-platform:nodePools"][0]["eks"] = {"subnetIds": ["sn-1"]}
+    cfg["gpu-platform:nodePools"][3]["eks"] = {"subnetIds": ["sn-1"]}
     assert problems(cfg) == [
-        ("gpu-platform:nodePools[0].eks.subnetIds[0]", "'sn-1' does not match ^subnet-[0-9a-f]+$"),
+        ("gpu-platform:nodePools[3].eks.subnetIds[0]", "'sn-1' does not match ^subnet-[0-9a-f]+$"),
     ]
     karpenter_only = stack_config("dev-aws")
     karpenter_only["gpu-platform:nodePools"][0]["provisioner"] = "karpenter"
