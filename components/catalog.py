@@ -434,6 +434,31 @@ _N1_T4_LIMITS = ((1, 48, 312.0), (2, 48, 312.0), (4, 96, 624.0))
 _GKE_ACCELERATOR_OVERRIDES: Mapping[str, str] = MappingProxyType({"a3-megagpu-8g": "nvidia-h100-mega-80gb"})
 
 
+@dataclass(frozen=True)
+class GpuDirect:
+    """How a GCP GPU machine type's GPUs talk across nodes at full speed, and what the node pool needs for it."""
+
+    stack: str  # GPUDirect-TCPX / GPUDirect-TCPXO / GPUDirect-RDMA
+    additional_networks: int  # node network interfaces beyond the primary one, each its own VPC/subnet
+    installer: str  # the NCCL plugin installer DaemonSet (GoogleCloudPlatform/container-engine-accelerators)
+
+
+# GPUDirect per machine type. Additional networks: cluster-toolkit ``modules/compute/gke-node-pool/gpu_direct.tf``
+# ``min_additional_networks`` (a3-highgpu-8g 4, a3-megagpu-8g 8; commit 1047080375af) and its
+# ``examples/gke-a3-ultragpu`` blueprint (one gVNIC network plus the 8 subnets of an RDMA VPC = 9; A4 is built the
+# same way). Installers: the manifests cluster-toolkit applies (``gpudirect-tcpx/nccl-tcpx-installer.yaml``,
+# ``gpudirect-tcpxo/nccl-tcpxo-installer.yaml`` with ``nri_device_injector``) and GKE's "GPUDirect RDMA" guide
+# (``gpudirect-rdma/nccl-rdma-installer.yaml``).
+GCP_GPUDIRECT: Mapping[str, GpuDirect] = MappingProxyType(
+    {
+        "a3-highgpu-8g": GpuDirect("GPUDirect-TCPX", 4, "gpudirect-tcpx/nccl-tcpx-installer.yaml"),
+        "a3-megagpu-8g": GpuDirect("GPUDirect-TCPXO", 8, "gpudirect-tcpxo/nccl-tcpxo-installer.yaml"),
+        "a3-ultragpu-8g": GpuDirect("GPUDirect-RDMA", 9, "gpudirect-rdma/nccl-rdma-installer.yaml"),
+        "a4-highgpu-8g": GpuDirect("GPUDirect-RDMA", 9, "gpudirect-rdma/nccl-rdma-installer.yaml"),
+    }
+)
+
+
 def _n1(shape: str, vcpus: int) -> GcpMachineType:
     memory = vcpus * _N1_MEMORY_PER_VCPU[shape]
     return GcpMachineType(

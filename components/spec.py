@@ -140,8 +140,18 @@ class KarpenterPoolOptions(Model):
     )
 
 
+class GkeNetwork(Model):
+    network: Annotated[str, Field(min_length=1)]
+    subnetwork: Annotated[str, Field(min_length=1)]
+
+
 class GkePoolOptions(Model):
     zones: list[GcpZone] = Field(default_factory=list, description="node locations; default: the cluster's")
+    additional_networks: list[GkeNetwork] = Field(
+        default_factory=list,
+        description="A3/A4 GPUDirect: the GPU NICs' VPC networks and subnetworks, in NIC order (node pool "
+        "networkConfig.additionalNodeNetworkConfigs); they and the cluster's multi-networking must exist",
+    )
     compact_placement: bool = False
     reservation: Literal["none", "any", "specific"] = "none"
     reservation_name: DnsLabel | None = None

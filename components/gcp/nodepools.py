@@ -25,6 +25,7 @@ import pulumi
 from components import derive
 from components.gcp import gke
 from components.gcp.rules import accelerator_type
+from components.reservations import pool_reservation
 from components.spec import NodePool, StackSpec
 
 if TYPE_CHECKING:
@@ -99,7 +100,7 @@ def location_policy(pool: NodePool) -> str:
     """ANY lets the autoscaler take whichever zone has capacity: it prefers unused reservations and lowers
     the preemption risk of Spot VMs, and queued provisioning obtains a request in one place. BALANCED
     (spread across zones) otherwise."""
-    if pool.capacity == "spot" or pool.gke.queued_provisioning or pool.gke.reservation != "none":
+    if pool.capacity == "spot" or pool.gke.queued_provisioning or pool_reservation(pool) is not None:
         return "ANY"
     return "BALANCED"
 
@@ -122,11 +123,14 @@ def initial_nodes_per_zone(pool: NodePool, zones: int) -> int:
 
 
 def reservation_affinity(pool: NodePool) -> dict[str, Any]:
-    g = pool.gke
-    out: dict[str, Any] = {"consumeReservationType": RESERVATION_TYPES[g.reservation]}
-    if g.reservation == "specific":
+    """From the pool's reservation (``reservation:`` or the older ``gke.reservation`` keys, read alike by
+    ``components/reservations.py``)."""
+    r = pool_reservation(pool)
+    kind = "none" if r is None else ("any" if r.match == "any" else "specific")
+    out: dict[str, Any] = {"consumeReservationType": RESERVATION_TYPES[kind]}
+    if r is not None and kind == "specific":
         out["key"] = RESERVATION_KEY
-        out["values"] = [g.reservation_name]
+        out["values"] = list(r.ids)
     return out
 
 
@@ -190,6 +194,13 @@ def node_pool_inputs(spec: StackSpec, pool: NodePool) -> dict[str, Any]:
         inputs["placementPolicy"] = {"type": "COMPACT"}
     if pool.gke.queued_provisioning:
         inputs["queuedProvisioning"] = {"enabled": True}
+    if pool.gke.additional_networks:
+        # GPUDirect: one node NIC per GPU network, in order (components/gcp/rules.py checks the count)
+        inputs["networkConfig"] = {
+            "additionalNodeNetworkConfigs": [
+                {"network": n.network, "subnetwork": n.subnetwork} for n in pool.gke.additional_networks
+            ]
+        }
     return inputs
 
 
@@ -232,6 +243,14 @@ def _args(spec: StackSpec, pool: NodePool, service_account_email: pulumi.Input[s
         ),
         placement_policy=c.NodePoolPlacementPolicyArgs(type="COMPACT") if "placementPolicy" in i else None,
         queued_provisioning=c.NodePoolQueuedProvisioningArgs(enabled=True) if "queuedProvisioning" in i else None,
+        network_config=c.NodePoolNetworkConfigArgs(
+            additional_node_network_configs=[
+                c.NodePoolNetworkConfigAdditionalNodeNetworkConfigArgs(**n)
+                for n in i["networkConfig"]["additionalNodeNetworkConfigs"]
+            ]
+        )
+        if "networkConfig" in i
+        else None,
         node_config=c.NodePoolNodeConfigArgs(
             machine_type=n["machineType"],
             image_type=n["imageType"],

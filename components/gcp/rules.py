@@ -217,3 +217,54 @@ def _sharing(spec: StackSpec, i: int, pool: NodePool) -> Iterator[Problem]:
             key(*at, "layout", profile),
             f"GKE makes {sizes[profile]} {profile} partitions on each GPU (all that fit); set {sizes[profile]}",
         )
+
+
+# ------------------------------------------------------------------------------------- GPUDirect networks
+
+GPUDIRECT_INSTALLERS = "https://github.com/GoogleCloudPlatform/container-engine-accelerators"
+
+
+def multi_node(pool: NodePool) -> bool:
+    """A pool the stack runs multi-node gangs on: topology-aware scheduling (the same criterion as EFA on aws)."""
+    return pool.topology_aware
+
+
+@rule
+def gpudirect(spec: StackSpec) -> Iterator[Problem]:
+    """A3 High/Mega/Ultra and A4 GPUs reach other nodes at full speed only through their own NICs (GPUDirect
+    TCPX/TCPXO/RDMA), each NIC on its own VPC: without the node pool's additional networks NCCL falls back to
+    the primary gVNIC, a fraction of the bandwidth. A multi-node pool on these machines must name them; the
+    networks, the cluster's multi-networking (GKE Network / GKENetworkParamSet objects) and the NCCL plugin
+    installer DaemonSet must already exist (README, GCP)."""
+    if spec.cloud != "gcp":
+        for i, pool in enumerate(spec.node_pools):
+            if pool.gke.additional_networks:
+                at = key("nodePools", i, "gke", "additionalNetworks")
+                yield Problem(at, f"does not apply when cloud is {spec.cloud}")
+        return
+    for i, pool in enumerate(spec.node_pools):
+        at = key("nodePools", i, "gke", "additionalNetworks")
+        machine = pool.instance_types[0] if pool.instance_types else ""
+        direct = catalog.GCP_GPUDIRECT.get(machine)
+        nets = pool.gke.additional_networks
+        if direct is None:
+            if nets:
+                yield Problem(
+                    at,
+                    f"GPU networks apply to GPUDirect machine types ({', '.join(catalog.GCP_GPUDIRECT)}), "
+                    f"not {machine}",
+                )
+            continue
+        if not nets and not multi_node(pool):
+            continue
+        if len(nets) != direct.additional_networks:
+            yield Problem(
+                at,
+                f"{machine} uses {direct.stack}: a multi-node pool (topologyAware) needs its "
+                f"{direct.additional_networks} GPU networks (network + subnetwork each, existing VPCs), else NCCL "
+                f"runs over the default NIC; got {len(nets)}. The cluster needs multi-networking, a GKE Network per "
+                f"VPC and the NCCL plugin installer ({GPUDIRECT_INSTALLERS} {direct.installer})",
+            )
+        pairs = [(n.network, n.subnetwork) for n in nets]
+        if len(set(pairs)) != len(pairs):
+            yield Problem(at, "lists a network/subnetwork pair twice (each GPU NIC needs its own)")
