@@ -141,8 +141,10 @@ class KarpenterPoolOptions(Model):
 
 
 class GkeNetwork(Model):
-    network: Annotated[str, Field(min_length=1)]
-    subnetwork: Annotated[str, Field(min_length=1)]
+    """A VPC network and subnetwork by name or resource path, as ``--additional-node-network`` takes them."""
+
+    network: Annotated[bounded_text(1024), Field(min_length=1)]
+    subnetwork: Annotated[bounded_text(1024), Field(min_length=1)]
 
 
 class GkePoolOptions(Model):
@@ -176,12 +178,16 @@ class Reservation(Model):
         default="specific",
         description="specific: only the named reservation(s); any: gcp ANY_RESERVATION / aws open ODCRs",
     )
-    ids: list[Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)]] = Field(
-        default_factory=list, description="aws: cr-... ids; gcp: the reservation name (exactly one)"
+    ids: list[DnsLabel] = Field(
+        default_factory=list, max_length=30, description="aws: cr-... ids; gcp: the reservation name (exactly one)"
     )
-    tags: dict[str, str] = Field(default_factory=dict, description="aws karpenter pools: select reservations by tags")
-    instance_type: str | None = Field(default=None, description="what the reservation holds (checked)")
-    availability_zone: str | None = Field(default=None, description="where the reservation is (checked)")
+    # Karpenter's capacityReservationSelectorTerms.tags: at most 20, no empty key or value (CRD CEL rule);
+    # AWS tag keys are at most 128 characters, values 256.
+    tags: dict[Annotated[bounded_text(128), Field(min_length=1)], Annotated[bounded_text(256), Field(min_length=1)]] = (
+        Field(default_factory=dict, max_length=20, description="aws karpenter pools: select reservations by tags")
+    )
+    instance_type: bounded_text(64) | None = Field(default=None, description="what the reservation holds (checked)")
+    availability_zone: bounded_text(64) | None = Field(default=None, description="where the reservation is (checked)")
 
 
 class EksPoolOptions(Model):

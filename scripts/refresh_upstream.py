@@ -25,6 +25,9 @@ ROOT = Path(__file__).resolve().parent.parent
 DEST = ROOT / "upstream"
 DEFAULT_SOURCE = ROOT.parent / "shared" / "upstream"
 README = "README.md"
+# Folders this project records itself, straight from an upstream repository, beside the snapshot's: a refresh
+# leaves them alone (neither compared nor deleted); each names its source in its own README.md.
+PROJECT_ADDED = ("aws-efa-k8s-device-plugin",)
 
 PREFACE = """\
 # upstream/: this project's copy of the upstream contracts
@@ -72,7 +75,11 @@ def expected_files(source: Path) -> dict[str, bytes]:
 def current_files(dest: Path) -> dict[str, bytes]:
     if not dest.is_dir():
         return {}
-    return {p.relative_to(dest).as_posix(): p.read_bytes() for p in sorted(dest.rglob("*")) if p.is_file()}
+    return {
+        rel: p.read_bytes()
+        for p in sorted(dest.rglob("*"))
+        if p.is_file() and (rel := p.relative_to(dest).as_posix()).split("/", 1)[0] not in PROJECT_ADDED
+    }
 
 
 def differences(want: dict[str, bytes], have: dict[str, bytes]) -> list[tuple[str, str]]:

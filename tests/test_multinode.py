@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import ROOT, needs_upstream, release, rendered, stack_config
+from conftest import ROOT, UPSTREAM, release, rendered, stack_config
 from test_examples import FILES, _docs, _pod_specs, _target
 from test_karpenter import _cel_nodeclass, _cel_nodepool, _errors, _schema
 from values_paths import unknown_paths
@@ -290,7 +290,6 @@ def _karpenter_reserved_spec(term: dict[str, Any]):
     return load_spec(cfg)
 
 
-@needs_upstream
 @pytest.mark.parametrize(
     "case",
     [
@@ -331,7 +330,7 @@ def test_karpenter_reserved_pool_validates_and_is_pinned(case):
 
 
 def test_reserved_capacity_feature_gate_is_on_in_the_pinned_chart():
-    values = yaml.safe_load((ROOT.parent / "shared" / "upstream" / "karpenter" / "values.yaml").read_text())
+    values = yaml.safe_load((UPSTREAM / "karpenter" / "values.yaml").read_text())
     assert values["settings"]["featureGates"]["reservedCapacity"] is True
 
 

@@ -69,8 +69,19 @@ def test_every_listed_file_is_copied_with_upstreams_size():
     assert wrong == {}
 
 
+def project_added_files() -> set[str]:
+    """Files of the folders this project records itself (``PROJECT_ADDED``), each named in its folder's README."""
+    out = set()
+    for folder in refresh_upstream.PROJECT_ADDED:
+        readme = (UPSTREAM / folder / "README.md").read_text()
+        for p in (UPSTREAM / folder).iterdir():
+            assert p.name == "README.md" or f"`{p.name}`" in readme, f"{folder}/{p.name} is not named in its README"
+            out.add(f"{folder}/{p.name}")
+    return out
+
+
 def test_every_copied_file_is_attributed():
-    unlisted = copied_files() - set(files_table()) - addendum_files() - {"README.md"}
+    unlisted = copied_files() - set(files_table()) - addendum_files() - project_added_files() - {"README.md"}
     assert unlisted == set()
     assert addendum_files() <= copied_files()
 
@@ -153,3 +164,17 @@ def test_refresh_refuses_a_folder_that_is_not_a_snapshot(tmp_path):
     assert result.returncode == 2
     assert "is not an upstream snapshot" in result.stderr
     assert not (tmp_path / "upstream").exists()
+
+
+def test_refresh_keeps_the_folders_the_project_records_itself(snapshot, tmp_path):
+    dest = tmp_path / "repo" / "upstream"
+    added = dest / refresh_upstream.PROJECT_ADDED[0]
+    added.mkdir(parents=True)
+    (added / "values.yaml").write_text("c: 1\n")
+    assert run("--source", str(snapshot), "--dest", str(dest), "--check").stdout.splitlines() == [
+        "add     upstream/README.md",
+        "add     upstream/kueue/LICENSE",
+        "add     upstream/kueue/values.yaml",
+    ]
+    assert run("--source", str(snapshot), "--dest", str(dest)).returncode == 0
+    assert (added / "values.yaml").read_text() == "c: 1\n"  # not the snapshot's, so neither compared nor deleted
