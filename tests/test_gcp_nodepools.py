@@ -117,8 +117,17 @@ def test_compact_h100_training_pool():
     assert cfg["machineType"] == "a3-highgpu-8g"
     assert (cfg["diskSizeGb"], cfg["diskType"]) == (500, "pd-balanced")
     assert cfg["spot"] is False
-    assert cfg["reservationAffinity"] == {"consumeReservationType": "NO_RESERVATION"}
-    assert p["autoscaling"] == {"totalMinNodeCount": 0, "totalMaxNodeCount": 4, "locationPolicy": "BALANCED"}
+    # the stack's reservation block (components/reservations.py), as GKE spells it
+    assert cfg["reservationAffinity"] == {
+        "consumeReservationType": "SPECIFIC_RESERVATION",
+        "key": "compute.googleapis.com/reservation-name",
+        "values": ["ml-prod-h100-train"],
+    }
+    assert p["autoscaling"] == {
+        "totalMinNodeCount": 0,
+        "totalMaxNodeCount": 4,
+        "locationPolicy": "ANY",
+    }  # reserved: ANY
     assert p["initialNodeCount"] == 0
     assert "queuedProvisioning" not in p
     assert cfg["labels"] == {

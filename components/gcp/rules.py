@@ -260,10 +260,9 @@ def gpudirect(spec: StackSpec) -> Iterator[Problem]:
         if len(nets) != direct.additional_networks:
             yield Problem(
                 at,
-                f"{machine} uses {direct.stack}: a multi-node pool (topologyAware) needs its "
-                f"{direct.additional_networks} GPU networks (network + subnetwork each, existing VPCs), else NCCL "
-                f"runs over the default NIC; got {len(nets)}. The cluster needs multi-networking, a GKE Network per "
-                f"VPC and the NCCL plugin installer ({GPUDIRECT_INSTALLERS} {direct.installer})",
+                f"{machine} uses {direct.stack}: a topologyAware pool needs its {direct.additional_networks} GPU "
+                f"networks, else NCCL runs over the default NIC; got {len(nets)} (and needs multi-networking and "
+                f"{direct.installer.rsplit('/', 1)[1]}: README, GCP)",
             )
         pairs = [(n.network, n.subnetwork) for n in nets]
         if len(set(pairs)) != len(pairs):
