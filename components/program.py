@@ -86,9 +86,11 @@ def run(spec: StackSpec) -> None:
         from components.aws import efa
 
         if efa.efa_pools(spec):
-            from components.aws.nodegroups import EfaDevicePlugin
+            from components.aws.nodegroups import EfaDevicePlugin, KarpenterEfaNetworks
 
             EfaDevicePlugin("efa-device-plugin", spec, provider)
+            if any(p.provisioner == "karpenter" for p in efa.efa_pools(spec)):
+                KarpenterEfaNetworks("karpenter-efa-networks", spec, access.cluster)  # type: ignore[attr-defined]
     if spec.cloud == "aws" and any(p.provisioner == "managed" for p in spec.node_pools):
         from components.aws.nodegroups import EksGpuNodeGroups
 

@@ -117,6 +117,11 @@ class Taint(Model):
 
 
 class KarpenterPoolOptions(Model):
+    zone: bounded_text(64) | None = Field(
+        default=None,
+        description="the one AZ the pool launches in (an EFA pool's cluster placement group lives in one AZ); "
+        "default: the reservation's availabilityZone, else any",
+    )
     on_demand_fallback: bool = Field(
         default=False,
         description="spot pools: add a lower-weight on-demand NodePool used only when spot is unavailable",

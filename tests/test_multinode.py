@@ -222,11 +222,13 @@ def test_efa_rules_fail():
     j, l4 = _pool(cfg, "l4-notebooks")
     l4["efa"] = True  # g6.12xlarge: EFA, one interface; but no subnet of its own
     k, spot = _pool(cfg, "h100-spot")
-    spot["efa"] = True  # karpenter
+    spot["efa"] = True  # karpenter, no zone for its placement group
     found = problems(cfg)
     assert "exactly one subnet" in found[f"gpu-platform:nodePools[{i}].eks.subnetIds"][0]
     assert "exactly one subnet" in found[f"gpu-platform:nodePools[{j}].eks.subnetIds"][0]
-    assert "not supported on Karpenter pools" in found[f"gpu-platform:nodePools[{k}].efa"][0]
+    assert "is required for an EFA pool" in found[f"gpu-platform:nodePools[{k}].karpenter.zone"][0]
+    spot["karpenter"]["zone"] = "eu-west-1a"
+    assert "not in the cluster's region us-east-1" in problems(cfg)[f"gpu-platform:nodePools[{k}].karpenter.zone"][0]
 
     cfg = stack_config("prod-aws")
     j, l4 = _pool(cfg, "l4-notebooks")
@@ -326,7 +328,7 @@ def test_karpenter_reserved_pool_validates_and_is_pinned(case):
     assert reqs["karpenter.sh/capacity-type"] == ["reserved"]
     assert reqs["topology.kubernetes.io/zone"] == ["us-east-1b"]
     # the other pools keep the shared class
-    assert karpenter.node_class_need(spec, spec.pool("a100-train")).reserved_pool is None
+    assert karpenter.node_class_need(spec, spec.pool("a100-train")).owner is None
 
 
 def test_reserved_capacity_feature_gate_is_on_in_the_pinned_chart():
@@ -401,3 +403,58 @@ def test_resources_json_shape_is_json():
     """The new arguments serialise (resources.json is written from these inputs)."""
     r = rendered("prod-aws")
     json.dumps(r.find(LAUNCH_TEMPLATE, "a100-train").inputs)
+
+
+def test_karpenter_efa_pool_gets_its_own_class_placement_group_and_security_group():
+    cfg = stack_config("prod-aws")
+    _, spot = _pool(cfg, "h100-spot")
+    spot["efa"] = True
+    spot["karpenter"]["zone"] = "us-east-1c"
+    spec = load_spec(cfg)
+    pool = spec.pool("h100-spot")
+    need = karpenter.node_class_need(spec, pool)
+    nc = {
+        "apiVersion": versions.KARPENTER_NODECLASS_API,
+        "kind": "EC2NodeClass",
+        "metadata": {"name": need.name},
+        "spec": karpenter.ec2_node_class_spec(spec, need, "role"),
+    }
+    assert need.name == "gpu-al2023-200gib-h100-spot"
+    assert nc["spec"]["placementGroupSelector"] == {"name": "ml-prod-h100-spot-efa"}
+    assert nc["spec"]["securityGroupSelectorTerms"] == [
+        {"tags": {"karpenter.sh/discovery": "ml-prod"}},  # the stack's groups (ORed)
+        {"name": "ml-prod-h100-spot-efa"},  # and the pool's EFA group
+    ]
+    assert "networkInterfaces" not in nc["spec"]  # Karpenter attaches EFA per card for pods requesting it
+    assert _errors(_schema("ec2nodeclass.karpenter.k8s.aws.v1.strict.json"), nc) == [] and _cel_nodeclass(nc) == []
+    for plan in [p for p in karpenter.nodepool_plans(spec) if p.pool.name == "h100-spot"]:
+        np = {
+            "apiVersion": versions.KARPENTER_NODEPOOL_API,
+            "kind": "NodePool",
+            "metadata": {"name": plan.name},
+            "spec": karpenter.node_pool_spec(spec, plan),
+        }
+        assert _errors(_schema("nodepool.karpenter.sh.v1.strict.json"), np) == [] and _cel_nodepool(np) == []
+        reqs = {r["key"]: r["values"] for r in np["spec"]["template"]["spec"]["requirements"]}
+        assert reqs["topology.kubernetes.io/zone"] == ["us-east-1c"]
+        assert np["spec"]["template"]["spec"]["nodeClassRef"]["name"] == need.name
+    # the device plugin covers it too
+    assert efa.device_plugin_values(spec)["supportedInstanceLabels"]["values"] == ["a100-train", "h100-spot"]
+    assert efa.interfaces_per_node(pool) == 32
+
+
+def test_karpenter_efa_pool_resources():
+    from conftest import render_config
+
+    cfg = stack_config("prod-aws")
+    _, spot = _pool(cfg, "h100-spot")
+    spot["efa"] = True
+    spot["karpenter"]["zone"] = "us-east-1c"
+    r = render_config(cfg)
+    pg = r.find(PLACEMENT_GROUP, "h100-spot-efa")
+    assert pg.inputs == {**pg.inputs, "strategy": "cluster", "name": "ml-prod-h100-spot-efa"}
+    assert pg.parent == "karpenter-efa-networks"
+    sg = r.find(SECURITY_GROUP, "h100-spot-efa").inputs
+    assert sg["name"] == "ml-prod-h100-spot-efa"  # what the EC2NodeClass selects by name
+    rule = r.find(INGRESS, "h100-spot-efa-in").inputs
+    assert rule["referencedSecurityGroupId"] == rule["securityGroupId"]

@@ -13,12 +13,15 @@ NCCL's inter-node traffic matters) gets, as an EKS managed node group:
 * a cluster placement group (``strategy: cluster``), in the launch template's ``placement.groupName``;
 * exactly one subnet (a cluster placement group is in one AZ; EFA traffic stays within an AZ).
 
-Karpenter pools (v1.14.1): Karpenter itself attaches an ``efa`` interface per network card when a pod
-requests ``vpc.amazonaws.com/efa`` (``pkg/providers/launchtemplate/launchtemplate.go`` generateNetworkInterfaces)
-and can select a placement group (``EC2NodeClass.spec.placementGroupSelector``); its ``networkInterfaces``
-field offers only ``interface`` / ``efa-only``. gpu-platform does not yet give Karpenter pools their own
-EC2NodeClass with a placement group and EFA security group, so ``efa: true`` on a Karpenter pool is refused
-(with what to do) rather than producing a pool whose EFA traffic the security groups may drop.
+Karpenter pools (v1.14.1, ``efa: true``; the topologyAware default never applies, Karpenter pools cannot be
+topology-aware): Karpenter itself attaches an ``efa`` interface per network card -- all of them -- when a pod
+requests ``vpc.amazonaws.com/efa`` (``pkg/providers/launchtemplate/launchtemplate.go``
+generateNetworkInterfaces, ``pkg/providers/instance/instance.go`` getEFACountForInstance), so the EC2NodeClass
+names no interfaces (its ``networkInterfaces`` field offers only ``interface`` / ``efa-only``, which would
+replace that layout). The pool gets its own EC2NodeClass selecting the same kind of cluster placement group
+(``placementGroupSelector.name``) and EFA security group (an extra ``securityGroupSelectorTerms`` entry by
+name), and its NodePool is pinned to ``karpenter.zone`` (the placement group's AZ). Pods that request no EFA
+still land on the pool, without EFA interfaces.
 """
 
 from __future__ import annotations
@@ -84,6 +87,23 @@ def security_group_name(spec: StackSpec, pool: NodePool) -> str:
     return f"{spec.cluster.name}-{pool.name}-efa"
 
 
+def karpenter_class_additions(spec: StackSpec, pool: NodePool) -> dict[str, Any]:
+    """What an EFA Karpenter pool's own EC2NodeClass adds ({} otherwise)."""
+    if pool.provisioner != "karpenter" or not efa_enabled(spec, pool):
+        return {}
+    return {
+        "placementGroupSelector": {"name": placement_group_name(spec, pool)},
+        "securityGroupSelectorTerms": [{"name": security_group_name(spec, pool)}],
+    }
+
+
+def pool_zone(pool: NodePool) -> str | None:
+    """The one AZ of a Karpenter pool: ``karpenter.zone``, else its reservation's declared AZ."""
+    if pool.karpenter.zone:
+        return pool.karpenter.zone
+    return pool.reservation.availability_zone if pool.reservation is not None else None
+
+
 # ------------------------------------------------------------------------------------------- device plugin
 
 
@@ -120,7 +140,10 @@ def summary_lines(spec: StackSpec) -> list[str]:
     ]
     for p in sorted(pools, key=lambda p: p.name):
         it = catalog.AWS_INSTANCE_TYPES[p.instance_types[0]]
-        layout = "ENA primary + efa-only per card" if it.efa_only_secondary else "efa on every card"
+        if p.provisioner == "karpenter":
+            layout = "efa on every card (Karpenter, for pods requesting it)"
+        else:
+            layout = "ENA primary + efa-only per card" if it.efa_only_secondary else "efa on every card"
         lines.append(
             f"| {p.name} | {', '.join(p.instance_types)} | {interfaces_per_node(p)} | {layout} | "
             f"{placement_group_name(spec, p)} (cluster) |"
@@ -146,14 +169,21 @@ def efa(spec: StackSpec) -> Iterator[Problem]:
             continue
         if not efa_enabled(spec, pool):
             continue
-        if pool.provisioner == "karpenter":
+        zone, region = pool_zone(pool), spec.cluster.region
+        r = pool.reservation
+        if pool.provisioner == "karpenter" and zone and region and not zone.startswith(region):
+            yield Problem(key("nodePools", i, "karpenter", "zone"), f"{zone} is not in the cluster's region {region}")
+        if pool.karpenter.zone and r is not None and r.availability_zone and r.availability_zone != pool.karpenter.zone:
             yield Problem(
-                at,
-                "is not supported on Karpenter pools yet: gpu-platform gives them no placement group or EFA "
-                "security group (Karpenter attaches EFA interfaces only for pods requesting "
-                f"{EFA_RESOURCE}). Use provisioner: managed for multi-node EFA training, or efa: false",
+                key("nodePools", i, "karpenter", "zone"),
+                f"is {pool.karpenter.zone}, but the reservation is in {r.availability_zone}",
             )
-            continue
+        if pool.provisioner == "karpenter" and not zone:
+            yield Problem(
+                key("nodePools", i, "karpenter", "zone"),
+                "is required for an EFA pool: its cluster placement group lives in one AZ (name the AZ, e.g. "
+                "us-east-1a, or declare the reservation's availabilityZone)",
+            )
         bad = [t for t in pool.instance_types if catalog.aws_instance_type(t) and catalog.aws_efa_interfaces(t) == 0]
         if bad:
             capable = [t.name for t in catalog.aws_instance_types_for(pool.gpu.model) if t.efa_interfaces]
@@ -171,7 +201,7 @@ def efa(spec: StackSpec) -> Iterator[Problem]:
                 "EFA pools need one network-interface layout: their instance types differ in EFA interfaces "
                 f"({', '.join(f'{t}: {catalog.aws_efa_interfaces(t)}' for t in pool.instance_types)})",
             )
-        if len(pool.eks.subnet_ids) != 1:
+        if pool.provisioner == "managed" and len(pool.eks.subnet_ids) != 1:
             yield Problem(
                 key("nodePools", i, "eks", "subnetIds"),
                 "an EFA pool is in a cluster placement group, which lives in one AZ: give it exactly one subnet "

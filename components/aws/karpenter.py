@@ -30,7 +30,7 @@ from typing import Any
 import pulumi
 
 from components import catalog, derive, sharing, versions
-from components.aws import managed_pools
+from components.aws import efa, managed_pools
 from components.aws import reservations as aws_reservations
 from components.reservations import pool_reservation
 from components.spec import NodePool, StackSpec
@@ -135,7 +135,8 @@ class NodeClassNeed:
     # Bottlerocket settings TOML (``managed_pools.user_data``, the launch-template path's renderer), or None
     user_data: str | None = None
     # The pool whose class this is alone: its own settings (Bottlerocket time-slicing / MPS in the user data) or
-    # its own additions (``own_class_additions``: reservation terms), which must not reach other pools' nodes
+    # its own additions (``own_class_additions``: reservation terms, EFA placement group and security group),
+    # which must not reach other pools' nodes
     owner: str | None = None
     additions: str = ""  # JSON of ``own_class_additions`` (keeps the need hashable); "" for shared classes
 
@@ -171,11 +172,13 @@ def node_class_need(spec: StackSpec, pool: NodePool) -> NodeClassNeed:
 
 def own_class_additions(spec: StackSpec, pool: NodePool) -> dict[str, Any]:
     """What a pool's own EC2NodeClass adds: its reservation's ``capacityReservationSelectorTerms``
-    (components/aws/reservations.py). {} for pools that share a class."""
+    (components/aws/reservations.py) and, with EFA, its placement group and EFA security group
+    (components/aws/efa.py). {} for pools that share a class."""
     out: dict[str, Any] = {}
     r = pool_reservation(pool)
     if r is not None:
         out["capacityReservationSelectorTerms"] = aws_reservations.selector_terms(r)
+    out.update(efa.karpenter_class_additions(spec, pool))
     return out
 
 
@@ -258,7 +261,7 @@ def ec2_node_class_spec(spec: StackSpec, need: NodeClassNeed, role: Any) -> dict
     if need.user_data is not None:
         body["userData"] = need.user_data
     additions = json.loads(need.additions) if need.additions else {}
-    # selector terms are ORed: the stack's security groups plus any the pool's class adds
+    # selector terms are ORed: the stack's security groups plus any the pool's class adds (an EFA pool's group)
     body["securityGroupSelectorTerms"] += additions.pop("securityGroupSelectorTerms", [])
     return body | additions
 
@@ -338,11 +341,13 @@ def requirements(plan: NodePoolPlan) -> list[dict[str, Any]]:
 
 
 def _reservation_zone(pool: NodePool) -> list[dict[str, Any]]:
-    """A reservation declared in one AZ keeps the NodePool there (a reservation pins its AZ)."""
+    """A reservation declared in one AZ, or an EFA pool's placement group (``karpenter.zone``), keeps the
+    NodePool in that AZ."""
     r = pool_reservation(pool)
-    if r is None or not r.availability_zone:
+    zone = (r.availability_zone if r is not None else None) or pool.karpenter.zone
+    if not zone:
         return []
-    return [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": [r.availability_zone]}]
+    return [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": [zone]}]
 
 
 def taints(pool: NodePool) -> list[dict[str, str]]:

@@ -46,6 +46,15 @@ def efa_launch_template_args(
     template's network interfaces and placement ({} for other pools). See ``components/aws/efa.py``."""
     if not efa.efa_enabled(spec, pool):
         return {}
+    sg, pg = efa_network(spec, pool, cluster, region, tags, child)
+    groups = [cluster.vpc_config.cluster_security_group_id, sg.id]
+    return {"network_interfaces": efa.network_interfaces(pool, groups), "placement": {"group_name": pg.name}}
+
+
+def efa_network(
+    spec: StackSpec, pool: Any, cluster: Any, region: str | None, tags: dict[str, str], child: pulumi.ResourceOptions
+) -> tuple[Any, Any]:
+    """The pool's EFA security group (all traffic from and to itself, nothing else) and cluster placement group."""
     import pulumi_aws as aws
 
     pool_tags = {**tags, plan.POOL_TAG: pool.name}
@@ -86,8 +95,22 @@ def efa_launch_template_args(
         tags=pool_tags,
         opts=child,
     )
-    groups = [cluster.vpc_config.cluster_security_group_id, sg.id]
-    return {"network_interfaces": efa.network_interfaces(pool, groups), "placement": {"group_name": pg.name}}
+    return sg, pg
+
+
+class KarpenterEfaNetworks(pulumi.ComponentResource):
+    """EFA security group and cluster placement group of each EFA Karpenter pool; the pool's own EC2NodeClass
+    selects both by name (``efa.karpenter_class_additions``)."""
+
+    TYPE = "gpu-platform:aws:KarpenterEfaNetworks"
+
+    def __init__(self, name: str, spec: StackSpec, cluster: Any, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(self.TYPE, name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        pools = sorted((p for p in efa.efa_pools(spec) if p.provisioner == "karpenter"), key=lambda p: p.name)
+        for pool in pools:
+            efa_network(spec, pool, cluster, spec.cluster.region, plan.base_tags(spec), child)
+        self.register_outputs({"pools": [p.name for p in pools]})
 
 
 class EksGpuNodeGroups(pulumi.ComponentResource):
