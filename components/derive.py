@@ -78,6 +78,16 @@ def dra(spec: StackSpec) -> bool:
     return spec.gpu_operator.allocation == "dra"
 
 
+# The GPUCluster's DCGM exporter and validator see the GPUs through adminAccess claims, which the scheduler allows
+# only in namespaces labelled so (gpu-operator v26.7.0 controllers/gpucluster_controller.go, which adds the label
+# itself; declared here so that an update of the namespace never takes it away). Tenant namespaces never get it.
+DRA_ADMIN_ACCESS_LABEL = "resource.kubernetes.io/admin-access"
+
+
+def dra_operator_namespace_labels(spec: StackSpec) -> dict[str, str]:
+    return {DRA_ADMIN_ACCESS_LABEL: "true"} if dra(spec) else {}
+
+
 def primary_gpu_resource(spec: StackSpec) -> str:
     """The whole-GPU scheduler resource: nvidia.com/gpu, or on a DRA stack gpu.nvidia.com devices."""
     return DRA_GPU_RESOURCE if dra(spec) else GPU_RESOURCE

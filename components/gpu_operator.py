@@ -254,7 +254,7 @@ class GpuOperator(pulumi.ComponentResource):
             spec,
             "gpu-operator",
             chart.namespace,
-            namespace_labels(),
+            {**namespace_labels(), **derive.dra_operator_namespace_labels(spec)},
             critical_pods(spec),
             quota_name=CRITICAL_QUOTA_NAME,
         )

@@ -31,6 +31,7 @@ NAMESPACE = "kubernetes:core/v1:Namespace"
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 CLAIM_TEMPLATE = "kubernetes:resource.k8s.io/v1:ResourceClaimTemplate"
 TENANT_LABEL = "gpu-platform/tenant"
+ADMIN_ACCESS_LABEL = "resource.kubernetes.io/admin-access"  # KEP-5018 DRAAdminAccess
 QUOTA_SUFFIX = ".deviceclass.resource.k8s.io/devices"
 GPU_CLASSES = ("gpu.nvidia.com", "mig.nvidia.com")
 _WORKLOAD_GROUPS = ("core/v1:Pod", "apps/v1:", "batch/v1:", "batch.volcano.sh/", "kubeflow.org/", "jobset.x-k8s.io/")
@@ -41,7 +42,10 @@ def _map(value: Any) -> Mapping[str, Any]:
 
 
 def _seq(value: Any) -> list[Any]:
-    return list(value) if isinstance(value, (list, tuple)) else []
+    """A list (CrossGuard hands lists over as Sequence proxies)."""
+    if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
+        return list(value)
+    return []
 
 
 def _meta(props: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -68,14 +72,14 @@ def dra_stack(resources: Sequence[PolicyResource]) -> bool:
 def pod_specs(value: Any, where: str = "spec") -> Iterator[tuple[str, Mapping[str, Any]]]:
     """Every pod spec inside a workload object (any mapping with a ``containers`` list), with its path."""
     m = _map(value)
-    if isinstance(m.get("containers"), (list, tuple)):
+    if _seq(m.get("containers")):
         yield where, m
         return
     for k, v in sorted(m.items()):
         if isinstance(v, Mapping):
             yield from pod_specs(v, f"{where}.{k}")
-        elif isinstance(v, (list, tuple)):
-            for i, item in enumerate(v):
+        elif _seq(v):
+            for i, item in enumerate(_seq(v)):
                 yield from pod_specs(item, f"{where}.{k}[{i}]")
 
 
@@ -152,6 +156,12 @@ def _device_quota(args: StackValidationArgs, report: ReportViolation) -> None:
         if ns.resource_type != NAMESPACE or not _map(_meta(ns.props).get("labels")).get(TENANT_LABEL):
             continue
         name = str(_meta(ns.props).get("name") or ns.name)
+        if str(_map(_meta(ns.props).get("labels")).get(ADMIN_ACCESS_LABEL)) == "true":
+            report(
+                f"tenant namespace {name!r} carries {ADMIN_ACCESS_LABEL}=true: its claims may ask for adminAccess to "
+                "every device of a class, in use or not, which no device quota counts",
+                ns.urn,
+            )
         capped: set[str] = set()
         for q in args.resources:
             spec = _map(q.props.get("spec"))
@@ -174,7 +184,7 @@ def _device_quota(args: StackValidationArgs, report: ReportViolation) -> None:
 dra_tenant_device_quota = StackValidationPolicy(
     name="dra-tenant-device-quota",
     description="On a DRA stack every tenant namespace's ResourceQuota caps the devices of gpu.nvidia.com, "
-    "mig.nvidia.com and every DeviceClass its claim templates use.",
+    "mig.nvidia.com and every DeviceClass its claim templates use, and no tenant namespace allows adminAccess claims.",
     enforcement_level=EnforcementLevel.MANDATORY,
     validate=_device_quota,
     remediation_steps="Give the namespace a ResourceQuota with <deviceclass>.deviceclass.resource.k8s.io/devices "
