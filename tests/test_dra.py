@@ -18,7 +18,7 @@ from typing import Any
 import kubernetes_validate
 import pytest
 import yaml
-from conftest import ROOT, UPSTREAM, manifest, manifests, needs_upstream, release, render_config, rendered, stack_config
+from conftest import ROOT, UPSTREAM, manifest, manifests, release, render_config, rendered, stack_config
 from jsonschema import Draft7Validator
 from values_paths import deep_merge, unknown_paths
 
@@ -112,7 +112,6 @@ def test_gke_installed_drivers_are_refused_on_dra():
 # ------------------------------------------------------------------------------------ operator / GPUCluster
 
 
-@needs_upstream
 def test_operator_values_switch_to_the_gpucluster_and_exist_upstream():
     ours = _values()
     upstream = yaml.safe_load((UPSTREAM / "gpu-operator" / "values.yaml").read_text())
@@ -129,7 +128,6 @@ def test_operator_values_switch_to_the_gpucluster_and_exist_upstream():
     assert not names & {"device-plugin-config", "mig-parted-config"}
 
 
-@needs_upstream
 def test_the_gpucluster_the_chart_renders_validates_strictly():
     upstream = yaml.safe_load((UPSTREAM / "gpu-operator" / "values.yaml").read_text())
     schema = json.loads((UPSTREAM / "gpu-operator" / "gpucluster.nvidia.com.v1alpha1.strict.json").read_text())
