@@ -413,3 +413,18 @@ def test_a_tenant_namespace_with_admin_access_is_refused():
             s.props["metadata"]["labels"]["resource.kubernetes.io/admin-access"] = "true"
     (v,) = run(subjects, dra_policies.POLICIES).violations
     assert v.policy == "dra-tenant-device-quota" and "'notebooks'" in v.message and "adminAccess" in v.message
+
+
+def test_the_training_example_selects_what_the_stack_template_selects():
+    """The 8-GPU template differs from the stack's gpu-h100 only in its count: same class, same CEL."""
+    (tpl, job) = _example("dra-training-job.yaml")
+    stack_tpl = manifest(rendered(STACK), "ResourceClaimTemplate", "gpu-h100", "research")
+    (ours,) = tpl["spec"]["spec"]["devices"]["requests"]
+    (theirs,) = stack_tpl["spec"]["spec"]["devices"]["requests"]
+    assert ours["exactly"]["count"] == 8 == rendered(STACK).spec.pool("h100").gpu.per_node
+    assert {k: v for k, v in ours["exactly"].items() if k != "count"} == {
+        k: v for k, v in theirs["exactly"].items() if k != "count"
+    }
+    assert job["spec"]["template"]["spec"]["resourceClaims"] == [
+        {"name": "gpus", "resourceClaimTemplateName": tpl["metadata"]["name"]}
+    ]
