@@ -62,6 +62,37 @@ def per_spec(fn: Callable[[StackSpec], _Fact]) -> Callable[[StackSpec], _Fact]:
     return cached
 
 
+# Dynamic Resource Allocation (gpuOperator.allocation: dra). The DeviceClasses the NVIDIA DRA driver's GPU
+# plugin is served through (created by the GPU Operator's GPUCluster stack, manifests/state-dra-driver/
+# 0400_deviceclass-gpu.yaml and 0410_deviceclass-mig.yaml at NVIDIA/gpu-operator v26.7.0), and the quota
+# resource Kueue counts each under (its deviceClassMappings name, see components/dra.py).
+DRA_GPU_CLASS = "gpu.nvidia.com"
+DRA_MIG_CLASS = "mig.nvidia.com"
+DRA_GPU_RESOURCE = f"{DRA_GPU_CLASS}/devices"
+DRA_MIG_RESOURCE = f"{DRA_MIG_CLASS}/devices"
+DRA_CLASS_OF = {DRA_GPU_RESOURCE: DRA_GPU_CLASS, DRA_MIG_RESOURCE: DRA_MIG_CLASS}
+
+
+def dra(spec: StackSpec) -> bool:
+    """True when the stack hands out GPUs as ResourceClaims (the DRA driver) instead of extended resources."""
+    return spec.gpu_operator.allocation == "dra"
+
+
+# The GPUCluster's DCGM exporter and validator see the GPUs through adminAccess claims, which the scheduler allows
+# only in namespaces labelled so (gpu-operator v26.7.0 controllers/gpucluster_controller.go, which adds the label
+# itself; declared here so that an update of the namespace never takes it away). Tenant namespaces never get it.
+DRA_ADMIN_ACCESS_LABEL = "resource.kubernetes.io/admin-access"
+
+
+def dra_operator_namespace_labels(spec: StackSpec) -> dict[str, str]:
+    return {DRA_ADMIN_ACCESS_LABEL: "true"} if dra(spec) else {}
+
+
+def primary_gpu_resource(spec: StackSpec) -> str:
+    """The whole-GPU scheduler resource: nvidia.com/gpu, or on a DRA stack gpu.nvidia.com devices."""
+    return DRA_GPU_RESOURCE if dra(spec) else GPU_RESOURCE
+
+
 def driver(spec: StackSpec) -> str:
     """Who installs the NVIDIA driver: preinstalled | operator | gke-default | gke-latest."""
     choice = spec.gpu_operator.driver
@@ -82,8 +113,11 @@ def device_plugin_owner(spec: StackSpec) -> str:
 def pool_device_plugin(spec: StackSpec, pool: NodePool) -> str:
     """Which device plugin serves this pool's GPUs: 'gke' (GKE's, sharing and MIG are node-pool settings),
     'bottlerocket' (the one Bottlerocket NVIDIA AMIs run on the host, configured through
-    ``settings.kubelet-device-plugins.nvidia``), or 'operator' (the GPU Operator's, configured through the
-    device-plugin and mig-parted ConfigMaps selected by node labels)."""
+    ``settings.kubelet-device-plugins.nvidia``), 'operator' (the GPU Operator's, configured through the
+    device-plugin and mig-parted ConfigMaps selected by node labels), or 'dra' (no device plugin: the NVIDIA
+    DRA driver publishes the GPUs and the MIG devices the node already has as ResourceSlices)."""
+    if dra(spec):
+        return "dra"
     if device_plugin_owner(spec) == "gke":
         return "gke"
     if node_os(spec, pool) == "bottlerocket":
@@ -141,6 +175,8 @@ def pool_labels(spec: StackSpec, pool: NodePool) -> dict[str, str]:
             labels[MIG_CONFIG_LABEL] = config_name(pool)
         if spec.cloud == "gcp":
             labels[GKE_NO_DEVICE_PLUGIN_LABEL] = "true"
+    if plugin == "dra" and spec.cloud == "gcp":
+        labels[GKE_NO_DEVICE_PLUGIN_LABEL] = "true"  # GKE's device plugin would advertise the GPUs too
     if plugin == "bottlerocket":
         labels.update(BOTTLEROCKET_OPERAND_LABELS)
     labels.update(pool.labels)
@@ -187,6 +223,11 @@ def tolerations(pool: NodePool) -> list[dict[str, str]]:
 def units_per_gpu(spec: StackSpec, pool: NodePool) -> dict[str, int]:
     """Scheduler resources one physical GPU of the pool advertises."""
     sharing = pool.sharing
+    if pool_device_plugin(spec, pool) == "dra":
+        # DRA: one device per whole GPU (gpu.nvidia.com), one per MIG device of the layout (mig.nvidia.com).
+        if sharing is not None and sharing.strategy == "mig":
+            return {DRA_MIG_RESOURCE: sum((sharing.layout or {}).values())}
+        return {DRA_GPU_RESOURCE: 1}
     if sharing is None:
         return {GPU_RESOURCE: 1}
     if sharing.strategy in ("time-slicing", "mps"):

@@ -214,6 +214,10 @@ def operator_values(spec: StackSpec) -> dict[str, Any]:
         if spec.cloud in ("aws", "gcp"):
             # Cloud VMs cannot reset a GPU out of band: the MIG manager reboots the node to change MIG mode.
             values["migManager"]["env"] = [{"name": "WITH_REBOOT", "value": "true"}]
+    if derive.dra(spec):
+        from components import dra
+
+        return dra.operator_values(spec, values)
     return values
 
 
@@ -250,7 +254,7 @@ class GpuOperator(pulumi.ComponentResource):
             spec,
             "gpu-operator",
             chart.namespace,
-            namespace_labels(),
+            {**namespace_labels(), **derive.dra_operator_namespace_labels(spec)},
             critical_pods(spec),
             quota_name=CRITICAL_QUOTA_NAME,
         )

@@ -54,7 +54,7 @@ from typing import Any
 import pulumi
 import yaml
 
-from components import derive, k8s, versions, webhooks
+from components import derive, dra, k8s, versions, webhooks
 from components.spec import NodePool, StackSpec, Tenant
 
 CHART = versions.KUEUE
@@ -169,7 +169,11 @@ def manager_config(spec: StackSpec) -> dict[str, Any]:
             ],
         },
         "integrations": {"frameworks": list(s.kueue_integrations)},
-        "resources": {"excludeResourcePrefixes": list(EXCLUDED_RESOURCE_PREFIXES)},
+        "resources": {
+            "excludeResourcePrefixes": list(EXCLUDED_RESOURCE_PREFIXES),
+            # DRA stacks: claimed devices counted per DeviceClass (components/dra.py)
+            **({"deviceClassMappings": m} if (m := dra.kueue_device_class_mappings(spec)) else {}),
+        },
     }
 
 
@@ -316,7 +320,7 @@ def _partition(spec: StackSpec, pools: Iterable[NodePool]) -> list[tuple[set[str
     Within a group, pools keep the order of ``pools`` (the flavor order)."""
     pools = list(pools)
     rank = {p.name: i for i, p in enumerate(pools)}
-    groups: list[tuple[set[str], list[NodePool]]] = [({derive.GPU_RESOURCE}, [])]
+    groups: list[tuple[set[str], list[NodePool]]] = [({derive.primary_gpu_resource(spec)}, [])]
     for pool in pools:
         names = set(derive.units_per_gpu(spec, pool))
         hits = [g for g in groups if g[0] & names]
@@ -349,7 +353,7 @@ def resource_groups(spec: StackSpec, tenant: Tenant) -> list[dict[str, Any]]:
     out = []
     for names, pools in _partition(spec, tenant_pools(spec, tenant)):
         gpu_names = sorted(names)
-        primary = derive.GPU_RESOURCE in names
+        primary = derive.primary_gpu_resource(spec) in names
         covered = [*CPU_RESOURCES, *gpu_names] if primary else gpu_names
         flavors = []
         if primary:

@@ -75,6 +75,11 @@ def exporter(spec: StackSpec) -> Exporter:
     if spec.addons.gpu_operator:
         # gpu-operator assets/state-dcgm-exporter/0600_service.yaml
         ns = versions.resolve(versions.GPU_OPERATOR, spec.charts).namespace
+        if spec.gpu_operator.allocation == "dra":
+            # the GPUCluster's exporter: manifests/state-dcgm-exporter/0500_service.yaml (gpu-operator v26.7.0)
+            return Exporter(
+                "operator", ns, {"app": "nvidia-dcgm-exporter-dra"}, "gpu-metrics", "nvidia-dcgm-exporter-dra"
+            )
         return Exporter("operator", ns, {"app": "nvidia-dcgm-exporter"}, "gpu-metrics", "nvidia-dcgm-exporter")
     # dcgm-exporter chart templates/service.yaml + _helpers.tpl (fullname = release name here)
     chart = versions.resolve(versions.DCGM_EXPORTER, spec.charts)

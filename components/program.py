@@ -52,6 +52,10 @@ def run(spec: StackSpec) -> None:
         )
     PriorityClasses("priority-classes", spec, provider)
     tenancy = Tenancy("tenancy", spec, provider)
+    if spec.gpu_operator.allocation == "dra":
+        from components.dra import ClaimTemplates
+
+        ClaimTemplates("dra-claim-templates", spec, provider, tenancy.namespaces)
     # The Cluster Autoscaler installs the ProvisioningRequest CRD, which Kueue must find when it starts.
     kueue_deps: list[pulumi.Resource] = []
     if spec.cluster_autoscaler_enabled:

@@ -329,6 +329,11 @@ class ClusterRef(Model):
         default_factory=list,
         description="aws: subnets of the managed node groups (private ones); default the cluster's own subnets",
     )
+    kubernetes_version: Annotated[str, Field(pattern=r"^1\.[0-9]{1,2}$")] | None = Field(
+        default=None,
+        description="the cluster's Kubernetes minor version (e.g. '1.34'); the offline synth cannot look it up. "
+        "Required with gpuOperator.allocation dra",
+    )
 
 
 class Addons(Model):
@@ -354,6 +359,12 @@ class GpuOperatorOptions(Model):
         default=None,
         description="the operator installs the NVIDIA container toolkit. default: off on aws (EKS NVIDIA AMIs "
         "ship it), on elsewhere; Bottlerocket nodes never get the operator's copy",
+    )
+    allocation: Literal["device-plugin", "dra"] = Field(
+        default="device-plugin",
+        description="how pods get GPUs. device-plugin: extended resources (nvidia.com/gpu ...) through the "
+        "operator's ClusterPolicy; dra: ResourceClaims (resource.k8s.io/v1) served by the NVIDIA DRA driver "
+        "through the operator's GPUCluster CR (needs cluster.kubernetesVersion >= 1.34; see README, DRA)",
     )
 
 
@@ -690,7 +701,7 @@ def rule(fn: Rule) -> Rule:
 
 def _rule_modules() -> None:
     # Imported for their @rule registrations; none of them imports a cloud SDK.
-    from components import cost, gpu_operator, monitoring, reservations, rules_core, sharing  # noqa: F401
+    from components import cost, dra, gpu_operator, monitoring, reservations, rules_core, sharing  # noqa: F401
     from components import prometheus_stack as _prometheus  # noqa: F401
     from components import scheduling_rules as _scheduling  # noqa: F401
     from components.aws import efa as _efa  # noqa: F401

@@ -194,6 +194,11 @@ def summary(rendering: Rendering, sections: Mapping[str, str]) -> str:
     gpu_lines = gpu_operator.summary_lines(spec)
     if gpu_lines:
         lines += ["", *gpu_lines]
+    from components import dra
+
+    dra_lines = dra.summary_lines(spec)
+    if dra_lines:
+        lines += ["", *dra_lines]
     lines += [
         "",
         "## Tenants",

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pulumi
 
-from components import derive, k8s
+from components import derive, dra, k8s
 from components.spec import StackSpec, Tenant
 
 FORBIDDEN_PRIORITY_ANNOTATION = "gpu-platform/forbidden-priority-classes"
@@ -32,6 +32,8 @@ def all_gpu_resources(spec: StackSpec) -> list[str]:
 @derive.per_spec
 def _all_gpu_resources(spec: StackSpec) -> tuple[str, ...]:  # read per tenant: computed once per spec
     names = {derive.GPU_RESOURCE}
+    if derive.dra(spec):  # nvidia.com/gpu stays capped at 0: no extended-resource path around the claims
+        names.update(dra.quota_resources(spec))
     for pool in spec.node_pools:
         names.update(derive.units_per_gpu(spec, pool))
     return tuple(sorted(names))
@@ -41,7 +43,7 @@ def quota_hard(spec: StackSpec, tenant: Tenant) -> dict[str, str]:
     """The tenant's ResourceQuota ``spec.hard``: GPU caps from ``derive.tenant_quota_units`` (the same
     derivation Kueue's borrowing limits and Volcano's capability use), cpu/memory when given."""
     units = derive.tenant_quota_units(spec, tenant)
-    hard = {f"requests.{name}": str(units.get(name, 0)) for name in all_gpu_resources(spec)}
+    hard = {dra.quota_key(name): str(units.get(name, 0)) for name in all_gpu_resources(spec)}
     if tenant.quota.cpu:
         hard["requests.cpu"] = tenant.quota.cpu
     if tenant.quota.memory:

@@ -40,9 +40,10 @@ from pulumi_policy import (
 )
 
 if __package__:  # policies.gpu_policies: the synth, the tests
-    from . import cost_policies
+    from . import cost_policies, dra_policies
 else:  # the engine runs the pack with its folder as sys.path[0]
     import cost_policies  # type: ignore[no-redef]
+    import dra_policies  # type: ignore[no-redef]
 
 # Facts from components (catalog, versions), generated into the pack: see components/policy_data.py.
 PACK_DATA: Mapping[str, Any] = json.loads(Path(__file__).with_name("pack_data.json").read_text(encoding="utf-8"))
@@ -412,7 +413,9 @@ def gpu_resources(container: Mapping[str, Any]) -> list[str]:
 
 
 def gpu_containers(pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    return [c for c in _containers(pod) if gpu_resources(c)]
+    """Containers holding GPUs: through extended resources, or (DRA) through ResourceClaims they list in
+    ``resources.claims``."""
+    return [c for c in _containers(pod) if gpu_resources(c) or _seq(_map(c.get("resources")).get("claims"))]
 
 
 # ===================================================================================== the policies
@@ -1247,6 +1250,7 @@ POLICIES: tuple[ResourceValidationPolicy | StackValidationPolicy, ...] = (
     namespace_pod_security,
     iam_no_admin_wildcard,
     *cost_policies.POLICIES,
+    *dra_policies.POLICIES,
 )
 
 # The policies that judge workloads (Pods, Deployments, Jobs, Volcano / Kubeflow jobs); examples/ must pass them.
@@ -1275,6 +1279,7 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "namespace-pod-security": (NAMESPACE,),
     "iam-no-admin-wildcard": (IAM_POLICY, IAM_ROLE_POLICY, IAM_USER_POLICY, IAM_GROUP_POLICY, IAM_ROLE),
     **cost_policies.TARGETS,
+    **dra_policies.TARGETS,
 }
 
 

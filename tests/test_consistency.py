@@ -14,6 +14,14 @@ from components import derive, synth
 from components.tenancy import all_gpu_resources
 
 
+def _rq_key(name):
+    """ResourceQuota key of a scheduler resource: requests.<extended resource>, or on a DRA stack the devices
+    claimed through one DeviceClass (KEP-4381: <class>.deviceclass.resource.k8s.io/devices)."""
+    if name.startswith("nvidia.com/"):
+        return f"requests.{name}"
+    return name.removesuffix("/devices") + ".deviceclass.resource.k8s.io/devices"
+
+
 def _rq_hard(r, tenant):
     return manifest(r, "ResourceQuota", "gpu-quota", tenant)["spec"]["hard"]
 
@@ -36,13 +44,14 @@ def test_quota_cluster_queue_and_volcano_queue_agree(stack):
     for tenant in spec.tenants:
         hard = _rq_hard(r, tenant.name)
         # the ResourceQuota caps exactly every GPU resource name the cluster advertises
-        assert sorted(k.removeprefix("requests.") for k in hard if k.startswith("requests.nvidia.com/")) == names
+        gpu_keys = [k for k in hard if k.startswith("requests.nvidia.com/") or ".deviceclass.resource.k8s.io/" in k]
+        assert sorted(gpu_keys) == sorted(_rq_key(n) for n in names)
         flavors = _cq_flavors(r, tenant.name) if spec.addons.kueue else {}
         # only tenants Volcano schedules have a Volcano queue (a guarantee is reserved even when unused)
         volcano = derive.tenant_scheduler(spec, tenant) == "volcano" and spec.addons.volcano
         queue = manifest(r, "Queue", tenant.name)["spec"] if volcano else None
         for name in names:
-            rq = int(hard[f"requests.{name}"])
+            rq = int(hard[_rq_key(name)])
             nominal = sum(int(res[name]["nominalQuota"]) for res in flavors.values() if name in res)
             if spec.addons.kueue:
                 assert nominal <= rq, (tenant.name, name)

@@ -72,6 +72,26 @@ def _gpu_requests(pod_spec) -> dict[str, int]:
     return out
 
 
+def _claim_classes(pod_spec, namespace, rendering, docs) -> dict[str, int]:
+    """DRA: devices per DeviceClass the pod's claims ask for, reading each ResourceClaimTemplate from the example
+    file or, failing that, from what the target stack renders in the namespace. Every container listing a claim
+    must name one the pod declares."""
+    declared = {c["name"]: c for c in pod_spec.get("resourceClaims", [])}
+    for c in pod_spec["containers"]:
+        for claim in c.get("resources", {}).get("claims", []):
+            assert claim["name"] in declared, claim
+    local = {d["metadata"]["name"]: d for d in docs if d["kind"] == "ResourceClaimTemplate"}
+    out: dict[str, int] = {}
+    for claim in declared.values():
+        name = claim["resourceClaimTemplateName"]
+        tpl = local.get(name) or manifest(rendering, "ResourceClaimTemplate", name, namespace)
+        assert tpl["metadata"]["namespace"] == namespace
+        for req in tpl["spec"]["spec"]["devices"]["requests"]:
+            cls = req["exactly"]["deviceClassName"]
+            out[cls] = out.get(cls, 0) + req["exactly"].get("count", 1)
+    return out
+
+
 def test_there_are_examples_for_kueue_volcano_mig_and_time_slicing():
     names = {p.name for p in FILES}
     assert names == {
@@ -79,6 +99,9 @@ def test_there_are_examples_for_kueue_volcano_mig_and_time_slicing():
         "volcano-pytorch-job.yaml",
         "mig-inference-deployment.yaml",
         "timesliced-notebook-pod.yaml",
+        "dra-training-job.yaml",
+        "dra-mig-inference-deployment.yaml",
+        "dra-notebook-shared-claim.yaml",
     }
 
 
@@ -150,6 +173,13 @@ def test_workloads_use_what_the_target_stack_creates(path):
             priorities.append(pod.get("priorityClassName") or priorities[0])
             assert pod["nodeSelector"][derive.POOL_LABEL] == pool.name
             gpus = _gpu_requests(pod)
+            if derive.dra(spec):
+                # DRA: no extended resources (nvidia.com/gpu stays capped at 0); the claimed DeviceClass is the one
+                # the pool's devices come through, counted under the name Kueue maps it to
+                assert not gpus, gpus
+                classes = _claim_classes(pod, ns, r, _docs(path))
+                assert classes, "a GPU workload"
+                gpus = {f"{cls}/devices": n for cls, n in classes.items()}
             assert gpus, "a GPU workload"
             assert tenant.gpu_quota.get(pool.name, 0) > 0, "the tenant has quota on the pool"
             assert set(gpus) <= set(derive.units_per_gpu(spec, pool)), gpus

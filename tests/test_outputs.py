@@ -94,10 +94,11 @@ def test_each_tenant_names_objects_the_stack_creates(stack):
         ns = next(x for x in r.of_type(NAMESPACE) if x.inputs["metadata"]["name"] == name)
         assert t["scheduler"] == ns.inputs["metadata"]["labels"].get("gpu-platform/scheduler")
         quota = next(x for x in r.of_type(RESOURCE_QUOTA) if x.name == f"{name}-gpu-quota").inputs
-        hard = {
-            k.removeprefix("requests."): int(v)
+        hard = {  # a DRA stack caps devices per DeviceClass: <class>.deviceclass.resource.k8s.io/devices
+            k.removeprefix("requests.").replace(".deviceclass.resource.k8s.io/", "/"): int(v)
             for k, v in quota["spec"]["hard"].items()
-            if k.startswith("requests.") and k not in ("requests.cpu", "requests.memory")
+            if (k.startswith("requests.") or ".deviceclass.resource.k8s.io/" in k)
+            and k not in ("requests.cpu", "requests.memory")
         }
         assert t["gpuLimit"] == {k: v for k, v in hard.items() if v}
 

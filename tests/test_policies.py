@@ -72,6 +72,8 @@ POLICY_LEVELS = {
     "iam-no-admin-wildcard": "mandatory",
     "gpu-budget": "mandatory",
     "idle-gpu-nodes": "advisory",
+    "dra-gpu-claims": "mandatory",
+    "dra-tenant-device-quota": "mandatory",
 }
 
 

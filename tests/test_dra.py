@@ -1,0 +1,430 @@
+"""GPUs through Dynamic Resource Allocation (gpuOperator.allocation: dra; stack dra-existing).
+
+What is checked against upstream, not against our own code: the gpu-operator values against the pinned chart's
+values.yaml, the GPUCluster CR it renders against the CRD's strict schema, every resource.k8s.io/v1 object
+(rendered and in the DRA examples) against the Kubernetes 1.34 and 1.37 schemas. And that the three enforcers,
+the ResourceQuota, Kueue (ClusterQueue + deviceClassMappings) and the claim templates, agree for every tenant,
+read back from the rendered objects, with numbers worked out by hand from the stack file.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+from conftest import ROOT, UPSTREAM, manifest, manifests, release, render_config, rendered, stack_config
+from jsonschema import Draft7Validator
+from values_paths import deep_merge, unknown_paths
+
+from components import dra, summary
+from components.spec import SpecError, load_spec
+from policies import dra_policies, offline
+
+STACK = "dra-existing"
+QUOTA = ".deviceclass.resource.k8s.io/devices"
+DRA_EXAMPLES = sorted((ROOT / "examples").glob("dra-*.yaml"))
+
+
+def _values() -> dict[str, Any]:
+    return release(rendered(STACK), "gpu-operator")["values"]
+
+
+def _problems(cfg: dict[str, Any]) -> list[tuple[str, str]]:
+    with pytest.raises(SpecError) as err:
+        load_spec(cfg)
+    return [(p.path, p.message) for p in err.value.problems]
+
+
+def _set(cfg: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
+    cfg[f"gpu-platform:{key}"] = value
+    return cfg
+
+
+# ---------------------------------------------------------------------------------------------- rules
+
+
+def test_the_shipped_stack_is_valid_and_on_dra():
+    spec = load_spec(stack_config(STACK))
+    assert spec.gpu_operator.allocation == "dra" and spec.cluster.kubernetes_version == "1.34"
+
+
+@pytest.mark.parametrize(
+    ("version", "fragment"),
+    [(None, "required with gpuOperator.allocation dra"), ("1.33", "needs Kubernetes 1.34+")],
+)
+def test_dra_needs_kubernetes_1_34(version, fragment):
+    cfg = stack_config(STACK)
+    cluster = cfg["gpu-platform:cluster"]
+    cluster.pop("kubernetesVersion")
+    if version:
+        cluster["kubernetesVersion"] = version
+    ((path, message),) = _problems(cfg)
+    assert path == "gpu-platform:cluster.kubernetesVersion" and fragment in message
+
+
+def test_device_plugin_stacks_need_no_version():
+    cfg = stack_config("local")
+    assert "kubernetesVersion" not in cfg["gpu-platform:cluster"]
+    load_spec(cfg)
+
+
+def test_time_slicing_and_mps_are_device_plugin_settings():
+    cfg = stack_config(STACK)
+    cfg["gpu-platform:nodePools"][0]["sharing"] = {"strategy": "time-slicing", "replicas": 4}
+    ((path, message),) = _problems(cfg)
+    assert path == "gpu-platform:nodePools[0].sharing.strategy"
+    assert "k8s-device-plugin" in message and "TimeSlicingSettings" in message
+
+
+def test_unsupported_combinations_on_a_cloud_dra_stack_each_name_their_key():
+    cfg = stack_config("prod-aws")
+    cfg["gpu-platform:gpuOperator"] = {**cfg.get("gpu-platform:gpuOperator", {}), "allocation": "dra"}
+    cfg["gpu-platform:cluster"] = {**cfg.get("gpu-platform:cluster", {}), "kubernetesVersion": "1.35"}
+    paths = {p for p, _ in _problems(cfg)}
+    pools = cfg["gpu-platform:nodePools"]
+    for i, pool in enumerate(pools):
+        if pool.get("provisioner") == "karpenter":
+            assert f"gpu-platform:nodePools[{i}].provisioner" in paths
+        if (pool.get("sharing") or {}).get("strategy") == "mig":
+            assert f"gpu-platform:nodePools[{i}].sharing.strategy" in paths  # mig-parted is not in the DRA stack
+        if pool.get("os") == "bottlerocket":
+            assert f"gpu-platform:nodePools[{i}].os" in paths
+    assert "gpu-platform:addons.volcano" in paths
+    assert "gpu-platform:addons.clusterAutoscaler" in paths
+
+
+def test_gke_installed_drivers_are_refused_on_dra():
+    cfg = stack_config("dev-gcp")
+    cfg["gpu-platform:gpuOperator"] = {"allocation": "dra"}
+    cfg["gpu-platform:cluster"] = {**cfg.get("gpu-platform:cluster", {}), "kubernetesVersion": "1.34"}
+    cfg["gpu-platform:addons"] = {**cfg.get("gpu-platform:addons", {}), "volcano": False}
+    for pool in cfg["gpu-platform:nodePools"]:
+        pool.pop("sharing", None)
+    assert ("gpu-platform:gpuOperator.driver") in {p for p, _ in _problems(cfg)}
+
+
+# ------------------------------------------------------------------------------------ operator / GPUCluster
+
+
+def test_operator_values_switch_to_the_gpucluster_and_exist_upstream():
+    ours = _values()
+    upstream = yaml.safe_load((UPSTREAM / "gpu-operator" / "values.yaml").read_text())
+    nfd = deep_merge(
+        yaml.safe_load((UPSTREAM / "gpu-operator" / "node-feature-discovery" / "values.yaml").read_text()),
+        upstream["node-feature-discovery"],
+    )
+    assert unknown_paths({k: v for k, v in ours.items() if k != "node-feature-discovery"}, upstream) == []
+    assert unknown_paths(ours["node-feature-discovery"], nfd) == []
+    assert ours["clusterPolicy"] == {"deployCR": False} and ours["gpuCluster"] == {"deployCR": True}
+    assert ours["devicePlugin"]["enabled"] is False and ours["migManager"]["enabled"] is False
+    # no ConfigMaps for a device plugin or mig-parted that do not run
+    names = {m["metadata"]["name"] for m in manifests(rendered(STACK), "ConfigMap")}
+    assert not names & {"device-plugin-config", "mig-parted-config"}
+
+
+def test_the_gpucluster_the_chart_renders_validates_strictly():
+    upstream = yaml.safe_load((UPSTREAM / "gpu-operator" / "values.yaml").read_text())
+    schema = json.loads((UPSTREAM / "gpu-operator" / "gpucluster.nvidia.com.v1alpha1.strict.json").read_text())
+    merged = deep_merge(copy.deepcopy(upstream), _values())
+    cr = dra.gpu_cluster_from_values(merged)
+    assert [e.message for e in Draft7Validator(schema).iter_errors(cr)] == []
+    assert cr["spec"]["draDriver"]["computeDomains"] == {"enabled": False}
+    # the chart's default DRA driver (GPU Operator 26.7.0 docs: full GPU and existing MIG allocation GA)
+    assert cr["spec"]["draDriver"]["version"] == "v0.5.0"
+    # the operands tolerate the GPU taint, as in the ClusterPolicy stack
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in cr["spec"]["daemonsets"][
+        "tolerations"
+    ]
+    # the renderer follows templates/gpucluster.yaml: upstream's own sample (the same keys) validates too
+    sample = yaml.safe_load((UPSTREAM / "gpu-operator" / "examples" / "gpucluster.config-samples.yaml").read_text())
+    assert set(cr["spec"]) == set(sample["spec"])
+
+
+# ------------------------------------------------------------------------------ Kubernetes 1.34 / 1.37
+
+
+def _resource_v1_docs() -> list[dict[str, Any]]:
+    docs = [m for m in rendered(STACK).manifests if m["apiVersion"] == dra.RESOURCE_API]
+    for path in DRA_EXAMPLES:
+        docs += [d for d in yaml.safe_load_all(path.read_text()) if d]
+    return docs
+
+
+@pytest.mark.parametrize("version", ["1.34.0", "1.37.0"])
+def test_every_resource_v1_object_and_dra_example_validates(version):
+    docs = _resource_v1_docs()
+    kinds = {d["kind"] for d in docs}
+    assert {"ResourceClaimTemplate", "Job", "Deployment", "Pod"} <= kinds
+    for doc in docs:
+        kubernetes_validate.validate(doc, version, strict=True)
+
+
+def test_resource_v1_does_not_exist_before_1_34():
+    tpl = next(d for d in _resource_v1_docs() if d["kind"] == "ResourceClaimTemplate")
+    with pytest.raises(kubernetes_validate.SchemaNotFoundError):
+        kubernetes_validate.validate(tpl, "1.33.0", strict=True)
+
+
+# ---------------------------------------------------------------------------- quota, Kueue, claim templates
+
+# Worked out by hand from stacks/Pulumi.dra-existing.yaml: h100 = 2 nodes x 8 GPUs (16 devices of gpu.nvidia.com),
+# a100-mig = 1 node x 8 A100 x 2 MIG 3g.40gb (16 devices of mig.nvidia.com); every tenant is in cohort "shared",
+# so its quota is the borrowing ceiling: the whole pool where it has a quota entry, 0 elsewhere.
+NOMINAL = {
+    "research": {"h100": {"gpu.nvidia.com/devices": 10}, "a100-mig": {"mig.nvidia.com/devices": 8}},
+    "serving": {"h100": {"gpu.nvidia.com/devices": 4}, "a100-mig": {"mig.nvidia.com/devices": 8}},
+    "notebooks": {"h100": {"gpu.nvidia.com/devices": 2}},
+}
+QUOTA_HARD = {
+    "research": {"gpu.nvidia.com": 16, "mig.nvidia.com": 16},
+    "serving": {"gpu.nvidia.com": 16, "mig.nvidia.com": 16},
+    "notebooks": {"gpu.nvidia.com": 16, "mig.nvidia.com": 0},
+}
+TEMPLATES = {
+    "research": {"gpu-h100", "mig-a100-80gb-3g-40gb"},
+    "serving": {"gpu-h100", "mig-a100-80gb-3g-40gb"},
+    "notebooks": {"gpu-h100"},
+}
+
+
+def _kueue_config() -> dict[str, Any]:
+    return yaml.safe_load(release(rendered(STACK), "kueue")["values"]["managerConfig"]["controllerManagerConfigYaml"])
+
+
+@pytest.mark.parametrize("tenant", sorted(NOMINAL))
+def test_quota_kueue_and_claim_templates_agree(tenant):
+    r = rendered(STACK)
+    hard = manifest(r, "ResourceQuota", "gpu-quota", tenant)["spec"]["hard"]
+    assert {k.removesuffix(QUOTA): int(v) for k, v in hard.items() if k.endswith(QUOTA)} == QUOTA_HARD[tenant]
+    assert hard["requests.nvidia.com/gpu"] == "0"  # no extended-resource path around the claims
+    # Kueue: the pool flavors' nominal quota, under the names deviceClassMappings gives the DeviceClasses
+    mappings = {m["name"]: m["deviceClassNames"] for m in _kueue_config()["resources"]["deviceClassMappings"]}
+    assert mappings == {"gpu.nvidia.com/devices": ["gpu.nvidia.com"], "mig.nvidia.com/devices": ["mig.nvidia.com"]}
+    cq = manifest(r, "ClusterQueue", tenant)["spec"]
+    nominal = {
+        f["name"]: {x["name"]: int(x["nominalQuota"]) for x in f["resources"] if x["name"] in mappings}
+        for rg in cq["resourceGroups"]
+        for f in rg["flavors"]
+        if f["name"] != "default-flavor"
+    }
+    assert nominal == NOMINAL[tenant]
+    for flavor, res in nominal.items():
+        for name, n in res.items():
+            (cls,) = mappings[name]
+            assert n <= int(hard[cls + QUOTA]), (flavor, name)  # Kueue never admits what the quota refuses
+    # claim templates: each asks for a class the quota caps and Kueue maps, of a pool the tenant reaches
+    templates = {
+        m["metadata"]["name"]: m for m in manifests(r, "ResourceClaimTemplate") if m["metadata"]["namespace"] == tenant
+    }
+    assert set(templates) == TEMPLATES[tenant]
+    mapped = {c for classes in mappings.values() for c in classes}
+    for name, tpl in templates.items():
+        (req,) = tpl["spec"]["spec"]["devices"]["requests"]
+        cls = req["exactly"]["deviceClassName"]
+        assert cls in mapped and cls + QUOTA in hard
+        cel = req["exactly"]["selectors"][0]["cel"]["expression"]
+        if name.startswith("mig-"):
+            assert cls == "mig.nvidia.com" and "profile == '3g.40gb'" in cel and "'a100'" in cel
+        else:
+            assert cls == "gpu.nvidia.com" and "'h100'" in cel and "memory" in cel
+
+
+def test_kueue_gets_no_device_class_mappings_on_device_plugin_stacks():
+    cfg = yaml.safe_load(release(rendered("local"), "kueue")["values"]["managerConfig"]["controllerManagerConfigYaml"])
+    assert "deviceClassMappings" not in cfg["resources"]
+
+
+def test_a_mig_profile_the_layout_adds_gets_its_template_and_more_devices():
+    cfg = stack_config(STACK)
+    cfg["gpu-platform:nodePools"][1]["sharing"]["layout"] = {"3g.40gb": 1, "2g.20gb": 1, "1g.10gb": 1}
+    spec = load_spec(cfg)
+    research = next(t for t in spec.tenants if t.name == "research")
+    assert set(dra.claim_templates(spec, research)) == {
+        "gpu-h100",
+        "mig-a100-80gb-3g-40gb",
+        "mig-a100-80gb-2g-20gb",
+        "mig-a100-80gb-1g-10gb",
+    }
+    from components import tenancy
+
+    # 1 node x 8 GPUs x 3 MIG devices
+    assert tenancy.quota_hard(spec, research)["mig.nvidia.com" + QUOTA] == "24"
+
+
+# NVML framebuffer sizes (MiB) of real cards: each whole-GPU selector must take its own model and refuse the
+# model whose product name shares its token (A100 40 GB vs 80 GB; "L4" is in "L40S").
+NVML_MIB = {
+    "T4": 15360,
+    "A10G": 23028,
+    "L4": 23034,
+    "L40S": 46068,
+    "A100-40GB": 40960,
+    "A100-80GB": 81920,
+    "H100": 81559,
+    "H200": 143771,
+    "B200": 183359,
+}
+PRODUCT = {
+    "T4": "Tesla T4",
+    "A10G": "NVIDIA A10G",
+    "L4": "NVIDIA L4",
+    "L40S": "NVIDIA L40S",
+    "A100-40GB": "NVIDIA A100-SXM4-40GB",
+    "A100-80GB": "NVIDIA A100-SXM4-80GB",
+    "H100": "NVIDIA H100 80GB HBM3",
+    "H200": "NVIDIA H200",
+    "B200": "NVIDIA B200",
+}
+
+
+def _matches(cel: str, product: str, mib: int) -> bool:
+    """Evaluate the whole-GPU selector's three terms for one device (the expressions are fixed in shape)."""
+    token = re.search(r"contains\('([^']+)'\)", cel).group(1)
+    low, high = (int(x) for x in re.findall(r"quantity\('(\d+)Gi'\)", cel))
+    return token in product.lower() and low * 1024 <= mib <= high * 1024
+
+
+@pytest.mark.parametrize("model", sorted(NVML_MIB))
+def test_whole_gpu_selectors_pick_their_model_only(model):
+    cel = dra.whole_gpu_selector(model)
+    for other, mib in NVML_MIB.items():
+        assert _matches(cel, PRODUCT[other], mib) == (other == model), (model, other)
+
+
+# ----------------------------------------------------------------------------------------- policies
+
+
+def test_the_stack_passes_every_policy():
+    report = offline.evaluate(rendered(STACK))
+    assert [v.line() for v in report.violations] == []
+
+
+def _stack_with(*docs: dict[str, Any]):
+    from policies.offline import run, subjects_from_manifests, subjects_from_rendering
+
+    return run(
+        [*subjects_from_rendering(rendered(STACK)), *subjects_from_manifests(docs)],
+        dra_policies.POLICIES,
+    ).violations
+
+
+def _example(name: str) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all((ROOT / "examples" / name).read_text()) if d]
+
+
+def test_dra_examples_pass_on_their_stack():
+    docs = [d for p in DRA_EXAMPLES for d in yaml.safe_load_all(p.read_text()) if d]
+    assert _stack_with(*docs) == []
+
+
+def test_a_workload_asking_for_nvidia_com_gpu_on_a_dra_stack_is_refused():
+    (pod,) = _example("dra-notebook-shared-claim.yaml")
+    pod = copy.deepcopy(pod)
+    pod["spec"].pop("resourceClaims")
+    for c in pod["spec"]["containers"]:
+        c["resources"].pop("claims")
+        c["resources"]["limits"]["nvidia.com/gpu"] = 1
+    found = _stack_with(pod)
+    assert [v.policy for v in found] == ["dra-gpu-claims", "dra-gpu-claims"]
+    assert "nvidia.com/gpu" in found[0].message
+
+
+def test_a_claim_template_the_namespace_lacks_is_refused():
+    dep = copy.deepcopy(_example("dra-mig-inference-deployment.yaml")[0])
+    dep["spec"]["template"]["spec"]["resourceClaims"][0]["resourceClaimTemplateName"] = "mig-h100-1g-10gb"
+    (v,) = _stack_with(dep)
+    assert v.policy == "dra-gpu-claims" and "mig-h100-1g-10gb" in v.message
+
+
+def test_an_uncapped_device_class_is_refused():
+    cfg = stack_config(STACK)
+    r = render_config(cfg, STACK)
+    from policies.offline import run, subjects_from_rendering
+
+    subjects = subjects_from_rendering(r)
+    for s in subjects:
+        if s.type == "kubernetes:core/v1:ResourceQuota" and s.props["metadata"]["namespace"] == "serving":
+            del s.props["spec"]["hard"]["mig.nvidia.com" + QUOTA]
+    (v,) = run(subjects, dra_policies.POLICIES).violations
+    assert v.policy == "dra-tenant-device-quota" and "'serving'" in v.message and "mig.nvidia.com" in v.message
+
+
+def test_device_plugin_stacks_are_not_judged_by_the_dra_policies():
+    from policies.offline import subjects_from_manifests
+
+    (pod,) = _example("timesliced-notebook-pod.yaml")
+    from policies.offline import run, subjects_from_rendering
+
+    assert (
+        run(
+            [*subjects_from_rendering(rendered("local")), *subjects_from_manifests([pod])], dra_policies.POLICIES
+        ).violations
+        == []
+    )
+
+
+# -------------------------------------------------------------------------------------------- summary
+
+
+def test_summary_lists_claim_templates_and_device_quotas():
+    text = summary.summary(rendered(STACK), {})
+    section = text[text.index("## GPUs through DRA") :]
+    assert "| notebooks | `gpu.nvidia.com.deviceclass.resource.k8s.io/devices` 16, `mig.nvidia.com" in section
+    assert "`gpu-h100`, `mig-a100-80gb-3g-40gb`" in section
+    assert "no device plugin" in section
+
+
+def test_dra_examples_have_a_target_stack_line():
+    assert len(DRA_EXAMPLES) == 3
+    for p in DRA_EXAMPLES:
+        assert Path(p).read_text().startswith(f"# Target stack: {STACK} -- tenant ")
+
+
+def test_admin_access_is_for_the_operator_namespace_only():
+    r = rendered(STACK)
+    labels = {m["metadata"]["name"]: m["metadata"].get("labels", {}) for m in manifests(r, "Namespace")}
+    assert labels["gpu-operator"]["resource.kubernetes.io/admin-access"] == "true"
+    for tenant in NOMINAL:
+        assert "resource.kubernetes.io/admin-access" not in labels[tenant]
+    assert "resource.kubernetes.io/admin-access" not in labels_of(rendered("local"), "gpu-operator")
+
+
+def labels_of(r, name):
+    return manifest(r, "Namespace", name)["metadata"].get("labels", {})
+
+
+def test_the_service_monitor_selects_the_gpucluster_exporter():
+    sm = next(m for m in rendered(STACK).manifests if m["kind"] == "ServiceMonitor")
+    assert sm["spec"]["selector"]["matchLabels"] == {"app": "nvidia-dcgm-exporter-dra"}
+
+
+def test_a_tenant_namespace_with_admin_access_is_refused():
+    from policies.offline import run, subjects_from_rendering
+
+    subjects = subjects_from_rendering(render_config(stack_config(STACK), STACK))
+    for s in subjects:
+        if s.type == "kubernetes:core/v1:Namespace" and s.props["metadata"]["name"] == "notebooks":
+            s.props["metadata"]["labels"]["resource.kubernetes.io/admin-access"] = "true"
+    (v,) = run(subjects, dra_policies.POLICIES).violations
+    assert v.policy == "dra-tenant-device-quota" and "'notebooks'" in v.message and "adminAccess" in v.message
+
+
+def test_the_training_example_selects_what_the_stack_template_selects():
+    """The 8-GPU template differs from the stack's gpu-h100 only in its count: same class, same CEL."""
+    (tpl, job) = _example("dra-training-job.yaml")
+    stack_tpl = manifest(rendered(STACK), "ResourceClaimTemplate", "gpu-h100", "research")
+    (ours,) = tpl["spec"]["spec"]["devices"]["requests"]
+    (theirs,) = stack_tpl["spec"]["spec"]["devices"]["requests"]
+    assert ours["exactly"]["count"] == 8 == rendered(STACK).spec.pool("h100").gpu.per_node
+    assert {k: v for k, v in ours["exactly"].items() if k != "count"} == {
+        k: v for k, v in theirs["exactly"].items() if k != "count"
+    }
+    assert job["spec"]["template"]["spec"]["resourceClaims"] == [
+        {"name": "gpus", "resourceClaimTemplateName": tpl["metadata"]["name"]}
+    ]
