@@ -1,8 +1,8 @@
-"""The ``gpu-platform`` command: synth, check, cost and schema.
+"""The ``gpu-platform`` command: synth, check, cost, explain and schema.
 
 Exit codes: 0 rendered; 1 a mandatory policy is violated; 2 the stack config is invalid (one line per
 problem naming the stack file and key path; nothing is written); 3 internal error (a bug: one line, and
-the traceback with --debug).
+the traceback with --debug). explain: 0 every workload runs, 3 one stays pending (its verdict on stdout).
 """
 
 from __future__ import annotations
@@ -117,6 +117,32 @@ def cmd_cost(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_explain(args: argparse.Namespace) -> int:
+    """Trace workloads through the stack, layer by layer: exit 0 all run, 3 one stays pending, 2 bad input."""
+    from components import explain
+    from components.spec import SpecError, load_spec
+    from components.synth import read_stack_file
+
+    path = _stack_file(args.stack, args.config)
+    try:
+        spec = load_spec(read_stack_file(path))
+    except SpecError as err:
+        for line in err.lines(_display(path)):
+            print(line, file=sys.stderr)
+        return EXIT_INVALID
+    try:
+        text = Path(args.workload).read_text()
+        traces = explain.explain_all(spec, text)
+    except (OSError, UnicodeDecodeError) as err:
+        print(f"{args.workload}: cannot read: {err.strerror if isinstance(err, OSError) else err}", file=sys.stderr)
+        return EXIT_INVALID
+    except explain.WorkloadError as err:
+        print(f"{args.workload}: {err}", file=sys.stderr)
+        return EXIT_INVALID
+    print(explain.render(traces, args.json), end="")
+    return explain.exit_code(traces)
+
+
 def cmd_schema(args: argparse.Namespace) -> int:
     from components.spec import stack_file_schema
 
@@ -148,6 +174,13 @@ def parser() -> argparse.ArgumentParser:
     co.add_argument("--config", help="stack file to use instead of stacks/Pulumi.STACK.yaml")
     co.add_argument("--json", action="store_true", help="print cost.json instead of the table")
     co.set_defaults(fn=cmd_cost)
+    ex = sub.add_parser("explain", help="trace workloads through the stack: would they run, or where do they wait")
+    ex.add_argument("stack")
+    ex.add_argument("workload", help="Kubernetes manifests (multi-document YAML)")
+    ex.add_argument("--config", help="stack file to use instead of stacks/Pulumi.STACK.yaml")
+    ex.add_argument("--json", action="store_true", help="one JSON document per workload")
+    ex.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    ex.set_defaults(fn=cmd_explain)
     sch = sub.add_parser("schema", help="print the JSON Schema of a stack file")
     sch.set_defaults(fn=cmd_schema)
     return p

@@ -1,0 +1,919 @@
+"""``gpu-platform explain``: why a workload would run on this platform, or stay Pending.
+
+A workload manifest (Pod, Deployment, StatefulSet, Job, JobSet, PyTorchJob, RayJob, Volcano Job) is traced
+through the platform one layer at a time, from zero nodes:
+
+    namespace (Pod Security) -> priority ceiling -> scheduler (Kueue integration / Volcano)
+    -> queue (LocalQueue -> ClusterQueue, or Volcano queue) -> flavors in order (quota, borrowing, TAS)
+    -> admission checks -> pool (node labels and taints) -> provisioner (from zero)
+    -> node (what one node advertises) -> dcgm (can metrics be attributed to the pod)
+
+Every layer reads the functions the components build their objects from (``kueue.cluster_queue_spec`` for
+the ClusterQueue, ``derive.*`` for labels, taints and units, ``managed_pools.autoscaler_tags`` for what the
+Cluster Autoscaler sees, ``karpenter.node_pool_spec`` / ``ec2_node_class_spec`` for Karpenter,
+``gpu_operator.operator_values`` for the DCGM exporter): one source of truth, and no engine run (a trace
+takes milliseconds, so tests can trace many stacks). The only rules stated here are upstream behaviour
+(what Kueue, Karpenter, Pod Security and dcgm-exporter do with those objects), cited where they are used.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from components import derive, gpu_operator, kueue, tenancy
+from components.spec import NodePool, StackSpec, Tenant
+
+EXIT_RUNS, EXIT_PENDING = 0, 3
+GPU_PREFIX = "nvidia.com/"
+VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
+PSA_ENFORCE = "pod-security.kubernetes.io/enforce"
+
+# Kinds that carry no pods: listed in a workload file beside the workload (claims, services...), skipped.
+PASSIVE_KINDS = frozenset(
+    {
+        "PersistentVolumeClaim",
+        "Service",
+        "ConfigMap",
+        "Secret",
+        "ServiceAccount",
+        "Role",
+        "RoleBinding",
+        "NetworkPolicy",
+        "PodDisruptionBudget",
+        "HorizontalPodAutoscaler",
+        "Ingress",
+    }
+)
+
+
+class WorkloadError(Exception):
+    """The workload file cannot be read or holds something explain does not trace (exit 2)."""
+
+
+# ---------------------------------------------------------------------------------------- workloads
+
+
+@dataclass
+class PodSet:
+    name: str
+    count: int
+    metadata: dict[str, Any]  # the pod template's metadata
+    pod: dict[str, Any]  # the pod spec
+
+    def requests(self) -> dict[str, int]:
+        """GPU units one pod asks for (requests, else limits, as Kubernetes defaults them), summed over
+        its containers (init containers run one at a time: their maximum)."""
+        total: dict[str, int] = defaultdict(int)
+        for c in self.pod.get("containers") or []:
+            for name, n in _gpu_resources(c).items():
+                total[name] += n
+        for c in self.pod.get("initContainers") or []:
+            for name, n in _gpu_resources(c).items():
+                total[name] = max(total[name], n)
+        return dict(sorted(total.items()))
+
+
+def _gpu_resources(container: Mapping[str, Any]) -> dict[str, int]:
+    res = container.get("resources") or {}
+    merged = {**(res.get("limits") or {}), **(res.get("requests") or {})}
+    out = {}
+    for name, value in merged.items():
+        if name.startswith(GPU_PREFIX):
+            try:
+                out[name] = int(value)
+            except (TypeError, ValueError):
+                raise WorkloadError(f"{name}: {value!r} is not a whole number of units") from None
+    return out
+
+
+@dataclass
+class Workload:
+    kind: str
+    name: str
+    namespace: str
+    labels: dict[str, str]
+    podsets: list[PodSet]
+    integration: str | None  # the Kueue framework managing this kind; None for Volcano Jobs
+    volcano_queue: str | None = None
+    scheduler_name: str | None = None
+    priority_class: str | None = None
+    per_pod_workloads: bool = False  # Deployment/StatefulSet: Kueue admits each pod as its own workload
+
+    @property
+    def ref(self) -> str:
+        return f"{self.kind} {self.namespace}/{self.name}"
+
+
+def _template(doc: Mapping[str, Any], where: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    tpl = doc.get("template")
+    if not isinstance(tpl, dict) or not isinstance(tpl.get("spec"), dict):
+        raise WorkloadError(f"{where}: no pod template")
+    return tpl.get("metadata") or {}, tpl["spec"]
+
+
+def _int(value: Any, default: int) -> int:
+    return int(value) if value is not None else default
+
+
+def parse(doc: Mapping[str, Any]) -> Workload | None:
+    """One manifest -> a Workload; None for kinds without pods; WorkloadError for unsupported ones."""
+    if not isinstance(doc, dict) or "kind" not in doc:
+        raise WorkloadError("a document without 'kind'")
+    kind, api = doc["kind"], str(doc.get("apiVersion", ""))
+    group = api.split("/")[0] if "/" in api else ""
+    if kind in PASSIVE_KINDS:
+        return None
+    meta = doc.get("metadata") or {}
+    name = meta.get("name") or "?"
+    ns = meta.get("namespace") or "default"
+    labels = meta.get("labels") or {}
+    spec = doc.get("spec") or {}
+    where = f"{kind} {name}"
+    w = Workload(kind, name, ns, labels, [], None)
+    if kind == "Pod" and group == "":
+        w.podsets = [PodSet("main", 1, meta, spec)]
+        w.integration = "pod"
+    elif kind in ("Deployment", "StatefulSet") and group == "apps":
+        m, p = _template(spec, where)
+        w.podsets = [PodSet("main", _int(spec.get("replicas"), 1), m, p)]
+        w.integration, w.per_pod_workloads = "pod", True
+    elif kind == "Job" and group == "batch":
+        m, p = _template(spec, where)
+        n = min(_int(spec.get("parallelism"), 1), _int(spec.get("completions"), _int(spec.get("parallelism"), 1)))
+        w.podsets = [PodSet("main", n, m, p)]
+        w.integration = "batch/job"
+    elif kind == "JobSet" and group == "jobset.x-k8s.io":
+        for rj in spec.get("replicatedJobs") or []:
+            job = (rj.get("template") or {}).get("spec") or {}
+            m, p = _template(job, f"{where} replicatedJob {rj.get('name')}")
+            n = _int(rj.get("replicas"), 1) * _int(job.get("parallelism"), 1)
+            w.podsets.append(PodSet(str(rj.get("name")), n, m, p))
+        w.integration = "jobset.x-k8s.io/jobset"
+    elif kind == "PyTorchJob" and group == "kubeflow.org":
+        for role, rs in sorted((spec.get("pytorchReplicaSpecs") or {}).items()):
+            m, p = _template(rs, f"{where} {role}")
+            w.podsets.append(PodSet(role.lower(), _int(rs.get("replicas"), 1), m, p))
+        w.integration = "kubeflow.org/pytorchjob"
+    elif kind == "RayJob" and group == "ray.io":
+        cluster = spec.get("rayClusterSpec") or {}
+        m, p = _template(cluster.get("headGroupSpec") or {}, f"{where} head")
+        w.podsets.append(PodSet("head", 1, m, p))
+        for g in cluster.get("workerGroupSpecs") or []:
+            m, p = _template(g, f"{where} worker group {g.get('groupName')}")
+            w.podsets.append(PodSet(str(g.get("groupName")), _int(g.get("replicas"), 1), m, p))
+        w.integration = "ray.io/rayjob"
+    elif kind == "Job" and group == "batch.volcano.sh":
+        for task in spec.get("tasks") or []:
+            m, p = _template(task, f"{where} task {task.get('name')}")
+            w.podsets.append(PodSet(str(task.get("name")), _int(task.get("replicas"), 1), m, p))
+        w.volcano_queue = spec.get("queue") or "default"
+        w.scheduler_name = spec.get("schedulerName") or "volcano"
+        w.priority_class = spec.get("priorityClassName")
+    else:
+        raise WorkloadError(
+            f"{kind} ({api}) is not a workload explain traces "
+            "(Pod, Deployment, StatefulSet, Job, JobSet, PyTorchJob, RayJob, Volcano Job)"
+        )
+    if not w.podsets:
+        raise WorkloadError(f"{where}: no pods")
+    if w.scheduler_name is None:
+        names = {ps.pod.get("schedulerName") for ps in w.podsets} - {None}
+        w.scheduler_name = names.pop() if len(names) == 1 else None
+    if w.priority_class is None:
+        classes = [ps.pod.get("priorityClassName") for ps in w.podsets if ps.pod.get("priorityClassName")]
+        w.priority_class = classes[0] if classes else None
+    return w
+
+
+def load(text: str) -> list[Workload]:
+    try:
+        docs = [d for d in yaml.safe_load_all(text) if d is not None]
+    except yaml.YAMLError as err:
+        raise WorkloadError(f"not YAML: {str(err).splitlines()[0]}") from None
+    workloads = []
+    for i, doc in enumerate(docs):
+        try:
+            w = parse(doc)
+        except (AttributeError, TypeError, ValueError, KeyError) as err:  # a field of the wrong shape
+            raise WorkloadError(f"document {i + 1}: malformed ({type(err).__name__}: {err})") from None
+        if w is not None:
+            workloads.append(w)
+    if not workloads:
+        raise WorkloadError(
+            "no workload in it (Pod, Deployment, StatefulSet, Job, JobSet, PyTorchJob, RayJob, Volcano Job)"
+        )
+    return workloads
+
+
+# -------------------------------------------------------------------------------------------- traces
+
+
+@dataclass
+class Layer:
+    name: str
+    ok: bool
+    detail: str
+
+
+@dataclass
+class Trace:
+    workload: Workload
+    layers: list[Layer] = field(default_factory=list)
+    pool: str | None = None
+    provisioner: str | None = None
+
+    @property
+    def pending(self) -> Layer | None:
+        return next((layer for layer in self.layers if not layer.ok), None)
+
+    @property
+    def verdict(self) -> str:
+        stop = self.pending
+        if stop:
+            return f"pending at {stop.name}: {stop.detail}"
+        return f"runs on pool {self.pool} via {self.provisioner}"
+
+    def lines(self) -> list[str]:
+        out = [f"{self.workload.ref}:"]
+        out += [f"  {layer.name:<16} {'ok  ' if layer.ok else 'FAIL'} {layer.detail}" for layer in self.layers]
+        out.append(f"  verdict: {self.verdict}")
+        return out
+
+    def doc(self) -> dict[str, Any]:
+        stop = self.pending
+        return {
+            "workload": {"kind": self.workload.kind, "namespace": self.workload.namespace, "name": self.workload.name},
+            "layers": [{"layer": x.name, "ok": x.ok, "detail": x.detail} for x in self.layers],
+            "verdict": "pending" if stop else "runs",
+            "pendingAt": stop.name if stop else None,
+            "pool": self.pool,
+            "provisioner": self.provisioner,
+            "summary": self.verdict,
+        }
+
+
+class _Stop(Exception):
+    pass
+
+
+def _units(units: Mapping[str, int]) -> str:
+    return ", ".join(f"{n} {r}" for r, n in sorted(units.items())) or "nothing"
+
+
+# ------------------------------------------------------------------------------------- pod security
+
+# Pod Security Standards (kubernetes.io/docs/concepts/security/pod-security-standards): the obvious checks.
+BASELINE_CAPABILITIES = frozenset(
+    {"AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD", "NET_BIND_SERVICE", "SETFCAP"}
+    | {"SETGID", "SETPCAP", "SETUID", "SYS_CHROOT"}
+)
+
+
+def pod_security_problems(pod: Mapping[str, Any], level: str) -> list[str]:
+    problems = []
+    containers = [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]
+    for key in ("hostNetwork", "hostPID", "hostIPC"):
+        if pod.get(key):
+            problems.append(f"{key}: true")
+    for v in pod.get("volumes") or []:
+        if "hostPath" in v:
+            problems.append(f"hostPath volume {v.get('name')}")
+    psc = pod.get("securityContext") or {}
+    for c in containers:
+        sc = c.get("securityContext") or {}
+        cname = c.get("name")
+        if sc.get("privileged"):
+            problems.append(f"container {cname} privileged")
+        for port in c.get("ports") or []:
+            if port.get("hostPort"):
+                problems.append(f"container {cname} hostPort {port['hostPort']}")
+        added = set((sc.get("capabilities") or {}).get("add") or [])
+        allowed = {"NET_BIND_SERVICE"} if level == "restricted" else BASELINE_CAPABILITIES
+        if added - allowed:
+            problems.append(f"container {cname} adds capabilities {sorted(added - allowed)}")
+        if level != "restricted":
+            continue
+        if sc.get("allowPrivilegeEscalation") is not False:
+            problems.append(f"container {cname} lacks allowPrivilegeEscalation: false")
+        if "ALL" not in ((sc.get("capabilities") or {}).get("drop") or []):
+            problems.append(f"container {cname} does not drop ALL capabilities")
+        if not sc.get("runAsNonRoot", psc.get("runAsNonRoot")):
+            problems.append(f"container {cname} lacks runAsNonRoot: true")
+        seccomp = (sc.get("seccompProfile") or psc.get("seccompProfile") or {}).get("type")
+        if seccomp not in ("RuntimeDefault", "Localhost"):
+            problems.append(f"container {cname} lacks seccompProfile RuntimeDefault")
+    return problems
+
+
+# --------------------------------------------------------------------------------- node selection
+
+
+def _expr_matches(expr: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
+    if op == "In":
+        return labels.get(key) in values
+    if op == "NotIn":
+        return labels.get(key) not in values
+    if op == "Exists":
+        return key in labels
+    if op == "DoesNotExist":
+        return key not in labels
+    if op in ("Gt", "Lt"):
+        try:
+            n, v = int(labels.get(key, "")), int(values[0])
+        except (ValueError, IndexError):
+            return False
+        return n > v if op == "Gt" else n < v
+    return False
+
+
+def selection_problems(pod: Mapping[str, Any], labels: Mapping[str, str]) -> list[str]:
+    """Why a node with these labels does not satisfy the pod's nodeSelector and required node affinity."""
+    out = [
+        f"nodeSelector {k}={v} (nodes have {labels.get(k, 'no such label')})"
+        for k, v in sorted((pod.get("nodeSelector") or {}).items())
+        if labels.get(k) != v
+    ]
+    required = (
+        ((pod.get("affinity") or {}).get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
+        or {}
+    ).get("nodeSelectorTerms") or []
+    if required and not any(
+        all(_expr_matches(e, labels) for e in term.get("matchExpressions") or []) for term in required
+    ):
+        out.append("required node affinity matches no term")
+    return out
+
+
+def _tolerates(tol: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
+    if tol.get("effect") and tol["effect"] != taint["effect"]:
+        return False
+    if not tol.get("key"):
+        return tol.get("operator") == "Exists"
+    if tol["key"] != taint["key"]:
+        return False
+    if tol.get("operator") == "Exists":
+        return True
+    return str(tol.get("value", "")) == str(taint.get("value") or "")
+
+
+def untolerated(tolerations: list[Mapping[str, Any]], taints: list[Mapping[str, Any]]) -> list[str]:
+    return [
+        f"{t['key']}={t.get('value') or ''}:{t['effect']}"
+        for t in taints
+        if t["effect"] in ("NoSchedule", "NoExecute") and not any(_tolerates(x, t) for x in tolerations)
+    ]
+
+
+# --------------------------------------------------------------------------- facts of one pool
+# One function per fact; each reads what the component renders from.
+
+
+def node_labels(spec: StackSpec, pool: NodePool) -> dict[str, str]:
+    """Labels a node of the pool carries (EKS managed groups add the autoscaler's GPU label)."""
+    from components import summary
+
+    return summary._node_labels(spec, pool)
+
+
+def node_taints(pool: NodePool) -> list[dict[str, Any]]:
+    return [{"key": t.key, "value": t.value, "effect": t.effect} for t in derive.node_taints(pool)]
+
+
+def node_advertises(spec: StackSpec, pool: NodePool) -> tuple[dict[str, int], str | None]:
+    """(resources one node of the pool advertises, why it differs from what quotas count or None).
+
+    Bottlerocket's host device plugin shares GPUs only when the sharing settings reach the node through its
+    user data: managed node groups carry them (``managed_pools.user_data``); for Karpenter pools they must be
+    in the EC2NodeClass ``userData``, else the node advertises whole GPUs."""
+    units = derive.pool_units(spec, pool, pool.gpu.per_node)
+    from components import sharing
+
+    if (
+        spec.cloud == "aws"
+        and pool.provisioner == "karpenter"
+        and sharing.bottlerocket_device_plugin_settings(spec, pool.name)
+    ):
+        from components.aws import karpenter
+
+        node_class = karpenter.ec2_node_class_spec(spec, karpenter.node_class_need(spec, pool), "role")
+        if "kubelet-device-plugins" not in str(node_class.get("userData") or ""):
+            whole = {derive.GPU_RESOURCE: pool.gpu.per_node}
+            return whole, (
+                f"the Bottlerocket node advertises {_units(whole)} (its EC2NodeClass has no userData with "
+                f"the sharing settings) while quotas count {_units(units)}"
+            )
+    return units, None
+
+
+def karpenter_sees(spec: StackSpec, pool: NodePool) -> dict[str, int]:
+    """Extended resources Karpenter believes a node of the pool brings before it exists: nvidia.com/gpu from
+    EC2 instance data (the GPU count), nothing else (karpenter.k8s.aws instance types). A NodeOverlay
+    (karpenter.sh/v1alpha1) would add capacity; none is rendered for this pool."""
+    return {derive.GPU_RESOURCE: pool.gpu.per_node}
+
+
+def autoscaler_sees(spec: StackSpec, pool: NodePool) -> tuple[dict[str, int], dict[str, str], list[dict[str, Any]]]:
+    """What the Cluster Autoscaler's scale-from-zero template says of a managed pool's node: resources,
+    labels and taints, read back from the node group's ``k8s.io/cluster-autoscaler/node-template/*`` tags."""
+    from components.aws import managed_pools
+
+    tags = managed_pools.autoscaler_tags(spec, pool)
+    prefix = managed_pools.CA_TEMPLATE + "/"
+    resources: dict[str, int] = {derive.GPU_RESOURCE: pool.gpu.per_node}  # from the instance type
+    labels: dict[str, str] = {}
+    taints: list[dict[str, Any]] = []
+    for k, v in tags.items():
+        if not k.startswith(prefix):
+            continue
+        kind, _, name = k[len(prefix) :].partition("/")
+        if kind == "resources":
+            resources[name] = int(v)
+        elif kind == "label":
+            labels[name] = v
+        elif kind == "taint":
+            value, _, effect = v.rpartition(":")
+            taints.append({"key": name, "value": value or None, "effect": effect})
+    return resources, labels, taints
+
+
+def dcgm_attribution(spec: StackSpec, pool: NodePool, resources: list[str]) -> str | None:
+    """Why dcgm-exporter cannot tie the pool's GPU metrics to the pod, or None.
+
+    dcgm-exporter asks the kubelet's pod-resources API which pod holds which device and matches device IDs
+    as GPU UUIDs by default (dcgm-exporter ``internal/pkg/collector/types.go``, ``pkg/.../kubernetes.go``);
+    it only looks at ``nvidia.com/gpu`` and MIG resources unless told more names."""
+    values = gpu_operator.operator_values(spec).get("dcgmExporter") or {}
+    env = {e["name"]: e.get("value") for e in values.get("env") or []}
+    args = " ".join(values.get("args") or [])
+    plugin = derive.pool_device_plugin(spec, pool)
+    if (
+        plugin == "gke"
+        and env.get("DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE") != "device-name"
+        and ("device-name" not in args)
+    ):
+        return (
+            "GKE's device plugin names devices nvidiaN, the exporter matches UUIDs: set its Kubernetes GPU "
+            "id type to device-name"
+        )
+    if plugin == "bottlerocket":
+        from components.aws import managed_pools
+
+        settings = managed_pools.bottlerocket_settings(spec, pool)
+        plug = ((settings.get("settings") or {}).get("kubelet-device-plugins") or {}).get("nvidia") or {}
+        if plug.get("device-id-strategy") != "uuid":
+            return (
+                "Bottlerocket's device plugin hands out device indexes, the exporter matches UUIDs: set "
+                "settings.kubelet-device-plugins.nvidia.device-id-strategy = uuid"
+            )
+    shared = [r for r in resources if r == derive.SHARED_GPU_RESOURCE]
+    if shared and derive.SHARED_GPU_RESOURCE not in json.dumps(values):
+        return f"the exporter skips {shared[0]} (renameByDefault) unless listed in its resource names"
+    return None
+
+
+# ----------------------------------------------------------------------------------------- explain
+
+
+def _tenant(spec: StackSpec, namespace: str) -> Tenant | None:
+    return next((t for t in spec.tenants if t.name == namespace), None)
+
+
+def _total(w: Workload) -> dict[str, int]:
+    """Units one Kueue workload holds: every pod of every pod set (a Deployment's pods are one each)."""
+    total: dict[str, int] = defaultdict(int)
+    for ps in w.podsets:
+        for name, n in ps.requests().items():
+            total[name] += n * (1 if w.per_pod_workloads else ps.count)
+    return dict(sorted(total.items()))
+
+
+def _asks_topology(w: Workload) -> bool:
+    keys = (kueue.PREFERRED_TOPOLOGY_ANNOTATION, kueue.REQUIRED_TOPOLOGY_ANNOTATION)
+    return any(k in ((ps.metadata or {}).get("annotations") or {}) for ps in w.podsets for k in keys)
+
+
+class _Tracer:
+    def __init__(self, spec: StackSpec, w: Workload):
+        self.spec, self.w, self.t = spec, w, Trace(w)
+        self.effective: list[dict[str, Any]] = []  # pod specs as admitted (Kueue's flavor injected)
+
+    def ok(self, name: str, detail: str) -> None:
+        self.t.layers.append(Layer(name, True, detail))
+
+    def fail(self, name: str, detail: str) -> None:
+        self.t.layers.append(Layer(name, False, detail))
+        raise _Stop
+
+    def run(self) -> Trace:
+        try:
+            self._trace()
+        except _Stop:
+            pass
+        return self.t
+
+    # -- layers
+    def _trace(self) -> None:
+        w = self.w
+        tenant = self.namespace()
+        self.priority(tenant)
+        scheduler = self.scheduler(tenant)
+        gpu = _total(w)
+        if not gpu:
+            self.ok("resources", "no GPU requested: nothing GPU-specific to trace")
+            self.t.pool, self.t.provisioner = "-", "non-GPU nodes"
+            return
+        flavor_tolerations: list[dict[str, Any]] = []
+        if scheduler == "kueue":
+            pool = self.kueue_flavors(tenant, gpu)
+            flavor_tolerations = kueue.flavor_spec(pool)["tolerations"]
+            self.admission_checks(tenant, pool)
+        else:
+            if scheduler == "volcano":
+                self.volcano_queue(tenant, gpu)
+            pool = self.pick_pool(tenant, gpu)
+        self.pool_layer(pool, flavor_tolerations, injected=scheduler == "kueue")
+        self.provisioner(pool)
+        self.node(pool)
+        self.dcgm(pool)
+        self.t.pool = pool.name
+
+    def namespace(self) -> Tenant:
+        spec, w = self.spec, self.w
+        tenant = _tenant(spec, w.namespace)
+        if tenant is None:
+            names = ", ".join(t.name for t in spec.tenants)
+            self.fail("namespace", f"{w.namespace} is not a tenant namespace (tenants: {names})")
+        level = tenancy.namespace_labels(tenant)[PSA_ENFORCE]
+        problems = [p for ps in w.podsets for p in pod_security_problems(ps.pod, level)]
+        if problems:
+            self.fail(
+                "namespace",
+                f"{w.namespace} enforces Pod Security {level!r}, refused: {'; '.join(sorted(set(problems)))}",
+            )
+        self.ok("namespace", f"{w.namespace} (tenant {tenant.name}), Pod Security {level!r} passes")
+        return tenant
+
+    def priority(self, tenant: Tenant) -> None:
+        spec, w = self.spec, self.w
+        forbidden = derive.priority_ceiling_excluded(spec, tenant)
+        names = [c for c in (w.priority_class, w.labels.get(tenancy.KUEUE_PRIORITY_LABEL)) if c]
+        known = {c.name for c in spec.priority_classes}
+        for c in names:
+            if c in forbidden:
+                self.fail(
+                    "priority",
+                    f"{c} is above {tenant.name}'s ceiling {tenant.priority}; the admission policy "
+                    f"{tenancy.PRIORITY_CEILING_POLICY} refuses it: use {tenant.priority} or lower",
+                )
+            if c not in known and not c.startswith("system-"):
+                self.fail("priority", f"PriorityClass {c} does not exist (classes: {', '.join(sorted(known))})")
+        if not names:
+            self.ok("priority", f"no priorityClassName (the cluster default); ceiling {tenant.priority}")
+        else:
+            self.ok("priority", f"{names[0]} (ceiling {tenant.priority})")
+
+    def scheduler(self, tenant: Tenant) -> str | None:
+        spec, w = self.spec, self.w
+        who = derive.tenant_scheduler(spec, tenant)
+        if who == "kueue":
+            if w.integration is None:
+                self.fail(
+                    "scheduler",
+                    f"{tenant.name} is queued by Kueue; a Volcano Job there would be gated pod by pod: "
+                    "use a Kueue-managed kind, or set the tenant's scheduler to volcano",
+                )
+            if w.scheduler_name == "volcano":
+                self.fail("scheduler", "schedulerName volcano in a Kueue namespace: drop it (run by Kueue or Volcano)")
+            frameworks = set(spec.scheduling.kueue_integrations)
+            pod_too = w.integration == "pod" and frameworks & {"deployment", "statefulset", "leaderworkerset"}
+            if w.integration not in frameworks and not pod_too:
+                self.fail(
+                    "scheduler",
+                    f"Kueue does not manage {w.kind} here: add {w.integration} to scheduling.kueueIntegrations",
+                )
+            self.ok("scheduler", f"Kueue ({w.integration} integration)")
+        elif who == "volcano":
+            if w.scheduler_name != "volcano":
+                self.fail(
+                    "scheduler",
+                    f"{tenant.name} is gang-scheduled by Volcano: set schedulerName: volcano (a Volcano Job)",
+                )
+            self.ok("scheduler", "Volcano (gang)")
+        else:
+            self.ok("scheduler", "no batch scheduler: kube-scheduler, within the namespace ResourceQuota")
+        return who
+
+    def kueue_flavors(self, tenant: Tenant, gpu: dict[str, int]) -> NodePool:
+        spec, w = self.spec, self.w
+        queue = w.labels.get(kueue.QUEUE_NAME_LABEL) or (
+            spec.scheduling.local_queue_name if spec.scheduling.local_queue_name == "default" else None
+        )
+        if queue != spec.scheduling.local_queue_name:
+            self.fail(
+                "queue",
+                f"LocalQueue {queue or '(no queue-name label)'} does not exist in {w.namespace}: label the job "
+                f"{kueue.QUEUE_NAME_LABEL}: {spec.scheduling.local_queue_name}",
+            )
+        cq = kueue.cluster_queue_spec(spec, tenant)
+        self.ok("queue", f"LocalQueue {queue} -> ClusterQueue {kueue.local_queue_spec(tenant)['clusterQueue']}")
+        group = next((g for g in cq["resourceGroups"] if set(gpu) <= set(g["coveredResources"])), None)
+        if group is None:
+            covered = [r for g in cq["resourceGroups"] for r in g["coveredResources"] if r not in kueue.CPU_RESOURCES]
+            self.fail(
+                "flavors",
+                f"ClusterQueue {tenant.name} has no quota for {', '.join(gpu)} (it covers {', '.join(covered)}): "
+                "request a resource one of the tenant's pools advertises",
+            )
+        ceilings = derive.tenant_pool_ceiling_units(spec, tenant)
+        topology = _asks_topology(w)
+        tried = []
+        for flavor in group["flavors"]:
+            fname = flavor["name"]
+            if fname == kueue.DEFAULT_FLAVOR:
+                continue
+            pool = spec.pool(fname)
+            labels = kueue.flavor_spec(pool)["nodeLabels"]
+            nominal = {
+                q["name"]: int(q["nominalQuota"]) for q in flavor["resources"] if q["name"].startswith(GPU_PREFIX)
+            }
+            why = next((p for ps in w.podsets for p in selection_problems(ps.pod, labels)), None)
+            if why:
+                tried.append(f"{fname}: {why}")
+                continue
+            if pool.topology_aware and not topology:
+                tried.append(f"{fname}: topology-aware, the pod template asks for no topology")
+                continue
+            if topology and not pool.topology_aware:
+                tried.append(f"{fname}: not topology-aware")
+                continue
+            ceiling = ceilings.get(fname, {})
+            short = {r: n for r, n in gpu.items() if n > ceiling.get(r, 0)}
+            if short:
+                tried.append(
+                    f"{fname}: needs {_units(short)}, quota {_units({r: nominal.get(r, 0) for r in short})}"
+                    f", at most {_units({r: ceiling.get(r, 0) for r in short})} with borrowing"
+                )
+                continue
+            borrow = {r: n - nominal.get(r, 0) for r, n in gpu.items() if n > nominal.get(r, 0)}
+            how = (
+                f"borrows {_units(borrow)} from cohort {derive.tenant_cohort(spec, tenant)}"
+                if borrow
+                else "nominal quota"
+            )
+            order = " > ".join(f["name"] for f in group["flavors"])
+            skipped = f"; skipped {'; '.join(tried)}" if tried else ""
+            self.ok("flavors", f"{fname} ({_units(gpu)}, {how}; order {order}{skipped})")
+            return pool
+        self.fail("flavors", "no flavor fits: " + "; ".join(tried))
+        raise AssertionError  # unreachable
+
+    def admission_checks(self, tenant: Tenant, pool: NodePool) -> None:
+        spec = self.spec
+        cq = kueue.cluster_queue_spec(spec, tenant)
+        checks = [
+            c["name"]
+            for c in (cq.get("admissionChecksStrategy") or {}).get("admissionChecks", [])
+            if pool.name in c.get("onFlavors", [])
+        ]
+        nodes = self.nodes_needed(pool)
+        if checks:
+            cls = kueue.provisioning_class(spec, pool)
+            self.ok("admission-checks", f"{', '.join(checks)}: ProvisioningRequest {cls} brings the nodes first")
+            return
+        if pool.topology_aware and nodes > pool.min_nodes and spec.cloud != "existing":
+            # Kueue TAS counts only ready, schedulable nodes (kueue v0.19.2 topology_aware_scheduling.md).
+            self.fail(
+                "admission-checks",
+                f"{pool.name} is topology-aware and has {pool.min_nodes} node(s) at rest, the gang needs {nodes}: "
+                "TAS counts only existing nodes and nothing asks for more; give the pool a provisioner that "
+                "serves ProvisioningRequests (managed + Cluster Autoscaler, GKE) or turn topologyAware off",
+            )
+        self.ok("admission-checks", "none")
+
+    def volcano_queue(self, tenant: Tenant, gpu: dict[str, int]) -> None:
+        w = self.w
+        if w.volcano_queue != tenant.name:
+            self.fail(
+                "queue",
+                f"Volcano queue {w.volcano_queue}: the namespace's admission policy requires queue {tenant.name}",
+            )
+        cap = volcano_queue_cap(self.spec, tenant)
+        short = {r: n for r, n in gpu.items() if n > cap.get(r, 0)}
+        if short:
+            self.fail(
+                "queue",
+                f"Volcano queue {tenant.name} can hold at most {_units({r: cap.get(r, 0) for r in short})} "
+                f"(proportion: cluster total - all guarantees + its own), the gang needs {_units(short)}",
+            )
+        self.ok("queue", f"Volcano queue {tenant.name} (can hold {_units({r: cap.get(r, 0) for r in gpu})})")
+
+    def pick_pool(self, tenant: Tenant, gpu: dict[str, int]) -> NodePool:
+        """Without Kueue the pod itself must select a pool: its nodeSelector/affinity and tolerations."""
+        spec, w = self.spec, self.w
+        tried = []
+        for pool in kueue.tenant_pools(spec, tenant):
+            if not set(gpu) <= set(derive.units_per_gpu(spec, pool)):
+                continue
+            why = next((p for ps in w.podsets for p in selection_problems(ps.pod, node_labels(spec, pool))), None)
+            if why:
+                tried.append(f"{pool.name}: {why}")
+                continue
+            return pool
+        reach = ", ".join(p.name for p in kueue.tenant_pools(spec, tenant))
+        self.fail(
+            "pool",
+            f"no pool of {tenant.name} ({reach}) advertises {', '.join(gpu)} and matches the pod"
+            + (f": {'; '.join(tried)}" if tried else ""),
+        )
+        raise AssertionError  # unreachable
+
+    def pool_layer(self, pool: NodePool, flavor_tolerations: list[dict[str, Any]], injected: bool) -> None:
+        spec, w = self.spec, self.w
+        labels = node_labels(spec, pool)
+        for ps in w.podsets:
+            pod = dict(ps.pod)
+            if injected:  # Kueue adds the flavor's node labels and tolerations on admission
+                pod["nodeSelector"] = {**(pod.get("nodeSelector") or {}), **kueue.flavor_spec(pool)["nodeLabels"]}
+                pod["tolerations"] = [*(pod.get("tolerations") or []), *flavor_tolerations]
+            self.effective.append(pod)
+            problems = selection_problems(pod, labels)
+            if problems:
+                self.fail("pool", f"{pool.name}'s nodes do not match: {'; '.join(problems)}")
+            missing = untolerated(pod.get("tolerations") or [], node_taints(pool))
+            if missing:
+                self.fail(
+                    "pool",
+                    f"{pool.name}'s nodes are tainted {', '.join(missing)} and pod set {ps.name} does not "
+                    f"tolerate it: add {derive.tolerations(pool)}",
+                )
+        how = "Kueue injects the flavor's nodeSelector and tolerations" if injected else "the pod selects and tolerates"
+        self.ok("pool", f"{pool.name}: labels match, taints tolerated ({how})")
+
+    def nodes_needed(self, pool: NodePool) -> int:
+        """Nodes the workload needs on the pool, packing whole pods per node (per pod set)."""
+        per_node, _ = node_advertises(self.spec, pool)
+        total = 0
+        for ps in self.w.podsets:
+            req = ps.requests()
+            fit = min((per_node.get(r, 0) // n for r, n in req.items() if n), default=ps.count) or 0
+            if fit == 0:
+                return 10**9
+            total += -(-ps.count // fit)
+        return total
+
+    def provisioner(self, pool: NodePool) -> None:
+        spec = self.spec
+        per_node, _ = node_advertises(spec, pool)
+        for ps in self.w.podsets:
+            for r, n in ps.requests().items():
+                if per_node.get(r, 0) < n:
+                    self.fail(
+                        "provisioner",
+                        f"pod set {ps.name} asks {n} {r}, one node of {pool.name} brings {per_node.get(r, 0)}: "
+                        "no node it can launch fits the pod; ask for at most that per pod (more pods instead)",
+                    )
+        nodes = self.nodes_needed(pool)
+        req = {r: n for ps in self.w.podsets for r, n in ps.requests().items()}
+        if spec.cloud == "existing":
+            if nodes > pool.node_cap:
+                self.fail("provisioner", f"existing nodes: {pool.node_cap}, the workload needs {nodes}")
+            self.t.provisioner = "existing nodes"
+            self.ok("provisioner", f"existing nodes ({pool.node_cap}), nothing scales; needs {nodes}")
+            return
+        if nodes > pool.node_cap:
+            self.fail("provisioner", f"the workload needs {nodes} node(s), {pool.name} has at most {pool.node_cap}")
+        if spec.cloud == "gcp":
+            if pool.gke.queued_provisioning:
+                self.t.provisioner = "GKE queued provisioning (Dynamic Workload Scheduler)"
+                self.ok("provisioner", f"{self.t.provisioner}: {nodes} node(s) through Kueue's ProvisioningRequest")
+            else:
+                self.t.provisioner = "GKE cluster autoscaler"
+                self.ok(
+                    "provisioner", f"GKE cluster autoscaler: {pool.min_nodes}..{pool.node_cap} nodes, needs {nodes}"
+                )
+            return
+        if pool.provisioner == "karpenter":
+            from components.aws import karpenter
+
+            plans = [p for p in karpenter.nodepool_plans(spec) if p.pool.name == pool.name]
+            sees = karpenter_sees(spec, pool)
+            advertised, _ = node_advertises(spec, pool)
+            for r, n in req.items():
+                if sees.get(r, 0) < n:
+                    self.fail(
+                        "provisioner",
+                        f"Karpenter cannot see {r} on any instance type (it knows {_units(sees)} per node from EC2 "
+                        "data), so it never launches a node for this pod: add a NodeOverlay for the pool",
+                    )
+                if sees.get(r) != advertised.get(r):
+                    self.fail(
+                        "provisioner",
+                        f"Karpenter counts {sees.get(r)} {r} per node, the node advertises {advertised.get(r)}: it "
+                        "launches nodes for pods that would fit on existing ones; add a NodeOverlay for the pool",
+                    )
+            names = ", ".join(p.name for p in plans)
+            self.t.provisioner = f"Karpenter NodePool {names}"
+            self.ok("provisioner", f"Karpenter NodePool(s) {names}: 0..{pool.node_cap} node(s), needs {nodes}")
+            return
+        if not spec.cluster_autoscaler_enabled:
+            if nodes > pool.min_nodes:
+                self.fail(
+                    "provisioner",
+                    f"{pool.name} is fixed at {pool.min_nodes} node(s) (addons.clusterAutoscaler off), needs {nodes}",
+                )
+            self.t.provisioner = "EKS managed node group (fixed size)"
+            self.ok("provisioner", f"{pool.min_nodes} fixed node(s), needs {nodes}")
+            return
+        resources, labels, taints = autoscaler_sees(spec, pool)
+        # The autoscaler simulates the pending pod on its node template: labels, taints and resources.
+        for pod in self.effective:
+            problems = selection_problems(pod, labels) + untolerated(pod.get("tolerations") or [], taints)
+            if problems:
+                self.fail(
+                    "provisioner",
+                    f"the Cluster Autoscaler's node template for {pool.name} does not fit the pod "
+                    f"({'; '.join(problems)}): it never scales the pool up for it",
+                )
+        short = {r: n for r, n in req.items() if resources.get(r, 0) < n}
+        if short:
+            self.fail(
+                "provisioner",
+                f"the Cluster Autoscaler's node template offers {_units({r: resources.get(r, 0) for r in short})}, "
+                f"the pod asks {_units(short)}: it never scales {pool.name} up from zero",
+            )
+        self.t.provisioner = "EKS managed node group + Cluster Autoscaler"
+        self.ok(
+            "provisioner",
+            f"Cluster Autoscaler, template {_units({r: resources[r] for r in req})}: "
+            f"{pool.min_nodes}..{pool.node_cap} nodes, needs {nodes}",
+        )
+
+    def node(self, pool: NodePool) -> None:
+        spec = self.spec
+        advertised, mismatch = node_advertises(spec, pool)
+        if mismatch:
+            self.fail("node", mismatch + ": put them in the EC2NodeClass userData")
+        s = pool.sharing
+        for ps in self.w.podsets:
+            for r, n in ps.requests().items():
+                have = advertised.get(r, 0)
+                if have == 0:
+                    self.fail(
+                        "node",
+                        f"{pool.name}'s nodes advertise {_units(advertised)}, not {r}: request one of those",
+                    )
+                if n > have:
+                    self.fail("node", f"pod set {ps.name} asks {n} {r}, one node of {pool.name} has {have}")
+                if s and s.strategy == "time-slicing" and s.fail_requests_greater_than_one and n > 1:
+                    self.fail(
+                        "node",
+                        f"{pool.name} time-slices with failRequestsGreaterThanOne: a pod may ask 1 {r}, not {n}",
+                    )
+        self.ok(
+            "node",
+            f"one {pool.name} node ({derive.pool_device_plugin(spec, pool)} plugin) advertises {_units(advertised)}",
+        )
+
+    def dcgm(self, pool: NodePool) -> None:
+        spec = self.spec
+        if not spec.addons.dcgm:
+            self.ok("dcgm", "DCGM off: no GPU metrics")
+            return
+        resources = sorted({r for ps in self.w.podsets for r in ps.requests()})
+        why = dcgm_attribution(spec, pool, resources)
+        if why:
+            self.fail("dcgm", f"runs, but its GPU metrics lose the pod: {why}")
+        self.ok("dcgm", "dcgm-exporter attributes the GPUs to the pod")
+
+
+def volcano_queue_cap(spec: StackSpec, tenant: Tenant) -> dict[str, int]:
+    """GPU units the tenant's Volcano queue can hold: the rendered queue's capability (TODO h10c: the
+    proportion plugin's cap, derive.volcano_queue_cap)."""
+    from components import volcano
+
+    return {r: int(v) for r, v in volcano.queue_spec(spec, tenant)["capability"].items() if r.startswith(GPU_PREFIX)}
+
+
+def explain(spec: StackSpec, workload: Workload) -> Trace:
+    return _Tracer(spec, workload).run()
+
+
+def explain_all(spec: StackSpec, text: str) -> list[Trace]:
+    return [explain(spec, w) for w in load(text)]
+
+
+def exit_code(traces: list[Trace]) -> int:
+    return EXIT_PENDING if any(t.pending for t in traces) else EXIT_RUNS
+
+
+def render(traces: list[Trace], as_json: bool = False) -> str:
+    if as_json:
+        return json.dumps([t.doc() for t in traces], indent=2) + "\n"
+    return "\n".join(line for t in traces for line in t.lines()) + "\n"
