@@ -537,6 +537,8 @@ class _Tracer:
         else:
             if scheduler == "volcano":
                 self.volcano_queue(tenant, gpu)
+            else:
+                self.resource_quota(tenant, gpu)
             pool = self.pick_pool(tenant, gpu)
         self.pool_layer(pool, flavor_tolerations, injected=scheduler == "kueue")
         self.provisioner(pool)
@@ -714,6 +716,20 @@ class _Tracer:
             )
         self.ok("queue", f"Volcano queue {tenant.name} (can hold {_units({r: cap.get(r, 0) for r in gpu})})")
 
+    def resource_quota(self, tenant: Tenant, gpu: dict[str, int]) -> None:
+        """No batch scheduler: the namespace ResourceQuota (``tenancy.quota_hard``) is the only gate."""
+        hard = {
+            k.removeprefix("requests."): int(v) for k, v in tenancy.quota_hard(self.spec, tenant).items() if "/" in k
+        }
+        short = {r: n for r, n in gpu.items() if n > hard.get(r, 0)}
+        if short:
+            self.fail(
+                "queue",
+                f"the {tenant.name} ResourceQuota allows {_units({r: hard.get(r, 0) for r in short})}, "
+                f"the workload asks {_units(short)}: its pods are refused at creation",
+            )
+        self.ok("queue", f"no queue; ResourceQuota allows {_units({r: hard.get(r, 0) for r in gpu})}")
+
     def pick_pool(self, tenant: Tenant, gpu: dict[str, int]) -> NodePool:
         """Without Kueue the pod itself must select a pool: its nodeSelector/affinity and tolerations."""
         spec, w = self.spec, self.w
@@ -890,15 +906,18 @@ class _Tracer:
         why = dcgm_attribution(spec, pool, resources)
         if why:
             self.fail("dcgm", f"runs, but its GPU metrics lose the pod: {why}")
-        self.ok("dcgm", "dcgm-exporter attributes the GPUs to the pod")
+        if spec.monitoring.prometheus == "none":
+            self.ok(
+                "dcgm", "dcgm-exporter attributes the GPUs to the pod; monitoring.prometheus none: nothing scrapes it"
+            )
+            return
+        self.ok("dcgm", f"dcgm-exporter attributes the GPUs to the pod (Prometheus: {spec.monitoring.prometheus})")
 
 
 def volcano_queue_cap(spec: StackSpec, tenant: Tenant) -> dict[str, int]:
-    """GPU units the tenant's Volcano queue can hold: the rendered queue's capability (TODO h10c: the
-    proportion plugin's cap, derive.volcano_queue_cap)."""
-    from components import volcano
-
-    return {r: int(v) for r, v in volcano.queue_spec(spec, tenant)["capability"].items() if r.startswith(GPU_PREFIX)}
+    """GPU units the tenant's Volcano queue can hold: its capability, capped by the proportion plugin
+    (cluster total - every queue's guarantee + its own), as ``derive.volcano_queue_cap`` states it."""
+    return derive.volcano_queue_cap(spec, tenant)
 
 
 def explain(spec: StackSpec, workload: Workload) -> Trace:

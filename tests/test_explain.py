@@ -40,6 +40,7 @@ def pool_of(config_pools: list[dict], name: str) -> dict:
     return next(p for p in config_pools if p["name"] == name)
 
 
+GPU_TOLERATION = [{"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}]
 # What Pod Security "restricted" asks of a container and a pod (the serving tenants enforce it).
 SAFE_CONTAINER = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
 SAFE_POD = {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
@@ -440,3 +441,48 @@ def test_existing_cluster_has_only_its_nodes():
     assert t.pending is not None and t.pending.name in ("flavors", "provisioner")
     ok = trace(spec_of("local"), job("dev", 1, {"nvidia.com/gpu": 1}))
     assert ok.pending is None and ok.provisioner == "existing nodes"
+
+
+def test_volcano_queue_capped_by_the_guarantees_of_other_queues():
+    """§7: proportion caps a queue at (cluster total - all guarantees) + its own guarantee."""
+    gang = volcano_job("applied-ml", "applied-ml", 9, {"nvidia.com/gpu": 8}, tolerations=GPU_TOLERATION)
+    config = stack_config("prod-aws")
+    for t in config["gpu-platform:tenants"]:
+        if t["name"] in ("research", "notebooks"):
+            t["scheduler"] = "volcano"  # their queues now reserve 32 + 16 GPUs of the 112
+    t = trace(load_spec(config), gang)
+    assert t.pending.name == "queue"
+    assert "can hold at most 64 nvidia.com/gpu" in t.pending.detail and "needs 72" in t.pending.detail
+    # shipped: only applied-ml is on Volcano, so nothing else is reserved and the queue takes the gang
+    queue = next(x for x in trace(spec_of("prod-aws"), gang).layers if x.name == "queue")
+    assert queue.ok and "can hold 112 nvidia.com/gpu" in queue.detail
+
+
+def test_whole_gpu_job_prefers_a_dedicated_or_spot_pool_over_a_time_slice():
+    """§7: flavor order is what a job wants (dedicated, spot, queued, shared), not the pool names."""
+    config = stack_config("dev-aws")
+    pool_of(config["gpu-platform:nodePools"], "a10g-spot")["name"] = "z-a10g"
+    tenant = config["gpu-platform:tenants"][0]
+    tenant["gpuQuota"] = {"l4-shared": 4, "z-a10g": 8}
+    t = trace(load_spec(config), pod("ml-dev", {"nvidia.com/gpu": 1}))
+    assert t.pool == "z-a10g", "\n".join(t.lines())
+    assert "order default-flavor > z-a10g > l4-shared" in next(x.detail for x in t.layers if x.name == "flavors")
+
+
+def test_monitoring_none_is_said(monkeypatch):
+    spec = spec_of("dev-aws", monitoring={"prometheus": "none"})
+    t = trace(spec, pod("ml-dev", {"nvidia.com/gpu": 1}, nodeSelector={"gpu-platform/pool": "l4-shared"}))
+    assert t.pending is None and "nothing scrapes it" in t.layers[-1].detail
+
+
+def test_without_a_batch_scheduler_the_resource_quota_gates():
+    spec = spec_of("dev-aws", addons={"gpuOperator": True, "dcgm": True, "kueue": False, "volcano": False})
+    ok = pod(
+        "ml-dev", {"nvidia.com/gpu": 1}, nodeSelector={"gpu-platform/pool": "a10g-spot"}, tolerations=GPU_TOLERATION
+    )
+    assert trace(spec, ok).pending is None
+    # ml-dev: 4 L4 x 4 slices + 8 A10G = 24 units, no borrowing without a scheduler
+    big = job("ml-dev", 25, {"nvidia.com/gpu": 1}, nodeSelector={"gpu-platform/pool": "a10g-spot"})
+    t = trace(spec, big)
+    assert t.pending.name == "queue"
+    assert "ResourceQuota allows 24 nvidia.com/gpu, the workload asks 25 nvidia.com/gpu" in t.pending.detail
