@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 import yaml
+from conftest import ROOT, stack_config
 
 from components import cli, explain, gpu_operator
 from components.spec import load_spec
-from tests.conftest import ROOT, stack_config
 
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
 TARGET = re.compile(r"^# Target stack: ([a-z0-9-]+)", re.M)
