@@ -443,14 +443,24 @@ def autoscaler_sees(spec: StackSpec, pool: NodePool) -> tuple[dict[str, int], di
     return resources, labels, taints
 
 
+def exporter_values(spec: StackSpec) -> dict[str, Any]:
+    """The dcgm-exporter's settings as deployed: the GPU Operator's ``dcgmExporter`` values, or the standalone
+    chart's values without the operator."""
+    if spec.addons.gpu_operator:
+        return gpu_operator.operator_values(spec).get("dcgmExporter") or {}
+    from components import monitoring
+
+    return monitoring.dcgm_exporter_values(spec)
+
+
 def dcgm_attribution(spec: StackSpec, pool: NodePool, resources: list[str]) -> str | None:
     """Why dcgm-exporter cannot tie the pool's GPU metrics to the pod, or None.
 
     dcgm-exporter asks the kubelet's pod-resources API which pod holds which device and matches device IDs
     as GPU UUIDs by default (dcgm-exporter ``internal/pkg/collector/types.go``, ``pkg/.../kubernetes.go``);
     it only looks at ``nvidia.com/gpu`` and MIG resources unless told more names."""
-    values = gpu_operator.operator_values(spec).get("dcgmExporter") or {}
-    env = {e["name"]: e.get("value") for e in values.get("env") or []}
+    values = exporter_values(spec)
+    env = {e["name"]: e.get("value") for e in [*(values.get("env") or []), *(values.get("extraEnv") or [])]}
     args = " ".join(values.get("args") or [])
     plugin = derive.pool_device_plugin(spec, pool)
     if (

@@ -486,3 +486,16 @@ def test_without_a_batch_scheduler_the_resource_quota_gates():
     t = trace(spec, big)
     assert t.pending.name == "queue"
     assert "ResourceQuota allows 24 nvidia.com/gpu, the workload asks 25 nvidia.com/gpu" in t.pending.detail
+
+
+def test_dcgm_reads_the_exporter_that_is_deployed():
+    from components import monitoring
+
+    config = stack_config("dev-aws")
+    config["gpu-platform:addons"] = {"gpuOperator": False, "dcgm": True, "kueue": True, "volcano": False}
+    for p in config["gpu-platform:nodePools"]:
+        p["os"] = "bottlerocket"  # its host runs the device plugin: no operator needed
+    standalone = load_spec(config)
+    assert explain.exporter_values(standalone) == monitoring.dcgm_exporter_values(standalone)
+    operator = spec_of("dev-aws")
+    assert explain.exporter_values(operator) == gpu_operator.operator_values(operator)["dcgmExporter"]
