@@ -645,16 +645,15 @@ class _Tracer:
             )
         ceilings = derive.tenant_pool_ceiling_units(spec, tenant)
         topology = _asks_topology(w)
-        tried = []
+        tried: list[str] = []
+        fits: list[tuple[NodePool, dict[str, int]]] = []  # flavors that fit, in order, with what they borrow
         for flavor in group["flavors"]:
             fname = flavor["name"]
             if fname == kueue.DEFAULT_FLAVOR:
                 continue
             pool = spec.pool(fname)
             labels = kueue.flavor_spec(pool)["nodeLabels"]
-            nominal = {
-                q["name"]: int(q["nominalQuota"]) for q in flavor["resources"] if q["name"].startswith(GPU_PREFIX)
-            }
+            nominal = {q["name"]: int(q["nominalQuota"]) for q in flavor["resources"] if q["name"] in gpu}
             why = next((p for ps in w.podsets for p in selection_problems(ps.pod, labels)), None)
             if why:
                 tried.append(f"{fname}: {why}")
@@ -673,18 +672,19 @@ class _Tracer:
                     f", at most {_units({r: ceiling.get(r, 0) for r in short})} with borrowing"
                 )
                 continue
-            borrow = {r: n - nominal.get(r, 0) for r, n in gpu.items() if n > nominal.get(r, 0)}
-            how = (
-                f"borrows {_units(borrow)} from cohort {derive.tenant_cohort(spec, tenant)}"
-                if borrow
-                else "nominal quota"
-            )
-            order = " > ".join(f["name"] for f in group["flavors"])
-            skipped = f"; skipped {'; '.join(tried)}" if tried else ""
-            self.ok("flavors", f"{fname} ({_units(gpu)}, {how}; order {order}{skipped})")
-            return pool
-        self.fail("flavors", "no flavor fits: " + "; ".join(tried))
-        raise AssertionError  # unreachable
+            fits.append((pool, {r: n - nominal.get(r, 0) for r, n in gpu.items() if n > nominal.get(r, 0)}))
+        if not fits:
+            self.fail("flavors", "no flavor fits: " + "; ".join(tried))
+        # flavorFungibility.whenCanBorrow TryNextFlavor: a later flavor within nominal quota beats borrowing on
+        # an earlier one (kueue v0.19.2 flavorassigner); Borrow: the first flavor that fits, borrowing or not.
+        prefer_nominal = (cq.get("flavorFungibility") or {}).get("whenCanBorrow") == "TryNextFlavor"
+        pool, borrow = next((f for f in fits if not f[1]), fits[0]) if prefer_nominal else fits[0]
+        cohort = derive.tenant_cohort(spec, tenant)
+        how = f"borrows {_units(borrow)} from cohort {cohort}" if borrow else "nominal quota"
+        order = " > ".join(f["name"] for f in group["flavors"])
+        skipped = f"; skipped {'; '.join(tried)}" if tried else ""
+        self.ok("flavors", f"{pool.name} ({_units(gpu)}, {how}; order {order}{skipped})")
+        return pool
 
     def admission_checks(self, tenant: Tenant, pool: NodePool) -> None:
         spec = self.spec

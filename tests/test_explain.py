@@ -499,3 +499,17 @@ def test_dcgm_reads_the_exporter_that_is_deployed():
     assert explain.exporter_values(standalone) == monitoring.dcgm_exporter_values(standalone)
     operator = spec_of("dev-aws")
     assert explain.exporter_values(operator) == gpu_operator.operator_values(operator)["dcgmExporter"]
+
+
+def test_own_quota_on_a_later_flavor_beats_borrowing_on_an_earlier_one():
+    """whenCanBorrow: TryNextFlavor (the ClusterQueue's flavorFungibility)."""
+    config = stack_config("dev-aws")
+    config["gpu-platform:tenants"][0]["gpuQuota"] = {"l4-shared": 4, "a10g-spot": 0}  # a10g-spot: borrow only
+    spec = load_spec(config)
+    t = trace(spec, pod("ml-dev", {"nvidia.com/gpu": 1}))
+    flavors = next(x for x in t.layers if x.name == "flavors")
+    assert "order default-flavor > a10g-spot > l4-shared" in flavors.detail
+    assert t.pool == "l4-shared" and "nominal quota" in flavors.detail
+    # pinned to the borrow-only pool, it borrows there
+    t = trace(spec, pod("ml-dev", {"nvidia.com/gpu": 1}, nodeSelector={"gpu-platform/pool": "a10g-spot"}))
+    assert t.pool == "a10g-spot" and "borrows 1 nvidia.com/gpu from cohort gpu-platform" in t.layers[4].detail
