@@ -513,3 +513,43 @@ def test_own_quota_on_a_later_flavor_beats_borrowing_on_an_earlier_one():
     # pinned to the borrow-only pool, it borrows there
     t = trace(spec, pod("ml-dev", {"nvidia.com/gpu": 1}, nodeSelector={"gpu-platform/pool": "a10g-spot"}))
     assert t.pool == "a10g-spot" and "borrows 1 nvidia.com/gpu from cohort gpu-platform" in t.layers[4].detail
+
+
+def _template(resources: dict[str, int], pool: str) -> dict[str, Any]:
+    return {"spec": {"containers": [container(resources)], "nodeSelector": {"gpu-platform/pool": pool}}}
+
+
+def test_pytorchjob_and_jobset_count_every_replica():
+    spec = spec_of("prod-aws")
+    ptj = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": "ptj", "namespace": "research"},
+        "spec": {
+            "pytorchReplicaSpecs": {
+                "Master": {"replicas": 1, "template": _template({"nvidia.com/gpu": 8}, "h100-spot")},
+                "Worker": {"replicas": 2, "template": _template({"nvidia.com/gpu": 8}, "h100-spot")},
+            }
+        },
+    }
+    t = trace(spec, yaml.safe_dump(ptj))
+    # research: 16 nominal H100s on h100-spot, no borrowing limit there: 24 borrows 8 (the pool brings 32)
+    assert t.pool == "h100-spot" and "24 nvidia.com/gpu, borrows 8" in t.layers[4].detail
+    assert "needs 3" in next(x.detail for x in t.layers if x.name == "provisioner")
+    jobset = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "js", "namespace": "research"},
+        "spec": {
+            "replicatedJobs": [
+                {
+                    "name": "workers",
+                    "replicas": 5,
+                    "template": {"spec": {"parallelism": 1, "template": _template({"nvidia.com/gpu": 8}, "h100-spot")}},
+                }
+            ]
+        },
+    }
+    t = trace(spec, yaml.safe_dump(jobset))
+    # 5 x 8 = 40 > the 32 the pool can ever bring
+    assert t.pending.name == "flavors" and "h100-spot: needs 40 nvidia.com/gpu" in t.pending.detail
