@@ -395,15 +395,11 @@ def node_advertises(spec: StackSpec, pool: NodePool) -> tuple[dict[str, int], st
     units = derive.pool_units(spec, pool, pool.gpu.per_node)
     from components import sharing
 
-    if (
-        spec.cloud == "aws"
-        and pool.provisioner == "karpenter"
-        and sharing.bottlerocket_device_plugin_settings(spec, pool.name)
-    ):
+    if spec.cloud == "aws" and pool.provisioner == "karpenter" and sharing.bottlerocket_shares_gpus(spec, pool.name):
         from components.aws import karpenter
 
         node_class = karpenter.ec2_node_class_spec(spec, karpenter.node_class_need(spec, pool), "role")
-        if "kubelet-device-plugins" not in str(node_class.get("userData") or ""):
+        if "device-sharing-strategy" not in str(node_class.get("userData") or ""):
             whole = {derive.GPU_RESOURCE: pool.gpu.per_node}
             return whole, (
                 f"the Bottlerocket node advertises {_units(whole)} (its EC2NodeClass has no userData with "
@@ -414,9 +410,14 @@ def node_advertises(spec: StackSpec, pool: NodePool) -> tuple[dict[str, int], st
 
 def karpenter_sees(spec: StackSpec, pool: NodePool) -> dict[str, int]:
     """Extended resources Karpenter believes a node of the pool brings before it exists: nvidia.com/gpu from
-    EC2 instance data (the GPU count), nothing else (karpenter.k8s.aws instance types). A NodeOverlay
-    (karpenter.sh/v1alpha1) would add capacity; none is rendered for this pool."""
-    return {derive.GPU_RESOURCE: pool.gpu.per_node}
+    EC2 instance data (the GPU count), overridden key by key by the pool's NodeOverlay capacity when it has
+    one (Karpenter applies it with lo.Assign; see ``karpenter.node_overlay_spec``)."""
+    from components.aws import karpenter
+
+    sees = {derive.GPU_RESOURCE: pool.gpu.per_node}
+    if karpenter.needs_overlay(spec, pool):
+        sees.update({name: int(n) for name, n in karpenter.node_overlay_spec(spec, pool)["capacity"].items()})
+    return sees
 
 
 def autoscaler_sees(spec: StackSpec, pool: NodePool) -> tuple[dict[str, int], dict[str, str], list[dict[str, Any]]]:
@@ -461,30 +462,28 @@ def dcgm_attribution(spec: StackSpec, pool: NodePool, resources: list[str]) -> s
     it only looks at ``nvidia.com/gpu`` and MIG resources unless told more names."""
     values = exporter_values(spec)
     env = {e["name"]: e.get("value") for e in [*(values.get("env") or []), *(values.get("extraEnv") or [])]}
-    args = " ".join(values.get("args") or [])
     plugin = derive.pool_device_plugin(spec, pool)
-    if (
-        plugin == "gke"
-        and env.get("DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE") != "device-name"
-        and ("device-name" not in args)
-    ):
+    if plugin == "gke" and env.get(gpu_operator.DCGM_GPU_ID_TYPE_ENV) != "device-name":
         return (
             "GKE's device plugin names devices nvidiaN, the exporter matches UUIDs: set its Kubernetes GPU "
             "id type to device-name"
         )
     if plugin == "bottlerocket":
-        from components.aws import managed_pools
+        from components import sharing
 
-        settings = managed_pools.bottlerocket_settings(spec, pool)
-        plug = ((settings.get("settings") or {}).get("kubelet-device-plugins") or {}).get("nvidia") or {}
-        if plug.get("device-id-strategy") != "uuid":
+        plug = sharing.bottlerocket_device_plugin_settings(spec, pool.name)  # managed and Karpenter user data
+        if plug.get(sharing.BOTTLEROCKET_DEVICE_ID_STRATEGY) != "uuid":
             return (
                 "Bottlerocket's device plugin hands out device indexes, the exporter matches UUIDs: set "
                 "settings.kubelet-device-plugins.nvidia.device-id-strategy = uuid"
             )
-    shared = [r for r in resources if r == derive.SHARED_GPU_RESOURCE]
-    if shared and derive.SHARED_GPU_RESOURCE not in json.dumps(values):
-        return f"the exporter skips {shared[0]} (renameByDefault) unless listed in its resource names"
+    listed = (env.get(gpu_operator.DCGM_RESOURCE_NAMES_ENV) or "").split(",")
+    skipped = [r for r in resources if r != derive.GPU_RESOURCE and not r.startswith("nvidia.com/mig-")]
+    if skipped and not set(skipped) <= set(listed):
+        return (
+            f"the exporter skips {', '.join(skipped)} (renameByDefault) unless listed in "
+            f"{gpu_operator.DCGM_RESOURCE_NAMES_ENV}"
+        )
     return None
 
 

@@ -110,10 +110,6 @@ def volcano_job(namespace: str, queue: str, replicas: int, resources: dict[str, 
 
 # ------------------------------------------------------------------------------------ the examples
 
-# Examples that stay pending on this branch until the fix of another section lands (layer, issue section).
-# Remove an entry when its fix lands: the strict xfail turns the fixed example into a failure until then.
-AWAITING = {"kueue-pytorch-training-job.yaml": ("dcgm", "§4 Bottlerocket device-id-strategy uuid (h10b)")}
-
 
 def test_every_example_names_its_target_stack():
     assert EXAMPLES
@@ -126,10 +122,6 @@ def test_example_runs_on_its_target_stack_from_zero_nodes(path: Path):
     stack = TARGET.search(path.read_text()).group(1)
     spec = load_spec(stack_config(stack))
     traces = explain.explain_all(spec, path.read_text())
-    if path.name in AWAITING:
-        layer, why = AWAITING[path.name]
-        assert [t.pending.name for t in traces if t.pending] == [layer], why
-        pytest.xfail(f"pending at {layer} until {why}")
     for t in traces:
         assert t.pending is None, "\n".join(t.lines())
         assert t.verdict.startswith("runs on pool ")
@@ -313,7 +305,7 @@ def test_quota_exhausted_even_with_borrowing():
         spec_of("prod-aws"),
         text.replace("parallelism: 4", "parallelism: 3").replace("completions: 4", "completions: 3"),
     )
-    assert ok.pending is None or ok.pending.name == "dcgm"  # a100-train: Bottlerocket attribution awaits h10b
+    assert ok.pending is None
     assert "borrows 8 nvidia.com/gpu" in next(x.detail for x in ok.layers if x.name == "flavors")
 
 
@@ -361,31 +353,51 @@ def test_fixed_managed_pool_cannot_grow():
     assert trace(spec, pods[0]).provisioner == "EKS managed node group (fixed size)"
 
 
-def test_karpenter_time_sliced_pool_without_overlay():
-    """§3: Karpenter counts GPUs from EC2 data; a time-sliced pool's node advertises replicas x that."""
+def test_karpenter_time_sliced_pool_without_overlay(monkeypatch):
+    """§3: Karpenter counts GPUs from EC2 data; a time-sliced pool's node advertises replicas x that. Before the
+    fix (no NodeOverlay) explain stops at the provisioner; with the pool's overlay it runs."""
+    from components.aws import karpenter
+
     config = stack_config("dev-aws")
     pool_of(config["gpu-platform:nodePools"], "a10g-spot")["sharing"] = {"strategy": "time-slicing", "replicas": 4}
     spec = load_spec(config)
     text = pod("ml-dev", {"nvidia.com/gpu": 1}, nodeSelector={"gpu-platform/pool": "a10g-spot"})
+    fixed = trace(spec, text)
+    assert fixed.pending is None and fixed.provisioner.startswith("Karpenter NodePool a10g-spot"), fixed.lines()
+    monkeypatch.setattr(karpenter, "needs_overlay", lambda s, p: False)  # the pre-fix platform: no overlay
     t = trace(spec, text)
     assert t.pending.name == "provisioner"
     assert "Karpenter counts 1 nvidia.com/gpu per node, the node advertises 4" in t.pending.detail
     # renameByDefault: the resource is invisible to Karpenter, it never launches a node
     pool_of(config["gpu-platform:nodePools"], "a10g-spot")["sharing"]["renameByDefault"] = True
-    t = trace(
-        load_spec(config), pod("ml-dev", {"nvidia.com/gpu.shared": 1}, nodeSelector={"gpu-platform/pool": "a10g-spot"})
-    )
+    renamed = load_spec(config)
+    shared = pod("ml-dev", {"nvidia.com/gpu.shared": 1}, nodeSelector={"gpu-platform/pool": "a10g-spot"})
+    t = trace(renamed, shared)
     assert t.pending.name == "provisioner" and "Karpenter cannot see nvidia.com/gpu.shared" in t.pending.detail
+    monkeypatch.undo()
+    assert trace(renamed, shared).pending is None
 
 
-def test_bottlerocket_karpenter_sharing_never_reaches_the_node():
+def test_bottlerocket_karpenter_sharing_never_reaches_the_node(monkeypatch):
     """§3: Bottlerocket Karpenter nodes need the sharing settings in the EC2NodeClass userData."""
+    import dataclasses
+
+    from components.aws import karpenter
+
     config = stack_config("dev-aws")
     p = pool_of(config["gpu-platform:nodePools"], "a10g-spot")
     p["os"] = "bottlerocket"
     p["sharing"] = {"strategy": "time-slicing", "replicas": 4}
     spec = load_spec(config)
-    t = trace(spec, pod("ml-dev", {"nvidia.com/gpu": 1}, nodeSelector={"gpu-platform/pool": "a10g-spot"}))
+    text = pod("ml-dev", {"nvidia.com/gpu": 1}, nodeSelector={"gpu-platform/pool": "a10g-spot"})
+    assert trace(spec, text).pending is None  # the fix: userData carries the settings, the overlay says 4
+    # the pre-fix platform: a class without userData and no overlay
+    need = karpenter.node_class_need
+    monkeypatch.setattr(
+        karpenter, "node_class_need", lambda s, pool: dataclasses.replace(need(s, pool), user_data=None)
+    )
+    monkeypatch.setattr(karpenter, "needs_overlay", lambda s, pool: False)
+    t = trace(spec, text)
     # Karpenter and the node agree (1 unit per GPU); quotas count 4: the node layer names the gap
     assert t.pending.name == "node"
     assert "EC2NodeClass has no userData" in t.pending.detail and "quotas count 4 nvidia.com/gpu" in t.pending.detail
@@ -393,25 +405,46 @@ def test_bottlerocket_karpenter_sharing_never_reaches_the_node():
 
 def test_dcgm_gke_device_names(monkeypatch):
     """§4: GKE's device plugin names devices nvidiaN; the exporter must match by device name."""
+    text = pod("ml-dev", {"nvidia.com/gpu": 1}, nodeSelector={"gpu-platform/pool": "t4-spot"})
+    assert trace(spec_of("dev-gcp"), text).pending is None
     values = gpu_operator.operator_values
     monkeypatch.setattr(
         gpu_operator,
         "operator_values",
         lambda spec: {**values(spec), "dcgmExporter": {"enabled": True}},  # the pre-fix exporter settings
     )
-    t = trace(spec_of("dev-gcp"), pod("ml-dev", {"nvidia.com/gpu": 1}, nodeSelector={"gpu-platform/pool": "t4-spot"}))
+    t = trace(spec_of("dev-gcp"), text)
     assert t.pending.name == "dcgm" and "device-name" in t.pending.detail
+
+
+def test_dcgm_bottlerocket_device_ids(monkeypatch):
+    """§4: Bottlerocket's plugin must hand out UUIDs (the kueue example's a100-train is Bottlerocket)."""
+    from components import sharing
+
+    path = ROOT / "examples" / "kueue-pytorch-training-job.yaml"
+    settings = sharing.bottlerocket_device_plugin_settings
+
+    def pre_fix(spec, name):
+        out = dict(settings(spec, name))
+        out.pop(sharing.BOTTLEROCKET_DEVICE_ID_STRATEGY, None)
+        return out
+
+    monkeypatch.setattr(sharing, "bottlerocket_device_plugin_settings", pre_fix)
+    (t,) = explain.explain_all(spec_of("prod-aws"), path.read_text())
+    assert t.pending.name == "dcgm" and "device-id-strategy = uuid" in t.pending.detail
 
 
 def test_dcgm_rename_by_default_needs_the_resource_name(monkeypatch):
     config = stack_config("dev-aws")
     pool_of(config["gpu-platform:nodePools"], "l4-shared")["sharing"]["renameByDefault"] = True
     spec = load_spec(config)
+    text = pod("ml-dev", {"nvidia.com/gpu.shared": 1})
+    assert trace(spec, text).pending is None
     values = gpu_operator.operator_values
     monkeypatch.setattr(
         gpu_operator, "operator_values", lambda s: {**values(s), "dcgmExporter": {"enabled": True, "env": []}}
     )
-    t = trace(spec, pod("ml-dev", {"nvidia.com/gpu.shared": 1}))
+    t = trace(spec, text)
     assert t.pending.name == "dcgm" and "nvidia.com/gpu.shared" in t.pending.detail
 
 
@@ -431,7 +464,7 @@ def test_gke_queued_provisioning_pool():
     t = trace(spec_of("prod-gcp"), text)
     layers = {x.name: x for x in t.layers}
     assert layers["admission-checks"].ok and "h100-burst-dws" in layers["admission-checks"].detail
-    assert t.provisioner == "GKE queued provisioning (Dynamic Workload Scheduler)" or t.pending.name == "dcgm"
+    assert t.pending is None and t.provisioner == "GKE queued provisioning (Dynamic Workload Scheduler)"
 
 
 def test_existing_cluster_has_only_its_nodes():
