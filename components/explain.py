@@ -69,22 +69,27 @@ class PodSet:
     def requests(self) -> dict[str, int]:
         """GPU units one pod asks for (requests, else limits, as Kubernetes defaults them), summed over
         its containers (init containers run one at a time: their maximum)."""
+        return {r: n for r, n in self.devices().items() if r.startswith(GPU_PREFIX)}
+
+    def devices(self) -> dict[str, int]:
+        """Every device-plugin resource one pod asks for: GPU units and others such as EFA interfaces
+        (``vpc.amazonaws.com/efa``), which Kueue does not ration but a node must still bring."""
         total: dict[str, int] = defaultdict(int)
         for c in self.pod.get("containers") or []:
-            for name, n in _gpu_resources(c).items():
+            for name, n in _device_resources(c).items():
                 total[name] += n
         for c in self.pod.get("initContainers") or []:
-            for name, n in _gpu_resources(c).items():
+            for name, n in _device_resources(c).items():
                 total[name] = max(total[name], n)
         return dict(sorted(total.items()))
 
 
-def _gpu_resources(container: Mapping[str, Any]) -> dict[str, int]:
+def _device_resources(container: Mapping[str, Any]) -> dict[str, int]:
     res = container.get("resources") or {}
     merged = {**(res.get("limits") or {}), **(res.get("requests") or {})}
     out = {}
     for name, value in merged.items():
-        if name.startswith(GPU_PREFIX):
+        if "/" in name and not name.startswith(("hugepages-", "kubernetes.io/")):
             try:
                 out[name] = int(value)
             except (TypeError, ValueError):
@@ -405,16 +410,25 @@ def node_advertises(spec: StackSpec, pool: NodePool) -> tuple[dict[str, int], st
                 f"the Bottlerocket node advertises {_units(whole)} (its EC2NodeClass has no userData with "
                 f"the sharing settings) while quotas count {_units(units)}"
             )
-    return units, None
+    return {**units, **node_efa(spec, pool)}, None
+
+
+def node_efa(spec: StackSpec, pool: NodePool) -> dict[str, int]:
+    """EFA interfaces one node of the pool advertises (the EFA device plugin runs on EFA pools)."""
+    from components.aws import efa
+
+    return {efa.EFA_RESOURCE: efa.interfaces_per_node(pool)} if efa.efa_enabled(spec, pool) else {}
 
 
 def karpenter_sees(spec: StackSpec, pool: NodePool) -> dict[str, int]:
     """Extended resources Karpenter believes a node of the pool brings before it exists: nvidia.com/gpu from
     EC2 instance data (the GPU count), overridden key by key by the pool's NodeOverlay capacity when it has
     one (Karpenter applies it with lo.Assign; see ``karpenter.node_overlay_spec``)."""
-    from components.aws import karpenter
+    from components.aws import efa, karpenter
 
     sees = {derive.GPU_RESOURCE: pool.gpu.per_node}
+    if efa.efa_capable(pool):  # Karpenter's instance types carry vpc.amazonaws.com/efa from EC2 network info
+        sees[efa.EFA_RESOURCE] = efa.interfaces_per_node(pool)
     if karpenter.needs_overlay(spec, pool):
         sees.update({name: int(n) for name, n in karpenter.node_overlay_spec(spec, pool)["capacity"].items()})
     return sees
@@ -786,7 +800,7 @@ class _Tracer:
         per_node, _ = node_advertises(self.spec, pool)
         total = 0
         for ps in self.w.podsets:
-            req = ps.requests()
+            req = ps.devices()
             fit = min((per_node.get(r, 0) // n for r, n in req.items() if n), default=ps.count) or 0
             if fit == 0:
                 return 10**9
@@ -797,7 +811,7 @@ class _Tracer:
         spec = self.spec
         per_node, _ = node_advertises(spec, pool)
         for ps in self.w.podsets:
-            for r, n in ps.requests().items():
+            for r, n in ps.devices().items():
                 if per_node.get(r, 0) < n:
                     self.fail(
                         "provisioner",
@@ -805,7 +819,7 @@ class _Tracer:
                         "no node it can launch fits the pod; ask for at most that per pod (more pods instead)",
                     )
         nodes = self.nodes_needed(pool)
-        req = {r: n for ps in self.w.podsets for r, n in ps.requests().items()}
+        req = {r: n for ps in self.w.podsets for r, n in ps.devices().items()}
         if spec.cloud == "existing":
             if nodes > pool.node_cap:
                 self.fail("provisioner", f"existing nodes: {pool.node_cap}, the workload needs {nodes}")
@@ -871,7 +885,8 @@ class _Tracer:
             self.fail(
                 "provisioner",
                 f"the Cluster Autoscaler's node template offers {_units({r: resources.get(r, 0) for r in short})}, "
-                f"the pod asks {_units(short)}: it never scales {pool.name} up from zero",
+                f"the pod asks {_units(short)}: it never scales {pool.name} up from zero; tag the node group "
+                f"k8s.io/cluster-autoscaler/node-template/resources/<resource> (managed_pools.autoscaler_tags)",
             )
         self.t.provisioner = "EKS managed node group + Cluster Autoscaler"
         self.ok(
@@ -887,7 +902,7 @@ class _Tracer:
             self.fail("node", mismatch + ": put them in the EC2NodeClass userData")
         s = pool.sharing
         for ps in self.w.podsets:
-            for r, n in ps.requests().items():
+            for r, n in ps.devices().items():
                 have = advertised.get(r, 0)
                 if have == 0:
                     self.fail(
@@ -896,7 +911,13 @@ class _Tracer:
                     )
                 if n > have:
                     self.fail("node", f"pod set {ps.name} asks {n} {r}, one node of {pool.name} has {have}")
-                if s and s.strategy == "time-slicing" and s.fail_requests_greater_than_one and n > 1:
+                if (
+                    s
+                    and s.strategy == "time-slicing"
+                    and s.fail_requests_greater_than_one
+                    and r.startswith(GPU_PREFIX)
+                    and n > 1
+                ):
                     self.fail(
                         "node",
                         f"{pool.name} time-slices with failRequestsGreaterThanOne: a pod may ask 1 {r}, not {n}",
