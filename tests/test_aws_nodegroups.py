@@ -187,8 +187,12 @@ def test_autoscaler_resources_are_what_pods_request():
     assert ca_tags(node_group("prod-aws", "l4-notebooks"), "resources") == {"nvidia.com/gpu": "16"}
     # time-slicing, 4 replicas x 1 L4.
     assert ca_tags(node_group("dev-aws", "l4-shared"), "resources") == {"nvidia.com/gpu": "4"}
-    # no sharing: 8 A100s per p4de.24xlarge.
-    assert ca_tags(node_group("prod-aws", "a100-train"), "resources") == {"nvidia.com/gpu": "8"}
+    # no sharing: 8 A100s per p4de.24xlarge; an EFA pool (topology-aware) also its 4 EFA interfaces, which the
+    # autoscaler cannot know from the instance type (pods asking for them would never scale the pool from zero).
+    assert ca_tags(node_group("prod-aws", "a100-train"), "resources") == {
+        "nvidia.com/gpu": "8",
+        "vpc.amazonaws.com/efa": "4",
+    }
 
 
 def test_renamed_shared_units_template():

@@ -35,6 +35,7 @@ import json
 from typing import Any
 
 from components import catalog, derive, sharing
+from components.aws import efa
 from components.spec import NodePool, StackSpec, Taint
 
 MANAGED_BY_TAG = {"managed-by": "gpu-platform"}
@@ -193,6 +194,11 @@ def autoscaler_tags(spec: StackSpec, pool: NodePool) -> dict[str, str]:
         tags[f"{CA_TEMPLATE}/taint/{t.key}"] = f"{t.value or ''}:{t.effect}"
     for name, n in node_resources(spec, pool).items():
         tags[f"{CA_TEMPLATE}/resources/{name}"] = str(n)
+    if efa.efa_enabled(spec, pool):
+        # The autoscaler's template knows only pods, cpu, memory and nvidia.com/gpu from the instance type
+        # (cluster-autoscaler cloudprovider/aws aws_manager.go buildNodeFromTemplate) plus these tags: without
+        # this one a pod asking for vpc.amazonaws.com/efa never scales an EFA pool up from zero.
+        tags[f"{CA_TEMPLATE}/resources/{efa.EFA_RESOURCE}"] = str(efa.interfaces_per_node(pool))
     return dict(sorted(tags.items()))
 
 
