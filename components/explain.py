@@ -31,6 +31,13 @@ from components.spec import NodePool, StackSpec, Tenant
 
 EXIT_RUNS, EXIT_PENDING = 0, 3
 GPU_PREFIX = "nvidia.com/"
+
+
+def is_gpu(resource: str) -> bool:
+    """A GPU scheduler resource: nvidia.com/* units, or a DRA class's device count (gpu.nvidia.com/devices)."""
+    return resource.startswith(GPU_PREFIX) or resource in derive.DRA_CLASS_OF
+
+
 VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 PSA_ENFORCE = "pod-security.kubernetes.io/enforce"
 
@@ -48,6 +55,9 @@ PASSIVE_KINDS = frozenset(
         "PodDisruptionBudget",
         "HorizontalPodAutoscaler",
         "Ingress",
+        "ResourceClaimTemplate",  # DRA: read for the claims pods make from them (Workload.claim_specs)
+        "ResourceClaim",
+        "DeviceClass",
     }
 )
 
@@ -65,11 +75,12 @@ class PodSet:
     count: int
     metadata: dict[str, Any]  # the pod template's metadata
     pod: dict[str, Any]  # the pod spec
+    claims: dict[str, int] = field(default_factory=dict)  # DRA devices per quota resource (resolved later)
 
     def requests(self) -> dict[str, int]:
         """GPU units one pod asks for (requests, else limits, as Kubernetes defaults them), summed over
-        its containers (init containers run one at a time: their maximum)."""
-        return {r: n for r, n in self.devices().items() if r.startswith(GPU_PREFIX)}
+        its containers (init containers run one at a time: their maximum); on DRA stacks its claims' devices."""
+        return {r: n for r, n in self.devices().items() if is_gpu(r)}
 
     def devices(self) -> dict[str, int]:
         """Every device-plugin resource one pod asks for: GPU units and others such as EFA interfaces
@@ -81,6 +92,8 @@ class PodSet:
         for c in self.pod.get("initContainers") or []:
             for name, n in _device_resources(c).items():
                 total[name] = max(total[name], n)
+        for name, n in self.claims.items():
+            total[name] += n
         return dict(sorted(total.items()))
 
 
@@ -109,6 +122,8 @@ class Workload:
     scheduler_name: str | None = None
     priority_class: str | None = None
     per_pod_workloads: bool = False  # Deployment/StatefulSet: Kueue admits each pod as its own workload
+    # DRA objects in the same file: ("template" | "claim", name) -> ResourceClaimSpec
+    claim_specs: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
 
     @property
     def ref(self) -> str:
@@ -209,6 +224,16 @@ def load(text: str) -> list[Workload]:
             raise WorkloadError(f"document {i + 1}: malformed ({type(err).__name__}: {err})") from None
         if w is not None:
             workloads.append(w)
+    claim_specs: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for doc in docs:
+        kind = doc.get("kind") if isinstance(doc, dict) else None
+        if kind in ("ResourceClaimTemplate", "ResourceClaim"):
+            meta = doc.get("metadata") or {}
+            body = (doc.get("spec") or {}).get("spec") if kind == "ResourceClaimTemplate" else doc.get("spec")
+            what = "template" if kind == "ResourceClaimTemplate" else "claim"
+            claim_specs[(meta.get("namespace") or "default", what, meta.get("name"))] = body or {}
+    for w in workloads:
+        w.claim_specs = {(what, n): b for (ns, what, n), b in claim_specs.items() if ns == w.namespace}
     if not workloads:
         raise WorkloadError(
             "no workload in it (Pod, Deployment, StatefulSet, Job, JobSet, PyTorchJob, RayJob, Volcano Job)"
@@ -545,6 +570,7 @@ class _Tracer:
     def _trace(self) -> None:
         w = self.w
         tenant = self.namespace()
+        self.resolve_claims(tenant)
         self.priority(tenant)
         scheduler = self.scheduler(tenant)
         gpu = _total(w)
@@ -584,6 +610,40 @@ class _Tracer:
             )
         self.ok("namespace", f"{w.namespace} (tenant {tenant.name}), Pod Security {level!r} passes")
         return tenant
+
+    def resolve_claims(self, tenant: Tenant) -> None:
+        """DRA: each pod's resourceClaims, from a template or claim in the file or one the stack creates for the
+        tenant (``dra.claim_templates``), become device counts under the quota resource Kueue maps their
+        DeviceClass to (``derive.DRA_CLASS_OF``, the deviceClassMappings)."""
+        from components import dra
+
+        by_class = {c: r for r, c in derive.DRA_CLASS_OF.items()}
+        stack_templates = {n: t["spec"] for n, t in dra.claim_templates(self.spec, tenant).items()}
+        for ps in self.w.podsets:
+            for ref in ps.pod.get("resourceClaims") or []:
+                if ref.get("resourceClaimTemplateName"):
+                    name = ref["resourceClaimTemplateName"]
+                    body = self.w.claim_specs.get(("template", name), stack_templates.get(name))
+                    what = f"ResourceClaimTemplate {name}"
+                else:
+                    name = ref.get("resourceClaimName")
+                    body = self.w.claim_specs.get(("claim", name))
+                    what = f"ResourceClaim {name}"
+                if body is None:
+                    known = ", ".join(sorted(stack_templates)) or "none"
+                    self.fail("claims", f"{what} is neither in the file nor created for {tenant.name} ({known})")
+                for req in (body.get("devices") or {}).get("requests") or []:
+                    exactly = req.get("exactly") or req
+                    cls = exactly.get("deviceClassName")
+                    if cls not in by_class:
+                        self.fail(
+                            "claims", f"{what}: DeviceClass {cls} is not one the stack serves ({', '.join(by_class)})"
+                        )
+                    if exactly.get("allocationMode", "ExactCount") != "ExactCount":
+                        self.fail("claims", f"{what}: allocationMode {exactly['allocationMode']} is not traced")
+                    ps.claims[by_class[cls]] = ps.claims.get(by_class[cls], 0) + int(exactly.get("count", 1))
+        if any(ps.claims for ps in self.w.podsets):
+            self.ok("claims", "DRA: " + "; ".join(f"{ps.name} {_units(ps.claims)}" for ps in self.w.podsets))
 
     def priority(self, tenant: Tenant) -> None:
         spec, w = self.spec, self.w
@@ -911,13 +971,7 @@ class _Tracer:
                     )
                 if n > have:
                     self.fail("node", f"pod set {ps.name} asks {n} {r}, one node of {pool.name} has {have}")
-                if (
-                    s
-                    and s.strategy == "time-slicing"
-                    and s.fail_requests_greater_than_one
-                    and r.startswith(GPU_PREFIX)
-                    and n > 1
-                ):
+                if s and s.strategy == "time-slicing" and s.fail_requests_greater_than_one and is_gpu(r) and n > 1:
                     self.fail(
                         "node",
                         f"{pool.name} time-slices with failRequestsGreaterThanOne: a pod may ask 1 {r}, not {n}",
@@ -931,6 +985,9 @@ class _Tracer:
         spec = self.spec
         if not spec.addons.dcgm:
             self.ok("dcgm", "DCGM off: no GPU metrics")
+            return
+        if derive.pool_device_plugin(spec, pool) == "dra":
+            self.ok("dcgm", "DRA devices: whether dcgm-exporter maps claims to pods is not checked here")
             return
         resources = sorted({r for ps in self.w.podsets for r in ps.requests()})
         why = dcgm_attribution(spec, pool, resources)

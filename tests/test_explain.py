@@ -586,3 +586,16 @@ def test_pytorchjob_and_jobset_count_every_replica():
     t = trace(spec, yaml.safe_dump(jobset))
     # 5 x 8 = 40 > the 32 the pool can ever bring
     assert t.pending.name == "flavors" and "h100-spot: needs 40 nvidia.com/gpu" in t.pending.detail
+
+
+def test_dra_claims_count_under_the_mapped_class_and_unknown_templates_wait():
+    spec = spec_of("dra-existing")
+    claim = {"name": "gpu", "resourceClaimTemplateName": "gpu-h100"}
+    doc = yaml.safe_load(pod("research", {}))
+    doc["spec"]["resourceClaims"] = [claim]
+    t = trace(spec, yaml.safe_dump(doc))
+    assert t.pending is None and t.pool == "h100"
+    assert next(x for x in t.layers if x.name == "claims").detail == "DRA: main 1 gpu.nvidia.com/devices"
+    claim["resourceClaimTemplateName"] = "gpu-b200"
+    t = trace(spec, yaml.safe_dump(doc))
+    assert t.pending.name == "claims" and "ResourceClaimTemplate gpu-b200 is neither in the file" in t.pending.detail
