@@ -1,7 +1,7 @@
 """The ``gpu-platform`` command: synth, check, cost, explain and schema.
 
 Exit codes: 0 rendered; 1 a mandatory policy is violated; 2 the stack config is invalid (one line per
-problem naming the stack file and key path; nothing is written); 3 internal error (a bug: one line, and
+problem naming the stack file and key path; nothing is written); 4 internal error (a bug: one line, and
 the traceback with --debug). explain: 0 every workload runs, 3 one stays pending (its verdict on stdout).
 """
 
@@ -12,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-EXIT_OK, EXIT_POLICY, EXIT_INVALID, EXIT_INTERNAL = 0, 1, 2, 3
+EXIT_OK, EXIT_POLICY, EXIT_INVALID, EXIT_INTERNAL = 0, 1, 2, 4  # 3: explain's 'pending' verdict
 POLICY_CONFIG_HELP = "policy pack config (JSON, the format of pulumi --policy-pack-config): levels and settings"
 PREVIEW_HELP = (
     "render as a first `pulumi preview` sees it: outputs of resources to be created are unknown (policies that "

@@ -90,7 +90,7 @@ def test_unexpected_exception_is_one_line_with_its_own_exit_code(monkeypatch, ca
 
     monkeypatch.setattr(synth, "render", boom)
     rc, lines, _ = _run(["check", "dev-aws"], capsys)
-    assert rc == cli.EXIT_INTERNAL == 3
+    assert rc == cli.EXIT_INTERNAL == 4
     assert len(lines) == 1 and "internal error: ZeroDivisionError" in lines[0] and "--debug" in lines[0]
     assert len(lines[0]) < 300
     with pytest.raises(ZeroDivisionError):
