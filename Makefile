@@ -29,7 +29,7 @@ check: setup
 
 ## The test suite (what CI runs)
 test: setup
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto
 
 lint: setup
 	$(BIN)/ruff check .
