@@ -57,6 +57,9 @@ WORKLOAD_LABELS = ("pod", "namespace", "container", "vgpu")
 PER_GPU_WITHOUT = (*WORKLOAD_LABELS, "GPU_I_ID", "GPU_I_PROFILE")
 DEVICE_KEY = ("UUID", "GPU_I_ID")  # one GPU, or one MIG instance of it
 
+# Where an alert fires, in its summary.
+WHERE = "{{ $labels.node }} GPU {{ $labels.gpu }} ({{ $labels.modelName }}, pool {{ $labels.pool }})"
+
 NODE_POOL_META = "__meta_kubernetes_node_label_" + re.sub(r"[^a-zA-Z0-9_]", "_", derive.POOL_LABEL)
 
 
@@ -139,15 +142,17 @@ def utilization_expr() -> str:
 def rule_groups(spec: StackSpec) -> list[dict[str, Any]]:
     """The PrometheusRule ``spec.groups``: recording rules first (same group, so alerts see this cycle's
     values), then the alerts. Thresholds and durations come from ``monitoring.alerts``."""
-    a = spec.monitoring.alerts
-    job = exporter(spec).job
-    idle = _num(a.idle_utilization_percent)
-    per_gpu = ", ".join(PER_GPU_WITHOUT)
-    device = ", ".join(DEVICE_KEY)
-    critical = "|".join(str(c) for c in sorted(set(a.xid_critical_codes)))
-    where = "{{ $labels.node }} GPU {{ $labels.gpu }} ({{ $labels.modelName }}, pool {{ $labels.pool }})"
+    rules = [*recording_rules(), *idle_alerts(spec), *health_alerts(spec), *xid_alerts(spec), *exporter_alerts(spec)]
+    groups = [{"name": RULE_GROUP, "rules": rules}]
+    cost_rules = idle_cost_rules(spec)
+    if cost_rules:
+        groups.append({"name": COST_GROUP, "rules": cost_rules})
+    return groups
 
-    rules: list[dict[str, Any]] = [
+
+def recording_rules() -> list[dict[str, Any]]:
+    per_gpu = ", ".join(PER_GPU_WITHOUT)
+    return [
         {
             "record": UTILIZATION,
             # MIG instances have no DCGM_FI_DEV_GPU_UTIL: use the graphics-engine activity ratio there.
@@ -158,13 +163,22 @@ def rule_groups(spec: StackSpec) -> list[dict[str, Any]]:
             # one series per GPU with the last XID as a label (the gauge holds the last XID seen)
             "expr": f'count_values without () ("xid", max without ({per_gpu}) (DCGM_FI_DEV_XID_ERRORS) > 0)',
         },
+    ]
+
+
+def idle_alerts(spec: StackSpec) -> list[dict[str, Any]]:
+    """GpuIdle (nobody holds the GPU) and GpuAllocatedIdle (a pod holds it and does not use it)."""
+    a = spec.monitoring.alerts
+    idle = _num(a.idle_utilization_percent)
+    device = ", ".join(DEVICE_KEY)
+    return [
         {
             "alert": "GpuIdle",
             "expr": (f'{UTILIZATION}{{pod=""}} < {idle} unless on ({device}) {UTILIZATION}{{pod!=""}}'),
             "for": prom_duration(a.idle_for),
             "labels": {"severity": "info"},
             "annotations": {
-                "summary": _fill(f"Unallocated GPU idle for [[for]] on {where}", **{"for": a.idle_for}),
+                "summary": _fill(f"Unallocated GPU idle for [[for]] on {WHERE}", **{"for": a.idle_for}),
                 "description": _fill(
                     "No pod holds this GPU{{ if $labels.GPU_I_PROFILE }} (MIG {{ $labels.GPU_I_PROFILE }}){{ end }} "
                     "and it has been below [[idle]]% utilization for [[for]]: capacity is paid for and unused. "
@@ -202,6 +216,14 @@ def rule_groups(spec: StackSpec) -> list[dict[str, Any]]:
                 ),
             },
         },
+    ]
+
+
+def health_alerts(spec: StackSpec) -> list[dict[str, Any]]:
+    """Framebuffer memory and temperature."""
+    a = spec.monitoring.alerts
+    per_gpu = ", ".join(PER_GPU_WITHOUT)
+    return [
         {
             "alert": "GpuFramebufferMemoryHigh",
             "expr": (
@@ -212,7 +234,7 @@ def rule_groups(spec: StackSpec) -> list[dict[str, Any]]:
             "labels": {"severity": "warning"},
             "annotations": {
                 "summary": _fill(
-                    "GPU memory {{ $value | humanize }}% used on " + where,
+                    "GPU memory {{ $value | humanize }}% used on " + WHERE,
                 ),
                 "description": _fill(
                     "Framebuffer used / (used + free) has been above [[mem]]% for [[for]]"
@@ -235,7 +257,7 @@ def rule_groups(spec: StackSpec) -> list[dict[str, Any]]:
             "for": prom_duration(a.temperature_for),
             "labels": {"severity": "warning"},
             "annotations": {
-                "summary": "GPU at {{ $value | humanize }} C on " + where,
+                "summary": "GPU at {{ $value | humanize }} C on " + WHERE,
                 "description": _fill(
                     "The GPU core has been above [[temp]] C for [[for]]; it throttles its clocks (jobs slow "
                     "down) and hardware faults become likelier. Runbook: 1) check DCGM_FI_DEV_POWER_USAGE and "
@@ -248,13 +270,21 @@ def rule_groups(spec: StackSpec) -> list[dict[str, Any]]:
                 ),
             },
         },
+    ]
+
+
+def xid_alerts(spec: StackSpec) -> list[dict[str, Any]]:
+    """XIDs NVIDIA lists as hardware / driver faults (critical), and the others."""
+    a = spec.monitoring.alerts
+    critical = "|".join(str(c) for c in sorted(set(a.xid_critical_codes)))
+    return [
         {
             "alert": "GpuXidErrorCritical",
             "expr": f'{XID_LAST}{{xid=~"{critical}"}}',
             "for": prom_duration(a.xid_for),
             "labels": {"severity": "critical"},
             "annotations": {
-                "summary": "XID {{ $labels.xid }} (hardware / driver) on " + where,
+                "summary": "XID {{ $labels.xid }} (hardware / driver) on " + WHERE,
                 "description": (
                     "DCGM_FI_DEV_XID_ERRORS reports XID {{ $labels.xid }}, one NVIDIA lists as needing a GPU "
                     "reset or hardware service (ECC, NVLink, fallen off the bus, GSP). Jobs on this GPU have "
@@ -273,7 +303,7 @@ def rule_groups(spec: StackSpec) -> list[dict[str, Any]]:
             "for": prom_duration(a.xid_for),
             "labels": {"severity": "warning"},
             "annotations": {
-                "summary": "XID {{ $labels.xid }} on " + where,
+                "summary": "XID {{ $labels.xid }} on " + WHERE,
                 "description": (
                     "DCGM_FI_DEV_XID_ERRORS reports XID {{ $labels.xid }}. XIDs outside the critical list are "
                     "usually raised by an application (13 graphics engine exception, 31 MMU fault, 43 context "
@@ -285,6 +315,14 @@ def rule_groups(spec: StackSpec) -> list[dict[str, Any]]:
                 ),
             },
         },
+    ]
+
+
+def exporter_alerts(spec: StackSpec) -> list[dict[str, Any]]:
+    """The exporter itself is not scraped: every alert above is blind for that node."""
+    a = spec.monitoring.alerts
+    job = exporter(spec).job
+    return [
         {
             "alert": "DcgmExporterDown",
             "expr": f'up{{job="{job}"}} == 0',
@@ -305,11 +343,6 @@ def rule_groups(spec: StackSpec) -> list[dict[str, Any]]:
             },
         },
     ]
-    groups = [{"name": RULE_GROUP, "rules": rules}]
-    cost_rules = idle_cost_rules(spec)
-    if cost_rules:
-        groups.append({"name": COST_GROUP, "rules": cost_rules})
-    return groups
 
 
 def _price(x: float) -> str:

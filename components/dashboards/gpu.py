@@ -160,10 +160,7 @@ def _variable(name: str, label: str, query: str) -> dict[str, Any]:
     }
 
 
-def dashboard(spec: StackSpec) -> dict[str, Any]:
-    a = spec.monitoring.alerts
-    q = queries(spec)
-    lay = _Layout()
+def _utilization_row(lay: _Layout, a: Any, q: dict[str, str]) -> None:
     lay.row("Utilization vs. allocation")
     stats = [
         ("GPU devices", "GPUs (MIG instances count one each) reporting to DCGM.", "none", None),
@@ -207,6 +204,9 @@ def dashboard(spec: StackSpec) -> dict[str, Any]:
         h=8,
         x=12,
     )
+
+
+def _tenants_row(lay: _Layout, a: Any, q: dict[str, str]) -> None:
     lay.row("Tenants (namespaces)")
     lay.add(
         _panel(
@@ -261,6 +261,9 @@ def dashboard(spec: StackSpec) -> dict[str, Any]:
     )
     spend["targets"].append({"refId": "B", "expr": q[IDLE_SPEND_TENANT], "legendFormat": "tenant {{namespace}}"})
     lay.add(spend, w=24, h=8, x=0)
+
+
+def _health_row(lay: _Layout, a: Any, q: dict[str, str]) -> None:
     lay.row("Health")
     lay.add(
         _panel(
@@ -317,6 +320,15 @@ def dashboard(spec: StackSpec) -> dict[str, Any]:
         h=8,
         x=12,
     )
+
+
+def dashboard(spec: StackSpec) -> dict[str, Any]:
+    """The Grafana dashboard: one row each for utilization vs. allocation, tenants, and health."""
+    a = spec.monitoring.alerts
+    q = queries(spec)
+    lay = _Layout()
+    for row in (_utilization_row, _tenants_row, _health_row):
+        row(lay, a, q)
     return {
         "uid": UID,
         "title": "GPU platform: utilization, allocation and health",
