@@ -34,7 +34,7 @@ from typing import Any
 
 import pulumi
 
-from components import derive, k8s, sharing, versions
+from components import addon, derive, k8s, sharing, versions
 from components.spec import Problem, StackSpec, key, rule
 
 CHART = versions.GPU_OPERATOR
@@ -230,11 +230,12 @@ def namespace_labels() -> dict[str, str]:
 # -------------------------------------------------------------------------------------- component
 
 
-class GpuOperator(pulumi.ComponentResource):
+class GpuOperator(addon.ChartAddon):
     """Namespace (privileged), GKE's critical-pods quota, the device-plugin and mig-parted ConfigMaps, and
     the gpu-operator Helm release (which installs the ClusterPolicy CRD other components may need)."""
 
     TYPE = "gpu-platform:gpu:GpuOperator"
+    CHART = CHART
 
     def __init__(
         self,
@@ -243,22 +244,20 @@ class GpuOperator(pulumi.ComponentResource):
         provider: pulumi.ProviderResource,
         opts: pulumi.ResourceOptions | None = None,
     ):
-        super().__init__(self.TYPE, name, None, opts)
+        super().__init__(name, spec, provider, opts)
         from pulumi_kubernetes.core.v1 import ConfigMap
 
-        chart = versions.resolve(CHART, spec.charts)
+        chart = self.chart
         self.namespace = chart.namespace
-        before_release = k8s.chart_namespace(
-            self,
-            provider,
-            spec,
-            "gpu-operator",
-            chart.namespace,
-            {**namespace_labels(), **derive.dra_operator_namespace_labels(spec)},
-            critical_pods(spec),
-            quota_name=CRITICAL_QUOTA_NAME,
+        before_release = self.create_namespace(
+            addon.NamespacePolicy(
+                "gpu-operator",
+                {**namespace_labels(), **derive.dra_operator_namespace_labels(spec)},
+                critical_pods(spec),
+                quota_name=CRITICAL_QUOTA_NAME,
+            )
         )
-        in_ns = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=before_release[:1])
+        in_ns = self.child(before_release[:1])
         dp_configs = sharing.device_plugin_configs(spec)
         if dp_configs and derive.device_plugin_owner(spec) == "operator":
             before_release.append(
@@ -286,16 +285,8 @@ class GpuOperator(pulumi.ComponentResource):
         # The chart's upgrade-crd hook (operator.upgradeCRD, on by default) "requires --disable-openapi-validation
         # flag to be passed during helm upgrade" (upstream/gpu-operator/values.yaml); the release's
         # disableOpenapiValidation is that flag.
-        self.release = k8s.chart_release(
-            "gpu-operator",
-            self,
-            provider,
-            spec,
-            CHART,
-            operator_values(spec),
-            before_release,
-            timeout=900,
-            disable_openapi_validation=True,
+        self.install(
+            "gpu-operator", operator_values(spec), before_release, timeout=900, disable_openapi_validation=True
         )
         self.register_outputs({"namespace": self.namespace, "release": self.release.name})
 

@@ -54,7 +54,7 @@ from typing import Any
 import pulumi
 import yaml
 
-from components import derive, dra, k8s, versions, webhooks
+from components import addon, derive, dra, k8s, versions, webhooks
 from components.spec import NodePool, StackSpec, Tenant
 
 CHART = versions.KUEUE
@@ -457,10 +457,11 @@ class _TopLevelResource(pulumi.CustomResource):
         )
 
 
-class Kueue(pulumi.ComponentResource):
+class Kueue(addon.ChartAddon):
     """Namespace, the kueue release, and the queueing objects of every pool and tenant."""
 
     TYPE = "gpu-platform:scheduling:Kueue"
+    CHART = CHART
 
     def __init__(
         self,
@@ -475,29 +476,22 @@ class Kueue(pulumi.ComponentResource):
         waits for its namespace. ``release_deps``: what the controller must find when it starts (the
         ProvisioningRequest CRD: Kueue sets up its ProvisioningRequest admission check only if the API exists
         at start-up, kueue v0.19.2 ``cmd/kueue/main.go``)."""
-        super().__init__(self.TYPE, name, None, opts)
+        super().__init__(name, spec, provider, opts)
         from pulumi_kubernetes.apiextensions import CustomResource
 
-        chart = versions.resolve(CHART, spec.charts)
         # The controller runs non-root, read-only, without capabilities: Pod Security 'restricted' fits.
-        before = k8s.chart_namespace(
-            self, provider, spec, "kueue", chart.namespace, k8s.psa_labels("restricted"), GKE_CRITICAL_PODS
-        )
+        before = self.create_namespace(addon.NamespacePolicy("kueue", k8s.psa_labels("restricted"), GKE_CRITICAL_PODS))
         # Uninstalling Kueue deletes its CRDs and with them every Workload in the cluster: protected.
-        self.release = k8s.chart_release(
+        # Everything below needs the CRDs of the release and its webhooks answering (components/webhooks.py).
+        self.install(
             "kueue",
-            self,
-            provider,
-            spec,
-            CHART,
             helm_values(spec),
             [*before, *release_deps],
+            probe=webhook_probe(spec),
             protect=spec.protect.scheduler_releases,
         )
-        # Everything below needs the CRDs of the release and its webhooks answering (components/webhooks.py).
-        self.webhook_gate = webhooks.webhook_gate(self, provider, spec, webhook_probe(spec), [self.release])
-        ready = [self.release, self.webhook_gate]
-        crs = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=ready)
+        ready = self.ready()
+        crs = self.after_release()
         labels = derive.MANAGED_BY
 
         def cr(res_name: str, kind: str, obj_name: str, body: dict[str, Any], namespace: Any = None, o=crs):
@@ -532,7 +526,7 @@ class Kueue(pulumi.ComponentResource):
                     o=topology_opts,
                 )
             )
-        flavor_opts = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=flavor_deps)
+        flavor_opts = self.child(flavor_deps)
         queue_deps: list[pulumi.Resource] = [
             *ready,
             cr("flavor-default", "ResourceFlavor", DEFAULT_FLAVOR, {}, o=flavor_opts),
@@ -560,10 +554,10 @@ class Kueue(pulumi.ComponentResource):
                             "name": admission_check_name(spec, pool),
                         },
                     },
-                    o=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[*ready, prc]),
+                    o=self.after_release(prc),
                 )
             )
-        queue_opts = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=queue_deps)
+        queue_opts = self.child(queue_deps)
         self.cluster_queues: dict[str, str] = {}
         for tenant in spec.tenants:
             cq = cr(
@@ -580,6 +574,6 @@ class Kueue(pulumi.ComponentResource):
                 spec.scheduling.local_queue_name,
                 local_queue_spec(tenant),
                 namespace=(namespaces or {}).get(tenant.name, tenant.name),
-                o=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[*ready, cq]),
+                o=self.after_release(cq),
             )
-        self.register_outputs({"namespace": chart.namespace, "clusterQueues": self.cluster_queues})
+        self.register_outputs({"namespace": self.chart.namespace, "clusterQueues": self.cluster_queues})

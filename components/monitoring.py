@@ -34,7 +34,7 @@ from typing import Any
 
 import pulumi
 
-from components import derive, gpu_operator, k8s, versions
+from components import addon, derive, gpu_operator, versions
 from components.spec import NodePool, Problem, StackSpec, key, rule
 
 RULE_NAME = "gpu-platform-gpu-alerts"
@@ -504,12 +504,13 @@ def dcgm_exporter_values(spec: StackSpec) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------- component
 
 
-class GpuMonitoring(pulumi.ComponentResource):
+class GpuMonitoring(addon.ChartAddon):
     """ServiceMonitor + PrometheusRule + Grafana dashboard for the DCGM exporter (and the exporter itself
     when the GPU Operator is off). Needs the prometheus-operator CRDs: installed with kube-prometheus-stack
     (``monitoring.prometheus: install``, components/prometheus_stack.py) or already there (``existing``)."""
 
     TYPE = "gpu-platform:monitoring:GpuMonitoring"
+    CHART = versions.DCGM_EXPORTER  # installed only when the GPU Operator is off (standalone exporter)
 
     def __init__(
         self,
@@ -523,27 +524,26 @@ class GpuMonitoring(pulumi.ComponentResource):
         """``prometheus_release``: the kube-prometheus-stack release (``monitoring.prometheus: install``); the
         ServiceMonitor, PrometheusRule and dashboard wait for it (its CRDs, its Grafana sidecar). With
         ``monitoring.prometheus: none`` only the exporter (standalone, when the operator is off) is made."""
-        super().__init__(self.TYPE, name, None, opts)
+        super().__init__(name, spec, provider, opts)
         from pulumi_kubernetes.apiextensions import CustomResource
         from pulumi_kubernetes.core.v1 import ConfigMap
 
         ex = exporter(spec)
-        deps: list[pulumi.Resource] = [exporter_release] if exporter_release is not None else []
+        upstream: list[pulumi.Resource] = []
         if ex.source == "standalone":
             # (never on gcp: monitoring_rules; so no critical-pods ResourceQuota is needed here)
-            ns = k8s.chart_namespace(
-                self, provider, spec, "gpu-monitoring", ex.namespace, gpu_operator.namespace_labels()
+            ns = self.create_namespace(
+                addon.NamespacePolicy("gpu-monitoring", gpu_operator.namespace_labels(), name=ex.namespace)
             )
-            release = k8s.chart_release(
-                "dcgm-exporter", self, provider, spec, versions.DCGM_EXPORTER, dcgm_exporter_values(spec), ns
-            )
-            deps = [release]
+            self.install("dcgm-exporter", dcgm_exporter_values(spec), ns)
+        elif exporter_release is not None:
+            upstream.append(exporter_release)
         if spec.monitoring.prometheus == "none":
             self.register_outputs({"namespace": ex.namespace, "source": ex.source})
             return
         if prometheus_release is not None:
-            deps = [*deps, prometheus_release]
-        after = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=deps)
+            upstream.append(prometheus_release)
+        after = self.after_release(*upstream)
         for doc in (service_monitor(spec), prometheus_rule(spec)):
             CustomResource(
                 doc["metadata"]["name"],

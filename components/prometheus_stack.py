@@ -37,7 +37,7 @@ from typing import Any
 
 import pulumi
 
-from components import derive, k8s, versions
+from components import addon, derive, k8s, versions
 from components.spec import Problem, StackSpec, key, rule
 
 CHART = versions.KUBE_PROMETHEUS_STACK
@@ -184,10 +184,11 @@ def helm_values(spec: StackSpec) -> dict[str, Any]:
     return values
 
 
-class PrometheusStack(pulumi.ComponentResource):
+class PrometheusStack(addon.ChartAddon):
     """Namespaces (baseline for the stack, privileged for node-exporter) and the kube-prometheus-stack release."""
 
     TYPE = "gpu-platform:monitoring:PrometheusStack"
+    CHART = CHART
 
     def __init__(
         self,
@@ -196,20 +197,16 @@ class PrometheusStack(pulumi.ComponentResource):
         provider: pulumi.ProviderResource,
         opts: pulumi.ResourceOptions | None = None,
     ):
-        super().__init__(self.TYPE, name, None, opts)
-        chart = versions.resolve(CHART, spec.charts)
-        before = k8s.chart_namespace(self, provider, spec, "monitoring", chart.namespace, k8s.psa_labels("baseline"))
-        before += k8s.chart_namespace(
-            self,
-            provider,
-            spec,
-            "node-exporter",
-            versions.NODE_EXPORTER_NAMESPACE,
-            # the policy pack allows privileged namespaces only where the platform marks them as operator ones
-            {**k8s.psa_labels("privileged", audit="privileged"), OPERATOR_NAMESPACE_LABEL: "true"},
+        super().__init__(name, spec, provider, opts)
+        before = self.create_namespace(addon.NamespacePolicy("monitoring", k8s.psa_labels("baseline")))
+        before += self.create_namespace(
+            addon.NamespacePolicy(
+                "node-exporter",
+                # the policy pack allows privileged namespaces only where the platform marks them as operator ones
+                {**k8s.psa_labels("privileged", audit="privileged"), OPERATOR_NAMESPACE_LABEL: "true"},
+                name=versions.NODE_EXPORTER_NAMESPACE,
+            )
         )
         # CRDs, the operator's certificate Job and the first Prometheus take a while on a fresh cluster
-        self.release = k8s.chart_release(
-            "kube-prometheus-stack", self, provider, spec, CHART, helm_values(spec), before, timeout=900
-        )
-        self.register_outputs({"namespace": chart.namespace})
+        self.install("kube-prometheus-stack", helm_values(spec), before, timeout=900)
+        self.register_outputs({"namespace": self.chart.namespace})

@@ -48,7 +48,7 @@ from typing import Any
 import pulumi
 import yaml
 
-from components import derive, k8s, versions, webhooks
+from components import addon, derive, k8s, versions, webhooks
 from components.kueue import GKE_CRITICAL_PODS
 from components.spec import StackSpec, Tenant
 from components.tenancy import all_gpu_resources
@@ -181,10 +181,11 @@ def webhook_probe(spec: StackSpec) -> webhooks.Probe:
     )
 
 
-class Volcano(pulumi.ComponentResource):
+class Volcano(addon.ChartAddon):
     """Namespace, the volcano release, a Queue per Volcano tenant and the tenant-queue admission policy."""
 
     TYPE = "gpu-platform:scheduling:Volcano"
+    CHART = CHART
 
     def __init__(
         self,
@@ -193,22 +194,18 @@ class Volcano(pulumi.ComponentResource):
         provider: pulumi.ProviderResource,
         opts: pulumi.ResourceOptions | None = None,
     ):
-        super().__init__(self.TYPE, name, None, opts)
+        super().__init__(name, spec, provider, opts)
         from pulumi_kubernetes.apiextensions import CustomResource
 
-        chart = versions.resolve(CHART, spec.charts)
         # Volcano's containers add DAC_OVERRIDE (chart default_csc): Pod Security 'baseline', warn on restricted.
         # Its pods are system-cluster-critical: on GKE the namespace needs the critical-pods quota.
-        before = k8s.chart_namespace(
-            self, provider, spec, "volcano", chart.namespace, k8s.psa_labels("baseline"), GKE_CRITICAL_PODS
-        )
+        before = self.create_namespace(addon.NamespacePolicy("volcano", k8s.psa_labels("baseline"), GKE_CRITICAL_PODS))
         # Uninstalling Volcano deletes its CRDs and with them every Volcano Job and PodGroup: protected.
-        self.release = k8s.chart_release(
-            "volcano", self, provider, spec, CHART, helm_values(spec), before, protect=spec.protect.scheduler_releases
-        )
         # Queues wait for Volcano's admission webhooks to answer (components/webhooks.py), not only for the release.
-        self.webhook_gate = webhooks.webhook_gate(self, provider, spec, webhook_probe(spec), [self.release])
-        after = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[self.release, self.webhook_gate])
+        self.install(
+            "volcano", helm_values(spec), before, probe=webhook_probe(spec), protect=spec.protect.scheduler_releases
+        )
+        after = self.after_release()
         self.queues: list[str] = []
         for tenant in derive.volcano_tenants(spec):
             CustomResource(
@@ -224,4 +221,4 @@ class Volcano(pulumi.ComponentResource):
             k8s.admission_policy(
                 "volcano-tenant-queue", self, provider, QUEUE_POLICY_NAME, queue_policy(), depends_on=[self.release]
             )
-        self.register_outputs({"namespace": chart.namespace, "queues": self.queues})
+        self.register_outputs({"namespace": self.chart.namespace, "queues": self.queues})

@@ -22,6 +22,7 @@ from typing import Any
 
 import pulumi
 
+from components import addon, versions
 from components.aws import efa, iam
 from components.aws import managed_pools as plan
 from components.aws import reservations as aws_reservations
@@ -207,22 +208,13 @@ class EksGpuNodeGroups(pulumi.ComponentResource):
         )
 
 
-class EfaDevicePlugin(pulumi.ComponentResource):
+class EfaDevicePlugin(addon.ChartAddon):
     """The aws-efa-k8s-device-plugin chart on the stack's EFA pools (``efa.device_plugin_values``)."""
 
     TYPE = "gpu-platform:aws:EfaDevicePlugin"
+    CHART = versions.EFA_DEVICE_PLUGIN  # into kube-system: no namespace of its own
 
     def __init__(self, name: str, spec: StackSpec, provider: Any, opts: pulumi.ResourceOptions | None = None):
-        super().__init__(self.TYPE, name, None, opts)
-        from components import k8s, versions
-
-        self.release = k8s.chart_release(
-            "aws-efa-k8s-device-plugin",
-            self,
-            provider,
-            spec,
-            versions.EFA_DEVICE_PLUGIN,
-            efa.device_plugin_values(spec),
-            depends_on=[],
-        )
+        super().__init__(name, spec, provider, opts)
+        self.install("aws-efa-k8s-device-plugin", efa.device_plugin_values(spec), before=[])
         self.register_outputs({"pools": [p.name for p in efa.efa_pools(spec)]})

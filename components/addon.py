@@ -1,0 +1,120 @@
+"""The shape every add-on shares, written once.
+
+A Kubernetes component (``Component``) is a ComponentResource with the stack's spec and the cluster's
+provider; ``child(...)`` gives its resources' options (parent, provider, what they wait for).
+
+A chart add-on (``ChartAddon``) adds the steps every chart repeats:
+
+1. ``create_namespace(NamespacePolicy(...))``: the namespace the chart installs into, with its Pod Security
+   labels and, on GKE, the critical-pods quota (``k8s.chart_namespace``);
+2. ``install(release_name, values, before, probe=...)``: the Helm release of the pinned chart (``CHART``, the
+   stack's version override applied; ``k8s.chart_release``), and when the add-on's admission webhooks guard
+   the kinds it creates next, the webhook readiness gate (``components/webhooks.py``) after it;
+3. ``after_release(...)``: the options of every object that needs the release (its CRDs) and, where there is
+   one, the gate (its webhooks answering) -- readiness ordering solved here for every add-on.
+
+So a new add-on is its values, its namespace policy, and its own objects created with ``after_release()``.
+Neither class adds a level to the resource tree: URNs stay those of the subclass's own ``TYPE`` and name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import pulumi
+
+from components import k8s, versions, webhooks
+from components.spec import StackSpec
+
+
+class Component(pulumi.ComponentResource):
+    """A ComponentResource of type ``TYPE`` holding the stack's spec and the Kubernetes provider."""
+
+    TYPE: ClassVar[str]
+
+    def __init__(
+        self,
+        name: str,
+        spec: StackSpec,
+        provider: pulumi.ProviderResource,
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        super().__init__(self.TYPE, name, None, opts)
+        self.spec = spec
+        self.provider = provider
+
+    def child(self, depends_on: Sequence[pulumi.Resource] = (), **options: Any) -> pulumi.ResourceOptions:
+        """Options of a Kubernetes resource of this component: parent, provider, what it waits for."""
+        return pulumi.ResourceOptions(parent=self, provider=self.provider, depends_on=list(depends_on), **options)
+
+
+@dataclass(frozen=True)
+class NamespacePolicy:
+    """A chart namespace: resource names from ``prefix`` (``namespace-<prefix>``, ``critical-pods-<prefix>``),
+    its labels (Pod Security level), and on GKE a quota for ``critical_pods`` system-critical pods."""
+
+    prefix: str
+    labels: dict[str, str]
+    critical_pods: int | None = None
+    quota_name: str = "critical-pods"
+    name: str | None = None  # default: the chart's namespace
+
+
+class ChartAddon(Component):
+    """A component installing the pinned chart ``CHART``: namespace, release, gate, objects after them."""
+
+    CHART: ClassVar[versions.Chart]
+
+    def __init__(
+        self,
+        name: str,
+        spec: StackSpec,
+        provider: pulumi.ProviderResource,
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        super().__init__(name, spec, provider, opts)
+        self.chart = versions.resolve(self.CHART, spec.charts)
+        self.release: pulumi.Resource | None = None
+        self.webhook_gate: pulumi.Resource | None = None
+
+    def create_namespace(self, policy: NamespacePolicy) -> list[pulumi.Resource]:
+        """The namespace (and GKE quota); returns what the release must wait for."""
+        return k8s.chart_namespace(
+            self,
+            self.provider,
+            self.spec,
+            policy.prefix,
+            policy.name or self.chart.namespace,
+            policy.labels,
+            policy.critical_pods,
+            quota_name=policy.quota_name,
+        )
+
+    def install(
+        self,
+        release_name: str,
+        values: dict[str, Any],
+        before: Sequence[pulumi.Resource],
+        *,
+        probe: webhooks.Probe | None = None,
+        **release_options: Any,
+    ) -> pulumi.Resource:
+        """The release of ``CHART`` after ``before``; with ``probe`` (the add-on's webhooks guard what it creates
+        next) the webhook readiness gate after the release. ``release_options``: ``k8s.chart_release``'s
+        (timeout, protect, extra Release arguments)."""
+        self.release = k8s.chart_release(
+            release_name, self, self.provider, self.spec, self.CHART, values, before, **release_options
+        )
+        if probe is not None:
+            self.webhook_gate = webhooks.webhook_gate(self, self.provider, self.spec, probe, [self.release])
+        return self.release
+
+    def ready(self) -> list[pulumi.Resource]:
+        """What an object needing the add-on waits for: the release (its CRDs) and the webhook gate if any."""
+        return [r for r in (self.release, self.webhook_gate) if r is not None]
+
+    def after_release(self, *more: pulumi.Resource, **options: Any) -> pulumi.ResourceOptions:
+        """Options of an object that needs the add-on: after ``ready()`` and ``more``."""
+        return self.child([*self.ready(), *more], **options)
