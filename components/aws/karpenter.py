@@ -7,12 +7,9 @@ What gets registered when ``spec.karpenter_enabled``:
   upgrades a chart's ``crds/``) and ``karpenter`` with ``skipCrds``, both in kube-system: the API
   Priority and Fairness FlowSchemas that keep the controller's leader election and API calls from
   being throttled only cover kube-system (Karpenter's getting-started guide installs there).
-* The controller role with the policies of ``iam_karpenter`` and either an EKS Pod Identity
-  association (default) or an IRSA trust, per ``gpu-platform:karpenter.identity``.
-* The node role (worker, CNI, ECR pull-only, SSM) with an ``EC2_LINUX`` access entry, so nodes join
-  without aws-auth edits.
-* An SSE-encrypted SQS queue (300 s retention: interruption notices older than that are useless) and
-  EventBridge rules for the five event kinds Karpenter handles, all targeting the queue.
+* The AWS side (``karpenter_aws``): the controller role with the policies of ``iam_karpenter`` and its
+  identity (EKS Pod Identity or IRSA), the node role with its access entry, the interruption queue and
+  the EventBridge rules feeding it.
 * EC2NodeClasses and NodePools for the karpenter pools, depending on the controller release: on
   ``pulumi destroy`` they go first, while the controller still runs to drain and terminate their
   nodes (their finalizers need it).
@@ -29,14 +26,13 @@ from typing import Any
 
 import pulumi
 
-from components import catalog, derive, sharing, versions
-from components.aws import efa, managed_pools
+from components import addon, catalog, derive, sharing, versions
+from components.aws import efa, karpenter_aws, managed_pools
 from components.aws import reservations as aws_reservations
+from components.aws.karpenter_aws import CONTROLLER_NAMESPACE, SERVICE_ACCOUNT, aws_tags, node_role_name, queue_name
 from components.reservations import pool_reservation
 from components.spec import NodePool, StackSpec
 
-CONTROLLER_NAMESPACE = versions.KARPENTER.namespace
-SERVICE_ACCOUNT = "karpenter"
 DISCOVERY_TAG = "karpenter.sh/discovery"
 NODEPOOL_LABEL = "karpenter.sh/nodepool"  # set by Karpenter on every node it launches
 CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
@@ -58,54 +54,6 @@ ON_DEMAND_WEIGHT = 10
 VOLUME_THROUGHPUT = 500
 VOLUME_IOPS = 3000
 BOTTLEROCKET_OS_VOLUME_GIB = 4  # Karpenter's default Bottlerocket root volume; images go on /dev/xvdb
-
-# EventBridge rules feeding the interruption queue: (source, detail-type), as in Karpenter's
-# getting-started CloudFormation template for v1.14.
-INTERRUPTION_EVENTS: dict[str, tuple[str, str]] = {
-    "health": ("aws.health", "AWS Health Event"),
-    "spot": ("aws.ec2", "EC2 Spot Instance Interruption Warning"),
-    "rebalance": ("aws.ec2", "EC2 Instance Rebalance Recommendation"),
-    "state-change": ("aws.ec2", "EC2 Instance State-change Notification"),
-    "reservation": ("aws.ec2", "EC2 Capacity Reservation Instance Interruption Warning"),
-}
-QUEUE_RETENTION_SECONDS = 300
-QUEUE_TARGET_ID = "KarpenterInterruptionQueueTarget"
-
-
-# -------------------------------------------------------------------------------------------- names
-
-
-def name_prefix(spec: StackSpec) -> str:
-    return spec.karpenter.name_prefix or spec.cluster.name or ""
-
-
-def controller_role_name(spec: StackSpec) -> str:
-    return f"{name_prefix(spec)}-karpenter"
-
-
-def node_role_name(spec: StackSpec) -> str:
-    return f"{name_prefix(spec)}-karpenter-node"
-
-
-def queue_name(spec: StackSpec) -> str:
-    return f"{name_prefix(spec)}-karpenter"
-
-
-def policy_name(spec: StackSpec, group: str) -> str:
-    return f"{name_prefix(spec)}-karpenter-{group}"
-
-
-def rule_name(spec: StackSpec, kind: str) -> str:
-    return f"{name_prefix(spec)}-karpenter-{kind}"
-
-
-def aws_tags(spec: StackSpec) -> dict[str, str]:
-    return dict(sorted({**spec.tags, "managed-by": "gpu-platform"}.items()))
-
-
-def event_pattern(kind: str) -> dict[str, list[str]]:
-    source, detail_type = INTERRUPTION_EVENTS[kind]
-    return {"source": [source], "detail-type": [detail_type]}
 
 
 # ----------------------------------------------------------------------------------- EC2NodeClasses
@@ -500,13 +448,7 @@ def controller_values(
 # -------------------------------------------------------------------------------------- component
 
 
-def _arn_parts(arn: str) -> tuple[str, str]:
-    """(partition, account) of an ARN."""
-    parts = arn.split(":")
-    return parts[1], parts[4]
-
-
-class Karpenter(pulumi.ComponentResource):
+class Karpenter(addon.Component):
     """Karpenter controller, its AWS plumbing, and the GPU EC2NodeClasses and NodePools."""
 
     TYPE = "gpu-platform:aws:Karpenter"
@@ -519,213 +461,21 @@ class Karpenter(pulumi.ComponentResource):
         cluster: Any,
         opts: pulumi.ResourceOptions | None = None,
     ):
-        """``cluster`` is the EKS cluster lookup (``EksAccess.cluster``)."""
-        super().__init__(self.TYPE, name, None, opts)
-        import pulumi_aws as aws
-        from pulumi_kubernetes.apiextensions import CustomResource
-        from pulumi_kubernetes.helm.v3 import Release
-
-        from components.aws import iam, iam_karpenter, identity
-
-        # Regional objects go to the cluster's region (cluster.region, else aws:region), like the lookup.
-        aws_child = pulumi.ResourceOptions(parent=self)
-        tags = aws_tags(spec)
-        cluster_name = spec.cluster.name or ""
-        region = spec.cluster.region or ""
-        partition = cluster.arn.apply(lambda a: _arn_parts(a)[0])
-        account = cluster.arn.apply(lambda a: _arn_parts(a)[1])
-
-        # -- node role: what Karpenter-launched instances run as ------------------------------------
-        node_role = aws.iam.Role(
-            "karpenter-node-role",
-            name=node_role_name(spec),
-            description=f"Nodes Karpenter launches for EKS cluster {cluster_name}",
-            assume_role_policy=partition.apply(
-                lambda p: iam.to_json(iam.service_trust(f"ec2.{iam.dns_suffix(p)}", sid="AllowEc2"))
-            ),
-            tags=tags,
-            opts=aws_child,
-        )
-        node_attachments = [
-            aws.iam.RolePolicyAttachment(
-                f"karpenter-node-{policy}",
-                role=node_role.name,
-                policy_arn=partition.apply(lambda p, n=policy: iam.managed_policy_arn(n, p)),
-                opts=aws_child,
-            )
-            for policy in iam.WORKER_NODE_POLICIES
-        ]
-        access_entry = aws.eks.AccessEntry(
-            "karpenter-node-access",
-            cluster_name=cluster_name,
-            principal_arn=node_role.arn,
-            type="EC2_LINUX",
-            region=region,
-            tags=tags,
-            opts=aws_child,
-        )
-
-        # -- interruption queue and the rules feeding it --------------------------------------------
-        queue = aws.sqs.Queue(
-            "karpenter-interruption-queue",
-            name=queue_name(spec),
-            message_retention_seconds=QUEUE_RETENTION_SECONDS,
-            sqs_managed_sse_enabled=True,
-            region=region,
-            tags=tags,
-            opts=aws_child,
-        )
-        queue_policy = aws.sqs.QueuePolicy(
-            "karpenter-interruption-queue-policy",
-            queue_url=queue.url,
-            region=region,
-            policy=queue.arn.apply(lambda arn: iam.to_json(iam_karpenter.queue_policy(arn))),
-            opts=aws_child,
-        )
-        targets = []
-        for kind in INTERRUPTION_EVENTS:
-            rule = aws.cloudwatch.EventRule(
-                f"karpenter-{kind}",
-                name=rule_name(spec, kind),
-                description=f"Karpenter interruption handling for {cluster_name}: {INTERRUPTION_EVENTS[kind][1]}",
-                event_pattern=json.dumps(event_pattern(kind), sort_keys=True),
-                region=region,
-                tags=tags,
-                opts=aws_child,
-            )
-            targets.append(
-                aws.cloudwatch.EventTarget(
-                    f"karpenter-{kind}-target",
-                    rule=rule.name,
-                    arn=queue.arn,
-                    target_id=QUEUE_TARGET_ID,
-                    region=region,
-                    opts=aws_child,
-                )
-            )
-
-        # -- controller role -----------------------------------------------------------------------
-        trust = identity.trust_policy(
-            spec, cluster, partition, account, CONTROLLER_NAMESPACE, SERVICE_ACCOUNT, sid="Karpenter"
-        )
-        controller_role = aws.iam.Role(
-            "karpenter-controller-role",
-            name=controller_role_name(spec),
-            description=f"Karpenter controller of EKS cluster {cluster_name}",
-            assume_role_policy=trust,
-            tags=tags,
-            opts=aws_child,
-        )
-        scope = pulumi.Output.all(partition, account, node_role.arn, queue.arn).apply(
-            lambda a: iam_karpenter.Scope(
-                partition=a[0], region=region, account=a[1], cluster=cluster_name, node_role_arn=a[2], queue_arn=a[3]
-            )
-        )
-        documents = scope.apply(lambda s: iam_karpenter.controller_policies(s, spec.karpenter.zonal_shift))
-        controller_deps: list[pulumi.Resource] = []
-        groups = [g for g in iam_karpenter.POLICY_GROUPS if g != "zonal-shift" or spec.karpenter.zonal_shift]
-        for group in groups:
-            policy = aws.iam.Policy(
-                f"karpenter-controller-{group}",
-                name=policy_name(spec, group),
-                description=f"Karpenter controller ({group}) for EKS cluster {cluster_name}",
-                policy=documents.apply(lambda d, g=group: iam.to_json(d[g])),
-                tags=tags,
-                opts=aws_child,
-            )
-            controller_deps.append(
-                aws.iam.RolePolicyAttachment(
-                    f"karpenter-controller-{group}-attachment",
-                    role=controller_role.name,
-                    policy_arn=policy.arn,
-                    opts=aws_child,
-                )
-            )
-        association = identity.pod_identity_association(
-            "karpenter-pod-identity",
-            spec,
-            controller_role.arn,
-            CONTROLLER_NAMESPACE,
-            SERVICE_ACCOUNT,
-            tags,
-            aws_child,
-        )
-        if association is not None:
-            controller_deps.append(association)
-
-        # -- Helm: CRDs, then the controller ----------------------------------------------------------
-        k8s_child = pulumi.ResourceOptions(parent=self, provider=provider)
-        crds = Release(
-            "karpenter-crd",
-            **versions.release_args(versions.KARPENTER_CRD, spec.charts),
-            opts=k8s_child,
-        )
-        controller = Release(
-            "karpenter",
-            **versions.release_args(versions.KARPENTER, spec.charts),
-            skip_crds=True,
-            values=controller_values(
-                spec,
-                cluster_endpoint=cluster.endpoint,
-                queue=queue.name,
-                irsa_role_arn=controller_role.arn if spec.karpenter.identity == "irsa" else None,
-            ),
-            opts=pulumi.ResourceOptions.merge(
-                k8s_child,
-                pulumi.ResourceOptions(depends_on=[crds, queue_policy, *targets, *controller_deps]),
-            ),
-        )
-
-        # -- GPU capacity -----------------------------------------------------------------------------
-        labels = {**derive.MANAGED_BY}
-        classes: dict[str, CustomResource] = {}
-        for need in node_class_needs(spec):
-            classes[need.name] = CustomResource(
-                f"ec2nodeclass-{need.name}",
-                api_version=versions.KARPENTER_NODECLASS_API,
-                kind="EC2NodeClass",
-                metadata={"name": need.name, "labels": labels},
-                spec=ec2_node_class_spec(spec, need, node_role.name),
-                opts=pulumi.ResourceOptions.merge(
-                    k8s_child,
-                    pulumi.ResourceOptions(depends_on=[crds, controller, access_entry, *node_attachments]),
-                ),
-            )
-        self.node_pools: list[str] = []
-        for plan in nodepool_plans(spec):
-            CustomResource(
-                f"nodepool-{plan.name}",
-                api_version=versions.KARPENTER_NODEPOOL_API,
-                kind="NodePool",
-                metadata={
-                    "name": plan.name,
-                    "labels": {**labels, derive.POOL_LABEL: plan.pool.name},
-                    "annotations": {"kubernetes.io/description": node_pool_description(plan)},
-                },
-                spec=node_pool_spec(spec, plan),
-                opts=pulumi.ResourceOptions.merge(
-                    k8s_child,
-                    pulumi.ResourceOptions(
-                        depends_on=[crds, controller, classes[node_class_need(spec, plan.pool).name]]
-                    ),
-                ),
-            )
-            self.node_pools.append(plan.name)
-        self.node_overlays: list[str] = []
-        for pool in overlay_pools(spec):
-            CustomResource(
-                f"nodeoverlay-{pool.name}",
-                api_version=versions.KARPENTER_NODEOVERLAY_API,
-                kind="NodeOverlay",
-                metadata={"name": overlay_name(pool), "labels": {**labels, derive.POOL_LABEL: pool.name}},
-                spec=node_overlay_spec(spec, pool),
-                opts=pulumi.ResourceOptions.merge(k8s_child, pulumi.ResourceOptions(depends_on=[crds, controller])),
-            )
-            self.node_overlays.append(overlay_name(pool))
-
-        self.queue_name = queue.name
-        self.node_role_arn = node_role.arn
-        self.controller_role_arn = controller_role.arn
+        """``cluster`` is the EKS cluster lookup (``EksAccess.cluster``). Steps: the AWS side (node role,
+        interruption queue, controller role: ``karpenter_aws``), the two releases, then the GPU capacity
+        (EC2NodeClasses, NodePools, NodeOverlays) after the controller."""
+        super().__init__(name, spec, provider, opts)
+        account = karpenter_aws.Account.of(self, spec, cluster)
+        node = karpenter_aws.node_role(account)
+        interruption = karpenter_aws.interruption_queue(account)
+        controller_role = karpenter_aws.controller_role(account, node, interruption)
+        crds, controller = self._releases(cluster, interruption, controller_role)
+        classes = self._node_classes([crds, controller, node.access_entry, *node.attachments], node.role)
+        self.node_pools = self._node_pools([crds, controller], classes)
+        self.node_overlays = self._node_overlays([crds, controller])
+        self.queue_name = interruption.queue.name
+        self.node_role_arn = node.role.arn
+        self.controller_role_arn = controller_role.role.arn
         self.register_outputs(
             {
                 "queueName": self.queue_name,
@@ -736,6 +486,90 @@ class Karpenter(pulumi.ComponentResource):
                 "nodeClasses": sorted(classes),
             }
         )
+
+    def _releases(
+        self,
+        cluster: Any,
+        interruption: karpenter_aws.InterruptionQueue,
+        role: karpenter_aws.ControllerRole,
+    ) -> tuple[pulumi.Resource, pulumi.Resource]:
+        """Helm: the CRD chart, then the controller (skipCrds) once its queue, rules and role are in place."""
+        from pulumi_kubernetes.helm.v3 import Release
+
+        spec = self.spec
+        crds = Release(
+            "karpenter-crd",
+            **versions.release_args(versions.KARPENTER_CRD, spec.charts),
+            opts=self.child(),
+        )
+        controller = Release(
+            "karpenter",
+            **versions.release_args(versions.KARPENTER, spec.charts),
+            skip_crds=True,
+            values=controller_values(
+                spec,
+                cluster_endpoint=cluster.endpoint,
+                queue=interruption.queue.name,
+                irsa_role_arn=role.role.arn if spec.karpenter.identity == "irsa" else None,
+            ),
+            opts=self.child([crds, interruption.policy, *interruption.targets, *role.deps]),
+        )
+        return crds, controller
+
+    def _node_classes(self, after: list[pulumi.Resource], node_role: Any) -> dict[str, pulumi.Resource]:
+        """One EC2NodeClass per distinct node need, after the controller and the node role's access."""
+        from pulumi_kubernetes.apiextensions import CustomResource
+
+        return {
+            need.name: CustomResource(
+                f"ec2nodeclass-{need.name}",
+                api_version=versions.KARPENTER_NODECLASS_API,
+                kind="EC2NodeClass",
+                metadata={"name": need.name, "labels": {**derive.MANAGED_BY}},
+                spec=ec2_node_class_spec(self.spec, need, node_role.name),
+                opts=self.child(after),
+            )
+            for need in node_class_needs(self.spec)
+        }
+
+    def _node_pools(self, after: list[pulumi.Resource], classes: dict[str, pulumi.Resource]) -> list[str]:
+        """One NodePool per plan (two per pool with on-demand fallback), after its EC2NodeClass."""
+        from pulumi_kubernetes.apiextensions import CustomResource
+
+        spec = self.spec
+        names: list[str] = []
+        for plan in nodepool_plans(spec):
+            CustomResource(
+                f"nodepool-{plan.name}",
+                api_version=versions.KARPENTER_NODEPOOL_API,
+                kind="NodePool",
+                metadata={
+                    "name": plan.name,
+                    "labels": {**derive.MANAGED_BY, derive.POOL_LABEL: plan.pool.name},
+                    "annotations": {"kubernetes.io/description": node_pool_description(plan)},
+                },
+                spec=node_pool_spec(spec, plan),
+                opts=self.child([*after, classes[node_class_need(spec, plan.pool).name]]),
+            )
+            names.append(plan.name)
+        return names
+
+    def _node_overlays(self, after: list[pulumi.Resource]) -> list[str]:
+        """A NodeOverlay per pool whose nodes advertise what Karpenter cannot know (shared or MIG GPUs)."""
+        from pulumi_kubernetes.apiextensions import CustomResource
+
+        names: list[str] = []
+        for pool in overlay_pools(self.spec):
+            CustomResource(
+                f"nodeoverlay-{pool.name}",
+                api_version=versions.KARPENTER_NODEOVERLAY_API,
+                kind="NodeOverlay",
+                metadata={"name": overlay_name(pool), "labels": {**derive.MANAGED_BY, derive.POOL_LABEL: pool.name}},
+                spec=node_overlay_spec(self.spec, pool),
+                opts=self.child(after),
+            )
+            names.append(overlay_name(pool))
+        return names
 
 
 def summary_lines(spec: StackSpec) -> list[str]:
