@@ -34,7 +34,7 @@ from typing import Any
 
 import pulumi
 
-from components import catalog, derive
+from components import addon, catalog, derive
 from components.spec import NodePool, Problem, StackSpec, Tenant, key, rule
 
 MIN_KUBERNETES_MINOR = 34  # resource.k8s.io/v1 (GA); the DRA driver and GPUCluster ask for v1.34.2+
@@ -353,7 +353,7 @@ def claim_template_manifests(spec: StackSpec) -> list[dict[str, Any]]:
     return out
 
 
-class ClaimTemplates(pulumi.ComponentResource):
+class ClaimTemplates(addon.Component):
     """Per tenant, the ResourceClaimTemplates its workloads reference (in the tenant's namespace)."""
 
     TYPE = "gpu-platform:index:DraClaimTemplates"
@@ -366,10 +366,10 @@ class ClaimTemplates(pulumi.ComponentResource):
         namespaces: dict[str, pulumi.Output[str]],
         opts: pulumi.ResourceOptions | None = None,
     ):
-        super().__init__(self.TYPE, name, None, opts)
+        super().__init__(name, spec, provider, opts)
         from pulumi_kubernetes.resource.v1 import ResourceClaimTemplate
 
-        child = pulumi.ResourceOptions(parent=self, provider=provider)
+        child = self.child()
         self.names: dict[str, list[str]] = {}
         for tenant in spec.tenants:
             templates = claim_templates(spec, tenant)

@@ -424,19 +424,7 @@ def webhook_probe(spec: StackSpec) -> webhooks.Probe:
     """A ResourceFlavor dry-run: it passes Kueue's mutating and validating webhooks, served by the same server as
     those of ClusterQueues, LocalQueues, Topologies and AdmissionChecks."""
     chart = versions.resolve(CHART, spec.charts)
-    return webhooks.Probe(
-        name="kueue",
-        namespace=chart.namespace,
-        api_group=API.split("/")[0],
-        resource="resourceflavors",
-        obj={
-            "apiVersion": API,
-            "kind": "ResourceFlavor",
-            "metadata": {"name": webhooks.PROBE_OBJECT_NAME, "labels": derive.MANAGED_BY},
-            "spec": {},
-        },
-        chart_version=chart.version,
-    )
+    return webhooks.custom_resource_probe("kueue", chart, API, "ResourceFlavor", "resourceflavors", {})
 
 
 # GKE admits system-cluster-critical pods outside kube-system only in namespaces with a ResourceQuota scoped

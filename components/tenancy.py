@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pulumi
 
-from components import derive, dra, k8s
+from components import addon, derive, dra, k8s
 from components.spec import StackSpec, Tenant
 
 FORBIDDEN_PRIORITY_ANNOTATION = "gpu-platform/forbidden-priority-classes"
@@ -136,14 +136,14 @@ def priority_ceiling_policy() -> dict:
     }
 
 
-class PriorityClasses(pulumi.ComponentResource):
+class PriorityClasses(addon.Component):
     TYPE = "gpu-platform:index:PriorityClasses"
 
     def __init__(self, name: str, spec: StackSpec, provider: pulumi.ProviderResource, opts=None):
-        super().__init__(self.TYPE, name, None, opts)
+        super().__init__(name, spec, provider, opts)
         from pulumi_kubernetes.scheduling.v1 import PriorityClass
 
-        child = pulumi.ResourceOptions(parent=self, provider=provider)
+        child = self.child()
         self.names: list[str] = []
         for pc in spec.priority_classes:
             PriorityClass(
@@ -159,25 +159,22 @@ class PriorityClasses(pulumi.ComponentResource):
         self.register_outputs({"names": self.names})
 
 
-class Tenancy(pulumi.ComponentResource):
+class Tenancy(addon.Component):
+    """Per tenant: its namespace (protected), GPU ResourceQuota and container defaults; the priority-ceiling
+    admission policy."""
+
     TYPE = "gpu-platform:index:Tenancy"
 
-    def __init__(
-        self,
-        name: str,
-        spec: StackSpec,
-        provider: pulumi.ProviderResource,
-        opts: pulumi.ResourceOptions | None = None,
-    ):
-        super().__init__(self.TYPE, name, None, opts)
+    def __init__(self, name: str, spec: StackSpec, provider: pulumi.ProviderResource, opts=None):
+        super().__init__(name, spec, provider, opts)
         from pulumi_kubernetes.core.v1 import LimitRange, Namespace, ResourceQuota
 
-        child = pulumi.ResourceOptions(parent=self, provider=provider)
+        child = self.child()
         # Deleting a namespace deletes every workload and volume claim in it: removing a tenant from the stack
         # file (or destroying the stack) fails instead, until gpu-platform:protect.tenantNamespaces is false.
         # protect, not retainOnDelete: a retained namespace would live on without the quota and LimitRange
         # deleted with the tenant, and nobody would be told.
-        ns_opts = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(protect=spec.protect.tenant_namespaces))
+        ns_opts = self.child(protect=spec.protect.tenant_namespaces)
         self.namespaces: dict[str, pulumi.Output[str]] = {}
         for tenant in spec.tenants:
             ns = Namespace(

@@ -166,19 +166,7 @@ def webhook_probe(spec: StackSpec) -> webhooks.Probe:
     """A Queue dry-run: it passes Volcano's queue mutating and validating webhooks (failurePolicy Fail; volcano
     v1.15.1 installer/helm/chart/volcano/templates/webhooks.yaml)."""
     chart = versions.resolve(CHART, spec.charts)
-    return webhooks.Probe(
-        name="volcano",
-        namespace=chart.namespace,
-        api_group=API.split("/")[0],
-        resource="queues",
-        obj={
-            "apiVersion": API,
-            "kind": "Queue",
-            "metadata": {"name": webhooks.PROBE_OBJECT_NAME, "labels": derive.MANAGED_BY},
-            "spec": {"weight": 1, "reclaimable": True},
-        },
-        chart_version=chart.version,
-    )
+    return webhooks.custom_resource_probe("volcano", chart, API, "Queue", "queues", {"weight": 1, "reclaimable": True})
 
 
 class Volcano(addon.ChartAddon):

@@ -68,6 +68,27 @@ class Probe:
     chart_version: str  # the release's chart version (a change re-runs the gate)
 
 
+def custom_resource_probe(
+    name: str, chart: versions.Chart, api: str, kind: str, resource: str, body: dict[str, Any]
+) -> Probe:
+    """The probe of an add-on whose webhooks guard its custom resources: a dry-run of a ``kind`` (``api``,
+    RBAC ``resource``) named ``PROBE_OBJECT_NAME`` with ``spec`` ``body``, run in the release's namespace
+    (``chart``, resolved: its version re-runs the gate on upgrade)."""
+    return Probe(
+        name=name,
+        namespace=chart.namespace,
+        api_group=api.split("/")[0],
+        resource=resource,
+        obj={
+            "apiVersion": api,
+            "kind": kind,
+            "metadata": {"name": PROBE_OBJECT_NAME, "labels": derive.MANAGED_BY},
+            "spec": body,
+        },
+        chart_version=chart.version,
+    )
+
+
 def job_name(probe: Probe) -> str:
     return f"{probe.name}-webhook-ready"
 

@@ -30,7 +30,7 @@ from typing import Any
 import pulumi
 import yaml
 
-from components import derive, versions
+from components import addon, derive, versions
 from components.aws import iam, identity
 from components.aws import managed_pools as plan
 from components.spec import StackSpec
@@ -208,7 +208,7 @@ def provisioning_request_crd() -> dict[str, Any]:
 # ------------------------------------------------------------------------------------- component
 
 
-class ClusterAutoscaler(pulumi.ComponentResource):
+class ClusterAutoscaler(addon.Component):
     """IAM role and identity, the ProvisioningRequest CRD, and the cluster-autoscaler release."""
 
     TYPE = "gpu-platform:aws:ClusterAutoscaler"
@@ -222,7 +222,7 @@ class ClusterAutoscaler(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
     ):
         """``cluster`` is the EKS cluster lookup (``EksAccess.cluster``)."""
-        super().__init__(self.TYPE, name, None, opts)
+        super().__init__(name, spec, provider, opts)
         import pulumi_aws as aws
         from pulumi_kubernetes.apiextensions.v1 import CustomResourceDefinition
 
@@ -261,13 +261,12 @@ class ClusterAutoscaler(pulumi.ComponentResource):
         if association is not None:
             deps.append(association)
 
-        k8s_child = pulumi.ResourceOptions(parent=self, provider=provider)
         crd = provisioning_request_crd()
         self.crd = CustomResourceDefinition(
             "provisioningrequests-crd",
             metadata={"name": crd["metadata"]["name"], "labels": dict(derive.MANAGED_BY)},
             spec=crd["spec"],
-            opts=k8s_child,
+            opts=self.child(),
         )
         from pulumi_kubernetes.helm.v3 import Release
 
@@ -275,6 +274,6 @@ class ClusterAutoscaler(pulumi.ComponentResource):
             "cluster-autoscaler",
             **versions.release_args(CHART, spec.charts),
             values=helm_values(spec, role.arn),
-            opts=pulumi.ResourceOptions.merge(k8s_child, pulumi.ResourceOptions(depends_on=[self.crd, *deps])),
+            opts=self.child([self.crd, *deps]),
         )
         self.register_outputs({"roleArn": role.arn, "release": CHART.release})
