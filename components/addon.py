@@ -44,6 +44,15 @@ class Component(pulumi.ComponentResource):
         super().__init__(self.TYPE, name, None, opts)
         self.spec = spec
         self.provider = provider
+        self._setup()
+        self.build(spec)
+
+    def _setup(self) -> None:
+        """What a base class prepares before ``build`` (ChartAddon: the resolved chart)."""
+
+    def build(self, spec: StackSpec) -> None:
+        """The component's own resources (then ``register_outputs``). Components with constructor arguments of
+        their own override ``__init__`` instead, after calling this class's."""
 
     def child(self, depends_on: Sequence[pulumi.Resource] = (), **options: Any) -> pulumi.ResourceOptions:
         """Options of a Kubernetes resource of this component: parent, provider, what it waits for."""
@@ -67,15 +76,8 @@ class ChartAddon(Component):
 
     CHART: ClassVar[versions.Chart]
 
-    def __init__(
-        self,
-        name: str,
-        spec: StackSpec,
-        provider: pulumi.ProviderResource,
-        opts: pulumi.ResourceOptions | None = None,
-    ):
-        super().__init__(name, spec, provider, opts)
-        self.chart = versions.resolve(self.CHART, spec.charts)
+    def _setup(self) -> None:
+        self.chart = versions.resolve(self.CHART, self.spec.charts)
         self.release: pulumi.Resource | None = None
         self.webhook_gate: pulumi.Resource | None = None
 

@@ -32,8 +32,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import pulumi
-
 from components import addon, derive, k8s, sharing, versions
 from components.spec import Problem, StackSpec, key, rule
 
@@ -237,14 +235,7 @@ class GpuOperator(addon.ChartAddon):
     TYPE = "gpu-platform:gpu:GpuOperator"
     CHART = CHART
 
-    def __init__(
-        self,
-        name: str,
-        spec: StackSpec,
-        provider: pulumi.ProviderResource,
-        opts: pulumi.ResourceOptions | None = None,
-    ):
-        super().__init__(name, spec, provider, opts)
+    def build(self, spec: StackSpec) -> None:
         from pulumi_kubernetes.core.v1 import ConfigMap
 
         chart = self.chart

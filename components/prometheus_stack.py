@@ -35,8 +35,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import pulumi
-
 from components import addon, derive, k8s, versions
 from components.spec import Problem, StackSpec, key, rule
 
@@ -190,14 +188,7 @@ class PrometheusStack(addon.ChartAddon):
     TYPE = "gpu-platform:monitoring:PrometheusStack"
     CHART = CHART
 
-    def __init__(
-        self,
-        name: str,
-        spec: StackSpec,
-        provider: pulumi.ProviderResource,
-        opts: pulumi.ResourceOptions | None = None,
-    ):
-        super().__init__(name, spec, provider, opts)
+    def build(self, spec: StackSpec) -> None:
         before = self.create_namespace(addon.NamespacePolicy("monitoring", k8s.psa_labels("baseline")))
         before += self.create_namespace(
             addon.NamespacePolicy(

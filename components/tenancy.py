@@ -139,8 +139,7 @@ def priority_ceiling_policy() -> dict:
 class PriorityClasses(addon.Component):
     TYPE = "gpu-platform:index:PriorityClasses"
 
-    def __init__(self, name: str, spec: StackSpec, provider: pulumi.ProviderResource, opts=None):
-        super().__init__(name, spec, provider, opts)
+    def build(self, spec: StackSpec) -> None:
         from pulumi_kubernetes.scheduling.v1 import PriorityClass
 
         child = self.child()
@@ -165,8 +164,7 @@ class Tenancy(addon.Component):
 
     TYPE = "gpu-platform:index:Tenancy"
 
-    def __init__(self, name: str, spec: StackSpec, provider: pulumi.ProviderResource, opts=None):
-        super().__init__(name, spec, provider, opts)
+    def build(self, spec: StackSpec) -> None:
         from pulumi_kubernetes.core.v1 import LimitRange, Namespace, ResourceQuota
 
         child = self.child()
@@ -212,5 +210,7 @@ class Tenancy(addon.Component):
             )
         if any(derive.priority_ceiling_excluded(spec, t) for t in spec.tenants):
             # One policy for every tenant: hoarding by self-promotion to a higher class is refused.
-            k8s.admission_policy("priority-ceiling", self, provider, PRIORITY_CEILING_POLICY, priority_ceiling_policy())
+            k8s.admission_policy(
+                "priority-ceiling", self, self.provider, PRIORITY_CEILING_POLICY, priority_ceiling_policy()
+            )
         self.register_outputs({"namespaces": self.namespaces})

@@ -45,7 +45,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pulumi
 import yaml
 
 from components import addon, derive, k8s, versions, webhooks
@@ -175,14 +174,7 @@ class Volcano(addon.ChartAddon):
     TYPE = "gpu-platform:scheduling:Volcano"
     CHART = CHART
 
-    def __init__(
-        self,
-        name: str,
-        spec: StackSpec,
-        provider: pulumi.ProviderResource,
-        opts: pulumi.ResourceOptions | None = None,
-    ):
-        super().__init__(name, spec, provider, opts)
+    def build(self, spec: StackSpec) -> None:
         from pulumi_kubernetes.apiextensions import CustomResource
 
         # Volcano's containers add DAC_OVERRIDE (chart default_csc): Pod Security 'baseline', warn on restricted.
@@ -207,6 +199,11 @@ class Volcano(addon.ChartAddon):
             self.queues.append(tenant.name)
         if spec.tenants:
             k8s.admission_policy(
-                "volcano-tenant-queue", self, provider, QUEUE_POLICY_NAME, queue_policy(), depends_on=[self.release]
+                "volcano-tenant-queue",
+                self,
+                self.provider,
+                QUEUE_POLICY_NAME,
+                queue_policy(),
+                depends_on=[self.release],
             )
         self.register_outputs({"namespace": self.chart.namespace, "queues": self.queues})

@@ -214,7 +214,6 @@ class EfaDevicePlugin(addon.ChartAddon):
     TYPE = "gpu-platform:aws:EfaDevicePlugin"
     CHART = versions.EFA_DEVICE_PLUGIN  # into kube-system: no namespace of its own
 
-    def __init__(self, name: str, spec: StackSpec, provider: Any, opts: pulumi.ResourceOptions | None = None):
-        super().__init__(name, spec, provider, opts)
+    def build(self, spec: StackSpec) -> None:
         self.install("aws-efa-k8s-device-plugin", efa.device_plugin_values(spec), before=[])
         self.register_outputs({"pools": [p.name for p in efa.efa_pools(spec)]})
