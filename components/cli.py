@@ -102,7 +102,7 @@ def _policy_exit(report) -> int:
 def cmd_cost(args: argparse.Namespace) -> int:
     """The cost table from the spec alone: no engine run, nothing written."""
     from components import cost
-    from components.spec import SpecError, load_spec
+    from components.loader import SpecError, load_spec
     from components.synth import read_stack_file
 
     path = _stack_file(args.stack, args.config)

@@ -43,7 +43,7 @@ from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 from policies import gpu_policies
 
 if TYPE_CHECKING:
-    from components.synth import Rendering
+    from components.rendering import Rendering
 
 try:  # raised by args.not_applicable(); private in pulumi_policy
     from pulumi_policy.policy import _NotApplicableError as NotApplicable

@@ -13,7 +13,7 @@ import yaml
 from conftest import ROOT, UPSTREAM, rendered, stack_config
 
 from components import catalog, cli, cost, prices
-from components.spec import SpecError, load_spec
+from components.loader import SpecError, load_spec
 from policies import cost_policies
 from policies import gpu_policies as gp
 from policies.offline import evaluate

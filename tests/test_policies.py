@@ -46,7 +46,7 @@ from pulumi_policy.policy import _PolicyAnalyzerServicer
 from pulumi_policy.proxy import unknown_checking_proxy
 
 from components import cli, derive, tenancy, versions
-from components.synth import Record
+from components.rendering import Record
 from policies import gpu_policies as gp
 from policies import offline
 
