@@ -35,6 +35,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, STACKS, rendered, stack_config
 from google.protobuf import empty_pb2, json_format, struct_pb2
+from pulumi_policy import StackValidationPolicy
 
 from policies import common, offline, pack, scheduling_policies
 
@@ -140,6 +141,34 @@ def test_make_policy_venv_builds_the_packs_own_virtualenv_from_its_requirements(
     assert "pulumi install" not in out  # pulumi#16605: inside a program it installs the program instead
     policy_yaml = (PACK / "PulumiPolicy.yaml").read_text()
     assert re.search(r"^\s+virtualenv: \.venv$", policy_yaml, re.M)  # policies/.venv is the one the CLI uses
+
+
+# ============================================================================ the README's policy table
+
+
+def _readme_policy_rows() -> list[list[str]]:
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    start = lines.index("| policy | level | checks | settings |")
+    rows = []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip("|").split("|")])
+    return rows
+
+
+def test_the_readme_policy_table_is_the_pack_list():
+    """One row per policy of pack.POLICIES, in its order, with its level (``(stack)`` for stack policies) and
+    every setting its config schema declares; a policy added, removed, renamed or re-levelled fails here."""
+    rows = _readme_policy_rows()
+    assert [r[0] for r in rows] == [f"`{p.name}`" for p in pack.POLICIES]
+    for (_, level, checks, settings), policy in zip(rows, pack.POLICIES, strict=True):
+        stack = " (stack)" if isinstance(policy, StackValidationPolicy) else ""
+        assert level == pack.level_of(policy).value + stack, policy.name
+        assert checks, policy.name
+        declared = sorted(policy.config_schema.properties) if policy.config_schema else []
+        named = re.findall(r"`([^`]+)`", re.sub(r"\([^)]*\)", "", settings))  # (defaults) set aside
+        assert sorted(named) == declared, policy.name
 
 
 # ============================================================================ the engine's analyzer
