@@ -9,6 +9,7 @@ import yaml
 from pulumi_policy import PolicyConfigSchema, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
 
 from .common import (
+    _GPU_POOL_TYPES,
     ADVISORY,
     CONFIG_MAP,
     DEFAULT_MAX_TIME_SLICING_REPLICAS,
@@ -206,3 +207,12 @@ spot_gpu_disruption = ResourceValidationPolicy(
     enforcement_level=ADVISORY,
     validate=_spot_gpu_disruption,
 )
+
+
+# Which resource types each policy reads (pack.TARGETS: for the README table and for tests).
+TARGETS: dict[str, tuple[str, ...]] = {
+    "gpu-pool-taint": _GPU_POOL_TYPES,
+    "karpenter-gpu-limit": (KARPENTER_NODE_POOL,),
+    "time-slicing-replicas": (CONFIG_MAP, HELM_RELEASE, GKE_NODE_POOL),
+    "spot-gpu-disruption": (KARPENTER_NODE_POOL,),
+}

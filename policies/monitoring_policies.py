@@ -7,7 +7,16 @@ from typing import Any
 
 from pulumi_policy import ReportViolation, StackValidationArgs, StackValidationPolicy
 
-from .common import ADVISORY, DCGM_EXPORTER_CHART, GPU_OPERATOR_CHART, HELM_CHART_V4, HELM_RELEASE, _get, gpu_pools
+from .common import (
+    _GPU_POOL_TYPES,
+    ADVISORY,
+    DCGM_EXPORTER_CHART,
+    GPU_OPERATOR_CHART,
+    HELM_CHART_V4,
+    HELM_RELEASE,
+    _get,
+    gpu_pools,
+)
 
 # ------------------------------------------------------------------------------------------ DCGM
 
@@ -42,3 +51,9 @@ dcgm_monitoring = StackValidationPolicy(
     enforcement_level=ADVISORY,
     validate=_dcgm_monitoring,
 )
+
+
+# Which resource types each policy reads (pack.TARGETS: for the README table and for tests).
+TARGETS: dict[str, tuple[str, ...]] = {
+    "dcgm-monitoring": (HELM_RELEASE, *_GPU_POOL_TYPES),
+}

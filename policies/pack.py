@@ -9,27 +9,16 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, StackValidationPolicy
 
-from . import cost_policies, dra_policies
-from .capacity_policies import gpu_pool_taint, karpenter_gpu_limit, spot_gpu_disruption, time_slicing_replicas
-from .common import (
-    _GPU_POOL_TYPES,
-    ADVISORY,
-    CONFIG_MAP,
-    EC2_NODE_CLASS,
-    GKE_NODE_POOL,
-    HELM_CHART_V4,
-    HELM_RELEASE,
-    IAM_GROUP_POLICY,
-    IAM_POLICY,
-    IAM_ROLE,
-    IAM_ROLE_POLICY,
-    IAM_USER_POLICY,
-    KARPENTER_NODE_POOL,
-    LAUNCH_TEMPLATE,
-    NAMESPACE,
-    PRIORITY_CLASS,
-    RESOURCE_QUOTA,
+from . import (
+    capacity_policies,
+    cost_policies,
+    dra_policies,
+    monitoring_policies,
+    scheduling_policies,
+    security_policies,
 )
+from .capacity_policies import gpu_pool_taint, karpenter_gpu_limit, spot_gpu_disruption, time_slicing_replicas
+from .common import ADVISORY
 from .monitoring_policies import dcgm_monitoring
 from .scheduling_policies import (
     critical_tenant_capacity,
@@ -81,27 +70,16 @@ WORKLOAD_POLICIES: tuple[ResourceValidationPolicy, ...] = (
     gpu_container_hardening,
 )
 
-# Which resource types each policy reads (for the README table and for tests).
-TARGETS: dict[str, tuple[str, ...]] = {
-    "gpu-pool-taint": _GPU_POOL_TYPES,
-    "karpenter-gpu-limit": (KARPENTER_NODE_POOL,),
-    "tenant-gpu-quota": (NAMESPACE, RESOURCE_QUOTA, "Kueue ClusterQueue", "Volcano Queue"),
-    "helm-chart-pinned": (HELM_RELEASE, HELM_CHART_V4),
-    "node-imdsv2-and-encryption": (LAUNCH_TEMPLATE, EC2_NODE_CLASS),
-    "gke-gpu-node-hardening": (GKE_NODE_POOL,),
-    "time-slicing-replicas": (CONFIG_MAP, HELM_RELEASE, GKE_NODE_POOL),
-    "spot-gpu-disruption": (KARPENTER_NODE_POOL,),
-    "critical-tenant-capacity": (NAMESPACE, *_GPU_POOL_TYPES, "Kueue LocalQueue/ClusterQueue/ResourceFlavor"),
-    "single-default-priority-class": (PRIORITY_CLASS,),
-    "gpu-workload-priority-class": ("Pod, Deployment, StatefulSet, Job, CronJob, Volcano Job, Kubeflow jobs, JobSet",),
-    "gpu-job-gang-scheduling": ("Job, Volcano Job, Kubeflow jobs, JobSet",),
-    "gpu-container-hardening": ("Pod, Deployment, StatefulSet, Job, CronJob, Volcano Job, Kubeflow jobs, JobSet",),
-    "dcgm-monitoring": (HELM_RELEASE, *_GPU_POOL_TYPES),
-    "namespace-pod-security": (NAMESPACE,),
-    "iam-no-admin-wildcard": (IAM_POLICY, IAM_ROLE_POLICY, IAM_USER_POLICY, IAM_GROUP_POLICY, IAM_ROLE),
+# Which resource types each policy reads (for the README table and for tests), in POLICIES order.
+_TARGETS = {
+    **capacity_policies.TARGETS,
+    **scheduling_policies.TARGETS,
+    **security_policies.TARGETS,
+    **monitoring_policies.TARGETS,
     **cost_policies.TARGETS,
     **dra_policies.TARGETS,
 }
+TARGETS: dict[str, tuple[str, ...]] = {p.name: _TARGETS[p.name] for p in POLICIES}
 
 
 def by_name() -> dict[str, ResourceValidationPolicy | StackValidationPolicy]:

@@ -16,6 +16,7 @@ from pulumi_policy import (
 )
 
 from .common import (
+    _GPU_POOL_TYPES,
     _KUBEFLOW_KINDS,
     ADVISORY,
     CRITICAL_LABEL,
@@ -309,3 +310,13 @@ gpu_job_gang_scheduling = ResourceValidationPolicy(
     enforcement_level=MANDATORY,
     validate=_gpu_job_gang_scheduling,
 )
+
+
+# Which resource types each policy reads (pack.TARGETS: for the README table and for tests).
+TARGETS: dict[str, tuple[str, ...]] = {
+    "tenant-gpu-quota": (NAMESPACE, RESOURCE_QUOTA, "Kueue ClusterQueue", "Volcano Queue"),
+    "critical-tenant-capacity": (NAMESPACE, *_GPU_POOL_TYPES, "Kueue LocalQueue/ClusterQueue/ResourceFlavor"),
+    "single-default-priority-class": (PRIORITY_CLASS,),
+    "gpu-workload-priority-class": ("Pod, Deployment, StatefulSet, Job, CronJob, Volcano Job, Kubeflow jobs, JobSet",),
+    "gpu-job-gang-scheduling": ("Job, Volcano Job, Kubeflow jobs, JobSet",),
+}

@@ -345,3 +345,14 @@ iam_no_admin_wildcard = ResourceValidationPolicy(
     enforcement_level=MANDATORY,
     validate=_iam_no_admin_wildcard,
 )
+
+
+# Which resource types each policy reads (pack.TARGETS: for the README table and for tests).
+TARGETS: dict[str, tuple[str, ...]] = {
+    "helm-chart-pinned": (HELM_RELEASE, HELM_CHART_V4),
+    "node-imdsv2-and-encryption": (LAUNCH_TEMPLATE, EC2_NODE_CLASS),
+    "gke-gpu-node-hardening": (GKE_NODE_POOL,),
+    "gpu-container-hardening": ("Pod, Deployment, StatefulSet, Job, CronJob, Volcano Job, Kubeflow jobs, JobSet",),
+    "namespace-pod-security": (NAMESPACE,),
+    "iam-no-admin-wildcard": (IAM_POLICY, IAM_ROLE_POLICY, IAM_USER_POLICY, IAM_GROUP_POLICY, IAM_ROLE),
+}
