@@ -102,7 +102,7 @@ def _policy_exit(report) -> int:
 def cmd_cost(args: argparse.Namespace) -> int:
     """The cost table from the spec alone: no engine run, nothing written."""
     from components import cost
-    from components.spec import SpecError, load_spec
+    from components.loader import SpecError, load_spec
     from components.synth import read_stack_file
 
     path = _stack_file(args.stack, args.config)
@@ -120,7 +120,7 @@ def cmd_cost(args: argparse.Namespace) -> int:
 def cmd_explain(args: argparse.Namespace) -> int:
     """Trace workloads through the stack, layer by layer: exit 0 all run, 3 one stays pending, 2 bad input."""
     from components import explain
-    from components.spec import SpecError, load_spec
+    from components.loader import SpecError, load_spec
     from components.synth import read_stack_file
 
     path = _stack_file(args.stack, args.config)

@@ -6,7 +6,8 @@ from typing import Any
 
 import pulumi
 
-from components.spec import SpecError, StackSpec, load_spec
+from components.loader import SpecError, load_spec
+from components.spec import StackSpec
 
 
 def pulumi_config() -> dict[str, Any]:

@@ -386,30 +386,3 @@ class ClaimTemplates(addon.Component):
                 )
             self.names[tenant.name] = list(templates)
         self.register_outputs({"templates": self.names})
-
-
-def summary_lines(spec: StackSpec) -> list[str]:
-    """The summary.md section of a DRA stack: classes, quota keys, Kueue mappings and claim templates."""
-    if not derive.dra(spec):
-        return []
-    from components import tenancy
-
-    lines = [
-        "## GPUs through DRA (ResourceClaims)",
-        "",
-        f"Kubernetes {spec.cluster.kubernetes_version}; the GPU Operator's GPUCluster deploys the NVIDIA DRA driver "
-        "(no device plugin). Pods ask for GPUs through `resourceClaims` referencing a ResourceClaimTemplate in "
-        "their namespace; Kueue counts the claimed devices (`deviceClassMappings`: "
-        + ", ".join(f"`{m['deviceClassNames'][0]}` as `{m['name']}`" for m in kueue_device_class_mappings(spec))
-        + ").",
-        "",
-        "| tenant | quota (devices per DeviceClass) | claim templates |",
-        "|---|---|---|",
-    ]
-    for t in spec.tenants:
-        hard = tenancy.quota_hard(spec, t)
-        quota = ", ".join(f"`{k}` {v}" for k, v in hard.items() if k.endswith(QUOTA_SUFFIX))
-        templates = ", ".join(f"`{n}`" for n in claim_templates(spec, t)) or "-"
-        lines.append(f"| {t.name} | {quota} | {templates} |")
-    lines.append("")
-    return lines

@@ -35,6 +35,8 @@ from typing import Any
 import pulumi
 
 from components import addon, derive, gpu_operator, versions
+from components.metrics import ALLOCATED_IDLE_COST, IDLE_COST, UTILIZATION, XID_LAST
+from components.metrics import number as _num
 from components.spec import NodePool, Problem, StackSpec, key, rule
 
 RULE_NAME = "gpu-platform-gpu-alerts"
@@ -43,13 +45,6 @@ DASHBOARD_NAME = "gpu-platform-gpu-dashboard"
 DASHBOARD_FILE = "gpu-platform-gpus.json"
 RULE_GROUP = "gpu-platform.gpu"
 
-# Recording rules (also what the dashboard queries).
-UTILIZATION = "gpu_platform:gpu_utilization:percent"
-XID_LAST = "gpu_platform:gpu_xid_errors:last"
-# Idle spend (components/cost.py prices): unallocated idle devices per pool (the GpuIdle definition), and
-# idle devices pods hold, per pool and tenant namespace (the GpuAllocatedIdle condition, without its "for").
-IDLE_COST = "gpu_platform:idle_gpu_cost:usd_per_hour"
-ALLOCATED_IDLE_COST = "gpu_platform:allocated_idle_gpu_cost:usd_per_hour"
 COST_GROUP = "gpu-platform.gpu-cost"
 
 # Per-pod and per-MIG-instance labels dropped to get one series per physical GPU (device-level fields).
@@ -116,10 +111,6 @@ def prom_duration(d: str) -> str:
     h, rest = divmod(seconds, 3600)
     m, s = divmod(rest, 60)
     return "".join(f"{v}{u}" for v, u in ((h, "h"), (m, "m"), (s, "s")) if v)
-
-
-def _num(x: float) -> str:
-    return f"{x:g}"
 
 
 def _fill(text: str, **values: str) -> str:

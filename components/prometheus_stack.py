@@ -43,7 +43,7 @@ RETENTION = "7d"
 RETENTION_SIZE = "4GB"  # below the emptyDir limit, so Prometheus deletes old blocks before the kubelet evicts it
 EMPTY_DIR_LIMIT = "5Gi"
 RELEASE_LABEL = "release"
-OPERATOR_NAMESPACE_LABEL = "gpu-platform/operator-namespace"  # policies/gpu_policies.py, same name
+OPERATOR_NAMESPACE_LABEL = "gpu-platform/operator-namespace"  # policies/common.py, same name
 
 
 def enabled(spec: StackSpec) -> bool:

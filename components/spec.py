@@ -1,12 +1,16 @@
 """The stack spec: one pydantic model for a whole stack file, and its validation.
 
-Data flows one way: stack file -> ``load_spec`` -> ``StackSpec`` -> components -> resources.
+Data flows one way: stack file -> ``loader.load_spec`` -> ``StackSpec`` -> components -> resources.
 Validation has two phases, and both report every problem at once:
 
-1. structure (pydantic): types, bounds, unknown keys;
+1. structure (pydantic): types, bounds, unknown keys (``parse_spec`` here);
 2. rules: cross references (a quota naming an unknown pool) and what cannot work on real hardware
-   or a real cloud. Each rule lives next to the code it guards (``components/aws/rules.py``,
-   ``components/gcp/rules.py``, ``components/sharing.py`` ...) and is collected by ``RULES`` below.
+   or a real cloud. Each rule is a function marked ``@rule`` next to the code it guards
+   (``components/aws/rules.py``, ``components/gcp/rules.py``, ``components/sharing.py`` ...);
+   ``components/loader.py`` lists those modules and runs their rules after this module's phase.
+
+This module is the bottom of the package: it imports only ``catalog`` and ``validation``, never a rule,
+a derivation or a component (tests/test_structure.py).
 
 A problem is a key path in the stack file (``gpu-platform:nodePools[1].sharing.replicas``) and a message.
 """
@@ -690,24 +694,18 @@ def key(*parts: str | int) -> str:
 
 
 Rule = Callable[[StackSpec], Iterable[Problem]]
-RULES: list[Rule] = []
+RULE_MARK = "__stack_rule__"
 
 
 def rule(fn: Rule) -> Rule:
-    """Register a cross-field rule; rules live next to the code they guard."""
-    RULES.append(fn)
+    """Mark a cross-field rule; rules live next to the code they guard, and ``components/loader.py`` runs
+    the marked functions of the modules it lists (nothing is registered at import time)."""
+    setattr(fn, RULE_MARK, True)
     return fn
 
 
-def _rule_modules() -> None:
-    # Imported for their @rule registrations; none of them imports a cloud SDK.
-    from components import cost, dra, gpu_operator, monitoring, reservations, rules_core, sharing  # noqa: F401
-    from components import prometheus_stack as _prometheus  # noqa: F401
-    from components import scheduling_rules as _scheduling  # noqa: F401
-    from components.aws import efa as _efa  # noqa: F401
-    from components.aws import rules as _aws  # noqa: F401
-    from components.aws import rules_karpenter as _karpenter  # noqa: F401
-    from components.gcp import rules as _gcp  # noqa: F401
+def is_rule(obj: object) -> bool:
+    return callable(obj) and getattr(obj, RULE_MARK, False) is True
 
 
 # ------------------------------------------------------------------------------------------ loading
@@ -887,8 +885,9 @@ def _config_keys(config: Mapping[str, Any], problems: list[Problem]) -> dict[str
     return out
 
 
-def load_spec(config: Mapping[str, Any]) -> StackSpec:
-    """Build the one validated spec from a stack's config map (``{"gpu-platform:cloud": "aws", ...}``).
+def parse_spec(config: Mapping[str, Any]) -> StackSpec:
+    """The spec of a stack's config map (``{"gpu-platform:cloud": "aws", ...}``), structure checked: types,
+    bounds, unknown keys; not yet the rules (``components.loader.load_spec`` runs both).
 
     Values may be decoded (YAML) or as Pulumi passes them (strings, objects as JSON).
     Raises SpecError listing every problem.
@@ -925,10 +924,6 @@ def load_spec(config: Mapping[str, Any]) -> StackSpec:
             path = key(*loc) if loc else NAMESPACE
             problems.append(Problem(provided.get(path, path), msg))
         raise SpecError(problems) from None
-    _rule_modules()
-    problems = [p for r in RULES for p in r(spec)]
-    if problems:
-        raise SpecError(problems)
     return spec
 
 

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 from components import derive, sharing, versions
 
 if TYPE_CHECKING:
+    from components.rendering import Rendering
     from components.spec import StackSpec, Tenant
-    from components.synth import Rendering
 
 
 def _node_labels(spec: StackSpec, pool) -> dict[str, str]:
@@ -140,6 +140,94 @@ def _units(units: Mapping[str, int]) -> str:
     return ", ".join(f"{n} {name}" for name, n in sorted(units.items())) or "-"
 
 
+def _gpu_operator_lines(spec: StackSpec) -> list[str]:
+    """The summary.md section: who serves each pool's GPUs, and what the monitoring alerts on."""
+    from components import gpu_operator, monitoring
+
+    if not spec.addons.gpu_operator and not spec.addons.dcgm:
+        return []
+    lines = ["## GPU Operator and monitoring", ""]
+    if spec.addons.gpu_operator:
+        v = gpu_operator.operator_values(spec)
+        on = {True: "on", False: "off"}
+        chart = gpu_operator.CHART
+        lines += [
+            f"GPU Operator {versions.resolve(chart, spec.charts).version} in `{chart.namespace}`: driver "
+            f"{derive.driver(spec)} (operator's {on[v['driver']['enabled']]}), toolkit {on[v['toolkit']['enabled']]}, "
+            f"device plugin {on[v['devicePlugin']['enabled']]}, MIG strategy {v['mig']['strategy']}, "
+            f"MIG manager {on[v['migManager']['enabled']]}.",
+            "",
+            "| pool | OS | GPUs served by | sharing | config label |",
+            "|---|---|---|---|---|",
+        ]
+        for p in spec.node_pools:
+            labels = derive.pool_labels(spec, p)
+            label = labels.get(derive.DEVICE_PLUGIN_CONFIG_LABEL) or labels.get(derive.MIG_CONFIG_LABEL)
+            kind = (
+                derive.DEVICE_PLUGIN_CONFIG_LABEL
+                if derive.DEVICE_PLUGIN_CONFIG_LABEL in labels
+                else derive.MIG_CONFIG_LABEL
+            )
+            lines.append(
+                f"| {p.name} | {derive.node_os(spec, p)} | {derive.pool_device_plugin(spec, p)} | "
+                f"{sharing.describe(spec, p.name)} | {f'`{kind}={label}`' if label else '-'} |"
+            )
+        lines.append("")
+    if spec.addons.dcgm and spec.monitoring.prometheus == "none":
+        ex = monitoring.exporter(spec)
+        lines.append(
+            f"DCGM exporter from the {ex.source} in `{ex.namespace}`. **GPU alerts are off** "
+            "(`monitoring.prometheus: none`): no ServiceMonitor, PrometheusRule or Grafana dashboard is deployed."
+        )
+    elif spec.addons.dcgm:
+        ex = monitoring.exporter(spec)
+        a = spec.monitoring.alerts
+        selector = ", ".join(f"{k}={v}" for k, v in spec.monitoring.service_monitor_labels.items())
+        lines.append(
+            f"DCGM exporter from the {ex.source} in `{ex.namespace}`; ServiceMonitor and PrometheusRule labelled "
+            f"`{selector}`. Alerts: GpuIdle (< {a.idle_utilization_percent:g}% for {a.idle_for}, unallocated), "
+            f"GpuAllocatedIdle ({a.allocated_idle_for}), GpuFramebufferMemoryHigh (> {a.memory_used_percent:g}% "
+            f"for {a.memory_for}), GpuTemperatureHigh (> {a.temperature_celsius:g} C for {a.temperature_for}), "
+            "GpuXidErrorCritical / GpuXidError, DcgmExporterDown."
+        )
+        lines.append(
+            {
+                "install": "Prometheus: kube-prometheus-stack installed in `monitoring` (its selectors and Grafana "
+                "sidecar match these labels).",
+                "existing": "Prometheus: the cluster's existing prometheus-operator (its Prometheus must select "
+                "these labels).",
+            }[spec.monitoring.prometheus]
+        )
+    return lines
+
+
+def _dra_lines(spec: StackSpec) -> list[str]:
+    """The summary.md section of a DRA stack: classes, quota keys, Kueue mappings and claim templates."""
+    if not derive.dra(spec):
+        return []
+    from components import dra, tenancy
+
+    lines = [
+        "## GPUs through DRA (ResourceClaims)",
+        "",
+        f"Kubernetes {spec.cluster.kubernetes_version}; the GPU Operator's GPUCluster deploys the NVIDIA DRA driver "
+        "(no device plugin). Pods ask for GPUs through `resourceClaims` referencing a ResourceClaimTemplate in "
+        "their namespace; Kueue counts the claimed devices (`deviceClassMappings`: "
+        + ", ".join(f"`{m['deviceClassNames'][0]}` as `{m['name']}`" for m in dra.kueue_device_class_mappings(spec))
+        + ").",
+        "",
+        "| tenant | quota (devices per DeviceClass) | claim templates |",
+        "|---|---|---|",
+    ]
+    for t in spec.tenants:
+        hard = tenancy.quota_hard(spec, t)
+        quota = ", ".join(f"`{k}` {v}" for k, v in hard.items() if k.endswith(dra.QUOTA_SUFFIX))
+        templates = ", ".join(f"`{n}`" for n in dra.claim_templates(spec, t)) or "-"
+        lines.append(f"| {t.name} | {quota} | {templates} |")
+    lines.append("")
+    return lines
+
+
 def summary(rendering: Rendering, sections: Mapping[str, str]) -> str:
     spec = rendering.spec
     lines = [
@@ -189,14 +277,10 @@ def summary(rendering: Rendering, sections: Mapping[str, str]) -> str:
         from components.aws import efa
 
         lines += efa.summary_lines(spec)
-    from components import gpu_operator
-
-    gpu_lines = gpu_operator.summary_lines(spec)
+    gpu_lines = _gpu_operator_lines(spec)
     if gpu_lines:
         lines += ["", *gpu_lines]
-    from components import dra
-
-    dra_lines = dra.summary_lines(spec)
+    dra_lines = _dra_lines(spec)
     if dra_lines:
         lines += ["", *dra_lines]
     lines += [

@@ -19,13 +19,13 @@ import tempfile
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from components.spec import StackSpec, load_spec
+from components.loader import load_spec
+from components.rendering import Record, Rendering
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAM = ROOT / "__main__.py"
@@ -73,58 +73,6 @@ LOOKUPS: dict[str, dict[str, Any]] = {
         "nodeLocations": [f"{PLACEHOLDER}-zone-{z}" for z in "abc"],
     },
 }
-
-
-@dataclass
-class Record:
-    type: str
-    name: str
-    urn: str
-    parent: str | None
-    provider: str | None
-    depends_on: list[str]
-    inputs: dict[str, Any]
-    custom: bool
-    ignore_changes: list[str] = field(default_factory=list)  # property paths Pulumi leaves to others
-    # Resource options the engine acts on in later updates (deletes, replacements, renames).
-    protect: bool = False
-    retain_on_delete: bool = False
-    replace_on_changes: list[str] = field(default_factory=list)
-    delete_before_replace: bool = False
-    aliases: list[str] = field(default_factory=list)  # URNs this resource was known by, resolved
-
-
-@dataclass
-class Rendering:
-    """What the mock engine received while the program ran."""
-
-    spec: StackSpec
-    stack: str
-    resources: list[Record] = field(default_factory=list)
-    lookups: list[str] = field(default_factory=list)
-    unanswered_lookups: list[str] = field(default_factory=list)
-    outputs: dict[str, Any] = field(default_factory=dict)  # the stack outputs (``pulumi stack output``)
-
-    def of_type(self, type_: str) -> list[Record]:
-        return [r for r in self.resources if r.type == type_]
-
-    def find(self, type_: str, name: str) -> Record:
-        for r in self.resources:
-            if r.type == type_ and r.name == name:
-                return r
-        raise KeyError(f"{type_} {name} not registered")
-
-    @property
-    def manifests(self) -> list[dict[str, Any]]:
-        return [r.inputs for r in self.resources if is_manifest(r)]
-
-    @property
-    def releases(self) -> list[Record]:
-        return self.of_type("kubernetes:helm.sh/v3:Release")
-
-
-def is_manifest(r: Record) -> bool:
-    return r.type.startswith("kubernetes:") and "kind" in r.inputs and "apiVersion" in r.inputs
 
 
 def _placeholder_outputs(typ: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:

@@ -57,7 +57,7 @@ class Comparison:
 
 
 def compare(previous: Iterable[str], rendering, changelog: str) -> Comparison:
-    """``rendering`` (components.synth.Rendering) against the URNs of the snapshot."""
+    """``rendering`` (components.rendering.Rendering) against the URNs of the snapshot."""
     before = set(previous)
     now = {r.urn for r in rendering.resources}
     aliased = {a for r in rendering.resources for a in r.aliases}

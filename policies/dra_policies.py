@@ -26,6 +26,8 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
+from .common import _map, _meta, _seq
+
 RESOURCE_QUOTA = "kubernetes:core/v1:ResourceQuota"
 NAMESPACE = "kubernetes:core/v1:Namespace"
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -35,21 +37,6 @@ ADMIN_ACCESS_LABEL = "resource.kubernetes.io/admin-access"  # KEP-5018 DRAAdminA
 QUOTA_SUFFIX = ".deviceclass.resource.k8s.io/devices"
 GPU_CLASSES = ("gpu.nvidia.com", "mig.nvidia.com")
 _WORKLOAD_GROUPS = ("core/v1:Pod", "apps/v1:", "batch/v1:", "batch.volcano.sh/", "kubeflow.org/", "jobset.x-k8s.io/")
-
-
-def _map(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _seq(value: Any) -> list[Any]:
-    """A list (CrossGuard hands lists over as Sequence proxies)."""
-    if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
-        return list(value)
-    return []
-
-
-def _meta(props: Mapping[str, Any]) -> Mapping[str, Any]:
-    return _map(props.get("metadata"))
 
 
 def _extended_gpu(name: Any) -> bool:

@@ -40,10 +40,10 @@ from pulumi_policy import (
 )
 from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 
-from policies import gpu_policies
+from policies import common, pack
 
 if TYPE_CHECKING:
-    from components.synth import Rendering
+    from components.rendering import Rendering
 
 try:  # raised by args.not_applicable(); private in pulumi_policy
     from pulumi_policy.policy import _NotApplicableError as NotApplicable
@@ -131,7 +131,7 @@ def settings(policies: Sequence[Policy], config: Mapping[str, Any] | None = None
     """Each policy's enforcement level and config: its own level and schema defaults, then ``all``, then its
     own entry (the order the Pulumi engine reconciles them in). Raises PolicyConfigError."""
     problems: list[str] = []
-    levels = {p.name: gpu_policies.level_of(p) for p in policies}
+    levels = {p.name: pack.level_of(p) for p in policies}
     props: dict[str, dict[str, Any]] = {}
     schemas: dict[str, Mapping[str, Any]] = {}
     for p in policies:
@@ -235,7 +235,7 @@ def subjects_from_manifests(docs: Iterable[Mapping[str, Any]], stack: str = "man
     for doc in docs:
         if not isinstance(doc, Mapping) or "apiVersion" not in doc or "kind" not in doc:
             continue
-        type_token = gpu_policies.k8s_type(str(doc["apiVersion"]), str(doc["kind"]))
+        type_token = common.k8s_type(str(doc["apiVersion"]), str(doc["kind"]))
         meta = doc.get("metadata") or {}
         name = "/".join(str(x) for x in (meta.get("namespace"), meta.get("name")) if x)
         out.append(Subject(type_token, name, _urn(stack, type_token, name), doc))
@@ -357,7 +357,7 @@ def _pack_version() -> str:
 
 def _cannot_run(policy: Policy, exc: UnknownValueError) -> CannotRunDuringPreview:
     return CannotRunDuringPreview(
-        f"can't run policy '{policy.name}' from policy pack '{gpu_policies.PACK_NAME}@v{_pack_version()}' "
+        f"can't run policy '{policy.name}' from policy pack '{pack.PACK_NAME}@v{_pack_version()}' "
         f"during preview: {exc.message}"
     )
 
@@ -420,7 +420,7 @@ class Report:
         mandatory, advisory = len(self.mandatory_violations), len(self.advisory_violations)
         source = f" with config `{self.config_source}`" if self.config_source else ""
         lines = [
-            f"Policy pack `{gpu_policies.PACK_NAME}` ({len(self.settings)} policies) evaluated offline{source} "
+            f"Policy pack `{pack.PACK_NAME}` ({len(self.settings)} policies) evaluated offline{source} "
             f"against {self.resource_count} resources: "
             + (
                 f"**{mandatory} mandatory violation{'s' if mandatory != 1 else ''} (synth exits 1)**"
@@ -445,7 +445,7 @@ class Report:
 
 def run(
     subjects: Sequence[Subject],
-    policies: Sequence[Policy] = gpu_policies.POLICIES,
+    policies: Sequence[Policy] = pack.POLICIES,
     config: Mapping[str, Any] | None = None,
     stack: str = "",
     config_source: str | None = None,
@@ -501,7 +501,7 @@ def evaluate(
     rendering: Rendering,
     config: Mapping[str, Any] | None = None,
     config_file: str | Path | None = None,
-    policies: Sequence[Policy] = gpu_policies.POLICIES,
+    policies: Sequence[Policy] = pack.POLICIES,
 ) -> Report:
     """The policy report of an offline synth (what ``gpu-platform synth|check`` print and write).
 
@@ -519,7 +519,7 @@ def evaluate(
 
 def evaluate_manifests(
     docs: Iterable[Mapping[str, Any]],
-    policies: Sequence[Policy] = gpu_policies.WORKLOAD_POLICIES,
+    policies: Sequence[Policy] = pack.WORKLOAD_POLICIES,
     config: Mapping[str, Any] | None = None,
     stack: str = "manifests",
 ) -> Report:

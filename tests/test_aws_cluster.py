@@ -12,7 +12,7 @@ import pytest
 from conftest import K8S_PROVIDER, render_config, rendered, stack_config
 
 from components.aws import cluster
-from components.spec import load_spec
+from components.loader import load_spec
 
 ROLE_ARN = "arn:aws:iam::111122223333:role/ml-platform-deployer"  # placeholder account
 PROFILE = "ml-platform-admin"

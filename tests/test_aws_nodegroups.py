@@ -23,7 +23,7 @@ from conftest import ROOT, render_config, rendered, stack_config
 
 from components import catalog
 from components.aws import managed_pools as plan
-from components.spec import SpecError, load_spec
+from components.loader import SpecError, load_spec
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"

@@ -25,7 +25,7 @@ from values_paths import unknown_paths
 from components import versions
 from components.aws import cluster_autoscaler as ca
 from components.aws import managed_pools as plan
-from components.spec import load_spec
+from components.loader import load_spec
 
 POLICY = "aws:iam/policy:Policy"
 ROLE = "aws:iam/role:Role"

@@ -13,9 +13,8 @@ import yaml
 from conftest import ROOT, UPSTREAM, rendered, stack_config
 
 from components import catalog, cli, cost, prices
-from components.spec import SpecError, load_spec
-from policies import cost_policies
-from policies import gpu_policies as gp
+from components.loader import SpecError, load_spec
+from policies import cost_policies, pack
 from policies.offline import evaluate
 
 PRICES = UPSTREAM / "prices" / "prices.json"  # the project's copy of the upstream price record
@@ -262,6 +261,6 @@ def test_idle_node_policy_runs_offline_as_advisory():
     from conftest import render_config
 
     r = render_config(_with_big_pool("dev-aws", True), stack="dev-aws")
-    report_ = evaluate(r, policies=[gp.by_name()["idle-gpu-nodes"], gp.by_name()["gpu-budget"]])
+    report_ = evaluate(r, policies=[pack.by_name()["idle-gpu-nodes"], pack.by_name()["gpu-budget"]])
     assert [v.policy for v in report_.violations] == ["idle-gpu-nodes"]
     assert not report_.mandatory_violations

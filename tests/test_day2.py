@@ -26,7 +26,7 @@ from conftest import (
 )
 
 from components import synth
-from components.spec import SpecError, load_spec
+from components.loader import SpecError, load_spec
 
 RESOURCE_FLAVOR = "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor"
 TOPOLOGY = "kubernetes:kueue.x-k8s.io/v1beta2:Topology"

@@ -20,7 +20,7 @@ from values_paths import unknown_paths
 
 from components import gpu_operator, monitoring
 from components.dashboards import gpu as dashboard
-from components.spec import load_spec
+from components.loader import load_spec
 
 GPU_ID_TYPE = "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE"
 RESOURCE_NAMES = "NVIDIA_RESOURCE_NAMES"

@@ -23,7 +23,7 @@ from jsonschema import Draft7Validator
 from values_paths import deep_merge, unknown_paths
 
 from components import dra, summary
-from components.spec import SpecError, load_spec
+from components.loader import SpecError, load_spec
 from policies import dra_policies, offline
 
 STACK = "dra-existing"

@@ -18,7 +18,7 @@ import yaml
 from conftest import ROOT, stack_config
 
 from components import cli, explain, gpu_operator
-from components.spec import load_spec
+from components.loader import load_spec
 
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
 TARGET = re.compile(r"^# Target stack: ([a-z0-9-]+)", re.M)

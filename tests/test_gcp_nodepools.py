@@ -19,7 +19,7 @@ from conftest import ROOT, render_config, rendered, stack_config
 
 from components import derive, synth
 from components.gcp import nodepools
-from components.spec import SpecError, load_spec
+from components.loader import SpecError, load_spec
 
 NODE_POOL = "gcp:container/nodePool:NodePool"
 SERVICE_ACCOUNT = "gcp:serviceaccount/account:Account"

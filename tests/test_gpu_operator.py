@@ -24,7 +24,7 @@ from jsonschema import Draft202012Validator
 from values_paths import deep_merge, unknown_paths
 
 from components import derive, gpu_operator, sharing, versions
-from components.spec import SpecError, load_spec
+from components.loader import SpecError, load_spec
 
 OPERATOR_STACKS = ["dev-aws", "prod-aws", "dev-gcp", "prod-gcp", "local"]
 GPU_OPERATOR_DIR = UPSTREAM / "gpu-operator"

@@ -20,7 +20,7 @@ import yaml
 from conftest import ROOT, STACKS, STACKS_DIR
 
 from components import cli, stackfile, validation
-from components.spec import SpecError, load_spec
+from components.loader import SpecError, load_spec
 
 BAD = ROOT / "tests" / "fixtures" / "bad-stacks"
 FIXTURES = sorted(BAD.glob("*.yaml"))

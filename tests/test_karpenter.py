@@ -14,7 +14,7 @@ from conftest import HELM_RELEASE, UPSTREAM, release, render_config, rendered, s
 
 from components import derive, versions
 from components.aws import iam_karpenter, karpenter
-from components.spec import SpecError, load_spec
+from components.loader import SpecError, load_spec
 
 NODEPOOL = "kubernetes:karpenter.sh/v1:NodePool"
 NODECLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"

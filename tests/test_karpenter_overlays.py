@@ -22,7 +22,7 @@ from values_paths import unknown_paths
 
 from components import derive, sharing, versions
 from components.aws import karpenter
-from components.spec import load_spec
+from components.loader import load_spec
 
 NODEOVERLAY = "kubernetes:karpenter.sh/v1alpha1:NodeOverlay"
 NODECLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"

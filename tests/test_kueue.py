@@ -25,7 +25,7 @@ from jsonschema import Draft7Validator
 from values_paths import unknown_paths
 
 from components import derive, kueue
-from components.spec import SpecError, load_spec
+from components.loader import SpecError, load_spec
 
 API = "kueue.x-k8s.io/v1beta2"
 KINDS = ("ResourceFlavor", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass", "Topology")

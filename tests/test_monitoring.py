@@ -26,7 +26,7 @@ from jsonschema import Draft7Validator
 from values_paths import unknown_paths
 
 from components import monitoring, versions
-from components.spec import SpecError, load_spec
+from components.loader import SpecError, load_spec
 
 PROMTOOL = shutil.which("promtool")
 needs_promtool = pytest.mark.skipif(PROMTOOL is None, reason="promtool not installed (Debian package 'prometheus')")

@@ -17,7 +17,7 @@ from components import catalog, derive, reservations, versions
 from components.aws import efa, karpenter
 from components.aws import reservations as aws_reservations
 from components.gcp import nodepools as gke_pools
-from components.spec import SpecError, load_spec
+from components.loader import SpecError, load_spec
 
 EFA_UPSTREAM = ROOT / "upstream" / "aws-efa-k8s-device-plugin"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"

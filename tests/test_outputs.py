@@ -9,8 +9,8 @@ import pytest
 from conftest import NAMESPACE, RESOURCE_QUOTA, STACKS, manifest, manifests, render_config, rendered, stack_config
 
 from components import synth
+from components.loader import load_spec
 from components.outputs import monitoring_output
-from components.spec import load_spec
 
 TOP_KEYS = {"tenantNamespaces", "gpuPools", "tenants", "pools", "karpenter", "monitoring", "cost"}
 TENANT_KEYS = {

@@ -46,9 +46,16 @@ from pulumi_policy.policy import _PolicyAnalyzerServicer
 from pulumi_policy.proxy import unknown_checking_proxy
 
 from components import cli, derive, tenancy, versions
-from components.synth import Record
-from policies import gpu_policies as gp
-from policies import offline
+from components.rendering import Record
+from policies import (
+    capacity_policies,
+    common,
+    monitoring_policies,
+    offline,
+    pack,
+    scheduling_policies,
+    security_policies,
+)
 
 FIXTURES = ROOT / "tests" / "fixtures" / "policies"
 EXAMPLES = ROOT / "examples"
@@ -135,7 +142,7 @@ def k8s(api_version: str, kind: str, name: str, namespace: str | None = None, **
         meta["namespace"] = namespace
     meta.update(body.pop("metadata", {}))
     doc = {"apiVersion": api_version, "kind": kind, "metadata": meta, **body}
-    return gp.k8s_type(api_version, kind), name, doc
+    return common.k8s_type(api_version, kind), name, doc
 
 
 # ------------------------------------------------------------- fixtures registered through the real SDKs
@@ -421,13 +428,13 @@ def check_sdk(policy: ResourceValidationPolicy, name: str, config: dict | None =
 
 
 def test_names_levels_and_order_are_stable():
-    assert {p.name: gp.level_of(p).value for p in gp.POLICIES} == POLICY_LEVELS
-    assert [p.name for p in gp.POLICIES] == list(POLICY_LEVELS)
-    for p in gp.POLICIES:
+    assert {p.name: pack.level_of(p).value for p in pack.POLICIES} == POLICY_LEVELS
+    assert [p.name for p in pack.POLICIES] == list(POLICY_LEVELS)
+    for p in pack.POLICIES:
         assert p.name == p.name.lower() and " " not in p.name and "_" not in p.name
         assert p.description
-    assert set(gp.TARGETS) == set(POLICY_LEVELS)
-    assert {p.name for p in gp.WORKLOAD_POLICIES} == {
+    assert set(pack.TARGETS) == set(POLICY_LEVELS)
+    assert {p.name for p in pack.WORKLOAD_POLICIES} == {
         "gpu-workload-priority-class",
         "gpu-job-gang-scheduling",
         "gpu-container-hardening",
@@ -435,36 +442,36 @@ def test_names_levels_and_order_are_stable():
 
 
 def test_policies_read_the_labels_the_platform_writes():
-    assert gp.POOL_LABEL == derive.POOL_LABEL
-    assert gp.TENANT_LABEL == derive.TENANT_LABEL
-    assert gp.GPU_TAINT_KEY == derive.GPU_TAINT.key and derive.GPU_TAINT.effect == "NoSchedule"
-    assert gp.GPU_RESOURCE == derive.GPU_RESOURCE
-    assert gp.GPU_PRESENT_LABEL == derive.GPU_PRESENT_LABEL
-    assert {gp.MANAGED_BY_LABEL: gp.MANAGED_BY_VALUE} == derive.MANAGED_BY
-    assert gp.CRITICAL_LABEL == tenancy.CRITICAL_LABEL
-    assert gp.DEFAULT_ALLOWED_SOURCES == versions.ALLOWED_SOURCES
-    assert gp.DEFAULT_PRIVILEGED_NAMESPACES == ("gpu-monitoring", "gpu-operator")
+    assert common.POOL_LABEL == derive.POOL_LABEL
+    assert common.TENANT_LABEL == derive.TENANT_LABEL
+    assert common.GPU_TAINT_KEY == derive.GPU_TAINT.key and derive.GPU_TAINT.effect == "NoSchedule"
+    assert common.GPU_RESOURCE == derive.GPU_RESOURCE
+    assert common.GPU_PRESENT_LABEL == derive.GPU_PRESENT_LABEL
+    assert {common.MANAGED_BY_LABEL: common.MANAGED_BY_VALUE} == derive.MANAGED_BY
+    assert common.CRITICAL_LABEL == tenancy.CRITICAL_LABEL
+    assert common.DEFAULT_ALLOWED_SOURCES == versions.ALLOWED_SOURCES
+    assert common.DEFAULT_PRIVILEGED_NAMESPACES == ("gpu-monitoring", "gpu-operator")
 
 
 def test_sdk_type_tokens_match_the_policies():
     fixtures = _sdk_fixtures()
     types = {t for t, _ in fixtures}
     for token in (
-        gp.EKS_NODE_GROUP,
-        gp.LAUNCH_TEMPLATE,
-        gp.GKE_NODE_POOL,
-        gp.KARPENTER_NODE_POOL,
-        gp.EC2_NODE_CLASS,
-        gp.HELM_RELEASE,
-        gp.CONFIG_MAP,
-        gp.NAMESPACE,
-        gp.IAM_POLICY,
-        gp.IAM_ROLE_POLICY,
+        common.EKS_NODE_GROUP,
+        common.LAUNCH_TEMPLATE,
+        common.GKE_NODE_POOL,
+        common.KARPENTER_NODE_POOL,
+        common.EC2_NODE_CLASS,
+        common.HELM_RELEASE,
+        common.CONFIG_MAP,
+        common.NAMESPACE,
+        common.IAM_POLICY,
+        common.IAM_ROLE_POLICY,
     ):
         assert token in types
-    assert gp.k8s_type("v1", "Pod") in types
-    assert gp.k8s_type("karpenter.sh/v1", "NodePool") == gp.KARPENTER_NODE_POOL
-    assert gp.k8s_group_kind("kubernetes:batch.volcano.sh/v1alpha1:Job") == ("batch.volcano.sh", "Job")
+    assert common.k8s_type("v1", "Pod") in types
+    assert common.k8s_type("karpenter.sh/v1", "NodePool") == common.KARPENTER_NODE_POOL
+    assert common.k8s_group_kind("kubernetes:batch.volcano.sh/v1alpha1:Job") == ("batch.volcano.sh", "Job")
 
 
 def test_main_builds_the_pack_and_nothing_else(tmp_path):
@@ -500,7 +507,7 @@ def test_pulumi_policy_yaml_and_requirements():
 
 
 def _servicer() -> _PolicyAnalyzerServicer:
-    return _PolicyAnalyzerServicer(gp.PACK_NAME, "0.1.0", list(gp.POLICIES), EnforcementLevel.ADVISORY)
+    return _PolicyAnalyzerServicer(pack.PACK_NAME, "0.1.0", list(pack.POLICIES), EnforcementLevel.ADVISORY)
 
 
 def _struct(props: dict) -> struct_pb2.Struct:
@@ -537,9 +544,9 @@ def test_engine_analyze_reports_and_honours_config():
 
     pcs = [
         proto.AnalyzerResource(
-            type=gp.PRIORITY_CLASS,
+            type=common.PRIORITY_CLASS,
             properties=_struct({"metadata": {"name": n}, "value": 1000, "globalDefault": True}),
-            urn=f"urn:pulumi:s::p::{gp.PRIORITY_CLASS}::{n}",
+            urn=f"urn:pulumi:s::p::{common.PRIORITY_CLASS}::{n}",
             name=n,
         )
         for n in ("a", "b")
@@ -555,7 +562,7 @@ def test_engine_analyze_reports_and_honours_config():
 
 
 def test_gpu_pool_taint_eks():
-    p = gp.gpu_pool_taint
+    p = capacity_policies.gpu_pool_taint
     assert check_sdk(p, "eks-gpu-tainted") == []
     assert check_sdk(p, "eks-cpu") == []
     (msg,) = check_sdk(p, "eks-gpu-untainted")
@@ -565,7 +572,7 @@ def test_gpu_pool_taint_eks():
 
 
 def test_gpu_pool_taint_gke():
-    p = gp.gpu_pool_taint
+    p = capacity_policies.gpu_pool_taint
     assert check_sdk(p, "gke-gpu-good") == []
     assert check_sdk(p, "gke-cpu") == []
     (msg,) = check_sdk(p, "gke-gpu-bad")
@@ -573,7 +580,7 @@ def test_gpu_pool_taint_gke():
 
 
 def test_gpu_pool_taint_karpenter():
-    p = gp.gpu_pool_taint
+    p = capacity_policies.gpu_pool_taint
     assert check_sdk(p, "karpenter-gpu-good") == []
     assert check_sdk(p, "karpenter-cpu") == []
     (msg,) = check_sdk(p, "karpenter-gpu-bad")
@@ -584,16 +591,18 @@ def test_gpu_pool_taint_karpenter():
 
 def test_gpu_detection():
     assert (
-        gp.aws_gpu_instance("p5.48xlarge") and gp.aws_gpu_instance("g4dn.xlarge") and gp.aws_gpu_instance("p3.2xlarge")
+        common.aws_gpu_instance("p5.48xlarge")
+        and common.aws_gpu_instance("g4dn.xlarge")
+        and common.aws_gpu_instance("p3.2xlarge")
     )
-    assert not gp.aws_gpu_instance("g4ad.xlarge")  # AMD
-    assert not gp.aws_gpu_instance("m6i.large") and not gp.aws_gpu_instance("inf2.xlarge")
-    assert gp.gcp_gpu_machine("a3-highgpu-8g") and gp.gcp_gpu_machine("g2-standard-4")
-    assert not gp.gcp_gpu_machine("n1-standard-8") and not gp.gcp_gpu_machine("e2-standard-4")
+    assert not common.aws_gpu_instance("g4ad.xlarge")  # AMD
+    assert not common.aws_gpu_instance("m6i.large") and not common.aws_gpu_instance("inf2.xlarge")
+    assert common.gcp_gpu_machine("a3-highgpu-8g") and common.gcp_gpu_machine("g2-standard-4")
+    assert not common.gcp_gpu_machine("n1-standard-8") and not common.gcp_gpu_machine("e2-standard-4")
 
 
 def test_karpenter_gpu_limit():
-    p = gp.karpenter_gpu_limit
+    p = capacity_policies.karpenter_gpu_limit
     assert check_sdk(p, "karpenter-gpu-good") == []
     assert check_sdk(p, "karpenter-cpu") == []
     (msg,) = check_sdk(p, "karpenter-gpu-bad")
@@ -611,7 +620,7 @@ def _tenant_ns(name: str, **labels: str) -> tuple[str, str, dict]:
 
 
 def test_tenant_gpu_quota():
-    p = gp.tenant_gpu_quota
+    p = scheduling_policies.tenant_gpu_quota
     mig = {
         "requests.nvidia.com/gpu": "8",
         "requests.nvidia.com/mig-1g.10gb": "0",
@@ -644,7 +653,7 @@ def test_tenant_gpu_quota():
 
 
 def test_helm_chart_pinned():
-    p = gp.helm_chart_pinned
+    p = security_policies.helm_chart_pinned
     for ok in ("rel-operator", "rel-operator-oversliced", "rel-kueue"):
         assert check_sdk(p, ok) == [], ok
     (msg,) = check_sdk(p, "rel-range")
@@ -666,13 +675,13 @@ def test_helm_exact_versions():
     ok = ["v26.7.0", "0.19.2", "1.0.0-rc.1", "1.2.3+build.5"]
     bad = ["", "1.2", "1.x", "^1.2.3", "~1.2.3", ">=1.0.0", "1.2.*", "*", "latest", "1.2.3 || 1.3.0"]
     for v in ok:
-        assert gp._EXACT_VERSION.match(v), v
+        assert security_policies._EXACT_VERSION.match(v), v
     for v in bad:
-        assert not gp._EXACT_VERSION.match(v), v
+        assert not security_policies._EXACT_VERSION.match(v), v
 
 
 def test_node_imdsv2_and_encryption_launch_templates():
-    p = gp.node_imdsv2_and_encryption
+    p = security_policies.node_imdsv2_and_encryption
     assert check_sdk(p, "lt-good") == []
     assert check_sdk(p, "lt-imds-off") == []  # no metadata service at all
     (msg,) = check_sdk(p, "lt-imdsv1")
@@ -686,7 +695,7 @@ def test_node_imdsv2_and_encryption_launch_templates():
 
 
 def test_node_imdsv2_and_encryption_node_classes():
-    p = gp.node_imdsv2_and_encryption
+    p = security_policies.node_imdsv2_and_encryption
     assert check_sdk(p, "nodeclass-good") == []  # httpTokens defaults to required in the CRD
     assert check_sdk(p, "nodeclass-explicit") == []
     msgs = check_sdk(p, "nodeclass-bad")
@@ -706,7 +715,7 @@ def test_ec2_node_class_defaults_http_tokens_to_required():
 
 
 def test_gke_gpu_node_hardening():
-    p = gp.gke_gpu_node_hardening
+    p = security_policies.gke_gpu_node_hardening
     assert check_sdk(p, "gke-gpu-good") == []
     assert check_sdk(p, "gke-cpu") == []
     msgs = check_sdk(p, "gke-gpu-bad")
@@ -715,7 +724,7 @@ def test_gke_gpu_node_hardening():
 
 
 def test_time_slicing_replicas():
-    p = gp.time_slicing_replicas
+    p = capacity_policies.time_slicing_replicas
     for ok in ("cm-device-plugin", "rel-operator", "gke-gpu-good", "lt-good"):
         assert check_sdk(p, ok) == [], ok
     (msg,) = check_sdk(p, "cm-device-plugin-oversliced")  # the non-config value is ignored
@@ -730,7 +739,7 @@ def test_time_slicing_replicas():
 
 
 def test_spot_gpu_disruption():
-    p = gp.spot_gpu_disruption
+    p = capacity_policies.spot_gpu_disruption
     assert check_sdk(p, "karpenter-gpu-good") == []
     assert check_sdk(p, "karpenter-gpu-by-label") == []  # on-demand (no capacity-type requirement)
     msgs = check_sdk(p, "karpenter-gpu-bad")
@@ -739,7 +748,7 @@ def test_spot_gpu_disruption():
     _, props = sdk("karpenter-gpu-good")
     unset = json.loads(json.dumps(props))
     del unset["spec"]["disruption"]
-    (msg,) = check(p, gp.KARPENTER_NODE_POOL, unset)
+    (msg,) = check(p, common.KARPENTER_NODE_POOL, unset)
     assert "consolidateAfter is None" in msg
 
 
@@ -772,7 +781,7 @@ def _pool_stack(serving_pools: dict[str, str], critical: bool = True) -> list[tu
 
 
 def test_critical_tenant_capacity():
-    p = gp.critical_tenant_capacity
+    p = scheduling_policies.critical_tenant_capacity
     assert check_stack(p, _pool_stack({"h100": "on-demand", "l4": "spot"})) == []
     assert check_stack(p, _pool_stack({"l4": "spot"}, critical=False)) == []
     (found,) = check_stack(p, _pool_stack({"l4": "spot", "a10": "spot"}))
@@ -794,7 +803,7 @@ def test_critical_tenant_capacity():
 
 
 def test_single_default_priority_class():
-    p = gp.single_default_priority_class
+    p = scheduling_policies.single_default_priority_class
 
     def pc(name: str, default: bool) -> tuple[str, str, dict]:
         return k8s("scheduling.k8s.io/v1", "PriorityClass", name, value=1000, globalDefault=default)
@@ -831,7 +840,7 @@ def _check_doc(policy, doc: tuple[str, str, dict]) -> list[str]:
 
 
 def test_gpu_workload_priority_class():
-    p = gp.gpu_workload_priority_class
+    p = scheduling_policies.gpu_workload_priority_class
     pod = k8s("v1", "Pod", "nb", "ml", spec=_pod_spec())
     assert _check_doc(p, pod) == []
     cpu = k8s("v1", "Pod", "cpu", "ml", spec=_pod_spec(priority=None, resources={"requests": {"cpu": "1"}}))
@@ -867,7 +876,7 @@ def _job(parallelism: int, labels: dict | None = None, pod: dict | None = None, 
 
 
 def test_gpu_job_gang_scheduling_batch_jobs():
-    p = gp.gpu_job_gang_scheduling
+    p = scheduling_policies.gpu_job_gang_scheduling
     assert _check_doc(p, _job(4, {"kueue.x-k8s.io/queue-name": "gpu"})) == []
     assert _check_doc(p, _job(1)) == []  # one pod is no gang
     assert (
@@ -883,7 +892,7 @@ def test_gpu_job_gang_scheduling_batch_jobs():
 
 
 def test_gpu_job_gang_scheduling_volcano_and_kubeflow():
-    p = gp.gpu_job_gang_scheduling
+    p = scheduling_policies.gpu_job_gang_scheduling
     tasks = [
         {"name": "master", "replicas": 1, "template": {"spec": _pod_spec()}},
         {"name": "worker", "replicas": 3, "template": {"spec": _pod_spec()}},
@@ -914,7 +923,7 @@ def test_gpu_job_gang_scheduling_volcano_and_kubeflow():
 
 
 def test_gpu_container_hardening():
-    p = gp.gpu_container_hardening
+    p = security_policies.gpu_container_hardening
     assert _check_doc(p, k8s("v1", "Pod", "nb", "ml", spec=_pod_spec())) == []
     msgs = _check_doc(p, k8s("v1", "Pod", "nb", "ml", spec=_pod_spec(secure=False, shm=False)))
     assert len(msgs) == 2
@@ -928,14 +937,14 @@ def test_gpu_container_hardening():
 
 
 def test_dcgm_monitoring():
-    p = gp.dcgm_monitoring
-    pool = (gp.EKS_NODE_GROUP, "ng", sdk("eks-gpu-tainted")[1])
-    operator = (gp.HELM_RELEASE, "op", sdk("rel-operator")[1])
-    off = (gp.HELM_RELEASE, "op", {**sdk("rel-operator")[1], "values": {"dcgmExporter": {"enabled": False}}})
-    exporter = (gp.HELM_RELEASE, "dcgm", {"chart": "dcgm-exporter", "version": "4.8.2"})
+    p = monitoring_policies.dcgm_monitoring
+    pool = (common.EKS_NODE_GROUP, "ng", sdk("eks-gpu-tainted")[1])
+    operator = (common.HELM_RELEASE, "op", sdk("rel-operator")[1])
+    off = (common.HELM_RELEASE, "op", {**sdk("rel-operator")[1], "values": {"dcgmExporter": {"enabled": False}}})
+    exporter = (common.HELM_RELEASE, "dcgm", {"chart": "dcgm-exporter", "version": "4.8.2"})
     assert check_stack(p, [pool, operator]) == []  # the operator's dcgmExporter defaults to enabled
     assert check_stack(p, [pool, off, exporter]) == []
-    assert check_stack(p, [(gp.EKS_NODE_GROUP, "cpu", sdk("eks-cpu")[1])]) == []  # no GPU capacity, no DCGM needed
+    assert check_stack(p, [(common.EKS_NODE_GROUP, "cpu", sdk("eks-cpu")[1])]) == []  # no GPU capacity, no DCGM needed
     (found,) = check_stack(p, [pool, off])
     assert found[0] is None and "GPU pools a100" in found[1]
     (found,) = check_stack(p, [pool])
@@ -943,7 +952,7 @@ def test_dcgm_monitoring():
 
 
 def test_namespace_pod_security():
-    p = gp.namespace_pod_security
+    p = security_policies.namespace_pod_security
 
     def ns(name: str, **labels: str) -> dict:
         return k8s("v1", "Namespace", name, metadata={"labels": labels})[2]
@@ -963,22 +972,23 @@ def test_namespace_pod_security():
         ),
         ns("plain"),
     ):
-        assert check(p, gp.NAMESPACE, ok) == [], ok
-    (msg,) = check(p, gp.NAMESPACE, ns("a", **{"gpu-platform/tenant": "a", enforce: "privileged"}))
+        assert check(p, common.NAMESPACE, ok) == [], ok
+    (msg,) = check(p, common.NAMESPACE, ns("a", **{"gpu-platform/tenant": "a", enforce: "privileged"}))
     assert "tenant namespace 'a' enforces Pod Security level 'privileged'" in msg
-    (msg,) = check(p, gp.NAMESPACE, ns("a", **{"gpu-platform/tenant": "a"}))
+    (msg,) = check(p, common.NAMESPACE, ns("a", **{"gpu-platform/tenant": "a"}))
     assert "level None" in msg
-    (msg,) = check(p, gp.NAMESPACE, ns("rogue", **{enforce: "privileged"}))
+    (msg,) = check(p, common.NAMESPACE, ns("rogue", **{enforce: "privileged"}))
     assert "'rogue' is privileged but is not an operator namespace" in msg
     # the marker needs the managed-by label too; the allow-list is configurable
     assert (
-        len(check(p, gp.NAMESPACE, ns("x", **{enforce: "privileged", "gpu-platform/operator-namespace": "true"}))) == 1
+        len(check(p, common.NAMESPACE, ns("x", **{enforce: "privileged", "gpu-platform/operator-namespace": "true"})))
+        == 1
     )
-    assert check(p, gp.NAMESPACE, ns("rogue", **{enforce: "privileged"}), {"privilegedNamespaces": ["rogue"]}) == []
+    assert check(p, common.NAMESPACE, ns("rogue", **{enforce: "privileged"}), {"privilegedNamespaces": ["rogue"]}) == []
 
 
 def test_iam_no_admin_wildcard():
-    p = gp.iam_no_admin_wildcard
+    p = security_policies.iam_no_admin_wildcard
     assert check_sdk(p, "iam-scoped") == []
     assert check_sdk(p, "rp-scoped") == []
     (msg,) = check_sdk(p, "iam-admin")
@@ -988,11 +998,11 @@ def test_iam_no_admin_wildcard():
     (msg,) = check_sdk(p, "rp-not-action")
     assert "allows every action except iam:*" in msg
     role = {"assumeRolePolicy": "{}", "inlinePolicies": [{"name": "admin", "policy": json.dumps(ADMIN)}]}
-    (msg,) = check(p, gp.IAM_ROLE, role)
+    (msg,) = check(p, common.IAM_ROLE, role)
     assert msg.startswith("inlinePolicies[admin]:")
-    (msg,) = check(p, gp.IAM_POLICY, {"policy": "{not json"})
+    (msg,) = check(p, common.IAM_POLICY, {"policy": "{not json"})
     assert "not a JSON policy document" in msg
-    assert check(p, gp.IAM_POLICY, {"policy": SCOPED}) == []  # a document object instead of a string
+    assert check(p, common.IAM_POLICY, {"policy": SCOPED}) == []  # a document object instead of a string
 
 
 # ===================================================================================== offline runs
@@ -1020,7 +1030,7 @@ def test_offline_builds_the_args_the_engine_would():
     component = _record("gpu-platform:index:Tenancy", "tenancy", {})
     prov = _record("pulumi:providers:kubernetes", "kubernetes", {"enableServerSideApply": True})
     ns = _record(
-        gp.NAMESPACE,
+        common.NAMESPACE,
         "a-namespace",
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a"}, "spec": {"n": 3.0}},
         ("gpu-platform:index:Tenancy", "tenancy"),
@@ -1029,7 +1039,7 @@ def test_offline_builds_the_args_the_engine_would():
     seen: dict[str, Any] = {}
 
     def spy_resource(args, report):
-        if args.resource_type == gp.NAMESPACE:
+        if args.resource_type == common.NAMESPACE:
             seen["resource"] = args
             report("resource finding")
 
@@ -1055,7 +1065,7 @@ def test_offline_builds_the_args_the_engine_would():
         {
             "policy": "spy-resource",
             "enforcementLevel": "mandatory",
-            "resourceType": gp.NAMESPACE,
+            "resourceType": common.NAMESPACE,
             "resourceName": "a-namespace",
             "message": "resource finding",
         },
@@ -1069,19 +1079,19 @@ def test_offline_builds_the_args_the_engine_would():
         {
             "policy": "spy-stack",
             "enforcementLevel": "advisory",
-            "resourceType": gp.NAMESPACE,
+            "resourceType": common.NAMESPACE,
             "resourceName": "a-namespace",
             "message": "stack finding",
         },
     ]
     assert [v.policy for v in report.mandatory_violations] == ["spy-resource"]
     assert report.violations[0].line() == (
-        f"policy mandatory spy-resource: {gp.NAMESPACE} a-namespace: resource finding"
+        f"policy mandatory spy-resource: {common.NAMESPACE} a-namespace: resource finding"
     )
 
 
 def _levels(config: dict | None) -> dict[str, str]:
-    return {n: s.reported_level.value for n, s in offline.settings(gp.POLICIES, config).items()}
+    return {n: s.reported_level.value for n, s in offline.settings(pack.POLICIES, config).items()}
 
 
 def test_offline_enforcement_levels_follow_policy_pack_config():
@@ -1090,13 +1100,13 @@ def test_offline_enforcement_levels_follow_policy_pack_config():
     assert {n for n, lvl in levels.items() if lvl == "mandatory"} == {"iam-no-admin-wildcard"}
     levels = _levels({"time-slicing-replicas": {"enforcementLevel": "remediate", "maxReplicas": 4}})
     assert levels["time-slicing-replicas"] == "mandatory"  # remediate is reported as mandatory
-    st = offline.settings(gp.POLICIES, {"time-slicing-replicas": {"maxReplicas": 4}})
+    st = offline.settings(pack.POLICIES, {"time-slicing-replicas": {"maxReplicas": 4}})
     assert st["time-slicing-replicas"].config == {"maxReplicas": 4}
     assert st["helm-chart-pinned"].config == {"allowedSources": list(versions.ALLOWED_SOURCES)}
     assert _levels({"dcgm-monitoring": "disabled"})["dcgm-monitoring"] == "disabled"
     with pytest.raises(offline.PolicyConfigError) as err:
         offline.settings(
-            gp.POLICIES,
+            pack.POLICIES,
             {
                 "gpu-pool-tain": "mandatory",
                 "dcgm-monitoring": "strict",
@@ -1117,14 +1127,14 @@ def test_offline_disabled_policy_does_not_run_and_crashes_are_reported():
         raise KeyError("x")
 
     policies = [ResourceValidationPolicy("boom", "boom", boom, EnforcementLevel.ADVISORY)]
-    rendering = _fake_rendering(_record(gp.NAMESPACE, "n", {"metadata": {"name": "n"}}))
+    rendering = _fake_rendering(_record(common.NAMESPACE, "n", {"metadata": {"name": "n"}}))
     (v,) = offline.evaluate(rendering, policies=policies).violations
     assert (v.policy, v.enforcement_level, v.message) == ("boom", "mandatory", "policy raised KeyError: 'x'")
     assert offline.evaluate(rendering, {"boom": "disabled"}, policies=policies).violations == []
 
 
 def test_offline_report_json_and_markdown():
-    ns = _record(gp.NAMESPACE, "a-namespace", {"metadata": {"name": "a", "labels": {"gpu-platform/tenant": "a"}}})
+    ns = _record(common.NAMESPACE, "a-namespace", {"metadata": {"name": "a", "labels": {"gpu-platform/tenant": "a"}}})
     report = offline.evaluate(_fake_rendering(ns))
     doc = json.loads(report.json())
     assert {(d["policy"], d["enforcementLevel"], d["resourceName"]) for d in doc} == {
@@ -1163,7 +1173,7 @@ def test_policies_see_the_rendered_tenancy(stack):
     del hard[dropped]
     changed = {**victim.inputs, "spec": {**victim.inputs["spec"], "hard": hard}}
     resources = [x if x is not victim else Record(**{**victim.__dict__, "inputs": changed}) for x in r.resources]
-    report = offline.evaluate(_fake_rendering(*resources, stack=stack), policies=[gp.tenant_gpu_quota])
+    report = offline.evaluate(_fake_rendering(*resources, stack=stack), policies=[scheduling_policies.tenant_gpu_quota])
     (v,) = report.violations
     tenant = victim.inputs["metadata"]["namespace"]
     assert (v.resource_type, v.resource_name) == (NAMESPACE, f"{tenant}-namespace")
@@ -1246,12 +1256,16 @@ def test_examples_pass_the_workload_policies():
     judged = [
         (path, d)
         for path, d in docs
-        if any(gp.gpu_containers(t.spec) for t in gp.pod_templates(gp.k8s_type(d["apiVersion"], d["kind"]), d))
+        if any(
+            common.gpu_containers(t.spec) for t in common.pod_templates(common.k8s_type(d["apiVersion"], d["kind"]), d)
+        )
     ]
     assert judged
     for path, doc in judged:
         stripped = json.loads(json.dumps(doc).replace('"priorityClassName"', '"x-dropped"'))
-        found = offline.evaluate_manifests([stripped], policies=[gp.gpu_workload_priority_class]).violations
+        found = offline.evaluate_manifests(
+            [stripped], policies=[scheduling_policies.gpu_workload_priority_class]
+        ).violations
         assert len(found) == 1, path
 
 
@@ -1304,15 +1318,15 @@ def test_offline_shares_one_engine_proxy_per_resource():
     engine's semantics: reading an unknown value raises UnknownValueError naming the path."""
     from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError
 
-    ns = _record(gp.NAMESPACE, "a-namespace", {"metadata": {"name": "a", "labels": {"x": UNKNOWN_STRING_VALUE}}})
-    rq = _record(gp.RESOURCE_QUOTA, "a-quota", {"metadata": {"name": "q", "namespace": "a"}})
+    ns = _record(common.NAMESPACE, "a-namespace", {"metadata": {"name": "a", "labels": {"x": UNKNOWN_STRING_VALUE}}})
+    rq = _record(common.RESOURCE_QUOTA, "a-quota", {"metadata": {"name": "q", "namespace": "a"}})
     seen: dict[str, list[Any]] = {}
     unknown: list[str] = []
 
     def spy(tag):
         def validate(args, report):
             seen.setdefault(tag, []).append(args.props)
-            if args.resource_type == gp.NAMESPACE:
+            if args.resource_type == common.NAMESPACE:
                 try:
                     args.props["metadata"]["labels"]["x"]
                 except UnknownValueError as err:
@@ -1355,7 +1369,7 @@ def test_tenant_quota_and_critical_capacity_scale_linearly():
         resources = []
         for i in range(n):
             name = f"t{i}"
-            resources.append(_tenant_ns(name, **{gp.CRITICAL_LABEL: "true"}))
+            resources.append(_tenant_ns(name, **{common.CRITICAL_LABEL: "true"}))
             if i != 7:  # t7 has no quota: only t7 is reported
                 resources.append(_quota(name, {"requests.nvidia.com/gpu": "1"}))
             resources.append(
@@ -1368,7 +1382,7 @@ def test_tenant_quota_and_critical_capacity_scale_linearly():
             )
             resources.append(cq)
         for flavor in ("spot", "ondemand"):
-            spec = {"nodeLabels": {gp.POOL_LABEL: flavor}}
+            spec = {"nodeLabels": {common.POOL_LABEL: flavor}}
             resources.append(
                 k8s("kueue.x-k8s.io/v1beta2", "ResourceFlavor", flavor, metadata={"name": flavor}, spec=spec)
             )
@@ -1376,17 +1390,17 @@ def test_tenant_quota_and_critical_capacity_scale_linearly():
             props = {
                 "instanceTypes": ["g5.xlarge"],
                 "capacityType": capacity,
-                "labels": {gp.POOL_LABEL: pool},
+                "labels": {common.POOL_LABEL: pool},
                 "taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}],
             }
-            resources.append((gp.EKS_NODE_GROUP, pool, props))
+            resources.append((common.EKS_NODE_GROUP, pool, props))
         urn = {name: f"urn:pulumi:t::p::{type_}::{name}" for type_, name, _ in resources}
         names = {v: k for k, v in urn.items()}
         prs = _CountingList(
             PolicyResource(t, engine_props(p), urn[n], n, _opts(), None, None, [], {}) for t, n, p in resources
         )
         found: dict[str, list[str | None]] = {}
-        for policy in (gp.tenant_gpu_quota, gp.critical_tenant_capacity):
+        for policy in (scheduling_policies.tenant_gpu_quota, scheduling_policies.critical_tenant_capacity):
             args = StackValidationArgs(prs, _config(policy, None))
             policy.validate(
                 args, lambda message, urn=None, k=policy.name, f=found, nm=names: f.setdefault(k, []).append(nm[urn])

@@ -35,8 +35,9 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, STACKS, rendered, stack_config
 from google.protobuf import empty_pb2, json_format, struct_pb2
+from pulumi_policy import StackValidationPolicy
 
-from policies import gpu_policies, offline
+from policies import common, offline, pack, scheduling_policies
 
 PACK = ROOT / "policies"
 UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"  # the engine's unknown-value sentinel on the wire
@@ -76,7 +77,17 @@ def test_the_pack_entry_point_loads_only_its_folder_and_its_requirements():
                     f"policies/{module}.py imports {name!r}: the published pack holds only policies/"
                 )
     # offline.py is the synth's, not the engine's
-    assert seen == {"__main__", "gpu_policies", "cost_policies", "dra_policies"}
+    assert seen == {
+        "__main__",
+        "pack",
+        "common",
+        "capacity_policies",
+        "scheduling_policies",
+        "security_policies",
+        "monitoring_policies",
+        "cost_policies",
+        "dra_policies",
+    }
     lines = [ln.strip() for ln in (PACK / "requirements.txt").read_text().splitlines()]
     requirements = {re.split(r"[<>=!~ ]", ln, maxsplit=1)[0] for ln in lines if ln and not ln.startswith("#")}
     assert requirements == {"pulumi", "pulumi-policy", "PyYAML"}  # not gpu-platform, not `-e ..`
@@ -93,19 +104,19 @@ def test_pack_data_is_what_components_generate():
 def test_pack_data_carries_the_facts_the_policies_used_to_import():
     from components import catalog, versions
 
-    assert gpu_policies.DEFAULT_ALLOWED_SOURCES == versions.ALLOWED_SOURCES
-    assert set(gpu_policies.DEFAULT_PRIVILEGED_NAMESPACES) == {
+    assert common.DEFAULT_ALLOWED_SOURCES == versions.ALLOWED_SOURCES
+    assert set(common.DEFAULT_PRIVILEGED_NAMESPACES) == {
         versions.GPU_OPERATOR.namespace,
         versions.DCGM_EXPORTER.namespace,
     }
-    assert gpu_policies.GPU_OPERATOR_CHART["chart"] == versions.GPU_OPERATOR.chart
-    assert gpu_policies.DCGM_EXPORTER_CHART["chart"] == versions.DCGM_EXPORTER.chart
+    assert common.GPU_OPERATOR_CHART["chart"] == versions.GPU_OPERATOR.chart
+    assert common.DCGM_EXPORTER_CHART["chart"] == versions.DCGM_EXPORTER.chart
     for name in catalog.AWS_INSTANCE_TYPES:
-        assert gpu_policies.aws_gpu_instance(name), name
+        assert common.aws_gpu_instance(name), name
     for name, mt in catalog.GCP_MACHINE_TYPES.items():
-        assert gpu_policies.gcp_gpu_machine(name) == (mt.gpu_model is not None), name
-    assert gpu_policies.aws_gpu_family("g5g")  # from the catalog (the p*/g* pattern alone would also say so)
-    assert not gpu_policies.aws_gpu_instance("m5.xlarge") and not gpu_policies.gcp_gpu_machine("n1-standard-8")
+        assert common.gcp_gpu_machine(name) == (mt.gpu_model is not None), name
+    assert common.aws_gpu_family("g5g")  # from the catalog (the p*/g* pattern alone would also say so)
+    assert not common.aws_gpu_instance("m5.xlarge") and not common.gcp_gpu_machine("n1-standard-8")
 
 
 def test_policy_data_check_fails_on_a_stale_file(tmp_path, monkeypatch):
@@ -132,6 +143,34 @@ def test_make_policy_venv_builds_the_packs_own_virtualenv_from_its_requirements(
     assert re.search(r"^\s+virtualenv: \.venv$", policy_yaml, re.M)  # policies/.venv is the one the CLI uses
 
 
+# ============================================================================ the README's policy table
+
+
+def _readme_policy_rows() -> list[list[str]]:
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    start = lines.index("| policy | level | checks | settings |")
+    rows = []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip("|").split("|")])
+    return rows
+
+
+def test_the_readme_policy_table_is_the_pack_list():
+    """One row per policy of pack.POLICIES, in its order, with its level (``(stack)`` for stack policies) and
+    every setting its config schema declares; a policy added, removed, renamed or re-levelled fails here."""
+    rows = _readme_policy_rows()
+    assert [r[0] for r in rows] == [f"`{p.name}`" for p in pack.POLICIES]
+    for (_, level, checks, settings), policy in zip(rows, pack.POLICIES, strict=True):
+        stack = " (stack)" if isinstance(policy, StackValidationPolicy) else ""
+        assert level == pack.level_of(policy).value + stack, policy.name
+        assert checks, policy.name
+        declared = sorted(policy.config_schema.properties) if policy.config_schema else []
+        named = re.findall(r"`([^`]+)`", re.sub(r"\([^)]*\)", "", settings))  # (defaults) set aside
+        assert sorted(named) == declared, policy.name
+
+
 # ============================================================================ the engine's analyzer
 
 
@@ -151,7 +190,7 @@ class Analyzer:
     def configure(self, config: dict | None = None) -> None:
         """Configure with the reconciled config (every policy's level and its properties, schema defaults
         included), as the engine does after GetAnalyzerInfo (pkg/engine/update.go ReconcilePolicyPackConfig)."""
-        chosen = offline.settings(gpu_policies.POLICIES, config)
+        chosen = offline.settings(pack.POLICIES, config)
         request = self.pb.ConfigureAnalyzerRequest()
         for name, s in chosen.items():
             entry = request.policyConfig[name]
@@ -232,7 +271,7 @@ def _finding(d, subject: offline.Subject | None) -> tuple:
 
 
 def offline_findings(subjects: Sequence[offline.Subject], config: dict | None = None) -> list[tuple]:
-    report = offline.run(subjects, gpu_policies.POLICIES, config)
+    report = offline.run(subjects, pack.POLICIES, config)
     return sorted(
         {
             (v.policy, v.enforcement_level, v.resource_type, v.resource_name, _VERSION.sub(r"\1'", v.message))
@@ -256,8 +295,8 @@ def analyzer(tmp_path_factory) -> Iterator[Analyzer]:
     import grpc
 
     # What `pulumi policy publish` uploads: the folder alone, here under another name.
-    pack = tmp_path_factory.mktemp("published") / "gpu-platform-policy-pack"
-    shutil.copytree(PACK, pack, ignore=shutil.ignore_patterns("__pycache__", ".venv"))
+    folder = tmp_path_factory.mktemp("published") / "gpu-platform-policy-pack"
+    shutil.copytree(PACK, folder, ignore=shutil.ignore_patterns("__pycache__", ".venv"))
     # The repository's packages must not be reachable (the shared venv's editable install would find them).
     blockers = tmp_path_factory.mktemp("blockers")
     for name in ("components", "policies"):
@@ -266,8 +305,8 @@ def analyzer(tmp_path_factory) -> Iterator[Analyzer]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PULUMI_", "PYTHON"))}
     env.update(PYTHONPATH=str(blockers), PULUMI_PROJECT="gpu-platform", PULUMI_STACK="test", PULUMI_DRY_RUN="true")
     proc = subprocess.Popen(
-        [sys.executable, "-u", "-m", "pulumi.policy", "127.0.0.1:1", str(pack)],
-        cwd=pack,
+        [sys.executable, "-u", "-m", "pulumi.policy", "127.0.0.1:1", str(folder)],
+        cwd=folder,
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -292,11 +331,11 @@ def analyzer(tmp_path_factory) -> Iterator[Analyzer]:
 
 def test_the_analyzer_describes_the_pack(analyzer):
     info = analyzer.stub.GetAnalyzerInfo(empty_pb2.Empty(), timeout=30)
-    assert info.name == gpu_policies.PACK_NAME and info.supportsConfig
+    assert info.name == pack.PACK_NAME and info.supportsConfig
     got = {p.name: LEVEL_NAMES[p.enforcementLevel] for p in info.policies}
-    assert got == {p.name: gpu_policies.level_of(p).value for p in gpu_policies.POLICIES}
+    assert got == {p.name: pack.level_of(p).value for p in pack.POLICIES}
     schema = {p.name: json_format.MessageToDict(p.configSchema.properties) for p in info.policies}
-    assert schema["helm-chart-pinned"]["allowedSources"]["default"] == list(gpu_policies.DEFAULT_ALLOWED_SOURCES)
+    assert schema["helm-chart-pinned"]["allowedSources"]["default"] == list(common.DEFAULT_ALLOWED_SOURCES)
     assert analyzer.stub.GetPluginInfo(empty_pb2.Empty(), timeout=30).version
 
 
@@ -335,19 +374,19 @@ def _broken(subjects: list[offline.Subject]) -> list[offline.Subject]:
     out = []
     for s in subjects:
         props = copy.deepcopy(dict(s.props))
-        if s.type == gpu_policies.EKS_NODE_GROUP and s.name == "a100-train":
+        if s.type == common.EKS_NODE_GROUP and s.name == "a100-train":
             props["taints"] = []  # gpu-pool-taint
-        elif s.type == gpu_policies.HELM_RELEASE and props.get("chart") == "volcano":
+        elif s.type == common.HELM_RELEASE and props.get("chart") == "volcano":
             props["version"] = "~1.15"  # helm-chart-pinned
-        elif s.type == gpu_policies.LAUNCH_TEMPLATE:
+        elif s.type == common.LAUNCH_TEMPLATE:
             props["metadataOptions"] = {"httpTokens": "optional"}  # node-imdsv2-and-encryption
-        elif s.type == gpu_policies.PRIORITY_CLASS:
+        elif s.type == common.PRIORITY_CLASS:
             props["globalDefault"] = True  # single-default-priority-class (a stack policy, with a URN)
         out.append(replace(s, props=props))
     admin = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}
     out.append(
         offline.Subject(
-            gpu_policies.IAM_POLICY,
+            common.IAM_POLICY,
             "planted-admin",
             "urn:pulumi:prod-aws::gpu-platform::aws:iam/policy:Policy::planted-admin",
             {"policy": json.dumps(admin)},
@@ -382,14 +421,14 @@ def preview():
 
 
 def test_a_preview_rendering_has_unknown_iam_documents(preview):
-    unknown = {r.name for r in preview.of_type(gpu_policies.IAM_POLICY) if r.inputs["policy"] == UNKNOWN}
+    unknown = {r.name for r in preview.of_type(common.IAM_POLICY) if r.inputs["policy"] == UNKNOWN}
     # the Karpenter controller's documents hold the interruption queue's and the node role's ARNs
     assert {n for n in unknown if n.startswith("karpenter-controller-")} == {
-        r.name for r in preview.of_type(gpu_policies.IAM_POLICY) if r.name.startswith("karpenter-controller-")
+        r.name for r in preview.of_type(common.IAM_POLICY) if r.name.startswith("karpenter-controller-")
     }
     assert len(unknown) >= 3
     # what does not depend on a created resource stays known
-    assert all(r.inputs["taints"] for r in preview.of_type(gpu_policies.EKS_NODE_GROUP))
+    assert all(r.inputs["taints"] for r in preview.of_type(common.EKS_NODE_GROUP))
     assert UNKNOWN not in json.dumps([r.inputs for r in rendered("prod-aws").resources])  # not in a plain synth
 
 
@@ -398,7 +437,7 @@ def test_a_policy_meeting_an_unknown_is_an_advisory_cant_run_during_preview(prev
     assert not report.mandatory_violations
     assert not [v for v in report.violations if "policy raised" in v.message]
     skipped = [v for v in report.violations if "during preview" in v.message]
-    policies = preview.of_type(gpu_policies.IAM_POLICY)
+    policies = preview.of_type(common.IAM_POLICY)
     assert {v.resource_name for v in skipped} == {r.name for r in policies if r.inputs["policy"] == UNKNOWN}
     assert any(r.inputs["policy"] != UNKNOWN for r in policies)  # known documents are still judged
     for v in skipped:
@@ -414,7 +453,7 @@ def test_a_stack_policy_meeting_an_unknown_is_skipped_the_same_way():
         [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "p"}, "value": 1}]
     )
     unknown = [replace(subjects[0], props={**subjects[0].props, "globalDefault": UNKNOWN})]
-    (v,) = offline.run(unknown, [gpu_policies.single_default_priority_class]).violations
+    (v,) = offline.run(unknown, [scheduling_policies.single_default_priority_class]).violations
     assert (v.enforcement_level, v.resource_type) == ("advisory", None)
     assert v.message.endswith("during preview: string value at .globalDefault can't be known during preview")
 

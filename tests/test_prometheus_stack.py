@@ -20,7 +20,7 @@ from conftest import (
 from values_paths import deep_merge, unknown_paths
 
 from components import prometheus_stack, versions
-from components.spec import SpecError, load_spec
+from components.loader import SpecError, load_spec
 from components.summary import summary
 
 KPS = UPSTREAM / "kube-prometheus-stack"

@@ -7,9 +7,9 @@ import yaml
 from conftest import manifest, manifests, release, rendered, stack_config
 
 from components import derive, kueue
-from components.spec import load_spec
+from components.loader import load_spec
+from components.rendering import Rendering
 from components.summary import summary
-from components.synth import Rendering
 
 
 def _cq(stack_or_rendering, tenant):

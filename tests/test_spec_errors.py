@@ -12,7 +12,7 @@ import yaml
 from conftest import ROOT, stack_config
 
 from components import cli
-from components.spec import SpecError, load_spec
+from components.loader import SpecError, load_spec
 
 
 def _set(cfg: dict[str, Any], path: str, value: Any) -> dict[str, Any]:

@@ -165,7 +165,7 @@ def test_console_script_renders_default_stack(tmp_path):
 def test_imports_stay_lazy():
     """Validation and the CLI's error path import no cloud SDK and no pulumi_kubernetes."""
     code = (
-        "import sys; from components.spec import load_spec; import components.cli, components.synth; "
+        "import sys; from components.loader import load_spec; import components.cli, components.synth; "
         "heavy = [m for m in ('pulumi_aws', 'pulumi_gcp', 'pulumi_kubernetes', 'pulumi') if m in sys.modules]; "
         "print(heavy)"
     )

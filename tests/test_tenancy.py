@@ -7,7 +7,7 @@ import pytest
 from conftest import PRIORITY_CLASS, manifest, rendered, stack_config
 
 from components import derive
-from components.spec import SpecError, load_spec
+from components.loader import SpecError, load_spec
 from components.synth import render
 from components.tenancy import FORBIDDEN_PRIORITY_ANNOTATION as FORBIDDEN
 

@@ -13,7 +13,7 @@ from jsonschema import Draft7Validator
 from values_paths import unknown_paths
 
 from components import derive
-from components.spec import SpecError, load_spec
+from components.loader import SpecError, load_spec
 
 QUEUE_API = "scheduling.volcano.sh/v1beta1"
 VOLCANO_STACKS = [s for s in STACKS if load_spec(stack_config(s)).addons.volcano]

@@ -15,7 +15,7 @@ from conftest import STACKS, UPSTREAM, manifest, rendered, stack_config
 from jsonschema import Draft7Validator
 
 from components import kueue, versions, volcano, webhooks
-from components.spec import SpecError, load_spec
+from components.loader import SpecError, load_spec
 
 JOB = "kubernetes:batch/v1:Job"
 GATED = {

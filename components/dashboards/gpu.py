@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from components import monitoring
+from components import metrics
 from components.spec import StackSpec
 
 UID = "gpu-platform-gpus"
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
-U = monitoring.UTILIZATION
+U = metrics.UTILIZATION
 DEV = "UUID, GPU_I_ID"
 
 
@@ -35,7 +35,7 @@ FREE = 'pod=""'
 
 def queries(spec: StackSpec) -> dict[str, str]:
     """Every query of the dashboard by panel title (also checked by promtool in the tests)."""
-    idle = monitoring._num(spec.monitoring.alerts.idle_utilization_percent)
+    idle = metrics.number(spec.monitoring.alerts.idle_utilization_percent)
     all_dev = f"max by (pool, {DEV}) ({U}{_sel(POOL)})"
     held_dev = f"max by (pool, {DEV}) ({U}{_sel(POOL, HELD)})"
     ns_dev = f"max by (namespace, {DEV}) ({U}{_sel(POOL, NS, HELD)})"
@@ -57,12 +57,10 @@ def queries(spec: StackSpec) -> dict[str, str]:
         "Framebuffer memory used": f"max by (pool, node, gpu, GPU_I_ID) ({fb})",
         "GPU temperature": f"max by (pool, node, gpu) (DCGM_FI_DEV_GPU_TEMP{_sel(POOL)})",
         "Power draw per pool": f"sum by (pool) (max by (pool, node, gpu) (DCGM_FI_DEV_POWER_USAGE{_sel(POOL)}))",
-        "Last XID per GPU": f"{monitoring.XID_LAST}{_sel(POOL)}",
+        "Last XID per GPU": f"{metrics.XID_LAST}{_sel(POOL)}",
         # the two records have different label sets (namespace), so "or" keeps both
-        IDLE_SPEND: (
-            f"sum by (pool) ({monitoring.IDLE_COST}{_sel(POOL)} or {monitoring.ALLOCATED_IDLE_COST}{_sel(POOL)})"
-        ),
-        IDLE_SPEND_TENANT: f"sum by (namespace) ({monitoring.ALLOCATED_IDLE_COST}{_sel(POOL, NS)})",
+        IDLE_SPEND: f"sum by (pool) ({metrics.IDLE_COST}{_sel(POOL)} or {metrics.ALLOCATED_IDLE_COST}{_sel(POOL)})",
+        IDLE_SPEND_TENANT: f"sum by (namespace) ({metrics.ALLOCATED_IDLE_COST}{_sel(POOL, NS)})",
     }
 
 

@@ -1,0 +1,358 @@
+"""Security: pinned charts from allow-listed sources, hardened nodes and GPU containers, Pod Security, no admin IAM."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from pulumi_policy import PolicyConfigSchema, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
+
+from .common import (
+    ADVISORY,
+    DEFAULT_ALLOWED_SOURCES,
+    DEFAULT_PRIVILEGED_NAMESPACES,
+    EC2_NODE_CLASS,
+    GKE_NODE_POOL,
+    HELM_CHART_V4,
+    HELM_RELEASE,
+    IAM_GROUP_POLICY,
+    IAM_POLICY,
+    IAM_ROLE,
+    IAM_ROLE_POLICY,
+    IAM_USER_POLICY,
+    LAUNCH_TEMPLATE,
+    MANAGED_BY_LABEL,
+    MANAGED_BY_VALUE,
+    MANDATORY,
+    NAMESPACE,
+    OPERATOR_NAMESPACE_LABEL,
+    PSA_ENFORCE,
+    TENANT_LABEL,
+    _config_strs,
+    _get,
+    _labels,
+    _map,
+    _meta,
+    _obj_name,
+    _seq,
+    _strs,
+    _truthy,
+    gke_gpu_reason,
+    gpu_containers,
+    k8s_group_kind,
+    pod_templates,
+)
+
+# ----------------------------------------------------------------------------------- Helm releases
+
+_EXACT_VERSION = re.compile(
+    r"^v?(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$"
+)
+
+
+def chart_source(props: Mapping[str, Any]) -> str | None:
+    """Where a release's chart comes from: the registry path of an oci:// chart, else repositoryOpts.repo."""
+    chart = props.get("chart")
+    if isinstance(chart, str) and chart.startswith("oci://"):
+        return chart.rsplit("/", 1)[0]
+    repo = _get(props, "repositoryOpts", "repo")
+    return repo if isinstance(repo, str) and repo else None
+
+
+def _norm(source: str) -> str:
+    return source.strip().rstrip("/")
+
+
+def _helm_chart_pinned(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type not in (HELM_RELEASE, HELM_CHART_V4):
+        return
+    props = args.props
+    chart = props.get("chart")
+    version = props.get("version")
+    if not isinstance(version, str) or not version.strip():
+        report(f"chart {chart!r} has no version: Helm would install whatever is newest. Pin an exact version.", None)
+    elif not _EXACT_VERSION.match(version.strip()):
+        report(f"chart {chart!r} version {version!r} is not an exact version (ranges and wildcards float).", None)
+    allowed = sorted({_norm(s) for s in _config_strs(args, "allowedSources", DEFAULT_ALLOWED_SOURCES)})
+    source = chart_source(props)
+    if source is None:
+        report(
+            f"chart {chart!r} names no repository (no oci:// reference, no repositoryOpts.repo): it would come from "
+            f"a local path or a Helm repo alias. Allowed sources: {', '.join(allowed)}.",
+            None,
+        )
+    elif _norm(source) not in allowed:
+        report(f"chart {chart!r} comes from {source}, which is not allow-listed ({', '.join(allowed)}).", None)
+
+
+helm_chart_pinned = ResourceValidationPolicy(
+    name="helm-chart-pinned",
+    description="Helm releases pin an exact chart version from an allow-listed repository.",
+    enforcement_level=MANDATORY,
+    validate=_helm_chart_pinned,
+    config_schema=PolicyConfigSchema(
+        properties={
+            "allowedSources": {
+                "type": "array",
+                "items": {"type": "string"},
+                "default": list(DEFAULT_ALLOWED_SOURCES),
+                "description": "Helm repository URLs, and oci:// registry paths (the chart reference without its "
+                "last segment), releases may come from.",
+            }
+        }
+    ),
+    remediation_steps="Use the versions in components/versions.py (the only place charts are written down).",
+)
+
+
+# ------------------------------------------------------------------------------- node IMDS and disks
+
+
+def _imds_ok(options: Mapping[str, Any], default_tokens: str | None) -> bool:
+    if options.get("httpEndpoint") == "disabled":
+        return True
+    tokens = options.get("httpTokens", default_tokens)
+    return tokens == "required"
+
+
+def _node_imdsv2_and_encryption(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    props = args.props
+    if args.resource_type == LAUNCH_TEMPLATE:
+        options = _map(props.get("metadataOptions"))
+        if not _imds_ok(options, None):
+            got = options.get("httpTokens")
+            report(
+                "launch template does not require IMDSv2: metadataOptions.httpTokens is "
+                f"{got!r} (unset leaves it to the AMI or account default). Set httpTokens: required.",
+                None,
+            )
+        mappings, flag = _seq(props.get("blockDeviceMappings")), "blockDeviceMappings"
+    elif args.resource_type == EC2_NODE_CLASS:
+        spec = _map(props.get("spec"))
+        options = _map(spec.get("metadataOptions"))
+        # The CRD defaults httpTokens to "required" when metadataOptions or the field is omitted.
+        if not _imds_ok(options, "required"):
+            report(
+                f"EC2NodeClass sets spec.metadataOptions.httpTokens: {options.get('httpTokens')!r}; use required.", None
+            )
+        mappings, flag = _seq(spec.get("blockDeviceMappings")), "spec.blockDeviceMappings"
+    else:
+        return
+    if not mappings:
+        report(
+            f"{flag} is empty: the root volume's encryption is left to the AMI / account default. Declare every "
+            "volume (root included) with ebs.encrypted: true.",
+            None,
+        )
+    for i, m in enumerate(mappings):
+        m = _map(m)
+        if m.get("noDevice") is not None or m.get("virtualName"):
+            continue  # suppressed device or instance store: no EBS volume
+        device = m.get("deviceName") or i
+        if not _truthy(_get(m, "ebs", "encrypted")):
+            report(f"{flag}[{device}]: EBS volume is not encrypted (ebs.encrypted must be true).", None)
+
+
+node_imdsv2_and_encryption = ResourceValidationPolicy(
+    name="node-imdsv2-and-encryption",
+    description="EC2NodeClasses and launch templates require IMDSv2 (httpTokens: required) and encrypt "
+    "all EBS volumes.",
+    enforcement_level=MANDATORY,
+    validate=_node_imdsv2_and_encryption,
+    remediation_steps="Set metadataOptions.httpTokens: required and ebs.encrypted: true on every block device mapping.",
+)
+
+
+# --------------------------------------------------------------------------------- GKE GPU hardening
+
+
+def _gke_gpu_node_hardening(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type != GKE_NODE_POOL:
+        return
+    reason = gke_gpu_reason(args.props)
+    if reason is None:
+        return
+    node_config = _map(args.props.get("nodeConfig"))
+    if _get(node_config, "shieldedInstanceConfig", "enableSecureBoot") is not True:
+        report(
+            f"GKE GPU pool ({reason}) does not enable secure boot (nodeConfig.shieldedInstanceConfig."
+            "enableSecureBoot). GKE-installed drivers are signed; only operator-compiled drivers need it off.",
+            None,
+        )
+    mode = _get(node_config, "workloadMetadataConfig", "mode")
+    if mode != "GKE_METADATA":
+        report(
+            f"GKE GPU pool ({reason}) exposes the node's metadata server to pods (workloadMetadataConfig.mode is "
+            f"{mode!r}); use GKE_METADATA (Workload Identity) so pods cannot use the node's service account.",
+            None,
+        )
+
+
+gke_gpu_node_hardening = ResourceValidationPolicy(
+    name="gke-gpu-node-hardening",
+    description="GKE GPU node pools use shielded nodes with secure boot and the GKE_METADATA workload metadata mode.",
+    enforcement_level=ADVISORY,
+    validate=_gke_gpu_node_hardening,
+)
+
+
+# --------------------------------------------------------------------------------- container hardening
+
+
+def _non_root(pod: Mapping[str, Any], container: Mapping[str, Any]) -> bool:
+    csc, psc = _map(container.get("securityContext")), _map(pod.get("securityContext"))
+    non_root = csc.get("runAsNonRoot", psc.get("runAsNonRoot"))
+    user = csc.get("runAsUser", psc.get("runAsUser"))
+    if isinstance(user, (int, float)) and not isinstance(user, bool):
+        return user != 0 and non_root is not False
+    return non_root is True
+
+
+def _memory_shm(pod: Mapping[str, Any], container: Mapping[str, Any]) -> bool:
+    volumes = {_map(v).get("name"): _map(v) for v in _seq(pod.get("volumes"))}
+    for m in _seq(container.get("volumeMounts")):
+        m = _map(m)
+        if str(m.get("mountPath", "")).rstrip("/") == "/dev/shm":
+            return _get(volumes.get(m.get("name"), {}), "emptyDir", "medium") == "Memory"
+    return False
+
+
+def _gpu_container_hardening(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    _, kind = k8s_group_kind(args.resource_type)
+    for t in pod_templates(args.resource_type, args.props):
+        for c in gpu_containers(t.spec):
+            where = f"{kind} {_obj_name(args.props, args.name)} {t.where} container {c.get('name')!r}"
+            if not _non_root(t.spec, c):
+                report(
+                    f"{where} may run as root: set securityContext.runAsNonRoot: true (and a non-zero runAsUser).", None
+                )
+            if not _memory_shm(t.spec, c):
+                report(
+                    f"{where} has no memory-backed /dev/shm: the default 64Mi breaks NCCL and DataLoader workers. "
+                    "Mount an emptyDir {medium: Memory, sizeLimit: ...} at /dev/shm.",
+                    None,
+                )
+
+
+gpu_container_hardening = ResourceValidationPolicy(
+    name="gpu-container-hardening",
+    description="GPU containers run as non-root and mount a memory-backed /dev/shm.",
+    enforcement_level=ADVISORY,
+    validate=_gpu_container_hardening,
+)
+
+
+# ----------------------------------------------------------------------------------- Pod Security
+
+
+def _namespace_pod_security(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type != NAMESPACE:
+        return
+    labels = _labels(args.props)
+    name = _meta(args.props).get("name") or args.name
+    level = labels.get(PSA_ENFORCE)
+    tenant = labels.get(TENANT_LABEL)
+    if tenant and level not in ("baseline", "restricted"):
+        report(
+            f"tenant namespace {name!r} enforces Pod Security level {level!r}; tenants need {PSA_ENFORCE} "
+            "baseline or restricted.",
+            None,
+        )
+        return
+    if level != "privileged":
+        return
+    allowed = set(_config_strs(args, "privilegedNamespaces", DEFAULT_PRIVILEGED_NAMESPACES))
+    marked = labels.get(MANAGED_BY_LABEL) == MANAGED_BY_VALUE and labels.get(OPERATOR_NAMESPACE_LABEL) == "true"
+    if name not in allowed and not marked:
+        report(
+            f"namespace {name!r} is privileged but is not an operator namespace (allowed: "
+            f"{', '.join(sorted(allowed))}, or labels {MANAGED_BY_LABEL}={MANAGED_BY_VALUE} + "
+            f"{OPERATOR_NAMESPACE_LABEL}=true).",
+            None,
+        )
+
+
+namespace_pod_security = ResourceValidationPolicy(
+    name="namespace-pod-security",
+    description="Tenant namespaces enforce Pod Security baseline or restricted; only operator "
+    "namespaces are privileged.",
+    enforcement_level=MANDATORY,
+    validate=_namespace_pod_security,
+    config_schema=PolicyConfigSchema(
+        properties={
+            "privilegedNamespaces": {
+                "type": "array",
+                "items": {"type": "string"},
+                "default": list(DEFAULT_PRIVILEGED_NAMESPACES),
+                "description": "Namespaces that may enforce the privileged Pod Security level.",
+            }
+        }
+    ),
+)
+
+
+# ------------------------------------------------------------------------------------------- IAM
+
+
+def _policy_documents(type_token: str, props: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    if type_token in (IAM_POLICY, IAM_ROLE_POLICY, IAM_USER_POLICY, IAM_GROUP_POLICY):
+        return [("policy", props.get("policy"))]
+    if type_token == IAM_ROLE:
+        return [
+            (f"inlinePolicies[{_map(p).get('name') or i}]", _map(p).get("policy"))
+            for i, p in enumerate(_seq(props.get("inlinePolicies")))
+        ]
+    return []
+
+
+def admin_statements(document: Mapping[str, Any]) -> list[str]:
+    """Descriptions of the Allow statements of an IAM policy document that grant every action on every resource
+    (``Action: *`` with ``Resource: *`` or a NotResource; ``NotAction`` with ``Resource: *``)."""
+    statements = document.get("Statement")
+    out = []
+    for i, s in enumerate([statements] if isinstance(statements, Mapping) else _seq(statements)):
+        s = _map(s)
+        if s.get("Effect", "Allow") != "Allow":
+            continue
+        every_resource = "*" in _strs(s.get("Resource")) or "NotResource" in s
+        label = s.get("Sid") or f"Statement[{i}]"
+        if every_resource and any(a in ("*", "*:*") for a in _strs(s.get("Action"))):
+            out.append(f"{label} allows Action * on every resource")
+        elif every_resource and "NotAction" in s and "*" in _strs(s.get("Resource")):
+            out.append(f"{label} allows every action except {', '.join(_strs(s.get('NotAction')))} on Resource *")
+    return out
+
+
+def _iam_no_admin_wildcard(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    for where, doc in _policy_documents(args.resource_type, args.props):
+        if isinstance(doc, str):
+            try:
+                doc = json.loads(doc)
+            except ValueError:
+                report(f"{where} is not a JSON policy document", None)
+                continue
+        if not isinstance(doc, Mapping):
+            continue
+        for finding in admin_statements(doc):
+            report(f"{where}: {finding}; that is administrator access. Scope actions and resources.", None)
+
+
+iam_no_admin_wildcard = ResourceValidationPolicy(
+    name="iam-no-admin-wildcard",
+    description="IAM policies created by the stack grant no * action on * resource.",
+    enforcement_level=MANDATORY,
+    validate=_iam_no_admin_wildcard,
+)
+
+
+# Which resource types each policy reads (pack.TARGETS: for the README table and for tests).
+TARGETS: dict[str, tuple[str, ...]] = {
+    "helm-chart-pinned": (HELM_RELEASE, HELM_CHART_V4),
+    "node-imdsv2-and-encryption": (LAUNCH_TEMPLATE, EC2_NODE_CLASS),
+    "gke-gpu-node-hardening": (GKE_NODE_POOL,),
+    "gpu-container-hardening": ("Pod, Deployment, StatefulSet, Job, CronJob, Volcano Job, Kubeflow jobs, JobSet",),
+    "namespace-pod-security": (NAMESPACE,),
+    "iam-no-admin-wildcard": (IAM_POLICY, IAM_ROLE_POLICY, IAM_USER_POLICY, IAM_GROUP_POLICY, IAM_ROLE),
+}
