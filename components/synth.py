@@ -19,6 +19,7 @@ import tempfile
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from inspect import isawaitable
 from pathlib import Path
 from typing import Any
 
@@ -156,6 +157,7 @@ def _mock_classes():
             self.options: dict[str, dict[str, Any]] = {}
             self.stack_urn: str | None = None
             self.engine_urns: dict[str, str] = {}  # the mock monitor's URN -> the engine's
+            self.taken: set[str] = set()  # the engine's URNs so far (a duplicate is refused)
             self.disabled = disabled_default_providers
             self.stack_name = ""
             self.lock = threading.Lock()
@@ -180,9 +182,10 @@ def _mock_classes():
                 return response
             with self.lock:
                 urn = self.engine_urn(request.parent, request.type, request.name)
-                if urn in self.engine_urns.values():
+                if urn in self.taken:
                     # the engine refuses a second resource with the same URN; so does the synth
                     raise RuntimeError(f"duplicate resource URN {urn}")
+                self.taken.add(urn)
                 self.engine_urns[response.urn] = urn
                 self.meta[response.urn] = (
                     request.type,
@@ -279,7 +282,7 @@ def render(stack: str, config: Mapping[str, Any], preview: bool = False, *, lean
     try:
         with _without_stack_traces(lean):
             _sync_await(run_pulumi_func(lambda: runpy.run_path(str(PROGRAM), run_name="__main__")))
-        outputs = _sync_await(pulumi.Output.from_input(root.outputs).future()) or {}  # type: ignore[union-attr]
+        outputs = _sync_await(_resolved(root.outputs)) or {}  # type: ignore[union-attr]
     finally:
         root.outputs = {}  # type: ignore[union-attr]
         set_all_config({})
@@ -313,6 +316,43 @@ def render(stack: str, config: Mapping[str, Any], preview: bool = False, *, lean
         unanswered_lookups=sorted(set(mocks.unanswered)),
         outputs=_plain(outputs),
     )
+
+
+class _UnknownOutput(Exception):
+    """A stack output holds a value not known yet (a preview): the outputs as a whole are unknown."""
+
+
+async def _resolved(value: Any) -> Any:
+    """The stack outputs with every ``Output`` in them awaited: what ``Output.from_input(value).future()`` gives,
+    None when any value is unknown, without lifting every plain leaf into an ``Output`` of its own (the outputs
+    are mostly plain data derived from the spec: thousands of leaves at 200 tenants, a few real outputs)."""
+    import pulumi
+    from pulumi import _types
+
+    async def walk(v: Any) -> Any:
+        if isinstance(v, pulumi.Output):
+            if not await v.is_known():
+                raise _UnknownOutput
+            return await walk(await v.future())
+        if isawaitable(v):
+            return await walk(await v)
+        if _types.is_input_type(type(v)):  # an args class: leave it to the SDK
+            lifted = pulumi.Output.from_input(v)
+            if not await lifted.is_known():
+                raise _UnknownOutput
+            return await lifted.future()
+        if isinstance(v, dict):
+            return {k: await walk(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [await walk(x) for x in v]
+        if isinstance(v, tuple):
+            return tuple([await walk(x) for x in v])
+        return v
+
+    try:
+        return await walk(value)
+    except _UnknownOutput:
+        return None
 
 
 def disabled_default_providers() -> frozenset[str]:

@@ -238,3 +238,32 @@ def test_lean_render_changes_no_byte(stack):
     assert synth.files(lean) == synth.files(full)
     assert [dataclasses.asdict(r) for r in lean.resources] == [dataclasses.asdict(r) for r in full.resources]
     assert lean.outputs == full.outputs and lean.lookups == full.lookups
+
+
+def test_stack_outputs_resolve_as_the_sdk_would_without_lifting_every_leaf():
+    """The synth awaits the real outputs inside the (plain) stack outputs instead of lifting every leaf into an
+    Output: same values as ``Output.from_input(...).future()`` (tuples kept, nested outputs unwrapped), and
+    nothing (None) as soon as one value is unknown, as in a preview."""
+    import asyncio
+
+    import pulumi
+    from pulumi.runtime.sync_await import _sync_await
+
+    def out(value, known=True):
+        async def make():
+            loop = asyncio.get_event_loop()
+            f, k, s = loop.create_future(), loop.create_future(), loop.create_future()
+            f.set_result(value)
+            k.set_result(known)
+            s.set_result(False)
+            return pulumi.Output(set(), f, k, s)
+
+        return _sync_await(make())
+
+    value = {"a": {"b": [1, ("x", out("arn"))]}, "c": out({"d": out(2)}), "e": {}, "f": []}
+    expected = {"a": {"b": [1, ("x", "arn")]}, "c": {"d": 2}, "e": {}, "f": []}
+    assert _sync_await(synth._resolved(value)) == expected
+    assert _sync_await(pulumi.Output.from_input(value).future()) == expected
+    unknown = {"a": 1, "b": [out("x", known=False)]}
+    assert _sync_await(synth._resolved(unknown)) is None
+    assert _sync_await(pulumi.Output.from_input(unknown).future()) is None
