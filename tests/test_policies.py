@@ -738,6 +738,21 @@ def test_time_slicing_replicas():
     assert len(check_sdk(p, "cm-device-plugin", {"maxReplicas": 2})) == 1
 
 
+def test_time_slicing_parses_only_values_that_can_be_device_plugin_configs(monkeypatch):
+    """The cost document (400 kB of JSON at 1000 tenants) and other values without a ``sharing`` key are not
+    parsed as YAML; a config spelling the key with an escape still is, and is still judged."""
+    parsed: list[str] = []
+    load = yaml.load
+    monkeypatch.setattr(yaml, "load", lambda text, Loader: parsed.append(text) or load(text, Loader=Loader))
+    cost = json.dumps({"tenants": [{"name": f"t{i}", "hourlyUsd": {"max": 1.5}} for i in range(50)]})
+    sliced = "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - {name: nvidia.com/gpu, replicas: 16}\n"
+    escaped = sliced.replace("sharing:", '"\\x73haring":')
+    data = {"cost.json": cost, "plain": "a: 1", "sliced": sliced, "escaped": escaped}
+    msgs = check(capacity_policies.time_slicing_replicas, common.CONFIG_MAP, {"metadata": {"name": "m"}, "data": data})
+    assert sorted(m.split(":")[0] for m in msgs) == ["data[escaped]", "data[sliced]"]
+    assert sorted(parsed) == sorted([sliced, escaped])
+
+
 def test_spot_gpu_disruption():
     p = capacity_policies.spot_gpu_disruption
     assert check_sdk(p, "karpenter-gpu-good") == []
@@ -1349,6 +1364,37 @@ def test_offline_shares_one_engine_proxy_per_resource():
     assert seen["stack-resources"][0] is seen["stack-resources"][1]
     assert unknown == ["string value at .metadata.labels.x can't be known during preview"] * 2
     assert ns.inputs["metadata"]["labels"]["x"] == UNKNOWN_STRING_VALUE  # the rendering itself is untouched
+
+
+def test_offline_run_sets_off_no_garbage_collection():
+    """A run builds proxies for every resource and keeps them to its end; letting those allocations set off the
+    cyclic collector made it traverse the render's whole heap again and again (full passes at 1000 tenants cost
+    more than every policy together, and grew faster than the stack). No collection starts during a run, and
+    the collector is back on afterwards (left off if it was off)."""
+    import gc
+
+    nested = {"metadata": {"labels": {"a": "b"}, "annotations": {"c": "d"}}, "spec": {"x": [{"y": [1, {"z": 2}]}]}}
+    records = [_record(common.NAMESPACE, f"ns-{i}", json.loads(json.dumps(nested))) for i in range(600)]
+    subjects = offline.subjects_from_rendering(_fake_rendering(*records))
+    starts: list[int] = []
+
+    def count(phase, info):
+        if phase == "start":
+            starts.append(info["generation"])
+
+    gc.collect()
+    gc.callbacks.append(count)
+    try:
+        report = offline.run(subjects)
+        assert gc.isenabled()
+        gc.disable()
+        offline.run(subjects)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+        gc.callbacks.remove(count)
+    assert starts == []
+    assert report.resource_count == 600
 
 
 class _CountingList(list):
