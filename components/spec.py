@@ -9,8 +9,11 @@ Validation has two phases, and both report every problem at once:
    (``components/aws/rules.py``, ``components/gcp/rules.py``, ``components/sharing.py`` ...);
    ``components/loader.py`` lists those modules and runs their rules after this module's phase.
 
-This module is the bottom of the package: it imports only ``catalog`` and ``validation``, never a rule,
-a derivation or a component (tests/test_structure.py).
+The spec layer is the bottom of the package: this module (the ``StackSpec`` root, problems, parsing) and
+its parts by concern, ``spec_base`` (namespace, patterns, ``Model``), ``spec_pools`` (node pools),
+``spec_tenants`` (tenants, priority classes) and ``spec_options`` (cluster, add-ons, operator, monitoring,
+scheduling, Karpenter, protection, pricing, budget). It imports only ``catalog`` and ``validation``, never
+a rule, a derivation or a component (tests/test_structure.py). Callers import every name from here.
 
 A problem is a key path in the stack file (``gpu-platform:nodePools[1].sharing.replicas``) and a message.
 """
@@ -22,588 +25,122 @@ import json
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-from pydantic.alias_generators import to_camel
+from pydantic import BaseModel, Field, ValidationError
 
-from components import catalog
+from components.spec_base import (
+    DNS_LABEL,
+    DURATION,
+    LABEL_KEY,
+    MAX_GPUS,
+    MAX_NODES,
+    MAX_SHARING_REPLICAS,
+    NAMESPACE,
+    QUANTITY,
+    Duration,
+    Model,
+    Name,
+    Quantity,
+)
+from components.spec_options import (
+    DEFAULT_CRITICAL_XIDS,
+    DEFAULT_KUEUE_INTEGRATIONS,
+    Addons,
+    AlertThresholds,
+    Budget,
+    ChartOverride,
+    ClusterRef,
+    GpuOperatorOptions,
+    KarpenterOptions,
+    KueueIntegration,
+    Monitoring,
+    PriceOverride,
+    Pricing,
+    Protection,
+    Scheduling,
+)
+from components.spec_pools import (
+    EksPoolOptions,
+    GkeNetwork,
+    GkePoolOptions,
+    GpuSpec,
+    KarpenterPoolOptions,
+    NodePool,
+    Reservation,
+    Sharing,
+    Taint,
+)
+from components.spec_tenants import (
+    DEFAULT_PRIORITY_CLASSES,
+    PriorityClassSpec,
+    ResourceBudget,
+    Tenant,
+)
 from components.validation import (
-    INT32_MAX,
     QUOTE_MAX,
-    AwsRegion,
-    Description,
-    DnsLabel,
-    GcpLocation,
-    GcpProject,
-    GcpZone,
-    IamRoleArn,
     LabelKey,
     LabelValue,
-    NoBool,
-    bounded_text,
-    count,
-    go_duration,
-    number,
     quote,
 )
 
-NAMESPACE = "gpu-platform"
-
-DNS_LABEL = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
-DURATION = r"^([0-9]+(s|m|h))+$"
-QUANTITY = r"^[0-9]{1,15}(\.[0-9]{1,6})?(m|k|M|G|T|P|Ki|Mi|Gi|Ti|Pi)?$"  # digits bounded: int64 milli-units
-LABEL_KEY = r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
-
-Name = Annotated[str, Field(pattern=DNS_LABEL, max_length=32)]
-
-# Upper bounds of counts, so no derived number (units = GPUs x replicas, nodes x GPUs) leaves what the
-# engine's wire format (float64) and the Kubernetes int32 / cloud APIs hold. GKE: at most 15,000 nodes
-# per cluster (GKE quotas and limits); EKS managed node groups take at most 450 nodes each (checked in
-# components/aws/rules.py) and Karpenter's limits are quantities.
-MAX_NODES = 15_000
-MAX_GPUS = MAX_NODES * 16
-MAX_SHARING_REPLICAS = 1024
-Duration = go_duration(DURATION)
-Quantity = Annotated[str, Field(pattern=QUANTITY)]
-
-
-class Model(BaseModel):
-    """Base of every spec model: camelCase keys as in the stack file, unknown keys rejected."""
-
-    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True)
-
-
-# --------------------------------------------------------------------------------------------- pools
-
-
-class GpuSpec(Model):
-    model: str = Field(json_schema_extra={"enum": sorted(catalog.GPU_MODELS)})
-    per_node: count(1, 16) = Field(description="GPUs on each node of the pool")
-
-    @field_validator("model")
-    @classmethod
-    def _known_model(cls, v: str) -> str:
-        if v not in catalog.GPU_MODELS:
-            raise ValueError(f"unknown GPU model {v!r} (known: {', '.join(sorted(catalog.GPU_MODELS))})")
-        return v
-
-
-class Sharing(Model):
-    """How a pool's GPUs are shared. Each strategy uses only its own keys (checked in sharing.py).
-
-    Who applies it: the GPU Operator's device plugin and MIG manager (ConfigMaps selected by node labels);
-    on GKE with GKE-installed drivers, GKE's device plugin (gpuSharingConfig; MIG becomes the node pool's
-    gpuPartitionSize: one profile at its maximum count); on Bottlerocket, the host's device plugin
-    (time-slicing / MPS only)."""
-
-    strategy: Literal["time-slicing", "mps", "mig"]
-    replicas: count(2, MAX_SHARING_REPLICAS) | None = Field(
-        default=None, description="time-slicing / mps: units each physical GPU advertises"
-    )
-    rename_by_default: bool = False
-    fail_requests_greater_than_one: bool = Field(
-        default=True,
-        description="time-slicing: reject pods asking for more than one shared unit (they would get no "
-        "more compute, only false isolation)",
-    )
-    layout: dict[str, count(1, 7)] | None = Field(
-        default=None,
-        description="mig: MIG profiles on each GPU, e.g. {'3g.40gb': 2}; on GKE with GKE-installed drivers "
-        "the node pool's gpuPartitionSize (a single profile at its maximum count)",
-    )
-
-
-class Taint(Model):
-    key: LabelKey
-    value: LabelValue | None = None
-    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = "NoSchedule"
-
-
-class KarpenterPoolOptions(Model):
-    zone: bounded_text(64) | None = Field(
-        default=None,
-        description="the one AZ the pool launches in (an EFA pool's cluster placement group lives in one AZ); "
-        "default: the reservation's availabilityZone, else any",
-    )
-    on_demand_fallback: bool = Field(
-        default=False,
-        description="spot pools: add a lower-weight on-demand NodePool used only when spot is unavailable",
-    )
-    on_demand_max_gpus: count(1, MAX_GPUS) | None = Field(
-        default=None,
-        description="with onDemandFallback: the part of the pool's GPU cap the on-demand NodePool may use (a "
-        "multiple of gpu.perNode); the spot NodePool gets the rest. Default: half the nodes, rounded down",
-    )
-    consolidation_policy: Literal["WhenEmpty", "WhenEmptyOrUnderutilized"] = Field(
-        default="WhenEmpty",
-        description="WhenEmpty: only idle GPU nodes are removed (running jobs are never moved to save cost)",
-    )
-    consolidate_after: Duration = "10m"
-    expire_after: go_duration(DURATION, allow=("Never",)) = "720h"
-    termination_grace_period: Duration = "4h"
-    disruption_budget: Annotated[str, Field(pattern=r"^((100|[0-9]{1,2})%|[0-9]+)$")] = "10%"
-    ami_version: Annotated[str, Field(pattern=r"^(latest|v[0-9]+(\.[0-9]+)*)$")] = Field(
-        default="latest",
-        description="EKS-optimized AMI release: latest, or pinned (al2023: vYYYYMMDD, bottlerocket: vX.Y.Z)",
-    )
-
-
-class GkeNetwork(Model):
-    """A VPC network and subnetwork by name or resource path, as ``--additional-node-network`` takes them."""
-
-    network: Annotated[bounded_text(1024), Field(min_length=1)]
-    subnetwork: Annotated[bounded_text(1024), Field(min_length=1)]
-
-
-class GkePoolOptions(Model):
-    zones: list[GcpZone] = Field(default_factory=list, description="node locations; default: the cluster's")
-    additional_networks: list[GkeNetwork] = Field(
-        default_factory=list,
-        description="A3/A4 GPUDirect: the GPU NICs' VPC networks and subnetworks, in NIC order (node pool "
-        "networkConfig.additionalNodeNetworkConfigs); they and the cluster's multi-networking must exist",
-    )
-    compact_placement: bool = False
-    reservation: Literal["none", "any", "specific"] = "none"
-    reservation_name: DnsLabel | None = None
-    queued_provisioning: bool = Field(
-        default=False, description="Dynamic Workload Scheduler: nodes come only for admitted workloads"
-    )
-
-
-class Reservation(Model):
-    """Reserved capacity a pool launches into, the same block on both clouds (``components/reservations.py``).
-
-    aws: On-Demand Capacity Reservations (``kind: on-demand``) or Capacity Blocks for ML
-    (``kind: capacity-block``), by id (``cr-...``) or, Karpenter pools only, by tags. gcp: a Compute Engine
-    reservation by name (``id``), or ``match: any`` to consume any matching reservation.
-    ``instanceType`` / ``availabilityZone`` declare what the reservation holds so the pool can be checked
-    against it before deploy (a reservation pins both)."""
-
-    kind: Literal["on-demand", "capacity-block"] = Field(
-        default="on-demand", description="aws: on-demand (ODCR) or capacity-block (Capacity Blocks for ML)"
-    )
-    match: Literal["specific", "any"] = Field(
-        default="specific",
-        description="specific: only the named reservation(s); any: gcp ANY_RESERVATION / aws open ODCRs",
-    )
-    ids: list[DnsLabel] = Field(
-        default_factory=list, max_length=30, description="aws: cr-... ids; gcp: the reservation name (exactly one)"
-    )
-    # Karpenter's capacityReservationSelectorTerms.tags: at most 20, no empty key or value (CRD CEL rule);
-    # AWS tag keys are at most 128 characters, values 256.
-    tags: dict[Annotated[bounded_text(128), Field(min_length=1)], Annotated[bounded_text(256), Field(min_length=1)]] = (
-        Field(default_factory=dict, max_length=20, description="aws karpenter pools: select reservations by tags")
-    )
-    instance_type: bounded_text(64) | None = Field(default=None, description="what the reservation holds (checked)")
-    availability_zone: bounded_text(64) | None = Field(default=None, description="where the reservation is (checked)")
-
-
-class EksPoolOptions(Model):
-    """aws, provisioner managed: settings of the pool's EKS managed node group."""
-
-    subnet_ids: list[Annotated[str, Field(pattern=r"^subnet-[0-9a-f]+$")]] = Field(
-        default_factory=list,
-        description="subnets of the node group (e.g. the one AZ holding a capacity reservation); default "
-        "cluster.subnetIds, else the cluster's own subnets",
-    )
-    update_strategy: Literal["minimal", "default"] = Field(
-        default="minimal",
-        description="node replacement on AMI/launch-template updates, one node at a time. minimal: terminate "
-        "the old node first (needs no spare GPU capacity); default: launch the new node first",
-    )
-    imds_hop_limit: Annotated[Literal[1, 2], NoBool] = Field(
-        default=2,
-        description="IMDSv2 PUT response hop limit: 2 (EKS' own default) lets pods on the pod network reach "
-        "IMDS; 1 keeps them off the node role's credentials",
-    )
-    auto_repair: bool = Field(default=True, description="EKS node auto repair replaces nodes that turn unhealthy")
-
-
-class NodePool(Model):
-    name: Name
-    gpu: GpuSpec
-    instance_types: list[str] = Field(
-        default_factory=list, description="aws: instance types; gcp: exactly one machine type"
-    )
-    capacity: Literal["on-demand", "spot"] = "on-demand"
-    provisioner: Literal["managed", "karpenter"] = "managed"
-    os: Literal["al2023", "bottlerocket", "cos", "ubuntu"] | None = Field(
-        default=None, description="node image; default al2023 on aws, cos on gcp"
-    )
-    min_nodes: count(0, MAX_NODES) = 0
-    max_nodes: count(1, MAX_NODES) | None = None
-    max_gpus: count(1, MAX_GPUS) | None = Field(
-        default=None, description="karpenter pools: the GPU spend cap (a multiple of gpu.perNode)"
-    )
-    desired_nodes: count(0, MAX_NODES) | None = None
-    disk_gib: count(50, 16384) = 200
-    sharing: Sharing | None = None
-    taints: list[Taint] = Field(default_factory=list)
-    labels: dict[LabelKey, LabelValue] = Field(default_factory=dict)
-    topology_aware: bool = Field(default=False, description="Kueue topology-aware scheduling")
-    efa: bool | None = Field(
-        default=None,
-        description="aws: EFA network interfaces, a cluster placement group and an EFA security group for "
-        "multi-node NCCL. Default: on for topologyAware managed pools whose instance types all support EFA",
-    )
-    reservation: Reservation | None = Field(
-        default=None, description="reserved capacity (ODCR / Capacity Block on aws, a reservation on gcp)"
-    )
-    karpenter: KarpenterPoolOptions = Field(default_factory=KarpenterPoolOptions)
-    gke: GkePoolOptions = Field(default_factory=GkePoolOptions)
-    eks: EksPoolOptions = Field(default_factory=EksPoolOptions)
-
-    @property
-    def node_cap(self) -> int:
-        """Most nodes the pool may have (max_gpus / perNode for karpenter pools given a GPU cap)."""
-        if self.max_nodes is not None:
-            return self.max_nodes
-        return (self.max_gpus or 0) // self.gpu.per_node
-
-    @property
-    def gpu_cap(self) -> int:
-        """Most physical GPUs the pool may bring."""
-        return self.max_gpus if self.max_gpus is not None else self.node_cap * self.gpu.per_node
-
-
-# ------------------------------------------------------------------------------------------- tenants
-
-
-class ResourceBudget(Model):
-    cpu: Quantity | None = None
-    memory: Quantity | None = None
-
-
-class Tenant(Model):
-    name: Name
-    gpu_quota: dict[str, count(0, MAX_GPUS)] = Field(
-        default_factory=dict, description="physical GPUs per pool (the scheduler sees sharing units)"
-    )
-    borrowing_limit: dict[str, count(0, MAX_GPUS)] = Field(default_factory=dict)
-    lending_limit: dict[str, count(0, MAX_GPUS)] = Field(default_factory=dict)
-    cohort: Name | None = None
-    priority: str = Field(default="batch", description="the tenant's highest allowed PriorityClass")
-    quota: ResourceBudget = Field(default_factory=ResourceBudget)
-    pod_security: Literal["baseline", "restricted"] = "baseline"
-    queue_weight: count(1, 100) = 1
-    scheduler: Literal["kueue", "volcano"] | None = Field(
-        default=None,
-        description="who queues the tenant's workloads: kueue (default when on) manages every workload in the "
-        "namespace; volcano leaves its pods to Volcano's gang scheduler (Kueue would gate them one by one)",
-    )
-    critical: bool = False
-
-
-class PriorityClassSpec(Model):
-    name: Name
-    value: count(-(2**31), 1_000_000_000)
-    preemption_policy: Literal["PreemptLowerPriority", "Never"] = "PreemptLowerPriority"
-    global_default: bool = False
-    description: Description = ""
-
-
-DEFAULT_PRIORITY_CLASSES: tuple[PriorityClassSpec, ...] = (
-    PriorityClassSpec(name="inference", value=100_000, description="online inference: preempts training and batch"),
-    PriorityClassSpec(name="training-critical", value=90_000, description="deadline training: preempts lower tiers"),
-    PriorityClassSpec(name="training", value=50_000, description="regular training jobs"),
-    PriorityClassSpec(name="batch", value=10_000, description="batch and evaluation jobs"),
-    PriorityClassSpec(
-        name="dev",
-        value=1_000,
-        preemption_policy="Never",
-        description="notebooks and experiments: first to be preempted; never preempt pods (kube-scheduler), "
-        "and in Kueue only tenants whose ceiling is this class get a ClusterQueue that never preempts",
-    ),
-)
-
-# ------------------------------------------------------------------------------------ stack options
-
-
-class ClusterRef(Model):
-    name: bounded_text(100) | None = Field(default=None, description="aws/gcp: the existing cluster's name")
-    location: GcpLocation | None = Field(default=None, description="gcp: the cluster's region or zone")
-    region: AwsRegion | None = Field(default=None, description="aws: taken from aws:region when unset")
-    project: GcpProject | None = Field(default=None, description="gcp: taken from gcp:project when unset")
-    profile: str | None = Field(default=None, description="aws: CLI profile for the kubeconfig token")
-    role_arn: IamRoleArn | None = Field(default=None, description="aws: role assumed for the kubeconfig token")
-    kubeconfig: str | None = Field(default=None, description="existing: kubeconfig path (default ~/.kube/config)")
-    context: str | None = Field(default=None, description="existing: kubeconfig context")
-    subnet_ids: list[Annotated[str, Field(pattern=r"^subnet-[0-9a-f]+$")]] = Field(
-        default_factory=list,
-        description="aws: subnets of the managed node groups (private ones); default the cluster's own subnets",
-    )
-    kubernetes_version: Annotated[str, Field(pattern=r"^1\.[0-9]{1,2}$")] | None = Field(
-        default=None,
-        description="the cluster's Kubernetes minor version (e.g. '1.34'); the offline synth cannot look it up. "
-        "Required with gpuOperator.allocation dra",
-    )
-
-
-class Addons(Model):
-    gpu_operator: bool = True
-    dcgm: bool = True
-    kueue: bool = True
-    volcano: bool = False
-    karpenter: bool | None = Field(default=None, description="default: on when any pool uses karpenter")
-    cluster_autoscaler: bool | None = Field(
-        default=None,
-        description="aws: install the Cluster Autoscaler for the managed node groups (default: on when any pool "
-        "has provisioner: managed); off means managed pools keep their minNodes and never scale",
-    )
-
-
-class GpuOperatorOptions(Model):
-    driver: Literal["auto", "preinstalled", "operator", "gke-default", "gke-latest"] = Field(
-        default="auto",
-        description="who installs the NVIDIA driver. auto: preinstalled on aws (NVIDIA AMIs), "
-        "gke-latest on gcp, operator on existing clusters",
-    )
-    toolkit: bool | None = Field(
-        default=None,
-        description="the operator installs the NVIDIA container toolkit. default: off on aws (EKS NVIDIA AMIs "
-        "ship it), on elsewhere; Bottlerocket nodes never get the operator's copy",
-    )
-    allocation: Literal["device-plugin", "dra"] = Field(
-        default="device-plugin",
-        description="how pods get GPUs. device-plugin: extended resources (nvidia.com/gpu ...) through the "
-        "operator's ClusterPolicy; dra: ResourceClaims (resource.k8s.io/v1) served by the NVIDIA DRA driver "
-        "through the operator's GPUCluster CR (needs cluster.kubernetesVersion >= 1.34; see README, DRA)",
-    )
-
-
-# XIDs that mean the GPU or its node needs attention (drain, reset or replace) rather than a crashed
-# application (NVIDIA "XID Errors" catalog): 48 double-bit ECC, 61/62 internal micro-controller halt,
-# 63/64 ECC page retirement / row remapping (failure), 74 NVLink, 79 fallen off the bus, 92 high single-bit
-# ECC rate, 95 uncontained ECC, 119/120 GSP RPC timeout / GSP error, 140 unrecovered ECC.
-DEFAULT_CRITICAL_XIDS = (48, 61, 62, 63, 64, 74, 79, 92, 95, 119, 120, 140)
-
-
-class AlertThresholds(Model):
-    idle_utilization_percent: number() = Field(
-        default=10, gt=0, lt=100, description="a GPU (or MIG instance) below this utilization counts as idle"
-    )
-    idle_for: Duration = Field(default="30m", description="GpuIdle: unallocated GPU idle this long")
-    memory_used_percent: number() = Field(default=95, gt=0, lt=100, description="framebuffer used / total")
-    memory_for: Duration = "5m"
-    temperature_celsius: number() = Field(default=85, gt=0, lt=150)
-    temperature_for: Duration = "5m"
-    allocated_idle_for: Duration = Field(default="30m", description="GpuAllocatedIdle: a pod's GPUs idle this long")
-    xid_for: Duration = Field(default="0s", description="how long an XID must persist before alerting")
-    xid_critical_codes: list[count(1, 1000)] = Field(
-        default_factory=lambda: list(DEFAULT_CRITICAL_XIDS),
-        description="XIDs alerted as critical (hardware / driver); any other XID is a warning",
-    )
-    exporter_down_for: Duration = Field(default="10m", description="DcgmExporterDown: a target down this long")
-
-
-class Monitoring(Model):
-    prometheus: Literal["install", "existing", "none"] = Field(
-        default="install",
-        description="install: kube-prometheus-stack (prometheus-operator CRDs, Prometheus, Alertmanager, Grafana, "
-        "node-exporter) wired to the labels below; existing: the cluster already runs a prometheus-operator whose "
-        "Prometheus selects serviceMonitorLabels and a Grafana sidecar that watches dashboardLabels; none: no "
-        "ServiceMonitor, PrometheusRule or dashboard (GPU alerts are off)",
-    )
-    prometheus_storage_gib: int | None = Field(
-        default=None,
-        ge=5,
-        le=10000,
-        description="install: a PersistentVolumeClaim of this size (default StorageClass) for Prometheus; "
-        "default an emptyDir (metrics survive container restarts, not a pod's rescheduling)",
-    )
-    service_monitor_labels: dict[LabelKey, LabelValue] = Field(
-        default_factory=lambda: {"release": "kube-prometheus-stack"},
-        description="labels your Prometheus' serviceMonitorSelector / ruleSelector match",
-    )
-    dashboard_labels: dict[LabelKey, LabelValue] = Field(
-        default_factory=lambda: {"grafana_dashboard": "1"},
-        description="labels the Grafana dashboard sidecar watches",
-    )
-    dashboard_namespace: Name | None = Field(
-        default=None,
-        description="namespace of the dashboard ConfigMap (must exist); default the DCGM exporter's namespace "
-        "(then the Grafana sidecar must search all namespaces)",
-    )
-    scrape_interval: Duration = Field(
-        default="30s", description="DCGM exporter scrape interval (dcgm-exporter collects every 30s by default)"
-    )
-    alerts: AlertThresholds = Field(default_factory=AlertThresholds)
-
-
-KueueIntegration = Literal[
-    "batch/job",
-    "jobset.x-k8s.io/jobset",
-    "kubeflow.org/pytorchjob",
-    "kubeflow.org/mpijob",
-    "kubeflow.org/tfjob",
-    "kubeflow.org/jaxjob",
-    "trainer.kubeflow.org/trainjob",
-    "ray.io/rayjob",
-    "ray.io/raycluster",
-    "ray.io/rayservice",
-    "pod",
-    "deployment",
-    "statefulset",
-    "leaderworkerset.x-k8s.io/leaderworkerset",
+__all__ = [
+    "DEFAULT_CRITICAL_XIDS",
+    "DEFAULT_KUEUE_INTEGRATIONS",
+    "DEFAULT_PRIORITY_CLASSES",
+    "DNS_LABEL",
+    "DURATION",
+    "LABEL_KEY",
+    "MAX_DEPTH",
+    "MAX_DIGITS",
+    "MAX_GPUS",
+    "MAX_NODES",
+    "MAX_SHARING_REPLICAS",
+    "NAMESPACE",
+    "PATTERN_HELP",
+    "PROVIDER_KEYS",
+    "QUANTITY",
+    "RULE_MARK",
+    "Addons",
+    "AlertThresholds",
+    "Budget",
+    "ChartOverride",
+    "ClusterRef",
+    "Duration",
+    "EksPoolOptions",
+    "GkeNetwork",
+    "GkePoolOptions",
+    "GpuOperatorOptions",
+    "GpuSpec",
+    "KarpenterOptions",
+    "KarpenterPoolOptions",
+    "KueueIntegration",
+    "Model",
+    "Monitoring",
+    "Name",
+    "NodePool",
+    "PriceOverride",
+    "Pricing",
+    "PriorityClassSpec",
+    "Problem",
+    "Protection",
+    "Quantity",
+    "Reservation",
+    "ResourceBudget",
+    "Rule",
+    "Scheduling",
+    "Sharing",
+    "SpecError",
+    "StackSpec",
+    "Taint",
+    "Tenant",
+    "decode_config",
+    "is_rule",
+    "key",
+    "parse_spec",
+    "rule",
+    "stack_file_schema",
 ]
-# Batch Job, JobSet, Kubeflow training (v1 operator and Trainer v2), Ray, and pod-based kinds (inference
-# Deployments/StatefulSets and LeaderWorkerSets must be queued too, or Kueue would lend GPUs they occupy).
-DEFAULT_KUEUE_INTEGRATIONS: tuple[str, ...] = (
-    "batch/job",
-    "jobset.x-k8s.io/jobset",
-    "kubeflow.org/pytorchjob",
-    "kubeflow.org/mpijob",
-    "trainer.kubeflow.org/trainjob",
-    "ray.io/rayjob",
-    "ray.io/raycluster",
-    "pod",
-    "deployment",
-    "statefulset",
-    "leaderworkerset.x-k8s.io/leaderworkerset",
-)
-
-
-class Scheduling(Model):
-    local_queue_name: Name = Field(
-        default="default",
-        description="LocalQueue name in every tenant namespace; 'default' also catches jobs without a "
-        "kueue.x-k8s.io/queue-name label (Kueue's LocalQueue defaulting)",
-    )
-    default_cohort: Name | None = Field(
-        default="gpu-platform", description="cohort of tenants that set none; null: no lending by default"
-    )
-    wait_for_pods_ready_timeout: Duration = Field(
-        # A cold start from zero: node launch (p5 capacity can take minutes, spot retries longer), the GPU
-        # Operator's driver/toolkit validation and a MIG reconfiguration reboot, then pulling a 20 GB image
-        # (containerd unpacks single-threaded), then model load. 10m is routinely too short for that; 30m is
-        # also Kueue's own default (kueue v0.19.2 apis/config/v1beta2/defaults.go DefaultWaitForPodsReadyTimeout).
-        default="30m",
-        description="Kueue waitForPodsReady: an admitted workload whose pods are not all ready by then is evicted "
-        "and requeued (all-or-nothing start); must cover a cold start: node scale-up from zero, GPU driver "
-        "validation, image pull and model load",
-    )
-    wait_for_pods_ready_recovery_timeout: Duration | None = Field(
-        default=None,
-        description="Kueue waitForPodsReady.recoveryTimeout: how long a running workload may lack a ready pod "
-        "(a pod failed or its spot node went) before it is evicted and requeued; default the timeout above, "
-        "since the replacement node may also come from zero",
-    )
-    block_admission: bool = Field(
-        default=False,
-        description="Kueue waitForPodsReady.blockAdmission: admit one workload at a time until its pods are ready "
-        "(no partial-gang deadlocks, but every job waits for the previous one's scale-up)",
-    )
-    requeue_limit: count(1, INT32_MAX) | None = Field(
-        default=10,
-        description="Kueue: requeues after a waitForPodsReady timeout before the workload is deactivated "
-        "(backoff 60s doubling to 1h in between); null: requeue forever",
-    )
-    queueing_strategy: Literal["BestEffortFIFO", "StrictFIFO"] = "BestEffortFIFO"
-    oversubscription_ratio: number() = Field(
-        default=1.0, ge=1.0, le=10.0, description="warn when tenant quotas exceed pool capacity by more"
-    )
-    kueue_integrations: list[KueueIntegration] = Field(
-        default_factory=lambda: list(DEFAULT_KUEUE_INTEGRATIONS),
-        min_length=1,
-        description="job kinds Kueue manages (integrations.frameworks); deployment, statefulset and "
-        "leaderworkerset turn pod on implicitly",
-    )
-    topology_levels: list[LabelKey] | None = Field(
-        default=None,
-        min_length=1,
-        max_length=16,
-        description="Kueue Topology levels (node labels, coarsest first, kubernetes.io/hostname last) for "
-        "topologyAware pools; default per cloud (GKE gce-topology-*, EKS network-node-layer-*); required on "
-        "existing clusters",
-    )
-
-
-class KarpenterOptions(Model):
-    """Stack-wide Karpenter settings (aws). Per-pool settings are ``nodePools[].karpenter``."""
-
-    identity: Literal["pod-identity", "irsa"] = Field(
-        default="pod-identity",
-        description="how the AWS controllers (Karpenter, the Cluster Autoscaler) get AWS credentials: an EKS Pod "
-        "Identity association (needs the eks-pod-identity-agent add-on) or IRSA (needs the cluster's IAM OIDC "
-        "provider)",
-    )
-    name_prefix: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9-]*$", max_length=40)] | None = Field(
-        default=None,
-        description="prefix of the IAM roles, policies, SQS queue and EventBridge rules; default the cluster name",
-    )
-    subnet_tags: dict[str, str] = Field(
-        default_factory=dict,
-        description="tags selecting the subnets nodes launch in; default {karpenter.sh/discovery: <cluster>}",
-    )
-    subnet_ids: list[Annotated[str, Field(pattern=r"^subnet-[0-9a-z]+$")]] = Field(default_factory=list)
-    security_group_tags: dict[str, str] = Field(
-        default_factory=dict,
-        description="tags selecting the nodes' security groups; default {karpenter.sh/discovery: <cluster>}",
-    )
-    security_group_ids: list[Annotated[str, Field(pattern=r"^sg-[0-9a-z]+$")]] = Field(default_factory=list)
-    imds_hop_limit: Annotated[Literal[1, 2], NoBool] = Field(
-        default=1,
-        description="IMDSv2 PUT response hop limit on Karpenter nodes: 1 keeps pods off the node role's "
-        "credentials; 2 only for pods that must reach IMDS from their own network namespace",
-    )
-    replicas: count(1, 5) = 2
-    controller_cpu: Quantity = "1"
-    controller_memory: Quantity = "1Gi"
-    zonal_shift: bool = Field(
-        default=False, description="respect EKS zonal shifts (settings.enableZonalShift; the cluster must enable it)"
-    )
-
-
-class Protection(Model):
-    """What the engine refuses to delete (Pulumi ``protect``): ``pulumi up`` fails instead of deleting it,
-    and so does ``pulumi destroy``. Set a key to false (and ``pulumi up``) before really removing one."""
-
-    tenant_namespaces: bool = Field(
-        default=True,
-        description="protect tenant namespaces: removing a tenant would delete every workload and volume in it",
-    )
-    scheduler_releases: bool = Field(
-        default=True,
-        description="protect the Kueue and Volcano releases: turning an add-on off would uninstall it and "
-        "with its CRDs every Kueue Workload / Volcano Job in the cluster",
-    )
-
-
-class ChartOverride(Model):
-    version: Annotated[str, Field(pattern=r"^v?[0-9]+\.[0-9]+\.[0-9]+$")]
-
-
-class PriceOverride(Model):
-    """USD per node-hour of one instance / machine type (negotiated rate, savings plan, committed use)."""
-
-    on_demand: number() | None = Field(default=None, gt=0, le=10_000)
-    spot: number() | None = Field(default=None, gt=0, le=10_000)
-
-
-class Pricing(Model):
-    """Price assumptions for the cost summary and the budget policy (components/cost.py)."""
-
-    overrides: dict[str, PriceOverride] = Field(
-        default_factory=dict,
-        description="per instance type (aws) / machine type (gcp): USD per node-hour replacing the list price",
-    )
-    spot_discount: number() | None = Field(
-        default=None,
-        ge=0,
-        lt=1,
-        description="aws: assumed spot discount off on-demand (spot prices move; every figure is an estimate); "
-        "default 0.40",
-    )
-
-
-class Budget(Model):
-    """What the fleet may cost at its maximum size, USD per hour; the budget policy fails a preview above it."""
-
-    max_hourly_usd: number() | None = Field(default=None, gt=0, le=1e9, description="the whole stack at max scale")
-    tenants: dict[str, Annotated[number(), Field(gt=0, le=1e9)]] = Field(
-        default_factory=dict, description="per tenant: USD/h of its borrowing ceiling at most"
-    )
 
 
 class StackSpec(Model):
