@@ -148,7 +148,7 @@ def test_make_policy_venv_builds_the_packs_own_virtualenv_from_its_requirements(
 
 def _readme_policy_rows() -> list[list[str]]:
     lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
-    start = lines.index("| policy | level | checks | settings |")
+    start = lines.index("| policy | level | checks | why | settings |")
     rows = []
     for line in lines[start + 2 :]:
         if not line.startswith("|"):
@@ -158,14 +158,18 @@ def _readme_policy_rows() -> list[list[str]]:
 
 
 def test_the_readme_policy_table_is_the_pack_list():
-    """One row per policy of pack.POLICIES, in its order, with its level (``(stack)`` for stack policies) and
-    every setting its config schema declares; a policy added, removed, renamed or re-levelled fails here."""
+    """One row per policy of pack.POLICIES, in its order, with its level (``(stack)`` for stack policies), what
+    it guards and why as pack.DOCS says, and every setting its config schema declares; a policy added, removed,
+    renamed or re-levelled, or a README text edited without the pack's (or the other way), fails here."""
     rows = _readme_policy_rows()
     assert [r[0] for r in rows] == [f"`{p.name}`" for p in pack.POLICIES]
-    for (_, level, checks, settings), policy in zip(rows, pack.POLICIES, strict=True):
+    assert list(pack.DOCS) == [p.name for p in pack.POLICIES], "pack.DOCS: one entry per policy, in POLICIES order"
+    for (_, level, checks, why, settings), policy in zip(rows, pack.POLICIES, strict=True):
         stack = " (stack)" if isinstance(policy, StackValidationPolicy) else ""
         assert level == pack.level_of(policy).value + stack, policy.name
-        assert checks, policy.name
+        doc = pack.DOCS[policy.name]
+        assert doc.checks.strip() and doc.why.strip(), policy.name
+        assert (checks, why) == (doc.checks, doc.why), f"{policy.name}: the README row and pack.DOCS differ"
         declared = sorted(policy.config_schema.properties) if policy.config_schema else []
         named = re.findall(r"`([^`]+)`", re.sub(r"\([^)]*\)", "", settings))  # (defaults) set aside
         assert sorted(named) == declared, policy.name
