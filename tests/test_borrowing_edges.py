@@ -1,0 +1,110 @@
+"""Borrowing at and beyond a pool's capacity, borrow-only tenants and lending limits, end to end.
+
+Every expected number is worked out by hand in the comments (pool capacity = nodes x GPUs per node x
+units per GPU), not recomputed from the code's formula: a ResourceQuota, a Volcano capability or a summary
+that grows past what the pool can bring fails here.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from conftest import manifest, render_config, stack_config
+
+from components import synth
+
+
+@functools.cache
+def _render():
+    cfg = stack_config("prod-aws")
+    cfg["gpu-platform:nodePools"] = [
+        # 1 node x 8 A100 = 8 GPUs, whole GPUs: the pool brings 8 nvidia.com/gpu
+        {
+            "name": "small",
+            "gpu": {"model": "A100-80GB", "perNode": 8},
+            "instanceTypes": ["p4de.24xlarge"],
+            "capacity": "on-demand",
+            "provisioner": "managed",
+            "minNodes": 0,
+            "maxNodes": 1,
+        },
+        # 1 node x 4 L4 x 4 time-slices = 4 GPUs = 16 nvidia.com/gpu
+        {
+            "name": "sliced",
+            "gpu": {"model": "L4", "perNode": 4},
+            "instanceTypes": ["g6.12xlarge"],
+            "capacity": "on-demand",
+            "provisioner": "managed",
+            "minNodes": 0,
+            "maxNodes": 1,
+            "sharing": {"strategy": "time-slicing", "replicas": 4},
+        },
+    ]
+    cfg["gpu-platform:tenants"] = [
+        # borrowingLimit far past the pools: capped at what each pool brings
+        {
+            "name": "greedy",
+            "gpuQuota": {"small": 2, "sliced": 1},
+            "borrowingLimit": {"small": 100, "sliced": 100},
+            "scheduler": "volcano",
+        },
+        # borrow-only: no quota of its own, may borrow 3 GPUs
+        {"name": "borrower", "gpuQuota": {"small": 0}, "borrowingLimit": {"small": 3}},
+        # lends at most 1 GPU, no borrowingLimit: in a cohort it may borrow up to the whole pool
+        {"name": "lender", "gpuQuota": {"small": 2}, "lendingLimit": {"small": 1}},
+    ]
+    return render_config(cfg, "prod-aws")
+
+
+def _quota(r, tenant: str) -> int:
+    return int(manifest(r, "ResourceQuota", "gpu-quota", tenant)["spec"]["hard"]["requests.nvidia.com/gpu"])
+
+
+def _gpu_flavors(r, tenant: str) -> dict[str, dict[str, str]]:
+    cq = manifest(r, "ClusterQueue", tenant)["spec"]
+    out = {}
+    for group in cq["resourceGroups"]:
+        for flavor in group["flavors"]:
+            for res in flavor["resources"]:
+                if res["name"] == "nvidia.com/gpu" and flavor["name"] != "default-flavor":
+                    out[flavor["name"]] = {k: v for k, v in res.items() if k != "name"}
+    return out
+
+
+def test_borrowing_limit_past_the_pool_is_capped_at_what_the_pool_brings():
+    r = _render()
+    # small: min(2 + 100, 8 GPUs) = 8 units; sliced: min(1 + 100, 4 GPUs) = 4 GPUs x 4 slices = 16 units
+    assert _quota(r, "greedy") == 8 + 16
+    capability = manifest(r, "Queue", "greedy")["spec"]["capability"]
+    assert capability == {"nvidia.com/gpu": "24"}
+    # the guarantee is the nominal quota: 2 + 1 x 4 slices
+    assert manifest(r, "Queue", "greedy")["spec"]["guarantee"] == {"resource": {"nvidia.com/gpu": "6"}}
+    # Kueue gets the limit as configured (the cohort cannot lend more than exists anyway)
+    assert _gpu_flavors(r, "greedy") == {
+        "small": {"nominalQuota": "2", "borrowingLimit": "100"},
+        "sliced": {"nominalQuota": "4", "borrowingLimit": "400"},
+    }
+
+
+def test_a_borrow_only_tenant_holds_only_what_it_may_borrow():
+    r = _render()
+    assert _quota(r, "borrower") == 3  # 0 + 3, under the pool's 8
+    assert _gpu_flavors(r, "borrower") == {"small": {"nominalQuota": "0", "borrowingLimit": "3"}}
+
+
+def test_a_lender_without_a_borrowing_limit_reaches_the_whole_pool_and_no_more():
+    r = _render()
+    assert _quota(r, "lender") == 8  # may borrow all the cohort leaves idle, never past the pool's 8
+    assert _gpu_flavors(r, "lender") == {"small": {"nominalQuota": "2", "lendingLimit": "1"}}
+
+
+def test_the_summary_reports_the_capped_numbers():
+    text = synth.files(_render())["summary.md"]
+    # small: nominal 2 + 0 + 2 = 4 of 8; sliced: 1 GPU x 4 = 4 of 16
+    assert "| 8 nvidia.com/gpu | 4 nvidia.com/gpu | 0.50x |" in text
+    assert "| 16 nvidia.com/gpu | 4 nvidia.com/gpu | 0.25x |" in text
+    # tenants table: GPUs per pool | nominal units | ResourceQuota cap
+    assert "| greedy | sliced: 1, small: 2 | 6 nvidia.com/gpu | 24 nvidia.com/gpu |" in text
+    assert "| borrower | small: 0 | 0 nvidia.com/gpu | 3 nvidia.com/gpu |" in text
+    assert "| lender | small: 2 | 2 nvidia.com/gpu | 8 nvidia.com/gpu |" in text
+    assert "holds at most 24 nvidia.com/gpu" in text
