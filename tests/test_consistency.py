@@ -69,37 +69,20 @@ def test_quota_cluster_queue_and_volcano_queue_agree(stack):
                 assert {res["cpu"]["nominalQuota"] for res in flavors.values() if "cpu" in res} == {tenant.quota.cpu}
 
 
-@pytest.mark.parametrize("stack", ["prod-aws"])  # the stack with a Volcano tenant
-def test_volcano_capability_is_what_the_cluster_queue_can_reach(stack):
-    """Volcano capability = per flavor, nominal + borrowingLimit (unlimited in a cohort: up to what the pool
-    brings; without a cohort: nominal), summed by resource name; 0 for names the tenant cannot reach."""
-    r = rendered(stack)
-    spec = r.spec
-    for tenant in derive.volcano_tenants(spec):
-        cq = manifest(r, "ClusterQueue", tenant.name)["spec"]
-        in_cohort = "cohortName" in cq
-        expected = dict.fromkeys(all_gpu_resources(spec), 0)
-        for flavor, res in _cq_flavors(r, tenant.name).items():
-            pool = _flavor_pool(r, flavor)
-            if pool is None:
-                continue  # default-flavor: no GPUs
-            brings = derive.pool_capacity(spec, spec.pool(pool))
-            for name in expected:
-                if name not in res or name not in brings:
-                    continue
-                nominal = int(res[name]["nominalQuota"])
-                bound = max(nominal, brings[name])
-                if not in_cohort:
-                    reach = nominal
-                elif "borrowingLimit" in res[name]:
-                    reach = min(nominal + int(res[name]["borrowingLimit"]), bound)
-                else:
-                    reach = bound
-                expected[name] += reach
-        capability = manifest(r, "Queue", tenant.name)["spec"]["capability"]
-        assert {n: int(capability[n]) for n in expected} == expected, tenant.name
-        hard = _rq_hard(r, tenant.name)
-        assert {n: int(hard[f"requests.{n}"]) for n in expected} == expected, tenant.name
+def test_volcano_capability_and_quota_are_the_hand_worked_ceilings():
+    """prod-aws, worked out by hand from the stack file (not with the code's formula):
+    pools bring a100-train 4 x 8 = 32, h100-spot maxGpus 32, l4-notebooks 3 x 4 GPUs x 4 slices = 48 units.
+    applied-ml (cohort, no borrowingLimit): 32 + 32 + 48 = 112; research: a100-train 16 + borrowingLimit 8
+    = 24, h100-spot up to the pool's 32: 56. MIG resource names neither can reach: 0."""
+    r = rendered("prod-aws")
+    other = [n for n in all_gpu_resources(r.spec) if n != "nvidia.com/gpu"]
+    assert other  # h100-inference's MIG profiles
+    capability = manifest(r, "Queue", "applied-ml")["spec"]["capability"]
+    assert {n: int(v) for n, v in capability.items()} == {"nvidia.com/gpu": 112, **dict.fromkeys(other, 0)}
+    for tenant, ceiling in {"applied-ml": 112, "research": 56}.items():
+        hard = _rq_hard(r, tenant)
+        assert int(hard["requests.nvidia.com/gpu"]) == ceiling, tenant
+        assert all(int(hard[f"requests.{n}"]) == 0 for n in other if f"requests.{n}" in hard), tenant
 
 
 def test_without_a_cohort_the_quota_is_the_nominal_quota():
