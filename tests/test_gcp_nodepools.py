@@ -562,7 +562,6 @@ def _with_driver(driver: str, os_: str | None = None) -> dict[str, Any]:
 def test_operator_driver_needs_ubuntu_and_preinstalled_does_not_exist():
     """Guarded by the GPU Operator's rules; the node pools rely on them (INSTALLATION_DISABLED on COS
     would leave nodes without a driver)."""
-    pytest.importorskip("components.gpu_operator")
     assert {p for p, _ in _problems(_with_driver("operator"))} == {
         "gpu-platform:nodePools[0].os",
         "gpu-platform:nodePools[1].os",
