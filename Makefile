@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STACK  ?= prod-aws
 
-.PHONY: setup synth synth-all check test lint fmt bench schema refresh-upstream policy-venv policy-data clean urn-snapshots
+.PHONY: setup synth synth-all check test lint fmt bench schema refresh-upstream policy-venv policy-data clean urn-snapshots mutate
 
 $(BIN)/.installed: pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "gpu-platform needs Python 3.11+: make PYTHON=python3.11 ...")'
@@ -48,6 +48,14 @@ bench: setup
 urn-snapshots: setup
 	$(BIN)/python -m components.urns
 
+## Mutation testing over components/ and policies/ (slow, not in CI): make mutate [MODULE=components/derive.py]
+## mutmut 3 works in a copy (mutants/), one directory down: ./shared points it at ../shared/upstream.
+MODULE ?=
+mutate: setup
+	@[ ! -d ../shared ] || [ -e shared ] || ln -s ../shared shared
+	$(BIN)/mutmut run $(if $(MODULE),"$(subst /,.,$(basename $(MODULE))).*")
+	$(BIN)/mutmut results
+
 schema: setup
 	$(BIN)/gpu-platform schema > stack.schema.json
 
@@ -72,4 +80,4 @@ refresh-upstream:
 	$(PYTHON) scripts/refresh_upstream.py
 
 clean:
-	rm -rf out $(VENV) $(POLICY_VENV) stack.schema.json
+	rm -rf out mutants $(VENV) $(POLICY_VENV) stack.schema.json
