@@ -49,10 +49,9 @@ urn-snapshots: setup
 	$(BIN)/python -m components.urns
 
 ## Mutation testing over components/ and policies/ (slow, not in CI): make mutate [MODULE=components/derive.py]
-## mutmut 3 works in a copy (mutants/), one directory down: ./shared points it at ../shared/upstream.
+## mutmut 3 works in a copy of the tree (mutants/, git-ignored).
 MODULE ?=
 mutate: setup
-	@[ ! -d ../shared ] || [ -e shared ] || ln -s ../shared shared
 	$(BIN)/mutmut run $(if $(MODULE),"$(subst /,.,$(basename $(MODULE))).*")
 	$(BIN)/mutmut results
 
