@@ -12,234 +12,45 @@ Every layer reads the functions the components build their objects from (``kueue
 the ClusterQueue, ``derive.*`` for labels, taints and units, ``managed_pools.autoscaler_tags`` for what the
 Cluster Autoscaler sees, ``karpenter.node_pool_spec`` / ``ec2_node_class_spec`` for Karpenter,
 ``gpu_operator.operator_values`` for the DCGM exporter): one source of truth, and no engine run (a trace
-takes milliseconds, so tests can trace many stacks). The only rules stated here are upstream behaviour
-(what Kueue, Karpenter, Pod Security and dcgm-exporter do with those objects), cited where they are used.
+takes milliseconds, so tests can trace many stacks). Reading manifests lives in ``explain_workloads``,
+the checks of a pod against one pool in ``explain_facts``; this module walks the layers. The only rules
+stated here are upstream behaviour (what Kueue, Karpenter, Pod Security and dcgm-exporter do with those
+objects), cited where they are used.
 """
 
 from __future__ import annotations
 
 import json
-from collections import defaultdict
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
-from components import derive, gpu_operator, kueue, tenancy
+from components import derive, kueue, tenancy
+from components.explain_facts import (
+    _asks_topology,
+    _tenant,
+    _total,
+    _units,
+    autoscaler_sees,
+    dcgm_attribution,
+    exporter_values,  # noqa: F401  (re-exported: tests read the exporter values a trace checks)
+    karpenter_sees,
+    node_advertises,
+    node_labels,
+    node_taints,
+    pod_security_problems,
+    selection_problems,
+    untolerated,
+)
+from components.explain_workloads import (
+    PSA_ENFORCE,
+    Workload,
+    WorkloadError,  # noqa: F401  (re-exported: the CLI catches it)
+    is_gpu,
+    load,
+)
 from components.spec import NodePool, StackSpec, Tenant
 
 EXIT_RUNS, EXIT_PENDING = 0, 3
-GPU_PREFIX = "nvidia.com/"
-
-
-def is_gpu(resource: str) -> bool:
-    """A GPU scheduler resource: nvidia.com/* units, or a DRA class's device count (gpu.nvidia.com/devices)."""
-    return resource.startswith(GPU_PREFIX) or resource in derive.DRA_CLASS_OF
-
-
-VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
-PSA_ENFORCE = "pod-security.kubernetes.io/enforce"
-
-# Kinds that carry no pods: listed in a workload file beside the workload (claims, services...), skipped.
-PASSIVE_KINDS = frozenset(
-    {
-        "PersistentVolumeClaim",
-        "Service",
-        "ConfigMap",
-        "Secret",
-        "ServiceAccount",
-        "Role",
-        "RoleBinding",
-        "NetworkPolicy",
-        "PodDisruptionBudget",
-        "HorizontalPodAutoscaler",
-        "Ingress",
-        "ResourceClaimTemplate",  # DRA: read for the claims pods make from them (Workload.claim_specs)
-        "ResourceClaim",
-        "DeviceClass",
-    }
-)
-
-
-class WorkloadError(Exception):
-    """The workload file cannot be read or holds something explain does not trace (exit 2)."""
-
-
-# ---------------------------------------------------------------------------------------- workloads
-
-
-@dataclass
-class PodSet:
-    name: str
-    count: int
-    metadata: dict[str, Any]  # the pod template's metadata
-    pod: dict[str, Any]  # the pod spec
-    claims: dict[str, int] = field(default_factory=dict)  # DRA devices per quota resource (resolved later)
-
-    def requests(self) -> dict[str, int]:
-        """GPU units one pod asks for (requests, else limits, as Kubernetes defaults them), summed over
-        its containers (init containers run one at a time: their maximum); on DRA stacks its claims' devices."""
-        return {r: n for r, n in self.devices().items() if is_gpu(r)}
-
-    def devices(self) -> dict[str, int]:
-        """Every device-plugin resource one pod asks for: GPU units and others such as EFA interfaces
-        (``vpc.amazonaws.com/efa``), which Kueue does not ration but a node must still bring."""
-        total: dict[str, int] = defaultdict(int)
-        for c in self.pod.get("containers") or []:
-            for name, n in _device_resources(c).items():
-                total[name] += n
-        for c in self.pod.get("initContainers") or []:
-            for name, n in _device_resources(c).items():
-                total[name] = max(total[name], n)
-        for name, n in self.claims.items():
-            total[name] += n
-        return dict(sorted(total.items()))
-
-
-def _device_resources(container: Mapping[str, Any]) -> dict[str, int]:
-    res = container.get("resources") or {}
-    merged = {**(res.get("limits") or {}), **(res.get("requests") or {})}
-    out = {}
-    for name, value in merged.items():
-        if "/" in name and not name.startswith(("hugepages-", "kubernetes.io/")):
-            try:
-                out[name] = int(value)
-            except (TypeError, ValueError):
-                raise WorkloadError(f"{name}: {value!r} is not a whole number of units") from None
-    return out
-
-
-@dataclass
-class Workload:
-    kind: str
-    name: str
-    namespace: str
-    labels: dict[str, str]
-    podsets: list[PodSet]
-    integration: str | None  # the Kueue framework managing this kind; None for Volcano Jobs
-    volcano_queue: str | None = None
-    scheduler_name: str | None = None
-    priority_class: str | None = None
-    per_pod_workloads: bool = False  # Deployment/StatefulSet: Kueue admits each pod as its own workload
-    # DRA objects in the same file: ("template" | "claim", name) -> ResourceClaimSpec
-    claim_specs: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
-
-    @property
-    def ref(self) -> str:
-        return f"{self.kind} {self.namespace}/{self.name}"
-
-
-def _template(doc: Mapping[str, Any], where: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    tpl = doc.get("template")
-    if not isinstance(tpl, dict) or not isinstance(tpl.get("spec"), dict):
-        raise WorkloadError(f"{where}: no pod template")
-    return tpl.get("metadata") or {}, tpl["spec"]
-
-
-def _int(value: Any, default: int) -> int:
-    return int(value) if value is not None else default
-
-
-def parse(doc: Mapping[str, Any]) -> Workload | None:
-    """One manifest -> a Workload; None for kinds without pods; WorkloadError for unsupported ones."""
-    if not isinstance(doc, dict) or "kind" not in doc:
-        raise WorkloadError("a document without 'kind'")
-    kind, api = doc["kind"], str(doc.get("apiVersion", ""))
-    group = api.split("/")[0] if "/" in api else ""
-    if kind in PASSIVE_KINDS:
-        return None
-    meta = doc.get("metadata") or {}
-    name = meta.get("name") or "?"
-    ns = meta.get("namespace") or "default"
-    labels = meta.get("labels") or {}
-    spec = doc.get("spec") or {}
-    where = f"{kind} {name}"
-    w = Workload(kind, name, ns, labels, [], None)
-    if kind == "Pod" and group == "":
-        w.podsets = [PodSet("main", 1, meta, spec)]
-        w.integration = "pod"
-    elif kind in ("Deployment", "StatefulSet") and group == "apps":
-        m, p = _template(spec, where)
-        w.podsets = [PodSet("main", _int(spec.get("replicas"), 1), m, p)]
-        w.integration, w.per_pod_workloads = "pod", True
-    elif kind == "Job" and group == "batch":
-        m, p = _template(spec, where)
-        n = min(_int(spec.get("parallelism"), 1), _int(spec.get("completions"), _int(spec.get("parallelism"), 1)))
-        w.podsets = [PodSet("main", n, m, p)]
-        w.integration = "batch/job"
-    elif kind == "JobSet" and group == "jobset.x-k8s.io":
-        for rj in spec.get("replicatedJobs") or []:
-            job = (rj.get("template") or {}).get("spec") or {}
-            m, p = _template(job, f"{where} replicatedJob {rj.get('name')}")
-            n = _int(rj.get("replicas"), 1) * _int(job.get("parallelism"), 1)
-            w.podsets.append(PodSet(str(rj.get("name")), n, m, p))
-        w.integration = "jobset.x-k8s.io/jobset"
-    elif kind == "PyTorchJob" and group == "kubeflow.org":
-        for role, rs in sorted((spec.get("pytorchReplicaSpecs") or {}).items()):
-            m, p = _template(rs, f"{where} {role}")
-            w.podsets.append(PodSet(role.lower(), _int(rs.get("replicas"), 1), m, p))
-        w.integration = "kubeflow.org/pytorchjob"
-    elif kind == "RayJob" and group == "ray.io":
-        cluster = spec.get("rayClusterSpec") or {}
-        m, p = _template(cluster.get("headGroupSpec") or {}, f"{where} head")
-        w.podsets.append(PodSet("head", 1, m, p))
-        for g in cluster.get("workerGroupSpecs") or []:
-            m, p = _template(g, f"{where} worker group {g.get('groupName')}")
-            w.podsets.append(PodSet(str(g.get("groupName")), _int(g.get("replicas"), 1), m, p))
-        w.integration = "ray.io/rayjob"
-    elif kind == "Job" and group == "batch.volcano.sh":
-        for task in spec.get("tasks") or []:
-            m, p = _template(task, f"{where} task {task.get('name')}")
-            w.podsets.append(PodSet(str(task.get("name")), _int(task.get("replicas"), 1), m, p))
-        w.volcano_queue = spec.get("queue") or "default"
-        w.scheduler_name = spec.get("schedulerName") or "volcano"
-        w.priority_class = spec.get("priorityClassName")
-    else:
-        raise WorkloadError(
-            f"{kind} ({api}) is not a workload explain traces "
-            "(Pod, Deployment, StatefulSet, Job, JobSet, PyTorchJob, RayJob, Volcano Job)"
-        )
-    if not w.podsets:
-        raise WorkloadError(f"{where}: no pods")
-    if w.scheduler_name is None:
-        names = {ps.pod.get("schedulerName") for ps in w.podsets} - {None}
-        w.scheduler_name = names.pop() if len(names) == 1 else None
-    if w.priority_class is None:
-        classes = [ps.pod.get("priorityClassName") for ps in w.podsets if ps.pod.get("priorityClassName")]
-        w.priority_class = classes[0] if classes else None
-    return w
-
-
-def load(text: str) -> list[Workload]:
-    try:
-        docs = [d for d in yaml.safe_load_all(text) if d is not None]
-    except yaml.YAMLError as err:
-        raise WorkloadError(f"not YAML: {str(err).splitlines()[0]}") from None
-    workloads = []
-    for i, doc in enumerate(docs):
-        try:
-            w = parse(doc)
-        except (AttributeError, TypeError, ValueError, KeyError) as err:  # a field of the wrong shape
-            raise WorkloadError(f"document {i + 1}: malformed ({type(err).__name__}: {err})") from None
-        if w is not None:
-            workloads.append(w)
-    claim_specs: dict[tuple[str, str, str], dict[str, Any]] = {}
-    for doc in docs:
-        kind = doc.get("kind") if isinstance(doc, dict) else None
-        if kind in ("ResourceClaimTemplate", "ResourceClaim"):
-            meta = doc.get("metadata") or {}
-            body = (doc.get("spec") or {}).get("spec") if kind == "ResourceClaimTemplate" else doc.get("spec")
-            what = "template" if kind == "ResourceClaimTemplate" else "claim"
-            claim_specs[(meta.get("namespace") or "default", what, meta.get("name"))] = body or {}
-    for w in workloads:
-        w.claim_specs = {(what, n): b for (ns, what, n), b in claim_specs.items() if ns == w.namespace}
-    if not workloads:
-        raise WorkloadError(
-            "no workload in it (Pod, Deployment, StatefulSet, Job, JobSet, PyTorchJob, RayJob, Volcano Job)"
-        )
-    return workloads
-
 
 # -------------------------------------------------------------------------------------------- traces
 
@@ -290,261 +101,6 @@ class Trace:
 
 class _Stop(Exception):
     pass
-
-
-def _units(units: Mapping[str, int]) -> str:
-    return ", ".join(f"{n} {r}" for r, n in sorted(units.items())) or "nothing"
-
-
-# ------------------------------------------------------------------------------------- pod security
-
-# Pod Security Standards (kubernetes.io/docs/concepts/security/pod-security-standards): the obvious checks.
-BASELINE_CAPABILITIES = frozenset(
-    {"AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD", "NET_BIND_SERVICE", "SETFCAP"}
-    | {"SETGID", "SETPCAP", "SETUID", "SYS_CHROOT"}
-)
-
-
-def pod_security_problems(pod: Mapping[str, Any], level: str) -> list[str]:
-    problems = []
-    containers = [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]
-    for key in ("hostNetwork", "hostPID", "hostIPC"):
-        if pod.get(key):
-            problems.append(f"{key}: true")
-    for v in pod.get("volumes") or []:
-        if "hostPath" in v:
-            problems.append(f"hostPath volume {v.get('name')}")
-    psc = pod.get("securityContext") or {}
-    for c in containers:
-        sc = c.get("securityContext") or {}
-        cname = c.get("name")
-        if sc.get("privileged"):
-            problems.append(f"container {cname} privileged")
-        for port in c.get("ports") or []:
-            if port.get("hostPort"):
-                problems.append(f"container {cname} hostPort {port['hostPort']}")
-        added = set((sc.get("capabilities") or {}).get("add") or [])
-        allowed = {"NET_BIND_SERVICE"} if level == "restricted" else BASELINE_CAPABILITIES
-        if added - allowed:
-            problems.append(f"container {cname} adds capabilities {sorted(added - allowed)}")
-        if level != "restricted":
-            continue
-        if sc.get("allowPrivilegeEscalation") is not False:
-            problems.append(f"container {cname} lacks allowPrivilegeEscalation: false")
-        if "ALL" not in ((sc.get("capabilities") or {}).get("drop") or []):
-            problems.append(f"container {cname} does not drop ALL capabilities")
-        if not sc.get("runAsNonRoot", psc.get("runAsNonRoot")):
-            problems.append(f"container {cname} lacks runAsNonRoot: true")
-        seccomp = (sc.get("seccompProfile") or psc.get("seccompProfile") or {}).get("type")
-        if seccomp not in ("RuntimeDefault", "Localhost"):
-            problems.append(f"container {cname} lacks seccompProfile RuntimeDefault")
-    return problems
-
-
-# --------------------------------------------------------------------------------- node selection
-
-
-def _expr_matches(expr: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
-    key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
-    if op == "In":
-        return labels.get(key) in values
-    if op == "NotIn":
-        return labels.get(key) not in values
-    if op == "Exists":
-        return key in labels
-    if op == "DoesNotExist":
-        return key not in labels
-    if op in ("Gt", "Lt"):
-        try:
-            n, v = int(labels.get(key, "")), int(values[0])
-        except (ValueError, IndexError):
-            return False
-        return n > v if op == "Gt" else n < v
-    return False
-
-
-def selection_problems(pod: Mapping[str, Any], labels: Mapping[str, str]) -> list[str]:
-    """Why a node with these labels does not satisfy the pod's nodeSelector and required node affinity."""
-    out = [
-        f"nodeSelector {k}={v} (nodes have {labels.get(k, 'no such label')})"
-        for k, v in sorted((pod.get("nodeSelector") or {}).items())
-        if labels.get(k) != v
-    ]
-    required = (
-        ((pod.get("affinity") or {}).get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
-        or {}
-    ).get("nodeSelectorTerms") or []
-    if required and not any(
-        all(_expr_matches(e, labels) for e in term.get("matchExpressions") or []) for term in required
-    ):
-        out.append("required node affinity matches no term")
-    return out
-
-
-def _tolerates(tol: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
-    if tol.get("effect") and tol["effect"] != taint["effect"]:
-        return False
-    if not tol.get("key"):
-        return tol.get("operator") == "Exists"
-    if tol["key"] != taint["key"]:
-        return False
-    if tol.get("operator") == "Exists":
-        return True
-    return str(tol.get("value", "")) == str(taint.get("value") or "")
-
-
-def untolerated(tolerations: list[Mapping[str, Any]], taints: list[Mapping[str, Any]]) -> list[str]:
-    return [
-        f"{t['key']}={t.get('value') or ''}:{t['effect']}"
-        for t in taints
-        if t["effect"] in ("NoSchedule", "NoExecute") and not any(_tolerates(x, t) for x in tolerations)
-    ]
-
-
-# --------------------------------------------------------------------------- facts of one pool
-# One function per fact; each reads what the component renders from.
-
-
-def node_labels(spec: StackSpec, pool: NodePool) -> dict[str, str]:
-    """Labels a node of the pool carries (EKS managed groups add the autoscaler's GPU label)."""
-    from components import summary
-
-    return summary._node_labels(spec, pool)
-
-
-def node_taints(pool: NodePool) -> list[dict[str, Any]]:
-    return [{"key": t.key, "value": t.value, "effect": t.effect} for t in derive.node_taints(pool)]
-
-
-def node_advertises(spec: StackSpec, pool: NodePool) -> tuple[dict[str, int], str | None]:
-    """(resources one node of the pool advertises, why it differs from what quotas count or None).
-
-    Bottlerocket's host device plugin shares GPUs only when the sharing settings reach the node through its
-    user data: managed node groups carry them (``managed_pools.user_data``); for Karpenter pools they must be
-    in the EC2NodeClass ``userData``, else the node advertises whole GPUs."""
-    units = derive.pool_units(spec, pool, pool.gpu.per_node)
-    from components import sharing
-
-    if spec.cloud == "aws" and pool.provisioner == "karpenter" and sharing.bottlerocket_shares_gpus(spec, pool.name):
-        from components.aws import karpenter
-
-        node_class = karpenter.ec2_node_class_spec(spec, karpenter.node_class_need(spec, pool), "role")
-        if "device-sharing-strategy" not in str(node_class.get("userData") or ""):
-            whole = {derive.GPU_RESOURCE: pool.gpu.per_node}
-            return whole, (
-                f"the Bottlerocket node advertises {_units(whole)} (its EC2NodeClass has no userData with "
-                f"the sharing settings) while quotas count {_units(units)}"
-            )
-    return {**units, **node_efa(spec, pool)}, None
-
-
-def node_efa(spec: StackSpec, pool: NodePool) -> dict[str, int]:
-    """EFA interfaces one node of the pool advertises (the EFA device plugin runs on EFA pools)."""
-    from components.aws import efa
-
-    return {efa.EFA_RESOURCE: efa.interfaces_per_node(pool)} if efa.efa_enabled(spec, pool) else {}
-
-
-def karpenter_sees(spec: StackSpec, pool: NodePool) -> dict[str, int]:
-    """Extended resources Karpenter believes a node of the pool brings before it exists: nvidia.com/gpu from
-    EC2 instance data (the GPU count), overridden key by key by the pool's NodeOverlay capacity when it has
-    one (Karpenter applies it with lo.Assign; see ``karpenter.node_overlay_spec``)."""
-    from components.aws import efa, karpenter
-
-    sees = {derive.GPU_RESOURCE: pool.gpu.per_node}
-    if efa.efa_capable(pool):  # Karpenter's instance types carry vpc.amazonaws.com/efa from EC2 network info
-        sees[efa.EFA_RESOURCE] = efa.interfaces_per_node(pool)
-    if karpenter.needs_overlay(spec, pool):
-        sees.update({name: int(n) for name, n in karpenter.node_overlay_spec(spec, pool)["capacity"].items()})
-    return sees
-
-
-def autoscaler_sees(spec: StackSpec, pool: NodePool) -> tuple[dict[str, int], dict[str, str], list[dict[str, Any]]]:
-    """What the Cluster Autoscaler's scale-from-zero template says of a managed pool's node: resources,
-    labels and taints, read back from the node group's ``k8s.io/cluster-autoscaler/node-template/*`` tags."""
-    from components.aws import managed_pools
-
-    tags = managed_pools.autoscaler_tags(spec, pool)
-    prefix = managed_pools.CA_TEMPLATE + "/"
-    resources: dict[str, int] = {derive.GPU_RESOURCE: pool.gpu.per_node}  # from the instance type
-    labels: dict[str, str] = {}
-    taints: list[dict[str, Any]] = []
-    for k, v in tags.items():
-        if not k.startswith(prefix):
-            continue
-        kind, _, name = k[len(prefix) :].partition("/")
-        if kind == "resources":
-            resources[name] = int(v)
-        elif kind == "label":
-            labels[name] = v
-        elif kind == "taint":
-            value, _, effect = v.rpartition(":")
-            taints.append({"key": name, "value": value or None, "effect": effect})
-    return resources, labels, taints
-
-
-def exporter_values(spec: StackSpec) -> dict[str, Any]:
-    """The dcgm-exporter's settings as deployed: the GPU Operator's ``dcgmExporter`` values, or the standalone
-    chart's values without the operator."""
-    if spec.addons.gpu_operator:
-        return gpu_operator.operator_values(spec).get("dcgmExporter") or {}
-    from components import monitoring
-
-    return monitoring.dcgm_exporter_values(spec)
-
-
-def dcgm_attribution(spec: StackSpec, pool: NodePool, resources: list[str]) -> str | None:
-    """Why dcgm-exporter cannot tie the pool's GPU metrics to the pod, or None.
-
-    dcgm-exporter asks the kubelet's pod-resources API which pod holds which device and matches device IDs
-    as GPU UUIDs by default (dcgm-exporter ``internal/pkg/collector/types.go``, ``pkg/.../kubernetes.go``);
-    it only looks at ``nvidia.com/gpu`` and MIG resources unless told more names."""
-    values = exporter_values(spec)
-    env = {e["name"]: e.get("value") for e in [*(values.get("env") or []), *(values.get("extraEnv") or [])]}
-    plugin = derive.pool_device_plugin(spec, pool)
-    if plugin == "gke" and env.get(gpu_operator.DCGM_GPU_ID_TYPE_ENV) != "device-name":
-        return (
-            "GKE's device plugin names devices nvidiaN, the exporter matches UUIDs: set its Kubernetes GPU "
-            "id type to device-name"
-        )
-    if plugin == "bottlerocket":
-        from components import sharing
-
-        plug = sharing.bottlerocket_device_plugin_settings(spec, pool.name)  # managed and Karpenter user data
-        if plug.get(sharing.BOTTLEROCKET_DEVICE_ID_STRATEGY) != "uuid":
-            return (
-                "Bottlerocket's device plugin hands out device indexes, the exporter matches UUIDs: set "
-                "settings.kubelet-device-plugins.nvidia.device-id-strategy = uuid"
-            )
-    listed = (env.get(gpu_operator.DCGM_RESOURCE_NAMES_ENV) or "").split(",")
-    skipped = [r for r in resources if r != derive.GPU_RESOURCE and not r.startswith("nvidia.com/mig-")]
-    if skipped and not set(skipped) <= set(listed):
-        return (
-            f"the exporter skips {', '.join(skipped)} (renameByDefault) unless listed in "
-            f"{gpu_operator.DCGM_RESOURCE_NAMES_ENV}"
-        )
-    return None
-
-
-# ----------------------------------------------------------------------------------------- explain
-
-
-def _tenant(spec: StackSpec, namespace: str) -> Tenant | None:
-    return next((t for t in spec.tenants if t.name == namespace), None)
-
-
-def _total(w: Workload) -> dict[str, int]:
-    """Units one Kueue workload holds: every pod of every pod set (a Deployment's pods are one each)."""
-    total: dict[str, int] = defaultdict(int)
-    for ps in w.podsets:
-        for name, n in ps.requests().items():
-            total[name] += n * (1 if w.per_pod_workloads else ps.count)
-    return dict(sorted(total.items()))
-
-
-def _asks_topology(w: Workload) -> bool:
-    keys = (kueue.PREFERRED_TOPOLOGY_ANNOTATION, kueue.REQUIRED_TOPOLOGY_ANNOTATION)
-    return any(k in ((ps.metadata or {}).get("annotations") or {}) for ps in w.podsets for k in keys)
 
 
 class _Tracer:

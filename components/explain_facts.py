@@ -1,0 +1,269 @@
+"""What ``gpu-platform explain`` checks a pod against: Pod Security, node selection and tolerations, and
+the facts of one pool (what its nodes carry and advertise, what its provisioner and DCGM see)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from typing import Any
+
+from components import derive, gpu_operator, kueue
+from components.explain_workloads import (
+    Workload,
+)
+from components.spec import NodePool, StackSpec, Tenant
+
+
+def _units(units: Mapping[str, int]) -> str:
+    return ", ".join(f"{n} {r}" for r, n in sorted(units.items())) or "nothing"
+
+
+# ------------------------------------------------------------------------------------- pod security
+
+# Pod Security Standards (kubernetes.io/docs/concepts/security/pod-security-standards): the obvious checks.
+BASELINE_CAPABILITIES = frozenset(
+    {"AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD", "NET_BIND_SERVICE", "SETFCAP"}
+    | {"SETGID", "SETPCAP", "SETUID", "SYS_CHROOT"}
+)
+
+
+def pod_security_problems(pod: Mapping[str, Any], level: str) -> list[str]:
+    problems = []
+    containers = [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]
+    for key in ("hostNetwork", "hostPID", "hostIPC"):
+        if pod.get(key):
+            problems.append(f"{key}: true")
+    for v in pod.get("volumes") or []:
+        if "hostPath" in v:
+            problems.append(f"hostPath volume {v.get('name')}")
+    psc = pod.get("securityContext") or {}
+    for c in containers:
+        sc = c.get("securityContext") or {}
+        cname = c.get("name")
+        if sc.get("privileged"):
+            problems.append(f"container {cname} privileged")
+        for port in c.get("ports") or []:
+            if port.get("hostPort"):
+                problems.append(f"container {cname} hostPort {port['hostPort']}")
+        added = set((sc.get("capabilities") or {}).get("add") or [])
+        allowed = {"NET_BIND_SERVICE"} if level == "restricted" else BASELINE_CAPABILITIES
+        if added - allowed:
+            problems.append(f"container {cname} adds capabilities {sorted(added - allowed)}")
+        if level != "restricted":
+            continue
+        if sc.get("allowPrivilegeEscalation") is not False:
+            problems.append(f"container {cname} lacks allowPrivilegeEscalation: false")
+        if "ALL" not in ((sc.get("capabilities") or {}).get("drop") or []):
+            problems.append(f"container {cname} does not drop ALL capabilities")
+        if not sc.get("runAsNonRoot", psc.get("runAsNonRoot")):
+            problems.append(f"container {cname} lacks runAsNonRoot: true")
+        seccomp = (sc.get("seccompProfile") or psc.get("seccompProfile") or {}).get("type")
+        if seccomp not in ("RuntimeDefault", "Localhost"):
+            problems.append(f"container {cname} lacks seccompProfile RuntimeDefault")
+    return problems
+
+
+# --------------------------------------------------------------------------------- node selection
+
+
+def _expr_matches(expr: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
+    if op == "In":
+        return labels.get(key) in values
+    if op == "NotIn":
+        return labels.get(key) not in values
+    if op == "Exists":
+        return key in labels
+    if op == "DoesNotExist":
+        return key not in labels
+    if op in ("Gt", "Lt"):
+        try:
+            n, v = int(labels.get(key, "")), int(values[0])
+        except (ValueError, IndexError):
+            return False
+        return n > v if op == "Gt" else n < v
+    return False
+
+
+def selection_problems(pod: Mapping[str, Any], labels: Mapping[str, str]) -> list[str]:
+    """Why a node with these labels does not satisfy the pod's nodeSelector and required node affinity."""
+    out = [
+        f"nodeSelector {k}={v} (nodes have {labels.get(k, 'no such label')})"
+        for k, v in sorted((pod.get("nodeSelector") or {}).items())
+        if labels.get(k) != v
+    ]
+    required = (
+        ((pod.get("affinity") or {}).get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
+        or {}
+    ).get("nodeSelectorTerms") or []
+    if required and not any(
+        all(_expr_matches(e, labels) for e in term.get("matchExpressions") or []) for term in required
+    ):
+        out.append("required node affinity matches no term")
+    return out
+
+
+def _tolerates(tol: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
+    if tol.get("effect") and tol["effect"] != taint["effect"]:
+        return False
+    if not tol.get("key"):
+        return tol.get("operator") == "Exists"
+    if tol["key"] != taint["key"]:
+        return False
+    if tol.get("operator") == "Exists":
+        return True
+    return str(tol.get("value", "")) == str(taint.get("value") or "")
+
+
+def untolerated(tolerations: list[Mapping[str, Any]], taints: list[Mapping[str, Any]]) -> list[str]:
+    return [
+        f"{t['key']}={t.get('value') or ''}:{t['effect']}"
+        for t in taints
+        if t["effect"] in ("NoSchedule", "NoExecute") and not any(_tolerates(x, t) for x in tolerations)
+    ]
+
+
+# --------------------------------------------------------------------------- facts of one pool
+# One function per fact; each reads what the component renders from.
+
+
+def node_labels(spec: StackSpec, pool: NodePool) -> dict[str, str]:
+    """Labels a node of the pool carries (EKS managed groups add the autoscaler's GPU label)."""
+    from components import summary
+
+    return summary._node_labels(spec, pool)
+
+
+def node_taints(pool: NodePool) -> list[dict[str, Any]]:
+    return [{"key": t.key, "value": t.value, "effect": t.effect} for t in derive.node_taints(pool)]
+
+
+def node_advertises(spec: StackSpec, pool: NodePool) -> tuple[dict[str, int], str | None]:
+    """(resources one node of the pool advertises, why it differs from what quotas count or None).
+
+    Bottlerocket's host device plugin shares GPUs only when the sharing settings reach the node through its
+    user data: managed node groups carry them (``managed_pools.user_data``); for Karpenter pools they must be
+    in the EC2NodeClass ``userData``, else the node advertises whole GPUs."""
+    units = derive.pool_units(spec, pool, pool.gpu.per_node)
+    from components import sharing
+
+    if spec.cloud == "aws" and pool.provisioner == "karpenter" and sharing.bottlerocket_shares_gpus(spec, pool.name):
+        from components.aws import karpenter
+
+        node_class = karpenter.ec2_node_class_spec(spec, karpenter.node_class_need(spec, pool), "role")
+        if "device-sharing-strategy" not in str(node_class.get("userData") or ""):
+            whole = {derive.GPU_RESOURCE: pool.gpu.per_node}
+            return whole, (
+                f"the Bottlerocket node advertises {_units(whole)} (its EC2NodeClass has no userData with "
+                f"the sharing settings) while quotas count {_units(units)}"
+            )
+    return {**units, **node_efa(spec, pool)}, None
+
+
+def node_efa(spec: StackSpec, pool: NodePool) -> dict[str, int]:
+    """EFA interfaces one node of the pool advertises (the EFA device plugin runs on EFA pools)."""
+    from components.aws import efa
+
+    return {efa.EFA_RESOURCE: efa.interfaces_per_node(pool)} if efa.efa_enabled(spec, pool) else {}
+
+
+def karpenter_sees(spec: StackSpec, pool: NodePool) -> dict[str, int]:
+    """Extended resources Karpenter believes a node of the pool brings before it exists: nvidia.com/gpu from
+    EC2 instance data (the GPU count), overridden key by key by the pool's NodeOverlay capacity when it has
+    one (Karpenter applies it with lo.Assign; see ``karpenter.node_overlay_spec``)."""
+    from components.aws import efa, karpenter
+
+    sees = {derive.GPU_RESOURCE: pool.gpu.per_node}
+    if efa.efa_capable(pool):  # Karpenter's instance types carry vpc.amazonaws.com/efa from EC2 network info
+        sees[efa.EFA_RESOURCE] = efa.interfaces_per_node(pool)
+    if karpenter.needs_overlay(spec, pool):
+        sees.update({name: int(n) for name, n in karpenter.node_overlay_spec(spec, pool)["capacity"].items()})
+    return sees
+
+
+def autoscaler_sees(spec: StackSpec, pool: NodePool) -> tuple[dict[str, int], dict[str, str], list[dict[str, Any]]]:
+    """What the Cluster Autoscaler's scale-from-zero template says of a managed pool's node: resources,
+    labels and taints, read back from the node group's ``k8s.io/cluster-autoscaler/node-template/*`` tags."""
+    from components.aws import managed_pools
+
+    tags = managed_pools.autoscaler_tags(spec, pool)
+    prefix = managed_pools.CA_TEMPLATE + "/"
+    resources: dict[str, int] = {derive.GPU_RESOURCE: pool.gpu.per_node}  # from the instance type
+    labels: dict[str, str] = {}
+    taints: list[dict[str, Any]] = []
+    for k, v in tags.items():
+        if not k.startswith(prefix):
+            continue
+        kind, _, name = k[len(prefix) :].partition("/")
+        if kind == "resources":
+            resources[name] = int(v)
+        elif kind == "label":
+            labels[name] = v
+        elif kind == "taint":
+            value, _, effect = v.rpartition(":")
+            taints.append({"key": name, "value": value or None, "effect": effect})
+    return resources, labels, taints
+
+
+def exporter_values(spec: StackSpec) -> dict[str, Any]:
+    """The dcgm-exporter's settings as deployed: the GPU Operator's ``dcgmExporter`` values, or the standalone
+    chart's values without the operator."""
+    if spec.addons.gpu_operator:
+        return gpu_operator.operator_values(spec).get("dcgmExporter") or {}
+    from components import monitoring
+
+    return monitoring.dcgm_exporter_values(spec)
+
+
+def dcgm_attribution(spec: StackSpec, pool: NodePool, resources: list[str]) -> str | None:
+    """Why dcgm-exporter cannot tie the pool's GPU metrics to the pod, or None.
+
+    dcgm-exporter asks the kubelet's pod-resources API which pod holds which device and matches device IDs
+    as GPU UUIDs by default (dcgm-exporter ``internal/pkg/collector/types.go``, ``pkg/.../kubernetes.go``);
+    it only looks at ``nvidia.com/gpu`` and MIG resources unless told more names."""
+    values = exporter_values(spec)
+    env = {e["name"]: e.get("value") for e in [*(values.get("env") or []), *(values.get("extraEnv") or [])]}
+    plugin = derive.pool_device_plugin(spec, pool)
+    if plugin == "gke" and env.get(gpu_operator.DCGM_GPU_ID_TYPE_ENV) != "device-name":
+        return (
+            "GKE's device plugin names devices nvidiaN, the exporter matches UUIDs: set its Kubernetes GPU "
+            "id type to device-name"
+        )
+    if plugin == "bottlerocket":
+        from components import sharing
+
+        plug = sharing.bottlerocket_device_plugin_settings(spec, pool.name)  # managed and Karpenter user data
+        if plug.get(sharing.BOTTLEROCKET_DEVICE_ID_STRATEGY) != "uuid":
+            return (
+                "Bottlerocket's device plugin hands out device indexes, the exporter matches UUIDs: set "
+                "settings.kubelet-device-plugins.nvidia.device-id-strategy = uuid"
+            )
+    listed = (env.get(gpu_operator.DCGM_RESOURCE_NAMES_ENV) or "").split(",")
+    skipped = [r for r in resources if r != derive.GPU_RESOURCE and not r.startswith("nvidia.com/mig-")]
+    if skipped and not set(skipped) <= set(listed):
+        return (
+            f"the exporter skips {', '.join(skipped)} (renameByDefault) unless listed in "
+            f"{gpu_operator.DCGM_RESOURCE_NAMES_ENV}"
+        )
+    return None
+
+
+# ----------------------------------------------------------------------------------------- explain
+
+
+def _tenant(spec: StackSpec, namespace: str) -> Tenant | None:
+    return next((t for t in spec.tenants if t.name == namespace), None)
+
+
+def _total(w: Workload) -> dict[str, int]:
+    """Units one Kueue workload holds: every pod of every pod set (a Deployment's pods are one each)."""
+    total: dict[str, int] = defaultdict(int)
+    for ps in w.podsets:
+        for name, n in ps.requests().items():
+            total[name] += n * (1 if w.per_pod_workloads else ps.count)
+    return dict(sorted(total.items()))
+
+
+def _asks_topology(w: Workload) -> bool:
+    keys = (kueue.PREFERRED_TOPOLOGY_ANNOTATION, kueue.REQUIRED_TOPOLOGY_ANNOTATION)
+    return any(k in ((ps.metadata or {}).get("annotations") or {}) for ps in w.podsets for k in keys)
