@@ -99,18 +99,26 @@ def _policy_exit(report) -> int:
     return EXIT_POLICY if report is not None and report.mandatory_violations else EXIT_OK
 
 
-def cmd_cost(args: argparse.Namespace) -> int:
-    """The cost table from the spec alone: no engine run, nothing written."""
-    from components import cost
+def _spec(args: argparse.Namespace):
+    """The validated spec of the stack file, without running the engine; None after printing its problems."""
     from components.loader import SpecError, load_spec
     from components.synth import read_stack_file
 
     path = _stack_file(args.stack, args.config)
     try:
-        spec = load_spec(read_stack_file(path))
+        return load_spec(read_stack_file(path))
     except SpecError as err:
         for line in err.lines(_display(path)):
             print(line, file=sys.stderr)
+        return None
+
+
+def cmd_cost(args: argparse.Namespace) -> int:
+    """The cost table from the spec alone: no engine run, nothing written."""
+    from components import cost
+
+    spec = _spec(args)
+    if spec is None:
         return EXIT_INVALID
     doc = cost.report(spec, args.stack)
     print(cost.to_json(doc) if args.json else "\n".join(cost.markdown(doc)), end="" if args.json else "\n")
@@ -120,15 +128,9 @@ def cmd_cost(args: argparse.Namespace) -> int:
 def cmd_explain(args: argparse.Namespace) -> int:
     """Trace workloads through the stack, layer by layer: exit 0 all run, 3 one stays pending, 2 bad input."""
     from components import explain
-    from components.loader import SpecError, load_spec
-    from components.synth import read_stack_file
 
-    path = _stack_file(args.stack, args.config)
-    try:
-        spec = load_spec(read_stack_file(path))
-    except SpecError as err:
-        for line in err.lines(_display(path)):
-            print(line, file=sys.stderr)
+    spec = _spec(args)
+    if spec is None:
         return EXIT_INVALID
     try:
         text = Path(args.workload).read_text()
