@@ -526,7 +526,12 @@ def test_dev_spot_nodepool():
 def test_nodepool_labels_are_the_pool_labels_every_provisioner_uses():
     r = rendered("dev-aws")
     labels = _nodepools(r)["a10g-spot"]["spec"]["template"]["metadata"]["labels"]
-    assert labels == derive.pool_labels(r.spec, r.spec.pool("a10g-spot"))
+    # dev-aws a10g-spot: whole A10G GPUs served by the operator's device plugin, so no config label
+    assert labels == {
+        "gpu-platform/gpu-model": "a10g",
+        "gpu-platform/pool": "a10g-spot",
+        "nvidia.com/gpu.present": "true",
+    }
     assert labels["gpu-platform/pool"] == "a10g-spot"
     assert labels["gpu-platform/gpu-model"] == "a10g"
 
