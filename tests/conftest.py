@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from caching import cached
 
 ROOT = Path(__file__).resolve().parent.parent
 STACKS_DIR = ROOT / "stacks"
@@ -42,7 +43,7 @@ def _stack_config(stack: str) -> dict[str, Any]:
     return yaml.safe_load((STACKS_DIR / f"Pulumi.{stack}.yaml").read_text())["config"]
 
 
-@functools.cache
+@cached
 def rendered(stack: str):
     """Rendering of a shipped stack (cached; do not mutate)."""
     from components.synth import render

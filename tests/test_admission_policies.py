@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import cel  # a declared dev dependency: missing, the suite fails rather than skips
-import pytest
+from caching import shared_fixture
 from conftest import manifest, rendered
 
 FORBIDDEN = "gpu-platform/forbidden-priority-classes"
@@ -54,7 +54,7 @@ def _pod(priority: str | None = None, labels: dict[str, str] | None = None) -> d
     return {"metadata": {"name": "p", "labels": labels or {}}, "spec": spec}
 
 
-@pytest.fixture(scope="module")
+@shared_fixture
 def ceiling():
     return manifest(rendered("prod-aws"), "ValidatingAdmissionPolicy", "gpu-platform-priority-ceiling")["spec"]
 

@@ -7,14 +7,13 @@ that grows past what the pool can bring fails here.
 
 from __future__ import annotations
 
-import functools
-
+from caching import cached
 from conftest import manifest, render_config, stack_config
 
 from components import synth
 
 
-@functools.cache
+@cached
 def _render():
     cfg = stack_config("prod-aws")
     cfg["gpu-platform:nodePools"] = [

@@ -8,6 +8,9 @@ from pathlib import Path
 
 import pytest
 
+# These read the source as text; under mutation testing they would read the mutated copy (make mutate skips them).
+pytestmark = pytest.mark.reads_source
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("components", "policies")
 MAX_FUNCTION_LINES = 120

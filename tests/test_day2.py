@@ -7,12 +7,12 @@ Kubernetes provider, delete a tenant's namespace, uninstall a scheduler, update 
 
 from __future__ import annotations
 
-import functools
 import json
 from typing import Any
 
 import pytest
 import yaml
+from caching import cached
 from conftest import (
     HELM_RELEASE,
     K8S_PROVIDER,
@@ -239,7 +239,7 @@ def _topology_off(cfg):
 EDITS = {"taint-all": _taint_all, "topology-off": _topology_off}
 
 
-@functools.cache
+@cached
 def _edited(edit: str) -> Any:
     cfg = stack_config("prod-aws")
     EDITS[edit](cfg)

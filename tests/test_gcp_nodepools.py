@@ -15,6 +15,7 @@ import sys
 from typing import Any
 
 import pytest
+from caching import shared_fixture
 from conftest import ROOT, render_config, rendered, stack_config
 
 from components import derive, synth
@@ -284,7 +285,7 @@ def test_ubuntu_pool_on_auto_driver_gets_default_driver():
 # ------------------------------------------------------------------------------ operator-driver variant
 
 
-@pytest.fixture(scope="module")
+@shared_fixture
 def operator_rendering():
     cfg = stack_config("prod-gcp")
     cfg["gpu-platform:gpuOperator"] = {"driver": "operator"}

@@ -9,6 +9,7 @@ import json
 
 import pytest
 import yaml
+from caching import shared_fixture
 from conftest import (
     HELM_RELEASE,
     PRIORITY_CLASS,
@@ -163,7 +164,7 @@ def test_controller_is_highly_available_and_critical():
 # ---------------------------------------------------------------- one ad-hoc stack for several knobs
 
 
-@pytest.fixture(scope="module")
+@shared_fixture
 def custom():
     """prod-aws with a system node selector, another LocalQueue name, no default cohort (so research's
     borrowing limit must go), stricter waitForPodsReady settings and a smaller integration list."""

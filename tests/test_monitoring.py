@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
+from caching import shared_fixture
 from conftest import (
     CONFIG_MAP,
     STACKS,
@@ -370,7 +371,7 @@ def test_every_dashboard_query_parses(tmp_path):
 # ------------------------------------------------------------------------------ standalone exporter
 
 
-@pytest.fixture(scope="module")
+@shared_fixture
 def standalone():
     cfg = stack_config("dev-aws")
     cfg["gpu-platform:addons"] = {"gpuOperator": False, "dcgm": True}

@@ -9,7 +9,6 @@ pulumi_policy's read-only Mapping/Sequence proxies, every number a float.
 
 from __future__ import annotations
 
-import functools
 import json
 import subprocess
 import sys
@@ -19,6 +18,7 @@ from typing import Any
 
 import pytest
 import yaml
+from caching import cached
 from conftest import (
     NAMESPACE,
     RESOURCE_QUOTA,
@@ -387,7 +387,7 @@ NODE_CLASS_FIXTURES = {
 }
 
 
-@functools.cache
+@cached
 def _sdk_fixtures() -> dict[tuple[str, str], dict]:
     import pulumi
     from pulumi.runtime import settings

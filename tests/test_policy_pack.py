@@ -33,6 +33,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from caching import shared_fixture
 from conftest import ROOT, STACKS, rendered, stack_config
 from google.protobuf import empty_pb2, json_format, struct_pb2
 from pulumi_policy import StackValidationPolicy
@@ -59,6 +60,7 @@ def _imports(path: Path) -> set[str]:
     return names
 
 
+@pytest.mark.reads_source
 def test_the_pack_entry_point_loads_only_its_folder_and_its_requirements():
     allowed_third_party = {"pulumi_policy", "yaml"}  # pulumi-policy, PyYAML in policies/requirements.txt
     siblings = {p.stem for p in PACK.glob("*.py")}
@@ -307,6 +309,8 @@ def analyzer(tmp_path_factory) -> Iterator[Analyzer]:
         (blockers / name).mkdir()
         (blockers / name / "__init__.py").write_text(f"raise ImportError('the pack imported {name}')\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PULUMI_", "PYTHON"))}
+    if env.get("MUTANT_UNDER_TEST") == "stats":  # make mutate: its stats phase cannot see a subprocess's hits
+        del env["MUTANT_UNDER_TEST"]
     env.update(PYTHONPATH=str(blockers), PULUMI_PROJECT="gpu-platform", PULUMI_STACK="test", PULUMI_DRY_RUN="true")
     proc = subprocess.Popen(
         [sys.executable, "-u", "-m", "pulumi.policy", "127.0.0.1:1", str(folder)],
@@ -417,7 +421,7 @@ def test_a_broken_rendering_gets_the_same_findings(analyzer):
 # ============================================================================ unknown values (a preview)
 
 
-@pytest.fixture(scope="module")
+@shared_fixture
 def preview():
     from components.synth import render
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import yaml
+from caching import shared_fixture
 from conftest import (
     CONFIG_MAP,
     HELM_RELEASE,
@@ -39,19 +40,19 @@ def _with(stack: str, **monitoring):
     return cfg
 
 
-@pytest.fixture(scope="module")
+@shared_fixture
 def custom_labels():
     return render_config(
         _with("dev-aws", serviceMonitorLabels={"team": "gpu"}, dashboardLabels={"gpu_dashboards": "yes"})
     )
 
 
-@pytest.fixture(scope="module")
+@shared_fixture
 def existing():
     return render_config(_with("dev-aws", prometheus="existing"))
 
 
-@pytest.fixture(scope="module")
+@shared_fixture
 def none():
     return render_config(_with("dev-aws", prometheus="none"))
 

@@ -7,13 +7,14 @@ import json
 import jsonschema
 import pytest
 import yaml
+from caching import shared_fixture
 from conftest import STACKS, STACKS_DIR
 
 from components import cli
 from components.spec import stack_file_schema
 
 
-@pytest.fixture(scope="module")
+@shared_fixture
 def validator():
     schema = stack_file_schema()
     jsonschema.Draft202012Validator.check_schema(schema)

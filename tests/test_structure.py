@@ -14,7 +14,11 @@ import ast
 from collections.abc import Iterable
 from pathlib import Path
 
+import pytest
 from conftest import ROOT
+
+# These read the source as text; under mutation testing they would read the mutated copy (make mutate skips them).
+pytestmark = pytest.mark.reads_source
 
 PACKAGES = ("components", "policies")
 
