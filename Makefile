@@ -53,7 +53,7 @@ urn-snapshots: setup
 MODULE ?=
 mutate: setup
 	$(BIN)/mutmut run $(if $(MODULE),"$(subst /,.,$(basename $(MODULE))).*")
-	$(BIN)/mutmut results
+	$(BIN)/python scripts/mutation_report.py $(if $(MODULE),$(subst /,.,$(basename $(MODULE))))
 
 schema: setup
 	$(BIN)/gpu-platform schema > stack.schema.json

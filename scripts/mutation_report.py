@@ -1,0 +1,79 @@
+"""Per-module mutation score from mutmut 3's results (``mutants/**/*.meta``), after ``make mutate``.
+
+    python scripts/mutation_report.py [--equivalents tests/mutation-equivalents.md] [MODULE_PREFIX ...]
+
+Score = killed / (checked - equivalent), where killed counts mutmut's "killed", "timeout" and "caught by type
+check", and equivalent mutants are the ones listed (first table column, the mutant's name) in
+tests/mutation-equivalents.md. Mutants not run yet are left out and counted apart; "no tests" counts as
+surviving (no test reaches the code).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# mutmut 3's exit codes (mutmut/stats.py status_by_exit_code), folded into what the score needs
+_KILLED = {1: "killed", 3: "killed", 36: "killed", 37: "killed", -24: "killed", 24: "killed", 152: "killed"}
+_SURVIVED = {0: "survived", 5: "no tests", 33: "no tests"}
+
+
+def _status(code: int | None) -> str:
+    if code is None:
+        return "not run"
+    return _KILLED.get(code) or _SURVIVED.get(code) or "other"
+
+
+def equivalents(path: Path) -> set[str]:
+    if not path.exists():
+        return set()
+    return set(re.findall(r"^\|\s*`?([\w.]+__mutmut_\d+)`?\s*\|", path.read_text(), re.M))
+
+
+def report(mutants: Path, eq: set[str], prefixes: list[str]) -> list[tuple[str, Counter]]:
+    rows = []
+    for meta in sorted(mutants.rglob("*.py.meta")):
+        module = ".".join(meta.relative_to(mutants).with_suffix("").with_suffix("").parts)
+        if prefixes and not any(module.startswith(p) for p in prefixes):
+            continue
+        codes = json.loads(meta.read_text()).get("exit_code_by_key", {})
+        c = Counter("equivalent" if key in eq else _status(code) for key, code in codes.items())
+        if codes:
+            rows.append((module, c))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("prefixes", nargs="*")
+    ap.add_argument("--mutants", type=Path, default=ROOT / "mutants")
+    ap.add_argument("--equivalents", type=Path, default=ROOT / "tests" / "mutation-equivalents.md")
+    args = ap.parse_args(argv)
+    rows = report(args.mutants, equivalents(args.equivalents), args.prefixes)
+    total: Counter = Counter()
+    print(f"{'module':45} {'killed':>7} {'survived':>8} {'no tests':>8} {'equiv':>6} {'not run':>7}  score")
+    for module, c in rows:
+        total += c
+        checked = c["killed"] + c["survived"] + c["no tests"]
+        if checked:
+            score = f"{100 * c['killed'] / checked:5.1f} %"
+            print(
+                f"{module:45} {c['killed']:7} {c['survived']:8} {c['no tests']:8} {c['equivalent']:6} "
+                f"{c['not run']:7}  {score}"
+            )
+    checked = total["killed"] + total["survived"] + total["no tests"]
+    if checked:
+        print(
+            f"{'total (run modules)':45} {total['killed']:7} {total['survived']:8} {total['no tests']:8} "
+            f"{total['equivalent']:6} {total['not run']:7}  {100 * total['killed'] / checked:5.1f} %"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
