@@ -8,10 +8,10 @@ expected message and verdict is written out here by hand.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import pytest
+from caching import cached
 from conftest import manifest, render_config, rendered, stack_config
 from pulumi_policy import PolicyResource
 from test_policies import GPU_TAINT, _karpenter, _opts, _tenant_ns, check, check_stack, engine_props, k8s
@@ -106,7 +106,7 @@ def test_cpu_and_memory_quota_alone_are_no_gpu_capacity():
     assert check_stack(p, stack) == [("serving", SPOT_ONLY)]
 
 
-@functools.cache
+@cached
 def _prod_gcp_serving(a100_inference_quota: int):
     """prod-gcp with 'serving' (critical) holding 8 on l4-serving (spot) and ``a100_inference_quota`` on
     a100-inference (on-demand), free to borrow 7 there."""
