@@ -299,6 +299,17 @@ def _is_gpu_resource(name: Any) -> bool:
     return isinstance(name, str) and (name.startswith("nvidia.com/gpu") or name.startswith("nvidia.com/mig-"))
 
 
+# The names a Kueue ClusterQueue counts DRA GPU devices under: the deviceClassMappings the platform configures for
+# the NVIDIA DeviceClasses gpu.nvidia.com and mig.nvidia.com (components/derive.py DRA_GPU_RESOURCE, components/dra.py).
+KUEUE_DRA_GPU_RESOURCES = ("gpu.nvidia.com/devices", "mig.nvidia.com/devices")
+
+
+def is_gpu_quota_resource(name: Any) -> bool:
+    """A scheduler quota resource that stands for GPUs: an extended GPU resource (whole, shared, MIG) or a DRA
+    device class Kueue counts; cpu, memory and the rest are not GPU capacity."""
+    return _is_gpu_resource(name) or name in KUEUE_DRA_GPU_RESOURCES
+
+
 # ------------------------------------------------------------------------------------ pod templates
 
 

@@ -40,6 +40,7 @@ from .common import (
     _strs,
     gpu_containers,
     gpu_pools,
+    is_gpu_quota_resource,
     k8s_group_kind,
     pod_templates,
     quantity,
@@ -119,7 +120,7 @@ tenant_gpu_quota = StackValidationPolicy(
 @dataclass(frozen=True)
 class _KueueIndex:
     """The stack's Kueue objects, indexed once: namespace -> ClusterQueues its LocalQueues point at,
-    ClusterQueue -> flavors it gives a non-zero nominal quota, ResourceFlavor -> pools it selects."""
+    ClusterQueue -> flavors it gives a non-zero nominal GPU quota, ResourceFlavor -> pools it selects."""
 
     queues: dict[Any, set[Any]]
     flavors: dict[Any, set[Any]]
@@ -143,7 +144,13 @@ class _KueueIndex:
                 given = flavors.setdefault(name, set())
                 for rg in _seq(_get(r.props, "spec", "resourceGroups")):
                     for fl in _seq(_map(rg).get("flavors")):
-                        quotas = [quantity(_map(x).get("nominalQuota")) for x in _seq(_map(fl).get("resources"))]
+                        # GPU quota only: a borrow-only flavor (GPU nominalQuota 0) still carries the tenant's
+                        # cpu and memory quota, which is no GPU capacity of its own
+                        quotas = [
+                            quantity(_map(x).get("nominalQuota"))
+                            for x in _seq(_map(fl).get("resources"))
+                            if is_gpu_quota_resource(_map(x).get("name"))
+                        ]
                         flavor = _map(fl).get("name")
                         if any(q for q in quotas) and isinstance(flavor, str):
                             given.add(flavor)
@@ -161,7 +168,7 @@ class _KueueIndex:
 
 def tenant_pools(resources: Sequence[PolicyResource], namespace: str) -> set[str] | None:
     """Pools a tenant namespace gets GPU quota on through Kueue: LocalQueue -> ClusterQueue -> flavors with a
-    non-zero nominal quota -> ResourceFlavor nodeLabels[gpu-platform/pool]. None when Kueue shows nothing."""
+    non-zero nominal GPU quota -> ResourceFlavor nodeLabels[gpu-platform/pool]. None when Kueue shows nothing."""
     return _KueueIndex.of(resources).tenant_pools(namespace)
 
 

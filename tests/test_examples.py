@@ -217,6 +217,7 @@ def test_training_job_is_a_kueue_gang_on_the_topology():
 
 
 def test_restricted_namespaces_get_restricted_pods():
+    checked: dict[str, int] = {}
     for path in FILES:
         t = _target(path)
         ns = manifest(rendered(t["stack"]), "Namespace", t["tenant"])["metadata"]["labels"]
@@ -224,12 +225,15 @@ def test_restricted_namespaces_get_restricted_pods():
             continue
         for doc in _workloads(path):
             for tpl in _pod_specs(doc):
+                checked[path.name] = checked.get(path.name, 0) + 1
                 pod = tpl["spec"]
                 assert pod["securityContext"]["runAsNonRoot"] is True
                 assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
                 for c in pod["containers"]:
                     assert c["securityContext"]["allowPrivilegeEscalation"] is False
                     assert c["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    # the one example whose tenant is restricted (prod-aws serving, podSecurity: restricted): one pod template
+    assert checked == {"mig-inference-deployment.yaml": 1}
 
 
 def test_mig_and_time_sliced_examples_ask_for_one_unit():

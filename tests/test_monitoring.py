@@ -50,6 +50,12 @@ def rule_doc(stack: str) -> dict[str, Any]:
     return manifest(r, "PrometheusRule", monitoring.RULE_NAME, monitoring.exporter(r.spec).namespace)
 
 
+def rendered_rule(cfg: dict[str, Any]) -> dict[str, Any]:
+    """The PrometheusRule a stack file renders (the whole synth, not monitoring.prometheus_rule alone)."""
+    r = render_config(cfg)
+    return manifest(r, "PrometheusRule", monitoring.RULE_NAME, monitoring.exporter(r.spec).namespace)
+
+
 def sm_doc(stack: str) -> dict[str, Any]:
     r = rendered(stack)
     return manifest(r, "ServiceMonitor", monitoring.SERVICE_MONITOR_NAME, monitoring.exporter(r.spec).namespace)
@@ -99,13 +105,11 @@ def test_monitoring_objects_are_rendered_for_the_exporter(stack):
 
 @pytest.mark.parametrize("stack", MONITORED)
 def test_servicemonitor_and_prometheusrule_validate_strictly(stack):
+    # partial_response_strategy's RE2-only pattern is never set (upstream README caveat)
+    groups = rule_doc(stack)["spec"]["groups"]
+    assert groups[0]["name"] == monitoring.RULE_GROUP  # not vacuous: there are groups to check
+    assert all("partial_response_strategy" not in g for g in groups)
     for kind, doc in (("servicemonitor", sm_doc(stack)), ("prometheusrule", rule_doc(stack))):
-        # partial_response_strategy's RE2-only pattern is never set (upstream README caveat)
-        assert (
-            all("partial_response_strategy" not in g for g in doc["spec"]["groups"])
-            if kind == "prometheusrule"
-            else True
-        )
         errors = [e.message for e in strict(kind).iter_errors(doc)]
         assert errors == [], (kind, errors)
 
@@ -164,7 +168,7 @@ def test_thresholds_are_overridable_per_stack():
             "xidCriticalCodes": [79],
         }
     }
-    rules = alerts(monitoring.prometheus_rule(load_spec(cfg)))
+    rules = alerts(rendered_rule(cfg))
     assert "< 5 unless" in rules["GpuIdle"]["expr"] and rules["GpuIdle"]["for"] == "1h30m"
     assert rules["GpuFramebufferMemoryHigh"]["expr"].endswith("> 90.5")
     assert rules["GpuTemperatureHigh"]["expr"].endswith("> 80") and rules["GpuTemperatureHigh"]["for"] == "30s"
@@ -178,9 +182,70 @@ def test_durations_are_written_the_way_prometheus_reads_them():
     assert monitoring.prom_duration("3600s") == "1h"
 
 
-def test_rendered_rule_is_the_function_of_the_spec():
-    # the promtool tests use the rendered document; the override test below uses the function
-    assert rule_doc("prod-aws") == monitoring.prometheus_rule(rendered("prod-aws").spec)
+# prod-aws's PrometheusRule, written out by hand: the operator's exporter (namespace gpu-operator, job
+# nvidia-dcgm-exporter), the default thresholds (README alert table), per-GPU labels dropped for device fields.
+PER_GPU = "pod, namespace, container, vgpu, GPU_I_ID, GPU_I_PROFILE"
+UTIL = "gpu_platform:gpu_utilization:percent"
+XID = "gpu_platform:gpu_xid_errors:last"
+CRITICAL_XIDS = "48|61|62|63|64|74|79|92|95|119|120|140"
+PROD_AWS_RECORDS = [
+    (
+        UTIL,
+        '100 * DCGM_FI_PROF_GR_ENGINE_ACTIVE{GPU_I_ID!=""} or '
+        '(DCGM_FI_DEV_GPU_UTIL unless on (UUID) DCGM_FI_PROF_GR_ENGINE_ACTIVE{GPU_I_ID!=""})',
+    ),
+    (XID, f'count_values without () ("xid", max without ({PER_GPU}) (DCGM_FI_DEV_XID_ERRORS) > 0)'),
+]
+PROD_AWS_ALERTS = [
+    # (alert, for, severity, expr)
+    ("GpuIdle", "30m", "info", f'{UTIL}{{pod=""}} < 10 unless on (UUID, GPU_I_ID) {UTIL}{{pod!=""}}'),
+    ("GpuAllocatedIdle", "30m", "warning", f'max by (pool, namespace, pod, node) ({UTIL}{{pod!=""}}) < 10'),
+    (
+        "GpuFramebufferMemoryHigh",
+        "5m",
+        "warning",
+        "100 * DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE) > 95",
+    ),
+    ("GpuTemperatureHigh", "5m", "warning", f"max without ({PER_GPU}) (DCGM_FI_DEV_GPU_TEMP) > 85"),
+    ("GpuXidErrorCritical", "0s", "critical", f'{XID}{{xid=~"{CRITICAL_XIDS}"}}'),
+    ("GpuXidError", "0s", "warning", f'{XID}{{xid!~"{CRITICAL_XIDS}"}}'),
+    ("DcgmExporterDown", "10m", "warning", 'up{job="nvidia-dcgm-exporter"} == 0'),
+]
+IDLE = "gpu_platform:idle_gpu_cost:usd_per_hour"
+HELD = "gpu_platform:allocated_idle_gpu_cost:usd_per_hour"
+# per priced pool, by name: its idle cost, then one held-idle cost per MIG profile (h100-inference's layout
+# 3g.40gb + 2g.20gb + 2 x 1g.10gb, profiles sorted) or per whole / time-sliced GPU
+PROD_AWS_COST_RECORDS = [
+    (IDLE, {"pool": "a100-train"}),
+    (HELD, {"pool": "a100-train"}),
+    (IDLE, {"pool": "h100-inference"}),
+    (HELD, {"pool": "h100-inference", "profile": "1g.10gb"}),
+    (HELD, {"pool": "h100-inference", "profile": "2g.20gb"}),
+    (HELD, {"pool": "h100-inference", "profile": "3g.40gb"}),
+    (IDLE, {"pool": "h100-spot"}),
+    (HELD, {"pool": "h100-spot"}),
+    (IDLE, {"pool": "l4-notebooks"}),
+    (HELD, {"pool": "l4-notebooks"}),
+]
+
+
+def test_prod_aws_rule_is_the_one_written_out_by_hand():
+    doc = rule_doc("prod-aws")
+    assert doc["metadata"] == {
+        "name": "gpu-platform-gpu-alerts",
+        "namespace": "gpu-operator",
+        "labels": {"app.kubernetes.io/managed-by": "gpu-platform", "release": "kube-prometheus-stack"},
+    }
+    main, cost = doc["spec"]["groups"]
+    assert (main["name"], cost["name"]) == ("gpu-platform.gpu", "gpu-platform.gpu-cost")
+    # recording rules first: the alerts read this cycle's values
+    assert [(r["record"], r["expr"]) for r in main["rules"][:2]] == PROD_AWS_RECORDS
+    assert [(r["alert"], r["for"], r["labels"], r["expr"]) for r in main["rules"][2:]] == [
+        (name, for_, {"severity": severity}, expr) for name, for_, severity, expr in PROD_AWS_ALERTS
+    ]
+    assert [(r["record"], r["labels"]) for r in cost["rules"]] == PROD_AWS_COST_RECORDS
+    for r in cost["rules"]:
+        assert f'pool="{r["labels"]["pool"]}"' in r["expr"] and "< 10" in r["expr"], r
 
 
 def test_no_monitoring_without_dcgm():
@@ -276,7 +341,7 @@ def test_promtool_unit_tests_fail_on_a_broken_rule(tmp_path):
 def test_promtool_overridden_thresholds_fire_where_defaults_would_not(tmp_path):
     cfg = stack_config("dev-aws")
     cfg["gpu-platform:monitoring"] = {"alerts": {"temperatureCelsius": 80, "temperatureFor": "2m"}}
-    write_rules(monitoring.prometheus_rule(load_spec(cfg))["spec"], tmp_path / "r.yaml", keep_descriptions=False)
+    write_rules(rendered_rule(cfg)["spec"], tmp_path / "r.yaml", keep_descriptions=False)
     labels = 'node="n",hostname="h",gpu="0",UUID="GPU-0",modelName="NVIDIA L4",pool="l4-shared"'
     test = {
         "rule_files": ["r.yaml"],

@@ -1422,7 +1422,8 @@ def test_tenant_quota_and_critical_capacity_scale_linearly():
                 k8s("kueue.x-k8s.io/v1beta2", "LocalQueue", f"{name}-lq", name, spec={"clusterQueue": f"cq-{name}"})
             )
             flavor = "spot" if i % 2 else "ondemand"  # odd tenants reach only the spot pool
-            cq_spec = {"resourceGroups": [{"flavors": [{"name": flavor, "resources": [{"nominalQuota": 1}]}]}]}
+            gpus = [{"name": "nvidia.com/gpu", "nominalQuota": 1}]
+            cq_spec = {"resourceGroups": [{"flavors": [{"name": flavor, "resources": gpus}]}]}
             cq = k8s(
                 "kueue.x-k8s.io/v1beta2", "ClusterQueue", f"cq-{name}", metadata={"name": f"cq-{name}"}, spec=cq_spec
             )
