@@ -2,10 +2,10 @@
 
     python scripts/mutation_report.py [--equivalents tests/mutation-equivalents.md] [MODULE_PREFIX ...]
 
-Score = killed / (checked - equivalent), where killed counts mutmut's "killed", "timeout" and "caught by type
-check", and equivalent mutants are the ones listed (first table column, the mutant's name) in
-tests/mutation-equivalents.md. Mutants not run yet are left out and counted apart; "no tests" counts as
-surviving (no test reaches the code).
+Score = killed / (killed + survived + no tests), equivalent mutants (listed by name in the first column of
+tests/mutation-equivalents.md) left out. "no tests" counts as surviving: no test reaches the code. Timeouts are
+shown apart and left out of the score: on a loaded machine a child can hit mutmut's wall limit while still
+rendering, so a timeout is no evidence of a kill. Mutants not run yet are counted apart.
 """
 
 from __future__ import annotations
@@ -19,14 +19,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 # mutmut 3's exit codes (mutmut/stats.py status_by_exit_code), folded into what the score needs
-_KILLED = {1: "killed", 3: "killed", 36: "killed", 37: "killed", -24: "killed", 24: "killed", 152: "killed"}
-_SURVIVED = {0: "survived", 5: "no tests", 33: "no tests"}
+_STATUS = {1: "killed", 3: "killed", 37: "killed", 0: "survived", 5: "no tests", 33: "no tests"}
+_STATUS |= dict.fromkeys((36, -24, 24, 152, 255), "timeout")
 
 
 def _status(code: int | None) -> str:
     if code is None:
         return "not run"
-    return _KILLED.get(code) or _SURVIVED.get(code) or "other"
+    return _STATUS.get(code, "other")
 
 
 def equivalents(path: Path) -> set[str]:
@@ -56,7 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     rows = report(args.mutants, equivalents(args.equivalents), args.prefixes)
     total: Counter = Counter()
-    print(f"{'module':45} {'killed':>7} {'survived':>8} {'no tests':>8} {'equiv':>6} {'not run':>7}  score")
+    print(
+        f"{'module':45} {'killed':>7} {'survived':>8} {'no tests':>8} {'equiv':>6} {'timeout':>7} {'not run':>7}  score"
+    )
     for module, c in rows:
         total += c
         checked = c["killed"] + c["survived"] + c["no tests"]
@@ -64,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
             score = f"{100 * c['killed'] / checked:5.1f} %"
             print(
                 f"{module:45} {c['killed']:7} {c['survived']:8} {c['no tests']:8} {c['equivalent']:6} "
-                f"{c['not run']:7}  {score}"
+                f"{c['timeout']:7} {c['not run']:7}  {score}"
             )
     checked = total["killed"] + total["survived"] + total["no tests"]
     if checked:
