@@ -48,6 +48,16 @@ def report(mutants: Path, eq: set[str], prefixes: list[str]) -> list[tuple[str, 
     return rows
 
 
+COLUMNS = ("killed", "survived", "no tests", "equivalent", "timeout", "not run")
+
+
+def _row(name: str, c: Counter) -> str | None:
+    scored = c["killed"] + c["survived"] + c["no tests"]
+    if not scored:
+        return None
+    return f"{name:45} " + " ".join(f"{c[k]:>10}" for k in COLUMNS) + f"  {100 * c['killed'] / scored:5.1f} %"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("prefixes", nargs="*")
@@ -55,25 +65,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--equivalents", type=Path, default=ROOT / "tests" / "mutation-equivalents.md")
     args = ap.parse_args(argv)
     rows = report(args.mutants, equivalents(args.equivalents), args.prefixes)
+    print(f"{'module':45} " + " ".join(f"{k:>10}" for k in COLUMNS) + "  score")
     total: Counter = Counter()
-    print(
-        f"{'module':45} {'killed':>7} {'survived':>8} {'no tests':>8} {'equiv':>6} {'timeout':>7} {'not run':>7}  score"
-    )
     for module, c in rows:
         total += c
-        checked = c["killed"] + c["survived"] + c["no tests"]
-        if checked:
-            score = f"{100 * c['killed'] / checked:5.1f} %"
-            print(
-                f"{module:45} {c['killed']:7} {c['survived']:8} {c['no tests']:8} {c['equivalent']:6} "
-                f"{c['timeout']:7} {c['not run']:7}  {score}"
-            )
-    checked = total["killed"] + total["survived"] + total["no tests"]
-    if checked:
-        print(
-            f"{'total (run modules)':45} {total['killed']:7} {total['survived']:8} {total['no tests']:8} "
-            f"{total['equivalent']:6} {total['not run']:7}  {100 * total['killed'] / checked:5.1f} %"
-        )
+        line = _row(module, c)
+        if line:
+            print(line)
+    print(_row("total (modules run)", total) or "no mutant run yet")
     return 0
 
 
