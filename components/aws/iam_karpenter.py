@@ -1,5 +1,6 @@
-"""IAM for the Karpenter controller, as plain data: the controller's permission policies, its trust
-policy (EKS Pod Identity or IRSA) and the interruption queue's resource policy.
+"""IAM for the Karpenter controller, as plain data: the controller's permission policies and the interruption
+queue's resource policy. Its trust policy (EKS Pod Identity or IRSA) is the shared one in ``iam.py``, wired by
+``identity.py``.
 
 The permissions follow the controller policies of Karpenter's v1.14 getting-started CloudFormation
 template (``website/content/en/v1.14/getting-started/getting-started-with-karpenter/cloudformation.yaml``
@@ -22,11 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from components.aws import iam
 from components.aws.iam import document
-
-# Karpenter's ServiceAccount (the chart's fullname with release name "karpenter"; set explicitly too).
-SERVICE_ACCOUNT = "karpenter"
 
 
 @dataclass(frozen=True)
@@ -306,25 +303,6 @@ POLICY_GROUPS = (
     "resource-discovery",
     "zonal-shift",
 )
-
-
-# --------------------------------------------------------------------------------------------- trust
-
-
-def pod_identity_trust(cluster: str, namespace: str, service_account: str = SERVICE_ACCOUNT) -> dict[str, Any]:
-    """EKS Pod Identity may assume the role, only for this cluster's Karpenter ServiceAccount
-    (``iam.pod_identity_trust``)."""
-    return iam.pod_identity_trust(cluster, namespace, service_account, sid="AllowEksPodIdentityForKarpenter")
-
-
-oidc_provider_arn = iam.oidc_provider_arn
-
-
-def irsa_trust(
-    partition: str, account: str, issuer: str, namespace: str, service_account: str = SERVICE_ACCOUNT
-) -> dict[str, Any]:
-    """The cluster's IAM OIDC provider may assume the role for exactly this ServiceAccount (``iam.irsa_trust``)."""
-    return iam.irsa_trust(partition, account, issuer, namespace, service_account, sid="AllowIrsaForKarpenter")
 
 
 # ------------------------------------------------------------------------------------- queue policy
