@@ -368,3 +368,68 @@ def test_zonal_shift_policy_is_upstreams_when_enabled():
 def test_security_relevant_conditions_are_present(group, sid, operator, key):
     statements = {s["Sid"]: s for s in _rendered_policies(rendered("prod-aws"), "ml-prod")[group]}
     assert key in statements[sid]["Condition"].get(operator, {}), f"{sid}: {operator} {key}"
+
+
+# ------------------------------------------------------------------------------ interruption queue policy
+
+# cloudformation.yaml (v1.14.1), KarpenterInterruptionQueuePolicy.Properties.PolicyDocument, as data. Upstream's
+# first statement has no Sid; the platform names it (a Sid is a label only, IAM's grammar allows any).
+UPSTREAM_QUEUE_POLICY = {
+    "Id": "EC2InterruptionPolicy",
+    "Statement": [
+        {
+            "Effect": "Allow",
+            "Principal": {"Service": ["events.amazonaws.com", "sqs.amazonaws.com"]},
+            "Action": "sqs:SendMessage",
+            "Resource": "${KarpenterInterruptionQueue.Arn}",
+        },
+        {
+            "Sid": "DenyHTTP",
+            "Effect": "Deny",
+            "Action": "sqs:*",
+            "Resource": "${KarpenterInterruptionQueue.Arn}",
+            "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+            "Principal": "*",
+        },
+    ],
+}
+QUEUE_POLICY = "aws:sqs/queuePolicy:QueuePolicy"
+
+
+def test_interruption_queue_policy_is_upstreams():
+    r = rendered("prod-aws")
+    (policy,) = r.of_type(QUEUE_POLICY)
+    doc = json.loads(policy.inputs["policy"])
+    queue_arn = "arn:aws:sqs::000000000000:queue/ml-prod-karpenter"
+    expected = _substitute(UPSTREAM_QUEUE_POLICY, {"KarpenterInterruptionQueue.Arn": queue_arn})
+    assert doc["Version"] == "2012-10-17" and doc["Id"] == expected["Id"]
+    assert len(doc["Statement"]) == len(expected["Statement"])
+    for got, want in zip(doc["Statement"], expected["Statement"], strict=True):
+        assert {k: v for k, v in got.items() if k != "Sid" or "Sid" in want} == want
+        assert isinstance(got.get("Sid", ""), str) and got.get("Sid", "").isalnum()
+
+
+# IAM's policy grammar (docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_grammar.html): the only
+# element names a statement may carry; IAM refuses a document with any other.
+STATEMENT_ELEMENTS = {"Sid", "Effect", "Principal", "NotPrincipal", "Action", "NotAction", "Resource", "NotResource"}
+STATEMENT_ELEMENTS |= {"Condition"}
+DOCUMENT_ELEMENTS = {"Version", "Id", "Statement"}
+POLICY_INPUTS = {"policy", "assumeRolePolicy"}
+
+
+@pytest.mark.parametrize("stack", ["dev-aws", "prod-aws"])
+def test_every_rendered_policy_document_follows_iams_grammar(stack):
+    docs = [
+        (f"{res.type} {res.name}", json.loads(res.inputs[key]))
+        for res in rendered(stack).resources
+        if res.type.startswith("aws:")
+        for key in POLICY_INPUTS & set(res.inputs)
+        if isinstance(res.inputs[key], str)
+    ]
+    assert len(docs) >= 10  # node and controller roles, their policies, the queue policy
+    for where, doc in docs:
+        assert set(doc) <= DOCUMENT_ELEMENTS and doc["Version"] == "2012-10-17", where
+        for s in doc["Statement"]:
+            assert set(s) <= STATEMENT_ELEMENTS, f"{where}: {sorted(set(s) - STATEMENT_ELEMENTS)}"
+            assert s["Effect"] in ("Allow", "Deny"), where
+            assert ("Action" in s) != ("NotAction" in s), where
