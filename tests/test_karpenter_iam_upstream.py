@@ -417,11 +417,18 @@ DOCUMENT_ELEMENTS = {"Version", "Id", "Statement"}
 POLICY_INPUTS = {"policy", "assumeRolePolicy"}
 
 
-@pytest.mark.parametrize("stack", ["dev-aws", "prod-aws"])
-def test_every_rendered_policy_document_follows_iams_grammar(stack):
+def _irsa() -> Any:
+    cfg = stack_config("prod-aws")
+    cfg["gpu-platform:karpenter"] = {"identity": "irsa"}  # the trust policies of IRSA instead of Pod Identity
+    return render_config(cfg, "prod-aws")
+
+
+@pytest.mark.parametrize("variant", ["dev-aws", "prod-aws", "prod-aws with IRSA"])
+def test_every_rendered_policy_document_follows_iams_grammar(variant):
+    r = _irsa() if variant.endswith("IRSA") else rendered(variant)
     docs = [
         (f"{res.type} {res.name}", json.loads(res.inputs[key]))
-        for res in rendered(stack).resources
+        for res in r.resources
         if res.type.startswith("aws:")
         for key in POLICY_INPUTS & set(res.inputs)
         if isinstance(res.inputs[key], str)
