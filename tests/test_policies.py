@@ -747,10 +747,13 @@ def test_time_slicing_parses_only_values_that_can_be_device_plugin_configs(monke
     cost = json.dumps({"tenants": [{"name": f"t{i}", "hourlyUsd": {"max": 1.5}} for i in range(50)]})
     sliced = "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - {name: nvidia.com/gpu, replicas: 16}\n"
     escaped = sliced.replace("sharing:", '"\\x73haring":')
+    # values that mention sharing but are no config: not YAML, a list, a scalar sharing; judged past them all
+    broken, listed, scalar = "sharing: [unclosed", "- sharing: {}\n", "sharing: 3\n"
     data = {"cost.json": cost, "plain": "a: 1", "sliced": sliced, "escaped": escaped}
+    data |= {"a-broken": broken, "b-listed": listed, "c-scalar": scalar}
     msgs = check(capacity_policies.time_slicing_replicas, common.CONFIG_MAP, {"metadata": {"name": "m"}, "data": data})
     assert sorted(m.split(":")[0] for m in msgs) == ["data[escaped]", "data[sliced]"]
-    assert sorted(parsed) == sorted([sliced, escaped])
+    assert sorted(parsed) == sorted([sliced, escaped, broken, listed, scalar])
 
 
 def test_spot_gpu_disruption():
