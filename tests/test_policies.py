@@ -760,9 +760,12 @@ def test_spot_gpu_disruption():
     p = capacity_policies.spot_gpu_disruption
     assert check_sdk(p, "karpenter-gpu-good") == []
     assert check_sdk(p, "karpenter-gpu-by-label") == []  # on-demand (no capacity-type requirement)
-    msgs = check_sdk(p, "karpenter-gpu-bad")
-    assert len(msgs) == 2
-    assert "consolidateAfter is 'Never'" in msgs[0] and "expireAfter is 'Never'" in msgs[1]
+    assert check_sdk(p, "karpenter-gpu-bad") == [  # the whole text: it is what the user reads
+        "spot GPU NodePool: spec.disruption.consolidateAfter is 'Never'; set a duration so idle or underused spot "
+        "GPU nodes are consolidated away.",
+        "spot GPU NodePool: spec.template.spec.expireAfter is 'Never'; set a duration so nodes are replaced (AMI "
+        "and driver updates reach them).",
+    ]
     _, props = sdk("karpenter-gpu-good")
     unset = json.loads(json.dumps(props))
     del unset["spec"]["disruption"]
