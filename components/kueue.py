@@ -445,19 +445,6 @@ def webhook_probe(spec: StackSpec) -> webhooks.Probe:
 GKE_CRITICAL_PODS = 10
 
 
-class _TopLevelResource(pulumi.CustomResource):
-    """A custom resource whose fields sit at the top level instead of under ``spec`` (WorkloadPriorityClass
-    has ``value``/``description``), which ``apiextensions.CustomResource`` cannot express."""
-
-    def __init__(self, name: str, api_version: str, kind: str, body: dict[str, Any], opts: pulumi.ResourceOptions):
-        from pulumi_kubernetes import _utilities
-
-        opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(version=_utilities.get_version()))
-        super().__init__(
-            f"kubernetes:{api_version}:{kind}", name, {"apiVersion": api_version, "kind": kind, **body}, opts
-        )
-
-
 class Kueue(addon.ChartAddon):
     """Namespace, the kueue release, and the queueing objects of every pool and tenant."""
 
@@ -502,16 +489,15 @@ class Kueue(addon.ChartAddon):
             return CustomResource(res_name, api_version=API, kind=kind, metadata=meta, spec=body, opts=o)
 
         for pc in spec.priority_classes:
-            _TopLevelResource(
+            # value and description sit at the top level, not under spec: not an apiextensions.CustomResource
+            k8s.kube_object(
                 f"workload-priority-{pc.name}",
                 API,
                 "WorkloadPriorityClass",
-                {
-                    "metadata": {"name": pc.name, "labels": labels},
-                    "value": pc.value,
-                    "description": pc.description or f"gpu-platform priority tier {pc.name}",
-                },
                 crs,
+                metadata={"name": pc.name, "labels": labels},
+                value=pc.value,
+                description=pc.description or f"gpu-platform priority tier {pc.name}",
             )
 
         flavor_deps: list[pulumi.Resource] = list(ready)

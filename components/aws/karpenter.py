@@ -26,7 +26,7 @@ from typing import Any
 
 import pulumi
 
-from components import addon, catalog, derive, sharing, versions
+from components import addon, catalog, derive, k8s, sharing, versions
 from components.aws import efa, karpenter_aws, managed_pools
 from components.aws import reservations as aws_reservations
 from components.aws.karpenter_aws import CONTROLLER_NAMESPACE, SERVICE_ACCOUNT, aws_tags, node_role_name, queue_name
@@ -494,15 +494,13 @@ class Karpenter(addon.Component):
         role: karpenter_aws.ControllerRole,
     ) -> tuple[pulumi.Resource, pulumi.Resource]:
         """Helm: the CRD chart, then the controller (skipCrds) once its queue, rules and role are in place."""
-        from pulumi_kubernetes.helm.v3 import Release
-
         spec = self.spec
-        crds = Release(
+        crds = k8s.helm_release(
             "karpenter-crd",
             **versions.release_args(versions.KARPENTER_CRD, spec.charts),
             opts=self.child(),
         )
-        controller = Release(
+        controller = k8s.helm_release(
             "karpenter",
             **versions.release_args(versions.KARPENTER, spec.charts),
             skip_crds=True,
