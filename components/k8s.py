@@ -5,11 +5,11 @@ Helm release of a pinned chart, and an admission policy with its binding.
 Registration: pulumi_kubernetes' typed classes (``core.v1.Namespace``, ``helm.v3.Release``...) only turn their
 snake_case arguments into the object's camelCase fields and register the resource under its type token, with
 the provider plugin's version and, for some kinds, aliases to the API versions the kind was served at before.
-``KubeResource`` registers the same type token, fields and options through ``pulumi.CustomResource`` directly
-(as ``pulumi_kubernetes.apiextensions.CustomResource`` does for custom resources): importing a typed package
-loads every kind of its group (``core.v1`` alone ~0.5 s) and each typed resource costs ~1/3 more to register.
-None of the kinds used here declares a secret output. tests/test_k8s_registration.py registers every kind
-both ways and compares what the engine receives.
+``KubeResource`` registers the same type token, fields and options through ``pulumi.CustomResource`` directly,
+as ``pulumi_kubernetes.apiextensions.CustomResource`` does for custom resources (which go through it too):
+importing a typed package loads every kind of its group (``core.v1`` alone ~0.5 s) and each typed resource
+costs ~1/3 more to register. None of the kinds used here declares a secret output.
+tests/test_k8s_registration.py registers every kind both ways and compares what the engine receives.
 """
 
 from __future__ import annotations

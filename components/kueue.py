@@ -465,7 +465,6 @@ class Kueue(addon.ChartAddon):
         ProvisioningRequest CRD: Kueue sets up its ProvisioningRequest admission check only if the API exists
         at start-up, kueue v0.19.2 ``cmd/kueue/main.go``)."""
         super().__init__(name, spec, provider, opts)
-        from pulumi_kubernetes.apiextensions import CustomResource
 
         # The controller runs non-root, read-only, without capabilities: Pod Security 'restricted' fits.
         before = self.create_namespace(addon.NamespacePolicy("kueue", k8s.psa_labels("restricted"), GKE_CRITICAL_PODS))
@@ -486,10 +485,10 @@ class Kueue(addon.ChartAddon):
             meta: dict[str, Any] = {"name": obj_name, "labels": labels}
             if namespace:
                 meta["namespace"] = namespace
-            return CustomResource(res_name, api_version=API, kind=kind, metadata=meta, spec=body, opts=o)
+            return k8s.kube_object(res_name, api_version=API, kind=kind, metadata=meta, spec=body, opts=o)
 
         for pc in spec.priority_classes:
-            # value and description sit at the top level, not under spec: not an apiextensions.CustomResource
+            # value and description sit at the top level, not under spec
             k8s.kube_object(
                 f"workload-priority-{pc.name}",
                 API,

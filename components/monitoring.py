@@ -516,7 +516,6 @@ class GpuMonitoring(addon.ChartAddon):
         ServiceMonitor, PrometheusRule and dashboard wait for it (its CRDs, its Grafana sidecar). With
         ``monitoring.prometheus: none`` only the exporter (standalone, when the operator is off) is made."""
         super().__init__(name, spec, provider, opts)
-        from pulumi_kubernetes.apiextensions import CustomResource
 
         ex = exporter(spec)
         upstream: list[pulumi.Resource] = []
@@ -535,7 +534,7 @@ class GpuMonitoring(addon.ChartAddon):
             upstream.append(prometheus_release)
         after = self.after_release(*upstream)
         for doc in (service_monitor(spec), prometheus_rule(spec)):
-            CustomResource(
+            k8s.kube_object(
                 doc["metadata"]["name"],
                 api_version=doc["apiVersion"],
                 kind=doc["kind"],

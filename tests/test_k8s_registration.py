@@ -182,6 +182,19 @@ def test_a_release_registers_as_the_typed_class():
     assert typed["rel"]["object"]["repositoryOpts"] == {"repo": "https://example.invalid/charts"}
 
 
+def test_a_custom_resource_registers_as_apiextensions_custom_resource():
+    from pulumi_kubernetes.apiextensions import CustomResource
+
+    fields = {"metadata": META, "spec": {"clusterQueue": "x"}}
+    api, kind = "kueue.x-k8s.io/v1beta2", "LocalQueue"
+    typed, generic = _both(
+        lambda o: CustomResource("cr", api_version=api, kind=kind, opts=o, **fields),
+        lambda o: k8s.kube_object("cr", api, kind, o, **fields),
+    )
+    assert generic["cr"] == typed["cr"]
+    assert typed["cr"]["type"] == "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue"
+
+
 def test_type_aliases_are_those_of_the_typed_classes():
     """The aliases are sent (a kind with none would compare equal with an empty table too)."""
     typed, _ = _both(

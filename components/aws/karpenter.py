@@ -516,10 +516,9 @@ class Karpenter(addon.Component):
 
     def _node_classes(self, after: list[pulumi.Resource], node_role: Any) -> dict[str, pulumi.Resource]:
         """One EC2NodeClass per distinct node need, after the controller and the node role's access."""
-        from pulumi_kubernetes.apiextensions import CustomResource
 
         return {
-            need.name: CustomResource(
+            need.name: k8s.kube_object(
                 f"ec2nodeclass-{need.name}",
                 api_version=versions.KARPENTER_NODECLASS_API,
                 kind="EC2NodeClass",
@@ -532,12 +531,11 @@ class Karpenter(addon.Component):
 
     def _node_pools(self, after: list[pulumi.Resource], classes: dict[str, pulumi.Resource]) -> list[str]:
         """One NodePool per plan (two per pool with on-demand fallback), after its EC2NodeClass."""
-        from pulumi_kubernetes.apiextensions import CustomResource
 
         spec = self.spec
         names: list[str] = []
         for plan in nodepool_plans(spec):
-            CustomResource(
+            k8s.kube_object(
                 f"nodepool-{plan.name}",
                 api_version=versions.KARPENTER_NODEPOOL_API,
                 kind="NodePool",
@@ -554,11 +552,10 @@ class Karpenter(addon.Component):
 
     def _node_overlays(self, after: list[pulumi.Resource]) -> list[str]:
         """A NodeOverlay per pool whose nodes advertise what Karpenter cannot know (shared or MIG GPUs)."""
-        from pulumi_kubernetes.apiextensions import CustomResource
 
         names: list[str] = []
         for pool in overlay_pools(self.spec):
-            CustomResource(
+            k8s.kube_object(
                 f"nodeoverlay-{pool.name}",
                 api_version=versions.KARPENTER_NODEOVERLAY_API,
                 kind="NodeOverlay",
