@@ -193,7 +193,9 @@ def helm_values(spec: StackSpec, role_arn: Any = None) -> dict[str, Any]:
 
 @functools.cache
 def _crd() -> dict[str, Any]:
-    docs = [d for d in yaml.safe_load_all(CRD_FILE.read_text()) if d]
+    # libyaml's loader when PyYAML has it: the same documents, ~10x faster on this 22 kB file
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    docs = [d for d in yaml.load_all(CRD_FILE.read_text(), Loader=loader) if d]
     (doc,) = docs
     return doc
 
