@@ -162,6 +162,21 @@ def test_console_script_renders_default_stack(tmp_path):
     assert "Traceback" not in proc.stderr
 
 
+def test_only_the_console_script_freezes_its_heap_on_the_way_out(tmp_path, monkeypatch, capsys):
+    """The console script (argv from the process) freezes the heap once the command is done, so the exit skips
+    full collections over it; a caller passing its own arguments (a test, a library) keeps a collectable heap."""
+    import gc
+
+    froze = []
+    monkeypatch.setattr(gc, "freeze", lambda: froze.append(True))
+    assert cli.main(["synth", "local", "--out", str(tmp_path / "a")]) == 0
+    assert froze == []
+    monkeypatch.setattr(sys, "argv", ["gpu-platform", "synth", "local", "--out", str(tmp_path / "b")])
+    assert cli.main() == 0
+    assert froze == [True]
+    assert _tree(tmp_path / "a") == _tree(tmp_path / "b")
+
+
 def test_imports_stay_lazy():
     """Validation and the CLI's error path import no cloud SDK and no pulumi_kubernetes."""
     code = (
