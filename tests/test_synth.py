@@ -280,6 +280,29 @@ def test_lean_render_changes_no_byte(stack):
     assert lean.outputs == full.outputs and lean.lookups == full.lookups
 
 
+def test_the_collector_is_relaxed_only_while_the_synth_renders(monkeypatch):
+    """A lean render runs the program with seldom cyclic collections; a full render (the SDK's own path) and
+    everything after the render keep the interpreter's thresholds."""
+    import gc
+
+    from components import program
+
+    seen = []
+    original = program.run
+
+    def run(spec):
+        seen.append(gc.get_threshold())
+        original(spec)
+
+    monkeypatch.setattr(program, "run", run)
+    before = gc.get_threshold()
+    synth.render("local", stack_config("local"))
+    assert gc.get_threshold() == before
+    synth.render("local", stack_config("local"), lean=False)
+    assert seen == [(20_000, 50, 50), before]
+    assert gc.get_threshold() == before
+
+
 def test_stack_outputs_resolve_as_the_sdk_would_without_lifting_every_leaf():
     """The synth awaits the real outputs inside the (plain) stack outputs instead of lifting every leaf into an
     Output: same values as ``Output.from_input(...).future()`` (tuples kept, nested outputs unwrapped), and
