@@ -543,10 +543,11 @@ def write(out_dir: Path, contents: Mapping[str, str]) -> None:
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}-", dir=out_dir.parent))
     try:
+        for folder in sorted({str(Path(rel).parent) for rel in contents} - {"."}):
+            (staging / folder).mkdir(parents=True, exist_ok=True)  # each once, not once per file
         for rel, text in sorted(contents.items()):
-            path = staging / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
+            with open(staging / rel, "w", encoding="utf-8") as f:
+                f.write(text)
         if out_dir.exists():
             shutil.rmtree(out_dir)
         staging.rename(out_dir)
