@@ -8,6 +8,7 @@ the traceback with --debug). explain: 0 every workload runs, 3 one stays pending
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import sys
 from pathlib import Path
@@ -189,9 +190,17 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command; ``argv`` None: this process's own arguments (the console script), and the process ends
+    after it returns."""
     args = parser().parse_args(argv)
     try:
-        return args.fn(args)
+        code = args.fn(args)
+        if argv is None:
+            # Nothing is left to collect but the process's whole heap, which the interpreter's exit would walk
+            # in full garbage-collection passes (~0.5 s after a 200-tenant synth); freezing it ends the process
+            # at once. Objects are still released as usual (atexit handlers run, files are flushed).
+            gc.freeze()
+        return code
     except Exception as exc:  # last resort: one line, never a bare traceback
         if args.debug:
             raise

@@ -428,12 +428,14 @@ class CostRecord(pulumi.ComponentResource):
     TYPE = "gpu-platform:cost:CostRecord"
 
     def __init__(self, name: str, spec: StackSpec, provider: pulumi.ProviderResource, doc: dict[str, Any]):
-        from pulumi_kubernetes.core.v1 import ConfigMap
+        from components.k8s import kube_object
 
         super().__init__(self.TYPE, name, None, None)
         cm = configmap(doc)
-        ConfigMap(
+        kube_object(
             CONFIGMAP_NAME,
+            "v1",
+            "ConfigMap",
             metadata=cm["metadata"],
             data=cm["data"],
             opts=pulumi.ResourceOptions(parent=self, provider=provider),

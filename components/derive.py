@@ -408,12 +408,14 @@ def tenant_flavor_order(spec: StackSpec, tenant: Tenant) -> list[NodePool]:
 # ---------------------------------------------------------------------------------- Volcano queues
 
 
-def volcano_tenants(spec: StackSpec) -> list[Tenant]:
+@per_spec
+def volcano_tenants(spec: StackSpec) -> tuple[Tenant, ...]:
     """Tenants whose jobs Volcano schedules: only they get a Volcano Queue. A queue's guarantee is
-    reserved whether or not anyone uses it (below), so queues of Kueue tenants would lock GPUs away."""
+    reserved whether or not anyone uses it (below), so queues of Kueue tenants would lock GPUs away.
+    Once per spec: the stack outputs and the summary ask per tenant (1,000 tenants: a million scans)."""
     if not spec.addons.volcano:
-        return []
-    return [t for t in spec.tenants if tenant_scheduler(spec, t) == "volcano"]
+        return ()
+    return tuple(t for t in spec.tenants if tenant_scheduler(spec, t) == "volcano")
 
 
 def fleet_units(spec: StackSpec) -> dict[str, int]:

@@ -34,7 +34,7 @@ from typing import Any
 
 import pulumi
 
-from components import addon, catalog, derive
+from components import addon, catalog, derive, k8s
 from components.spec import NodePool, Problem, StackSpec, Tenant, key, rule
 
 MIN_KUBERNETES_MINOR = 34  # resource.k8s.io/v1 (GA); the DRA driver and GPUCluster ask for v1.34.2+
@@ -367,15 +367,15 @@ class ClaimTemplates(addon.Component):
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__(name, spec, provider, opts)
-        from pulumi_kubernetes.resource.v1 import ResourceClaimTemplate
-
         child = self.child()
         self.names: dict[str, list[str]] = {}
         for tenant in spec.tenants:
             templates = claim_templates(spec, tenant)
             for tpl_name, body in templates.items():
-                ResourceClaimTemplate(
+                k8s.kube_object(
                     f"{tenant.name}-{tpl_name}",
+                    "resource.k8s.io/v1",
+                    "ResourceClaimTemplate",
                     metadata={
                         "name": tpl_name,
                         "namespace": namespaces[tenant.name],

@@ -236,8 +236,6 @@ class GpuOperator(addon.ChartAddon):
     CHART = CHART
 
     def build(self, spec: StackSpec) -> None:
-        from pulumi_kubernetes.core.v1 import ConfigMap
-
         chart = self.chart
         self.namespace = chart.namespace
         before_release = self.create_namespace(
@@ -252,8 +250,10 @@ class GpuOperator(addon.ChartAddon):
         dp_configs = sharing.device_plugin_configs(spec)
         if dp_configs and derive.device_plugin_owner(spec) == "operator":
             before_release.append(
-                ConfigMap(
+                k8s.kube_object(
                     "device-plugin-config",
+                    "v1",
+                    "ConfigMap",
                     metadata={
                         "name": DEVICE_PLUGIN_CONFIGMAP,
                         "namespace": chart.namespace,
@@ -266,8 +266,10 @@ class GpuOperator(addon.ChartAddon):
         mig_yaml = sharing.mig_config_yaml(spec)
         if mig_yaml and derive.uses_mig_manager(spec):
             before_release.append(
-                ConfigMap(
+                k8s.kube_object(
                     "mig-parted-config",
+                    "v1",
+                    "ConfigMap",
                     metadata={"name": MIG_CONFIGMAP, "namespace": chart.namespace, "labels": derive.MANAGED_BY},
                     data={MIG_CONFIG_KEY: mig_yaml},
                     opts=in_ns,

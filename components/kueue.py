@@ -413,6 +413,19 @@ def cluster_queue_spec(spec: StackSpec, tenant: Tenant) -> dict[str, Any]:
     return out
 
 
+def queue_flavors(cluster_queue: Mapping[str, Any]) -> list[str]:
+    """The ResourceFlavors a ClusterQueue spec names (each once, in order): the ones it waits for. Waiting for
+    every flavor instead cost tenants x pools dependency edges (53,000 at 1,000 tenants / 50 pools)."""
+    names = [f["name"] for group in cluster_queue["resourceGroups"] for f in group["flavors"]]
+    return list(dict.fromkeys(names))
+
+
+def queue_checks(cluster_queue: Mapping[str, Any]) -> list[str]:
+    """The AdmissionChecks a ClusterQueue spec names: the ones it waits for."""
+    strategy = cluster_queue.get("admissionChecksStrategy") or {}
+    return [c["name"] for c in strategy.get("admissionChecks", [])]
+
+
 def local_queue_spec(tenant: Tenant) -> dict[str, Any]:
     return {"clusterQueue": tenant.name}
 
@@ -430,19 +443,6 @@ def webhook_probe(spec: StackSpec) -> webhooks.Probe:
 # GKE admits system-cluster-critical pods outside kube-system only in namespaces with a ResourceQuota scoped
 # to those classes; the controller replicas (plus room for a rolling update) fit in this many.
 GKE_CRITICAL_PODS = 10
-
-
-class _TopLevelResource(pulumi.CustomResource):
-    """A custom resource whose fields sit at the top level instead of under ``spec`` (WorkloadPriorityClass
-    has ``value``/``description``), which ``apiextensions.CustomResource`` cannot express."""
-
-    def __init__(self, name: str, api_version: str, kind: str, body: dict[str, Any], opts: pulumi.ResourceOptions):
-        from pulumi_kubernetes import _utilities
-
-        opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(version=_utilities.get_version()))
-        super().__init__(
-            f"kubernetes:{api_version}:{kind}", name, {"apiVersion": api_version, "kind": kind, **body}, opts
-        )
 
 
 class Kueue(addon.ChartAddon):
@@ -465,7 +465,6 @@ class Kueue(addon.ChartAddon):
         ProvisioningRequest CRD: Kueue sets up its ProvisioningRequest admission check only if the API exists
         at start-up, kueue v0.19.2 ``cmd/kueue/main.go``)."""
         super().__init__(name, spec, provider, opts)
-        from pulumi_kubernetes.apiextensions import CustomResource
 
         # The controller runs non-root, read-only, without capabilities: Pod Security 'restricted' fits.
         before = self.create_namespace(addon.NamespacePolicy("kueue", k8s.psa_labels("restricted"), GKE_CRITICAL_PODS))
@@ -486,19 +485,18 @@ class Kueue(addon.ChartAddon):
             meta: dict[str, Any] = {"name": obj_name, "labels": labels}
             if namespace:
                 meta["namespace"] = namespace
-            return CustomResource(res_name, api_version=API, kind=kind, metadata=meta, spec=body, opts=o)
+            return k8s.kube_object(res_name, api_version=API, kind=kind, metadata=meta, spec=body, opts=o)
 
         for pc in spec.priority_classes:
-            _TopLevelResource(
+            # value and description sit at the top level, not under spec
+            k8s.kube_object(
                 f"workload-priority-{pc.name}",
                 API,
                 "WorkloadPriorityClass",
-                {
-                    "metadata": {"name": pc.name, "labels": labels},
-                    "value": pc.value,
-                    "description": pc.description or f"gpu-platform priority tier {pc.name}",
-                },
                 crs,
+                metadata={"name": pc.name, "labels": labels},
+                value=pc.value,
+                description=pc.description or f"gpu-platform priority tier {pc.name}",
             )
 
         flavor_deps: list[pulumi.Resource] = list(ready)
@@ -515,45 +513,43 @@ class Kueue(addon.ChartAddon):
                 )
             )
         flavor_opts = self.child(flavor_deps)
-        queue_deps: list[pulumi.Resource] = [
-            *ready,
-            cr("flavor-default", "ResourceFlavor", DEFAULT_FLAVOR, {}, o=flavor_opts),
-        ]
+        # Kueue objects by the name a ClusterQueue references them with (a flavor's, an admission check's).
+        flavors: dict[str, pulumi.Resource] = {
+            DEFAULT_FLAVOR: cr("flavor-default", "ResourceFlavor", DEFAULT_FLAVOR, {}, o=flavor_opts)
+        }
         for pool in spec.node_pools:
             opts = pulumi.ResourceOptions.merge(flavor_opts, replacement_options(flavor_immutable(pool)))
-            queue_deps.append(cr(f"flavor-{pool.name}", "ResourceFlavor", pool.name, flavor_spec(pool), o=opts))
+            flavors[pool.name] = cr(f"flavor-{pool.name}", "ResourceFlavor", pool.name, flavor_spec(pool), o=opts)
+        checks: dict[str, pulumi.Resource] = {}
         for pool in provisioning_pools(spec):
+            check = admission_check_name(spec, pool)
             prc = cr(
                 f"{pool.name}-provisioning-config",
                 "ProvisioningRequestConfig",
-                admission_check_name(spec, pool),
+                check,
                 provisioning_request_config_spec(spec, pool),
             )
-            queue_deps.append(
-                cr(
-                    f"{pool.name}-admission-check",
-                    "AdmissionCheck",
-                    admission_check_name(spec, pool),
-                    {
-                        "controllerName": PROVISIONING_CONTROLLER,
-                        "parameters": {
-                            "apiGroup": API.split("/")[0],
-                            "kind": "ProvisioningRequestConfig",
-                            "name": admission_check_name(spec, pool),
-                        },
-                    },
-                    o=self.after_release(prc),
-                )
+            checks[check] = cr(
+                f"{pool.name}-admission-check",
+                "AdmissionCheck",
+                check,
+                {
+                    "controllerName": PROVISIONING_CONTROLLER,
+                    "parameters": {"apiGroup": API.split("/")[0], "kind": "ProvisioningRequestConfig", "name": check},
+                },
+                o=self.after_release(prc),
             )
-        queue_opts = self.child(queue_deps)
         self.cluster_queues: dict[str, str] = {}
         for tenant in spec.tenants:
+            body = cluster_queue_spec(spec, tenant)
             cq = cr(
                 f"{tenant.name}-cluster-queue",
                 "ClusterQueue",
                 tenant.name,
-                cluster_queue_spec(spec, tenant),
-                o=queue_opts,
+                body,
+                o=self.child(
+                    [*ready, *(flavors[n] for n in queue_flavors(body)), *(checks[n] for n in queue_checks(body))]
+                ),
             )
             self.cluster_queues[tenant.name] = tenant.name
             cr(

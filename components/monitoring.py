@@ -34,7 +34,7 @@ from typing import Any
 
 import pulumi
 
-from components import addon, derive, gpu_operator, versions
+from components import addon, derive, gpu_operator, k8s, versions
 from components.metrics import ALLOCATED_IDLE_COST, IDLE_COST, UTILIZATION, XID_LAST
 from components.metrics import number as _num
 from components.spec import NodePool, Problem, StackSpec, key, rule
@@ -516,8 +516,6 @@ class GpuMonitoring(addon.ChartAddon):
         ServiceMonitor, PrometheusRule and dashboard wait for it (its CRDs, its Grafana sidecar). With
         ``monitoring.prometheus: none`` only the exporter (standalone, when the operator is off) is made."""
         super().__init__(name, spec, provider, opts)
-        from pulumi_kubernetes.apiextensions import CustomResource
-        from pulumi_kubernetes.core.v1 import ConfigMap
 
         ex = exporter(spec)
         upstream: list[pulumi.Resource] = []
@@ -536,7 +534,7 @@ class GpuMonitoring(addon.ChartAddon):
             upstream.append(prometheus_release)
         after = self.after_release(*upstream)
         for doc in (service_monitor(spec), prometheus_rule(spec)):
-            CustomResource(
+            k8s.kube_object(
                 doc["metadata"]["name"],
                 api_version=doc["apiVersion"],
                 kind=doc["kind"],
@@ -545,5 +543,5 @@ class GpuMonitoring(addon.ChartAddon):
                 opts=after,
             )
         board = dashboard_configmap(spec)
-        ConfigMap(DASHBOARD_NAME, metadata=board["metadata"], data=board["data"], opts=after)
+        k8s.kube_object(DASHBOARD_NAME, "v1", "ConfigMap", after, metadata=board["metadata"], data=board["data"])
         self.register_outputs({"namespace": ex.namespace, "source": ex.source})

@@ -140,17 +140,17 @@ class PriorityClasses(addon.Component):
     TYPE = "gpu-platform:index:PriorityClasses"
 
     def build(self, spec: StackSpec) -> None:
-        from pulumi_kubernetes.scheduling.v1 import PriorityClass
-
         child = self.child()
         self.names: list[str] = []
         for pc in spec.priority_classes:
-            PriorityClass(
+            k8s.kube_object(
                 f"priority-{pc.name}",
+                "scheduling.k8s.io/v1",
+                "PriorityClass",
                 metadata={"name": pc.name, "labels": derive.MANAGED_BY},
                 value=pc.value,
-                preemption_policy=pc.preemption_policy,
-                global_default=pc.global_default,
+                preemptionPolicy=pc.preemption_policy,
+                globalDefault=pc.global_default,
                 description=pc.description or f"gpu-platform priority tier {pc.name}",
                 opts=child,
             )
@@ -165,8 +165,6 @@ class Tenancy(addon.Component):
     TYPE = "gpu-platform:index:Tenancy"
 
     def build(self, spec: StackSpec) -> None:
-        from pulumi_kubernetes.core.v1 import LimitRange, Namespace, ResourceQuota
-
         child = self.child()
         # Deleting a namespace deletes every workload and volume claim in it: removing a tenant from the stack
         # file (or destroying the stack) fails instead, until gpu-platform:protect.tenantNamespaces is false.
@@ -175,8 +173,10 @@ class Tenancy(addon.Component):
         ns_opts = self.child(protect=spec.protect.tenant_namespaces)
         self.namespaces: dict[str, pulumi.Output[str]] = {}
         for tenant in spec.tenants:
-            ns = Namespace(
+            ns = k8s.kube_object(
                 f"{tenant.name}-namespace",
+                "v1",
+                "Namespace",
                 metadata={
                     "name": tenant.name,
                     "labels": {**namespace_labels(tenant), **scheduler_label(spec, tenant)},
@@ -184,17 +184,21 @@ class Tenancy(addon.Component):
                 },
                 opts=ns_opts,
             )
-            ns_name = ns.metadata.apply(lambda m: m.name)
+            ns_name = ns.metadata.apply(lambda m: m["name"])  # type: ignore[attr-defined]
             self.namespaces[tenant.name] = ns_name
             labels = {**derive.MANAGED_BY, derive.TENANT_LABEL: tenant.name}
-            ResourceQuota(
+            k8s.kube_object(
                 f"{tenant.name}-gpu-quota",
+                "v1",
+                "ResourceQuota",
                 metadata={"name": "gpu-quota", "namespace": ns_name, "labels": labels},
                 spec={"hard": quota_hard(spec, tenant)},
                 opts=child,
             )
-            LimitRange(
+            k8s.kube_object(
                 f"{tenant.name}-defaults",
+                "v1",
+                "LimitRange",
                 metadata={"name": "container-defaults", "namespace": ns_name, "labels": labels},
                 spec={
                     "limits": [

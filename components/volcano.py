@@ -175,7 +175,6 @@ class Volcano(addon.ChartAddon):
     CHART = CHART
 
     def build(self, spec: StackSpec) -> None:
-        from pulumi_kubernetes.apiextensions import CustomResource
 
         # Volcano's containers add DAC_OVERRIDE (chart default_csc): Pod Security 'baseline', warn on restricted.
         # Its pods are system-cluster-critical: on GKE the namespace needs the critical-pods quota.
@@ -188,7 +187,7 @@ class Volcano(addon.ChartAddon):
         after = self.after_release()
         self.queues: list[str] = []
         for tenant in derive.volcano_tenants(spec):
-            CustomResource(
+            k8s.kube_object(
                 f"{tenant.name}-volcano-queue",
                 api_version=API,
                 kind="Queue",

@@ -41,9 +41,10 @@ from typing import Any
 import pulumi
 import yaml
 
-from components import derive, versions
+from components import derive, k8s, versions
 from components.spec import StackSpec
 
+RBAC_API = "rbac.authorization.k8s.io/v1"
 PROBE_FILE = "probe.yaml"
 # Name of the object each probe dry-runs; a rule keeps pools and tenants off it (a dry-run create of an existing
 # name fails with AlreadyExists, and the gate would never open).
@@ -165,39 +166,45 @@ def webhook_gate(
 ) -> pulumi.Resource:
     """The probe's ServiceAccount, RBAC, ConfigMap and Job; returns the Job. Make every custom resource the
     add-on's webhooks guard depend on it (``depends_on=[gate]``)."""
-    from pulumi_kubernetes.batch.v1 import Job
-    from pulumi_kubernetes.core.v1 import ConfigMap, ServiceAccount
-    from pulumi_kubernetes.rbac.v1 import ClusterRole, ClusterRoleBinding
-
     opts = pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=list(depends_on))
     labels = derive.MANAGED_BY
-    sa = ServiceAccount(
+    sa = k8s.kube_object(
         service_account_name(probe),
+        "v1",
+        "ServiceAccount",
         metadata={"name": service_account_name(probe), "namespace": probe.namespace, "labels": labels},
         opts=opts,
     )
-    role = ClusterRole(
+    role = k8s.kube_object(
         cluster_role_name(probe),
+        RBAC_API,
+        "ClusterRole",
         metadata={"name": cluster_role_name(probe), "labels": labels},
         rules=cluster_role_rules(probe),
         opts=pulumi.ResourceOptions(parent=parent, provider=provider),
     )
-    binding = ClusterRoleBinding(
+    binding = k8s.kube_object(
         cluster_role_name(probe),
+        RBAC_API,
+        "ClusterRoleBinding",
         metadata={"name": cluster_role_name(probe), "labels": labels},
-        role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": cluster_role_name(probe)},
+        roleRef={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": cluster_role_name(probe)},
         subjects=[{"kind": "ServiceAccount", "name": service_account_name(probe), "namespace": probe.namespace}],
         opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=[sa, role]),
     )
-    config = ConfigMap(
+    config = k8s.kube_object(
         job_name(probe),
+        "v1",
+        "ConfigMap",
         metadata={"name": job_name(probe), "namespace": probe.namespace, "labels": labels},
         data={PROBE_FILE: yaml.safe_dump(probe.obj, sort_keys=False)},
         opts=opts,
     )
     body = job_spec(spec, probe)
-    return Job(
+    return k8s.kube_object(
         job_name(probe),
+        "batch/v1",
+        "Job",
         metadata={"name": job_name(probe), "namespace": probe.namespace, "labels": labels},
         spec=body,
         opts=pulumi.ResourceOptions(

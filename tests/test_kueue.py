@@ -325,8 +325,25 @@ def test_flavors_wait_for_the_topology_and_queues_for_the_flavors():
     r = rendered("prod-aws")
     flavor = r.find("kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor", "flavor-a100-train")
     assert {"kueue", "topology"} <= set(flavor.depends_on)
-    cq = r.find("kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue", "research-cluster-queue")
-    assert {"flavor-a100-train", "flavor-h100-spot", "flavor-default"} <= set(cq.depends_on)
+    # Each ClusterQueue waits for the release, its webhooks, and exactly the flavors and admission checks it
+    # names (stacks/Pulumi.prod-aws.yaml gpuQuota; a100-train is the topology-aware pool that can grow, so it
+    # carries the a100-train-atomic check), not for every flavor of the cluster.
+    ready = ["kueue", "kueue-webhook-ready"]
+    expected = {
+        "research": ["a100-train-admission-check", "flavor-a100-train", "flavor-default", "flavor-h100-spot"],
+        "serving": ["flavor-default", "flavor-h100-inference"],
+        "applied-ml": [
+            "a100-train-admission-check",
+            "flavor-a100-train",
+            "flavor-default",
+            "flavor-h100-spot",
+            "flavor-l4-notebooks",
+        ],
+        "notebooks": ["flavor-default", "flavor-l4-notebooks"],
+    }
+    for tenant, waits_for in expected.items():
+        cq = r.find("kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue", f"{tenant}-cluster-queue")
+        assert cq.depends_on == sorted([*ready, *waits_for]), tenant
     lq = r.find("kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue", "research-local-queue")
     assert "research-cluster-queue" in lq.depends_on
     assert "research-namespace" in lq.depends_on  # waits for the tenant namespace

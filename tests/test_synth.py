@@ -162,6 +162,21 @@ def test_console_script_renders_default_stack(tmp_path):
     assert "Traceback" not in proc.stderr
 
 
+def test_only_the_console_script_freezes_its_heap_on_the_way_out(tmp_path, monkeypatch, capsys):
+    """The console script (argv from the process) freezes the heap once the command is done, so the exit skips
+    full collections over it; a caller passing its own arguments (a test, a library) keeps a collectable heap."""
+    import gc
+
+    froze = []
+    monkeypatch.setattr(gc, "freeze", lambda: froze.append(True))
+    assert cli.main(["synth", "local", "--out", str(tmp_path / "a")]) == 0
+    assert froze == []
+    monkeypatch.setattr(sys, "argv", ["gpu-platform", "synth", "local", "--out", str(tmp_path / "b")])
+    assert cli.main() == 0
+    assert froze == [True]
+    assert _tree(tmp_path / "a") == _tree(tmp_path / "b")
+
+
 def test_imports_stay_lazy():
     """Validation and the CLI's error path import no cloud SDK and no pulumi_kubernetes."""
     code = (
@@ -190,6 +205,31 @@ def test_written_manifests_load_back_to_what_the_engine_received(stack):
 def test_multiline_configs_are_written_as_literal_blocks():
     text = synth.files(rendered("prod-aws"))["manifests/gpu-operator/configmap.core-mig-parted-config.yaml"]
     assert "  config.yaml: |\n    version: v1\n    mig-configs:\n" in text
+
+
+@pytest.mark.parametrize("stack", ["prod-aws", "prod-gcp", "dra-existing"])
+def test_fast_yaml_writes_what_pyyaml_writes(stack):
+    """The manifests and Helm values written with the synth's fast representer are byte for byte what PyYAML's
+    own representer writes, for every document of the stack and for values that need quoting or a tag."""
+    r = rendered(stack)
+    docs = [*r.manifests, *((x.inputs.get("values") or {}) for x in r.releases)]
+    tricky = {
+        "strings": ["", "yes", "no", "on", "null", "~", "true", "1", "0x1F", "1e3", "1.5", ".inf", "2026-01-01"],
+        "colon": "a: b",
+        "more": ["- x", "#c", "x #c", "'q'", '"d"', "tab\tin", "line\nbreak\n", "trailing ", " lead", "ünï"],
+        "anchors": ["*a", "&b"],
+        "numbers": [0, -1, 10**20, 2.5, 1e17, True, False, None],
+        "nested": {"empty": {}, "none": [], "list": [[], [{}], {"b": 1, "a": [None]}]},
+        "1": "key that looks like a number",
+    }
+    for doc in [*docs, tricky]:
+        data = synth._ints(doc)
+        fast = yaml.dump(data, Dumper=synth._Dumper, sort_keys=True, default_flow_style=False, width=120)
+        stock = yaml.dump(data, Dumper=synth._StockDumper, sort_keys=True, default_flow_style=False, width=120)
+        assert fast == stock
+    assert synth._yaml(tricky).startswith(
+        "'1': key that looks like a number\nanchors:\n- '*a'\n- '&b'\ncolon: 'a: b'\nmore:\n- '- x'\n"
+    )
 
 
 def test_tenants_named_like_components_do_not_collide():
@@ -238,6 +278,29 @@ def test_lean_render_changes_no_byte(stack):
     assert synth.files(lean) == synth.files(full)
     assert [dataclasses.asdict(r) for r in lean.resources] == [dataclasses.asdict(r) for r in full.resources]
     assert lean.outputs == full.outputs and lean.lookups == full.lookups
+
+
+def test_the_collector_is_relaxed_only_while_the_synth_renders(monkeypatch):
+    """A lean render runs the program with seldom cyclic collections; a full render (the SDK's own path) and
+    everything after the render keep the interpreter's thresholds."""
+    import gc
+
+    from components import program
+
+    seen = []
+    original = program.run
+
+    def run(spec):
+        seen.append(gc.get_threshold())
+        original(spec)
+
+    monkeypatch.setattr(program, "run", run)
+    before = gc.get_threshold()
+    synth.render("local", stack_config("local"))
+    assert gc.get_threshold() == before
+    synth.render("local", stack_config("local"), lean=False)
+    assert seen == [(20_000, 50, 50), before]
+    assert gc.get_threshold() == before
 
 
 def test_stack_outputs_resolve_as_the_sdk_would_without_lifting_every_leaf():

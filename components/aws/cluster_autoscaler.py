@@ -30,7 +30,7 @@ from typing import Any
 import pulumi
 import yaml
 
-from components import addon, derive, versions
+from components import addon, derive, k8s, versions
 from components.aws import iam, identity
 from components.aws import managed_pools as plan
 from components.spec import StackSpec
@@ -193,7 +193,9 @@ def helm_values(spec: StackSpec, role_arn: Any = None) -> dict[str, Any]:
 
 @functools.cache
 def _crd() -> dict[str, Any]:
-    docs = [d for d in yaml.safe_load_all(CRD_FILE.read_text()) if d]
+    # libyaml's loader when PyYAML has it: the same documents, ~10x faster on this 22 kB file
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    docs = [d for d in yaml.load_all(CRD_FILE.read_text(), Loader=loader) if d]
     (doc,) = docs
     return doc
 
@@ -224,7 +226,6 @@ class ClusterAutoscaler(addon.Component):
         """``cluster`` is the EKS cluster lookup (``EksAccess.cluster``)."""
         super().__init__(name, spec, provider, opts)
         import pulumi_aws as aws
-        from pulumi_kubernetes.apiextensions.v1 import CustomResourceDefinition
 
         aws_child = pulumi.ResourceOptions(parent=self)
         tags = plan.base_tags(spec)
@@ -262,15 +263,15 @@ class ClusterAutoscaler(addon.Component):
             deps.append(association)
 
         crd = provisioning_request_crd()
-        self.crd = CustomResourceDefinition(
+        self.crd = k8s.kube_object(
             "provisioningrequests-crd",
+            "apiextensions.k8s.io/v1",
+            "CustomResourceDefinition",
             metadata={"name": crd["metadata"]["name"], "labels": dict(derive.MANAGED_BY)},
             spec=crd["spec"],
             opts=self.child(),
         )
-        from pulumi_kubernetes.helm.v3 import Release
-
-        self.release = Release(
+        self.release = k8s.helm_release(
             "cluster-autoscaler",
             **versions.release_args(CHART, spec.charts),
             values=helm_values(spec, role.arn),

@@ -26,7 +26,7 @@ from typing import Any
 
 import pulumi
 
-from components import addon, catalog, derive, sharing, versions
+from components import addon, catalog, derive, k8s, sharing, versions
 from components.aws import efa, karpenter_aws, managed_pools
 from components.aws import reservations as aws_reservations
 from components.aws.karpenter_aws import CONTROLLER_NAMESPACE, SERVICE_ACCOUNT, aws_tags, node_role_name, queue_name
@@ -494,15 +494,13 @@ class Karpenter(addon.Component):
         role: karpenter_aws.ControllerRole,
     ) -> tuple[pulumi.Resource, pulumi.Resource]:
         """Helm: the CRD chart, then the controller (skipCrds) once its queue, rules and role are in place."""
-        from pulumi_kubernetes.helm.v3 import Release
-
         spec = self.spec
-        crds = Release(
+        crds = k8s.helm_release(
             "karpenter-crd",
             **versions.release_args(versions.KARPENTER_CRD, spec.charts),
             opts=self.child(),
         )
-        controller = Release(
+        controller = k8s.helm_release(
             "karpenter",
             **versions.release_args(versions.KARPENTER, spec.charts),
             skip_crds=True,
@@ -518,10 +516,9 @@ class Karpenter(addon.Component):
 
     def _node_classes(self, after: list[pulumi.Resource], node_role: Any) -> dict[str, pulumi.Resource]:
         """One EC2NodeClass per distinct node need, after the controller and the node role's access."""
-        from pulumi_kubernetes.apiextensions import CustomResource
 
         return {
-            need.name: CustomResource(
+            need.name: k8s.kube_object(
                 f"ec2nodeclass-{need.name}",
                 api_version=versions.KARPENTER_NODECLASS_API,
                 kind="EC2NodeClass",
@@ -534,12 +531,11 @@ class Karpenter(addon.Component):
 
     def _node_pools(self, after: list[pulumi.Resource], classes: dict[str, pulumi.Resource]) -> list[str]:
         """One NodePool per plan (two per pool with on-demand fallback), after its EC2NodeClass."""
-        from pulumi_kubernetes.apiextensions import CustomResource
 
         spec = self.spec
         names: list[str] = []
         for plan in nodepool_plans(spec):
-            CustomResource(
+            k8s.kube_object(
                 f"nodepool-{plan.name}",
                 api_version=versions.KARPENTER_NODEPOOL_API,
                 kind="NodePool",
@@ -556,11 +552,10 @@ class Karpenter(addon.Component):
 
     def _node_overlays(self, after: list[pulumi.Resource]) -> list[str]:
         """A NodeOverlay per pool whose nodes advertise what Karpenter cannot know (shared or MIG GPUs)."""
-        from pulumi_kubernetes.apiextensions import CustomResource
 
         names: list[str] = []
         for pool in overlay_pools(self.spec):
-            CustomResource(
+            k8s.kube_object(
                 f"nodeoverlay-{pool.name}",
                 api_version=versions.KARPENTER_NODEOVERLAY_API,
                 kind="NodeOverlay",

@@ -1,0 +1,219 @@
+"""``components.k8s.KubeResource`` registers a Kubernetes object or Helm release exactly as pulumi_kubernetes'
+typed class would: for every kind the stacks create through it, both are registered under the mock engine
+with the same arguments and the requests the engine receives are compared field by field (type token,
+properties, plugin version, aliases, timeouts, secret outputs, dependencies...)."""
+
+from __future__ import annotations
+
+import importlib
+import re
+from typing import Any
+
+import pytest
+from conftest import STACKS, rendered
+from google.protobuf.json_format import MessageToDict
+
+from components import k8s
+
+META = {"name": "x", "namespace": "ns", "labels": {"app.kubernetes.io/managed-by": "gpu-platform"}}
+# (typed class, apiVersion, kind, camelCase fields): every kind the components register with KubeResource, with
+# the fields they set (tests/test_k8s_registration.py::test_every_registered_kind_is_compared keeps it whole).
+CASES: list[tuple[str, str, str, dict[str, Any]]] = [
+    ("core.v1.Namespace", "v1", "Namespace", {"metadata": {"name": "x", "labels": {"a": "b"}, "annotations": {}}}),
+    ("core.v1.ResourceQuota", "v1", "ResourceQuota", {"metadata": META, "spec": {"hard": {"pods": "10"}}}),
+    ("core.v1.LimitRange", "v1", "LimitRange", {"metadata": META, "spec": {"limits": [{"type": "Container"}]}}),
+    ("core.v1.ConfigMap", "v1", "ConfigMap", {"metadata": META, "data": {"config.yaml": "a: 1\n"}}),
+    ("core.v1.ServiceAccount", "v1", "ServiceAccount", {"metadata": META}),
+    (
+        "scheduling.v1.PriorityClass",
+        "scheduling.k8s.io/v1",
+        "PriorityClass",
+        {
+            "metadata": {"name": "x"},
+            "value": 1000,
+            "preemptionPolicy": "Never",
+            "globalDefault": False,
+            "description": "d",
+        },
+    ),
+    (
+        "rbac.v1.ClusterRole",
+        "rbac.authorization.k8s.io/v1",
+        "ClusterRole",
+        {"metadata": {"name": "x"}, "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]},
+    ),
+    (
+        "rbac.v1.ClusterRoleBinding",
+        "rbac.authorization.k8s.io/v1",
+        "ClusterRoleBinding",
+        {
+            "metadata": {"name": "x"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "x"},
+            "subjects": [{"kind": "ServiceAccount", "name": "x", "namespace": "ns"}],
+        },
+    ),
+    ("batch.v1.Job", "batch/v1", "Job", {"metadata": META, "spec": {"backoffLimit": 6}}),
+    (
+        "admissionregistration.v1.ValidatingAdmissionPolicy",
+        "admissionregistration.k8s.io/v1",
+        "ValidatingAdmissionPolicy",
+        {"metadata": {"name": "x"}, "spec": {"failurePolicy": "Fail"}},
+    ),
+    (
+        "admissionregistration.v1.ValidatingAdmissionPolicyBinding",
+        "admissionregistration.k8s.io/v1",
+        "ValidatingAdmissionPolicyBinding",
+        {"metadata": {"name": "x"}, "spec": {"policyName": "x", "validationActions": ["Deny"]}},
+    ),
+    (
+        "apiextensions.v1.CustomResourceDefinition",
+        "apiextensions.k8s.io/v1",
+        "CustomResourceDefinition",
+        {"metadata": {"name": "x"}, "spec": {"group": "g", "scope": "Namespaced"}},
+    ),
+    (
+        "resource.v1.ResourceClaimTemplate",
+        "resource.k8s.io/v1",
+        "ResourceClaimTemplate",
+        {"metadata": META, "spec": {"spec": {"devices": {"requests": []}}}},
+    ),
+]
+# Every argument the components give a Release (components/k8s.py chart_release, versions.release_args,
+# gpu_operator, karpenter).
+RELEASE_ARGS = {
+    "name": "r",
+    "chart": "c",
+    "version": "1.0.0",
+    "namespace": "ns",
+    "repository_opts": {"repo": "https://example.invalid/charts"},
+    "create_namespace": False,
+    "values": {"a": {"b": [1, "x"]}},
+    "timeout": 900,
+    "skip_crds": True,
+    "disable_openapi_validation": True,
+}
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)([A-Z])", r"_\1", name).lower()
+
+
+def _requests(program) -> dict[str, dict[str, Any]]:
+    """What the engine receives for each resource ``program`` registers (by name), minus the source position."""
+    import pulumi
+    from pulumi.runtime import settings
+    from pulumi.runtime.mocks import MockMonitor
+    from pulumi.runtime.stack import run_pulumi_func
+    from pulumi.runtime.sync_await import _sync_await
+
+    class Mocks(pulumi.runtime.Mocks):
+        def new_resource(self, args):
+            return (f"id-{args.name}" if args.custom else ""), {}
+
+        def call(self, args):
+            return {}
+
+    seen: dict[str, dict[str, Any]] = {}
+
+    class Monitor(MockMonitor):
+        def RegisterResource(self, request):
+            got = MessageToDict(request)
+            for noise in ("sourcePosition", "stackTrace"):
+                got.pop(noise, None)
+            seen[request.name] = got
+            return super().RegisterResource(request)
+
+    mocks = Mocks()
+    settings.reset_options(project="p", stack="s", preview=False)
+    pulumi.runtime.set_mocks(mocks, project="p", stack="s", preview=False, monitor=Monitor(mocks))
+    try:
+        _sync_await(run_pulumi_func(program))
+    finally:
+        settings.reset_options()
+    return seen
+
+
+def _both(typed, generic):
+    """The requests of the same resources registered the typed way and with KubeResource."""
+    import pulumi
+
+    def run(make):
+        def program():
+            provider = pulumi.ProviderResource("kubernetes", "k8s", {})
+            parent = pulumi.ComponentResource("test:index:Parent", "parent")
+            before = pulumi.CustomResource("test:index:Before", "before", {})
+            opts = pulumi.ResourceOptions(
+                parent=parent,
+                provider=provider,
+                depends_on=[before],
+                protect=True,
+                aliases=[pulumi.Alias(name="old")],
+                custom_timeouts=pulumi.CustomTimeouts(create="20m", update="20m"),
+            )
+            make(opts)
+
+        return _requests(program)
+
+    return run(typed), run(generic)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[2] for c in CASES])
+def test_an_object_registers_as_its_typed_class(case):
+    module, api_version, kind, fields = case
+    path, cls_name = module.rsplit(".", 1)
+    cls = getattr(importlib.import_module(f"pulumi_kubernetes.{path}"), cls_name)
+    typed, generic = _both(
+        lambda o: cls("obj", opts=o, **{_snake(k): v for k, v in fields.items()}),
+        lambda o: k8s.kube_object("obj", api_version, kind, o, **fields),
+    )
+    assert generic["obj"] == typed["obj"]
+    assert typed["obj"]["type"] == k8s.type_token(api_version, kind)
+    assert typed["obj"]["version"]  # the plugin version the typed class sends, sent here too
+
+
+def test_a_release_registers_as_the_typed_class():
+    from pulumi_kubernetes.helm.v3 import Release
+
+    typed, generic = _both(
+        lambda o: Release("rel", opts=o, **RELEASE_ARGS), lambda o: k8s.helm_release("rel", o, **RELEASE_ARGS)
+    )
+    assert generic["rel"] == typed["rel"]
+    assert typed["rel"]["object"]["compat"] == "true"
+    assert typed["rel"]["object"]["repositoryOpts"] == {"repo": "https://example.invalid/charts"}
+
+
+def test_a_custom_resource_registers_as_apiextensions_custom_resource():
+    from pulumi_kubernetes.apiextensions import CustomResource
+
+    fields = {"metadata": META, "spec": {"clusterQueue": "x"}}
+    api, kind = "kueue.x-k8s.io/v1beta2", "LocalQueue"
+    typed, generic = _both(
+        lambda o: CustomResource("cr", api_version=api, kind=kind, opts=o, **fields),
+        lambda o: k8s.kube_object("cr", api, kind, o, **fields),
+    )
+    assert generic["cr"] == typed["cr"]
+    assert typed["cr"]["type"] == "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue"
+
+
+def test_type_aliases_are_those_of_the_typed_classes():
+    """The aliases are sent (a kind with none would compare equal with an empty table too)."""
+    typed, _ = _both(
+        lambda o: importlib.import_module("pulumi_kubernetes.rbac.v1").ClusterRole("obj", opts=o),
+        lambda o: None,
+    )
+    types = [a["spec"].get("type") for a in typed["obj"]["aliases"] if "spec" in a]
+    assert types == [
+        None,  # the caller's own alias (a rename) comes first
+        "kubernetes:rbac.authorization.k8s.io/v1alpha1:ClusterRole",
+        "kubernetes:rbac.authorization.k8s.io/v1beta1:ClusterRole",
+    ]
+
+
+def test_every_registered_kind_is_compared():
+    """Each built-in kind (and the Helm release) the shipped stacks register is one of the compared cases:
+    a new kind registered through KubeResource cannot skip the comparison."""
+    builtin = re.compile(r"^kubernetes:(core|[a-z.]*k8s\.io|batch|helm\.sh)/")
+    registered = {r.type for s in STACKS for r in rendered(s).resources if builtin.match(r.type)}
+    compared = {k8s.type_token(api, kind) for _, api, kind, _ in CASES} | {k8s.RELEASE}
+    assert registered <= compared, sorted(registered - compared)
+    assert {"kubernetes:core/v1:Namespace", "kubernetes:helm.sh/v3:Release"} <= registered
