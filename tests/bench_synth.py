@@ -38,6 +38,8 @@ from pathlib import Path
 
 import yaml
 
+from components.synth import RENDER_GC_THRESHOLDS
+
 ROOT = Path(__file__).resolve().parent.parent
 SIZES = {"s": (20, 6), "xl": (200, 24), "1000": (1000, 50)}
 REPS = {"s": 3, "xl": 3, "1000": 1}
@@ -245,9 +247,14 @@ def program():
             res = pulumi.CustomResource(r["type"], r["name"], r["inputs"], opts)
         made[i] = res
 
+# like with like: the collector's thresholds the synth's render runs with (components.synth), here too
+import gc
+before = gc.get_threshold()
+gc.set_threshold(*json.loads(sys.argv[2]))
 t0, i0 = time.perf_counter(), import_seconds[0]
 _sync_await(run_pulumi_func(program))
 register = time.perf_counter() - t0
+gc.set_threshold(*before)
 use = resource.getrusage(resource.RUSAGE_SELF)
 print(json.dumps({"register": register, "register_imports": import_seconds[0] - i0, "read": read,
                   "dropped_edges": len(dropped),
@@ -277,7 +284,7 @@ def measure(size: str, reps: int, work: Path) -> dict:
     runs = []
     for _ in range(reps):
         synth, synth_wall = _run(SYNTH, str(stack_file), str(out))
-        floor, floor_wall = _run(FLOOR, str(out / "resources.json"))
+        floor, floor_wall = _run(FLOOR, str(out / "resources.json"), json.dumps(RENDER_GC_THRESHOLDS))
         ph = synth["phases"]
         render = ph["render"] - ph["render_imports"]
         floor_register = floor["register"] - floor["register_imports"]
