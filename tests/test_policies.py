@@ -733,6 +733,12 @@ def test_time_slicing_replicas():
     assert msg.startswith("values.devicePlugin.config.data[l4]: time-slicing nvidia.com/gpu into 16 replicas")
     (msg,) = check_sdk(p, "gke-gpu-oversliced")
     assert "16 clients per GPU" in msg and "bound of 8" in msg
+    # GKE at its edge: 16 clients are within a bound of 16, one past a bound of 15
+    assert check_sdk(p, "gke-gpu-oversliced", {"maxReplicas": 16}) == []
+    assert check_sdk(p, "gke-gpu-oversliced", {"maxReplicas": 15}) == [
+        "GKE time-sharing gives 16 clients per GPU (maxSharedClientsPerGpu), above the bound of 15: each gets a 1/16 "
+        "time slice with no memory isolation."
+    ]
     # the bound is configurable
     assert check_sdk(p, "cm-device-plugin-oversliced", {"maxReplicas": 16}) == []
     assert len(check_sdk(p, "cm-device-plugin", {"maxReplicas": 2})) == 1
