@@ -608,7 +608,15 @@ def test_karpenter_gpu_limit():
     (msg,) = check_sdk(p, "karpenter-gpu-bad")
     assert "spec.limits[nvidia.com/gpu]" in msg
     (msg,) = check_sdk(p, "karpenter-gpu-by-label")  # a cpu limit does not cap GPUs
-    assert "sets no spec.limits[nvidia.com/gpu]" in msg
+    assert msg == (
+        "Karpenter GPU NodePool (label gpu-platform/pool=l4) sets no spec.limits[nvidia.com/gpu]: nothing caps how "
+        "many GPUs it may launch. Set the limit to the pool's GPU budget."
+    )
+    _, props = sdk("karpenter-gpu-good")
+    for limit, expected in (("lots", ["spec.limits[nvidia.com/gpu] is 'lots', not a quantity"]), ("16", [])):
+        bad = json.loads(json.dumps(props))
+        bad["spec"]["limits"]["nvidia.com/gpu"] = limit
+        assert check(p, common.KARPENTER_NODE_POOL, bad) == expected, limit
 
 
 def _quota(ns: str, hard: dict, name: str = "gpu-quota", **spec: Any) -> tuple[str, str, dict]:
