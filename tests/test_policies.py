@@ -584,7 +584,11 @@ def test_gpu_pool_taint_karpenter():
     assert check_sdk(p, "karpenter-gpu-good") == []
     assert check_sdk(p, "karpenter-cpu") == []
     (msg,) = check_sdk(p, "karpenter-gpu-bad")
-    assert "instance family g5" in msg and "NoSchedule" in msg
+    assert msg == (  # the whole text: it names the field to fix
+        "GPU pool (instance family g5) has no nvidia.com/gpu taint with effect NoSchedule in "
+        "spec.template.spec.taints: pods that do not ask for GPUs could land on (and hold) its GPU nodes. Add "
+        "{key: nvidia.com/gpu, value: present, effect: NoSchedule}."
+    )
     (msg,) = check_sdk(p, "karpenter-gpu-by-label")  # NoExecute is a different taint
     assert "label gpu-platform/pool=l4" in msg
 
