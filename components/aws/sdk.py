@@ -3,7 +3,7 @@
 pulumi_aws' typed classes (``ec2.LaunchTemplate``, ``iam.Role``...) only turn their snake_case arguments into
 camelCase inputs (nested ones too, from their input types' metadata), add the provider plugin's version and
 register the resource under its type token, with every output property set to None so it gets an ``Output``
-(pulumi_aws 7.x ``iam/role.py`` ``_internal_init``: ``opts = merge(get_resource_opts_defaults(), opts)``,
+(pulumi_aws 7.51.1 ``iam/role.py`` ``Role._internal_init``: ``opts = merge(get_resource_opts_defaults(), opts)``,
 ``__props__.__dict__["arn"] = None``, ``super().__init__('aws:iam/role:Role', ...)``); none of the kinds used
 here adds aliases or secret outputs. The lookup functions call ``pulumi.runtime.invoke_output`` with the
 invoke's token, the arguments camelCase and ``get_invoke_opts_defaults()`` (``eks/get_cluster.py``).
@@ -20,21 +20,23 @@ from typing import Any
 
 import pulumi
 
-# pulumi_aws class (module.Class) -> (type token, the output-only properties the components read, by their
-# Python name). The typed classes give every output an Output; only those read here are kept.
+# pulumi_aws class (module.Class) -> (type token, the properties the components read, by their Python name: an
+# output, or an input the engine may normalise). The typed classes give every property an Output; only these
+# are kept as attributes (an input not given and an output are sent as None, i.e. left out, as the typed class
+# does).
 KINDS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "cloudwatch.EventRule": ("aws:cloudwatch/eventRule:EventRule", ("arn",)),
+    "cloudwatch.EventRule": ("aws:cloudwatch/eventRule:EventRule", ("arn", "name")),
     "cloudwatch.EventTarget": ("aws:cloudwatch/eventTarget:EventTarget", ()),
     "ec2.LaunchTemplate": ("aws:ec2/launchTemplate:LaunchTemplate", ("arn", "latest_version")),
-    "ec2.PlacementGroup": ("aws:ec2/placementGroup:PlacementGroup", ("arn",)),
+    "ec2.PlacementGroup": ("aws:ec2/placementGroup:PlacementGroup", ("arn", "name")),
     "ec2.SecurityGroup": ("aws:ec2/securityGroup:SecurityGroup", ("arn",)),
     "eks.AccessEntry": ("aws:eks/accessEntry:AccessEntry", ()),
     "eks.NodeGroup": ("aws:eks/nodeGroup:NodeGroup", ("arn", "node_group_name")),
     "eks.PodIdentityAssociation": ("aws:eks/podIdentityAssociation:PodIdentityAssociation", ()),
-    "iam.Policy": ("aws:iam/policy:Policy", ("arn",)),
-    "iam.Role": ("aws:iam/role:Role", ("arn",)),
+    "iam.Policy": ("aws:iam/policy:Policy", ("arn", "name")),
+    "iam.Role": ("aws:iam/role:Role", ("arn", "name")),
     "iam.RolePolicyAttachment": ("aws:iam/rolePolicyAttachment:RolePolicyAttachment", ()),
-    "sqs.Queue": ("aws:sqs/queue:Queue", ("arn", "url")),
+    "sqs.Queue": ("aws:sqs/queue:Queue", ("arn", "name", "url")),
     "sqs.QueuePolicy": ("aws:sqs/queuePolicy:QueuePolicy", ()),
     "vpc.SecurityGroupEgressRule": ("aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule", ()),
     "vpc.SecurityGroupIngressRule": ("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule", ()),
@@ -71,17 +73,17 @@ def _utilities() -> Any:
 
 class AwsResource(pulumi.CustomResource):
     """A pulumi_aws resource registered as its typed class registers it (see the module docstring); ``args`` as
-    the typed class takes them (snake_case). The outputs read here are attributes by their Python names."""
+    the typed class takes them (snake_case). The properties in ``KINDS`` are attributes by their Python names."""
 
     def __init__(self, kind: str, resource_name: str, opts: pulumi.ResourceOptions | None = None, **args: Any):
-        token, outputs = KINDS[kind]
+        token, reads = KINDS[kind]
         props: dict[str, Any] = {camel(k): v if k in USER_MAPS else wire(v) for k, v in args.items()}
-        for o in outputs:
-            props.setdefault(camel(o), None)
+        for name in reads:
+            props.setdefault(camel(name), None)
         opts = pulumi.ResourceOptions.merge(_utilities().get_resource_opts_defaults(), opts)
         super().__init__(token, resource_name, props, opts)
         # The SDK made an Output per property, named as sent (camelCase); the typed class names it in Python.
-        for name in (*args, *outputs):
+        for name in reads:
             out = self.__dict__[camel(name)]
             self.__dict__[name] = out.apply(_int) if name in INT_OUTPUTS else out
 
@@ -121,7 +123,7 @@ def _result(value: Any) -> Any:
 
 def eks_cluster(name: str, region: str | None) -> Any:
     """``aws.eks.get_cluster_output(name=..., region=...)``: Output of the cluster as looked up."""
-    # pulumi_aws eks/get_cluster.py get_cluster_output: every argument, None ones too (dropped on the wire).
-    args = {"name": name, "region": region, "tags": None}
+    # pulumi_aws eks/get_cluster.py get_cluster_output sends name, region and tags; a None one is left out.
+    args = {"name": name, "region": region}
     opts = pulumi.InvokeOutputOptions.merge(_utilities().get_invoke_opts_defaults(), None)
     return pulumi.runtime.invoke_output(GET_CLUSTER, args, opts=opts).apply(_result)
