@@ -389,3 +389,6 @@ def test_an_aws_stack_renders_as_with_the_typed_classes(monkeypatch, stack, conf
     assert files == typed[1]
     aws = [q for q in requests if q.get("type", "").startswith("aws:")]
     assert {q["type"] for q in aws} >= {"aws:ec2/launchTemplate:LaunchTemplate", "aws:iam/role:Role"}
+    # the IRSA variant trusts the cluster's OIDC issuer (read from the lookup) instead of Pod Identity
+    associations = [q for q in aws if q["type"] == "aws:eks/podIdentityAssociation:PodIdentityAssociation"]
+    assert (associations == []) == (config == "irsa")
