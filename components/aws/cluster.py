@@ -7,6 +7,7 @@ import json
 
 import pulumi
 
+from components.aws import sdk
 from components.spec import StackSpec
 
 
@@ -37,12 +38,11 @@ class EksAccess(pulumi.ComponentResource):
 
     def __init__(self, name: str, spec: StackSpec, opts: pulumi.ResourceOptions | None = None):
         super().__init__(self.TYPE, name, None, opts)
-        import pulumi_aws as aws
         import pulumi_kubernetes as k8s
 
         # Looked up in the stack's region (cluster.region, else aws:region), which is also the region of
         # the kubeconfig token and of every regional resource gpu-platform creates for the cluster.
-        self.cluster = aws.eks.get_cluster_output(name=spec.cluster.name or "", region=spec.cluster.region)
+        self.cluster = sdk.eks_cluster(spec.cluster.name or "", spec.cluster.region)
         self.endpoint = self.cluster.endpoint
         self.kubeconfig = pulumi.Output.all(self.cluster.endpoint, self.cluster.certificate_authorities[0].data).apply(
             lambda a: kubeconfig(spec, a[0], a[1])

@@ -31,7 +31,7 @@ import pulumi
 import yaml
 
 from components import addon, derive, k8s, versions
-from components.aws import iam, identity
+from components.aws import iam, identity, sdk
 from components.aws import managed_pools as plan
 from components.spec import StackSpec
 
@@ -225,7 +225,6 @@ class ClusterAutoscaler(addon.Component):
     ):
         """``cluster`` is the EKS cluster lookup (``EksAccess.cluster``)."""
         super().__init__(name, spec, provider, opts)
-        import pulumi_aws as aws
 
         aws_child = pulumi.ResourceOptions(parent=self)
         tags = plan.base_tags(spec)
@@ -233,7 +232,8 @@ class ClusterAutoscaler(addon.Component):
         parts = cluster.arn.apply(lambda a: a.split(":"))
         partition, account = parts.apply(lambda p: p[1]), parts.apply(lambda p: p[4])
 
-        role = aws.iam.Role(
+        role = sdk.resource(
+            "iam.Role",
             "cluster-autoscaler-role",
             name=role_name(spec),
             description=f"Cluster Autoscaler of EKS cluster {cluster_name} (gpu-platform)",
@@ -243,7 +243,8 @@ class ClusterAutoscaler(addon.Component):
             tags=tags,
             opts=aws_child,
         )
-        policy = aws.iam.Policy(
+        policy = sdk.resource(
+            "iam.Policy",
             "cluster-autoscaler-policy",
             name=role_name(spec),
             description=f"Cluster Autoscaler: scale the managed node groups of EKS cluster {cluster_name}",
@@ -252,8 +253,12 @@ class ClusterAutoscaler(addon.Component):
             opts=aws_child,
         )
         deps: list[pulumi.Resource] = [
-            aws.iam.RolePolicyAttachment(
-                "cluster-autoscaler-policy-attachment", role=role.name, policy_arn=policy.arn, opts=aws_child
+            sdk.resource(
+                "iam.RolePolicyAttachment",
+                "cluster-autoscaler-policy-attachment",
+                role=role.name,
+                policy_arn=policy.arn,
+                opts=aws_child,
             )
         ]
         association = identity.pod_identity_association(

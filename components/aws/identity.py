@@ -9,7 +9,7 @@ from typing import Any
 
 import pulumi
 
-from components.aws import iam
+from components.aws import iam, sdk
 from components.spec import StackSpec
 
 
@@ -50,9 +50,9 @@ def pod_identity_association(
     """The EKS Pod Identity association binding the role to the ServiceAccount (None under IRSA)."""
     if uses_irsa(spec):
         return None
-    import pulumi_aws as aws
 
-    return aws.eks.PodIdentityAssociation(
+    return sdk.resource(
+        "eks.PodIdentityAssociation",
         resource_name,
         cluster_name=spec.cluster.name or "",
         namespace=namespace,

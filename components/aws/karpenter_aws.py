@@ -18,6 +18,7 @@ from typing import Any
 import pulumi
 
 from components import versions
+from components.aws import sdk
 from components.spec import StackSpec
 
 CONTROLLER_NAMESPACE = versions.KARPENTER.namespace
@@ -121,15 +122,14 @@ class NodeRole:
 def node_role(a: Account) -> NodeRole:
     """What Karpenter-launched instances run as (worker, CNI, ECR pull-only, SSM), with an EC2_LINUX access
     entry so nodes join without aws-auth edits."""
-    import pulumi_aws as aws
-
     from components.aws import iam
 
     spec, partition, aws_child = a.spec, a.partition, a.opts
     tags = aws_tags(spec)
     cluster_name = spec.cluster.name or ""
     region = spec.cluster.region or ""
-    node_role = aws.iam.Role(
+    node_role = sdk.resource(
+        "iam.Role",
         "karpenter-node-role",
         name=node_role_name(spec),
         description=f"Nodes Karpenter launches for EKS cluster {cluster_name}",
@@ -140,7 +140,8 @@ def node_role(a: Account) -> NodeRole:
         opts=aws_child,
     )
     node_attachments = [
-        aws.iam.RolePolicyAttachment(
+        sdk.resource(
+            "iam.RolePolicyAttachment",
             f"karpenter-node-{policy}",
             role=node_role.name,
             policy_arn=partition.apply(lambda p, n=policy: iam.managed_policy_arn(n, p)),
@@ -148,7 +149,8 @@ def node_role(a: Account) -> NodeRole:
         )
         for policy in iam.WORKER_NODE_POLICIES
     ]
-    access_entry = aws.eks.AccessEntry(
+    access_entry = sdk.resource(
+        "eks.AccessEntry",
         "karpenter-node-access",
         cluster_name=cluster_name,
         principal_arn=node_role.arn,
@@ -169,15 +171,14 @@ class InterruptionQueue:
 
 def interruption_queue(a: Account) -> InterruptionQueue:
     """The SQS queue (300 s retention) and the EventBridge rules of the five event kinds Karpenter handles."""
-    import pulumi_aws as aws
-
     from components.aws import iam, iam_karpenter
 
     spec, aws_child = a.spec, a.opts
     tags = aws_tags(spec)
     cluster_name = spec.cluster.name or ""
     region = spec.cluster.region or ""
-    queue = aws.sqs.Queue(
+    queue = sdk.resource(
+        "sqs.Queue",
         "karpenter-interruption-queue",
         name=queue_name(spec),
         message_retention_seconds=QUEUE_RETENTION_SECONDS,
@@ -186,7 +187,8 @@ def interruption_queue(a: Account) -> InterruptionQueue:
         tags=tags,
         opts=aws_child,
     )
-    queue_policy = aws.sqs.QueuePolicy(
+    queue_policy = sdk.resource(
+        "sqs.QueuePolicy",
         "karpenter-interruption-queue-policy",
         queue_url=queue.url,
         region=region,
@@ -195,7 +197,8 @@ def interruption_queue(a: Account) -> InterruptionQueue:
     )
     targets = []
     for kind in INTERRUPTION_EVENTS:
-        rule = aws.cloudwatch.EventRule(
+        rule = sdk.resource(
+            "cloudwatch.EventRule",
             f"karpenter-{kind}",
             name=rule_name(spec, kind),
             description=f"Karpenter interruption handling for {cluster_name}: {INTERRUPTION_EVENTS[kind][1]}",
@@ -205,7 +208,8 @@ def interruption_queue(a: Account) -> InterruptionQueue:
             opts=aws_child,
         )
         targets.append(
-            aws.cloudwatch.EventTarget(
+            sdk.resource(
+                "cloudwatch.EventTarget",
                 f"karpenter-{kind}-target",
                 rule=rule.name,
                 arn=queue.arn,
@@ -225,8 +229,6 @@ class ControllerRole:
 
 def controller_role(a: Account, node: NodeRole, interruption: InterruptionQueue) -> ControllerRole:
     """The controller's role, its policies (scoped to the cluster, node role and queue) and its identity."""
-    import pulumi_aws as aws
-
     from components.aws import iam, iam_karpenter, identity
 
     spec, cluster, partition, account, aws_child = a.spec, a.cluster, a.partition, a.account, a.opts
@@ -237,7 +239,8 @@ def controller_role(a: Account, node: NodeRole, interruption: InterruptionQueue)
     trust = identity.trust_policy(
         spec, cluster, partition, account, CONTROLLER_NAMESPACE, SERVICE_ACCOUNT, sid="Karpenter"
     )
-    controller_role = aws.iam.Role(
+    controller_role = sdk.resource(
+        "iam.Role",
         "karpenter-controller-role",
         name=controller_role_name(spec),
         description=f"Karpenter controller of EKS cluster {cluster_name}",
@@ -254,7 +257,8 @@ def controller_role(a: Account, node: NodeRole, interruption: InterruptionQueue)
     controller_deps: list[pulumi.Resource] = []
     groups = [g for g in iam_karpenter.POLICY_GROUPS if g != "zonal-shift" or spec.karpenter.zonal_shift]
     for group in groups:
-        policy = aws.iam.Policy(
+        policy = sdk.resource(
+            "iam.Policy",
             f"karpenter-controller-{group}",
             name=policy_name(spec, group),
             description=f"Karpenter controller ({group}) for EKS cluster {cluster_name}",
@@ -263,7 +267,8 @@ def controller_role(a: Account, node: NodeRole, interruption: InterruptionQueue)
             opts=aws_child,
         )
         controller_deps.append(
-            aws.iam.RolePolicyAttachment(
+            sdk.resource(
+                "iam.RolePolicyAttachment",
                 f"karpenter-controller-{group}-attachment",
                 role=controller_role.name,
                 policy_arn=policy.arn,

@@ -23,7 +23,7 @@ from typing import Any
 import pulumi
 
 from components import addon, versions
-from components.aws import efa, iam
+from components.aws import efa, iam, sdk
 from components.aws import managed_pools as plan
 from components.aws import reservations as aws_reservations
 from components.spec import StackSpec
@@ -56,10 +56,10 @@ def efa_network(
     spec: StackSpec, pool: Any, cluster: Any, region: str | None, tags: dict[str, str], child: pulumi.ResourceOptions
 ) -> tuple[Any, Any]:
     """The pool's EFA security group (all traffic from and to itself, nothing else) and cluster placement group."""
-    import pulumi_aws as aws
 
     pool_tags = {**tags, plan.POOL_TAG: pool.name}
-    sg = aws.ec2.SecurityGroup(
+    sg = sdk.resource(
+        "ec2.SecurityGroup",
         f"{pool.name}-efa",
         name=efa.security_group_name(spec, pool),
         description=f"EFA traffic between the nodes of gpu-platform pool {pool.name} (all traffic, itself only)",
@@ -68,7 +68,8 @@ def efa_network(
         tags=pool_tags,
         opts=child,
     )
-    aws.vpc.SecurityGroupIngressRule(
+    sdk.resource(
+        "vpc.SecurityGroupIngressRule",
         f"{pool.name}-efa-in",
         security_group_id=sg.id,
         referenced_security_group_id=sg.id,
@@ -78,7 +79,8 @@ def efa_network(
         tags=pool_tags,
         opts=child,
     )
-    aws.vpc.SecurityGroupEgressRule(
+    sdk.resource(
+        "vpc.SecurityGroupEgressRule",
         f"{pool.name}-efa-out",
         security_group_id=sg.id,
         referenced_security_group_id=sg.id,
@@ -88,7 +90,8 @@ def efa_network(
         tags=pool_tags,
         opts=child,
     )
-    pg = aws.ec2.PlacementGroup(
+    pg = sdk.resource(
+        "ec2.PlacementGroup",
         f"{pool.name}-efa",
         name=efa.placement_group_name(spec, pool),
         strategy="cluster",
@@ -123,7 +126,6 @@ class EksGpuNodeGroups(pulumi.ComponentResource):
         """``cluster`` is the EKS cluster lookup (``EksAccess.cluster``): its ARN gives the partition and
         its ``vpcConfig.subnetIds`` the node subnets when the stack names none."""
         super().__init__(self.TYPE, name, None, opts)
-        import pulumi_aws as aws
 
         child = pulumi.ResourceOptions(parent=self)
         cluster_name = spec.cluster.name or ""
@@ -131,7 +133,8 @@ class EksGpuNodeGroups(pulumi.ComponentResource):
         tags = plan.base_tags(spec)
         partition = cluster.arn.apply(partition_of)
 
-        self.node_role = aws.iam.Role(
+        self.node_role = sdk.resource(
+            "iam.Role",
             "gpu-node-role",
             name=plan.node_role_name(spec),
             description=f"GPU nodes of the EKS managed node groups of cluster {cluster_name} (gpu-platform)",
@@ -140,7 +143,8 @@ class EksGpuNodeGroups(pulumi.ComponentResource):
             opts=child,
         )
         attachments = [
-            aws.iam.RolePolicyAttachment(
+            sdk.resource(
+                "iam.RolePolicyAttachment",
                 f"gpu-node-{policy}",
                 role=self.node_role.name,
                 policy_arn=partition.apply(lambda p, n=policy: iam.managed_policy_arn(n, p)),
@@ -150,14 +154,15 @@ class EksGpuNodeGroups(pulumi.ComponentResource):
         ]
 
         cluster_subnets = cluster.vpc_config.subnet_ids
-        self.launch_templates: dict[str, aws.ec2.LaunchTemplate] = {}
-        self.node_groups: dict[str, aws.eks.NodeGroup] = {}
+        self.launch_templates: dict[str, Any] = {}
+        self.node_groups: dict[str, Any] = {}
         for pool in sorted(plan.managed_pools(spec), key=lambda p: p.name):
             extra = {
                 **efa_launch_template_args(spec, pool, cluster, region, tags, child),
                 **aws_reservations.launch_template_args(pool),
             }
-            lt = aws.ec2.LaunchTemplate(
+            lt = sdk.resource(
+                "ec2.LaunchTemplate",
                 pool.name,
                 name=plan.launch_template_name(spec, pool),
                 description=f"gpu-platform pool {pool.name} of EKS cluster {cluster_name}",
@@ -172,7 +177,8 @@ class EksGpuNodeGroups(pulumi.ComponentResource):
                 opts=child,
             )
             subnets = plan.subnet_ids(spec, pool)
-            ng = aws.eks.NodeGroup(
+            ng = sdk.resource(
+                "eks.NodeGroup",
                 pool.name,
                 cluster_name=cluster_name,
                 node_group_name_prefix=plan.node_group_name_prefix(pool),
