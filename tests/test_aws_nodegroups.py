@@ -557,3 +557,16 @@ def test_al2023_pools_need_the_gpu_operator_for_a_device_plugin():
     assert not spec.addons.gpu_operator
     # with the operator, AL2023 is fine
     load_spec(stack_config("dev-aws"))
+
+
+@pytest.mark.parametrize(
+    ("partition", "principal"),
+    # AWS::URLSuffix, which upstream's node role trusts EC2 under (ec2.${AWS::URLSuffix}): amazonaws.com.cn in
+    # the China partition, amazonaws.com everywhere else (GovCloud included)
+    [("aws", "ec2.amazonaws.com"), ("aws-us-gov", "ec2.amazonaws.com"), ("aws-cn", "ec2.amazonaws.com.cn")],
+)
+def test_node_role_trusts_ec2_under_the_partitions_url_suffix(partition, principal):
+    from components.aws import nodegroups
+
+    (stmt,) = json.loads(nodegroups.assume_role_policy(partition))["Statement"]
+    assert stmt["Principal"] == {"Service": principal} and stmt["Action"] == ["sts:AssumeRole"]
