@@ -25,7 +25,7 @@ def dns_suffix(partition: str) -> str:
     return "amazonaws.com.cn" if partition == "aws-cn" else "amazonaws.com"
 
 
-def managed_policy_arn(name: str, partition: str = "aws") -> str:
+def managed_policy_arn(name: str, partition: str) -> str:
     """ARN of an AWS-managed policy: ``arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy``."""
     return f"arn:{partition}:iam::aws:policy/{name}"
 
