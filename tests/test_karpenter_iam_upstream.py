@@ -440,3 +440,15 @@ def test_every_rendered_policy_document_follows_iams_grammar(variant):
             assert set(s) <= STATEMENT_ELEMENTS, f"{where}: {sorted(set(s) - STATEMENT_ELEMENTS)}"
             assert s["Effect"] in ("Allow", "Deny"), where
             assert ("Action" in s) != ("NotAction" in s), where
+
+
+def test_policy_json_is_compact_and_key_sorted():
+    """Policy documents go to AWS as one canonical string: the same document built in another key order is the
+    same string (no spurious update of a deployed policy), and compact (IAM counts characters against its
+    6,144-character managed-policy limit)."""
+    from components.aws import iam
+
+    doc = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole"}]}
+    expected = '{"Statement":[{"Action":"sts:AssumeRole","Effect":"Allow"}],"Version":"2012-10-17"}'
+    assert iam.to_json(doc) == expected
+    assert iam.to_json(dict(reversed(doc.items()))) == expected
