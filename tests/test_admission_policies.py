@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import cel  # a declared dev dependency: missing, the suite fails rather than skips
+import pytest
 from caching import shared_fixture
 from conftest import manifest, rendered
 
@@ -111,3 +112,39 @@ def test_volcano_jobs_must_use_their_tenants_queue():
     assert "applied-ml" in msg and "research" in msg
     del job["spec"]["queue"]
     assert admit(policy, job, "Job", "batch.volcano.sh", ns)  # the default queue is not the tenant's
+
+
+def _rule_matches(rule: dict[str, Any], group: str, version: str, resource: str, operation: str, scope: str) -> bool:
+    """A ValidatingAdmissionPolicy resourceRule as the API server reads it (k8s.io/api admissionregistration/v1
+    RuleWithOperations: "*" matches everything in apiGroups/apiVersions/resources/operations; scope
+    "Namespaced" only namespaced resources)."""
+
+    def has(values: list[str], value: str) -> bool:
+        return "*" in values or value in values
+
+    return (
+        has(rule["apiGroups"], group)
+        and has(rule["apiVersions"], version)
+        and has(rule["resources"], resource)
+        and has(rule["operations"], operation)
+        and rule.get("scope", "*") in ("*", scope)
+    )
+
+
+@pytest.mark.parametrize(
+    ("group", "version", "resource", "operation", "scope", "matched"),
+    [
+        # every namespaced kind a tenant can name a PriorityClass in, created or updated
+        ("", "v1", "pods", "CREATE", "Namespaced", True),
+        ("batch", "v1", "jobs", "UPDATE", "Namespaced", True),
+        ("kueue.x-k8s.io", "v1beta2", "workloads", "CREATE", "Namespaced", True),
+        ("kubeflow.org", "v1", "pytorchjobs", "CREATE", "Namespaced", True),
+        ("batch.volcano.sh", "v1alpha1", "jobs", "UPDATE", "Namespaced", True),
+        # nothing to check on delete, nor on cluster-scoped objects
+        ("", "v1", "pods", "DELETE", "Namespaced", False),
+        ("scheduling.k8s.io", "v1", "priorityclasses", "CREATE", "Cluster", False),
+    ],
+)
+def test_the_ceiling_policy_sees_every_namespaced_kind(ceiling, group, version, resource, operation, scope, matched):
+    rules = ceiling["matchConstraints"]["resourceRules"]
+    assert any(_rule_matches(r, group, version, resource, operation, scope) for r in rules) is matched
