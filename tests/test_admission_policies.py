@@ -9,7 +9,7 @@ from typing import Any
 import cel  # a declared dev dependency: missing, the suite fails rather than skips
 import pytest
 from caching import shared_fixture
-from conftest import manifest, rendered
+from conftest import STACKS, manifest, manifests, rendered
 
 FORBIDDEN = "gpu-platform/forbidden-priority-classes"
 
@@ -148,3 +148,15 @@ def _rule_matches(rule: dict[str, Any], group: str, version: str, resource: str,
 def test_the_ceiling_policy_sees_every_namespaced_kind(ceiling, group, version, resource, operation, scope, matched):
     rules = ceiling["matchConstraints"]["resourceRules"]
     assert any(_rule_matches(r, group, version, resource, operation, scope) for r in rules) is matched
+
+
+# The reasons the API server accepts for a validation (k8s.io/api admissionregistration/v1 Validation.Reason;
+# it refuses the policy otherwise), and the one a tenant overstepping its ceiling gets: 403 Forbidden.
+ALLOWED_REASONS = {"Unauthorized", "Forbidden", "Invalid", "RequestEntityTooLarge"}
+
+
+def test_validation_reasons_are_ones_the_api_server_accepts(ceiling):
+    assert {v["reason"] for v in ceiling["validations"]} == {"Forbidden"}
+    for stack in STACKS:
+        for vap in manifests(rendered(stack), "ValidatingAdmissionPolicy"):
+            assert {v.get("reason", "Invalid") for v in vap["spec"]["validations"]} <= ALLOWED_REASONS, stack
