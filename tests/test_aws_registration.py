@@ -18,6 +18,15 @@ from google.protobuf.json_format import MessageToDict
 from components.aws import sdk
 
 TAGS = {"managed-by": "gpu-platform", "team_name": "ml", "kubernetes.io/cluster/c": "owned"}
+# the self-referencing EFA rule, the same arguments both ways
+SG_RULE = {
+    "security_group_id": "sg-1",
+    "referenced_security_group_id": "sg-1",
+    "ip_protocol": "-1",
+    "description": "d",
+    "region": "r",
+    "tags": TAGS,
+}
 # (class, arguments as the components pass them): every kind in sdk.KINDS, with the arguments its callers set
 # (nested ones as components/aws/managed_pools.py, efa.py and reservations.py build them).
 CASES: list[tuple[str, dict[str, Any]]] = [
@@ -107,28 +116,8 @@ CASES: list[tuple[str, dict[str, Any]]] = [
     ),
     ("ec2.SecurityGroup", {"name": "sg", "description": "d", "vpc_id": "vpc-1", "region": "r", "tags": TAGS}),
     ("ec2.PlacementGroup", {"name": "pg", "strategy": "cluster", "region": "r", "tags": TAGS}),
-    (
-        "vpc.SecurityGroupIngressRule",
-        {
-            "security_group_id": "sg-1",
-            "referenced_security_group_id": "sg-1",
-            "ip_protocol": "-1",
-            "description": "d",
-            "region": "r",
-            "tags": TAGS,
-        },
-    ),
-    (
-        "vpc.SecurityGroupEgressRule",
-        {
-            "security_group_id": "sg-1",
-            "referenced_security_group_id": "sg-1",
-            "ip_protocol": "-1",
-            "description": "d",
-            "region": "r",
-            "tags": TAGS,
-        },
-    ),
+    ("vpc.SecurityGroupIngressRule", SG_RULE),
+    ("vpc.SecurityGroupEgressRule", SG_RULE),
     (
         "sqs.Queue",
         {"name": "q", "message_retention_seconds": 300, "sqs_managed_sse_enabled": True, "region": "r", "tags": TAGS},
