@@ -97,7 +97,8 @@ def kube_object(
     )
 
 
-def _camel(name: str) -> str:
+def camel(name: str) -> str:
+    """The Pulumi SDKs' wire name of a Python argument (``skip_crds`` -> ``skipCrds``)."""
     head, *rest = name.split("_")
     return head + "".join(w[:1].upper() + w[1:] for w in rest)
 
@@ -106,7 +107,7 @@ def helm_release(resource_name: str, opts: pulumi.ResourceOptions | None = None,
     """A ``helm.v3.Release``; ``args`` as the typed class takes them (snake_case: ``repository_opts``,
     ``skip_crds``...), sent camelCase with the ``compat: "true"`` the typed class always adds
     (pulumi_kubernetes 4.34.2 helm/v3/Release.py)."""
-    return KubeResource(RELEASE, resource_name, {"compat": "true", **{_camel(k): v for k, v in args.items()}}, opts)
+    return KubeResource(RELEASE, resource_name, {"compat": "true", **{camel(k): v for k, v in args.items()}}, opts)
 
 
 def psa_labels(enforce: str, audit: str = "restricted") -> dict[str, str]:

@@ -20,6 +20,8 @@ from typing import Any
 
 import pulumi
 
+from components.k8s import camel  # pulumi_aws names its inputs the same way
+
 # pulumi_aws class (module.Class) -> (type token, the properties the components read, by their Python name: an
 # output, or an input the engine may normalise). The typed classes give every property an Output; only these
 # are kept as attributes (an input not given and an output are sent as None, i.e. left out, as the typed class
@@ -48,12 +50,6 @@ USER_MAPS = frozenset({"tags", "labels"})
 # pulumi/runtime/rpc.py translate_output_properties).
 INT_OUTPUTS = frozenset({"latest_version"})
 GET_CLUSTER = "aws:eks/getCluster:getCluster"
-
-
-def camel(name: str) -> str:
-    """pulumi_aws' wire name of a Python argument (``http_put_response_hop_limit`` -> ``httpPutResponseHopLimit``)."""
-    head, *rest = name.split("_")
-    return head + "".join(w[:1].upper() + w[1:] for w in rest)
 
 
 def wire(value: Any) -> Any:
