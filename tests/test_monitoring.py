@@ -306,7 +306,8 @@ def test_promtool_idle_cost_rules_price_idle_devices_per_pool_and_tenant(tmp_pat
 
 @needs_promtool
 def test_promtool_idle_cost_fails_on_a_wrong_price_or_threshold(tmp_path):
-    for old, new in (("* 3.430881", "* 3.5"), ("< 10) * 0.2876", "< 1) * 0.2876")):
+    # a wrong price, a wrong threshold, and a non-strict comparison (the 10 % series would count)
+    for old, new in (("* 3.430881", "* 3.5"), ("< 10) * 0.2876", "< 1) * 0.2876"), ("< 10 ", "<= 10 ")):
         doc = json.loads(json.dumps(rule_doc("prod-aws")["spec"]))
         assert doc["groups"][-1]["name"] == monitoring.COST_GROUP
         for r in doc["groups"][-1]["rules"]:
