@@ -17,6 +17,7 @@ import json
 import math
 import os
 import random
+import re
 import sys
 from collections import Counter
 from pathlib import Path
@@ -65,13 +66,19 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
     return (centre - half, centre + half)
 
 
+def module_of(name: str) -> str:
+    """``components.explain`` for ``components.explain.x_f__mutmut_3`` and for a method's mutant,
+    ``components.explain.xǁ_Tracerǁnode__mutmut_17`` (mutmut 3 writes ``xǁClassǁmethod``)."""
+    return re.split(r"\.x[_ǁ]", name, maxsplit=1)[0]
+
+
 def score(results: dict[str, int | None], sample: list[str], eq: set[str]) -> tuple[Counter, Counter]:
     total: Counter = Counter()
     by_module: Counter = Counter()
     for name in sample:
         status = "equivalent" if name in eq else _status(results.get(name))
         total[status] += 1
-        by_module[(name.split(".x_")[0], status)] += 1
+        by_module[(module_of(name), status)] += 1
     return total, by_module
 
 

@@ -58,18 +58,20 @@ def test_sample_score_counts_each_status(tmp_path):
             "policies.b.x_g__mutmut_3": 36,
             "policies.b.x_g__mutmut_4": None,
             "policies.b.x_g__mutmut_5": 0,
+            "policies.b.xǁReportǁmarkdown__mutmut_1": 0,
         },
     )
     results = mutation_sample.all_results(tmp_path)
-    assert len(results) == 12
+    assert len(results) == 13
     sample = [
         *(f"components.a.x_f__mutmut_{i}" for i in (1, 2, 3)),
         *(f"policies.b.x_g__mutmut_{i}" for i in range(1, 6)),
+        "policies.b.xǁReportǁmarkdown__mutmut_1",
     ]
     total, by_module = mutation_sample.score(results, sample, {"policies.b.x_g__mutmut_5"})
-    assert dict(total) == {"killed": 3, "survived": 1, "no tests": 1, "timeout": 1, "not run": 1, "equivalent": 1}
+    assert dict(total) == {"killed": 3, "survived": 2, "no tests": 1, "timeout": 1, "not run": 1, "equivalent": 1}
     assert by_module[("components.a", "killed")] == 3
-    assert by_module[("policies.b", "survived")] == 1
+    assert by_module[("policies.b", "survived")] == 2  # a method's mutant counts under its module
 
 
 def test_pick_is_a_seeded_uniform_sample_independent_of_listing_order():
