@@ -1,0 +1,536 @@
+"""The AWS, Karpenter and GKE rules one at a time: each rule is called directly on a parsed (unchecked) spec, so
+a test sees exactly that rule's problems, each pinned to its key path and full message, with both sides of every
+limit (the last accepted value and the first refused one).
+
+Limits come from the APIs the rules guard (documented in components/aws/managed_pools.py and gcp/gke.py): EKS
+node groups take at most 450 nodes, 20 instance types, 50 taints, 50 tags, label keys/values and taint
+keys/values of 63 characters; AWS tag keys 128 and values 256 characters; IAM role names 64 characters; launch
+template names 128 characters; EventBridge rule names 64 characters (hence Karpenter's 40-character prefix);
+GKE takes 1000 nodes per pool zone.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from conftest import stack_config
+
+from components.aws import rules as aws_rules
+from components.aws import rules_karpenter
+from components.gcp import rules as gke_rules
+from components.spec import parse_spec
+
+POOLS = "gpu-platform:nodePools"
+
+
+def run(rule, cfg: dict[str, Any]) -> list[tuple[str, str]]:
+    """(key path, message) of one rule's problems, in the order the rule yields them."""
+    return [(p.path, p.message) for p in rule(parse_spec(cfg))]
+
+
+def dev_aws(pool: int = 0, **fields: Any) -> dict[str, Any]:
+    """dev-aws (0: managed l4-shared g6.xlarge/g6.2xlarge, 1: karpenter a10g-spot) with one pool's fields set."""
+    cfg = stack_config("dev-aws")
+    cfg[POOLS][pool].update(copy.deepcopy(fields))
+    return cfg
+
+
+# ------------------------------------------------------------------------------------------ aws_pools
+
+
+def test_shipped_stacks_pass_every_cloud_rule():
+    """The baseline the other tests change one field of: no cloud rule speaks on a shipped stack (a rule that
+    fires on valid input, e.g. a flipped comparison, fails here)."""
+    rules = (
+        aws_rules.aws_pools,
+        aws_rules.cluster_autoscaler,
+        aws_rules.device_plugin,
+        aws_rules.eks_managed_node_groups,
+        rules_karpenter.karpenter,
+        gke_rules.gke_stack,
+        gke_rules.gke_pools,
+        gke_rules.gpudirect,
+    )
+    for stack in ("dev-aws", "prod-aws", "dev-gcp", "prod-gcp"):
+        for rule in rules:
+            assert run(rule, stack_config(stack)) == [], (stack, rule.__name__)
+
+
+def test_karpenter_settings_on_a_gcp_pool_are_reported_for_every_pool():
+    """On gcp a karpenter provisioner and a karpenter block are each refused, on whichever pool they sit (the
+    rule moves on to the next pool rather than stopping), and no AWS instance-type check runs on GKE machines."""
+    cfg = stack_config("prod-gcp")
+    cfg[POOLS][1]["provisioner"] = "karpenter"
+    cfg[POOLS][3]["karpenter"] = {"consolidateAfter": "5m"}
+    assert run(aws_rules.aws_pools, cfg) == [
+        (f"{POOLS}[1].provisioner", "karpenter pools need cloud aws, not gcp"),
+        (f"{POOLS}[3].karpenter", "does not apply when cloud is gcp"),
+    ]
+
+
+def test_gke_block_and_missing_instance_types_on_aws():
+    """A gke block on an aws pool is refused, and an aws pool must list an instance type."""
+    assert run(aws_rules.aws_pools, dev_aws(gke={"compactPlacement": True})) == [
+        (f"{POOLS}[0].gke", "does not apply when cloud is aws")
+    ]
+    assert run(aws_rules.aws_pools, dev_aws(instanceTypes=[])) == [
+        (f"{POOLS}[0].instanceTypes", "needs at least one instance type on aws")
+    ]
+
+
+def test_gpu_count_message_and_the_offered_counts_hint():
+    """Two GPUs are plural; when no size carries perNode GPUs the hint lists the counts AWS does offer."""
+    assert run(aws_rules.aws_pools, dev_aws(gpu={"model": "T4", "perNode": 1}, instanceTypes=["g5g.16xlarge"])) == [
+        (
+            f"{POOLS}[0].instanceTypes[0]",
+            "g5g.16xlarge has 2 GPUs, but gpu.perNode is 1 (T4 with 1 per node: g4dn.xlarge, g4dn.2xlarge, "
+            "g4dn.4xlarge, g4dn.8xlarge, g4dn.16xlarge, g5g.xlarge, g5g.2xlarge, g5g.4xlarge, g5g.8xlarge)",
+        )
+    ]
+    assert run(aws_rules.aws_pools, dev_aws(gpu={"model": "A10G", "perNode": 2}, instanceTypes=["g5.xlarge"])) == [
+        (
+            f"{POOLS}[0].instanceTypes[0]",
+            "g5.xlarge has 1 GPU, but gpu.perNode is 2 (AWS offers A10G with 1, 4, 8 per node)",
+        )
+    ]
+
+
+def test_unknown_type_outside_any_catalogued_family_gets_no_hint():
+    """A name whose family gpu-platform does not know is reported without a list of sizes."""
+    assert run(aws_rules.aws_pools, dev_aws(instanceTypes=["m5.large"])) == [
+        (f"{POOLS}[0].instanceTypes[0]", "'m5.large' is not a known NVIDIA GPU instance type")
+    ]
+
+
+def test_repeated_instance_type():
+    """A type listed twice is reported once, on the list."""
+    assert run(aws_rules.aws_pools, dev_aws(instanceTypes=["g6.xlarge", "g6.2xlarge", "g6.xlarge"])) == [
+        (f"{POOLS}[0].instanceTypes", "lists an instance type twice")
+    ]
+
+
+# --------------------------------------------------------------------------------- cluster_autoscaler
+
+
+def test_cluster_autoscaler_switch_on_gcp():
+    """addons.clusterAutoscaler is an EKS setting: turning it on for gcp is refused, leaving it off is not."""
+    cfg = stack_config("dev-gcp")
+    cfg["gpu-platform:addons"]["clusterAutoscaler"] = True
+    assert run(aws_rules.cluster_autoscaler, cfg) == [
+        ("gpu-platform:addons.clusterAutoscaler", "applies to EKS managed node groups only (cloud aws, not gcp)")
+    ]
+    cfg["gpu-platform:addons"]["clusterAutoscaler"] = False
+    assert run(aws_rules.cluster_autoscaler, cfg) == []
+
+
+def test_own_accelerator_label_on_a_managed_pool():
+    """With the autoscaler on, a managed pool may not set k8s.amazonaws.com/accelerator itself; a Karpenter
+    pool may (the autoscaler never sees its nodes)."""
+    cfg = dev_aws(labels={"k8s.amazonaws.com/accelerator": "nvidia-l4"})
+    cfg[POOLS][1]["labels"] = {"k8s.amazonaws.com/accelerator": "nvidia-a10g"}
+    assert run(aws_rules.cluster_autoscaler, cfg) == [
+        (
+            f"{POOLS}[0].labels.k8s.amazonaws.com/accelerator",
+            "is the Cluster Autoscaler's GPU label, which gpu-platform sets on pools whose nodes advertise "
+            "nvidia.com/gpu (nvidia-l4) and keeps off the others (the autoscaler would hold their nodes for "
+            "unready); drop it",
+        )
+    ]
+
+
+def test_autoscaler_off_needs_managed_pools_above_zero():
+    """Without the autoscaler a managed pool at minNodes 0 never gets a node; minNodes 1 is fine, and Karpenter
+    pools (which start at 0) are not concerned."""
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:addons"]["clusterAutoscaler"] = False
+    assert run(aws_rules.cluster_autoscaler, cfg) == [
+        (
+            f"{POOLS}[0].minNodes",
+            "is 0, but gpu-platform:addons.clusterAutoscaler is false: nothing would ever add a node to this managed "
+            "node group. Turn the autoscaler on, or set minNodes to the nodes the pool should keep",
+        )
+    ]
+    cfg[POOLS][0]["minNodes"] = 1
+    assert run(aws_rules.cluster_autoscaler, cfg) == []
+
+
+# ------------------------------------------------------------------------------------- device_plugin
+
+
+def test_device_plugin_message_names_the_al2023_pools():
+    """With the GPU Operator off, every AL2023 pool is named (plural, comma-separated; singular for one)."""
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:addons"]["gpuOperator"] = False
+    tail = (
+        " would advertise no nvidia.com/gpu. Enable the GPU Operator, or run those pools with os: bottlerocket "
+        "(its host runs the device plugin)"
+    )
+    head = "is false, but the AL2023 NVIDIA AMI ships no Kubernetes device plugin: "
+    assert run(aws_rules.device_plugin, cfg) == [
+        ("gpu-platform:addons.gpuOperator", head + "pools l4-shared, a10g-spot" + tail)
+    ]
+    cfg[POOLS][0]["os"] = "bottlerocket"
+    assert run(aws_rules.device_plugin, cfg) == [("gpu-platform:addons.gpuOperator", head + "pool a10g-spot" + tail)]
+
+
+def test_device_plugin_rule_is_aws_only():
+    """GKE runs its own device plugin: a gcp stack without the GPU Operator is not this rule's concern."""
+    cfg = stack_config("dev-gcp")
+    cfg["gpu-platform:addons"]["gpuOperator"] = False
+    assert run(aws_rules.device_plugin, cfg) == []
+
+
+# --------------------------------------------------------------------------- eks_managed_node_groups
+
+
+def test_node_count_limit():
+    """450 nodes per managed node group: 450 passes, 451 is refused, for each of maxNodes, minNodes and
+    desiredNodes (reported in that order)."""
+    ok = dev_aws(maxNodes=450, minNodes=450, desiredNodes=450)
+    assert run(aws_rules.eks_managed_node_groups, ok) == []
+    over = dev_aws(maxNodes=451, minNodes=451, desiredNodes=451)
+    assert run(aws_rules.eks_managed_node_groups, over) == [
+        (f"{POOLS}[0].{field}", "an EKS managed node group takes at most 450 nodes, got 451")
+        for field in ("maxNodes", "minNodes", "desiredNodes")
+    ]
+    assert run(aws_rules.eks_managed_node_groups, dev_aws(maxNodes=451, minNodes=0)) == [
+        (f"{POOLS}[0].maxNodes", "an EKS managed node group takes at most 450 nodes, got 451")
+    ]
+
+
+def test_instance_type_count_limit():
+    """20 instance types pass, 21 are refused."""
+    assert run(aws_rules.eks_managed_node_groups, dev_aws(instanceTypes=["g6.xlarge"] * 20)) == []
+    assert run(aws_rules.eks_managed_node_groups, dev_aws(instanceTypes=["g6.xlarge"] * 21)) == [
+        (f"{POOLS}[0].instanceTypes", "an EKS managed node group takes at most 20 instance types")
+    ]
+
+
+def test_label_key_and_value_limits():
+    """Label keys up to 63 characters pass, 64 are refused; values take 1 to 63 (a longer value is already
+    refused when the stack file is parsed, as Kubernetes refuses it)."""
+    k63, k64 = "example.com/" + "k" * 51, "example.com/" + "k" * 52
+    assert run(aws_rules.eks_managed_node_groups, dev_aws(labels={k63: "v" * 63, "one": "v"})) == []
+    assert run(aws_rules.eks_managed_node_groups, dev_aws(labels={k64: "v", "empty": ""})) == [
+        (
+            f"{POOLS}[0].labels.{k64}",
+            "EKS node group label keys take at most 63 characters, prefix included (this one has 64)",
+        ),
+        (f"{POOLS}[0].labels.empty", "EKS node group label values take 1 to 63 characters"),
+    ]
+
+
+def test_taint_key_and_value_limits():
+    """Taint keys up to 63 characters (prefix included) pass, 64 are refused; values up to 63 pass and a taint
+    without value is fine (a longer value is refused when parsing, as Kubernetes refuses it)."""
+    ok = [
+        {"key": "example.com/" + "k" * 51, "value": "v" * 63, "effect": "NoSchedule"},
+        {"key": "novalue", "effect": "NoExecute"},
+    ]
+    assert run(aws_rules.eks_managed_node_groups, dev_aws(taints=ok)) == []
+    bad = [{"key": "example.com/" + "k" * 52, "value": "v", "effect": "NoSchedule"}]
+    assert run(aws_rules.eks_managed_node_groups, dev_aws(taints=bad)) == [
+        (f"{POOLS}[0].taints[0].key", "EKS node group taint keys take at most 63 characters (this one has 64)"),
+    ]
+
+
+def test_taint_count_limit_counts_the_gpu_taint():
+    """EKS allows 50 taints: 49 own plus the GPU taint pass, 50 own plus the GPU taint are refused.
+
+    (Each taint also becomes a Cluster Autoscaler tag, so the tag limit speaks too: its count is checked by
+    test_tag_count_limit; here only the taint problem is looked at.)"""
+
+    def taints(n: int) -> list[dict[str, str]]:
+        return [{"key": f"t{i}", "effect": "NoSchedule"} for i in range(n)]
+
+    at = f"{POOLS}[0].taints"
+    assert [p for p in run(aws_rules.eks_managed_node_groups, dev_aws(taints=taints(49))) if p[0] == at] == []
+    assert [p for p in run(aws_rules.eks_managed_node_groups, dev_aws(taints=taints(50))) if p[0] == at] == [
+        (at, "the node group would carry 51 taints (with the GPU taint); EKS allows 50")
+    ]
+
+
+def test_tag_count_limit():
+    """50 node group tags pass, 51 are refused. l4-shared without own labels carries 13 tags (test_aws_nodegroups
+    counts 53 with 40 labels): environment, team, managed-by, gpu-platform/pool, the autoscaler's enabled and
+    cluster tags, 5 label tags, the GPU taint tag, 2 resource tags (nvidia.com/gpu and gpu.shared); each own label
+    adds one."""
+
+    def labels(n: int) -> dict[str, str]:
+        return {f"label-{i:02d}": "x" for i in range(n)}
+
+    assert run(aws_rules.eks_managed_node_groups, dev_aws(labels=labels(37))) == []
+    assert run(aws_rules.eks_managed_node_groups, dev_aws(labels=labels(38))) == [
+        (
+            f"{POOLS}[0]",
+            "its node group would carry 51 tags (gpu-platform:tags, plus one Cluster Autoscaler tag per label, "
+            "taint and GPU resource); EKS allows 50: drop labels or stack tags",
+        )
+    ]
+
+
+def test_launch_template_name_limit():
+    """<cluster>-gpu-<pool> may be 128 characters, not 129 (a 100-character cluster name, the most the stack file
+    takes, + '-gpu-' + a 23- or 24-character pool name)."""
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:cluster"]["name"] = "c" * 100
+    at = f"{POOLS}[0].name"
+    cfg[POOLS][0]["name"] = "p" * 23
+    assert [p for p in run(aws_rules.eks_managed_node_groups, cfg) if p[0] == at] == []
+    cfg[POOLS][0]["name"] = "p" * 24
+    assert [p for p in run(aws_rules.eks_managed_node_groups, cfg) if p[0] == at] == [
+        (at, f"the launch template name {'c' * 100 + '-gpu-' + 'p' * 24!r} would exceed 128 characters")
+    ]
+
+
+def test_iam_role_name_limits():
+    """Node role <cluster>-gpu-node (name + 9) and autoscaler role <cluster>-cluster-autoscaler (name + 19) take
+    at most 64 characters: 64 passes, 65 is refused, each with its own message."""
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:cluster"]["name"] = "c" * 45  # autoscaler role 64, node role 54
+    assert run(aws_rules.eks_managed_node_groups, cfg) == []
+    cfg["gpu-platform:cluster"]["name"] = "c" * 46
+    assert run(aws_rules.eks_managed_node_groups, cfg) == [
+        (
+            "gpu-platform:cluster.name",
+            f"the Cluster Autoscaler's IAM role would be {'c' * 46 + '-cluster-autoscaler'!r} (65 characters); IAM "
+            "role names take at most 64 (shorten the cluster name or set addons.clusterAutoscaler: false)",
+        )
+    ]
+    cfg["gpu-platform:addons"]["clusterAutoscaler"] = False
+    cfg["gpu-platform:cluster"]["name"] = "c" * 55  # node role 64
+    assert run(aws_rules.eks_managed_node_groups, cfg) == []
+    cfg["gpu-platform:cluster"]["name"] = "c" * 56
+    assert run(aws_rules.eks_managed_node_groups, cfg) == [
+        (
+            "gpu-platform:cluster.name",
+            f"the managed node groups' IAM role would be {'c' * 56 + '-gpu-node'!r} (65 characters); IAM role names "
+            "take at most 64",
+        )
+    ]
+
+
+def test_stack_tag_limits():
+    """The aws: prefix is reserved in any case; tag keys take 128 characters and values 256."""
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:tags"] = {"k" * 128: "v" * 256}
+    assert run(aws_rules.eks_managed_node_groups, cfg) == []
+    cfg["gpu-platform:tags"] = {"AWS:owner": "me", "k" * 129: "v", "long": "v" * 257}
+    assert run(aws_rules.eks_managed_node_groups, cfg) == [
+        ("gpu-platform:tags.AWS:owner", "the aws: prefix is reserved for AWS' own tags"),
+        (f"gpu-platform:tags.{'k' * 129}", "AWS tag keys take at most 128 characters"),
+        ("gpu-platform:tags.long", "AWS tag values take at most 256 characters"),
+    ]
+
+
+def test_node_group_rules_do_not_apply_to_gcp_settings():
+    """On gcp only the misplaced aws settings are reported; tags and pools are not held to AWS limits."""
+    cfg = stack_config("prod-gcp")
+    cfg["gpu-platform:tags"]["aws:owner"] = "me"
+    cfg[POOLS][0]["maxNodes"] = 451
+    assert run(aws_rules.eks_managed_node_groups, cfg) == []
+
+
+# ------------------------------------------------------------------------------------------ karpenter
+
+KARPENTER = f"{POOLS}[1].karpenter"
+
+
+def karpenter_problems(cfg: dict[str, Any]) -> list[tuple[str, str]]:
+    return run(rules_karpenter.karpenter, cfg)
+
+
+def test_karpenter_switched_off_with_karpenter_pools():
+    """addons.karpenter: false while pools need Karpenter names every such pool, comma-separated."""
+    cfg = dev_aws(0, provisioner="karpenter", minNodes=0)
+    cfg["gpu-platform:addons"]["karpenter"] = False
+    assert karpenter_problems(cfg) == [
+        ("gpu-platform:addons.karpenter", "is false, but pools l4-shared, a10g-spot are provisioned by Karpenter")
+    ]
+
+
+def test_karpenter_block_on_a_managed_pool():
+    """A karpenter block on a managed pool is refused; on a karpenter pool it is the pool's settings."""
+    assert karpenter_problems(dev_aws(0, karpenter={"consolidateAfter": "5m"})) == [
+        (f"{POOLS}[0].karpenter", "applies to karpenter pools only (provisioner: karpenter)")
+    ]
+    assert karpenter_problems(dev_aws(1, karpenter={"consolidateAfter": "5m"})) == []
+
+
+def test_karpenter_pool_with_min_nodes():
+    """Karpenter pools start empty: minNodes 1 is refused (minNodes 0 is the shipped dev stack)."""
+    assert karpenter_problems(dev_aws(1, minNodes=1)) == [
+        (
+            f"{POOLS}[1].minNodes",
+            "karpenter pools scale from zero with demand; use a managed pool for always-on nodes",
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    ("os", "version", "message"),
+    [
+        (None, "latest", None),
+        (None, "v20251120", None),
+        ("al2023", "v20251120", None),
+        (None, "v2025112", "'v2025112' is not an al2023 AMI release (expected latest or vYYYYMMDD, e.g. v20251120)"),
+        (
+            "al2023",
+            "v202511201",
+            "'v202511201' is not an al2023 AMI release (expected latest or vYYYYMMDD, e.g. v20251120)",
+        ),
+        ("bottlerocket", "latest", None),
+        ("bottlerocket", "v1.26.2", None),
+        (
+            "bottlerocket",
+            "v1.26",
+            "'v1.26' is not a bottlerocket AMI release (expected latest or vX.Y.Z, e.g. v1.26.2)",
+        ),
+        (
+            "bottlerocket",
+            "v1.26.2.1",
+            "'v1.26.2.1' is not a bottlerocket AMI release (expected latest or vX.Y.Z, e.g. v1.26.2)",
+        ),
+        (
+            "bottlerocket",
+            "v20251120",
+            "'v20251120' is not a bottlerocket AMI release (expected latest or vX.Y.Z, e.g. v1.26.2)",
+        ),
+    ],
+)
+def test_ami_version_forms(os, version, message):
+    """amiVersion is latest or a release in the AMI family's own form (whole string): AL2023 vYYYYMMDD,
+    Bottlerocket vX.Y.Z; a pool without os is AL2023."""
+    fields: dict[str, Any] = {"karpenter": {"amiVersion": version}}
+    if os:
+        fields["os"] = os
+    expected = [] if message is None else [(f"{KARPENTER}.amiVersion", message)]
+    assert karpenter_problems(dev_aws(1, **fields)) == expected
+
+
+def test_on_demand_max_needs_the_fallback():
+    """onDemandMaxGpus without onDemandFallback is refused (and nothing else is checked for it)."""
+    assert karpenter_problems(dev_aws(1, karpenter={"onDemandMaxGpus": 2})) == [
+        (f"{KARPENTER}.onDemandMaxGpus", "needs onDemandFallback: true")
+    ]
+
+
+def test_fallback_needs_room_for_two_nodes():
+    """A spot pool with fallback needs a cap of at least two nodes' GPUs: 2 x 1 GPU passes, 1 is refused."""
+    assert karpenter_problems(dev_aws(1, maxGpus=2, karpenter={"onDemandFallback": True})) == []
+    assert karpenter_problems(dev_aws(1, maxGpus=1, karpenter={"onDemandFallback": True})) == [
+        (
+            f"{KARPENTER}.onDemandFallback",
+            "the pool's cap of 1 GPUs is one node; spot and on-demand NodePools need at least one node each "
+            "(2 GPUs) so that together they stay within the cap",
+        )
+    ]
+
+
+def test_fallback_settings_are_ignored_on_an_on_demand_pool():
+    """An on-demand pool has no spot NodePool to fall back from: the cap and split checks do not apply."""
+    cfg = dev_aws(1, capacity="on-demand", maxGpus=1, karpenter={"onDemandFallback": True, "onDemandMaxGpus": 1})
+    assert karpenter_problems(cfg) == []
+
+
+def test_on_demand_share_must_be_whole_nodes_and_leave_spot_room():
+    """On prod-aws' h100-spot (8 per node, 32 GPUs): 24 passes, 12 is not whole nodes, 32 leaves no spot."""
+    cfg = stack_config("prod-aws")
+    k = cfg[POOLS][2]["karpenter"]
+    at = f"{POOLS}[2].karpenter.onDemandMaxGpus"
+    k["onDemandMaxGpus"] = 24
+    assert karpenter_problems(cfg) == []
+    k["onDemandMaxGpus"] = 12
+    assert karpenter_problems(cfg) == [(at, "12 is not a multiple of gpu.perNode (8)")]
+    k["onDemandMaxGpus"] = 32
+    assert karpenter_problems(cfg) == [(at, "32 leaves none of the pool's 32 GPUs for spot; use capacity: on-demand")]
+
+
+def test_fallback_nodepool_name_taken():
+    """The fallback NodePool is <pool>-on-demand; another pool of that name is refused."""
+    cfg = dev_aws(1, karpenter={"onDemandFallback": True})
+    cfg[POOLS][0]["name"] = "a10g-spot-on-demand"
+    assert karpenter_problems(cfg) == [
+        (
+            f"{KARPENTER}.onDemandFallback",
+            "its on-demand NodePool would be named 'a10g-spot-on-demand', which is another pool's name",
+        )
+    ]
+
+
+def test_pools_sharing_a_node_class_pin_one_release():
+    """Two karpenter pools with the same os and disk (the default 200 GiB) share EC2NodeClass
+    gpu-al2023-200gib: the later one is
+    told which earlier pool pins what; the same pin on both is fine."""
+    cfg = stack_config("dev-aws")
+    second = {**cfg[POOLS][1], "name": "a10g-b", "karpenter": {"amiVersion": "v20251209"}}
+    cfg[POOLS].append(second)
+    assert karpenter_problems(cfg) == [
+        (
+            f"{POOLS}[2].karpenter.amiVersion",
+            "is 'v20251209', but nodePools[1] (a10g-spot) has 'latest'; both pools use EC2NodeClass "
+            "gpu-al2023-200gib (same os and diskGib), which runs one AMI release: pin the same amiVersion on both",
+        )
+    ]
+    second["karpenter"] = {"amiVersion": "latest"}
+    assert karpenter_problems(cfg) == []
+
+
+def test_name_prefix_length():
+    """Karpenter's names are prefixed with namePrefix, else the cluster name: 40 characters pass, 41 are refused,
+    reported on the cluster name (a namePrefix over 40 characters is refused when parsing)."""
+    message = (
+        "{!r} is too long to prefix Karpenter's IAM roles and EventBridge rules (at most 40 characters); set "
+        "gpu-platform:karpenter.namePrefix"
+    )
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:cluster"]["name"] = "c" * 40
+    assert karpenter_problems(cfg) == []
+    cfg["gpu-platform:cluster"]["name"] = "c" * 41
+    assert karpenter_problems(cfg) == [("gpu-platform:cluster.name", message.format("c" * 41))]
+    cfg["gpu-platform:karpenter"] = {"namePrefix": "p" * 40}  # the prefix replaces the long cluster name
+    assert karpenter_problems(cfg) == []
+
+
+@pytest.mark.parametrize("field", ["subnetTags", "securityGroupTags"])
+def test_selector_tags(field):
+    """Subnet and security-group selector tags: empty keys or values and EC2's 128 / 256 limits."""
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:karpenter"] = {field: {"k" * 128: "v" * 256}}
+    assert karpenter_problems(cfg) == []
+    cfg["gpu-platform:karpenter"] = {field: {"empty": "", "k" * 129: "v", "long": "v" * 257}}
+    at = f"gpu-platform:karpenter.{field}"
+    limits = "AWS tag keys take at most 128 characters and values at most 256"
+    assert karpenter_problems(cfg) == [
+        (f"{at}.empty", "tag keys and values must not be empty"),
+        (f"{at}.{'k' * 129}", limits),
+        (f"{at}.long", limits),
+    ]
+
+
+def test_tags_karpenter_reserves():
+    """Tag keys Karpenter sets on its instances, and any kubernetes.io/cluster... key, are refused."""
+    cfg = stack_config("dev-aws")
+    reserved = [
+        "eks:eks-cluster-name",
+        "karpenter.sh/nodepool",
+        "karpenter.sh/nodeclaim",
+        "karpenter.k8s.aws/ec2nodeclass",
+        "kubernetes.io/cluster/ml-dev",
+    ]
+    cfg["gpu-platform:tags"] = {**dict.fromkeys(reserved, "x"), "karpenter.sh/other": "x", "kubernetes.io/x": "x"}
+    assert karpenter_problems(cfg) == [
+        (f"gpu-platform:tags.{name}", "is reserved by Karpenter on the instances it launches; choose another tag key")
+        for name in reserved
+    ]
+
+
+def test_stack_options_only_checked_when_karpenter_runs():
+    """Without Karpenter (no karpenter pool, no addon) its prefix and tags are not its concern."""
+    cfg = dev_aws(1, provisioner="managed", minNodes=0, maxNodes=2)
+    del cfg[POOLS][1]["maxGpus"]
+    cfg["gpu-platform:cluster"]["name"] = "c" * 41
+    cfg["gpu-platform:tags"] = {"karpenter.sh/nodepool": "x"}
+    assert karpenter_problems(cfg) == []
