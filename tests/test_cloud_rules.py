@@ -534,3 +534,301 @@ def test_stack_options_only_checked_when_karpenter_runs():
     cfg["gpu-platform:cluster"]["name"] = "c" * 41
     cfg["gpu-platform:tags"] = {"karpenter.sh/nodepool": "x"}
     assert karpenter_problems(cfg) == []
+
+
+# ------------------------------------------------------------------------------------------------ gke
+
+
+def prod_gcp(pool: int, **fields: Any) -> dict[str, Any]:
+    """prod-gcp (0 h100-train a3-highgpu-8g compact in us-central1-a with 4 GPU networks, 1 h100-burst queued,
+    2 a100-inference MIG 1g.5gb x7, 3 l4-serving g2-standard-8 spot MPS) with one pool's fields set."""
+    cfg = stack_config("prod-gcp")
+    cfg[POOLS][pool].update(copy.deepcopy(fields))
+    return cfg
+
+
+def gke_problems(cfg: dict[str, Any]) -> list[tuple[str, str]]:
+    return run(gke_rules.gke_pools, cfg)
+
+
+def test_tags_as_gcp_labels():
+    """Label keys: a lowercase letter, then up to 62 of [a-z0-9_-]; values: up to 63 of [a-z0-9_-], empty allowed.
+    A bad key is reported once (its value is not looked at)."""
+    key_message = (
+        "GCP label keys start with a lowercase letter and hold only lowercase letters, digits, '_' and '-' "
+        "(at most 63 characters)"
+    )
+    cfg = stack_config("dev-gcp")
+    cfg["gpu-platform:tags"] = {"a" + "b_-9" * 15 + "xy": "v" * 63, "empty": "", "a": "x_-9"}
+    assert run(gke_rules.gke_stack, cfg) == []
+    cfg["gpu-platform:tags"] = {
+        "a" * 64: "ok",
+        "1team": "ok",
+        "Team": "BAD",
+        "team": "Platform",
+        "cost": "v" * 64,
+    }
+    assert run(gke_rules.gke_stack, cfg) == [
+        (f"gpu-platform:tags.{'a' * 64}", key_message),
+        ("gpu-platform:tags.1team", key_message),
+        ("gpu-platform:tags.Team", key_message),
+        (
+            "gpu-platform:tags.team",
+            "'Platform': GCP label values hold only lowercase letters, digits, '_' and '-' (at most 63)",
+        ),
+        (
+            "gpu-platform:tags.cost",
+            f"{'v' * 64!r}: GCP label values hold only lowercase letters, digits, '_' and '-' (at most 63)",
+        ),
+    ]
+
+
+def test_gke_label_rule_is_gcp_only():
+    """AWS tags may hold upper case and spaces."""
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:tags"] = {"Team": "ML Platform"}
+    assert run(gke_rules.gke_stack, cfg) == []
+
+
+def test_gke_block_on_every_aws_pool():
+    """On aws a gke block is refused on whichever pool carries it."""
+    cfg = stack_config("dev-aws")
+    cfg[POOLS][1]["gke"] = {"compactPlacement": True}
+    assert gke_problems(cfg) == [(f"{POOLS}[1].gke", "does not apply when cloud is aws")]
+
+
+def test_machine_type_problems():
+    """Model, os and machine type checks, each with its exact message; two machine types stop the machine checks
+    for that pool."""
+    assert gke_problems(prod_gcp(3, gpu={"model": "A10G", "perNode": 1})) == [
+        (f"{POOLS}[3].gpu.model", "A10G is not offered on GKE"),
+        (f"{POOLS}[3].instanceTypes[0]", "g2-standard-8 carries L4, not A10G"),
+    ]
+    assert gke_problems(prod_gcp(3, os="al2023")) == [(f"{POOLS}[3].os", "must be one of cos, ubuntu on gcp")]
+    assert gke_problems(prod_gcp(3, instanceTypes=["g2-standard-8", "g2-standard-8"])) == [
+        (f"{POOLS}[3].instanceTypes", "a GKE node pool has exactly one machine type")
+    ]
+    assert gke_problems(prod_gcp(3, instanceTypes=["g2-standard-7"])) == [
+        (f"{POOLS}[3].instanceTypes[0]", "'g2-standard-7' is not a known GPU machine type")
+    ]
+    assert gke_problems(prod_gcp(3, instanceTypes=["a2-highgpu-1g"])) == [
+        (f"{POOLS}[3].instanceTypes[0]", "a2-highgpu-1g carries A100-40GB, not L4")
+    ]
+    assert gke_problems(prod_gcp(0, gpu={"model": "H100", "perNode": 4})) == [
+        (f"{POOLS}[0].gpu.perNode", "a3-highgpu-8g has 8 GPUs, not 4")
+    ]
+
+
+def test_n1_machines_take_attached_t4s_in_allowed_counts():
+    """N1 takes T4s only, in the counts its shape allows (n1-standard-8: 1, 2 or 4)."""
+    cfg = stack_config("dev-gcp")
+    t4 = cfg[POOLS][1]
+    for n in (1, 2, 4):
+        t4["gpu"]["perNode"] = n
+        assert gke_problems(cfg) == []
+    t4["gpu"]["perNode"] = 3
+    assert gke_problems(cfg) == [(f"{POOLS}[1].gpu.perNode", "n1-standard-8 takes 1 or 2 or 4 T4 GPUs, not 3")]
+    t4["gpu"] = {"model": "L4", "perNode": 1}
+    assert gke_problems(cfg) == [(f"{POOLS}[1].instanceTypes[0]", "n1-standard-8 takes attached T4 GPUs, not L4")]
+
+
+def test_small_a3_is_spot_or_flex_start_only():
+    """a3-highgpu-2g on demand is refused; as Spot or with queued provisioning it is fine."""
+    base = {"gpu": {"model": "H100", "perNode": 2}, "instanceTypes": ["a3-highgpu-2g"]}
+    assert gke_problems(prod_gcp(2, **base, sharing=None)) == [  # a100-inference: on-demand, not queued
+        (
+            f"{POOLS}[2].capacity",
+            "a3-highgpu-2g is sold only as Spot or flex-start capacity: set capacity: spot or gke.queuedProvisioning",
+        )
+    ]
+    assert gke_problems(prod_gcp(1, **base)) == []  # h100-burst is queued
+    assert gke_problems(prod_gcp(3, **base, sharing=None)) == []  # l4-serving is spot
+
+
+def test_nodes_per_zone_limit():
+    """1000 nodes per pool zone: one zone takes 1000, not 1001; two zones 2000, not 2001; a zonal cluster counts
+    as one zone; a regional pool without zones is not checked (the region's zone count is not known here)."""
+    message = "a GKE node pool takes at most 1000 nodes per zone ({} zone(s)); this one may grow to {}"
+    one = {"gke": {"zones": ["us-central1-b"]}, "sharing": None}
+    assert gke_problems(prod_gcp(3, **one, maxNodes=1000)) == []
+    assert gke_problems(prod_gcp(3, **one, maxNodes=1001)) == [(f"{POOLS}[3].maxNodes", message.format(1, 1001))]
+    two = {"gke": {"zones": ["us-central1-b", "us-central1-c"]}, "sharing": None}
+    assert gke_problems(prod_gcp(3, **two, maxNodes=2000)) == []
+    assert gke_problems(prod_gcp(3, **two, maxNodes=2001)) == [(f"{POOLS}[3].maxNodes", message.format(2, 2001))]
+    assert gke_problems(prod_gcp(3, maxNodes=5000, sharing=None)) == []
+    zonal = prod_gcp(3, maxNodes=1001, sharing=None)
+    zonal["gpu-platform:cluster"]["location"] = "us-central1-a"
+    for i in (0, 1, 2):  # keep the other pools' zones inside the cluster's region
+        zonal[POOLS][i]["gke"] = {**zonal[POOLS][i].get("gke", {}), "zones": ["us-central1-a"]}
+    assert gke_problems(zonal) == [(f"{POOLS}[3].maxNodes", message.format(1, 1001))]
+
+
+def test_nodes_per_zone_limit_reported_on_max_gpus():
+    """A pool capped by maxGpus is told so on maxGpus (8 per node: 8008 GPUs is 1001 nodes)."""
+    cfg = prod_gcp(1, maxGpus=8008, gke={"queuedProvisioning": True, "zones": ["us-central1-b"]})
+    del cfg[POOLS][1]["maxNodes"]
+    assert gke_problems(cfg) == [
+        (
+            f"{POOLS}[1].maxGpus",
+            "a GKE node pool takes at most 1000 nodes per zone (1 zone(s)); this one may grow to 1001",
+        )
+    ]
+
+
+def test_zone_names():
+    """Zones lie in the cluster's region and are listed once (their form is checked when parsing)."""
+    gke = stack_config("prod-gcp")[POOLS][0]["gke"]
+    assert gke_problems(prod_gcp(0, gke={**gke, "zones": ["europe-west4-a"]})) == [
+        (f"{POOLS}[0].gke.zones[0]", "europe-west4-a is not in the cluster's region us-central1"),
+    ]
+    assert gke_problems(prod_gcp(3, gke={"zones": ["us-central1-a", "us-central1-a"]})) == [
+        (f"{POOLS}[3].gke.zones", "lists a zone twice"),
+    ]
+
+
+def test_compact_placement_conditions():
+    """Compact placement needs one zone, an A2/A3/A4/G2 machine and no queued provisioning."""
+    gke = stack_config("prod-gcp")[POOLS][0]["gke"]
+    assert gke_problems(prod_gcp(0, gke={**gke, "zones": ["us-central1-a", "us-central1-b"]})) == [
+        (
+            f"{POOLS}[0].gke.compactPlacement",
+            "compact placement needs the pool in exactly one zone: set gke.zones to one zone",
+        )
+    ]
+    n1 = prod_gcp(
+        3,
+        gpu={"model": "T4", "perNode": 1},
+        instanceTypes=["n1-standard-8"],
+        sharing=None,
+        gke={"compactPlacement": True, "zones": ["us-central1-b"]},
+    )
+    assert gke_problems(n1) == [
+        (
+            f"{POOLS}[3].gke.compactPlacement",
+            "compact placement is not available for N1 machines (GPU series that support it: A2, A3, A4, G2)",
+        )
+    ]
+    queued = prod_gcp(1, gke={"queuedProvisioning": True, "compactPlacement": True, "zones": ["us-central1-a"]})
+    assert gke_problems(queued) == [
+        (f"{POOLS}[1].gke.compactPlacement", "GKE does not combine compact placement with queued provisioning")
+    ]
+    g2 = prod_gcp(3, gke={"compactPlacement": True, "zones": ["us-central1-b"]})
+    assert gke_problems(g2) == []
+
+
+def test_queued_provisioning_and_reservation_conflicts():
+    """Every capacity conflict with its exact message, in the rule's order."""
+    cfg = prod_gcp(
+        1, minNodes=1, desiredNodes=2, capacity="spot", gke={"queuedProvisioning": True, "reservation": "any"}
+    )
+    assert gke_problems(cfg) == [
+        (f"{POOLS}[1].minNodes", "queued provisioning needs minNodes 0 (nodes come only for admitted work)"),
+        (f"{POOLS}[1].desiredNodes", "queued provisioning pools start with 0 nodes"),
+        (f"{POOLS}[1].gke.reservation", "queued provisioning cannot consume a reservation: use none"),
+        (f"{POOLS}[1].capacity", "queued provisioning does not use spot capacity"),
+    ]
+    assert gke_problems(prod_gcp(3, gke={"reservation": "any"})) == [
+        (f"{POOLS}[3].gke.reservation", "spot pools cannot consume reservations: use none")
+    ]
+    assert gke_problems(prod_gcp(2, gke={"reservation": "specific"})) == [
+        (f"{POOLS}[2].gke.reservationName", "is required for a specific reservation")
+    ]
+    assert gke_problems(prod_gcp(2, gke={"reservation": "any", "reservationName": "r"})) == [
+        (f"{POOLS}[2].gke.reservationName", "applies only to reservation: specific")
+    ]
+    assert gke_problems(prod_gcp(2, gke={"reservation": "specific", "reservationName": "r"})) == []
+
+
+@pytest.mark.parametrize(
+    ("sharing", "expected"),
+    [
+        ({"strategy": "time-slicing", "replicas": 48}, []),
+        (
+            {"strategy": "time-slicing", "replicas": 49},
+            [("replicas", "GKE shares a GPU with at most 48 clients, got 49")],
+        ),
+        ({"strategy": "mps", "replicas": 49}, []),  # reported by the cloud-neutral sharing rules
+        (
+            {"strategy": "mps", "replicas": 2, "renameByDefault": True},
+            [("renameByDefault", "GKE's device plugin does not rename shared GPUs")],
+        ),
+        ({"strategy": "time-slicing", "replicas": 2, "failRequestsGreaterThanOne": True}, []),
+        (
+            {"strategy": "time-slicing", "replicas": 2, "failRequestsGreaterThanOne": False},
+            [
+                (
+                    "failRequestsGreaterThanOne",
+                    "GKE's device plugin always rejects pods asking for more than one shared GPU",
+                )
+            ],
+        ),
+    ],
+)
+def test_gke_time_sharing_and_mps(sharing, expected):
+    """GKE's own device plugin shares a GPU with at most 48 clients, never renames and always fails >1 requests."""
+    got = gke_problems(prod_gcp(3, sharing=sharing))
+    assert got == [(f"{POOLS}[3].sharing.{field}", message) for field, message in expected]
+
+
+def test_gke_mig_partitions():
+    """One gpuPartitionSize per pool, one GKE serves for the accelerator, as many partitions as fit."""
+
+    def mig(layout: dict[str, int]) -> list[tuple[str, str]]:
+        return gke_problems(prod_gcp(2, sharing={"strategy": "mig", "layout": layout}))
+
+    assert mig({"3g.20gb": 2}) == []
+    assert mig({"3g.20gb": 1, "2g.10gb": 2}) == [
+        (
+            f"{POOLS}[2].sharing.layout",
+            "GKE partitions a node pool's GPUs with one gpuPartitionSize: use a single MIG profile",
+        )
+    ]
+    assert mig({"4g.20gb": 1}) == [
+        (
+            f"{POOLS}[2].sharing.layout.4g.20gb",
+            "GKE does not partition nvidia-tesla-a100 GPUs into 4g.20gb (partition sizes: 1g.5gb, 2g.10gb, 3g.20gb, "
+            "7g.40gb)",
+        )
+    ]
+    assert mig({"3g.20gb": 1}) == [
+        (f"{POOLS}[2].sharing.layout.3g.20gb", "GKE makes 2 3g.20gb partitions on each GPU (all that fit); set 2")
+    ]
+
+
+def test_operator_owned_sharing_is_not_gkes_concern():
+    """With the GPU Operator's device plugin (driver: operator), GKE's sharing limits do not apply."""
+    cfg = prod_gcp(3, os="ubuntu", sharing={"strategy": "time-slicing", "replicas": 64, "renameByDefault": True})
+    cfg["gpu-platform:gpuOperator"] = {"driver": "operator"}
+    for pool in cfg[POOLS]:
+        pool["os"] = "ubuntu"
+    assert gke_problems(cfg) == []
+
+
+def test_gpudirect_networks():
+    """A multi-node pool on a GPUDirect machine needs exactly its GPU networks, each pair once; other machines
+    take none; a single-node pool without networks is fine; aws pools take none."""
+    nets = [{"network": f"n{i}", "subnetwork": f"s{i}"} for i in range(4)]
+    at = f"{POOLS}[0].gke.additionalNetworks"
+    gke = stack_config("prod-gcp")[POOLS][0]["gke"]
+    assert run(gke_rules.gpudirect, prod_gcp(0, gke={**gke, "additionalNetworks": nets})) == []
+    assert run(gke_rules.gpudirect, prod_gcp(0, gke={**gke, "additionalNetworks": nets[:3]})) == [
+        (
+            at,
+            "a3-highgpu-8g uses GPUDirect-TCPX: a topologyAware pool needs its 4 GPU networks, else NCCL runs over the "
+            "default NIC; got 3 (and needs multi-networking and nccl-tcpx-installer.yaml: README, GCP)",
+        )
+    ]
+    assert run(gke_rules.gpudirect, prod_gcp(0, gke={**gke, "additionalNetworks": [nets[0]] * 4})) == [
+        (at, "lists a network/subnetwork pair twice (each GPU NIC needs its own)")
+    ]
+    assert run(gke_rules.gpudirect, prod_gcp(1, topologyAware=False)) == []  # h100-burst: no networks, single node
+    assert run(gke_rules.gpudirect, prod_gcp(3, gke={"additionalNetworks": nets[:1]})) == [
+        (
+            f"{POOLS}[3].gke.additionalNetworks",
+            "GPU networks apply to GPUDirect machine types (a3-highgpu-8g, a3-megagpu-8g, a3-ultragpu-8g, "
+            "a4-highgpu-8g), not g2-standard-8",
+        )
+    ]
+    aws = stack_config("dev-aws")
+    aws[POOLS][1]["gke"] = {"additionalNetworks": nets[:1]}
+    assert run(gke_rules.gpudirect, aws) == [(f"{POOLS}[1].gke.additionalNetworks", "does not apply when cloud is aws")]
