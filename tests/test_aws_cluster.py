@@ -69,3 +69,50 @@ def test_profile_and_role_are_independent(fields, role_args, env):
     exec_ = _exec(json.loads(cluster.kubeconfig(spec, "https://endpoint.invalid", "Q0E=")))
     assert exec_["args"] == BASE_ARGS + role_args
     assert exec_.get("env") == env
+
+
+def test_whole_kubeconfig_document():
+    """The document around the exec plugin: a v1 Config with one cluster, context and user, all named after the
+    cluster, the endpoint and CA data passed through unchanged, keys sorted (a stable text, so the provider's
+    kubeconfig input does not change between runs)."""
+    spec = load_spec(_dev())
+    text = cluster.kubeconfig(spec, "https://ABC.gr7.us-east-1.eks.amazonaws.com", "Q0E=")
+    assert json.loads(text) == {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": "ml-dev",
+                "cluster": {
+                    "server": "https://ABC.gr7.us-east-1.eks.amazonaws.com",
+                    "certificate-authority-data": "Q0E=",
+                },
+            }
+        ],
+        "contexts": [{"name": "ml-dev", "context": {"cluster": "ml-dev", "user": "ml-dev"}}],
+        "current-context": "ml-dev",
+        "users": [
+            {
+                "name": "ml-dev",
+                "user": {
+                    "exec": {
+                        "apiVersion": "client.authentication.k8s.io/v1beta1",
+                        "command": "aws",
+                        "args": BASE_ARGS,
+                    }
+                },
+            }
+        ],
+    }
+    assert list(json.loads(text)) == ["apiVersion", "clusters", "contexts", "current-context", "kind", "users"]
+
+
+@pytest.mark.parametrize("stack", ["dev-aws", "dev-gcp"])
+def test_kubernetes_provider_applies_server_side(stack):
+    """Both cloud providers (EksAccess, GkeAccess) turn on server-side apply: objects other tools also write
+    (Helm-installed CRDs, labels on existing namespaces) are patched by field manager instead of being
+    overwritten or refused, and the provider is a child of the cluster-access component."""
+    [provider] = rendered(stack).of_type(K8S_PROVIDER)
+    assert provider.inputs["enableServerSideApply"] == "true"
+    assert provider.parent == "cluster"
+    assert provider.name == "kubernetes"
