@@ -924,3 +924,127 @@ def test_regional_objects_go_to_the_cluster_region():
     objects = [x for t in regional for x in r.of_type(t) if x.parent == "karpenter"]
     assert len(objects) == 1 + 1 + 5 + 5 + 1 + 1
     assert {x.inputs.get("region") for x in objects} == {"us-east-1"}
+
+
+def test_controller_values_whole_document():
+    """Every value of the karpenter chart for dev-aws (pod identity, no zonal shift, no overlay): system nodes
+    only (linux, not on a Karpenter node or a gpu-platform pool node), one replica per node, the critical-addons
+    toleration with operator Exists (the CriticalAddonsOnly taint EKS docs use carries a value, "true", which an
+    Equal toleration without value would not match), requests = limits, and the queue / endpoint as given."""
+    spec = load_spec(stack_config("dev-aws"))
+    values = karpenter.controller_values(spec, cluster_endpoint="https://EP.eks.example", queue="q-name")
+    assert values == {
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchExpressions": [
+                                {"key": "karpenter.sh/nodepool", "operator": "DoesNotExist"},
+                                {"key": "gpu-platform/pool", "operator": "DoesNotExist"},
+                            ]
+                        }
+                    ]
+                }
+            },
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": "kubernetes.io/hostname"}]
+            },
+        },
+        "controller": {
+            "resources": {"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "1", "memory": "1Gi"}}
+        },
+        "nodeSelector": {"kubernetes.io/os": "linux"},
+        "replicas": 2,
+        "serviceAccount": {"name": "karpenter"},
+        "settings": {
+            "clusterName": "ml-dev",
+            "interruptionQueue": "q-name",
+            "clusterEndpoint": "https://EP.eks.example",
+        },
+        "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}],
+    }
+    tolerate = values["tolerations"][0]
+    assert _tolerates(tolerate, type(derive.GPU_TAINT)(key="CriticalAddonsOnly", value="true", effect="NoSchedule"))
+
+
+def test_controller_values_defaults_and_irsa():
+    """Without an endpoint none is set and the queue defaults to <prefix>-karpenter; IRSA annotates the service
+    account with the role ARN (the EKS pod identity webhook's eks.amazonaws.com/role-arn)."""
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:karpenter"] = {"identity": "irsa", "zonalShift": True}
+    values = karpenter.controller_values(load_spec(cfg), irsa_role_arn="arn:aws:iam::111122223333:role/k")
+    assert values["settings"] == {
+        "clusterName": "ml-dev",
+        "interruptionQueue": "ml-dev-karpenter",
+        "enableZonalShift": True,
+    }
+    assert values["serviceAccount"] == {
+        "name": "karpenter",
+        "annotations": {"eks.amazonaws.com/role-arn": "arn:aws:iam::111122223333:role/k"},
+    }
+
+
+def test_node_pool_descriptions():
+    """The NodePool's kubernetes.io/description says which pool, capacity type, GPUs per node and cap, and for
+    a spot/on-demand split which side it is and that the pool's cap is shared."""
+    descriptions = {
+        x.inputs["metadata"]["name"]: x.inputs["metadata"]["annotations"]["kubernetes.io/description"]
+        for x in rendered("prod-aws").of_type(NODEPOOL)
+    }
+    split = "the pool's 32 GPUs are split between spot and on-demand"  # by default half each
+    assert descriptions == {
+        "h100-spot": f"gpu-platform pool h100-spot: spot 8x H100, up to 16 GPUs (preferred; {split})",
+        "h100-spot-on-demand": (
+            "gpu-platform pool h100-spot: on-demand 8x H100, up to 16 GPUs "
+            f"(fallback when spot is unavailable; {split})"
+        ),
+    }
+    dev = {
+        x.inputs["metadata"]["name"]: x.inputs["metadata"]["annotations"]["kubernetes.io/description"]
+        for x in rendered("dev-aws").of_type(NODEPOOL)
+    }
+    assert dev == {"a10g-spot": "gpu-platform pool a10g-spot: spot 1x A10G, up to 8 GPUs"}
+
+
+def test_node_pool_metadata_labels():
+    """NodePools carry the managed-by label and the pool they serve."""
+    for x in rendered("prod-aws").of_type(NODEPOOL):
+        assert x.inputs["metadata"]["labels"] == {
+            "app.kubernetes.io/managed-by": "gpu-platform",
+            "gpu-platform/pool": "h100-spot",
+        }
+
+
+def test_aws_objects_names_descriptions_and_tags():
+    """Every Karpenter AWS object of prod-aws by name, with the description a console reader sees (which cluster,
+    which role, which policy group, which interruption event) and the stack's tags plus managed-by. The policy
+    groups are upstream's (Karpenter's getting-started CloudFormation: node lifecycle, IAM integration, EKS
+    integration, interruption, resource discovery); zonal-shift only with zonalShift."""
+    r = rendered("prod-aws")
+    tags = {"cost-center": "ml-4711", "environment": "prod", "managed-by": "gpu-platform", "team": "ml-platform"}
+    mine = [x for x in r.resources if x.parent == "karpenter" and x.type in (ROLE, POLICY, RULE, QUEUE)]
+    for x in mine:
+        assert x.inputs["tags"] == tags, x.name
+    described = {(x.type, x.inputs["name"]): x.inputs.get("description") for x in mine}
+    groups = ("node-lifecycle", "iam-integration", "eks-integration", "interruption", "resource-discovery")
+    events = {
+        "health": "AWS Health Event",
+        "spot": "EC2 Spot Instance Interruption Warning",
+        "rebalance": "EC2 Instance Rebalance Recommendation",
+        "state-change": "EC2 Instance State-change Notification",
+        "reservation": "EC2 Capacity Reservation Instance Interruption Warning",
+    }
+    assert described == {
+        (ROLE, "ml-prod-karpenter-node"): "Nodes Karpenter launches for EKS cluster ml-prod",
+        (ROLE, "ml-prod-karpenter"): "Karpenter controller of EKS cluster ml-prod",
+        (QUEUE, "ml-prod-karpenter"): None,
+        **{(POLICY, f"ml-prod-karpenter-{g}"): f"Karpenter controller ({g}) for EKS cluster ml-prod" for g in groups},
+        **{
+            (RULE, f"ml-prod-karpenter-{kind}"): f"Karpenter interruption handling for ml-prod: {event}"
+            for kind, event in events.items()
+        },
+    }
+    queue = r.find(QUEUE, "karpenter-interruption-queue").inputs
+    assert (queue["messageRetentionSeconds"], queue["sqsManagedSseEnabled"]) == (300, True)
+    assert {x.inputs["targetId"] for x in r.of_type(TARGET)} == {"KarpenterInterruptionQueueTarget"}

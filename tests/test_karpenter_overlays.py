@@ -211,3 +211,21 @@ def test_bottlerocket_sharing_reaches_the_node_through_the_node_class_user_data(
     for doc in classes.values():
         body = {k: doc[k] for k in ("apiVersion", "kind", "metadata", "spec")}
         assert [e.message for e in validator.iter_errors(body)] == []
+
+
+def test_rendered_overlay_metadata_and_summary_line():
+    """The NodeOverlay is named gpu-<pool>, labelled managed-by gpu-platform and with the pool it serves (how
+    day-2 tooling finds a pool's objects), and summary.md tells what Karpenter sees per node. For the ts mode
+    (4 L4 x 4 time-slicing replicas) the device plugin advertises 16 nvidia.com/gpu per node, read from MODES."""
+    from components import synth
+
+    r = render_config(_config("ts"))
+    [overlay] = r.of_type(NODEOVERLAY)
+    assert overlay.inputs["metadata"] == {
+        "name": "gpu-k-ts",
+        "labels": {"app.kubernetes.io/managed-by": "gpu-platform", "gpu-platform/pool": "k-ts"},
+    }
+    assert overlay.name == "nodeoverlay-k-ts"
+    assert overlay.parent == "karpenter"
+    summary = synth.files(r)["summary.md"]
+    assert "NodeOverlay `gpu-k-ts`: Karpenter sees 16 nvidia.com/gpu per k-ts node." in summary.splitlines()
