@@ -832,3 +832,144 @@ def test_gpudirect_networks():
     aws = stack_config("dev-aws")
     aws[POOLS][1]["gke"] = {"additionalNetworks": nets[:1]}
     assert run(gke_rules.gpudirect, aws) == [(f"{POOLS}[1].gke.additionalNetworks", "does not apply when cloud is aws")]
+
+
+# ------------------------------------------------------------------------------------------------ efa
+
+
+def efa_problems(cfg: dict[str, Any]) -> list[tuple[str, str]]:
+    from components.aws import efa
+
+    return run(efa.efa, cfg)
+
+
+def test_efa_on_gcp():
+    """EFA is an AWS adapter: efa: true on a gcp pool is refused (efa: false is harmless), on every pool."""
+    cfg = stack_config("prod-gcp")
+    cfg[POOLS][0]["efa"] = False
+    cfg[POOLS][2]["efa"] = True
+    assert efa_problems(cfg) == [(f"{POOLS}[2].efa", "EFA is an AWS network adapter (cloud is gcp)")]
+
+
+def test_efa_karpenter_pool_zone():
+    """An EFA Karpenter pool (prod-aws h100-spot, p5.48xlarge) needs a zone in the cluster's region (us-east-1),
+    matching its reservation's AZ when it has one."""
+    cfg = stack_config("prod-aws")
+    spot = cfg[POOLS][2]
+    spot["efa"] = True
+    assert efa_problems(cfg) == [
+        (
+            f"{POOLS}[2].karpenter.zone",
+            "is required for an EFA pool: its cluster placement group lives in one AZ (name the AZ, e.g. us-east-1a, "
+            "or declare the reservation's availabilityZone)",
+        )
+    ]
+    spot["karpenter"]["zone"] = "us-east-1b"
+    assert efa_problems(cfg) == []
+    spot["karpenter"]["zone"] = "eu-west-1a"
+    assert efa_problems(cfg) == [(f"{POOLS}[2].karpenter.zone", "eu-west-1a is not in the cluster's region us-east-1")]
+    spot["karpenter"]["zone"] = "us-east-1b"
+    spot["reservation"] = {
+        "ids": ["cr-0123456789abcdef0"],
+        "instanceType": "p5.48xlarge",
+        "availabilityZone": "us-east-1a",
+    }
+    assert efa_problems(cfg) == [(f"{POOLS}[2].karpenter.zone", "is us-east-1b, but the reservation is in us-east-1a")]
+    del spot["karpenter"]["zone"]  # the reservation's AZ is the pool's zone
+    assert efa_problems(cfg) == []
+
+
+def test_efa_instance_types_without_efa():
+    """Types without EFA are named (singular / plural) with the pool model's EFA types; the layout check is then
+    skipped for that pool."""
+    cfg = stack_config("prod-aws")
+    l4 = cfg[POOLS][3]
+    l4.update(efa=True, eks={"subnetIds": ["subnet-0aaa"]}, gpu={"model": "L4", "perNode": 1})
+    l4["instanceTypes"] = ["g6.xlarge"]
+    # the L4 sizes with EFA (EC2 "EFA supported instance types", as catalogued, in catalog order)
+    with_efa = "L4 types with EFA: g6.8xlarge, g6.16xlarge, g6.12xlarge, g6.24xlarge, g6.48xlarge"
+    assert efa_problems(cfg) == [(f"{POOLS}[3].efa", f"g6.xlarge supports no EFA ({with_efa})")]
+    l4["instanceTypes"] = ["g6.xlarge", "g6.2xlarge", "g6.8xlarge"]
+    assert efa_problems(cfg) == [(f"{POOLS}[3].efa", f"g6.xlarge, g6.2xlarge support no EFA ({with_efa})")]
+
+
+def test_efa_pool_needs_one_interface_layout_and_one_subnet():
+    """All of an EFA pool's types must share one interface count and layout; a managed EFA pool needs exactly one
+    subnet (its placement group's AZ)."""
+    cfg = stack_config("prod-aws")
+    a100 = cfg[POOLS][0]  # a100-train: p4de.24xlarge, EFA by topologyAware, one subnet
+    assert efa_problems(cfg) == []
+    a100["instanceTypes"] = ["p4de.24xlarge", "g6e.48xlarge"]  # 4 and 4 interfaces, same layout
+    assert efa_problems(cfg) == []
+    a100["instanceTypes"] = ["p4de.24xlarge", "g6e.24xlarge"]
+    assert efa_problems(cfg) == [
+        (
+            f"{POOLS}[0].instanceTypes",
+            "EFA pools need one network-interface layout: their instance types differ in EFA interfaces "
+            "(p4de.24xlarge: 4, g6e.24xlarge: 2)",
+        )
+    ]
+    a100["instanceTypes"] = ["p4de.24xlarge", "p6-b200.48xlarge"]  # 4 vs 8, and p6 is ENA + efa-only
+    assert [p for p, _ in efa_problems(cfg)] == [f"{POOLS}[0].instanceTypes"]
+    a100["instanceTypes"] = ["p4de.24xlarge"]
+    subnet_message = (
+        "an EFA pool is in a cluster placement group, which lives in one AZ: give it exactly one subnet (eks.subnetIds)"
+    )
+    for subnets in ([], ["subnet-0aaa", "subnet-0bbb"]):
+        a100["eks"] = {"subnetIds": subnets}
+        assert efa_problems(cfg) == [(f"{POOLS}[0].eks.subnetIds", subnet_message)]
+
+
+# ----------------------------------------------------------------------------------------- reservations
+
+
+def test_reservation_in_launch_template_and_node_group_terms():
+    """ODCR by id: a capacityReservationTarget; match any: preference open; a Capacity Block adds marketType
+    capacity-block and makes the node group CAPACITY_BLOCK; no reservation: nothing."""
+    from components.aws import reservations as r
+
+    spec = parse_spec(stack_config("prod-aws"))
+    h100 = spec.pool("h100-inference")  # cr-0c1d2e3f4a5b6c7d8
+    assert r.launch_template_args(h100) == {
+        "capacity_reservation_specification": {
+            "capacity_reservation_target": {"capacity_reservation_id": "cr-0c1d2e3f4a5b6c7d8"}
+        }
+    }
+    assert r.node_group_capacity_type(h100, "ON_DEMAND") == "ON_DEMAND"
+    assert r.launch_template_args(spec.pool("l4-notebooks")) == {}
+    assert r.node_group_capacity_type(spec.pool("l4-notebooks"), "SPOT") == "SPOT"
+
+    cfg = stack_config("prod-aws")
+    cfg[POOLS][1]["reservation"] = {**cfg[POOLS][1]["reservation"], "kind": "capacity-block"}
+    block = parse_spec(cfg).pool("h100-inference")
+    assert r.launch_template_args(block) == {
+        "capacity_reservation_specification": {
+            "capacity_reservation_target": {"capacity_reservation_id": "cr-0c1d2e3f4a5b6c7d8"}
+        },
+        "instance_market_options": {"market_type": "capacity-block"},
+    }
+    assert r.node_group_capacity_type(block, "ON_DEMAND") == "CAPACITY_BLOCK"
+    cfg[POOLS][1]["reservation"] = {"match": "any", "instanceType": "p5.48xlarge", "availabilityZone": "us-east-1a"}
+    any_ = parse_spec(cfg).pool("h100-inference")
+    assert r.launch_template_args(any_) == {
+        "capacity_reservation_specification": {"capacity_reservation_preference": "open"}
+    }
+    assert r.selector_terms(r.pool_reservation(any_)) == [{"instanceMatchCriteria": "open"}]
+
+
+def test_karpenter_reservation_selector_terms():
+    """One term per id, plus one tags term when tags are given (an id term takes no other key)."""
+    from components.aws import reservations as r
+
+    cfg = stack_config("prod-aws")
+    cfg[POOLS][1]["reservation"] = {
+        **cfg[POOLS][1]["reservation"],
+        "ids": ["cr-0aaaaaaaaaaaaaaaa", "cr-0bbbbbbbbbbbbbbbb"],
+        "tags": {"team": "ml"},
+    }
+    pool = parse_spec(cfg).pool("h100-inference")
+    assert r.selector_terms(r.pool_reservation(pool)) == [
+        {"id": "cr-0aaaaaaaaaaaaaaaa"},
+        {"id": "cr-0bbbbbbbbbbbbbbbb"},
+        {"tags": {"team": "ml"}},
+    ]
