@@ -322,3 +322,93 @@ def test_summary_says_who_scales_each_pool():
     )
     assert "| h100-spot | Karpenter, for pending pods | - |" in text
     assert "`k8s.amazonaws.com/accelerator=nvidia-tesla-a100`" in text
+
+
+def test_helm_values_whole_document():
+    """Every value of the chart for dev-aws with pod identity (no service-account annotation): the flags with
+    their reasons (module docstring of cluster_autoscaler.py, FAQ defaults stated explicitly), system nodes only,
+    a restricted container (non-root nobody, no privilege escalation, no capabilities, read-only root, runtime
+    seccomp), two replicas under leader election, memory limit = request, system-cluster-critical priority."""
+    values = ca.helm_values(load_spec(stack_config("dev-aws")))
+    assert values == {
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchExpressions": [
+                                {"key": "gpu-platform/pool", "operator": "DoesNotExist"},
+                                {"key": "karpenter.sh/nodepool", "operator": "DoesNotExist"},
+                            ]
+                        }
+                    ]
+                }
+            }
+        },
+        "autoDiscovery": {
+            "clusterName": "ml-dev",
+            "tags": ["k8s.io/cluster-autoscaler/enabled", "k8s.io/cluster-autoscaler/ml-dev"],
+        },
+        "awsRegion": "us-east-1",
+        "cloudProvider": "aws",
+        "containerSecurityContext": {
+            "allowPrivilegeEscalation": False,
+            "capabilities": {"drop": ["ALL"]},
+            "readOnlyRootFilesystem": True,
+        },
+        "extraArgs": {
+            "expander": "least-waste",
+            "balance-similar-node-groups": "true",
+            "skip-nodes-with-local-storage": "false",
+            "scale-down-unneeded-time": "10m",
+            "scale-down-delay-after-add": "10m",
+            "max-node-provision-time": "25m",
+            "enable-provisioning-requests": "true",
+            "kube-api-content-type": "application/json",
+        },
+        "fullnameOverride": "cluster-autoscaler",
+        "nodeSelector": {"kubernetes.io/os": "linux"},
+        "priorityClassName": "system-cluster-critical",
+        "rbac": {"serviceAccount": {"create": True, "name": "cluster-autoscaler"}},
+        "replicaCount": 2,
+        "resources": {"limits": {"memory": "600Mi"}, "requests": {"cpu": "100m", "memory": "600Mi"}},
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": 65534,
+            "runAsGroup": 65534,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}],
+    }
+
+
+def test_role_and_policy_names_descriptions_and_tags():
+    """The role and its one policy are both named <cluster>-cluster-autoscaler (the name the rules bound to 64
+    characters), described for a console reader, and tagged with the stack's tags plus managed-by."""
+    r = rendered("prod-aws")
+    tags = {"cost-center": "ml-4711", "environment": "prod", "managed-by": "gpu-platform", "team": "ml-platform"}
+    (role,) = [x for x in r.of_type(ROLE) if x.name == "cluster-autoscaler-role"]
+    (policy,) = [x for x in r.of_type(POLICY) if x.parent == "cluster-autoscaler"]
+    assert role.parent == "cluster-autoscaler"
+    assert (role.inputs["name"], role.inputs["description"], role.inputs["tags"]) == (
+        "ml-prod-cluster-autoscaler",
+        "Cluster Autoscaler of EKS cluster ml-prod (gpu-platform)",
+        tags,
+    )
+    assert (policy.name, policy.inputs["name"], policy.inputs["description"], policy.inputs["tags"]) == (
+        "cluster-autoscaler-policy",
+        "ml-prod-cluster-autoscaler",
+        "Cluster Autoscaler: scale the managed node groups of EKS cluster ml-prod",
+        tags,
+    )
+    assert ca.role_name(load_spec(stack_config("dev-aws"))) == "ml-dev-cluster-autoscaler"
+
+
+def test_crd_is_labelled_and_the_release_waits_for_it():
+    """The ProvisioningRequest CRD carries the managed-by label; the release depends on it and on the policy
+    attachment (the autoscaler starts with its API and its permissions in place)."""
+    r = rendered("prod-aws")
+    (crd,) = r.of_type(CRD)
+    assert crd.inputs["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "gpu-platform"}
+    assert crd.name == "provisioningrequests-crd"
+    assert {"provisioningrequests-crd", "cluster-autoscaler-policy-attachment"} <= set(_release(r).depends_on)
