@@ -1048,3 +1048,131 @@ def test_aws_objects_names_descriptions_and_tags():
     queue = r.find(QUEUE, "karpenter-interruption-queue").inputs
     assert (queue["messageRetentionSeconds"], queue["sqsManagedSseEnabled"]) == (300, True)
     assert {x.inputs["targetId"] for x in r.of_type(TARGET)} == {"KarpenterInterruptionQueueTarget"}
+
+
+def test_ec2_node_class_spec_whole():
+    """dev-aws' one class, every field: the AMI alias, one fast encrypted gp3 root of diskGib (Karpenter's
+    quantity string), IMDSv2 with hop limit 1 and IPv6 endpoint off, the node role, discovery-tag selectors
+    and the stack's tags plus managed-by; no userData for AL2023."""
+    spec = load_spec(stack_config("dev-aws"))
+    [need] = karpenter.node_class_needs(spec)
+    assert karpenter.ec2_node_class_spec(spec, need, "role-name") == {
+        "amiSelectorTerms": [{"alias": "al2023@latest"}],
+        "blockDeviceMappings": [
+            {
+                "deviceName": "/dev/xvda",
+                "ebs": {
+                    "deleteOnTermination": True,
+                    "encrypted": True,
+                    "iops": 3000,
+                    "throughput": 500,
+                    "volumeSize": "200Gi",
+                    "volumeType": "gp3",
+                },
+            }
+        ],
+        "metadataOptions": {
+            "httpEndpoint": "enabled",
+            "httpProtocolIPv6": "disabled",
+            "httpPutResponseHopLimit": 1,
+            "httpTokens": "required",
+        },
+        "role": "role-name",
+        "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "ml-dev"}}],
+        "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "ml-dev"}}],
+        "tags": {"environment": "dev", "managed-by": "gpu-platform", "team": "ml-platform"},
+    }
+
+
+def test_bottlerocket_sharing_pool_gets_its_own_class_with_user_data():
+    """A Bottlerocket time-slicing pool's class is gpu-bottlerocket-<disk>gib-<pool> with the device-plugin TOML
+    as userData; its 4 GiB OS volume is encrypted gp3 at baseline speed (no IOPS / throughput)."""
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:nodePools"][1].update(os="bottlerocket", sharing={"strategy": "time-slicing", "replicas": 2})
+    spec = load_spec(cfg)
+    [need] = karpenter.node_class_needs(spec)
+    assert need.name == "gpu-bottlerocket-200gib-a10g-spot"
+    body = karpenter.ec2_node_class_spec(spec, need, "r")
+    assert body["blockDeviceMappings"][0] == {
+        "deviceName": "/dev/xvda",
+        "ebs": {"deleteOnTermination": True, "encrypted": True, "volumeSize": "4Gi", "volumeType": "gp3"},
+    }
+    assert body["userData"].startswith('[settings.kubelet-device-plugins.nvidia]\ndevice-id-strategy = "uuid"\n')
+    assert "replicas = 2\n" in body["userData"]
+
+
+def test_selector_terms_sorted_and_combined():
+    """Tags (sorted by key) and ids (sorted) are ORed terms; without either, the cluster's discovery tag."""
+    spec = _spec(
+        "dev-aws",
+        **{
+            "gpu-platform:karpenter": {
+                "subnetTags": {"tier": "private", "env": "dev"},
+                "subnetIds": ["subnet-0bbb", "subnet-0aaa"],
+            }
+        },
+    )
+    terms = karpenter.subnet_selector_terms(spec)
+    assert terms == [{"tags": {"env": "dev", "tier": "private"}}, {"id": "subnet-0aaa"}, {"id": "subnet-0bbb"}]
+    assert list(terms[0]["tags"]) == ["env", "tier"]
+    assert karpenter.security_group_selector_terms(spec) == [{"tags": {"karpenter.sh/discovery": "ml-dev"}}]
+
+
+def test_reserved_pool_requirements_taints_and_limits():
+    """A pool with a reservation is one NodePool of capacity type reserved, pinned to the reservation's AZ; a
+    taint without value has no value key; time-slicing (4 replicas) multiplies the nvidia.com/gpu limit while
+    the node limit stays physical."""
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:nodePools"][1].update(
+        capacity="on-demand",
+        reservation={"ids": ["cr-0123456789abcdef0"], "instanceType": "g5.xlarge", "availabilityZone": "us-east-1c"},
+        taints=[{"key": "dedicated", "effect": "NoExecute"}],
+        sharing={"strategy": "time-slicing", "replicas": 4},
+    )
+    spec = load_spec(cfg)
+    [plan] = karpenter.nodepool_plans(spec)
+    assert (plan.name, plan.capacity_type, plan.gpus, plan.weight, plan.nodes) == ("a10g-spot", "reserved", 8, None, 8)
+    assert karpenter.requirements(plan) == [
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["reserved"]},
+        {
+            "key": "node.kubernetes.io/instance-type",
+            "operator": "In",
+            "values": ["g5.2xlarge", "g5.4xlarge", "g5.xlarge"],
+        },
+        {"key": "karpenter.k8s.aws/instance-gpu-name", "operator": "In", "values": ["a10g"]},
+        {"key": "karpenter.k8s.aws/instance-gpu-count", "operator": "In", "values": ["1"]},
+        {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+        {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
+        {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-east-1c"]},
+    ]
+    assert karpenter.taints(plan.pool) == [
+        {"key": "nvidia.com/gpu", "effect": "NoSchedule", "value": "present"},
+        {"key": "dedicated", "effect": "NoExecute"},
+    ]
+    assert karpenter.limits(spec, plan) == {"nvidia.com/gpu": "32", "nodes": "8"}
+
+
+def test_karpenter_zone_without_reservation_pins_the_nodepool():
+    """An EFA pool's karpenter.zone alone keeps its NodePool in that AZ; without zone or reservation, no zone
+    requirement."""
+    cfg = stack_config("prod-aws")
+    cfg["gpu-platform:nodePools"][2]["karpenter"]["zone"] = "us-east-1b"
+    spec = load_spec(cfg)
+    for plan in karpenter.nodepool_plans(spec):
+        assert karpenter.requirements(plan)[-1] == {
+            "key": "topology.kubernetes.io/zone",
+            "operator": "In",
+            "values": ["us-east-1b"],
+        }
+    spec = load_spec(stack_config("prod-aws"))
+    for plan in karpenter.nodepool_plans(spec):
+        assert karpenter.requirements(plan)[-1]["key"] == "kubernetes.io/os"
+
+
+def test_node_class_metadata_labels():
+    """EC2NodeClasses carry the managed-by label (they serve several pools, so no pool label)."""
+    [nc] = rendered("dev-aws").of_type(NODECLASS)
+    assert nc.inputs["metadata"] == {
+        "name": "gpu-al2023-200gib",
+        "labels": {"app.kubernetes.io/managed-by": "gpu-platform"},
+    }
