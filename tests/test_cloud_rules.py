@@ -795,6 +795,19 @@ def test_gke_mig_partitions():
     ]
 
 
+def test_gke_mig_on_a_machine_without_mig_partitions():
+    """The partition table follows the machine's accelerator (g2-standard-8 carries L4, which GKE never
+    partitions), so a MIG layout on a mismatched machine is told there are no sizes at all."""
+    cfg = prod_gcp(3, gpu={"model": "H100", "perNode": 1}, sharing={"strategy": "mig", "layout": {"1g.10gb": 7}})
+    assert gke_problems(cfg) == [
+        (f"{POOLS}[3].instanceTypes[0]", "g2-standard-8 carries L4, not H100"),
+        (
+            f"{POOLS}[3].sharing.layout.1g.10gb",
+            "GKE does not partition nvidia-l4 GPUs into 1g.10gb (partition sizes: none)",
+        ),
+    ]
+
+
 def test_operator_owned_sharing_is_not_gkes_concern():
     """With the GPU Operator's device plugin (driver: operator), GKE's sharing limits do not apply."""
     cfg = prod_gcp(3, os="ubuntu", sharing={"strategy": "time-slicing", "replicas": 64, "renameByDefault": True})
