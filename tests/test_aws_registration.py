@@ -381,3 +381,41 @@ def test_an_aws_stack_renders_as_with_the_typed_classes(monkeypatch, stack, conf
     # the IRSA variant trusts the cluster's OIDC issuer (read from the lookup) instead of Pod Identity
     associations = [q for q in aws if q["type"] == "aws:eks/podIdentityAssociation:PodIdentityAssociation"]
     assert (associations == []) == (config == "irsa")
+
+
+def test_wire_camel_cases_objects_but_not_user_maps():
+    """Object keys become the SDK's camelCase wire names at every depth (lists and tuples too); the keys of
+    tags and labels are the user's own and pass unchanged, as does everything under them."""
+    value = {
+        "block_device_mappings": ({"device_name": "/dev/xvda", "ebs": {"volume_size": 1}},),
+        "tags": {"cost_center": "x", "gpu_platform/pool": "p"},
+        "labels": {"my_label": {"inner_key": 1}},
+        "plain": "snake_value",
+    }
+    assert sdk.wire(value) == {
+        "blockDeviceMappings": [{"deviceName": "/dev/xvda", "ebs": {"volumeSize": 1}}],
+        "tags": {"cost_center": "x", "gpu_platform/pool": "p"},
+        "labels": {"my_label": {"inner_key": 1}},
+        "plain": "snake_value",
+    }
+    assert sdk.wire(["a_b", 1]) == ["a_b", 1]
+
+
+def test_invoke_results_read_by_python_name():
+    """A lookup answer reads like the typed result: camelCase keys by Python name, nested objects and lists of
+    them alike; a missing one is an AttributeError (so getattr defaults work); whole floats stay floats except
+    through _int, which the int outputs use."""
+    result = sdk._result(
+        {
+            "vpcConfig": {"subnetIds": ["a"], "clusterSecurityGroupId": "sg"},
+            "certificateAuthorities": [{"data": "Q0E="}],
+        }
+    )
+    assert result.vpc_config.subnet_ids == ["a"]
+    assert result.vpc_config.cluster_security_group_id == "sg"
+    assert result.certificate_authorities[0].data == "Q0E="
+    with pytest.raises(AttributeError, match=r"^endpoint$"):
+        result.endpoint  # noqa: B018
+    assert getattr(result, "endpoint", "default") == "default"
+    assert sdk._int(3.0) == 3 and isinstance(sdk._int(3.0), int)
+    assert sdk._int("3") == "3"
