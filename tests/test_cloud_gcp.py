@@ -13,7 +13,7 @@ from typing import Any
 
 import pulumi
 import pytest
-from conftest import stack_config
+from conftest import render_config, rendered, stack_config
 
 from components.gcp import cluster, gke, nodepools
 from components.loader import load_spec
@@ -349,3 +349,29 @@ def test_zone_count():
     assert nodepools._zone_count("us-central1-a", ["us-central1-a"]) == 1
     assert nodepools._zone_count("us-central1", None) == 1
     assert nodepools._zone_count("us-central1", []) == 1
+
+
+# ------------------------------------------------------------------------------------ rendered component
+
+
+def test_node_service_account_display_name_and_description():
+    """The node service account says which cluster's GPU pools use it and which roles it holds."""
+    (sa,) = rendered("prod-gcp").of_type("gcp:serviceaccount/account:Account")
+    assert sa.name == "gke-gpu-nodes"
+    assert sa.inputs["displayName"] == "GKE GPU nodes (ml-prod)"
+    assert sa.inputs["description"] == (
+        "Node service account of gpu-platform's GPU node pools in cluster ml-prod; "
+        "roles: roles/artifactregistry.reader, roles/container.defaultNodeServiceAccount"
+    )
+
+
+def test_initial_node_count_uses_the_pools_own_zones_else_the_clusters():
+    """initialNodeCount is per zone: a pool with gke.zones divides by its own zones (3 nodes over 2 zones: 2
+    each, within maxNodes 6), a pool without by the looked-up cluster's node locations (the offline lookup
+    answers three zones: 3 nodes -> 1 each)."""
+    cfg = stack_config("dev-gcp")
+    cfg["gpu-platform:nodePools"][0].update(minNodes=3, maxNodes=6, gke={"zones": ["us-central1-a", "us-central1-b"]})
+    cfg["gpu-platform:nodePools"][1].update(minNodes=3, maxNodes=6)
+    r = render_config(cfg, "dev-gcp")
+    counts = {p.name: p.inputs["initialNodeCount"] for p in r.of_type("gcp:container/nodePool:NodePool")}
+    assert counts == {"gke-l4-shared": 2, "gke-t4-spot": 1}
