@@ -1176,3 +1176,39 @@ def test_node_class_metadata_labels():
         "name": "gpu-al2023-200gib",
         "labels": {"app.kubernetes.io/managed-by": "gpu-platform"},
     }
+
+
+def test_exact_dependencies_of_the_karpenter_objects():
+    """What each Karpenter object waits for, exactly: the controller for its CRDs, the queue (its name is a
+    value) and queue policy, all five event targets, all five policy attachments and its identity; the
+    EC2NodeClass for both releases, the node role (its name) with all four attachments and its access entry
+    (a node must be able to join before the class can launch one); each NodePool for both releases and its
+    class. The CRD release waits for nothing."""
+    r = rendered("prod-aws")
+    controller = set(r.find(HELM_RELEASE, "karpenter").depends_on)
+    groups = ("node-lifecycle", "iam-integration", "eks-integration", "interruption", "resource-discovery")
+    kinds = ("health", "spot", "rebalance", "state-change", "reservation")
+    assert controller == {
+        "karpenter-crd",
+        "karpenter-interruption-queue",
+        "karpenter-interruption-queue-policy",
+        "karpenter-pod-identity",
+        *(f"karpenter-{k}-target" for k in kinds),
+        *(f"karpenter-controller-{g}-attachment" for g in groups),
+    }
+    policies = ("AmazonEKSWorkerNodePolicy", "AmazonEKS_CNI_Policy", "AmazonEC2ContainerRegistryPullOnly")
+    assert set(r.find(NODECLASS, "ec2nodeclass-gpu-al2023-200gib").depends_on) == {
+        "karpenter",
+        "karpenter-crd",
+        "karpenter-node-role",
+        "karpenter-node-access",
+        *(f"karpenter-node-{p}" for p in (*policies, "AmazonSSMManagedInstanceCore")),
+    }
+    for name in ("nodepool-h100-spot", "nodepool-h100-spot-on-demand"):
+        assert set(r.find(NODEPOOL, name).depends_on) == {
+            "karpenter",
+            "karpenter-crd",
+            "ec2nodeclass-gpu-al2023-200gib",
+        }
+    assert r.find(HELM_RELEASE, "karpenter-crd").depends_on == []
+    assert release(r, "karpenter")["skipCrds"] is True

@@ -229,3 +229,10 @@ def test_rendered_overlay_metadata_and_summary_line():
     assert overlay.parent == "karpenter"
     summary = synth.files(r)["summary.md"]
     assert "NodeOverlay `gpu-k-ts`: Karpenter sees 16 nvidia.com/gpu per k-ts node." in summary.splitlines()
+
+
+def test_rendered_overlay_waits_for_both_releases():
+    """A NodeOverlay is a Karpenter custom resource (v1alpha1, feature-gated): it is created after the CRD
+    release and the controller that enables the gate."""
+    [overlay] = render_config(_config("ts")).of_type(NODEOVERLAY)
+    assert set(overlay.depends_on) == {"karpenter", "karpenter-crd"}
