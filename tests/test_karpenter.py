@@ -1212,3 +1212,24 @@ def test_exact_dependencies_of_the_karpenter_objects():
         }
     assert r.find(HELM_RELEASE, "karpenter-crd").depends_on == []
     assert release(r, "karpenter")["skipCrds"] is True
+
+
+def test_summary_section_whole():
+    """dev-aws' Karpenter section line by line: controller version (upstream Chart.yaml 1.14.1), namespace
+    (kube-system, where Karpenter's FlowSchemas apply), identity, queue, node role, hop limit; a NodePool row
+    with '-' for no weight; nothing on gcp or with Karpenter off."""
+    assert karpenter.summary_lines(load_spec(stack_config("dev-aws"))) == [
+        "## Karpenter",
+        "",
+        "Controller 1.14.1 in `kube-system` (pod-identity), interruption queue `ml-dev-karpenter`, node role "
+        "`ml-dev-karpenter-node`, IMDSv2 hop limit 1.",
+        "",
+        "| NodePool | pool | capacity | weight | nvidia.com/gpu limit | node limit | EC2NodeClass |",
+        "|---|---|---|---|---|---|---|",
+        "| a10g-spot | a10g-spot | spot | - | 8 | 8 | gpu-al2023-200gib |",
+    ]
+    assert karpenter.summary_lines(load_spec(stack_config("dev-gcp"))) == []
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:nodePools"] = cfg["gpu-platform:nodePools"][:1]
+    cfg["gpu-platform:tenants"][0]["gpuQuota"] = {"l4-shared": 4}
+    assert karpenter.summary_lines(load_spec(cfg)) == []
