@@ -375,3 +375,14 @@ def test_initial_node_count_uses_the_pools_own_zones_else_the_clusters():
     r = render_config(cfg, "dev-gcp")
     counts = {p.name: p.inputs["initialNodeCount"] for p in r.of_type("gcp:container/nodePool:NodePool")}
     assert counts == {"gke-l4-shared": 2, "gke-t4-spot": 1}
+
+
+def test_accelerator_type_from_machine_else_model():
+    """The machine type decides where it names an accelerator (A3 Mega's own H100 type); an unknown machine or
+    none falls back to the GPU model's GKE accelerator."""
+    from components.gcp.rules import accelerator_type
+
+    _, p = one_pool(gpu={"model": "H100", "perNode": 8}, instanceTypes=["a3-megagpu-8g"])
+    assert accelerator_type(p) == "nvidia-h100-mega-80gb"
+    assert accelerator_type(p.model_copy(update={"instance_types": ["x9-unknown-1g"]})) == "nvidia-h100-80gb"
+    assert accelerator_type(p.model_copy(update={"instance_types": []})) == "nvidia-h100-80gb"
