@@ -386,3 +386,20 @@ def test_accelerator_type_from_machine_else_model():
     assert accelerator_type(p) == "nvidia-h100-mega-80gb"
     assert accelerator_type(p.model_copy(update={"instance_types": ["x9-unknown-1g"]})) == "nvidia-h100-80gb"
     assert accelerator_type(p.model_copy(update={"instance_types": []})) == "nvidia-h100-80gb"
+
+
+@pytest.mark.parametrize("stack", ["prod-gcp", "dev-gcp"])
+def test_registered_node_pool_carries_exactly_the_helpers_inputs(stack):
+    """The component only transfers: every input the engine receives for a pool is what node_pool_inputs and
+    node_config (each pinned above against hand-written values) say, plus the service account and the
+    per-zone initial count, and nothing else."""
+    r = rendered(stack)
+    spec = r.spec
+    email = f"gpu-nodes-{spec.cluster.name}@{spec.cluster.project}.iam.gserviceaccount.com"
+    for pool in spec.node_pools:
+        got = dict(r.find("gcp:container/nodePool:NodePool", f"gke-{pool.name}").inputs)
+        got.pop("initialNodeCount")
+        assert got == {
+            **nodepools.node_pool_inputs(spec, pool),
+            "nodeConfig": {**nodepools.node_config(spec, pool), "serviceAccount": email},
+        }, pool.name
