@@ -403,3 +403,24 @@ def test_registered_node_pool_carries_exactly_the_helpers_inputs(stack):
             **nodepools.node_pool_inputs(spec, pool),
             "nodeConfig": {**nodepools.node_config(spec, pool), "serviceAccount": email},
         }, pool.name
+
+
+def test_cluster_lookup_names_the_stacks_cluster(monkeypatch):
+    """GkeAccess looks the cluster up by the stack's name, location and project (gcp:container getCluster), the
+    answer every node pool and the kubeconfig derive from."""
+    from components import synth
+
+    mocks_cls, monitor_cls = synth._mock_classes()
+    seen: list[tuple[str, dict]] = []
+
+    class Capturing(mocks_cls):  # type: ignore[misc,valid-type]
+        def call(self, args):
+            seen.append((args.token, dict(args.args)))
+            return super().call(args)
+
+    monkeypatch.setattr(synth, "_mock_classes", lambda: (Capturing, monitor_cls))
+    render_config(stack_config("prod-gcp"), "prod-gcp")
+    assert (
+        "gcp:container/getCluster:getCluster",
+        {"name": "ml-prod", "location": "us-central1", "project": "ml-prod-project"},
+    ) in seen
