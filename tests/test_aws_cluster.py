@@ -116,3 +116,19 @@ def test_kubernetes_provider_applies_server_side(stack):
     assert provider.inputs["enableServerSideApply"] == "true"
     assert provider.parent == "cluster"
     assert provider.name == "kubernetes"
+
+
+def test_rendered_kubeconfig_uses_the_looked_up_endpoint_and_ca():
+    """The provider's kubeconfig points at the looked-up cluster's endpoint (EKS gives it with its scheme) and
+    its first certificate authority's data (the offline lookup answers https://offline-placeholder.eks.amazonaws.
+    com.invalid and base64 of OFFLINE-PLACEHOLDER-CA)."""
+    doc = _kubeconfig(rendered("dev-aws"))
+    assert doc["clusters"] == [
+        {
+            "name": "ml-dev",
+            "cluster": {
+                "server": "https://offline-placeholder.eks.amazonaws.com.invalid",
+                "certificate-authority-data": "T0ZGTElORS1QTEFDRUhPTERFUi1DQQ==",
+            },
+        }
+    ]

@@ -424,3 +424,16 @@ def test_cluster_lookup_names_the_stacks_cluster(monkeypatch):
         "gcp:container/getCluster:getCluster",
         {"name": "ml-prod", "location": "us-central1", "project": "ml-prod-project"},
     ) in seen
+
+
+def test_rendered_kubeconfig_uses_the_looked_up_endpoint_and_ca():
+    """The provider's kubeconfig points at the looked-up cluster's endpoint (https) with its first master auth's
+    CA certificate (the offline lookup answers offline-placeholder.gke.invalid and base64 of
+    OFFLINE-PLACEHOLDER-CA)."""
+    [provider] = rendered("dev-gcp").of_type("pulumi:providers:kubernetes")
+    doc = json.loads(provider.inputs["kubeconfig"])
+    assert doc["clusters"][0]["cluster"] == {
+        "server": "https://offline-placeholder.gke.invalid",
+        "certificate-authority-data": "T0ZGTElORS1QTEFDRUhPTERFUi1DQQ==",
+    }
+    assert doc["current-context"] == "gke_ml-dev-project_us-central1_ml-dev"
