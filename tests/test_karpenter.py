@@ -1233,3 +1233,24 @@ def test_summary_section_whole():
     cfg["gpu-platform:nodePools"] = cfg["gpu-platform:nodePools"][:1]
     cfg["gpu-platform:tenants"][0]["gpuQuota"] = {"l4-shared": 4}
     assert karpenter.summary_lines(load_spec(cfg)) == []
+
+
+def test_which_pools_get_a_node_class_of_their_own():
+    """Only pools whose class content is their own get gpu-<os>-<disk>gib-<pool>: Bottlerocket with time-slicing
+    / MPS (per-pool user data). An AL2023 sharing pool (the GPU Operator's ConfigMap shares, not user data) and a
+    Bottlerocket pool without sharing (only the stack-wide device-id setting) share the os/disk class."""
+
+    def need(**fields: Any):
+        cfg = stack_config("dev-aws")
+        cfg["gpu-platform:nodePools"][1].update(fields)
+        spec = load_spec(cfg)
+        return karpenter.node_class_need(spec, spec.pool("a10g-spot"))
+
+    al2023 = need(sharing={"strategy": "time-slicing", "replicas": 2})
+    assert (al2023.name, al2023.owner, al2023.user_data, al2023.additions) == ("gpu-al2023-200gib", None, None, "")
+    br = need(os="bottlerocket")
+    assert (br.name, br.owner) == ("gpu-bottlerocket-200gib", None)
+    assert br.user_data == '[settings.kubelet-device-plugins.nvidia]\ndevice-id-strategy = "uuid"\n'
+    br_mps = need(os="bottlerocket", sharing={"strategy": "mps", "replicas": 2})
+    assert (br_mps.name, br_mps.owner) == ("gpu-bottlerocket-200gib-a10g-spot", "a10g-spot")
+    assert br_mps.alias == "bottlerocket@latest"
