@@ -259,3 +259,52 @@ def test_rendered_descriptions_and_launch_template_flags():
         assert rule["referencedSecurityGroupId"] == rule["securityGroupId"]
     pg = r.find("aws:ec2/placementGroup:PlacementGroup", "a100-train-efa").inputs
     assert (pg["strategy"], pg["region"]) == ("cluster", "us-east-1")
+
+
+@pytest.mark.parametrize("stack", ["prod-aws", "dev-aws"])
+def test_registered_node_groups_and_launch_templates_carry_exactly_the_plan(stack):
+    """The component only transfers: each managed pool's node group and launch template receive what
+    managed_pools / reservations (pinned above and in test_aws_nodegroups) say, camelCased as the SDK sends
+    them, plus only the lookup-derived inputs (role ARN, launch template id, subnets, EFA interfaces)."""
+    from components.aws import reservations, sdk
+
+    r = rendered(stack)
+    spec = r.spec
+    for pool in plan.managed_pools(spec):
+        ng = dict(r.find("aws:eks/nodeGroup:NodeGroup", pool.name).inputs)
+        for looked_up in ("nodeRoleArn", "launchTemplate", "subnetIds"):
+            ng.pop(looked_up)
+        assert ng == sdk.wire(
+            {
+                "cluster_name": spec.cluster.name,
+                "node_group_name_prefix": f"{pool.name}-",
+                "ami_type": plan.ami_type(spec, pool),
+                "capacity_type": reservations.node_group_capacity_type(pool, plan.CAPACITY_TYPES[pool.capacity]),
+                "instance_types": list(pool.instance_types),
+                "scaling_config": plan.scaling(pool),
+                "update_config": plan.update_config(pool),
+                "node_repair_config": {"enabled": pool.eks.auto_repair},
+                "labels": plan.labels(spec, pool),
+                "taints": plan.eks_taints(pool),
+                "tags": plan.node_group_tags(spec, pool),
+                "region": "us-east-1",
+            }
+        ), pool.name
+        lt = dict(r.find("aws:ec2/launchTemplate:LaunchTemplate", pool.name).inputs)
+        lt.pop("networkInterfaces", None)  # EFA: security group ids from the lookup (test_multinode)
+        lt.pop("placement", None)
+        expected = {
+            "name": plan.launch_template_name(spec, pool),
+            "description": f"gpu-platform pool {pool.name} of EKS cluster {spec.cluster.name}",
+            "block_device_mappings": plan.block_device_mappings(spec, pool),
+            "metadata_options": plan.metadata_options(pool),
+            "tag_specifications": plan.tag_specifications(spec, pool),
+            "update_default_version": True,
+            **reservations.launch_template_args(pool),
+            "region": "us-east-1",
+            "tags": {**plan.base_tags(spec), "gpu-platform/pool": pool.name},
+        }
+        user_data = plan.user_data_base64(spec, pool)
+        if user_data is not None:
+            expected["user_data"] = user_data
+        assert lt == sdk.wire(expected), pool.name
