@@ -13,10 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import rendered, stack_config
+from conftest import render_config, rendered, stack_config
 
 from components.aws import managed_pools as plan
-from components.aws import nodegroups
+from components.aws import nodegroups, reservations, sdk
 from components.loader import load_spec
 
 
@@ -266,8 +266,6 @@ def test_registered_node_groups_and_launch_templates_carry_exactly_the_plan(stac
     """The component only transfers: each managed pool's node group and launch template receive what
     managed_pools / reservations (pinned above and in test_aws_nodegroups) say, camelCased as the SDK sends
     them, plus only the lookup-derived inputs (role ARN, launch template id, subnets, EFA interfaces)."""
-    from components.aws import reservations, sdk
-
     r = rendered(stack)
     spec = r.spec
     for pool in plan.managed_pools(spec):
@@ -308,3 +306,11 @@ def test_registered_node_groups_and_launch_templates_carry_exactly_the_plan(stac
         if user_data is not None:
             expected["user_data"] = user_data
         assert lt == sdk.wire(expected), pool.name
+
+
+def test_node_repair_follows_the_pool():
+    """eks.autoRepair: false turns EKS node auto repair off for that node group (on by default)."""
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:nodePools"][0]["eks"] = {"autoRepair": False}
+    ng = render_config(cfg).find("aws:eks/nodeGroup:NodeGroup", "l4-shared").inputs
+    assert ng["nodeRepairConfig"] == {"enabled": False}
