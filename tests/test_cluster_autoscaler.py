@@ -412,3 +412,14 @@ def test_crd_is_labelled_and_the_release_waits_for_it():
     assert crd.inputs["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "gpu-platform"}
     assert crd.name == "provisioningrequests-crd"
     assert {"provisioningrequests-crd", "cluster-autoscaler-policy-attachment"} <= set(_release(r).depends_on)
+
+
+def test_provisioning_request_crd_is_a_fresh_copy_each_time():
+    """Callers may change the returned CRD without changing what the next caller (another stack rendered in the
+    same process) gets."""
+    first = ca.provisioning_request_crd()
+    first["spec"]["group"] = "changed.example.com"
+    first["metadata"]["name"] = "changed"
+    second = ca.provisioning_request_crd()
+    assert second["metadata"]["name"] == "provisioningrequests.autoscaling.x-k8s.io"
+    assert second["spec"]["group"] == "autoscaling.x-k8s.io"
