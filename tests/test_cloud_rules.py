@@ -686,6 +686,13 @@ def test_zone_names():
     ]
 
 
+def test_zones_unchecked_against_an_unknown_location():
+    """Without a cluster location (another rule's concern) the pools' zones are not held to a region."""
+    cfg = stack_config("prod-gcp")
+    del cfg["gpu-platform:cluster"]["location"]
+    assert gke_problems(cfg) == []
+
+
 def test_compact_placement_conditions():
     """Compact placement needs one zone, an A2/A3/A4/G2 machine and no queued provisioning."""
     gke = stack_config("prod-gcp")[POOLS][0]["gke"]
