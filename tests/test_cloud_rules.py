@@ -656,6 +656,12 @@ def test_nodes_per_zone_limit():
     assert gke_problems(prod_gcp(3, **two, maxNodes=2000)) == []
     assert gke_problems(prod_gcp(3, **two, maxNodes=2001)) == [(f"{POOLS}[3].maxNodes", message.format(2, 2001))]
     assert gke_problems(prod_gcp(3, maxNodes=5000, sharing=None)) == []
+    # a zone listed twice is still one zone
+    twice = prod_gcp(3, gke={"zones": ["us-central1-b", "us-central1-b"]}, sharing=None, maxNodes=1001)
+    assert gke_problems(twice) == [
+        (f"{POOLS}[3].maxNodes", message.format(1, 1001)),
+        (f"{POOLS}[3].gke.zones", "lists a zone twice"),
+    ]
     zonal = prod_gcp(3, maxNodes=1001, sharing=None)
     zonal["gpu-platform:cluster"]["location"] = "us-central1-a"
     for i in (0, 1, 2):  # keep the other pools' zones inside the cluster's region
