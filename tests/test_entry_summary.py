@@ -170,10 +170,21 @@ def dev_gcp_text() -> str:
 def test_summary_header_says_offline_and_counts(dev_gcp_text: str):
     """The header names the stack, cloud and cluster, says nothing was deployed, and counts what was rendered."""
     lines = dev_gcp_text.splitlines()
-    assert lines[0] == "# gpu-platform synth: dev-gcp"
-    assert lines[2].startswith("Cloud `gcp`, cluster `")
-    assert "**Offline synth**: rendered under the Pulumi mock engine" in lines[2]
-    assert lines[4] == "3 resources, 2 Kubernetes objects, 0 Helm releases."
+    assert lines[:6] == [
+        "# gpu-platform synth: dev-gcp",
+        "",
+        "Cloud `gcp`, cluster `ml-dev`. **Offline synth**: rendered under the Pulumi mock engine; lookups of "
+        "existing cloud objects answered with `offline-placeholder` values, nothing was deployed.",
+        "",
+        "3 resources, 2 Kubernetes objects, 0 Helm releases.",
+        "",
+    ]
+    local = summary.summary(_rendering(_spec("local")), {}).splitlines()[2]
+    assert local.startswith("Cloud `existing`, cluster `kind-gpu`. ")
+    cfg = stack_config("local")
+    del cfg["gpu-platform:cluster"]  # no context: the kubeconfig's current one
+    current = summary.summary(_rendering(load_spec(cfg)), {}).splitlines()[2]
+    assert current.startswith("Cloud `existing`, cluster `current context`. ")
 
 
 def test_summary_tail_sections_and_no_warnings(dev_gcp_text: str):
@@ -212,3 +223,119 @@ def test_summary_without_pools_says_none():
     text = summary.summary(_rendering(load_spec(cfg)), {})
     pools = text.split("## GPU pools\n\n", 1)[1].splitlines()
     assert pools[1:3] == ["|---|---|---|---|---|---|---|---|---|---|", "| (none) | | | | | | | | | |"]
+
+
+# --------------------------------------------------------------------------------- sections of the summary
+
+DCGM_ON = (
+    "DCGM exporter from the operator in `gpu-operator`; ServiceMonitor and PrometheusRule labelled "
+    "`release=kube-prometheus-stack`. Alerts: GpuIdle (< 10% for 30m, unallocated), GpuAllocatedIdle (30m), "
+    "GpuFramebufferMemoryHigh (> 95% for 5m), GpuTemperatureHigh (> 85 C for 5m), GpuXidErrorCritical / "
+    "GpuXidError, DcgmExporterDown."
+)
+
+
+@pytest.mark.parametrize(
+    ("prometheus", "tail"),
+    [
+        (
+            "install",
+            [
+                DCGM_ON,
+                "Prometheus: kube-prometheus-stack installed in `monitoring` (its selectors and Grafana sidecar match "
+                "these labels).",
+            ],
+        ),
+        (
+            "existing",
+            [
+                DCGM_ON,
+                "Prometheus: the cluster's existing prometheus-operator (its Prometheus must select these labels).",
+            ],
+        ),
+        (
+            "none",
+            [
+                "DCGM exporter from the operator in `gpu-operator`. **GPU alerts are off** (`monitoring.prometheus: "
+                "none`): no ServiceMonitor, PrometheusRule or Grafana dashboard is deployed."
+            ],
+        ),
+    ],
+)
+def test_monitoring_paragraph_per_prometheus_mode(prometheus: str, tail: list[str]):
+    """What the monitoring delivers, per monitoring.prometheus: the alerts with their thresholds (the
+    defaults), and where Prometheus comes from; with none, that the alerts are off."""
+    spec = _spec("dev-gcp", monitoring={"prometheus": prometheus})
+    lines = summary._gpu_operator_lines(spec)
+    assert lines[:2] == ["## GPU Operator and monitoring", ""]
+    assert lines[-len(tail) :] == tail
+    assert lines[-len(tail) - 1] == ""  # after the pools table
+
+
+def test_gpu_operator_paragraph_and_pool_rows():
+    """Who serves each pool's GPUs: the operator's components on/off and one row per pool."""
+    lines = summary._gpu_operator_lines(_spec("dev-gcp"))
+    assert lines[2].endswith(
+        ": driver gke-latest (operator's off), toolkit on, device plugin off, MIG strategy single, MIG manager off."
+    )
+    assert lines[2].startswith("GPU Operator v") and " in `gpu-operator`" in lines[2]
+    assert lines[4:8] == [
+        "| pool | OS | GPUs served by | sharing | config label |",
+        "|---|---|---|---|---|",
+        "| l4-shared | cos | gke | time-slicing x4 (4x nvidia.com/gpu per GPU) | - |",
+        "| t4-spot | cos | gke | whole GPUs | - |",
+    ]
+
+
+def test_operator_section_without_dcgm_has_no_monitoring_paragraph():
+    """The operator without DCGM: the operator's table, and nothing about alerts."""
+    cfg = stack_config("dev-gcp")
+    cfg["gpu-platform:addons"]["dcgm"] = False
+    lines = summary._gpu_operator_lines(load_spec(cfg))
+    assert lines[0] == "## GPU Operator and monitoring"
+    assert lines[-2:] == ["| t4-spot | cos | gke | whole GPUs | - |", ""]
+
+
+def test_no_gpu_operator_section_without_operator_and_dcgm():
+    """With neither the operator nor DCGM there is nothing to say."""
+    cfg = stack_config("local")
+    cfg["gpu-platform:addons"] = {"gpuOperator": False, "dcgm": False, "kueue": False, "volcano": False}
+    cfg.pop("gpu-platform:gpuOperator", None)
+    del cfg["gpu-platform:nodePools"][0]["sharing"]  # MPS needs the operator's device plugin
+    assert summary._gpu_operator_lines(load_spec(cfg)) == []
+
+
+def test_dra_section():
+    """A DRA stack says how pods get GPUs (ResourceClaims, no device plugin) and what Kueue counts."""
+    lines = summary._dra_lines(_spec("dra-existing"))
+    assert lines[:3] == ["## GPUs through DRA (ResourceClaims)", "", lines[2]]
+    assert lines[2] == (
+        "Kubernetes 1.34; the GPU Operator's GPUCluster deploys the NVIDIA DRA driver (no device plugin). Pods ask "
+        "for GPUs through `resourceClaims` referencing a ResourceClaimTemplate in their namespace; Kueue counts the "
+        "claimed devices (`deviceClassMappings`: `gpu.nvidia.com` as `gpu.nvidia.com/devices`, `mig.nvidia.com` as "
+        "`mig.nvidia.com/devices`)."
+    )
+    assert lines[3:6] == ["", "| tenant | quota (devices per DeviceClass) | claim templates |", "|---|---|---|"]
+    assert lines[-1] == ""
+    assert summary._dra_lines(_spec("dev-gcp")) == []
+
+
+def test_queues_footnote_follows_a_blank_line():
+    """The queues table ends before its footnote (a blank line, so Markdown does not run them together)."""
+    lines = summary._queues(_spec("dev-gcp"))
+    note = next(i for i, line in enumerate(lines) if line.startswith("*any*: no limit;"))
+    assert lines[note - 1] == "" and lines[note - 2].startswith("| ml-dev |")
+    assert lines[:4] == ["", "## Queues", "", lines[3]] and lines[3].startswith("| tenant | Kueue LocalQueue")
+
+
+def test_summary_lists_the_pinned_charts():
+    """The last line before the extra sections names every pinned chart as 'key version', comma-separated."""
+    from components import versions
+
+    text = summary.summary(_rendering(_spec("dev-gcp")), {})
+    (line,) = [x for x in text.splitlines() if x.startswith("Pinned charts available: ")]
+    assert line.endswith(".")
+    items = line[len("Pinned charts available: ") : -1].split(", ")
+    assert len(items) == len(versions.CHARTS) == 9
+    assert {item.split(" ")[0] for item in items} == {c.key for c in versions.CHARTS.values()}
+    assert "gpuOperator v26.7.0" in items
