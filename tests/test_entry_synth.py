@@ -5,7 +5,9 @@ resources, and the settings the synth changes only while it renders. No render r
 from __future__ import annotations
 
 import gc
+import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -218,3 +220,103 @@ def test_stack_traces_are_skipped_only_inside_and_restored_after():
     assert sdk_resource._get_stack_trace is capture
     with synth._without_stack_traces(False):
         assert sdk_resource._get_stack_trace is capture
+
+
+# ------------------------------------------------------------------------------------------------ files
+
+
+def _files_rendering(manifests=(), releases=()):
+    """A stand-in rendering: files() reads only these attributes (the summary and cost read the spec)."""
+    import yaml
+    from conftest import STACKS_DIR
+
+    from components.loader import load_spec
+
+    config = yaml.safe_load((STACKS_DIR / "Pulumi.dev-gcp.yaml").read_text())["config"]
+    resource = SimpleNamespace(
+        type="kubernetes:core/v1:Namespace",
+        name="ns",
+        parent="urn:parent",
+        provider="urn:provider",
+        inputs={"metadata": {"name": "ns"}, "n": 2.0},
+        depends_on=["urn:dep"],
+    )
+    return SimpleNamespace(
+        spec=load_spec(config),
+        stack="dev-gcp",
+        resources=[resource],
+        manifests=list(manifests),
+        releases=list(releases),
+        outputs={"gpuPools": ["a"], "n": 1.0},
+        unanswered_lookups=(),
+    )
+
+
+def test_files_writes_each_release_as_its_record_and_values():
+    """helm/<release>/release.json records chart, repository, version, namespace and skipCrds (false unless
+    set); values.yaml is the values, or an empty mapping."""
+    kueue = SimpleNamespace(
+        name="kueue-release",
+        inputs={
+            "name": "kueue",
+            "chart": "kueue",
+            "repositoryOpts": {"repo": "oci://registry.k8s.io/kueue/charts"},
+            "version": "0.19.2",
+            "namespace": "kueue-system",
+            "values": {"replicas": 2.0},
+        },
+    )
+    bare = SimpleNamespace(name="bare", inputs={"chart": "./local", "skipCrds": True})
+    out = synth.files(_files_rendering(releases=[kueue, bare]))
+    assert out["helm/kueue/release.json"] == (
+        "{\n"
+        '  "chart": "kueue",\n'
+        '  "namespace": "kueue-system",\n'
+        '  "repository": "oci://registry.k8s.io/kueue/charts",\n'
+        '  "skipCrds": false,\n'
+        '  "version": "0.19.2"\n'
+        "}\n"
+    )
+    assert out["helm/kueue/values.yaml"] == "replicas: 2\n"
+    assert out["helm/bare/release.json"] == (
+        '{\n  "chart": "./local",\n  "namespace": null,\n  "repository": null,\n  "skipCrds": true,\n'
+        '  "version": null\n}\n'
+    )
+    assert out["helm/bare/values.yaml"] == "{}\n"
+
+
+def test_files_lists_resources_manifests_outputs_summary_and_cost():
+    """One file per manifest at its path; resources.json and outputs.json as the engine received them (whole
+    numbers as ints); summary.md and cost.json beside them."""
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "n"}, "data": {"a": "b"}}
+    out = synth.files(_files_rendering(manifests=[cm]))
+    assert sorted(out) == [
+        "cost.json",
+        "manifests/n/configmap.core-c.yaml",
+        "outputs.json",
+        "resources.json",
+        "summary.md",
+    ]
+    assert out["manifests/n/configmap.core-c.yaml"] == (
+        "apiVersion: v1\ndata:\n  a: b\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: n\n"
+    )
+    assert json.loads(out["resources.json"]) == [
+        {
+            "type": "kubernetes:core/v1:Namespace",
+            "name": "ns",
+            "parent": "urn:parent",
+            "provider": "urn:provider",
+            "inputs": {"metadata": {"name": "ns"}, "n": 2},
+            "dependsOn": ["urn:dep"],
+        }
+    ]
+    assert out["outputs.json"] == '{\n  "gpuPools": [\n    "a"\n  ],\n  "n": 1\n}\n'
+    assert out["summary.md"].startswith("# gpu-platform synth: dev-gcp\n")
+    assert json.loads(out["cost.json"])["stack"] == "dev-gcp"
+
+
+def test_files_refuses_two_objects_at_one_path():
+    """Two objects that would overwrite each other's file are a bug, not a silent loss."""
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "n"}}
+    with pytest.raises(RuntimeError, match=r"^two objects render to manifests/n/configmap\.core-c\.yaml$"):
+        synth.files(_files_rendering(manifests=[cm, dict(cm)]))
