@@ -9,8 +9,21 @@ from __future__ import annotations
 
 import jsonschema
 import pytest
+from conftest import stack_config
 
-from components.spec import NAMESPACE, Problem, SpecError, key, stack_file_schema
+from components.spec import (
+    NAMESPACE,
+    Problem,
+    SpecError,
+    _cut,
+    _near_namespace,
+    _parse_int,
+    _too_deep,
+    decode_config,
+    key,
+    parse_spec,
+    stack_file_schema,
+)
 
 # ------------------------------------------------------------------------------------------ SpecError
 
@@ -103,3 +116,156 @@ def test_schema_property_names(schema):
     assert names_ok("pulumi:tags")
     assert names_ok("my-gpu-platform:x")  # the namespace is matched at the start only
     assert names_ok("gpuXplatform:x")  # '-' is literal, not a pattern wildcard
+
+
+# ----------------------------------------------------------------------------------- parsing the config map
+
+
+def _problems(config: dict) -> list[tuple[str, str]]:
+    with pytest.raises(SpecError) as err:
+        parse_spec(config)
+    return [(p.path, p.message) for p in err.value.problems]
+
+
+def _with_tags(tags) -> list[tuple[str, str]]:
+    cfg = stack_config("dev-gcp")
+    cfg["gpu-platform:tags"] = tags
+    return _problems(cfg)
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (True, "must be a string, not True (YAML 1.1 reads on/off/yes/no/true/false as booleans: quote it)"),
+        (None, "must be a string, not None (YAML reads an empty value, ~ or null as nothing: quote it)"),
+        (5, "must be a string, not 5 (YAML reads it as a number: quote it)"),
+        (2.5, "must be a string, not 2.5 (YAML reads it as a number: quote it)"),
+        ([1], "must be a string, not <list>"),
+    ],
+)
+def test_text_that_yaml_read_as_something_else_gets_a_hint(value, message):
+    """YAML turns on/yes/~/12 into booleans, null and numbers: the message says what happened and to quote."""
+    assert _with_tags({"team": value}) == [("gpu-platform:tags.team", message)]
+
+
+def test_wrong_container_types():
+    """A mapping given where a list goes, or text where a mapping goes, says which was expected."""
+    assert _with_tags("team=ml") == [("gpu-platform:tags", "must be a mapping")]
+    cfg = stack_config("dev-gcp")
+    cfg["gpu-platform:tenants"] = {"ml-dev": {}}
+    assert _problems(cfg) == [("gpu-platform:tenants", "must be a list")]
+
+
+def test_config_keys_as_pulumi_reads_them():
+    """Keys are namespace:name (or the old namespace:config:name); others are refused as Pulumi refuses them,
+    a bare known field name with the namespaced form as hint, a near miss of our namespace named as such."""
+    problems = _problems(
+        {"gpu-platform:config:cloud": "gcp", "cloud": "gcp", "a:b:c": 1, ":x": 1, "gpu_platform:tenants": []}
+    )
+    assert problems == [
+        (":x", "not a config key of the form namespace:name (Pulumi refuses it)"),
+        ("a:b:c", "not a config key of the form namespace:name (Pulumi refuses it)"),
+        ("cloud", "not a config key of the form namespace:name (Pulumi refuses it) (did you mean gpu-platform:cloud?)"),
+        ("gpu_platform:tenants", "unknown namespace 'gpu_platform' (did you mean gpu-platform:tenants?)"),
+    ]
+    assert _problems({1: "a", "gpu-platform:cloud": "gcp"}) == [
+        ("1", "config keys must be strings of the form namespace:name")
+    ]
+    assert parse_spec({"gpu-platform:config:cloud": "existing", "myorg:x": 1}).cloud == "existing"
+
+
+def test_near_namespace():
+    """Spelling slips of 'gpu-platform' are caught; other programs' namespaces are not."""
+    for near in ("gpu_platform", "GPU-Platform", "gpuplatform", "gpu.platform", "gpu-platfrom", "gpu-platforms"):
+        assert _near_namespace(near), near
+    for other in ("aws", "gcp", "pulumi", "kubernetes", "myorg", "gpu"):
+        assert not _near_namespace(other), other
+
+
+def test_decode_config_as_the_engine_passes_it():
+    """Strings holding JSON are decoded; plain text stays text; non-strings pass. A JSON number of more than 30
+    digits under our namespace is a problem (the key is dropped); under another namespace it stays text."""
+    problems: list[Problem] = []
+    raw = {
+        "gpu-platform:a": "1" * 31,
+        "gpu-platform:b": "-" + "1" * 30,
+        "other:x": "1" * 31,
+        "c:d": '{"a": [1, true]}',
+        "e:f": "not json",
+        "g:h": 5,
+    }
+    assert decode_config(raw, problems) == {
+        "gpu-platform:b": -int("1" * 30),
+        "other:x": "1" * 31,
+        "c:d": {"a": [1, True]},
+        "e:f": "not json",
+        "g:h": 5,
+    }
+    assert problems == [Problem("gpu-platform:a", "holds a number with 31 digits; not a value this program can use")]
+    assert decode_config({"gpu-platform:a": "1" * 31}) == {"gpu-platform:a": "1" * 31}  # no list: kept as text
+
+
+def test_nesting_limit_is_64_levels():
+    """64 levels of mappings/lists under a key are read; 65 are refused at the key, before pydantic."""
+    assert not _too_deep(_nest(64)) and _too_deep(_nest(65))
+    assert not _too_deep("x") and not _too_deep([]) and not _too_deep({})
+    assert _problems({"gpu-platform:cloud": "gcp", "gpu-platform:scheduling": _nest(65)}) == [
+        ("gpu-platform:scheduling", "is nested more than 64 levels deep")
+    ]
+
+
+def _nest(levels: int):
+    value: object = "leaf"
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+def test_cut_and_parse_int():
+    """Pydantic's fallback messages are cut at 200 characters; integers up to 30 digits are read."""
+    assert _cut("x" * 200) == "x" * 200 and _cut("x" * 201) == "x" * 200 + "…"
+    assert _cut("abcd", 3) == "abc…"
+    assert _parse_int("-" + "9" * 30) == -int("9" * 30)
+    with pytest.raises(ValueError, match=r"^a number with 31 digits$"):
+        _parse_int("9" * 31)
+
+
+def test_provider_keys_fill_the_cluster_and_are_blamed_for_their_values():
+    """aws:region / gcp:project become cluster.region / cluster.project unless the cluster sets them, and a
+    bad value is reported at the provider key the user wrote."""
+    assert _problems({"gpu-platform:cloud": "gcp", "gcp:project": "BAD"}) == [
+        ("gcp:project", "'BAD' is not a GCP project ID (6 to 30 lower-case letters, digits and '-')")
+    ]
+    cfg = stack_config("dev-gcp")
+    assert parse_spec(cfg).cluster.project == "ml-dev-project"
+    cfg["gpu-platform:cluster"]["project"] = "own-project"
+    assert parse_spec(cfg).cluster.project == "own-project"
+
+
+# ------------------------------------------------------------------------------------------ spec lookups
+
+
+def test_spec_lookups_and_derived_switches():
+    """pool()/priority_class() find by name; Karpenter runs when asked or when a pool uses it; the Cluster
+    Autoscaler (AWS only) when asked or when a managed pool exists."""
+    aws = parse_spec(stack_config("dev-aws"))
+    assert aws.pool("a10g-spot").name == "a10g-spot"
+    with pytest.raises(StopIteration):
+        aws.pool("nope")
+    assert aws.priority_class("training").name == "training"
+    assert aws.karpenter_enabled and aws.cluster_autoscaler_enabled
+    off = stack_config("dev-aws")
+    off["gpu-platform:addons"] = {**off["gpu-platform:addons"], "karpenter": False, "clusterAutoscaler": False}
+    spec = parse_spec(off)
+    assert not spec.karpenter_enabled and not spec.cluster_autoscaler_enabled
+    managed_only = stack_config("dev-aws")
+    managed_only["gpu-platform:nodePools"] = [
+        p for p in managed_only["gpu-platform:nodePools"] if p["name"] == "l4-shared"
+    ]
+    managed_only["gpu-platform:tenants"][0]["gpuQuota"] = {"l4-shared": 4}
+    spec = parse_spec(managed_only)
+    assert not spec.karpenter_enabled and spec.cluster_autoscaler_enabled
+    gcp = parse_spec(stack_config("dev-gcp"))
+    assert not gcp.cluster_autoscaler_enabled and not gcp.karpenter_enabled
+    existing = parse_spec(stack_config("local"))  # its pools are 'managed' by default, but nothing of ours scales
+    assert existing.node_pools[0].provisioner == "managed" and not existing.cluster_autoscaler_enabled
