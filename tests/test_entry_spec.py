@@ -269,3 +269,43 @@ def test_spec_lookups_and_derived_switches():
     assert not gcp.cluster_autoscaler_enabled and not gcp.karpenter_enabled
     existing = parse_spec(stack_config("local"))  # its pools are 'managed' by default, but nothing of ours scales
     assert existing.node_pools[0].provisioner == "managed" and not existing.cluster_autoscaler_enabled
+
+
+# ------------------------------------------------------------------------------------------------ pools
+
+
+@pytest.mark.parametrize(
+    ("limits", "node_cap", "gpu_cap"),
+    [
+        ({"maxNodes": 3}, 3, 24),  # 3 nodes x 8 GPUs
+        ({"maxGpus": 20}, 2, 20),  # a Karpenter GPU cap: whole nodes only (20 // 8), the cap itself
+        ({"maxNodes": 3, "maxGpus": 20}, 3, 20),  # both: each as given
+        ({}, 0, 0),
+    ],
+)
+def test_pool_caps(limits: dict, node_cap: int, gpu_cap: int):
+    """Most nodes and most GPUs of an 8-GPU pool, from maxNodes and/or maxGpus."""
+    from components.spec import NodePool
+
+    pool = NodePool.model_validate({"name": "p", "gpu": {"model": "H100", "perNode": 8}, **limits})
+    assert (pool.node_cap, pool.gpu_cap) == (node_cap, gpu_cap)
+
+
+def test_pool_without_limits_has_no_capacity_even_with_one_gpu_per_node():
+    """No maxNodes and no maxGpus: no node at all (not one), whatever the GPUs per node."""
+    from components.spec import NodePool
+
+    pool = NodePool.model_validate({"name": "p", "gpu": {"model": "L4", "perNode": 1}})
+    assert (pool.node_cap, pool.gpu_cap) == (0, 0)
+
+
+def test_unknown_gpu_model_lists_the_known_ones_sorted():
+    """A pool's gpu.model must be a catalogued GPU; the message lists them in alphabetical order."""
+    cfg = stack_config("dev-gcp")
+    cfg["gpu-platform:nodePools"][0]["gpu"]["model"] = "V100"
+    assert _problems(cfg) == [
+        (
+            "gpu-platform:nodePools[0].gpu.model",
+            "unknown GPU model 'V100' (known: A100-40GB, A100-80GB, A10G, B200, H100, H200, L4, L40S, T4)",
+        )
+    ]
