@@ -283,3 +283,82 @@ def test_console_script_freezes_the_heap_but_a_library_call_does_not(monkeypatch
         assert gc.get_freeze_count() > 0
     finally:
         gc.unfreeze()
+
+
+# ------------------------------------------------------------------------------------ synth / check output
+
+
+@pytest.fixture
+def cached_render(monkeypatch):
+    """synth.render answering the session's cached rendering of the shipped stack (no second engine run)."""
+    from conftest import rendered
+
+    rendered("local")  # rendered once (or taken from the session cache) before render is replaced
+    monkeypatch.setattr(synth, "render", lambda stack, config, preview=False: rendered(stack))
+    return rendered
+
+
+def test_check_says_the_stack_is_valid_with_its_resource_count(cached_render, capsys):
+    """check: one line on stdout naming the stack and how many resources it registers; exit 0."""
+    assert cli.main(["check", "local"]) == cli.EXIT_OK
+    out = capsys.readouterr()
+    assert out.out == f"local: config valid, {len(cached_render('local').resources)} resources\n"
+    assert out.err == ""
+
+
+def test_synth_says_how_many_files_it_wrote_and_where(cached_render, tmp_path: Path, capsys):
+    """synth: the files written (the policy report among them, its section in the summary) and the resource
+    count."""
+    out_dir = tmp_path / "out"
+    assert cli.main(["synth", "local", "--out", str(out_dir)]) == cli.EXIT_OK
+    written = [p for p in out_dir.rglob("*") if p.is_file()]
+    assert (out_dir / "policy-report.json").is_file()
+    assert "\n## Policy report\n" in (out_dir / "summary.md").read_text()  # the report's section in the summary
+    n = len(cached_render("local").resources)
+    assert capsys.readouterr().out == f"wrote {len(written)} files to {out_dir} ({n} resources)\n"
+
+
+def test_synth_writes_to_out_stack_by_default(cached_render, tmp_path: Path, monkeypatch, capsys):
+    """Without --out the files go to out/STACK under the working directory."""
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["synth", "local"]) == cli.EXIT_OK
+    assert (tmp_path / "out" / "local" / "summary.md").is_file()
+    assert " files to out/local (" in capsys.readouterr().out
+
+
+def test_without_the_policy_pack_synth_writes_no_report(cached_render, tmp_path: Path, monkeypatch, capsys):
+    """Installed without policies/ (an ImportError), synth and check still work, with no policy report."""
+    monkeypatch.setitem(sys.modules, "policies.offline", None)  # import of it raises ImportError
+    assert cli._policies(cached_render("local")) == (None, None)
+    out_dir = tmp_path / "out"
+    assert cli.main(["synth", "local", "--out", str(out_dir)]) == cli.EXIT_OK
+    assert not (out_dir / "policy-report.json").exists() and (out_dir / "summary.md").is_file()
+    assert cli.main(["check", "local"]) == cli.EXIT_OK
+
+
+def test_policy_violations_are_printed_and_mandatory_ones_fail(monkeypatch, capsys):
+    """Each violation is one stderr line; the exit is 1 only with a mandatory one (0 without a report)."""
+    from types import SimpleNamespace
+
+    import policies.offline
+
+    line = "policy advisory x: y"
+    report = SimpleNamespace(violations=[SimpleNamespace(line=lambda: line)], mandatory_violations=[])
+    monkeypatch.setattr(policies.offline, "evaluate", lambda rendering, config_file=None: report)
+    assert cli._policies(object(), "p.json") == (report, None)
+    assert capsys.readouterr().err == line + "\n"
+    assert cli._policy_exit(report) == cli.EXIT_OK
+    assert cli._policy_exit(SimpleNamespace(mandatory_violations=["v"])) == cli.EXIT_POLICY == 1
+    assert cli._policy_exit(None) == cli.EXIT_OK
+
+
+def test_an_unusable_policy_config_prints_each_problem(monkeypatch, capsys):
+    """A policy config error: each of its problems on its own stderr line, exit 2, no report."""
+    import policies.offline
+
+    def refuse(rendering, config_file=None):
+        raise policies.offline.PolicyConfigError(["p.json: a: no such policy", "p.json: b: no such policy"])
+
+    monkeypatch.setattr(policies.offline, "evaluate", refuse)
+    assert cli._policies(object(), "p.json") == (None, cli.EXIT_INVALID)
+    assert capsys.readouterr().err == "p.json: a: no such policy\np.json: b: no such policy\n"
