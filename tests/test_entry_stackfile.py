@@ -253,3 +253,19 @@ def test_binary_text_timestamps_and_long_integers(tmp_path: Path):
         "myorg:n": "1" * 31,
         "myorg:m": int("1" * 30),
     }
+
+
+def test_alias_expansion_limit_is_200000_values(tmp_path: Path):
+    """Values are counted after expanding aliases: a 1,000-node list (&a) used 198 times plus m more values.
+    Nodes: document map + 'config' + config map + 2 keys = 5; list a = 1 + 999; list b = 1 + 198 x 1,000 + m;
+    in all 199,006 + m: m = 994 is exactly 200,000 (read), m = 995 is refused."""
+    a = "[" + ",".join(["x"] * 999) + "]"
+
+    def text(m: int) -> str:
+        b = "[" + ",".join(["*a"] * 198 + ["y"] * m) + "]"
+        return f"config:\n  myorg:a: &a {a}\n  myorg:b: {b}\n"
+
+    assert len(_read(tmp_path, text(994))["myorg:b"]) == 198 + 994
+    assert _problems(tmp_path, text(995)) == [
+        ("(file)", "expands to more than 200000 values through aliases; not a stack file")
+    ]
