@@ -4,7 +4,6 @@ stack-file lookup, and the one-line internal-error report. Nothing here runs the
 from __future__ import annotations
 
 import argparse
-import gc
 import sys
 from pathlib import Path
 
@@ -269,20 +268,6 @@ def test_internal_error_detail_beyond_160_characters_is_cut(monkeypatch, capsys)
         + "x" * 160
         + "… (a bug; run with --debug for the traceback)"
     )
-
-
-def test_console_script_freezes_the_heap_but_a_library_call_does_not(monkeypatch, capsys):
-    """Only the console script (argv None, the process ends next) freezes the heap to skip the exit's garbage
-    collection; a caller using main() as a function keeps a collectable heap."""
-    gc.unfreeze()
-    try:
-        assert cli.main(["schema"]) == 0
-        assert gc.get_freeze_count() == 0
-        monkeypatch.setattr(sys, "argv", ["gpu-platform", "schema"])
-        assert cli.main() == 0
-        assert gc.get_freeze_count() > 0
-    finally:
-        gc.unfreeze()
 
 
 # ------------------------------------------------------------------------------------ synth / check output
