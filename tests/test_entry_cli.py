@@ -1,5 +1,6 @@
-"""The ``gpu-platform`` command's surface: its help, its argument defaults, the ``schema`` output format, the
-stack-file lookup, and the one-line internal-error report. Nothing here runs the engine."""
+"""The ``gpu-platform`` command's surface: its help, its argument defaults, the ``schema`` and ``cost`` output
+formats, the stack-file lookup, synth/check's report lines, the policy pack's paths, and the one-line
+internal-error report. The engine runs at most once (the session's cached rendering of ``local``)."""
 
 from __future__ import annotations
 
