@@ -206,3 +206,110 @@ def test_go_duration_with_its_own_pattern_and_allowed_words():
     assert ns.validate_python("9223372036854775807ns") == "9223372036854775807ns"  # 2**63 - 1: the longest
     with pytest.raises(ValidationError, match="beyond the longest duration"):
         ns.validate_python("9223372036854775808ns")
+
+
+# ---------------------------------------------------------------------------------------------- clouds
+
+
+def _cloud_errors(type_, value) -> list[str]:
+    with pytest.raises(ValidationError) as err:
+        TypeAdapter(type_).validate_python(value)
+    return [e["msg"] for e in err.value.errors()]
+
+
+@pytest.mark.parametrize(
+    "region",
+    [
+        "us-east-1",
+        "eu-central-2",
+        "ap-southeast-4",
+        "us-gov-west-1",
+        "cn-north-1",
+        "us-iso-east-1",
+        "us-isob-east-1",
+        "il-central-1",
+        "me-south-12",
+    ],
+)
+def test_aws_region_names_accepted(region: str):
+    """AWS region names: area-direction-number, GovCloud (-gov), ISO partitions (-iso, -isob), China (cn-)."""
+    assert TypeAdapter(v.AwsRegion).validate_python(region) == region
+
+
+@pytest.mark.parametrize("region", ["us-east-1a", "us_east_1", "US-EAST-1", "us-east", "useast-1", "us-east-123", ""])
+def test_aws_region_names_refused(region: str):
+    """A zone, underscores, capitals, a missing or three-digit number: not a region name."""
+    assert _cloud_errors(v.AwsRegion, region) == [
+        f"Value error, {v.quote(region)} is not an AWS region name (e.g. us-east-1)"
+    ]
+
+
+def test_gcp_locations_and_zones():
+    """A GCP location is a region (us-central1, europe-west10) or a zone (us-central1-a); a zone field takes
+    zones only."""
+    loc = TypeAdapter(v.GcpLocation)
+    for good in ("us-central1", "europe-west10", "us-central1-a", "asia-northeast3-c"):
+        assert loc.validate_python(good) == good
+    for bad in ("us-central", "us-central1-", "us-central1-ab", "US-central1", "us-central123"):
+        assert _cloud_errors(v.GcpLocation, bad) == [
+            f"Value error, {v.quote(bad)} is not a GCP region or zone (e.g. us-central1 or us-central1-a)"
+        ], bad
+    assert TypeAdapter(v.GcpZone).validate_python("us-central1-f") == "us-central1-f"
+    assert _cloud_errors(v.GcpZone, "us-central1") == [
+        "Value error, 'us-central1' is not a zone name (like us-central1-a)"
+    ]
+
+
+def test_gcp_project_ids():
+    """6 to 30 characters: a lower-case letter first, then letters, digits and '-', not ending with '-'."""
+    project = TypeAdapter(v.GcpProject)
+    for good in ("abcdef", "a" + "b" * 29, "my-proj-1"):
+        assert project.validate_python(good) == good
+    for bad in ("abcde", "a" * 31, "1abcdef", "abcdef-", "Abcdef", "abc_def"):
+        assert _cloud_errors(v.GcpProject, bad) == [
+            f"Value error, {v.quote(bad)} is not a GCP project ID (6 to 30 lower-case letters, digits and '-')"
+        ], bad
+
+
+def test_iam_role_arns():
+    """arn:<partition>:iam::<12 digits>:role/<optional path/><name of at most 64>; at most 2048 in all."""
+    arn = TypeAdapter(v.IamRoleArn)
+    ok = [
+        "arn:aws:iam::123456789012:role/gpu",
+        "arn:aws-cn:iam::123456789012:role/gpu",
+        "arn:aws-us-gov:iam::123456789012:role/gpu",
+        "arn:aws-isob:iam::123456789012:role/gpu",
+        "arn:aws:iam::123456789012:role/team/ml/" + "r" * 64,
+        "arn:aws:iam::123456789012:role/a+=,.@-_",
+    ]
+    for good in ok:
+        assert arn.validate_python(good) == good
+    bad = [
+        "arn:aws:iam::12345678901:role/gpu",  # 11 digits
+        "arn:aws:iam::123456789012:user/gpu",
+        "arn:aws:iam::123456789012:role/" + "r" * 65,
+        "arn:azure:iam::123456789012:role/gpu",
+        "arn:aws:iam::123456789012:role/" + "p/" * 1008 + "rr",  # well-formed, but 2049 characters
+    ]
+    assert len(bad[-1]) == 2049
+    for value in bad:
+        assert _cloud_errors(v.IamRoleArn, value) == [
+            f"Value error, {v.quote(value)} is not an IAM role ARN (arn:aws:iam::123456789012:role/NAME)"
+        ], value
+
+
+def test_iam_role_arn_of_2048_characters_is_accepted():
+    """The length limit is inclusive: 2,048 characters pass."""
+    value = "arn:aws:iam::123456789012:role/" + "p/" * 1008 + "r"
+    assert len(value) == 2048
+    assert TypeAdapter(v.IamRoleArn).validate_python(value) == value
+
+
+def test_cluster_name_patterns():
+    """EKS: 1-100 of letters, digits, '-', '_', alphanumeric first. GKE: 1-40 lower-case, a letter first, not
+    ending in '-'."""
+    assert v.EKS_CLUSTER_NAME.fullmatch("A" + "b_-" * 33) and not v.EKS_CLUSTER_NAME.fullmatch("a" * 101)
+    assert v.EKS_CLUSTER_NAME.fullmatch("a" * 100) and not v.EKS_CLUSTER_NAME.fullmatch("-a")
+    assert v.GKE_CLUSTER_NAME.fullmatch("a" * 40) and not v.GKE_CLUSTER_NAME.fullmatch("a" * 41)
+    assert v.GKE_CLUSTER_NAME.fullmatch("a") and not v.GKE_CLUSTER_NAME.fullmatch("a-")
+    assert not v.GKE_CLUSTER_NAME.fullmatch("1a") and not v.GKE_CLUSTER_NAME.fullmatch("aB")
