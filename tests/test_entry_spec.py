@@ -309,3 +309,71 @@ def test_unknown_gpu_model_lists_the_known_ones_sorted():
             "unknown GPU model 'V100' (known: A100-40GB, A100-80GB, A10G, B200, H100, H200, L4, L40S, T4)",
         )
     ]
+
+
+# ------------------------------------------------------------------------------------- pydantic's messages
+
+
+def _pool_problems(**changes) -> list[tuple[str, str]]:
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:nodePools"][0].update(changes)
+    return _problems(cfg)
+
+
+def test_unknown_keys_suggest_the_near_key_of_their_own_model():
+    """A misspelt key is matched against the keys valid where it was written, at any depth; nothing close,
+    no suggestion."""
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:nodePools"][0]["gpu"]["perNod"] = 1
+    cfg["gpu-platform:cluster"]["nam"] = "x"
+    cfg["gpu-platform:nodePools"][0]["zzz"] = 1
+    assert _problems(cfg) == [
+        ("gpu-platform:cluster.nam", "unknown key (did you mean name?)"),
+        ("gpu-platform:nodePools[0].gpu.perNod", "unknown key (did you mean perNode?)"),
+        ("gpu-platform:nodePools[0].zzz", "unknown key"),
+    ]
+    assert _pool_problems(sharing={"strategy": "time-slicing", "replicas": 2, "replica": 3}) == [
+        ("gpu-platform:nodePools[0].sharing.replica", "unknown key (did you mean replicas?)")
+    ]
+
+
+def test_fields_at_a_path():
+    """The keys valid beside the last part of a path: through lists (indices skipped) and nested models; none
+    under a free-form mapping or an unknown key."""
+    from components.spec import _fields_at
+
+    assert _fields_at(("nodePools", 0, "gpu", "x")) == ["model", "perNode"]
+    assert "maxNodes" in _fields_at(("nodePools", 0, "x"))
+    assert "nodePools" in _fields_at(("x",))
+    assert _fields_at(("tags", "x")) == []
+    assert _fields_at(("zzz", "x")) == []
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        (
+            {"name": "Bad_Name"},
+            "'Bad_Name' is not a valid name (lower-case letters, digits and '-', starting with "
+            "a letter, ending with a letter or digit)",
+        ),
+        ({"maxNodes": "4"}, "must be a whole number, not '4'"),
+        ({"maxNodes": 4.5}, "must be a whole number, not 4.5"),
+        ({"minNodes": -1}, "must be at least 0"),
+    ],
+)
+def test_pool_field_messages(changes: dict, message: str):
+    """Pydantic's error types become the messages a stack author can act on."""
+    (problem,) = _pool_problems(**changes)
+    assert problem == (f"gpu-platform:nodePools[0].{next(iter(changes))}", message)
+
+
+def test_choice_and_number_messages():
+    """A literal lists its choices; a number field names what it got."""
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:cloud"] = "azure"
+    cfg["gpu-platform:scheduling"] = {"oversubscriptionRatio": "x"}
+    assert _problems(cfg) == [
+        ("gpu-platform:cloud", "must be one of 'aws', 'gcp' or 'existing'"),
+        ("gpu-platform:scheduling.oversubscriptionRatio", "must be a number, not 'x'"),
+    ]
