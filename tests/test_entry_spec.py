@@ -377,3 +377,13 @@ def test_choice_and_number_messages():
         ("gpu-platform:cloud", "must be one of 'aws', 'gcp' or 'existing'"),
         ("gpu-platform:scheduling.oversubscriptionRatio", "must be a number, not 'x'"),
     ]
+
+
+def test_a_bad_mapping_key_is_reported_at_the_key_as_a_key_problem():
+    """When a label key (not its value) is wrong, the path ends at that key and the message says 'key'."""
+    assert _pool_problems(labels={"Example.COM/team": "ml"}) == [
+        (
+            "gpu-platform:nodePools[0].labels.Example.COM/team",
+            "key 'Example.COM/team': the prefix before '/' must be a DNS-1123 subdomain of at most 253 characters",
+        )
+    ]
