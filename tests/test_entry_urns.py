@@ -137,3 +137,11 @@ def test_main_without_arguments_regenerates_every_shipped_stack(regen, monkeypat
     assert urns.main() == 0
     assert capsys.readouterr().out == f"updated {urns.snapshot_path('two')} (+1 -0)\n"
     assert urns.read_snapshot("one") == [A]
+
+
+def test_changelog_text(tmp_path: Path, monkeypatch):
+    """The changelog's text (URNs named there are explained removals); no changelog explains nothing."""
+    monkeypatch.setattr(urns, "CHANGELOG", tmp_path / "CHANGELOG.md")
+    assert urns.changelog_text() == ""
+    (tmp_path / "CHANGELOG.md").write_text(f"- `{A}`: dropped, ü\n", encoding="utf-8")
+    assert urns.changelog_text() == f"- `{A}`: dropped, ü\n"
