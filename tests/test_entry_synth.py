@@ -320,3 +320,110 @@ def test_files_refuses_two_objects_at_one_path():
     cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "n"}}
     with pytest.raises(RuntimeError, match=r"^two objects render to manifests/n/configmap\.core-c\.yaml$"):
         synth.files(_files_rendering(manifests=[cm, dict(cm)]))
+
+
+# ---------------------------------------------------------------------------------------- mock engine
+
+
+def _mocks(**kwargs):
+    mocks_cls, _ = synth._mock_classes()
+    return mocks_cls(**kwargs)
+
+
+def _role_args(custom: bool = True, inputs: dict | None = None):
+    from pulumi.runtime import MockResourceArgs
+
+    return MockResourceArgs("aws:iam/role:Role", "r", inputs if inputs is not None else {"name": "x"}, custom=custom)
+
+
+ROLE_ARN = "arn:aws:iam::000000000000:role/x"
+
+
+def test_mock_answers_placeholders_the_inputs_do_not_set():
+    """Outside a preview a created resource gets an id and the placeholder outputs; an input wins over a
+    placeholder of the same name (lean sends only the missing ones; the full echo merges them the same way)."""
+    lean = _mocks()
+    assert lean.new_resource(_role_args()) == ("offline-placeholder-r", {"arn": ROLE_ARN})
+    assert lean.inputs[("aws:iam/role:Role", "r")] == {"name": "x"}
+    full = _mocks(lean=False)
+    assert full.new_resource(_role_args()) == ("offline-placeholder-r", {"arn": ROLE_ARN, "name": "x"})
+    assert _mocks().new_resource(_role_args(custom=False))[0] == ""  # a component has no id
+    own_arn = {"name": "x", "arn": "arn:aws:iam::1:role/own"}
+    assert full.new_resource(_role_args(inputs=own_arn)) == ("offline-placeholder-r", own_arn)
+    assert lean.new_resource(_role_args(inputs=own_arn)) == ("offline-placeholder-r", {})
+
+
+def test_mock_preview_answers_no_id_and_records_unknowns():
+    """A first preview: no id, the inputs sent back as they are, unknowns as the wire sentinel (never lean)."""
+    from pulumi.output import Unknown
+
+    mocks = _mocks(preview=True, lean=True)
+    assert mocks.lean is False
+    assert mocks.new_resource(_role_args(inputs={"name": "x", "arn": Unknown()})) == (
+        "",
+        {"name": "x", "arn": synth.UNKNOWN},
+    )
+    assert mocks.inputs[("aws:iam/role:Role", "r")] == {"name": "x", "arn": synth.UNKNOWN}
+
+
+def test_mock_lookups_are_recorded_and_unknown_ones_answer_empty():
+    """Every lookup is recorded; one without a placeholder answers {} and is listed as unanswered."""
+    from pulumi.runtime import MockCallArgs
+
+    mocks = _mocks()
+    partition = mocks.call(MockCallArgs("aws:index/getPartition:getPartition", {}, ""))
+    assert partition == {"partition": "aws", "dnsSuffix": "amazonaws.com", "id": "aws"}
+    assert mocks.call(MockCallArgs("aws:x/y:z", {}, "")) == {}
+    assert (mocks.lookups, mocks.unanswered) == (["aws:index/getPartition:getPartition", "aws:x/y:z"], ["aws:x/y:z"])
+
+
+def _monitor():
+    _, monitor_cls = synth._mock_classes()
+    monitor = monitor_cls(_mocks())
+    monitor.stack_name = "dev"
+    monitor.stack_urn = "urn:pulumi:dev::gpu-platform::pulumi:pulumi:Stack::gpu-platform-dev"
+    monitor.engine_urns["mock-parent"] = "urn:pulumi:dev::gpu-platform::a:b:Outer$c:d:Inner::p"
+    return monitor
+
+
+def test_engine_urns_carry_the_parents_full_type_chain():
+    """pulumi/pulumi deployment.go: a child's URN type is its parent's qualified type chain, '$', its own type;
+    children of the root stack (or of nothing) have their own type only."""
+    m = _monitor()
+    assert m.engine_urn(None, "t:m:T", "n") == "urn:pulumi:dev::gpu-platform::t:m:T::n"
+    assert m.engine_urn(m.stack_urn, "t:m:T", "n") == "urn:pulumi:dev::gpu-platform::t:m:T::n"
+    assert m.engine_urn("mock-parent", "t:m:T", "n") == "urn:pulumi:dev::gpu-platform::a:b:Outer$c:d:Inner$t:m:T::n"
+    assert m.engine_urn(None, "t:m:T", "n", "prod", "other") == "urn:pulumi:prod::other::t:m:T::n"
+
+
+def test_alias_urns_default_to_the_resources_own_fields():
+    """pulumi/pulumi alias.go: an alias given as a URN is that URN; a spec alias takes the resource's own
+    name, type and parent for what it leaves unset, and noParent means the root."""
+    from types import SimpleNamespace as NS
+
+    from pulumi.runtime.proto import alias_pb2
+
+    m = _monitor()
+    request = NS(type="t:m:T", name="new", parent="mock-parent")
+    assert m._alias_urn(request, alias_pb2.Alias(urn="urn:x")) == "urn:x"
+    spec = alias_pb2.Alias.Spec
+    assert m._alias_urn(request, alias_pb2.Alias(spec=spec(name="old"))) == (
+        "urn:pulumi:dev::gpu-platform::a:b:Outer$c:d:Inner$t:m:T::old"
+    )
+    assert m._alias_urn(request, alias_pb2.Alias(spec=spec(name="old", noParent=True))) == (
+        "urn:pulumi:dev::gpu-platform::t:m:T::old"
+    )
+    assert m._alias_urn(request, alias_pb2.Alias(spec=spec(type="t:m:Old"))) == (
+        "urn:pulumi:dev::gpu-platform::a:b:Outer$c:d:Inner$t:m:Old::new"
+    )
+    m.engine_urns["mock-other"] = "urn:pulumi:dev::gpu-platform::x:y:Z::o"
+    assert m._alias_urn(request, alias_pb2.Alias(spec=spec(parentUrn="mock-other"))) == (
+        "urn:pulumi:dev::gpu-platform::x:y:Z$t:m:T::new"  # the alias's own parent wins
+    )
+    no_parent = NS(type="t:m:T", name="new", parent="")
+    assert m._alias_urn(no_parent, alias_pb2.Alias(spec=spec(parentUrn="mock-parent"))) == (
+        "urn:pulumi:dev::gpu-platform::a:b:Outer$c:d:Inner$t:m:T::new"
+    )
+    assert m._alias_urn(no_parent, alias_pb2.Alias(spec=spec(name="old", stack="s", project="p"))) == (
+        "urn:pulumi:s::p::t:m:T::old"
+    )
