@@ -269,3 +269,26 @@ def test_alias_expansion_limit_is_200000_values(tmp_path: Path):
     assert _problems(tmp_path, text(995)) == [
         ("(file)", "expands to more than 200000 values through aliases; not a stack file")
     ]
+
+
+def test_unreadable_file_names_the_os_reason(tmp_path: Path, monkeypatch):
+    """A file that cannot be opened (permissions, I/O) is one problem with the OS's reason, or the error's own
+    text when it has no reason."""
+    path = tmp_path / "Pulumi.s.yaml"
+    path.write_text("config: {}\n")
+
+    def denied(self, *args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(Path, "open", denied)
+    with pytest.raises(SpecError) as err:
+        stackfile.read(path)
+    assert [(p.path, p.message) for p in err.value.problems] == [("(file)", "cannot be read: Permission denied")]
+
+    def bare(self, *args, **kwargs):
+        raise OSError("device gone")
+
+    monkeypatch.setattr(Path, "open", bare)
+    with pytest.raises(SpecError) as err:
+        stackfile.read(path)
+    assert [(p.path, p.message) for p in err.value.problems] == [("(file)", "cannot be read: device gone")]
