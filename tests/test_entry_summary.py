@@ -339,3 +339,29 @@ def test_summary_lists_the_pinned_charts():
     assert len(items) == len(versions.CHARTS) == 9
     assert {item.split(" ")[0] for item in items} == {c.key for c in versions.CHARTS.values()}
     assert "gpuOperator v26.7.0" in items
+
+
+def test_queue_rows_name_kueue_and_volcano_queues():
+    """prod-aws: every tenant's Kueue queues are `<tenant>/default` -> `<tenant>`; only applied-ml
+    (scheduler: volcano, queueWeight: 2) has a Volcano queue, with its weight and cap; the others show '-'."""
+    rows = {
+        line.split(" | ")[0][2:]: line.split(" | ")
+        for line in summary._queues(_spec("prod-aws"))
+        if line.startswith("| ")
+    }
+    assert rows["research"][1] == "`research/default` -> `research`"
+    assert rows["research"][-1] == "- |"
+    volcano = rows["applied-ml"][-1]
+    assert volcano.startswith("`applied-ml` (weight 2; holds at most ") and volcano.endswith(" nvidia.com/gpu) |")
+    kueue_off = stack_config("prod-aws")
+    kueue_off["gpu-platform:addons"]["kueue"] = False
+    for t in kueue_off["gpu-platform:tenants"]:
+        t.pop("scheduler", None)
+    for p in kueue_off["gpu-platform:nodePools"]:
+        p.pop("topologyAware", None)  # done by Kueue
+    rows = [
+        line.split(" | ")
+        for line in summary._queues(load_spec(kueue_off))
+        if line.startswith("| ") and "tenant" not in line
+    ]
+    assert rows and all(r[1] == "-" and r[3] == "-" for r in rows)  # no Kueue queue, no Kueue preemption
