@@ -365,3 +365,34 @@ def test_queue_rows_name_kueue_and_volcano_queues():
         if line.startswith("| ") and "tenant" not in line
     ]
     assert rows and all(r[1] == "-" and r[3] == "-" for r in rows)  # no Kueue queue, no Kueue preemption
+
+
+def _sections(stack: str) -> list[str]:
+    text = summary.summary(_rendering(_spec(stack), stack=stack), {})
+    return [line for line in text.splitlines() if line.startswith("## ")]
+
+
+def test_sections_per_stack_kind():
+    """AWS with a Karpenter pool gets a Karpenter section after the scaling table; a DRA stack its DRA section
+    after the GPU Operator's; every summary ends with Helm releases and Warnings."""
+    common_tail = ["## Tenants", "## Queues", "## Cost", "## Priority classes", "## Helm releases", "## Warnings"]
+    head = ["## GPU pools", "## Pool labels and taints", "## Who scales each pool"]
+    assert _sections("dev-aws") == [*head, "## Karpenter", "## GPU Operator and monitoring", *common_tail]
+    assert _sections("dra-existing") == [
+        *head,
+        "## GPU Operator and monitoring",
+        "## GPUs through DRA (ResourceClaims)",
+        *common_tail,
+    ]
+    assert _sections("dev-gcp") == [*head, "## GPU Operator and monitoring", *common_tail]
+
+
+def test_managed_node_group_labels_include_the_autoscalers_gpu_label():
+    """An EKS managed node group's nodes also carry k8s.amazonaws.com/accelerator (the Cluster Autoscaler's
+    GPU label on AWS); a Karpenter pool's do not."""
+    text = summary.summary(_rendering(_spec("dev-aws")), {})
+    rows = {line.split(" | ")[0]: line for line in text.splitlines() if line.startswith("| l4-shared | `")}
+    rows |= {line.split(" | ")[0]: line for line in text.splitlines() if line.startswith("| a10g-spot | `")}
+    assert "`k8s.amazonaws.com/accelerator=nvidia-l4`" in rows["| l4-shared"]
+    assert "k8s.amazonaws.com/accelerator" not in rows["| a10g-spot"]
+    assert rows["| l4-shared"].endswith("| `nvidia.com/gpu=present:NoSchedule` |")
