@@ -385,6 +385,11 @@ def test_sections_per_stack_kind():
         *common_tail,
     ]
     assert _sections("dev-gcp") == [*head, "## GPU Operator and monitoring", *common_tail]
+    cfg = stack_config("dev-aws")  # AWS without a Karpenter pool: no Karpenter section
+    cfg["gpu-platform:nodePools"] = [p for p in cfg["gpu-platform:nodePools"] if p["name"] == "l4-shared"]
+    cfg["gpu-platform:tenants"][0]["gpuQuota"] = {"l4-shared": 4}
+    text = summary.summary(_rendering(load_spec(cfg)), {})
+    assert "## Karpenter" not in text and "## Who scales each pool" in text
 
 
 def test_managed_node_group_labels_include_the_autoscalers_gpu_label():
