@@ -389,7 +389,8 @@ def test_sections_per_stack_kind():
     cfg["gpu-platform:nodePools"] = [p for p in cfg["gpu-platform:nodePools"] if p["name"] == "l4-shared"]
     cfg["gpu-platform:tenants"][0]["gpuQuota"] = {"l4-shared": 4}
     text = summary.summary(_rendering(load_spec(cfg)), {})
-    assert "## Karpenter" not in text and "## Who scales each pool" in text
+    assert "## Karpenter" not in text
+    assert "EKS managed node group | - |\n\n## GPU Operator and monitoring\n" in text  # one blank line between
 
 
 def test_managed_node_group_labels_include_the_autoscalers_gpu_label():
