@@ -359,3 +359,15 @@ def test_cost_prints_the_table_or_the_json_each_ending_in_one_newline(capsys):
     assert cli.main(["cost", "dev-gcp", "--json"]) == cli.EXIT_OK
     doc = capsys.readouterr().out
     assert doc.startswith('{\n  "assumptions": {') and doc.endswith("}\n") and not doc.endswith("\n\n")
+
+
+def test_explain_names_the_workload_file_in_front_of_its_problem(tmp_path: Path, capsys):
+    """A workload file explain cannot trace: one stderr line, '<file>: <why>', exit 2, nothing on stdout."""
+    w = tmp_path / "w.yaml"
+    w.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
+    assert cli.main(["explain", "dev-aws", str(w), "--config", str(DEV_AWS)]) == cli.EXIT_INVALID
+    out = capsys.readouterr()
+    assert out.out == ""
+    assert out.err == (
+        f"{w}: no workload in it (Pod, Deployment, StatefulSet, Job, JobSet, PyTorchJob, RayJob, Volcano Job)\n"
+    )
