@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from components import stackfile
-from components.spec import SpecError
+from components.spec import Problem, SpecError
 
 NOT_MAPPING = "a stack file is a mapping with a 'config:' key, not "
 
@@ -292,3 +292,13 @@ def test_unreadable_file_names_the_os_reason(tmp_path: Path, monkeypatch):
     with pytest.raises(SpecError) as err:
         stackfile.read(path)
     assert [(p.path, p.message) for p in err.value.problems] == [("(file)", "cannot be read: device gone")]
+
+
+def test_event_count_limit_is_twice_the_value_limit(monkeypatch):
+    """Before composing anything, the parser's events are counted: more than 2 x MAX_NODES is refused (shown
+    with MAX_NODES lowered to 10, so 20 events; 'config: [n scalars]' is 9 + n events)."""
+    monkeypatch.setattr(stackfile, "MAX_NODES", 10)
+    assert stackfile._scan("config: [" + ",".join(["x"] * 11) + "]") is None  # 20 events
+    assert stackfile._scan("config: [" + ",".join(["x"] * 12) + "]") == Problem(
+        "(file)", "more than 10 values; not a stack file"
+    )
