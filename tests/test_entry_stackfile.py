@@ -161,6 +161,8 @@ def test_recursive_alias_and_deep_nesting(tmp_path: Path):
     assert _read(tmp_path, ok)["myorg:a"] is not None
     deep = "config:\n  myorg:a: " + "[" * 63 + "]" * 63 + "\n"
     assert _problems(tmp_path, deep) == [("line 2", "nested more than 64 levels deep")]
+    wide = "config:\n  myorg:a: [" + ", ".join(["[{}]"] * 100) + "]\n"  # depth is nesting, not a count
+    assert len(_read(tmp_path, wide)["myorg:a"]) == 100
 
 
 # ------------------------------------------------------------------------------------------------ keys
