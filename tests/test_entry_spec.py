@@ -94,7 +94,8 @@ def test_schema_outer_shape(schema):
 
 def test_schema_knows_pulumis_own_stack_file_fields(schema):
     """Pulumi writes secretsprovider, encryptedkey and encryptionsalt (strings) next to config in a stack file
-    (pulumi/pulumi sdk/go/common/workspace/project.go, ProjectStack): the schema types exactly those."""
+    (pulumi/pulumi sdk/go/common/workspace/project.go ProjectStack; the Automation API's StackSettings): the
+    schema types exactly those."""
     assert set(schema["properties"]) == {"config", "secretsprovider", "encryptedkey", "encryptionsalt"}
     validator = jsonschema.Draft202012Validator(schema)
     base = {"config": {"gpu-platform:cloud": "existing"}}
