@@ -428,3 +428,136 @@ def test_the_training_example_selects_what_the_stack_template_selects():
     assert job["spec"]["template"]["spec"]["resourceClaims"] == [
         {"name": "gpus", "resourceClaimTemplateName": tpl["metadata"]["name"]}
     ]
+
+
+# ------------------------------------------------------------------ GPUCluster renderer, key by key
+
+# Values with every key templates/gpucluster.yaml copies set to a distinct, truthy value; the CRD schema
+# (upstream/gpu-operator/gpucluster.nvidia.com.v1alpha1.strict.json) names each of these keys under the same
+# spec section, so the renderer must carry each one across unchanged.
+_DRA_KEYS = ("repository", "image", "version", "imagePullPolicy", "imagePullSecrets", "featureGates")
+_DCGM_KEYS = ("repository", "image", "version", "imagePullPolicy", "imagePullSecrets", "args", "env", "resources")
+_EXPORTER_KEYS = (
+    "repository",
+    "image",
+    "version",
+    "imagePullPolicy",
+    "imagePullSecrets",
+    "annotations",
+    "args",
+    "env",
+    "resources",
+    "hostPID",
+    "hostNetwork",
+    "hpcJobMapping",
+    "enablePodLabels",
+    "enablePodUID",
+    "podLabelAllowlistRegex",
+    "service",
+    "serviceMonitor",
+)
+
+
+def _full_values() -> dict[str, Any]:
+    return {
+        "draDriver": {
+            **{k: f"dra-{k}" for k in _DRA_KEYS},
+            "gpus": {"kubeletPlugin": {"env": [{"name": "A", "value": "1"}]}, "other": "dropped"},
+            "computeDomains": {
+                "enabled": True,
+                "controller": {"resources": {"limits": {"cpu": "1"}}},
+                "kubeletPlugin": {"env": [{"name": "B", "value": "2"}]},
+                "notInTemplate": "dropped",
+            },
+            "notInTemplate": "dropped",
+        },
+        "dcgm": {"enabled": True, **{k: f"dcgm-{k}" for k in _DCGM_KEYS}, "hostNetwork": "yes", "hostPort": 5555},
+        "dcgmExporter": {
+            "enabled": True,
+            **{k: f"exp-{k}" for k in _EXPORTER_KEYS},
+            "config": {"name": "my-metrics", "data": "dropped"},
+            "notInTemplate": "dropped",
+        },
+        "hostPaths": {"driverInstallDir": "/run/nvidia/driver", "kubeletRootDir": "/var/lib/k0s/kubelet", "x": 1},
+        "daemonsets": {"priorityClassName": "system-node-critical"},
+        "driver": {"enabled": True},  # not a GPUCluster key
+    }
+
+
+def test_gpucluster_carries_every_key_the_template_reads():
+    """Each key templates/gpucluster.yaml copies into the CR (all set here) arrives under the same name with
+    the same value, and keys the template does not read stay out: a dropped or misspelt key would silently
+    lose the user's image, plugin overrides or exporter ConfigMap, and an extra one fails the strict CRD."""
+    cr = dra.gpu_cluster_from_values(_full_values())
+    assert cr["apiVersion"] == "nvidia.com/v1alpha1" and cr["kind"] == "GPUCluster"
+    assert cr["metadata"] == {"name": "gpu-cluster"}
+    spec = cr["spec"]
+    assert set(spec) == {"draDriver", "dcgm", "dcgmExporter", "hostPaths", "daemonsets"}
+    assert spec["draDriver"] == {
+        **{k: f"dra-{k}" for k in _DRA_KEYS},
+        "gpus": {"kubeletPlugin": {"env": [{"name": "A", "value": "1"}]}},
+        "computeDomains": {
+            "enabled": True,
+            "controller": {"resources": {"limits": {"cpu": "1"}}},
+            "kubeletPlugin": {"env": [{"name": "B", "value": "2"}]},
+        },
+    }
+    # dcgm.hostNetwork is rendered as the literal true (the template writes `hostNetwork: true`)
+    assert spec["dcgm"] == {"enabled": True, **{k: f"dcgm-{k}" for k in _DCGM_KEYS}, "hostNetwork": True}
+    assert spec["dcgmExporter"] == {
+        "enabled": True,
+        **{k: f"exp-{k}" for k in _EXPORTER_KEYS},
+        "config": {"name": "my-metrics"},
+    }
+    assert spec["hostPaths"] == {"driverInstallDir": "/run/nvidia/driver", "kubeletRootDir": "/var/lib/k0s/kubelet"}
+    assert spec["daemonsets"] == {"priorityClassName": "system-node-critical"}
+
+
+def test_gpucluster_leaves_out_empty_optional_keys():
+    """Optional keys that are empty or absent in values are left out of the CR (the template's `with`/`if`
+    blocks), while `enabled` flags are always written, false included: an empty `gpus: {}`, `config: {}`
+    or `kubeletRootDir: ""` must not reach the CR as an empty override."""
+    values = {
+        "draDriver": {
+            **{k: "" for k in _DRA_KEYS},
+            "gpus": {"kubeletPlugin": {}},
+            "computeDomains": {"enabled": False, "controller": {}, "kubeletPlugin": None},
+        },
+        "dcgm": {"enabled": False, **{k: [] for k in _DCGM_KEYS}, "hostNetwork": False},
+        "dcgmExporter": {"enabled": False, **{k: None for k in _EXPORTER_KEYS}, "config": {"name": ""}},
+        "hostPaths": {"driverInstallDir": "/run/nvidia/driver", "kubeletRootDir": ""},
+        "daemonsets": {},
+    }
+    spec = dra.gpu_cluster_from_values(values)["spec"]
+    assert spec == {
+        "draDriver": {"computeDomains": {"enabled": False}},
+        "dcgm": {"enabled": False},
+        "dcgmExporter": {"enabled": False},
+        "hostPaths": {"driverInstallDir": "/run/nvidia/driver"},
+        "daemonsets": {},
+    }
+    # absent sections behave as empty ones
+    values["draDriver"].pop("gpus")
+    values["dcgmExporter"]["config"] = None
+    values["hostPaths"].pop("kubeletRootDir")
+    assert dra.gpu_cluster_from_values(values)["spec"] == spec
+
+
+def test_the_fully_set_gpucluster_fits_the_strict_crd():
+    """The key names the renderer writes are the CRD's: with every optional key set (schema-valid values), the
+    CR still validates against the strict schema, which rejects unknown fields."""
+    schema = json.loads((UPSTREAM / "gpu-operator" / "gpucluster.nvidia.com.v1alpha1.strict.json").read_text())
+    upstream = yaml.safe_load((UPSTREAM / "gpu-operator" / "values.yaml").read_text())
+    values = copy.deepcopy(upstream)
+    values["draDriver"]["gpus"]["kubeletPlugin"] = {"env": [{"name": "A", "value": "1"}]}
+    values["draDriver"]["computeDomains"]["controller"] = {"env": [{"name": "B", "value": "2"}]}
+    values["draDriver"]["computeDomains"]["kubeletPlugin"] = {"env": [{"name": "C", "value": "3"}]}
+    values["draDriver"]["imagePullSecrets"] = ["pull"]
+    values["draDriver"]["featureGates"] = {"MPSSupport": True}
+    values["dcgm"]["hostNetwork"] = True
+    values["dcgmExporter"]["config"] = {"name": "my-metrics"}
+    values["hostPaths"]["kubeletRootDir"] = "/var/lib/k0s/kubelet"
+    cr = dra.gpu_cluster_from_values(values)
+    assert [e.message for e in Draft7Validator(schema).iter_errors(cr)] == []
+    assert cr["spec"]["draDriver"]["gpus"] == {"kubeletPlugin": {"env": [{"name": "A", "value": "1"}]}}
+    assert cr["spec"]["dcgmExporter"]["config"] == {"name": "my-metrics"}
