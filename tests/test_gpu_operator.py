@@ -654,3 +654,115 @@ def test_summary_says_who_serves_each_pool():
     assert "`nvidia.com/mig.config=h100-inference`" in text
     assert "`nvidia.com/device-plugin.config=l4-notebooks`" in text
     assert "GpuTemperatureHigh (> 85 C for 5m)" in text
+
+
+# ------------------------------------------------------------------ sharing rules, key by key (local stack)
+
+
+def _local_pool(**changes: Any) -> dict[str, Any]:
+    """The local stack (cloud existing, operator-served L4 MPS pool) with its only pool changed."""
+    return _with_pool("local", 0, **changes)
+
+
+H100 = {"model": "H100", "perNode": 8}
+POOL0 = "gpu-platform:nodePools[0]"
+
+
+@pytest.mark.parametrize("strategy", ["time-slicing", "mps"])
+def test_a_layout_is_for_mig_only(strategy):
+    """A MIG layout on a time-slicing / MPS pool would be ignored silently: refused at its own key, naming the
+    strategy it does not apply to."""
+    cfg = _local_pool(sharing={"strategy": strategy, "replicas": 2, "layout": {"1g.10gb": 7}})
+    assert problems(cfg) == [(f"{POOL0}.sharing.layout", f"applies to mig only, not {strategy}")]
+
+
+@pytest.mark.parametrize("strategy", ["time-slicing", "mps"])
+def test_replicas_are_required_for_time_slicing_and_mps(strategy):
+    """Without replicas the device plugin has no share count: the key is named with the strategy."""
+    cfg = _local_pool(sharing={"strategy": strategy})
+    assert problems(cfg) == [(f"{POOL0}.sharing.replicas", f"is required for {strategy}")]
+
+
+def test_fail_requests_greater_than_one_is_a_time_slicing_setting():
+    """MPS has no failRequestsGreaterThanOne knob in the device plugin's mps config (the plugin forces it):
+    setting it on an MPS pool is refused; on a time-slicing pool it is accepted."""
+    cfg = _local_pool(sharing={"strategy": "mps", "replicas": 2, "failRequestsGreaterThanOne": True})
+    assert problems(cfg) == [(f"{POOL0}.sharing.failRequestsGreaterThanOne", "applies to time-slicing only")]
+    load_spec(_local_pool(sharing={"strategy": "time-slicing", "replicas": 2, "failRequestsGreaterThanOne": True}))
+
+
+def test_time_slicing_settings_do_not_apply_to_mig():
+    """Each time-slicing / MPS setting given on a MIG pool is refused at its own (camelCase) key, even when
+    set to its default value: mig-parted has no such settings."""
+    cfg = _local_pool(
+        gpu=H100,
+        sharing={
+            "strategy": "mig",
+            "layout": {"1g.10gb": 7},
+            "replicas": 2,
+            "renameByDefault": False,
+            "failRequestsGreaterThanOne": False,
+        },
+    )
+    assert problems(cfg) == [
+        (f"{POOL0}.sharing.failRequestsGreaterThanOne", "does not apply to mig"),
+        (f"{POOL0}.sharing.renameByDefault", "does not apply to mig"),
+        (f"{POOL0}.sharing.replicas", "does not apply to mig"),
+    ]
+
+
+@pytest.mark.parametrize("layout", [None, {}])
+def test_mig_needs_a_layout(layout):
+    """A MIG pool without a layout (absent or empty) would have its GPUs partitioned into nothing."""
+    sharing_ = {"strategy": "mig", **({} if layout is None else {"layout": layout})}
+    assert problems(_local_pool(gpu=H100, sharing=sharing_)) == [
+        (f"{POOL0}.sharing.layout", "is required for mig, e.g. {'3g.40gb': 2}")
+    ]
+
+
+def test_a_gpu_without_mig_is_refused_before_its_layout_is_looked_at():
+    """On a model without MIG only the model is reported: a missing layout is not reported on top."""
+    ((path, msg),) = problems(_local_pool(sharing={"strategy": "mig"}))  # L4
+    assert path == f"{POOL0}.sharing.strategy" and msg.startswith("L4 has no MIG support")
+
+
+def test_operator_served_sharing_needs_the_gpu_operator():
+    """On an existing cluster the operator's device plugin and MIG manager serve the pool: with the operator
+    off, MPS and MIG pools are each refused with the addon to turn on."""
+    addons = {"gpuOperator": False, "dcgm": False, "kueue": True}
+    cfg = _local_pool(sharing={"strategy": "mps", "replicas": 2})
+    cfg["gpu-platform:addons"] = addons
+    assert problems(cfg) == [
+        (
+            f"{POOL0}.sharing.strategy",
+            "mps is configured through the GPU Operator's device plugin: enable addons.gpuOperator",
+        )
+    ]
+    cfg = _local_pool(gpu=H100, sharing={"strategy": "mig", "layout": {"1g.10gb": 7}})
+    cfg["gpu-platform:addons"] = addons
+    assert problems(cfg) == [
+        (f"{POOL0}.sharing.strategy", "MIG layouts are applied by the GPU Operator: enable addons.gpuOperator")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("name", "gpu", "sharing_", "reserved"),
+    [
+        ("default", None, None, "'default' names the built-in mps"),
+        ("all-disabled", H100, {"strategy": "mig", "layout": {"1g.10gb": 7}}, "'all-disabled' names the built-in mig"),
+        ("default", H100, {"strategy": "mig", "layout": {"1g.10gb": 7}}, None),
+        ("all-disabled", None, None, None),
+    ],
+)
+def test_only_the_reserved_name_of_the_pools_own_configmap_is_refused(name, gpu, sharing_, reserved):
+    """'default' is the device-plugin ConfigMap's built-in entry, 'all-disabled' the mig-parted one: a pool
+    named like the entry of the ConfigMap it is listed in would overwrite it; the other name is free."""
+    changes: dict[str, Any] = {"name": name}
+    if gpu:
+        changes.update(gpu=gpu, sharing=sharing_)
+    cfg = _local_pool(**changes)
+    cfg["gpu-platform:tenants"][0]["gpuQuota"] = {name: 1}
+    if reserved is None:
+        load_spec(cfg)
+        return
+    assert problems(cfg) == [(f"{POOL0}.name", f"{reserved} config the pool's nodes would share; rename the pool")]
