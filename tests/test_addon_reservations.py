@@ -212,3 +212,63 @@ def test_gke_reservations_are_named_and_zoned():
     ]
     train["reservation"] = {"match": "any"}  # no id needed, no zone declared
     load_spec(cfg)
+
+
+def test_managed_node_groups_target_one_reservation_by_id():
+    """A launch template names one capacity reservation id: tags and a second id are refused with the way out
+    (Karpenter selects by tags)."""
+    cfg = stack_config("prod-aws")
+    i, inf = pool_of(cfg, "h100-inference")
+    inf["reservation"] = {"ids": ["cr-0abc", "cr-0def"], "tags": {"team": "ml"}}
+    assert problems(cfg) == [
+        (f"{G}nodePools[{i}].reservation.ids", "a managed node group's launch template targets one reservation id"),
+        (
+            f"{G}nodePools[{i}].reservation.tags",
+            "managed node groups target a reservation by id (launch template capacityReservationTarget); "
+            "selecting by tags needs Karpenter: list the id",
+        ),
+    ]
+
+
+def test_a_capacity_block_node_group_has_one_type_and_one_subnet():
+    """l4-notebooks (managed, no subnets given) as a Capacity Block: it must launch exactly the block's one
+    instance type in the block's one AZ; with one of each it is accepted."""
+    cfg = stack_config("prod-aws")
+    i, l4 = pool_of(cfg, "l4-notebooks")
+    l4["reservation"] = {"kind": "capacity-block", "ids": ["cr-0123"]}
+    l4["instanceTypes"] = ["g6.12xlarge", "g6.24xlarge"]
+    assert problems(cfg) == [
+        (
+            f"{G}nodePools[{i}].eks.subnetIds",
+            "a Capacity Block lives in one AZ: give the node group exactly one subnet, in that AZ",
+        ),
+        (
+            f"{G}nodePools[{i}].instanceTypes",
+            "a Capacity Block node group launches exactly one instance type (the block's)",
+        ),
+    ]
+    l4["instanceTypes"] = ["g6.12xlarge"]
+    l4["eks"] = {"subnetIds": ["subnet-0f9e8d7c6b5a40321"]}
+    load_spec(cfg)
+
+
+def test_ec2_reservation_ids_are_checked_one_by_one():
+    """Each id that is not cr-<hex> is reported at its own index (karpenter pools may list several)."""
+    cfg = stack_config("prod-aws")
+    i, spot = pool_of(cfg, "h100-spot")
+    spot.update(capacity="on-demand", reservation={"ids": ["cr-0abc", "cr-0xyz", "odcr-1"]})
+    spot["karpenter"].pop("onDemandFallback")
+    assert problems(cfg) == [
+        (f"{G}nodePools[{i}].reservation.ids[1]", "'cr-0xyz' is not an EC2 capacity reservation id (cr-...)"),
+        (f"{G}nodePools[{i}].reservation.ids[2]", "'odcr-1' is not an EC2 capacity reservation id (cr-...)"),
+    ]
+
+
+def test_gke_specific_reservations_name_exactly_one_and_are_on_demand():
+    cfg = stack_config("prod-gcp")
+    i, train = pool_of(cfg, "h100-train")
+    train["reservation"] = {"kind": "capacity-block", "ids": ["a", "b"]}
+    assert problems(cfg) == [
+        (f"{G}nodePools[{i}].reservation.ids", "a GKE node pool consumes one specific reservation: name exactly one"),
+        (f"{G}nodePools[{i}].reservation.kind", "Capacity Blocks are an AWS product; on gcp use a reservation (ids)"),
+    ]

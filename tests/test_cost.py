@@ -479,7 +479,10 @@ def test_cost_markdown_rows_worked_by_hand():
     assert lines[:2] == ["## Cost", ""]
     assert lines[2].startswith("List prices, USD per hour (aws, region unset); *unknown*: the catalog has no figure")
     assert lines[2].endswith(f"an AWS spot estimate: {prices.SPOT_DISCOUNT_BASIS}.")
-    assert lines[4].startswith("| pool | capacity | node on-demand | node spot | GPUs min..max |")
+    assert lines[4] == (
+        "| pool | capacity | node on-demand | node spot | GPUs min..max | $/h at min | $/h at max "
+        "| $/h at max, all on-demand | per GPU-hour | per scheduler unit |"
+    )
     assert lines[5] == "|---|---|---|---|---|---|---|---|---|---|"
     assert lines[6:8] == [
         "| a | spot (+on-demand fallback) | $2.50 | $1.50 (est.) | 0..8 | $0.00 | $1,234.50 | $20.00 | $0.2500 "
