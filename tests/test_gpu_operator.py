@@ -766,3 +766,48 @@ def test_only_the_reserved_name_of_the_pools_own_configmap_is_refused(name, gpu,
         load_spec(cfg)
         return
     assert problems(cfg) == [(f"{POOL0}.name", f"{reserved} config the pool's nodes would share; rename the pool")]
+
+
+def test_operand_tolerations_are_deduplicated_and_sorted_after_the_gpu_taint():
+    """The GPU taint once, as Exists (any value); then every other pool taint once, sorted by key, effect and
+    value: two pools sharing a taint give one toleration, and the order does not follow nodePools."""
+
+    def taints(*items):
+        return [dict(zip(("key", "value", "effect"), t, strict=True)) for t in items]
+
+    cfg = stack_config("dev-aws")
+    pools = cfg["gpu-platform:nodePools"]
+    pools[0]["taints"] = taints(("zone", "b", "NoSchedule"), ("team", "ml", "NoExecute"))
+    pools[1]["taints"] = taints(("team", "ml", "NoExecute"), ("team", "aa", "NoSchedule"), ("zone", "a", "NoSchedule"))
+    assert gpu_operator.gpu_tolerations(load_spec(cfg)) == [
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+        {"key": "team", "operator": "Equal", "value": "ml", "effect": "NoExecute"},
+        {"key": "team", "operator": "Equal", "value": "aa", "effect": "NoSchedule"},
+        {"key": "zone", "operator": "Equal", "value": "a", "effect": "NoSchedule"},
+        {"key": "zone", "operator": "Equal", "value": "b", "effect": "NoSchedule"},
+    ]
+
+
+def test_operator_drivers_on_gke_name_the_os_to_use():
+    cfg = stack_config("dev-gcp")
+    cfg["gpu-platform:gpuOperator"] = {"driver": "operator"}
+    cfg["gpu-platform:nodePools"][1]["os"] = "ubuntu"
+    assert problems(cfg) == [
+        (
+            "gpu-platform:nodePools[0].os",
+            "gpuOperator.driver operator on GKE needs Ubuntu nodes (NVIDIA's driver-manager path); COS nodes take "
+            "GKE-installed drivers (gke-default / gke-latest)",
+        )
+    ]
+
+
+def test_the_toolkit_defaults_off_on_eks_only():
+    """Both EKS NVIDIA AMIs ship the container toolkit; GKE and existing clusters need the operator's; an
+    explicit setting wins."""
+    assert gpu_operator.toolkit_enabled(load_spec(stack_config("dev-aws"))) is False
+    assert gpu_operator.toolkit_enabled(load_spec(stack_config("dev-gcp"))) is True
+    cfg = stack_config("local")
+    cfg["gpu-platform:gpuOperator"] = {"driver": "operator"}
+    assert gpu_operator.toolkit_enabled(load_spec(cfg)) is True
+    cfg["gpu-platform:gpuOperator"] = {"driver": "operator", "toolkit": False}
+    assert gpu_operator.toolkit_enabled(load_spec(cfg)) is False
