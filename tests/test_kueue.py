@@ -664,3 +664,56 @@ def test_unknown_integration_is_an_error():
     cfg = stack_config("dev-aws")
     cfg["gpu-platform:scheduling"] = {"kueueIntegrations": ["batch/job", "kubeflow.org/pytorchjobs"]}
     assert "gpu-platform:scheduling.kueueIntegrations[1]" in _problems(cfg)
+
+
+# ------------------------------------------------------------------------------------ resource-group partition
+
+
+def _mig_pool(spec, name: str, layout: dict[str, int]):
+    """prod-aws's h100-inference (operator MIG, mixed strategy) renamed, with another layout."""
+    base = spec.pool("h100-inference")
+    return base.model_copy(update={"name": name, "sharing": base.sharing.model_copy(update={"layout": layout})})
+
+
+def _groups(spec, pools):
+    return [(sorted(names), [p.name for p in members]) for names, members in kueue._partition(spec, pools)]
+
+
+def test_partition_merges_groups_a_later_pool_bridges():
+    """Kueue needs every flavor of a group to cover the same resources: pools whose resource sets overlap,
+    even only through a later pool, end up in one group at the place of the first group they joined; the
+    whole-GPU group is first; disjoint sets stay apart in the order they appeared."""
+    spec = load_spec(stack_config("prod-aws"))
+    one = _mig_pool(spec, "p1", {"1g.10gb": 7})
+    two = _mig_pool(spec, "p2", {"2g.20gb": 3})
+    three = _mig_pool(spec, "p3", {"3g.40gb": 2})
+    both = _mig_pool(spec, "p4", {"1g.10gb": 1, "2g.20gb": 3})
+    whole = spec.pool("a100-train")
+    assert _groups(spec, [one, whole, two, three, both]) == [
+        (["nvidia.com/gpu"], ["a100-train"]),
+        (["nvidia.com/mig-1g.10gb", "nvidia.com/mig-2g.20gb"], ["p1", "p2", "p4"]),
+        (["nvidia.com/mig-3g.40gb"], ["p3"]),
+    ]
+
+
+def test_partition_keeps_the_flavor_order_inside_a_merged_group():
+    """Members of a merged group are listed in the order the pools were given (Kueue's flavor order), not in
+    the order their old groups were merged; the whole-GPU group exists even when no pool advertises it."""
+    spec = load_spec(stack_config("prod-aws"))
+    two = _mig_pool(spec, "p2", {"2g.20gb": 3})
+    one = _mig_pool(spec, "p1", {"1g.10gb": 7})
+    more_two = _mig_pool(spec, "q", {"2g.20gb": 2})
+    both = _mig_pool(spec, "p4", {"1g.10gb": 1, "2g.20gb": 3})
+    assert _groups(spec, [two, one, more_two, both]) == [
+        (["nvidia.com/gpu"], []),
+        (["nvidia.com/mig-1g.10gb", "nvidia.com/mig-2g.20gb"], ["p2", "p1", "q", "p4"]),
+    ]
+
+
+def test_partition_on_a_dra_stack_starts_with_the_gpu_device_class():
+    """On DRA the whole-GPU group is gpu.nvidia.com's devices; MIG devices form their own group."""
+    spec = load_spec(stack_config("dra-existing"))
+    assert _groups(spec, spec.node_pools) == [
+        (["gpu.nvidia.com/devices"], ["h100"]),
+        (["mig.nvidia.com/devices"], ["a100-mig"]),
+    ]
