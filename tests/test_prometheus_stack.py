@@ -336,6 +336,11 @@ def test_every_selector_is_ours_and_cluster_wide():
     assert v["commonLabels"] == {"team": "ml"}
     for sub in ("kube-state-metrics", "prometheus-node-exporter"):
         assert v[sub]["prometheus"]["monitor"]["additionalLabels"] == {"team": "ml"}
+    # the chart's own objects carry release=<release> already: only the other labels are added
+    both = {"release": "kube-prometheus-stack", "team": "ml"}
+    v = prometheus_stack.helm_values(load_spec(_with("dev-aws", serviceMonitorLabels=both)))
+    assert v["commonLabels"] == {"team": "ml"}
+    assert v["prometheus"]["prometheusSpec"]["ruleSelector"] == {"matchLabels": both}
 
 
 def test_grafana_sidecar_finds_our_dashboard_and_its_folder():
