@@ -43,6 +43,11 @@ def test_an_override_changes_the_version_only():
     assert got == Chart("volcano", "volcano", "1.15.2", versions.VOLCANO.repository, "volcano-system", "volcano")
     assert versions.resolve(versions.VOLCANO, {"kueue": SimpleNamespace(version="9")}) is versions.VOLCANO
     assert versions.resolve(versions.VOLCANO, None) is versions.VOLCANO
+    # keyed by the stack-file key (gpuOperator), not the release name (gpu-operator)
+    assert versions.resolve(versions.GPU_OPERATOR, {"gpuOperator": SimpleNamespace(version="v26.7.1")}).version == (
+        "v26.7.1"
+    )
+    assert versions.resolve(versions.GPU_OPERATOR, {"gpu-operator": SimpleNamespace(version="x")}).version == "v26.7.0"
     assert versions.resolve(versions.VOLCANO) is versions.VOLCANO
 
 
