@@ -483,3 +483,85 @@ def test_standalone_exporter_value_paths_exist_upstream(standalone):
     v = monitoring.dcgm_exporter_values(load_spec(cfg))
     assert v["extraEnv"] == [{"name": "KUBERNETES_VIRTUAL_GPUS", "value": "true"}]
     assert unknown_paths(v, upstream) == []
+
+
+# ------------------------------------------------------------------------------- alert texts, by meaning
+
+
+def _custom_alerts() -> dict[str, dict[str, Any]]:
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:monitoring"] = {
+        "alerts": {
+            "idleUtilizationPercent": 7.5,
+            "idleFor": "45m",
+            "allocatedIdleFor": "2h",
+            "memoryUsedPercent": 92,
+            "memoryFor": "10m",
+            "temperatureCelsius": 80,
+            "temperatureFor": "15m",
+            "exporterDownFor": "20m",
+        }
+    }
+    groups = monitoring.rule_groups(load_spec(cfg))
+    return {r["alert"]: r for g in groups for r in g["rules"] if "alert" in r}
+
+
+def _steps(text: str) -> list[int]:
+    import re
+
+    return [int(n) for n in re.findall(r"(?:Runbook: |; |\. )(\d)\) ", text)]
+
+
+def test_alert_summaries_say_what_and_where():
+    """Each summary names the condition and the GPU's node, index, model and pool (the WHERE template), with
+    the stack's duration where it has one."""
+    a = _custom_alerts()
+    where = "{{ $labels.node }} GPU {{ $labels.gpu }} ({{ $labels.modelName }}, pool {{ $labels.pool }})"
+    assert a["GpuIdle"]["annotations"]["summary"] == f"Unallocated GPU idle for 45m on {where}"
+    assert a["GpuAllocatedIdle"]["annotations"]["summary"] == (
+        "Pod {{ $labels.namespace }}/{{ $labels.pod }} holds GPUs it has not used for 2h"
+    )
+    assert a["GpuFramebufferMemoryHigh"]["annotations"]["summary"] == (
+        "GPU memory {{ $value | humanize }}% used on " + where
+    )
+    assert a["GpuTemperatureHigh"]["annotations"]["summary"] == "GPU at {{ $value | humanize }} C on " + where
+    assert a["GpuXidErrorCritical"]["annotations"]["summary"] == "XID {{ $labels.xid }} (hardware / driver) on " + where
+    assert a["GpuXidError"]["annotations"]["summary"] == "XID {{ $labels.xid }} on " + where
+    assert a["DcgmExporterDown"]["annotations"]["summary"] == "DCGM exporter on {{ $labels.node }} is not scraped"
+
+
+def test_alert_descriptions_quote_the_stacks_thresholds_and_number_their_steps():
+    """Thresholds and durations are filled in (no [[placeholder]] left), and every runbook's steps are
+    numbered 1), 2), ... in order."""
+    a = _custom_alerts()
+    d = {name: r["annotations"]["description"] for name, r in a.items()}
+    assert "below 7.5% utilization for 45m: capacity is paid for and unused." in d["GpuIdle"]
+    assert (
+        "has stayed below 7.5% utilization for 2h (busiest GPU now {{ $value | humanize }}%)" in d["GpuAllocatedIdle"]
+    )
+    assert d["GpuFramebufferMemoryHigh"].startswith("Framebuffer used / (used + free) has been above 92% for 10m")
+    assert d["GpuTemperatureHigh"].startswith("The GPU core has been above 80 C for 15m;")
+    assert "on node {{ $labels.node }} for 20m: every GPU alert above is blind for that node." in d["DcgmExporterDown"]
+    assert "kubectl -n gpu-operator get pods -o wide | grep dcgm" in d["DcgmExporterDown"]
+    for name, text in d.items():
+        assert "[[" not in text and "]]" not in text, name
+        assert "Runbook: 1) " in text, name
+        steps = _steps(text)
+        assert steps == list(range(1, len(steps) + 1)) and len(steps) >= 3, (name, steps)
+    assert _steps(d["GpuXidErrorCritical"]) == [1, 2, 3, 4]
+
+
+def test_alert_runbooks_give_the_commands_for_the_alerting_node():
+    """Where a runbook says to take a node out, the command names the alerting node's label."""
+    d = {name: r["annotations"]["description"] for name, r in _custom_alerts().items()}
+    assert "kubectl cordon {{ $labels.node }}" in d["GpuXidErrorCritical"]
+    assert "kubectl drain --ignore-daemonsets --delete-emptydir-data" in d["GpuXidErrorCritical"]
+    assert "(kubectl cordon {{ $labels.node }}; kubectl drain ...)" in d["GpuTemperatureHigh"]
+    assert "{{ if $labels.GPU_I_PROFILE }} (MIG {{ $labels.GPU_I_PROFILE }}){{ end }}" in d["GpuIdle"]
+    assert (
+        "{{ if $labels.pod }} (pod {{ $labels.namespace }}/{{ $labels.pod }}){{ end }}" in d["GpuFramebufferMemoryHigh"]
+    )
+    assert d["GpuXidError"].startswith("DCGM_FI_DEV_XID_ERRORS reports XID {{ $labels.xid }}. XIDs outside the")
+    assert d["GpuXidErrorCritical"].startswith(
+        "DCGM_FI_DEV_XID_ERRORS reports XID {{ $labels.xid }}, one NVIDIA lists as needing a GPU reset"
+    )
