@@ -535,9 +535,13 @@ def test_alert_descriptions_quote_the_stacks_thresholds_and_number_their_steps()
     numbered 1), 2), ... in order."""
     a = _custom_alerts()
     d = {name: r["annotations"]["description"] for name, r in a.items()}
-    assert "below 7.5% utilization for 45m: capacity is paid for and unused." in d["GpuIdle"]
     assert (
-        "has stayed below 7.5% utilization for 2h (busiest GPU now {{ $value | humanize }}%)" in d["GpuAllocatedIdle"]
+        "{{ end }} and it has been below 7.5% utilization for 45m: capacity is paid for and unused. Runbook: 1) "
+        in d["GpuIdle"]
+    )
+    assert (
+        "on {{ $labels.node }} (pool {{ $labels.pool }}) has stayed below 7.5% utilization for 2h (busiest GPU now "
+        "{{ $value | humanize }}%). The GPUs count against" in d["GpuAllocatedIdle"]
     )
     assert d["GpuFramebufferMemoryHigh"].startswith("Framebuffer used / (used + free) has been above 92% for 10m")
     assert d["GpuTemperatureHigh"].startswith("The GPU core has been above 80 C for 15m;")
