@@ -811,3 +811,16 @@ def test_the_toolkit_defaults_off_on_eks_only():
     assert gpu_operator.toolkit_enabled(load_spec(cfg)) is True
     cfg["gpu-platform:gpuOperator"] = {"driver": "operator", "toolkit": False}
     assert gpu_operator.toolkit_enabled(load_spec(cfg)) is False
+
+
+def test_sharing_is_described_per_pool_for_the_summary():
+    """Whole GPUs; a MIG layout as counts per profile (sorted) with the units each GPU advertises; time-slicing
+    and MPS with their replica count and advertised units (prod-aws: mixed MIG strategy, L4 time-sliced x4)."""
+    spec = load_spec(stack_config("prod-aws"))
+    assert sharing.describe(spec, "a100-train") == "whole GPUs"
+    assert sharing.describe(spec, "h100-inference") == (
+        "MIG 2x 1g.10gb + 1x 2g.20gb + 1x 3g.40gb per GPU "
+        "(2x nvidia.com/mig-1g.10gb, 1x nvidia.com/mig-2g.20gb, 1x nvidia.com/mig-3g.40gb)"
+    )
+    assert sharing.describe(spec, "l4-notebooks") == "time-slicing x4 (4x nvidia.com/gpu per GPU)"
+    assert sharing.describe(load_spec(stack_config("local")), "workstation") == "mps x2 (2x nvidia.com/gpu per GPU)"
