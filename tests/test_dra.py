@@ -561,3 +561,99 @@ def test_the_fully_set_gpucluster_fits_the_strict_crd():
     assert [e.message for e in Draft7Validator(schema).iter_errors(cr)] == []
     assert cr["spec"]["draDriver"]["gpus"] == {"kubeletPlugin": {"env": [{"name": "A", "value": "1"}]}}
     assert cr["spec"]["dcgmExporter"]["config"] == {"name": "my-metrics"}
+
+
+# -------------------------------------------------------------------- classes, quota keys, templates (unit)
+
+
+def test_device_classes_and_quota_keys():
+    """The whole-GPU class always exists; the MIG class when a pool has a MIG layout. Quota keys: the
+    per-DeviceClass device count for DRA resources, requests.<name> for extended resources."""
+    spec = load_spec(stack_config(STACK))
+    assert dra.device_classes(spec) == ["gpu.nvidia.com", "mig.nvidia.com"]
+    cfg = stack_config(STACK)
+    cfg["gpu-platform:nodePools"] = cfg["gpu-platform:nodePools"][:1]
+    for t in cfg["gpu-platform:tenants"]:
+        t["gpuQuota"] = {"h100": t["gpuQuota"]["h100"]}
+    assert dra.device_classes(load_spec(cfg)) == ["gpu.nvidia.com"]
+    assert dra.quota_key("gpu.nvidia.com/devices") == "gpu.nvidia.com.deviceclass.resource.k8s.io/devices"
+    assert dra.quota_key("mig.nvidia.com/devices") == "mig.nvidia.com.deviceclass.resource.k8s.io/devices"
+    assert dra.quota_key("nvidia.com/gpu") == "requests.nvidia.com/gpu"
+    assert dra.quota_resources(spec) == ["gpu.nvidia.com/devices", "mig.nvidia.com/devices"]
+
+
+def test_kueue_mappings_only_on_dra_stacks():
+    assert dra.kueue_device_class_mappings(load_spec(stack_config("local"))) == []
+    assert dra.kueue_device_class_mappings(load_spec(stack_config(STACK))) == [
+        {"name": "gpu.nvidia.com/devices", "deviceClassNames": ["gpu.nvidia.com"]},
+        {"name": "mig.nvidia.com/devices", "deviceClassNames": ["mig.nvidia.com"]},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("model", "token"),
+    [("A100-80GB", "a100"), ("H100", "h100"), ("T4", "t4"), ("L40S", "l40s"), ("A100-40GB", "a100")],
+)
+def test_product_token_is_the_lower_case_model_family(model, token):
+    assert dra.product_token(model) == token
+
+
+def test_mig_selector_and_template_names():
+    """A MIG template selects the driver's profile attribute and the product; names are DNS-safe slugs of the
+    model and profile."""
+    assert dra.mig_selector("A100-80GB", "3g.40gb") == (
+        "device.attributes['gpu.nvidia.com'].profile == '3g.40gb' && "
+        "device.attributes['gpu.nvidia.com'].productName.lowerAscii().contains('a100')"
+    )
+    spec = load_spec(stack_config(STACK))
+    assert dra.template_name(spec.pool("a100-mig")) == "gpu-a100-80gb"
+    assert dra.template_name(spec.pool("a100-mig"), "3g.40gb") == "mig-a100-80gb-3g-40gb"
+    assert dra.template_name(spec.pool("h100")) == "gpu-h100"
+
+
+def test_whole_gpu_selector_bounds_memory_by_ten_percent():
+    """H100 80 GiB: devices from int(80 x 0.9) = 72 Gi to int(80 x 1.1) + 1 = 89 Gi."""
+    assert dra.whole_gpu_selector("H100") == (
+        "device.attributes['gpu.nvidia.com'].productName.lowerAscii().contains('h100') && "
+        "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('72Gi')) >= 0 && "
+        "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('89Gi')) <= 0"
+    )
+
+
+def test_claim_templates_per_tenant_as_manifests():
+    """notebooks reaches h100 only: one whole-GPU template; each template asks for exactly one device of its
+    class; manifests carry the tenant's namespace. No templates without DRA."""
+    spec = load_spec(stack_config(STACK))
+    notebooks = next(t for t in spec.tenants if t.name == "notebooks")
+    ((name, body),) = dra.claim_templates(spec, notebooks).items()
+    assert name == "gpu-h100"
+    assert body == {
+        "spec": {
+            "devices": {
+                "requests": [
+                    {
+                        "name": "gpu",
+                        "exactly": {
+                            "deviceClassName": "gpu.nvidia.com",
+                            "allocationMode": "ExactCount",
+                            "count": 1,
+                            "selectors": [{"cel": {"expression": dra.whole_gpu_selector("H100")}}],
+                        },
+                    }
+                ]
+            }
+        }
+    }
+    docs = dra.claim_template_manifests(spec)
+    assert [(d["metadata"]["namespace"], d["metadata"]["name"]) for d in docs] == [
+        ("research", "gpu-h100"),
+        ("research", "mig-a100-80gb-3g-40gb"),
+        ("serving", "gpu-h100"),
+        ("serving", "mig-a100-80gb-3g-40gb"),
+        ("notebooks", "gpu-h100"),
+    ]
+    assert {(d["apiVersion"], d["kind"]) for d in docs} == {("resource.k8s.io/v1", "ResourceClaimTemplate")}
+    mig = docs[1]["spec"]["spec"]["devices"]["requests"][0]["exactly"]
+    assert mig["deviceClassName"] == "mig.nvidia.com"
+    local = load_spec(stack_config("local"))
+    assert dra.claim_templates(local, local.tenants[0]) == {} and dra.claim_template_manifests(local) == []
