@@ -576,6 +576,11 @@ def test_device_classes_and_quota_keys():
     for t in cfg["gpu-platform:tenants"]:
         t["gpuQuota"] = {"h100": t["gpuQuota"]["h100"]}
     assert dra.device_classes(load_spec(cfg)) == ["gpu.nvidia.com"]
+    # a stack of MIG pools only still gets the whole-GPU class (the driver creates it either way)
+    cfg = stack_config(STACK)
+    cfg["gpu-platform:nodePools"] = cfg["gpu-platform:nodePools"][1:]
+    cfg["gpu-platform:tenants"] = [{**cfg["gpu-platform:tenants"][0], "gpuQuota": {"a100-mig": 4}}]
+    assert dra.device_classes(load_spec(cfg)) == ["gpu.nvidia.com", "mig.nvidia.com"]
     assert dra.quota_key("gpu.nvidia.com/devices") == "gpu.nvidia.com.deviceclass.resource.k8s.io/devices"
     assert dra.quota_key("mig.nvidia.com/devices") == "mig.nvidia.com.deviceclass.resource.k8s.io/devices"
     assert dra.quota_key("nvidia.com/gpu") == "requests.nvidia.com/gpu"
