@@ -662,3 +662,47 @@ def test_claim_templates_per_tenant_as_manifests():
     assert mig["deviceClassName"] == "mig.nvidia.com"
     local = load_spec(stack_config("local"))
     assert dra.claim_templates(local, local.tenants[0]) == {} and dra.claim_template_manifests(local) == []
+
+
+def test_dra_needs_the_operator_and_kueue_not_volcano():
+    """Each refusal at its own key, with the way out: the GPUCluster comes with the operator; Volcano derives no
+    capacity for ResourceClaims."""
+    cfg = stack_config(STACK)
+    cfg["gpu-platform:addons"] = {**cfg["gpu-platform:addons"], "gpuOperator": False, "dcgm": False}
+    assert _problems(cfg) == [
+        (
+            "gpu-platform:gpuOperator.allocation",
+            "dra installs the NVIDIA DRA driver through the GPU Operator's GPUCluster: turn addons.gpuOperator on",
+        )
+    ]
+    cfg = stack_config(STACK)
+    cfg["gpu-platform:addons"] = {**cfg["gpu-platform:addons"], "volcano": True}
+    assert _problems(cfg) == [
+        (
+            "gpu-platform:addons.volcano",
+            "Volcano queues cap extended resources per name; this platform derives no Volcano capacity for DRA "
+            "devices (ResourceClaims), so a Volcano queue would not bound GPUs: use Kueue on a DRA stack",
+        )
+    ]
+
+
+def test_topology_aware_pools_are_not_offered_on_dra():
+    cfg = stack_config(STACK)
+    cfg["gpu-platform:nodePools"][0]["topologyAware"] = True
+    cfg["gpu-platform:scheduling"] = {"topologyLevels": ["kubernetes.io/hostname"]}
+    assert (
+        "gpu-platform:nodePools[0].topologyAware",
+        "topology-aware scheduling is derived for nvidia.com/gpu pools only; not offered on a DRA stack yet",
+    ) in _problems(cfg)
+
+
+@pytest.mark.parametrize(
+    ("stack", "version", "minor"), [(STACK, "1.34", 34), ("local", "1.29", 29), ("local", None, None)]
+)
+def test_kubernetes_minor_reads_the_second_component(stack, version, minor):
+    """'1.34' is minor 34 (not 1, not 134); no version given: unknown (the program cannot look it up offline)."""
+    cfg = stack_config(stack)
+    cfg["gpu-platform:cluster"].pop("kubernetesVersion", None)
+    if version is not None:
+        cfg["gpu-platform:cluster"]["kubernetesVersion"] = version
+    assert dra.kubernetes_minor(load_spec(cfg)) == minor
