@@ -569,3 +569,43 @@ def test_alert_runbooks_give_the_commands_for_the_alerting_node():
     assert d["GpuXidErrorCritical"].startswith(
         "DCGM_FI_DEV_XID_ERRORS reports XID {{ $labels.xid }}, one NVIDIA lists as needing a GPU reset"
     )
+
+
+@pytest.mark.parametrize(("interval", "timeout"), [("5s", "5s"), ("10s", "10s"), ("1m", "10s"), ("90s", "10s")])
+def test_scrape_timeout_never_exceeds_the_interval(interval, timeout):
+    """Prometheus refuses a scrapeTimeout longer than the interval: 10s, or the interval when it is shorter;
+    the interval itself is written canonically (90s -> 1m30s)."""
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:monitoring"] = {"scrapeInterval": interval}
+    (ep,) = monitoring.service_monitor(load_spec(cfg))["spec"]["endpoints"]
+    assert ep["scrapeTimeout"] == timeout
+    assert ep["interval"] == monitoring.prom_duration(interval)
+    assert (ep["path"], ep["honorLabels"]) == ("/metrics", False)
+    assert ep["relabelings"][0] == {
+        "action": "replace",
+        "sourceLabels": ["__meta_kubernetes_pod_node_name"],
+        "targetLabel": "node",
+    }
+
+
+def test_the_dra_exporter_is_the_gpuclusters():
+    """On a DRA stack the GPUCluster's exporter Service (gpu-operator v26.7.0 manifests/state-dcgm-exporter/
+    0500_service.yaml) is scraped, and DcgmExporterDown watches its job."""
+    spec = load_spec(stack_config("dra-existing"))
+    ex = monitoring.exporter(spec)
+    assert ex == monitoring.Exporter(
+        "operator", "gpu-operator", {"app": "nvidia-dcgm-exporter-dra"}, "gpu-metrics", "nvidia-dcgm-exporter-dra"
+    )
+    (down,) = monitoring.exporter_alerts(spec)
+    assert down["expr"] == 'up{job="nvidia-dcgm-exporter-dra"} == 0' and down["for"] == "10m"
+
+
+def test_rule_and_monitor_carry_the_labels_prometheus_selects():
+    """Both objects carry managed-by plus serviceMonitorLabels, in the exporter's namespace."""
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:monitoring"] = {"prometheus": "existing", "serviceMonitorLabels": {"team": "ml"}}
+    spec = load_spec(cfg)
+    for doc in (monitoring.prometheus_rule(spec), monitoring.service_monitor(spec)):
+        assert doc["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "gpu-platform", "team": "ml"}
+        assert doc["metadata"]["namespace"] == "gpu-operator"
+        assert doc["apiVersion"] == "monitoring.coreos.com/v1"
