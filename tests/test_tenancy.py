@@ -198,3 +198,39 @@ def test_choosing_a_scheduler_that_is_not_installed_is_refused():
         load_spec(cfg)
     assert [p.path for p in err.value.problems] == ["gpu-platform:tenants[0].scheduler"]
     assert err.value.problems[0].message.startswith("volcano is not installed: turn on addons.volcano")
+
+
+def test_quota_hard_caps_every_gpu_resource_and_only_given_cpu_memory():
+    """notebooks (prod-aws) reaches only l4-notebooks: every other GPU resource of the cluster is capped at 0
+    (no way around the quota through a pool it has no entry for); no cpu/memory key without tenants[].quota;
+    keys sorted."""
+    from components import tenancy
+
+    spec = load_spec(stack_config("prod-aws"))
+    notebooks = next(t for t in spec.tenants if t.name == "notebooks")
+    assert tenancy.quota_hard(spec, notebooks) == {
+        "requests.nvidia.com/gpu": "48",
+        "requests.nvidia.com/mig-1g.10gb": "0",
+        "requests.nvidia.com/mig-2g.20gb": "0",
+        "requests.nvidia.com/mig-3g.40gb": "0",
+    }
+    research = next(t for t in spec.tenants if t.name == "research")
+    assert list(tenancy.quota_hard(spec, research)) == sorted(tenancy.quota_hard(spec, research))
+
+
+def test_critical_tenants_are_labelled_and_the_scheduler_label_is_absent_without_one():
+    """serving is critical (the capacity policy reads gpu-platform/critical); with no batch scheduler on, a
+    namespace carries no scheduler label at all."""
+    from components import tenancy
+
+    spec = load_spec(stack_config("prod-aws"))
+    serving = next(t for t in spec.tenants if t.name == "serving")
+    research = next(t for t in spec.tenants if t.name == "research")
+    assert tenancy.namespace_labels(serving)["gpu-platform/critical"] == "true"
+    assert "gpu-platform/critical" not in tenancy.namespace_labels(research)
+    assert tenancy.namespace_labels(research)["app.kubernetes.io/managed-by"] == "gpu-platform"
+    cfg = stack_config("local")
+    cfg["gpu-platform:addons"] = {**cfg["gpu-platform:addons"], "kueue": False, "volcano": False}
+    local = load_spec(cfg)
+    assert tenancy.scheduler_label(local, local.tenants[0]) == {}
+    assert tenancy.namespace_annotations(load_spec(stack_config("prod-aws")), serving) == {}
