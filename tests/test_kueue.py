@@ -717,3 +717,43 @@ def test_partition_on_a_dra_stack_starts_with_the_gpu_device_class():
         (["gpu.nvidia.com/devices"], ["h100"]),
         (["mig.nvidia.com/devices"], ["a100-mig"]),
     ]
+
+
+def test_manager_config_exports_queue_metrics_and_excludes_unrationed_resources():
+    """ClusterQueue resource metrics are on (the dashboards and capacity checks read them); every request
+    Kueue must not ration is excluded by prefix: ephemeral storage, hugepages, EFA, GKE networks, RDMA."""
+    cfg = kueue.manager_config(load_spec(stack_config("prod-aws")))
+    assert cfg["metrics"] == {"bindAddress": ":8443", "enableClusterQueueResources": True}
+    assert cfg["resources"]["excludeResourcePrefixes"] == [
+        "ephemeral-storage",
+        "hugepages-",
+        "vpc.amazonaws.com/",
+        "networking.gke.io",
+        "rdma/",
+    ]
+    assert "deviceClassMappings" not in cfg["resources"]
+
+
+def test_recovery_timeout_defaults_to_the_start_timeout():
+    """A running workload that loses a ready pod gets the cold-start budget to recover unless told otherwise."""
+    cfg = stack_config("prod-aws")
+    cfg["gpu-platform:scheduling"] = {"waitForPodsReadyTimeout": "40m"}
+    w = kueue.manager_config(load_spec(cfg))["waitForPodsReady"]
+    assert (w["timeout"], w["recoveryTimeout"]) == ("40m", "40m")
+    cfg["gpu-platform:scheduling"] = {"waitForPodsReadyTimeout": "40m", "waitForPodsReadyRecoveryTimeout": "20m"}
+    w = kueue.manager_config(load_spec(cfg))["waitForPodsReady"]
+    assert (w["timeout"], w["recoveryTimeout"]) == ("40m", "20m")
+
+
+def test_a_cluster_queue_waits_for_each_flavor_and_check_it_names_once():
+    cq = {
+        "resourceGroups": [
+            {"flavors": [{"name": "default-flavor"}, {"name": "a"}, {"name": "b"}]},
+            {"flavors": [{"name": "b"}, {"name": "c"}]},
+        ],
+        "admissionChecksStrategy": {"admissionChecks": [{"name": "a-atomic", "onFlavors": ["a"]}]},
+    }
+    assert kueue.queue_flavors(cq) == ["default-flavor", "a", "b", "c"]
+    assert kueue.queue_checks(cq) == ["a-atomic"]
+    assert kueue.queue_checks({"resourceGroups": []}) == []
+    assert kueue.local_queue_spec(load_spec(stack_config("local")).tenants[0]) == {"clusterQueue": "dev"}
