@@ -609,3 +609,25 @@ def test_rule_and_monitor_carry_the_labels_prometheus_selects():
         assert doc["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "gpu-platform", "team": "ml"}
         assert doc["metadata"]["namespace"] == "gpu-operator"
         assert doc["apiVersion"] == "monitoring.coreos.com/v1"
+
+
+def test_idle_cost_terms_price_each_device_dcgm_reports():
+    """prod-aws list prices (upstream/prices: p5.48xlarge 55.04, g6.12xlarge 4.6016 USD/h): an H100 costs 6.88
+    per hour, split over h100-inference's MIG layout by compute slices (3 + 2 + 2 x 1 = 7); an L4 1.1504,
+    whose time-sliced pods each hold a quarter of it; a pool without a price has no terms."""
+    spec = load_spec(stack_config("prod-aws"))
+    inference = monitoring.idle_cost_terms(spec, spec.pool("h100-inference"))
+    assert [p for p, _ in inference] == ["1g.10gb", "2g.20gb", "3g.40gb"]
+    assert [price for _, price in inference] == [
+        pytest.approx(6.88 / 7),
+        pytest.approx(6.88 * 2 / 7),
+        pytest.approx(6.88 * 3 / 7),
+    ]
+    ((profile, l4),) = monitoring.idle_cost_terms(spec, spec.pool("l4-notebooks"))
+    assert profile is None and l4 == pytest.approx(4.6016 / 4)
+    assert monitoring._allocated_unit_price(spec, spec.pool("l4-notebooks"), None, l4) == pytest.approx(l4 / 4)
+    assert monitoring._allocated_unit_price(spec, spec.pool("h100-inference"), "1g.10gb", 1.0) == 1.0
+    assert monitoring._allocated_unit_price(spec, spec.pool("a100-train"), None, 2.0) == 2.0
+    gcp = load_spec(stack_config("dev-gcp"))
+    assert monitoring.idle_cost_terms(gcp, gcp.pool("t4-spot")) is None
+    assert [r["labels"]["pool"] for r in monitoring.idle_cost_rules(gcp)] == ["l4-shared", "l4-shared"]
