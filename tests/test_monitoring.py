@@ -628,6 +628,9 @@ def test_idle_cost_terms_price_each_device_dcgm_reports():
     assert monitoring._allocated_unit_price(spec, spec.pool("l4-notebooks"), None, l4) == pytest.approx(l4 / 4)
     assert monitoring._allocated_unit_price(spec, spec.pool("h100-inference"), "1g.10gb", 1.0) == 1.0
     assert monitoring._allocated_unit_price(spec, spec.pool("a100-train"), None, 2.0) == 2.0
-    gcp = load_spec(stack_config("dev-gcp"))
-    assert monitoring.idle_cost_terms(gcp, gcp.pool("t4-spot")) is None
+    cfg = stack_config("dev-gcp")  # t4-spot has no price; renamed so that it sorts before l4-shared
+    cfg["gpu-platform:nodePools"][1]["name"] = "a-t4"
+    cfg["gpu-platform:tenants"][0]["gpuQuota"] = {"l4-shared": 4, "a-t4": 2}
+    gcp = load_spec(cfg)
+    assert monitoring.idle_cost_terms(gcp, gcp.pool("a-t4")) is None
     assert [r["labels"]["pool"] for r in monitoring.idle_cost_rules(gcp)] == ["l4-shared", "l4-shared"]
