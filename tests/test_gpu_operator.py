@@ -824,3 +824,37 @@ def test_sharing_is_described_per_pool_for_the_summary():
     )
     assert sharing.describe(spec, "l4-notebooks") == "time-slicing x4 (4x nvidia.com/gpu per GPU)"
     assert sharing.describe(load_spec(stack_config("local")), "workstation") == "mps x2 (2x nvidia.com/gpu per GPU)"
+
+
+def test_nfd_workers_also_run_on_control_plane_nodes():
+    """NFD labels every node (the operator deploys operands where NFD finds NVIDIA devices): its workers
+    tolerate the control-plane taint (kubeadm: node-role.kubernetes.io/control-plane:NoSchedule, no value)
+    before the GPU tolerations; CDI and NFD are on everywhere."""
+    v = gpu_operator.operator_values(load_spec(stack_config("local")))
+    worker = v["node-feature-discovery"]["worker"]["tolerations"]
+    assert worker[0] == {
+        "key": "node-role.kubernetes.io/control-plane",
+        "operator": "Equal",
+        "value": "",
+        "effect": "NoSchedule",
+    }
+    assert worker[1:] == v["daemonsets"]["tolerations"]
+    assert (v["cdi"], v["nfd"], v["gfd"]) == ({"enabled": True}, {"enabled": True}, {"enabled": True})
+    assert v["dcgmExporter"]["serviceMonitor"] == {"enabled": False}  # ours carries the pool label
+    assert v["migManager"] == {"enabled": False}  # local has no MIG pool
+
+
+def test_the_exporter_is_off_without_dcgm_and_gets_no_env_then():
+    cfg = stack_config("local")
+    cfg["gpu-platform:addons"] = {**cfg["gpu-platform:addons"], "dcgm": False}
+    cfg["gpu-platform:monitoring"] = {"prometheus": "none"}
+    v = gpu_operator.operator_values(load_spec(cfg))
+    assert v["dcgmExporter"] == {"enabled": False, "serviceMonitor": {"enabled": False}}
+    # with dcgm on, the MPS pool's per-pod attribution env is set
+    env = gpu_operator.operator_values(load_spec(stack_config("local")))["dcgmExporter"]["env"]
+    assert env == [{"name": "KUBERNETES_VIRTUAL_GPUS", "value": "true"}]
+
+
+def test_critical_pod_quota_grows_with_every_node_the_pools_may_bring():
+    """NVIDIA's GKE guide quota (100) plus 12 operand pods per GPU node at max scale (dev-gcp: 4 + 2 nodes)."""
+    assert gpu_operator.critical_pods(load_spec(stack_config("dev-gcp"))) == 100 + 12 * 6
