@@ -706,3 +706,24 @@ def test_kubernetes_minor_reads_the_second_component(stack, version, minor):
     if version is not None:
         cfg["gpu-platform:cluster"]["kubernetesVersion"] = version
     assert dra.kubernetes_minor(load_spec(cfg)) == minor
+
+
+def test_operator_values_switch_every_classic_operand_off():
+    """The GPUCluster replaces the ClusterPolicy: device plugin, MIG manager and GFD off, ComputeDomains off (no
+    NVLink domain declared); an operator-managed driver goes through the NVIDIADriver CRD with its default CR;
+    a preinstalled driver stays as the ClusterPolicy values had it."""
+    v = dra.operator_values(load_spec(stack_config(STACK)), {"driver": {"enabled": True}, "toolkit": {"x": 1}})
+    assert v == {
+        "driver": {"enabled": True, "nvidiaDriverCRD": {"enabled": True, "deployDefaultCR": True}},
+        "toolkit": {"x": 1},
+        "clusterPolicy": {"deployCR": False},
+        "gpuCluster": {"deployCR": True},
+        "devicePlugin": {"enabled": False},
+        "migManager": {"enabled": False},
+        "gfd": {"enabled": False},
+        "draDriver": {"computeDomains": {"enabled": False}},
+    }
+    cfg = stack_config(STACK)
+    cfg["gpu-platform:gpuOperator"] = {**cfg["gpu-platform:gpuOperator"], "driver": "preinstalled"}
+    v = dra.operator_values(load_spec(cfg), {"driver": {"enabled": False}})
+    assert v["driver"] == {"enabled": False}
