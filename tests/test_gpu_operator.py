@@ -858,3 +858,23 @@ def test_the_exporter_is_off_without_dcgm_and_gets_no_env_then():
 def test_critical_pod_quota_grows_with_every_node_the_pools_may_bring():
     """NVIDIA's GKE guide quota (100) plus 12 operand pods per GPU node at max scale (dev-gcp: 4 + 2 nodes)."""
     assert gpu_operator.critical_pods(load_spec(stack_config("dev-gcp"))) == 100 + 12 * 6
+
+
+def test_bottlerocket_mps_settings_and_who_gets_them():
+    """Bottlerocket's host plugin: MPS with replicas and rename-by-default (no fail-requests knob for MPS);
+    MIG and unshared pools get only the UUID device IDs (and do not count as sharing); pools the operator
+    serves get no Bottlerocket settings at all."""
+    cfg = stack_config("prod-aws")
+    pools = cfg["gpu-platform:nodePools"]
+    pools[3].update(os="bottlerocket", sharing={"strategy": "mps", "replicas": 3})  # l4-notebooks
+    spec = load_spec(cfg)
+    assert sharing.bottlerocket_device_plugin_settings(spec, "l4-notebooks") == {
+        "device-id-strategy": "uuid",
+        "device-sharing-strategy": "mps",
+        "mps": {"replicas": 3, "rename-by-default": False},
+    }
+    assert sharing.bottlerocket_shares_gpus(spec, "l4-notebooks") is True
+    assert sharing.bottlerocket_device_plugin_settings(spec, "a100-train") == {"device-id-strategy": "uuid"}
+    assert sharing.bottlerocket_shares_gpus(spec, "a100-train") is False
+    assert sharing.bottlerocket_device_plugin_settings(spec, "h100-inference") == {}  # AL2023: the operator's
+    assert sharing.bottlerocket_shares_gpus(spec, "h100-inference") is False
