@@ -878,3 +878,7 @@ def test_bottlerocket_mps_settings_and_who_gets_them():
     assert sharing.bottlerocket_shares_gpus(spec, "a100-train") is False
     assert sharing.bottlerocket_device_plugin_settings(spec, "h100-inference") == {}  # AL2023: the operator's
     assert sharing.bottlerocket_shares_gpus(spec, "h100-inference") is False
+    # a MIG layout on a Bottlerocket pool (refused by a rule; the host's MIG manager applies it) adds nothing
+    a100 = spec.pool("a100-train").model_copy(update={"sharing": spec.pool("h100-inference").sharing})
+    mig = spec.model_copy(update={"node_pools": [a100]})
+    assert sharing.bottlerocket_device_plugin_settings(mig, "a100-train") == {"device-id-strategy": "uuid"}
