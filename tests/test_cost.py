@@ -534,3 +534,73 @@ def test_cost_markdown_without_pools_tenants_budget_or_unknowns():
     doc["pools"][0].update(spotPerNodeHour=None, onDemandFallback=False, capacity="on-demand", perUnitHourUsd={})
     row = cost.markdown(doc)[6]
     assert row.startswith("| a | on-demand | $2.50 | - | 0..8 |") and row.endswith("| $0.2500 | - |")
+
+
+# ------------------------------------------------------------------------------------ the document
+
+
+def test_report_of_an_existing_cluster_without_prices():
+    """cloud existing: no region, no price catalog, no AWS spot assumption; the pool's figures are unknown with
+    the reason, except what costs nothing (0 nodes at min size); the total says which pool is unpriced."""
+    doc = report("local")
+    assert (doc["stack"], doc["cloud"], doc["region"], doc["currency"]) == ("local", "existing", None, "USD")
+    assert doc["assumptions"]["awsSpotDiscount"] is None
+    assert doc["assumptions"]["nodePrice"] == "the dearest of a pool's instance types (an upper bound)"
+    ((p,),) = [doc["pools"]]
+    assert p == {
+        "name": "workstation",
+        "capacity": "on-demand",
+        "onDemandFallback": False,
+        "instanceTypes": [],
+        "gpuModel": "L4",
+        "gpusPerNode": 1,
+        "nodes": {"min": 0, "max": 1},
+        "gpus": {"min": 0, "max": 1, "spot": 0, "onDemand": 1},
+        "tenantQuotaGpus": 1,
+        "onDemandPerNodeHour": {"usd": None, "unknown": "the pool names no instance/machine type"},
+        "spotPerNodeHour": None,
+        "hourlyUsd": {"min": 0, "max": None},
+        "maxHourlyUsdAllOnDemand": None,
+        "perGpuHourUsd": None,
+        "perUnitHourUsd": {"nvidia.com/gpu": None},
+    }
+    assert doc["tenants"] == [
+        {
+            "name": "dev",
+            "nominal": {"gpus": {"workstation": 1}, "hourlyUsd": None},
+            "ceiling": {"gpus": {"workstation": 1}, "hourlyUsd": None},
+        }
+    ]
+    assert doc["total"] == {
+        "maxHourlyUsd": None,
+        "minHourlyUsd": 0,
+        "knownMaxHourlyUsd": 0,
+        "unknownPools": ["workstation"],
+    }
+    assert doc["budget"] == {"maxHourlyUsd": None, "tenants": {}}
+
+
+def test_report_splits_a_fallback_pool_and_states_the_aws_assumption():
+    """prod-aws h100-spot (32 GPUs, onDemandFallback): 2 nodes' GPUs on spot, 2 on on-demand; the AWS spot
+    discount assumed (default 40 %) is in the document; budgets are copied, tenants sorted."""
+    doc = report("prod-aws", budget={"maxHourlyUsd": 500, "tenants": {"serving": 120, "notebooks": 20}})
+    spot = pool(doc, "h100-spot")
+    assert spot["onDemandFallback"] is True and spot["capacity"] == "spot"
+    assert spot["gpus"] == {"min": 0, "max": 32, "spot": 16, "onDemand": 16}
+    assert pool(doc, "a100-train")["onDemandFallback"] is False
+    assert doc["assumptions"]["awsSpotDiscount"] == 0.4
+    assert doc["budget"] == {"maxHourlyUsd": 500, "tenants": {"notebooks": 20, "serving": 120}}
+    assert list(doc["budget"]["tenants"]) == ["notebooks", "serving"]
+    assert [t["name"] for t in doc["tenants"]] == sorted(t["name"] for t in doc["tenants"])
+    assert [p["name"] for p in doc["pools"]] == ["a100-train", "h100-inference", "h100-spot", "l4-notebooks"]
+    assert pool(doc, "a100-train")["tenantQuotaGpus"] == 16 + 16  # research + applied-ml
+
+
+def test_a_zero_quota_on_an_unpriced_pool_costs_nothing():
+    """A tenant entry of 0 GPUs (borrow-only) on the unpriced t4-spot leaves its nominal cost known."""
+    cfg = stack_config("dev-gcp")
+    cfg["gpu-platform:tenants"][0]["gpuQuota"] = {"l4-shared": 4, "t4-spot": 0}
+    doc = cost.report(load_spec(cfg), "dev-gcp")
+    t = tenant(doc, "ml-dev")
+    assert t["nominal"]["hourlyUsd"] == pytest.approx(4 * 0.479872, abs=1e-4)  # l4-shared spot, 1 L4 a node
+    assert t["ceiling"]["hourlyUsd"] is None  # it may borrow t4-spot, whose price is unknown
