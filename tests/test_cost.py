@@ -587,6 +587,7 @@ def test_report_splits_a_fallback_pool_and_states_the_aws_assumption():
     spot = pool(doc, "h100-spot")
     assert spot["onDemandFallback"] is True and spot["capacity"] == "spot"
     assert spot["gpus"] == {"min": 0, "max": 32, "spot": 16, "onDemand": 16}
+    assert (spot["nodes"], spot["gpusPerNode"]) == ({"min": 0, "max": 4}, 8)  # maxGpus 32 / 8 per node
     assert pool(doc, "a100-train")["onDemandFallback"] is False
     assert doc["assumptions"]["awsSpotDiscount"] == 0.4
     assert doc["budget"] == {"maxHourlyUsd": 500, "tenants": {"notebooks": 20, "serving": 120}}
