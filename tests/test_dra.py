@@ -727,3 +727,21 @@ def test_operator_values_switch_every_classic_operand_off():
     cfg["gpu-platform:gpuOperator"] = {**cfg["gpu-platform:gpuOperator"], "driver": "preinstalled"}
     v = dra.operator_values(load_spec(cfg), {"driver": {"enabled": False}})
     assert v["driver"] == {"enabled": False}
+
+
+def test_rendered_claim_templates_are_labelled_per_tenant_and_wait_for_their_namespace():
+    """Each template lives in its tenant's namespace, labelled managed-by and with the tenant (the policies and
+    the summary find them by it), registered under the resource.k8s.io/v1 type."""
+    r = rendered(STACK)
+    rec = r.find("kubernetes:resource.k8s.io/v1:ResourceClaimTemplate", "serving-mig-a100-80gb-3g-40gb")
+    assert rec.inputs["metadata"] == {
+        "name": "mig-a100-80gb-3g-40gb",
+        "namespace": "serving",
+        "labels": {"app.kubernetes.io/managed-by": "gpu-platform", "gpu-platform/tenant": "serving"},
+    }
+    assert (
+        rec.inputs["spec"]
+        == dra.claim_templates(r.spec, next(t for t in r.spec.tenants if t.name == "serving"))["mig-a100-80gb-3g-40gb"]
+    )
+    assert rec.depends_on == ["serving-namespace"]  # through the namespace's name output
+    assert (rec.parent, rec.provider) == ("dra-claim-templates", "kubernetes")
