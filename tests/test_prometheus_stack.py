@@ -353,3 +353,18 @@ def test_grafana_sidecar_finds_our_dashboard_and_its_folder():
     assert side["enabled"] is True and side["searchNamespace"] == "ALL"
     assert side["provider"] == {"foldersFromFilesStructure": True}
     assert side["folderAnnotation"] in monitoring.dashboard_configmap(spec)["metadata"]["annotations"]
+
+
+def test_the_node_exporter_namespace_is_marked_as_an_operator_namespace():
+    """The policy pack allows a privileged namespace only where the platform marks it as an operator one
+    (policies/common.py reads the same label); the stack's own namespace is baseline and unmarked."""
+    from policies import common
+
+    r = rendered("dev-aws")
+    ne = manifest(r, "Namespace", versions.NODE_EXPORTER_NAMESPACE)["metadata"]["labels"]
+    assert ne[prometheus_stack.OPERATOR_NAMESPACE_LABEL] == "true"
+    assert prometheus_stack.OPERATOR_NAMESPACE_LABEL == common.OPERATOR_NAMESPACE_LABEL
+    assert ne["pod-security.kubernetes.io/audit"] == ne["pod-security.kubernetes.io/warn"] == "privileged"
+    mon = manifest(r, "Namespace", "monitoring")["metadata"]["labels"]
+    assert prometheus_stack.OPERATOR_NAMESPACE_LABEL not in mon
+    assert mon["pod-security.kubernetes.io/warn"] == "restricted"
