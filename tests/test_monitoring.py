@@ -266,7 +266,14 @@ def test_standalone_exporter_is_not_offered_on_gke():
     cfg["gpu-platform:addons"] = {"gpuOperator": False, "dcgm": True}
     with pytest.raises(SpecError) as err:
         load_spec(cfg)
-    assert [p.path for p in err.value.problems] == ["gpu-platform:addons.dcgm"]
+    assert [(p.path, p.message) for p in err.value.problems] == [
+        (
+            "gpu-platform:addons.dcgm",
+            "a standalone DCGM exporter cannot reach NVML on GKE nodes (GKE installs it under "
+            "/home/kubernetes/bin/nvidia for its device plugin's containers only): enable addons.gpuOperator, "
+            "or turn dcgm off and use GKE's managed DCGM metrics",
+        )
+    ]
 
 
 # --------------------------------------------------------------------------------------- promtool
