@@ -745,3 +745,59 @@ def test_rendered_claim_templates_are_labelled_per_tenant_and_wait_for_their_nam
     )
     assert rec.depends_on == ["serving-namespace"]  # through the namespace's name output
     assert (rec.parent, rec.provider) == ("dra-claim-templates", "kubernetes")
+
+
+def test_each_cloud_combination_dra_refuses_says_why_and_what_to_use():
+    """prod-aws switched to DRA: Karpenter pools, MIG layouts off existing clusters, Bottlerocket pools, time-
+    slicing and the Cluster Autoscaler are each refused at their key with the supported alternative."""
+    cfg = stack_config("prod-aws")
+    cfg["gpu-platform:gpuOperator"] = {"allocation": "dra"}
+    cfg["gpu-platform:cluster"] = {**cfg["gpu-platform:cluster"], "kubernetesVersion": "1.35"}
+    found = _problems(cfg)
+    pools = {p["name"]: i for i, p in enumerate(cfg["gpu-platform:nodePools"])}
+    at = "gpu-platform:nodePools[{}].{}".format
+    expected = [
+        (
+            at(pools["h100-spot"], "provisioner"),
+            "Karpenter 1.14 cannot tell which instance types publish which DRA devices, so it cannot provision "
+            "for ResourceClaims (kubernetes-sigs/karpenter#3228, open): use provisioner managed",
+        ),
+        (
+            at(pools["h100-inference"], "sharing.strategy"),
+            "MIG layouts are applied by the MIG manager (mig-parted), an operand of the ClusterPolicy stack that "
+            "cannot coexist with the GPUCluster; the DRA driver allocates existing MIG devices (DynamicMIG is "
+            "alpha). MIG pools on a DRA stack need nodes partitioned beforehand: cloud existing only",
+        ),
+        (
+            at(pools["a100-train"], "os"),
+            "Bottlerocket NVIDIA AMIs run their own device plugin on the host, which cannot share a node with "
+            "the DRA driver's GPU plugin (dra-driver-nvidia-gpu templates/validation.yaml): use al2023",
+        ),
+        (
+            at(pools["l4-notebooks"], "sharing.strategy"),
+            "time-slicing replicas configure k8s-device-plugin, which a DRA stack does not run (a GPUCluster "
+            "replaces the ClusterPolicy); the DRA driver's own sharing (feature gates TimeSlicingSettings, "
+            "MPSSupport, set per claim) is alpha and off by default: drop sharing or use allocation device-plugin",
+        ),
+        (
+            "gpu-platform:addons.clusterAutoscaler",
+            "the Cluster Autoscaler simulates DRA claims only with its --enable-dynamic-resource-allocation flag, "
+            "which this platform does not set yet: set addons.clusterAutoscaler false (node groups keep their size)",
+        ),
+    ]
+    for problem in expected:
+        assert problem in found, problem[0]
+
+
+def test_gke_drivers_message_names_the_operator_alternative():
+    cfg = stack_config("dev-gcp")
+    cfg["gpu-platform:gpuOperator"] = {"allocation": "dra"}
+    cfg["gpu-platform:cluster"] = {**cfg.get("gpu-platform:cluster", {}), "kubernetesVersion": "1.34"}
+    for pool in cfg["gpu-platform:nodePools"]:
+        pool.pop("sharing", None)
+    assert (
+        "gpu-platform:gpuOperator.driver",
+        "GKE-installed drivers (gke-default / gke-latest) come with GKE's device plugin, which cannot share a "
+        "node with the DRA driver's GPU plugin (dra-driver-nvidia-gpu templates/validation.yaml); use driver: "
+        "operator (Ubuntu nodes), whose pools carry gke-no-default-nvidia-gpu-device-plugin=true",
+    ) in _problems(cfg)
