@@ -271,3 +271,28 @@ def test_critical_pods_quota_scopes_to_both_system_priority_classes():
             ]
         },
     }
+
+
+def test_chart_namespaces_keep_their_pre_rename_urns_as_aliases():
+    """Until d22b537 a chart's namespace and GKE quota were '<prefix>-namespace' / '<prefix>-critical-pods'
+    under the same parent: each carries that URN as an alias, so a deployed stack renames them in place instead
+    of deleting the namespace (and the release in it). The quota waits for its namespace."""
+    r = rendered("prod-gcp")
+    ns = r.find("kubernetes:core/v1:Namespace", "namespace-gpu-operator")
+    parent = "urn:pulumi:prod-gcp::gpu-platform::gpu-platform:gpu:GpuOperator$"
+    assert ns.aliases == [parent + "kubernetes:core/v1:Namespace::gpu-operator-namespace"]
+    quota = r.find("kubernetes:core/v1:ResourceQuota", "critical-pods-gpu-operator")
+    assert quota.aliases == [parent + "kubernetes:core/v1:ResourceQuota::gpu-operator-critical-pods"]
+    assert quota.depends_on == ["namespace-gpu-operator"]
+    assert quota.inputs["metadata"] == {
+        "name": "gpu-operator-quota",
+        "namespace": "gpu-operator",
+        "labels": {"app.kubernetes.io/managed-by": "gpu-platform"},
+    }
+    kueue_ns = r.find("kubernetes:core/v1:Namespace", "namespace-kueue")
+    assert kueue_ns.aliases == [
+        "urn:pulumi:prod-gcp::gpu-platform::gpu-platform:scheduling:Kueue$kubernetes:core/v1:Namespace::kueue-namespace"
+    ]
+    assert r.find("kubernetes:core/v1:ResourceQuota", "critical-pods-kueue").inputs["metadata"]["name"] == (
+        "critical-pods"
+    )
