@@ -605,3 +605,16 @@ def test_a_zero_quota_on_an_unpriced_pool_costs_nothing():
     t = tenant(doc, "ml-dev")
     assert t["nominal"]["hourlyUsd"] == pytest.approx(4 * 0.479872, abs=1e-4)  # l4-shared spot, 1 L4 a node
     assert t["ceiling"]["hourlyUsd"] is None  # it may borrow t4-spot, whose price is unknown
+
+
+def test_unit_price_splits_a_gpu_hour_by_what_it_advertises():
+    """MIG profiles (mixed strategy) by compute slices of the layout (h100-inference: 3 + 2 + 1 + 1 = 7);
+    anything else (time-slices, MPS clients, single-strategy MIG slices as nvidia.com/gpu) evenly by count;
+    an unknown GPU price stays unknown."""
+    spec = load_spec(stack_config("prod-aws"))
+    mig = spec.pool("h100-inference")
+    assert cost.unit_price(7.0, mig, "nvidia.com/mig-3g.40gb", 1) == pytest.approx(3.0)
+    assert cost.unit_price(7.0, mig, "nvidia.com/mig-1g.10gb", 2) == pytest.approx(1.0)
+    assert cost.unit_price(7.0, mig, "nvidia.com/gpu", 7) == pytest.approx(1.0)  # single strategy: 7 slices
+    assert cost.unit_price(8.0, spec.pool("l4-notebooks"), "nvidia.com/gpu", 4) == 2.0
+    assert cost.unit_price(None, mig, "nvidia.com/mig-3g.40gb", 1) is None
