@@ -382,7 +382,8 @@ def test_pool_hourly_figures_per_gpu_and_at_min_and_max():
     assert c.max_hourly == 8 * 0.5 + 4 * 1.5
     assert c.min_gpus == 4 and c.min_hourly == 4 * 0.5  # spot pool: its min nodes are spot
     assert c.hourly(0, 0) == 0.0
-    assert c.per_unit_hour == {"nvidia.com/gpu": pytest.approx(c.per_gpu_hour / 4)}
+    # the pool's cap is 4 nodes x 4 GPUs = 16: (8 x 0.5 + 4 x 1.5) / 16 per GPU, a quarter of that per unit
+    assert c.per_gpu_hour == 10 / 16 and c.per_unit_hour == {"nvidia.com/gpu": pytest.approx(10 / 16 / 4)}
     od = _pool_cost(False, 6.0, capacity="on-demand", min_nodes=2, spot_gpus=0, od_gpus=8)
     assert od.per_gpu_spot is None and od.min_hourly == 8 * 1.5 and od.max_hourly == 12.0
     unknown_spot = _pool_cost(None, 6.0, spot_gpus=0, od_gpus=8)
@@ -395,7 +396,7 @@ def test_pool_hourly_figures_per_gpu_and_at_min_and_max():
 def test_per_gpu_hour_falls_back_to_the_capacity_price_without_a_cap():
     """A pool capped at 0 GPUs has no max-scale blend: its per-GPU price is its own capacity type's."""
     spot = _pool_cost(2.0, 6.0)
-    assert spot.per_gpu_hour == spot.max_hourly / spot.pool.gpu_cap
+    assert spot.per_gpu_hour == 8 * 0.5 / 16  # 8 spot GPUs at max, over the pool's 16
     zero = spot.pool.model_copy(update={"max_nodes": 0, "max_gpus": None})
     assert zero.gpu_cap == 0
     spot0 = cost.PoolCost(zero, prices.Price(6.0), prices.Price(2.0), 0, 0, {})
