@@ -328,8 +328,7 @@ def test_release_values_pin_pull_policy_and_system_nodes():
     """Images are pinned by tag (IfNotPresent) and Volcano's own pods go to the system node selector."""
     vals = release(rendered("prod-aws"), "volcano")["values"]
     assert vals["basic"] == {"image_pull_policy": "IfNotPresent"}
-    spec = rendered("prod-aws").spec
-    assert vals["custom"]["default_ns"] == derive.system_node_selector(spec) != {}
+    assert vals["custom"]["default_ns"] == {"kubernetes.io/os": "linux"}  # prod-aws sets no systemNodeSelector
 
 
 def test_queue_policy_refuses_on_create_and_update_and_says_which_queue():
