@@ -106,6 +106,7 @@ def test_layout_on_the_grid(board):
 
 @pytest.mark.parametrize("title", sorted(PANELS))
 def test_each_panel_shows_its_query_with_its_unit_legend_and_bounds(board, title):
+    """The panel of each title: its type, its own query, legend, unit, bounds, threshold steps and display options."""
     kind, unit, legend, max_, red, stacked, instant = PANELS[title]
     p = _panels(board)[title]
     assert p["type"] == kind

@@ -60,6 +60,8 @@ def test_ceiling_counts_units_per_gpu_and_sums_across_pools():
 
 
 def test_without_a_cohort_the_ceiling_is_the_nominal_quota():
+    """No cohort (none set, no default): nothing to borrow, the ceiling is the nominal quota per pool."""
+
     def edit(cfg):
         cfg["gpu-platform:scheduling"] = {"defaultCohort": None}
         tenant_cfg(cfg, "research").pop("borrowingLimit")
@@ -86,6 +88,7 @@ def test_a_quota_above_the_pool_size_is_its_own_ceiling():
 
 
 def test_quota_units_are_the_ceiling_with_a_batch_scheduler_and_nominal_without():
+    """research: 24 + 32 with Kueue/Volcano (loans must be able to start), 16 + 16 without (nothing lends)."""
     spec = spec_of("prod-aws")
     assert derive.tenant_quota_units(spec, tenant(spec, "research")) == {GPU: 56}
 
@@ -196,6 +199,7 @@ def test_pool_labels_per_device_plugin():
 
 
 def test_gke_pools_opt_out_of_gkes_plugin_only_when_the_operator_or_dra_serves_them():
+    """GKE's own device plugin is turned off per pool only where another plugin (operator, DRA) serves it."""
     spec = spec_of("dev-gcp")  # gke-latest drivers: GKE's own plugin serves the GPUs
     assert derive.GKE_NO_DEVICE_PLUGIN_LABEL not in derive.pool_labels(spec, spec.pool("l4-shared"))
     assert derive.DEVICE_PLUGIN_CONFIG_LABEL not in derive.pool_labels(spec, spec.pool("l4-shared"))
@@ -215,6 +219,8 @@ def test_gke_pools_opt_out_of_gkes_plugin_only_when_the_operator_or_dra_serves_t
 
 
 def test_user_labels_are_merged_into_the_derived_ones():
+    """A pool's own (non-reserved) labels reach its nodes next to the derived ones."""
+
     def edit(cfg):
         cfg["gpu-platform:nodePools"][0]["labels"] = {"team": "ml"}
 
@@ -264,6 +270,8 @@ def test_driver_and_node_os_defaults_per_cloud(stack, driver, os):
 
 
 def test_existing_clusters_default_to_operator_drivers_on_ubuntu():
+    """driver: auto on an existing cluster is the operator's, and pools default to Ubuntu."""
+
     def edit(cfg):
         cfg.pop("gpu-platform:gpuOperator")
 

@@ -25,6 +25,7 @@ def test_the_local_stacks_provider_uses_its_context_with_server_side_apply():
 
 
 def test_a_kubeconfig_path_is_passed_through():
+    """A kubeconfig path reaches the provider, with or without a context (identity only with one)."""
     cfg = stack_config("local")
     cfg["gpu-platform:cluster"] = {"kubeconfig": "/home/me/.kube/lab", "context": "lab"}
     inputs = _provider(render_config(cfg, "local"))

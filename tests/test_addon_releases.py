@@ -20,6 +20,7 @@ TIMEOUTS = {
 
 @pytest.mark.parametrize("name", sorted(TIMEOUTS))
 def test_chart_addons_install_into_their_own_namespace_with_a_timeout(name):
+    """Each release: no Helm-created namespace, its timeout, protection for schedulers, after its namespace."""
     rel = rendered("prod-aws").find("kubernetes:helm.sh/v3:Release", name)
     assert rel.inputs["createNamespace"] is False
     assert rel.inputs["timeout"] == TIMEOUTS[name]

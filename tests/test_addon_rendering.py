@@ -30,6 +30,7 @@ def _rendering() -> Rendering:
 
 
 def test_find_and_of_type_match_type_and_name():
+    """Lookups need type and name both; a miss says which record is absent."""
     r = _rendering()
     assert [x.name for x in r.of_type("kubernetes:helm.sh/v3:Release")] == ["kueue", "volcano"]
     assert [x.name for x in r.releases] == ["kueue", "volcano"]
@@ -48,6 +49,7 @@ def test_manifests_are_kubernetes_records_with_api_version_and_kind():
 
 
 def test_a_record_defaults_to_no_resource_options():
+    """A record without options is unprotected, never replaced or renamed; an empty rendering is empty."""
     x = _record("t", "n", {})
     assert (x.protect, x.retain_on_delete, x.delete_before_replace) == (False, False, False)
     assert x.ignore_changes == x.replace_on_changes == x.aliases == []

@@ -100,6 +100,7 @@ def test_summary_of_the_shipped_aws_and_gcp_stacks():
 
 
 def test_no_reservation_no_section():
+    """A stack without reserved pools gets no Reserved capacity section at all."""
     assert reservations.summary_lines(load_spec(stack_config("dev-aws"))) == []
 
 
@@ -265,6 +266,7 @@ def test_ec2_reservation_ids_are_checked_one_by_one():
 
 
 def test_gke_specific_reservations_name_exactly_one_and_are_on_demand():
+    """GKE consumes one named reservation per node pool, and Capacity Blocks do not exist there."""
     cfg = stack_config("prod-gcp")
     i, train = pool_of(cfg, "h100-train")
     train["reservation"] = {"kind": "capacity-block", "ids": ["a", "b"]}

@@ -61,6 +61,7 @@ def test_an_aws_stack_needs_a_cluster_name_and_a_region():
 
 
 def test_a_gcp_stack_needs_a_name_a_location_and_a_project():
+    """All three missing: the project under its provider key, location and name under cluster."""
     cfg = stack_config("dev-gcp")
     cfg.pop("gcp:project")
     cfg[G + "cluster"] = {}
@@ -169,6 +170,7 @@ def test_max_gpus_is_for_karpenter_pools_only():
 
 
 def test_a_karpenter_pool_takes_max_nodes_or_max_gpus_not_both():
+    """dev-aws a10g-spot (karpenter, maxGpus 8) given maxNodes too: one cap only."""
     assert problems(with_pool("dev-aws", 1, maxNodes=8)) == [
         (G + "nodePools[1].maxGpus", "set maxNodes or maxGpus, not both")
     ]
@@ -195,23 +197,27 @@ def test_desired_nodes_must_lie_within_min_and_max(desired, ok):
 
 
 def test_desired_nodes_below_min_is_refused():
+    """The lower bound of desiredNodes: minNodes itself."""
     assert problems(with_pool("dev-aws", 0, minNodes=2, desiredNodes=1)) == [
         (G + "nodePools[0].desiredNodes", "1 is outside minNodes..maxNodes (2..4)")
     ]
 
 
 def test_min_nodes_may_equal_the_cap_but_not_exceed_it():
+    """minNodes 4 with maxNodes 4 is a fixed-size pool; 5 is refused naming the cap."""
     load_spec(with_pool("dev-aws", 0, minNodes=4))
     assert problems(with_pool("dev-aws", 0, minNodes=5)) == [(G + "nodePools[0].minNodes", "5 is above maxNodes (4)")]
 
 
 def test_karpenter_pools_take_no_desired_size():
+    """Karpenter provisions to demand: a desiredNodes there is refused."""
     assert problems(with_pool("dev-aws", 1, desiredNodes=0)) == [
         (G + "nodePools[1].desiredNodes", "karpenter pools size themselves to demand")
     ]
 
 
 def test_only_spot_pools_fall_back_to_on_demand():
+    """onDemandFallback on an on-demand pool is meaningless and refused; on a spot pool it is fine."""
     cfg = with_pool("dev-aws", 1, capacity="on-demand", karpenter={"onDemandFallback": True})
     assert problems(cfg) == [(G + "nodePools[1].karpenter.onDemandFallback", "only spot pools fall back")]
     load_spec(with_pool("dev-aws", 1, karpenter={"onDemandFallback": True}))  # a spot pool: fine
@@ -229,6 +235,7 @@ def test_tenants_may_not_take_a_system_namespace(name):
 
 
 def test_a_tenant_named_like_kube_but_not_kube_dash_is_fine():
+    """Only the kube- prefix is reserved, not every name starting with 'kube'."""
     load_spec(with_tenant("local", 0, name="kubeflow"))
 
 
@@ -277,6 +284,7 @@ def test_one_default_priority_class_and_no_system_prefix():
 
 
 def test_karpenter_is_an_aws_addon():
+    """addons.karpenter on a non-aws stack is refused."""
     cfg = stack_config("local")
     cfg[G + "addons"] = {**cfg[G + "addons"], "karpenter": True}
     assert problems(cfg) == [(G + "addons.karpenter", "Karpenter is installed on aws stacks only")]

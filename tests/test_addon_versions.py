@@ -60,6 +60,7 @@ def test_an_override_changes_the_version_only():
 
 
 def test_release_args_name_the_repository_only_for_https_charts():
+    """https charts get repositoryOpts; OCI charts carry the registry in the chart reference."""
     assert versions.release_args(versions.VOLCANO, {"volcano": SimpleNamespace(version="1.15.2")}) == {
         "name": "volcano",
         "chart": "volcano",
@@ -79,6 +80,7 @@ def test_release_args_name_the_repository_only_for_https_charts():
 
 
 def test_pack_data_lists_charts_and_gpu_types_sorted():
+    """The pack data: each chart's fields, sorted type lists, the allow-list, a do-not-edit note; render is its JSON."""
     d = policy_data.data()
     assert d["charts"]["kueue"] == {
         "chart": "oci://registry.k8s.io/kueue/charts/kueue",
@@ -118,6 +120,7 @@ def test_generator_writes_a_stale_file_and_check_reports_it(tmp_path, monkeypatc
 
 
 def test_generator_creates_a_missing_file(tmp_path, monkeypatch):
+    """--check fails on a missing file without creating it; a plain run creates it."""
     target = tmp_path / "pack_data.json"
     monkeypatch.setattr(policy_data, "PATH", target)
     monkeypatch.setattr(policy_data, "ROOT", tmp_path)

@@ -588,6 +588,7 @@ def test_device_classes_and_quota_keys():
 
 
 def test_kueue_mappings_only_on_dra_stacks():
+    """deviceClassMappings: none without DRA; on DRA each class under its quota resource name."""
     assert dra.kueue_device_class_mappings(load_spec(stack_config("local"))) == []
     assert dra.kueue_device_class_mappings(load_spec(stack_config(STACK))) == [
         {"name": "gpu.nvidia.com/devices", "deviceClassNames": ["gpu.nvidia.com"]},
@@ -600,6 +601,7 @@ def test_kueue_mappings_only_on_dra_stacks():
     [("A100-80GB", "a100"), ("H100", "h100"), ("T4", "t4"), ("L40S", "l40s"), ("A100-40GB", "a100")],
 )
 def test_product_token_is_the_lower_case_model_family(model, token):
+    """The token every NVML product name of the model contains: the lower-case part before the first '-'."""
     assert dra.product_token(model) == token
 
 
@@ -687,6 +689,7 @@ def test_dra_needs_the_operator_and_kueue_not_volcano():
 
 
 def test_topology_aware_pools_are_not_offered_on_dra():
+    """topologyAware on a DRA pool is refused at its key."""
     cfg = stack_config(STACK)
     cfg["gpu-platform:nodePools"][0]["topologyAware"] = True
     cfg["gpu-platform:scheduling"] = {"topologyLevels": ["kubernetes.io/hostname"]}
@@ -790,6 +793,7 @@ def test_each_cloud_combination_dra_refuses_says_why_and_what_to_use():
 
 
 def test_gke_drivers_message_names_the_operator_alternative():
+    """GKE-installed drivers on DRA: refused, naming driver operator on Ubuntu as the way out."""
     cfg = stack_config("dev-gcp")
     cfg["gpu-platform:gpuOperator"] = {"allocation": "dra"}
     cfg["gpu-platform:cluster"] = {**cfg.get("gpu-platform:cluster", {}), "kubernetesVersion": "1.34"}

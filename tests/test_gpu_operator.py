@@ -789,6 +789,7 @@ def test_operand_tolerations_are_deduplicated_and_sorted_after_the_gpu_taint():
 
 
 def test_operator_drivers_on_gke_name_the_os_to_use():
+    """Only the COS pool is refused (the other was made Ubuntu), with the message naming both options."""
     cfg = stack_config("dev-gcp")
     cfg["gpu-platform:gpuOperator"] = {"driver": "operator"}
     cfg["gpu-platform:nodePools"][1]["os"] = "ubuntu"
@@ -845,6 +846,7 @@ def test_nfd_workers_also_run_on_control_plane_nodes():
 
 
 def test_the_exporter_is_off_without_dcgm_and_gets_no_env_then():
+    """addons.dcgm off: the operator's exporter is off and gets no env; on: the MPS pool's attribution env."""
     cfg = stack_config("local")
     cfg["gpu-platform:addons"] = {**cfg["gpu-platform:addons"], "dcgm": False}
     cfg["gpu-platform:monitoring"] = {"prometheus": "none"}

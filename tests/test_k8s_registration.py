@@ -240,6 +240,7 @@ def test_type_token_names_the_core_group_core(api_version, kind, token):
     [("values", "values"), ("skip_crds", "skipCrds"), ("repository_opts", "repositoryOpts"), ("a_b_c", "aBC")],
 )
 def test_camel_is_the_sdks_wire_name(name, wire):
+    """snake_case arguments become the SDK's camelCase wire names."""
     assert k8s.camel(name) == wire
 
 

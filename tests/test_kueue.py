@@ -746,6 +746,7 @@ def test_recovery_timeout_defaults_to_the_start_timeout():
 
 
 def test_a_cluster_queue_waits_for_each_flavor_and_check_it_names_once():
+    """Flavors in order and once each across groups; admission checks by name; none without a strategy."""
     cq = {
         "resourceGroups": [
             {"flavors": [{"name": "default-flavor"}, {"name": "a"}, {"name": "b"}]},

@@ -314,6 +314,7 @@ def test_resources_request_cpu_and_memory_and_limit_memory_only():
 
 
 def test_a_storage_claim_is_one_read_write_once_volume():
+    """prometheusStorageGib 100: one ReadWriteOnce claim of 100Gi from the default StorageClass."""
     p = prometheus_stack.helm_values(load_spec(_with("dev-aws", prometheusStorageGib=100)))["prometheus"][
         "prometheusSpec"
     ]
