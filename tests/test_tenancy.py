@@ -234,3 +234,21 @@ def test_critical_tenants_are_labelled_and_the_scheduler_label_is_absent_without
     local = load_spec(cfg)
     assert tenancy.scheduler_label(local, local.tenants[0]) == {}
     assert tenancy.namespace_annotations(load_spec(stack_config("prod-aws")), serving) == {}
+
+
+def test_priority_classes_and_their_kueue_twins_carry_the_same_description():
+    """A class's description, or 'gpu-platform priority tier <name>' when it has none, on both the
+    PriorityClass and Kueue's WorkloadPriorityClass; preemptionPolicy defaults to PreemptLowerPriority."""
+    cfg = stack_config("local")
+    cfg["gpu-platform:priorityClasses"] = [
+        {"name": "dev", "value": 100, "preemptionPolicy": "Never", "globalDefault": True, "description": "notebooks"},
+        {"name": "prod", "value": 5000},
+    ]
+    r = render("local", cfg)
+    for kind in ("PriorityClass", "WorkloadPriorityClass"):
+        docs = {m["metadata"]["name"]: m for m in r.manifests if m["kind"] == kind}
+        assert docs["dev"]["description"] == "notebooks", kind
+        assert docs["prod"]["description"] == "gpu-platform priority tier prod", kind
+        assert docs["prod"]["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "gpu-platform"}, kind
+    pcs = {m["metadata"]["name"]: m for m in r.manifests if m["kind"] == "PriorityClass"}
+    assert (pcs["prod"]["preemptionPolicy"], pcs["prod"]["globalDefault"]) == ("PreemptLowerPriority", False)
