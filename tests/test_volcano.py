@@ -373,3 +373,13 @@ def test_the_webhook_probe_dry_runs_a_minimal_queue_in_volcanos_namespace():
     assert probe.obj["apiVersion"] == QUEUE_API and probe.obj["kind"] == "Queue"
     assert probe.obj["spec"] == {"weight": 1, "reclaimable": True}
     assert not list(_queue_validator().iter_errors(probe.obj))
+
+
+def test_a_queue_is_named_and_labelled_after_its_tenant():
+    """The queue takes the tenant's name (the admission policy compares it with the namespace name) and the
+    managed-by and tenant labels; it is cluster-scoped (no namespace)."""
+    meta = manifest(rendered("prod-aws"), "Queue", "applied-ml")["metadata"]
+    assert meta == {
+        "name": "applied-ml",
+        "labels": {"app.kubernetes.io/managed-by": "gpu-platform", "gpu-platform/tenant": "applied-ml"},
+    }
