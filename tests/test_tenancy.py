@@ -252,3 +252,17 @@ def test_priority_classes_and_their_kueue_twins_carry_the_same_description():
         assert docs["prod"]["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "gpu-platform"}, kind
     pcs = {m["metadata"]["name"]: m for m in r.manifests if m["kind"] == "PriorityClass"}
     assert (pcs["prod"]["preemptionPolicy"], pcs["prod"]["globalDefault"]) == ("PreemptLowerPriority", False)
+
+
+def test_quota_and_defaults_are_labelled_with_their_tenant_and_wait_for_the_namespace():
+    """The tenant's ResourceQuota and LimitRange carry managed-by and the tenant label (the policies find a
+    tenant's quota by it) and are created in the namespace after it exists."""
+    r = rendered("prod-aws")
+    labels = {"app.kubernetes.io/managed-by": "gpu-platform", "gpu-platform/tenant": "research"}
+    for kind, res_name, name in (
+        ("ResourceQuota", "research-gpu-quota", "gpu-quota"),
+        ("LimitRange", "research-defaults", "container-defaults"),
+    ):
+        rec = r.find(f"kubernetes:core/v1:{kind}", res_name)
+        assert rec.inputs["metadata"] == {"name": name, "namespace": "research", "labels": labels}, kind
+        assert rec.depends_on == ["research-namespace"], kind
