@@ -644,3 +644,16 @@ def test_idle_cost_terms_price_each_device_dcgm_reports():
     gcp = load_spec(cfg)
     assert monitoring.idle_cost_terms(gcp, gcp.pool("a-t4")) is None
     assert [r["labels"]["pool"] for r in monitoring.idle_cost_rules(gcp)] == ["l4-shared", "l4-shared"]
+
+
+def test_dashboard_configmap_files_the_board_in_the_gpu_folder():
+    """The Grafana sidecar files the board under the folder the grafana_folder annotation names; the board is
+    one JSON file with sorted keys (a stable ConfigMap between runs)."""
+    spec = load_spec(stack_config("dev-aws"))
+    cm = monitoring.dashboard_configmap(spec)
+    assert cm["metadata"]["annotations"] == {"grafana_folder": "GPU"}
+    assert (cm["metadata"]["name"], cm["metadata"]["namespace"]) == ("gpu-platform-gpu-dashboard", "gpu-operator")
+    (text,) = cm["data"].values()
+    assert list(cm["data"]) == ["gpu-platform-gpus.json"]
+    board = json.loads(text)
+    assert text == json.dumps(board, indent=1, sort_keys=True)
