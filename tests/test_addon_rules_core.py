@@ -288,3 +288,44 @@ def test_karpenter_is_an_aws_addon():
     cfg = stack_config("local")
     cfg[G + "addons"] = {**cfg[G + "addons"], "karpenter": True}
     assert problems(cfg) == [(G + "addons.karpenter", "Karpenter is installed on aws stacks only")]
+
+
+# ---------------------------------------------------------------------------------- references by name
+
+
+def test_references_list_what_exists():
+    """A misspelt chart, pool or borrowing target is refused with what the stack does have (sorted)."""
+    cfg = stack_config("local")
+    cfg[G + "charts"] = {"kueu": {"version": "1.0.0"}}
+    assert problems(cfg) == [
+        (
+            G + "charts.kueu",
+            "unknown chart (charts: clusterAutoscaler, dcgmExporter, efaDevicePlugin, gpuOperator, karpenter, "
+            "karpenterCrd, kubePrometheusStack, kueue, volcano)",
+        )
+    ]
+    cfg = stack_config("dev-aws")
+    cfg[G + "tenants"][0]["gpuQuota"]["h100"] = 1
+    assert problems(cfg) == [(G + "tenants[0].gpuQuota.h100", "unknown pool 'h100' (pools: a10g-spot, l4-shared)")]
+    cfg = stack_config("local")
+    cfg[G + "tenants"][0]["borrowingLimit"] = {"other": 1}
+    assert problems(cfg) == [
+        (G + "tenants[0].borrowingLimit.other", "the tenant cannot reach pool 'other': it has no gpuQuota entry for it")
+    ]
+
+
+def test_existing_pools_take_no_cloud_keys_and_no_gpu_taint():
+    """On an existing cluster the nodes exist: instance types and disk size are refused by their stack-file
+    names; and no pool may declare the GPU taint's key (every pool carries it already)."""
+    cfg = with_pool("local", 0, instanceTypes=["g6.xlarge"], diskGib=100)
+    assert problems(cfg) == [
+        (G + "nodePools[0].diskGib", "does not apply when cloud is existing (the nodes exist)"),
+        (G + "nodePools[0].instanceTypes", "does not apply when cloud is existing (the nodes exist)"),
+    ]
+    cfg = with_pool("local", 0, taints=[{"key": "nvidia.com/gpu", "value": "x", "effect": "NoSchedule"}])
+    assert problems(cfg) == [
+        (
+            G + "nodePools[0].taints[0].key",
+            "every GPU pool already carries nvidia.com/gpu=present:NoSchedule; use another key",
+        )
+    ]
