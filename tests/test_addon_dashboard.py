@@ -239,3 +239,47 @@ def test_help_texts_say_how_to_read_each_panel(board):
     assert p["Last XID per GPU"]["description"] == (
         "GPUs whose last reported XID is non-zero (GpuXidError / GpuXidErrorCritical)."
     )
+
+
+# The dashboard's queries written out by hand (idle threshold 7.5): devices are deduplicated per (UUID,
+# GPU_I_ID) because shared GPUs carry one series per pod; "held" means a pod label is set.
+U = "gpu_platform:gpu_utilization:percent"
+ALL_DEV = f'max by (pool, UUID, GPU_I_ID) ({U}{{pool=~"$pool"}})'
+HELD_DEV = f'max by (pool, UUID, GPU_I_ID) ({U}{{pool=~"$pool", pod!=""}})'
+NS_DEV = f'max by (namespace, UUID, GPU_I_ID) ({U}{{pool=~"$pool", namespace=~"$namespace", pod!=""}})'
+FB = 'DCGM_FI_DEV_FB_USED{pool=~"$pool"} / (DCGM_FI_DEV_FB_USED{pool=~"$pool"} + DCGM_FI_DEV_FB_FREE{pool=~"$pool"})'
+QUERIES = {
+    "GPU devices": f"count({ALL_DEV})",
+    "Allocated to pods": f"count({HELD_DEV}) or vector(0)",
+    "Idle and unallocated": (
+        f'count(max by (UUID, GPU_I_ID) ({U}{{pool=~"$pool", pod=""}}) < 7.5 unless on (UUID, GPU_I_ID) '
+        f'{U}{{pod!=""}}) or vector(0)'
+    ),
+    "Mean utilization": f"avg({ALL_DEV})",
+    "Utilization per pool": f"avg by (pool) ({ALL_DEV})",
+    "Allocation per pool": (
+        f"100 * (count by (pool) ({HELD_DEV}) or 0 * count by (pool) ({ALL_DEV})) / count by (pool) ({ALL_DEV})"
+    ),
+    "GPUs allocated per tenant namespace": f"count by (namespace) ({NS_DEV})",
+    "Utilization of allocated GPUs per tenant namespace": f"avg by (namespace) ({NS_DEV})",
+    "Pods holding idle GPUs": (
+        f'max by (pool, namespace, pod) ({U}{{pool=~"$pool", namespace=~"$namespace", pod!=""}}) < 7.5'
+    ),
+    "Framebuffer memory used": f"max by (pool, node, gpu, GPU_I_ID) (100 * {FB})",
+    "GPU temperature": 'max by (pool, node, gpu) (DCGM_FI_DEV_GPU_TEMP{pool=~"$pool"})',
+    "Power draw per pool": 'sum by (pool) (max by (pool, node, gpu) (DCGM_FI_DEV_POWER_USAGE{pool=~"$pool"}))',
+    "Last XID per GPU": 'gpu_platform:gpu_xid_errors:last{pool=~"$pool"}',
+    gpu.IDLE_SPEND: (
+        'sum by (pool) (gpu_platform:idle_gpu_cost:usd_per_hour{pool=~"$pool"} or '
+        'gpu_platform:allocated_idle_gpu_cost:usd_per_hour{pool=~"$pool"})'
+    ),
+    gpu.IDLE_SPEND_TENANT: (
+        'sum by (namespace) (gpu_platform:allocated_idle_gpu_cost:usd_per_hour{pool=~"$pool", namespace=~"$namespace"})'
+    ),
+}
+
+
+def test_queries_written_out_by_hand(board):
+    """Every query, with the stack's idle threshold in the idle panels (promtool parses them in
+    tests/test_monitoring.py; here their labels, groupings and thresholds are checked)."""
+    assert board["queries"] == QUERIES
