@@ -758,3 +758,38 @@ def test_a_cluster_queue_waits_for_each_flavor_and_check_it_names_once():
     assert kueue.queue_checks(cq) == ["a-atomic"]
     assert kueue.queue_checks({"resourceGroups": []}) == []
     assert kueue.local_queue_spec(load_spec(stack_config("local")).tenants[0]) == {"clusterQueue": "dev"}
+
+
+def test_limits_apply_only_to_resources_a_flavor_advertises():
+    """In a merged MIG group a flavor lists every covered resource; its lending (and borrowing) limit, in
+    units, goes on the resources its own layout advertises (a100-mig: 2 GPUs x 7 1g.10gb = 14), not on the
+    ones it lists at 0."""
+    cfg = stack_config("prod-aws")
+    cfg["gpu-platform:nodePools"].append(
+        {
+            "name": "a100-mig",
+            "gpu": {"model": "A100-80GB", "perNode": 8},
+            "instanceTypes": ["p4de.24xlarge"],
+            "maxNodes": 1,
+            "sharing": {"strategy": "mig", "layout": {"1g.10gb": 7}},
+        }
+    )
+    serving = cfg["gpu-platform:tenants"][1]
+    serving["gpuQuota"]["a100-mig"] = 8
+    serving["lendingLimit"] = {"h100-inference": 4, "a100-mig": 2}
+    serving["borrowingLimit"] = {"a100-mig": 1}
+    spec = load_spec(cfg)
+    (mig,) = [
+        g for g in kueue.resource_groups(spec, spec.tenants[1]) if "nvidia.com/mig-1g.10gb" in g["coveredResources"]
+    ]
+    a100 = {r["name"]: r for r in mig["flavors"][0]["resources"]}
+    assert a100 == {
+        "nvidia.com/mig-1g.10gb": {
+            "name": "nvidia.com/mig-1g.10gb",
+            "nominalQuota": "56",
+            "borrowingLimit": "7",
+            "lendingLimit": "14",
+        },
+        "nvidia.com/mig-2g.20gb": {"name": "nvidia.com/mig-2g.20gb", "nominalQuota": "0"},
+        "nvidia.com/mig-3g.40gb": {"name": "nvidia.com/mig-3g.40gb", "nominalQuota": "0"},
+    }
