@@ -657,3 +657,72 @@ def test_dashboard_configmap_files_the_board_in_the_gpu_folder():
     assert list(cm["data"]) == ["gpu-platform-gpus.json"]
     board = json.loads(text)
     assert text == json.dumps(board, indent=1, sort_keys=True)
+
+
+# The runbooks as an operator reads them, written out in full with _custom_alerts()' settings substituted by
+# hand (idle 7.5 % for 45m / 2h, memory 92 % for 10m, 80 C for 15m, exporter down 20m, operator namespace).
+RUNBOOKS = {
+    "GpuIdle": (
+        "No pod holds this GPU{{ if $labels.GPU_I_PROFILE }} (MIG {{ $labels.GPU_I_PROFILE }}){{ end }} and it has "
+        "been below 7.5% utilization for 45m: capacity is paid for and unused. Runbook: 1) if the pool's minNodes "
+        "keeps this node, this is expected; lower minNodes if the reserve is not needed. 2) Otherwise check why the "
+        "autoscaler does not remove the node (scale-down blocked by a PodDisruptionBudget, a non-evictable pod, or "
+        "a karpenter.sh/do-not-disrupt annotation). 3) If GPU jobs are pending at the same time, they cannot use "
+        "this node: compare their tolerations, node selectors and ResourceQuota/queue with the pool's taints and "
+        "labels. GPUs held by pods are reported by GpuAllocatedIdle instead."
+    ),
+    "GpuAllocatedIdle": (
+        "Every GPU allocated to {{ $labels.namespace }}/{{ $labels.pod }} on {{ $labels.node }} (pool "
+        "{{ $labels.pool }}) has stayed below 7.5% utilization for 2h (busiest GPU now {{ $value | humanize }}%). "
+        "The GPUs count against tenant {{ $labels.namespace }}'s quota and are unavailable to other tenants. "
+        "Runbook: 1) ask the owner (namespace {{ $labels.namespace }}) whether the pod is waiting on data, a dead "
+        "dependency or a debugger; 2) idle notebooks and interactive sessions belong on a time-sliced or MPS pool; "
+        "3) if it is abandoned, delete the pod (its Job or notebook controller first)."
+    ),
+    "GpuFramebufferMemoryHigh": (
+        "Framebuffer used / (used + free) has been above 92% for 10m{{ if $labels.pod }} (pod "
+        "{{ $labels.namespace }}/{{ $labels.pod }}){{ end }}{{ if $labels.GPU_I_PROFILE }} on MIG instance "
+        "{{ $labels.GPU_I_PROFILE }}{{ end }}. The next allocation will fail with CUDA out-of-memory. Runbook: "
+        "1) check the workload's batch size / KV-cache settings (servers that pre-allocate, such as vLLM with its "
+        "default gpu-memory-utilization 0.9, sit just below the default threshold by design); 2) on time-sliced "
+        "GPUs, pods share memory without isolation: one pod can starve the others, move memory-hungry pods to "
+        "whole GPUs or MIG; 3) if memory grows steadily, suspect a leak and restart the pod."
+    ),
+    "GpuTemperatureHigh": (
+        "The GPU core has been above 80 C for 15m; it throttles its clocks (jobs slow down) and hardware faults "
+        "become likelier. Runbook: 1) check DCGM_FI_DEV_POWER_USAGE and the other GPUs of the node: all hot means "
+        "cooling or a host problem, one hot GPU means that GPU; 2) on a cloud instance, cordon and drain the node "
+        "so it is replaced (kubectl cordon {{ $labels.node }}; kubectl drain ...); 3) if it recurs on new nodes, "
+        "open a support case with the cloud provider with the instance ID."
+    ),
+    "GpuXidErrorCritical": (
+        "DCGM_FI_DEV_XID_ERRORS reports XID {{ $labels.xid }}, one NVIDIA lists as needing a GPU reset or hardware "
+        "service (ECC, NVLink, fallen off the bus, GSP). Jobs on this GPU have failed or will. The gauge keeps the "
+        "last XID until the driver reloads, so the alert stays until the node is replaced. Runbook: 1) kubectl "
+        "cordon {{ $labels.node }} so no new pods land there; 2) drain it (kubectl drain --ignore-daemonsets "
+        "--delete-emptydir-data) once running jobs have checkpointed; 3) terminate the instance so the node group "
+        "or Karpenter replaces it; 4) if the same XID follows new instances, escalate to the cloud provider with "
+        "the XID, instance ID and `nvidia-smi -q` output."
+    ),
+    "GpuXidError": (
+        "DCGM_FI_DEV_XID_ERRORS reports XID {{ $labels.xid }}. XIDs outside the critical list are usually raised "
+        "by an application (13 graphics engine exception, 31 MMU fault, 43 context reset, 45 preemptive cleanup) "
+        "rather than the hardware. The gauge keeps the last XID until the driver reloads. Runbook: 1) find the pod "
+        "that held the GPU at that time (GpuAllocatedIdle / the dashboard's per-namespace panels) and read its "
+        "logs; 2) if the XID repeats across different workloads on this GPU, treat it as hardware: cordon, drain "
+        "and replace the node; 3) otherwise silence it after the owner has fixed the job."
+    ),
+    "DcgmExporterDown": (
+        "Prometheus has failed to scrape the DCGM exporter ({{ $labels.instance }}) on node {{ $labels.node }} for "
+        "20m: every GPU alert above is blind for that node. Runbook: 1) kubectl -n gpu-operator get pods -o wide | "
+        "grep dcgm; 2) read the exporter's logs (a driver / NVML mismatch after a node image upgrade is the usual "
+        "cause); 3) check that the node's GPU operands are healthy (the operator's validator pod). Nodes without "
+        "GPUs have no exporter, so pools scaled to zero do not fire this (no target, no alert)."
+    ),
+}
+
+
+def test_runbooks_read_as_written():
+    """Each alert's description, word for word: the runbook an on-call engineer follows."""
+    got = {name: r["annotations"]["description"] for name, r in _custom_alerts().items()}
+    assert got == RUNBOOKS
