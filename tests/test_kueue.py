@@ -793,3 +793,11 @@ def test_limits_apply_only_to_resources_a_flavor_advertises():
         "nvidia.com/mig-2g.20gb": {"name": "nvidia.com/mig-2g.20gb", "nominalQuota": "0"},
         "nvidia.com/mig-3g.40gb": {"name": "nvidia.com/mig-3g.40gb", "nominalQuota": "0"},
     }
+
+
+def test_manager_config_text_starts_like_a_kubernetes_document():
+    """The Configuration the chart mounts reads apiVersion, then kind, as Kubernetes documents do (written in
+    the order built, not sorted), on one line per key (no flow style)."""
+    text = kueue.manager_config_yaml(load_spec(stack_config("prod-aws")))
+    assert text.startswith("apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nhealth:\n")
+    assert "{" not in text
