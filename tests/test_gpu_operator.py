@@ -884,3 +884,18 @@ def test_bottlerocket_mps_settings_and_who_gets_them():
     a100 = spec.pool("a100-train").model_copy(update={"sharing": spec.pool("h100-inference").sharing})
     mig = spec.model_copy(update={"node_pools": [a100]})
     assert sharing.bottlerocket_device_plugin_settings(mig, "a100-train") == {"device-id-strategy": "uuid"}
+
+
+def test_sharing_configmaps_live_beside_the_operator_and_wait_for_its_namespace():
+    """The device-plugin and mig-parted ConfigMaps the release names sit in the operator's namespace, labelled
+    managed-by, created after the namespace and before the release."""
+    r = rendered("prod-aws")
+    for name in ("device-plugin-config", "mig-parted-config"):
+        rec = r.find(CONFIG_MAP, name)
+        assert rec.inputs["metadata"] == {
+            "name": name,
+            "namespace": "gpu-operator",
+            "labels": {"app.kubernetes.io/managed-by": "gpu-platform"},
+        }
+        assert rec.depends_on == ["namespace-gpu-operator"]
+        assert name in r.find(HELM_RELEASE, "gpu-operator").depends_on
