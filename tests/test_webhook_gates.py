@@ -202,3 +202,30 @@ def test_the_probe_job_retries_about_ten_minutes_and_is_labelled():
     }
     assert meta["annotations"] == {"gpu-platform/probed-chart-version": "1.15.1"}
     assert webhooks.cluster_role_name(probe) == "gpu-platform-volcano-webhook-probe"
+
+
+def test_the_gate_runs_only_once_its_account_binding_and_file_exist():
+    """The probe Job starts after the release, the RBAC binding (so its first try is authorised) and the probe
+    ConfigMap (its mounted file); the binding after the account and the role; everything in the add-on's
+    namespace is labelled managed-by."""
+    r = rendered("prod-aws")
+    job = r.find("kubernetes:batch/v1:Job", "volcano-webhook-ready")
+    assert sorted(job.depends_on) == ["gpu-platform-volcano-webhook-probe", "volcano", "volcano-webhook-ready"]
+    binding = r.find("kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding", "gpu-platform-volcano-webhook-probe")
+    assert sorted(binding.depends_on) == ["gpu-platform-volcano-webhook-probe", "volcano-webhook-probe"]
+    labels = {"app.kubernetes.io/managed-by": "gpu-platform"}
+    for type_, name in (
+        ("kubernetes:core/v1:ServiceAccount", "volcano-webhook-probe"),
+        ("kubernetes:core/v1:ConfigMap", "volcano-webhook-ready"),
+        ("kubernetes:batch/v1:Job", "volcano-webhook-ready"),
+    ):
+        rec = r.find(type_, name)
+        assert rec.inputs["metadata"] == {"name": name, "namespace": "volcano-system", "labels": labels}, name
+        assert rec.parent == "volcano"
+    role = r.find("kubernetes:rbac.authorization.k8s.io/v1:ClusterRole", "gpu-platform-volcano-webhook-probe")
+    assert role.inputs["metadata"] == {"name": "gpu-platform-volcano-webhook-probe", "labels": labels}
+    assert binding.inputs["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": "gpu-platform-volcano-webhook-probe",
+    }
