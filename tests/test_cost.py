@@ -619,3 +619,19 @@ def test_unit_price_splits_a_gpu_hour_by_what_it_advertises():
     assert cost.unit_price(7.0, mig, "nvidia.com/gpu", 7) == pytest.approx(1.0)  # single strategy: 7 slices
     assert cost.unit_price(8.0, spec.pool("l4-notebooks"), "nvidia.com/gpu", 4) == 2.0
     assert cost.unit_price(None, mig, "nvidia.com/mig-3g.40gb", 1) is None
+
+
+def test_the_cost_configmap_sits_where_tenants_cannot_read_it():
+    """kube-system exists on every cluster and tenants have no access there; the budget policies find the
+    ConfigMap by its cost label; its one key holds the document as written to cost.json."""
+    doc = report("local")
+    cm = cost.configmap(doc)
+    assert (cm["apiVersion"], cm["kind"]) == ("v1", "ConfigMap")
+    assert cm["metadata"] == {
+        "name": "gpu-platform-cost",
+        "namespace": "kube-system",
+        "labels": {"app.kubernetes.io/managed-by": "gpu-platform", "gpu-platform/cost": "true"},
+    }
+    assert cm["data"] == {"cost.json": cost.to_json(doc)}
+    rec = rendered("local").find("kubernetes:core/v1:ConfigMap", "gpu-platform-cost")
+    assert rec.parent == "cost" and rec.inputs["metadata"]["namespace"] == "kube-system"
