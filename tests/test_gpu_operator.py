@@ -899,3 +899,15 @@ def test_sharing_configmaps_live_beside_the_operator_and_wait_for_its_namespace(
         }
         assert rec.depends_on == ["namespace-gpu-operator"]
         assert name in r.find(HELM_RELEASE, "gpu-operator").depends_on
+
+
+def test_the_operator_namespace_is_privileged_at_every_pod_security_mode():
+    """The operands need host paths, host PID and privileged containers: enforce, audit and warn all at
+    privileged (a restricted warn would flood every apply with warnings about the operator's own pods)."""
+    assert gpu_operator.namespace_labels() == {
+        "app.kubernetes.io/managed-by": "gpu-platform",
+        "pod-security.kubernetes.io/enforce": "privileged",
+        "pod-security.kubernetes.io/enforce-version": "latest",
+        "pod-security.kubernetes.io/audit": "privileged",
+        "pod-security.kubernetes.io/warn": "privileged",
+    }
