@@ -428,3 +428,380 @@ def test_the_training_example_selects_what_the_stack_template_selects():
     assert job["spec"]["template"]["spec"]["resourceClaims"] == [
         {"name": "gpus", "resourceClaimTemplateName": tpl["metadata"]["name"]}
     ]
+
+
+# ------------------------------------------------------------------ GPUCluster renderer, key by key
+
+# Values with every key templates/gpucluster.yaml copies set to a distinct, truthy value; the CRD schema
+# (upstream/gpu-operator/gpucluster.nvidia.com.v1alpha1.strict.json) names each of these keys under the same
+# spec section, so the renderer must carry each one across unchanged.
+_DRA_KEYS = ("repository", "image", "version", "imagePullPolicy", "imagePullSecrets", "featureGates")
+_DCGM_KEYS = ("repository", "image", "version", "imagePullPolicy", "imagePullSecrets", "args", "env", "resources")
+_EXPORTER_KEYS = (
+    "repository",
+    "image",
+    "version",
+    "imagePullPolicy",
+    "imagePullSecrets",
+    "annotations",
+    "args",
+    "env",
+    "resources",
+    "hostPID",
+    "hostNetwork",
+    "hpcJobMapping",
+    "enablePodLabels",
+    "enablePodUID",
+    "podLabelAllowlistRegex",
+    "service",
+    "serviceMonitor",
+)
+
+
+def _full_values() -> dict[str, Any]:
+    return {
+        "draDriver": {
+            **{k: f"dra-{k}" for k in _DRA_KEYS},
+            "gpus": {"kubeletPlugin": {"env": [{"name": "A", "value": "1"}]}, "other": "dropped"},
+            "computeDomains": {
+                "enabled": True,
+                "controller": {"resources": {"limits": {"cpu": "1"}}},
+                "kubeletPlugin": {"env": [{"name": "B", "value": "2"}]},
+                "notInTemplate": "dropped",
+            },
+            "notInTemplate": "dropped",
+        },
+        "dcgm": {"enabled": True, **{k: f"dcgm-{k}" for k in _DCGM_KEYS}, "hostNetwork": "yes", "hostPort": 5555},
+        "dcgmExporter": {
+            "enabled": True,
+            **{k: f"exp-{k}" for k in _EXPORTER_KEYS},
+            "config": {"name": "my-metrics", "data": "dropped"},
+            "notInTemplate": "dropped",
+        },
+        "hostPaths": {"driverInstallDir": "/run/nvidia/driver", "kubeletRootDir": "/var/lib/k0s/kubelet", "x": 1},
+        "daemonsets": {"priorityClassName": "system-node-critical"},
+        "driver": {"enabled": True},  # not a GPUCluster key
+    }
+
+
+def test_gpucluster_carries_every_key_the_template_reads():
+    """Each key templates/gpucluster.yaml copies into the CR (all set here) arrives under the same name with
+    the same value, and keys the template does not read stay out: a dropped or misspelt key would silently
+    lose the user's image, plugin overrides or exporter ConfigMap, and an extra one fails the strict CRD."""
+    cr = dra.gpu_cluster_from_values(_full_values())
+    assert cr["apiVersion"] == "nvidia.com/v1alpha1" and cr["kind"] == "GPUCluster"
+    assert cr["metadata"] == {"name": "gpu-cluster"}
+    spec = cr["spec"]
+    assert set(spec) == {"draDriver", "dcgm", "dcgmExporter", "hostPaths", "daemonsets"}
+    assert spec["draDriver"] == {
+        **{k: f"dra-{k}" for k in _DRA_KEYS},
+        "gpus": {"kubeletPlugin": {"env": [{"name": "A", "value": "1"}]}},
+        "computeDomains": {
+            "enabled": True,
+            "controller": {"resources": {"limits": {"cpu": "1"}}},
+            "kubeletPlugin": {"env": [{"name": "B", "value": "2"}]},
+        },
+    }
+    # dcgm.hostNetwork is rendered as the literal true (the template writes `hostNetwork: true`)
+    assert spec["dcgm"] == {"enabled": True, **{k: f"dcgm-{k}" for k in _DCGM_KEYS}, "hostNetwork": True}
+    assert spec["dcgmExporter"] == {
+        "enabled": True,
+        **{k: f"exp-{k}" for k in _EXPORTER_KEYS},
+        "config": {"name": "my-metrics"},
+    }
+    assert spec["hostPaths"] == {"driverInstallDir": "/run/nvidia/driver", "kubeletRootDir": "/var/lib/k0s/kubelet"}
+    assert spec["daemonsets"] == {"priorityClassName": "system-node-critical"}
+
+
+def test_gpucluster_leaves_out_empty_optional_keys():
+    """Optional keys that are empty or absent in values are left out of the CR (the template's `with`/`if`
+    blocks), while `enabled` flags are always written, false included: an empty `gpus: {}`, `config: {}`
+    or `kubeletRootDir: ""` must not reach the CR as an empty override."""
+    values = {
+        "draDriver": {
+            **{k: "" for k in _DRA_KEYS},
+            "gpus": {"kubeletPlugin": {}},
+            "computeDomains": {"enabled": False, "controller": {}, "kubeletPlugin": None},
+        },
+        "dcgm": {"enabled": False, **{k: [] for k in _DCGM_KEYS}, "hostNetwork": False},
+        "dcgmExporter": {"enabled": False, **{k: None for k in _EXPORTER_KEYS}, "config": {"name": ""}},
+        "hostPaths": {"driverInstallDir": "/run/nvidia/driver", "kubeletRootDir": ""},
+        "daemonsets": {},
+    }
+    spec = dra.gpu_cluster_from_values(values)["spec"]
+    assert spec == {
+        "draDriver": {"computeDomains": {"enabled": False}},
+        "dcgm": {"enabled": False},
+        "dcgmExporter": {"enabled": False},
+        "hostPaths": {"driverInstallDir": "/run/nvidia/driver"},
+        "daemonsets": {},
+    }
+    # absent sections behave as empty ones
+    values["draDriver"].pop("gpus")
+    values["dcgmExporter"]["config"] = None
+    values["hostPaths"].pop("kubeletRootDir")
+    assert dra.gpu_cluster_from_values(values)["spec"] == spec
+
+
+def test_the_fully_set_gpucluster_fits_the_strict_crd():
+    """The key names the renderer writes are the CRD's: with every optional key set (schema-valid values), the
+    CR still validates against the strict schema, which rejects unknown fields."""
+    schema = json.loads((UPSTREAM / "gpu-operator" / "gpucluster.nvidia.com.v1alpha1.strict.json").read_text())
+    upstream = yaml.safe_load((UPSTREAM / "gpu-operator" / "values.yaml").read_text())
+    values = copy.deepcopy(upstream)
+    values["draDriver"]["gpus"]["kubeletPlugin"] = {"env": [{"name": "A", "value": "1"}]}
+    values["draDriver"]["computeDomains"]["controller"] = {"env": [{"name": "B", "value": "2"}]}
+    values["draDriver"]["computeDomains"]["kubeletPlugin"] = {"env": [{"name": "C", "value": "3"}]}
+    values["draDriver"]["imagePullSecrets"] = ["pull"]
+    values["draDriver"]["featureGates"] = {"MPSSupport": True}
+    values["dcgm"]["hostNetwork"] = True
+    values["dcgmExporter"]["config"] = {"name": "my-metrics"}
+    values["hostPaths"]["kubeletRootDir"] = "/var/lib/k0s/kubelet"
+    cr = dra.gpu_cluster_from_values(values)
+    assert [e.message for e in Draft7Validator(schema).iter_errors(cr)] == []
+    assert cr["spec"]["draDriver"]["gpus"] == {"kubeletPlugin": {"env": [{"name": "A", "value": "1"}]}}
+    assert cr["spec"]["dcgmExporter"]["config"] == {"name": "my-metrics"}
+
+
+# -------------------------------------------------------------------- classes, quota keys, templates (unit)
+
+
+def test_device_classes_and_quota_keys():
+    """The whole-GPU class always exists; the MIG class when a pool has a MIG layout. Quota keys: the
+    per-DeviceClass device count for DRA resources, requests.<name> for extended resources."""
+    spec = load_spec(stack_config(STACK))
+    assert dra.device_classes(spec) == ["gpu.nvidia.com", "mig.nvidia.com"]
+    cfg = stack_config(STACK)
+    cfg["gpu-platform:nodePools"] = cfg["gpu-platform:nodePools"][:1]
+    for t in cfg["gpu-platform:tenants"]:
+        t["gpuQuota"] = {"h100": t["gpuQuota"]["h100"]}
+    assert dra.device_classes(load_spec(cfg)) == ["gpu.nvidia.com"]
+    # a stack of MIG pools only still gets the whole-GPU class (the driver creates it either way)
+    cfg = stack_config(STACK)
+    cfg["gpu-platform:nodePools"] = cfg["gpu-platform:nodePools"][1:]
+    cfg["gpu-platform:tenants"] = [{**cfg["gpu-platform:tenants"][0], "gpuQuota": {"a100-mig": 4}}]
+    assert dra.device_classes(load_spec(cfg)) == ["gpu.nvidia.com", "mig.nvidia.com"]
+    assert dra.quota_key("gpu.nvidia.com/devices") == "gpu.nvidia.com.deviceclass.resource.k8s.io/devices"
+    assert dra.quota_key("mig.nvidia.com/devices") == "mig.nvidia.com.deviceclass.resource.k8s.io/devices"
+    assert dra.quota_key("nvidia.com/gpu") == "requests.nvidia.com/gpu"
+    assert dra.quota_resources(spec) == ["gpu.nvidia.com/devices", "mig.nvidia.com/devices"]
+
+
+def test_kueue_mappings_only_on_dra_stacks():
+    """deviceClassMappings: none without DRA; on DRA each class under its quota resource name."""
+    assert dra.kueue_device_class_mappings(load_spec(stack_config("local"))) == []
+    assert dra.kueue_device_class_mappings(load_spec(stack_config(STACK))) == [
+        {"name": "gpu.nvidia.com/devices", "deviceClassNames": ["gpu.nvidia.com"]},
+        {"name": "mig.nvidia.com/devices", "deviceClassNames": ["mig.nvidia.com"]},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("model", "token"),
+    [("A100-80GB", "a100"), ("H100", "h100"), ("T4", "t4"), ("L40S", "l40s"), ("A100-40GB", "a100")],
+)
+def test_product_token_is_the_lower_case_model_family(model, token):
+    """The token every NVML product name of the model contains: the lower-case part before the first '-'."""
+    assert dra.product_token(model) == token
+
+
+def test_mig_selector_and_template_names():
+    """A MIG template selects the driver's profile attribute and the product; names are DNS-safe slugs of the
+    model and profile."""
+    assert dra.mig_selector("A100-80GB", "3g.40gb") == (
+        "device.attributes['gpu.nvidia.com'].profile == '3g.40gb' && "
+        "device.attributes['gpu.nvidia.com'].productName.lowerAscii().contains('a100')"
+    )
+    spec = load_spec(stack_config(STACK))
+    assert dra.template_name(spec.pool("a100-mig")) == "gpu-a100-80gb"
+    assert dra.template_name(spec.pool("a100-mig"), "3g.40gb") == "mig-a100-80gb-3g-40gb"
+    assert dra.template_name(spec.pool("h100")) == "gpu-h100"
+
+
+def test_whole_gpu_selector_bounds_memory_by_ten_percent():
+    """H100 80 GiB: devices from int(80 x 0.9) = 72 Gi to int(80 x 1.1) + 1 = 89 Gi."""
+    assert dra.whole_gpu_selector("H100") == (
+        "device.attributes['gpu.nvidia.com'].productName.lowerAscii().contains('h100') && "
+        "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('72Gi')) >= 0 && "
+        "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('89Gi')) <= 0"
+    )
+
+
+def test_claim_templates_per_tenant_as_manifests():
+    """notebooks reaches h100 only: one whole-GPU template; each template asks for exactly one device of its
+    class; manifests carry the tenant's namespace. No templates without DRA."""
+    spec = load_spec(stack_config(STACK))
+    notebooks = next(t for t in spec.tenants if t.name == "notebooks")
+    ((name, body),) = dra.claim_templates(spec, notebooks).items()
+    assert name == "gpu-h100"
+    assert body == {
+        "spec": {
+            "devices": {
+                "requests": [
+                    {
+                        "name": "gpu",
+                        "exactly": {
+                            "deviceClassName": "gpu.nvidia.com",
+                            "allocationMode": "ExactCount",
+                            "count": 1,
+                            "selectors": [{"cel": {"expression": dra.whole_gpu_selector("H100")}}],
+                        },
+                    }
+                ]
+            }
+        }
+    }
+    docs = dra.claim_template_manifests(spec)
+    assert [(d["metadata"]["namespace"], d["metadata"]["name"]) for d in docs] == [
+        ("research", "gpu-h100"),
+        ("research", "mig-a100-80gb-3g-40gb"),
+        ("serving", "gpu-h100"),
+        ("serving", "mig-a100-80gb-3g-40gb"),
+        ("notebooks", "gpu-h100"),
+    ]
+    assert {(d["apiVersion"], d["kind"]) for d in docs} == {("resource.k8s.io/v1", "ResourceClaimTemplate")}
+    mig = docs[1]["spec"]["spec"]["devices"]["requests"][0]["exactly"]
+    assert mig["deviceClassName"] == "mig.nvidia.com"
+    local = load_spec(stack_config("local"))
+    assert dra.claim_templates(local, local.tenants[0]) == {} and dra.claim_template_manifests(local) == []
+
+
+def test_dra_needs_the_operator_and_kueue_not_volcano():
+    """Each refusal at its own key, with the way out: the GPUCluster comes with the operator; Volcano derives no
+    capacity for ResourceClaims."""
+    cfg = stack_config(STACK)
+    cfg["gpu-platform:addons"] = {**cfg["gpu-platform:addons"], "gpuOperator": False, "dcgm": False}
+    assert _problems(cfg) == [
+        (
+            "gpu-platform:gpuOperator.allocation",
+            "dra installs the NVIDIA DRA driver through the GPU Operator's GPUCluster: turn addons.gpuOperator on",
+        )
+    ]
+    cfg = stack_config(STACK)
+    cfg["gpu-platform:addons"] = {**cfg["gpu-platform:addons"], "volcano": True}
+    assert _problems(cfg) == [
+        (
+            "gpu-platform:addons.volcano",
+            "Volcano queues cap extended resources per name; this platform derives no Volcano capacity for DRA "
+            "devices (ResourceClaims), so a Volcano queue would not bound GPUs: use Kueue on a DRA stack",
+        )
+    ]
+
+
+def test_topology_aware_pools_are_not_offered_on_dra():
+    """topologyAware on a DRA pool is refused at its key."""
+    cfg = stack_config(STACK)
+    cfg["gpu-platform:nodePools"][0]["topologyAware"] = True
+    cfg["gpu-platform:scheduling"] = {"topologyLevels": ["kubernetes.io/hostname"]}
+    assert (
+        "gpu-platform:nodePools[0].topologyAware",
+        "topology-aware scheduling is derived for nvidia.com/gpu pools only; not offered on a DRA stack yet",
+    ) in _problems(cfg)
+
+
+@pytest.mark.parametrize(
+    ("stack", "version", "minor"), [(STACK, "1.34", 34), ("local", "1.29", 29), ("local", None, None)]
+)
+def test_kubernetes_minor_reads_the_second_component(stack, version, minor):
+    """'1.34' is minor 34 (not 1, not 134); no version given: unknown (the program cannot look it up offline)."""
+    cfg = stack_config(stack)
+    cfg["gpu-platform:cluster"].pop("kubernetesVersion", None)
+    if version is not None:
+        cfg["gpu-platform:cluster"]["kubernetesVersion"] = version
+    assert dra.kubernetes_minor(load_spec(cfg)) == minor
+
+
+def test_operator_values_switch_every_classic_operand_off():
+    """The GPUCluster replaces the ClusterPolicy: device plugin, MIG manager and GFD off, ComputeDomains off (no
+    NVLink domain declared); an operator-managed driver goes through the NVIDIADriver CRD with its default CR;
+    a preinstalled driver stays as the ClusterPolicy values had it."""
+    v = dra.operator_values(load_spec(stack_config(STACK)), {"driver": {"enabled": True}, "toolkit": {"x": 1}})
+    assert v == {
+        "driver": {"enabled": True, "nvidiaDriverCRD": {"enabled": True, "deployDefaultCR": True}},
+        "toolkit": {"x": 1},
+        "clusterPolicy": {"deployCR": False},
+        "gpuCluster": {"deployCR": True},
+        "devicePlugin": {"enabled": False},
+        "migManager": {"enabled": False},
+        "gfd": {"enabled": False},
+        "draDriver": {"computeDomains": {"enabled": False}},
+    }
+    cfg = stack_config(STACK)
+    cfg["gpu-platform:gpuOperator"] = {**cfg["gpu-platform:gpuOperator"], "driver": "preinstalled"}
+    v = dra.operator_values(load_spec(cfg), {"driver": {"enabled": False}})
+    assert v["driver"] == {"enabled": False}
+
+
+def test_rendered_claim_templates_are_labelled_per_tenant_and_wait_for_their_namespace():
+    """Each template lives in its tenant's namespace, labelled managed-by and with the tenant (the policies and
+    the summary find them by it), registered under the resource.k8s.io/v1 type."""
+    r = rendered(STACK)
+    rec = r.find("kubernetes:resource.k8s.io/v1:ResourceClaimTemplate", "serving-mig-a100-80gb-3g-40gb")
+    assert rec.inputs["metadata"] == {
+        "name": "mig-a100-80gb-3g-40gb",
+        "namespace": "serving",
+        "labels": {"app.kubernetes.io/managed-by": "gpu-platform", "gpu-platform/tenant": "serving"},
+    }
+    assert (
+        rec.inputs["spec"]
+        == dra.claim_templates(r.spec, next(t for t in r.spec.tenants if t.name == "serving"))["mig-a100-80gb-3g-40gb"]
+    )
+    assert rec.depends_on == ["serving-namespace"]  # through the namespace's name output
+    assert (rec.parent, rec.provider) == ("dra-claim-templates", "kubernetes")
+
+
+def test_each_cloud_combination_dra_refuses_says_why_and_what_to_use():
+    """prod-aws switched to DRA: Karpenter pools, MIG layouts off existing clusters, Bottlerocket pools, time-
+    slicing and the Cluster Autoscaler are each refused at their key with the supported alternative."""
+    cfg = stack_config("prod-aws")
+    cfg["gpu-platform:gpuOperator"] = {"allocation": "dra"}
+    cfg["gpu-platform:cluster"] = {**cfg["gpu-platform:cluster"], "kubernetesVersion": "1.35"}
+    found = _problems(cfg)
+    pools = {p["name"]: i for i, p in enumerate(cfg["gpu-platform:nodePools"])}
+    at = "gpu-platform:nodePools[{}].{}".format
+    expected = [
+        (
+            at(pools["h100-spot"], "provisioner"),
+            "Karpenter 1.14 cannot tell which instance types publish which DRA devices, so it cannot provision "
+            "for ResourceClaims (kubernetes-sigs/karpenter#3228, open): use provisioner managed",
+        ),
+        (
+            at(pools["h100-inference"], "sharing.strategy"),
+            "MIG layouts are applied by the MIG manager (mig-parted), an operand of the ClusterPolicy stack that "
+            "cannot coexist with the GPUCluster; the DRA driver allocates existing MIG devices (DynamicMIG is "
+            "alpha). MIG pools on a DRA stack need nodes partitioned beforehand: cloud existing only",
+        ),
+        (
+            at(pools["a100-train"], "os"),
+            "Bottlerocket NVIDIA AMIs run their own device plugin on the host, which cannot share a node with "
+            "the DRA driver's GPU plugin (dra-driver-nvidia-gpu templates/validation.yaml): use al2023",
+        ),
+        (
+            at(pools["l4-notebooks"], "sharing.strategy"),
+            "time-slicing replicas configure k8s-device-plugin, which a DRA stack does not run (a GPUCluster "
+            "replaces the ClusterPolicy); the DRA driver's own sharing (feature gates TimeSlicingSettings, "
+            "MPSSupport, set per claim) is alpha and off by default: drop sharing or use allocation device-plugin",
+        ),
+        (
+            "gpu-platform:addons.clusterAutoscaler",
+            "the Cluster Autoscaler simulates DRA claims only with its --enable-dynamic-resource-allocation flag, "
+            "which this platform does not set yet: set addons.clusterAutoscaler false (node groups keep their size)",
+        ),
+    ]
+    for problem in expected:
+        assert problem in found, problem[0]
+
+
+def test_gke_drivers_message_names_the_operator_alternative():
+    """GKE-installed drivers on DRA: refused, naming driver operator on Ubuntu as the way out."""
+    cfg = stack_config("dev-gcp")
+    cfg["gpu-platform:gpuOperator"] = {"allocation": "dra"}
+    cfg["gpu-platform:cluster"] = {**cfg.get("gpu-platform:cluster", {}), "kubernetesVersion": "1.34"}
+    for pool in cfg["gpu-platform:nodePools"]:
+        pool.pop("sharing", None)
+    assert (
+        "gpu-platform:gpuOperator.driver",
+        "GKE-installed drivers (gke-default / gke-latest) come with GKE's device plugin, which cannot share a "
+        "node with the DRA driver's GPU plugin (dra-driver-nvidia-gpu templates/validation.yaml); use driver: "
+        "operator (Ubuntu nodes), whose pools carry gke-no-default-nvidia-gpu-device-plugin=true",
+    ) in _problems(cfg)

@@ -654,3 +654,260 @@ def test_summary_says_who_serves_each_pool():
     assert "`nvidia.com/mig.config=h100-inference`" in text
     assert "`nvidia.com/device-plugin.config=l4-notebooks`" in text
     assert "GpuTemperatureHigh (> 85 C for 5m)" in text
+
+
+# ------------------------------------------------------------------ sharing rules, key by key (local stack)
+
+
+def _local_pool(**changes: Any) -> dict[str, Any]:
+    """The local stack (cloud existing, operator-served L4 MPS pool) with its only pool changed."""
+    return _with_pool("local", 0, **changes)
+
+
+H100 = {"model": "H100", "perNode": 8}
+POOL0 = "gpu-platform:nodePools[0]"
+
+
+@pytest.mark.parametrize("strategy", ["time-slicing", "mps"])
+def test_a_layout_is_for_mig_only(strategy):
+    """A MIG layout on a time-slicing / MPS pool would be ignored silently: refused at its own key, naming the
+    strategy it does not apply to."""
+    cfg = _local_pool(sharing={"strategy": strategy, "replicas": 2, "layout": {"1g.10gb": 7}})
+    assert problems(cfg) == [(f"{POOL0}.sharing.layout", f"applies to mig only, not {strategy}")]
+
+
+@pytest.mark.parametrize("strategy", ["time-slicing", "mps"])
+def test_replicas_are_required_for_time_slicing_and_mps(strategy):
+    """Without replicas the device plugin has no share count: the key is named with the strategy."""
+    cfg = _local_pool(sharing={"strategy": strategy})
+    assert problems(cfg) == [(f"{POOL0}.sharing.replicas", f"is required for {strategy}")]
+
+
+def test_fail_requests_greater_than_one_is_a_time_slicing_setting():
+    """MPS has no failRequestsGreaterThanOne knob in the device plugin's mps config (the plugin forces it):
+    setting it on an MPS pool is refused; on a time-slicing pool it is accepted."""
+    cfg = _local_pool(sharing={"strategy": "mps", "replicas": 2, "failRequestsGreaterThanOne": True})
+    assert problems(cfg) == [(f"{POOL0}.sharing.failRequestsGreaterThanOne", "applies to time-slicing only")]
+    load_spec(_local_pool(sharing={"strategy": "time-slicing", "replicas": 2, "failRequestsGreaterThanOne": True}))
+
+
+def test_time_slicing_settings_do_not_apply_to_mig():
+    """Each time-slicing / MPS setting given on a MIG pool is refused at its own (camelCase) key, even when
+    set to its default value: mig-parted has no such settings."""
+    cfg = _local_pool(
+        gpu=H100,
+        sharing={
+            "strategy": "mig",
+            "layout": {"1g.10gb": 7},
+            "replicas": 2,
+            "renameByDefault": False,
+            "failRequestsGreaterThanOne": False,
+        },
+    )
+    assert problems(cfg) == [
+        (f"{POOL0}.sharing.failRequestsGreaterThanOne", "does not apply to mig"),
+        (f"{POOL0}.sharing.renameByDefault", "does not apply to mig"),
+        (f"{POOL0}.sharing.replicas", "does not apply to mig"),
+    ]
+
+
+@pytest.mark.parametrize("layout", [None, {}])
+def test_mig_needs_a_layout(layout):
+    """A MIG pool without a layout (absent or empty) would have its GPUs partitioned into nothing."""
+    sharing_ = {"strategy": "mig", **({} if layout is None else {"layout": layout})}
+    assert problems(_local_pool(gpu=H100, sharing=sharing_)) == [
+        (f"{POOL0}.sharing.layout", "is required for mig, e.g. {'3g.40gb': 2}")
+    ]
+
+
+def test_a_gpu_without_mig_is_refused_before_its_layout_is_looked_at():
+    """On a model without MIG only the model is reported: a missing layout is not reported on top."""
+    ((path, msg),) = problems(_local_pool(sharing={"strategy": "mig"}))  # L4
+    assert path == f"{POOL0}.sharing.strategy" and msg.startswith("L4 has no MIG support")
+
+
+def test_operator_served_sharing_needs_the_gpu_operator():
+    """On an existing cluster the operator's device plugin and MIG manager serve the pool: with the operator
+    off, MPS and MIG pools are each refused with the addon to turn on."""
+    addons = {"gpuOperator": False, "dcgm": False, "kueue": True}
+    cfg = _local_pool(sharing={"strategy": "mps", "replicas": 2})
+    cfg["gpu-platform:addons"] = addons
+    assert problems(cfg) == [
+        (
+            f"{POOL0}.sharing.strategy",
+            "mps is configured through the GPU Operator's device plugin: enable addons.gpuOperator",
+        )
+    ]
+    cfg = _local_pool(gpu=H100, sharing={"strategy": "mig", "layout": {"1g.10gb": 7}})
+    cfg["gpu-platform:addons"] = addons
+    assert problems(cfg) == [
+        (f"{POOL0}.sharing.strategy", "MIG layouts are applied by the GPU Operator: enable addons.gpuOperator")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("name", "gpu", "sharing_", "reserved"),
+    [
+        ("default", None, None, "'default' names the built-in mps"),
+        ("all-disabled", H100, {"strategy": "mig", "layout": {"1g.10gb": 7}}, "'all-disabled' names the built-in mig"),
+        ("default", H100, {"strategy": "mig", "layout": {"1g.10gb": 7}}, None),
+        ("all-disabled", None, None, None),
+    ],
+)
+def test_only_the_reserved_name_of_the_pools_own_configmap_is_refused(name, gpu, sharing_, reserved):
+    """'default' is the device-plugin ConfigMap's built-in entry, 'all-disabled' the mig-parted one: a pool
+    named like the entry of the ConfigMap it is listed in would overwrite it; the other name is free."""
+    changes: dict[str, Any] = {"name": name}
+    if gpu:
+        changes.update(gpu=gpu, sharing=sharing_)
+    cfg = _local_pool(**changes)
+    cfg["gpu-platform:tenants"][0]["gpuQuota"] = {name: 1}
+    if reserved is None:
+        load_spec(cfg)
+        return
+    assert problems(cfg) == [(f"{POOL0}.name", f"{reserved} config the pool's nodes would share; rename the pool")]
+
+
+def test_operand_tolerations_are_deduplicated_and_sorted_after_the_gpu_taint():
+    """The GPU taint once, as Exists (any value); then every other pool taint once, sorted by key, effect and
+    value: two pools sharing a taint give one toleration, and the order does not follow nodePools."""
+
+    def taints(*items):
+        return [dict(zip(("key", "value", "effect"), t, strict=True)) for t in items]
+
+    cfg = stack_config("dev-aws")
+    pools = cfg["gpu-platform:nodePools"]
+    pools[0]["taints"] = taints(("zone", "b", "NoSchedule"), ("team", "ml", "NoExecute"))
+    pools[1]["taints"] = taints(("team", "ml", "NoExecute"), ("team", "aa", "NoSchedule"), ("zone", "a", "NoSchedule"))
+    assert gpu_operator.gpu_tolerations(load_spec(cfg)) == [
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+        {"key": "team", "operator": "Equal", "value": "ml", "effect": "NoExecute"},
+        {"key": "team", "operator": "Equal", "value": "aa", "effect": "NoSchedule"},
+        {"key": "zone", "operator": "Equal", "value": "a", "effect": "NoSchedule"},
+        {"key": "zone", "operator": "Equal", "value": "b", "effect": "NoSchedule"},
+    ]
+
+
+def test_operator_drivers_on_gke_name_the_os_to_use():
+    """Only the COS pool is refused (the other was made Ubuntu), with the message naming both options."""
+    cfg = stack_config("dev-gcp")
+    cfg["gpu-platform:gpuOperator"] = {"driver": "operator"}
+    cfg["gpu-platform:nodePools"][1]["os"] = "ubuntu"
+    assert problems(cfg) == [
+        (
+            "gpu-platform:nodePools[0].os",
+            "gpuOperator.driver operator on GKE needs Ubuntu nodes (NVIDIA's driver-manager path); COS nodes take "
+            "GKE-installed drivers (gke-default / gke-latest)",
+        )
+    ]
+
+
+def test_the_toolkit_defaults_off_on_eks_only():
+    """Both EKS NVIDIA AMIs ship the container toolkit; GKE and existing clusters need the operator's; an
+    explicit setting wins."""
+    assert gpu_operator.toolkit_enabled(load_spec(stack_config("dev-aws"))) is False
+    assert gpu_operator.toolkit_enabled(load_spec(stack_config("dev-gcp"))) is True
+    cfg = stack_config("local")
+    cfg["gpu-platform:gpuOperator"] = {"driver": "operator"}
+    assert gpu_operator.toolkit_enabled(load_spec(cfg)) is True
+    cfg["gpu-platform:gpuOperator"] = {"driver": "operator", "toolkit": False}
+    assert gpu_operator.toolkit_enabled(load_spec(cfg)) is False
+
+
+def test_sharing_is_described_per_pool_for_the_summary():
+    """Whole GPUs; a MIG layout as counts per profile (sorted) with the units each GPU advertises; time-slicing
+    and MPS with their replica count and advertised units (prod-aws: mixed MIG strategy, L4 time-sliced x4)."""
+    spec = load_spec(stack_config("prod-aws"))
+    assert sharing.describe(spec, "a100-train") == "whole GPUs"
+    assert sharing.describe(spec, "h100-inference") == (
+        "MIG 2x 1g.10gb + 1x 2g.20gb + 1x 3g.40gb per GPU "
+        "(2x nvidia.com/mig-1g.10gb, 1x nvidia.com/mig-2g.20gb, 1x nvidia.com/mig-3g.40gb)"
+    )
+    assert sharing.describe(spec, "l4-notebooks") == "time-slicing x4 (4x nvidia.com/gpu per GPU)"
+    assert sharing.describe(load_spec(stack_config("local")), "workstation") == "mps x2 (2x nvidia.com/gpu per GPU)"
+
+
+def test_nfd_workers_also_run_on_control_plane_nodes():
+    """NFD labels every node (the operator deploys operands where NFD finds NVIDIA devices): its workers
+    tolerate the control-plane taint (kubeadm: node-role.kubernetes.io/control-plane:NoSchedule, no value)
+    before the GPU tolerations; CDI and NFD are on everywhere."""
+    v = gpu_operator.operator_values(load_spec(stack_config("local")))
+    worker = v["node-feature-discovery"]["worker"]["tolerations"]
+    assert worker[0] == {
+        "key": "node-role.kubernetes.io/control-plane",
+        "operator": "Equal",
+        "value": "",
+        "effect": "NoSchedule",
+    }
+    assert worker[1:] == v["daemonsets"]["tolerations"]
+    assert (v["cdi"], v["nfd"], v["gfd"]) == ({"enabled": True}, {"enabled": True}, {"enabled": True})
+    assert v["dcgmExporter"]["serviceMonitor"] == {"enabled": False}  # ours carries the pool label
+    assert v["migManager"] == {"enabled": False}  # local has no MIG pool
+
+
+def test_the_exporter_is_off_without_dcgm_and_gets_no_env_then():
+    """addons.dcgm off: the operator's exporter is off and gets no env; on: the MPS pool's attribution env."""
+    cfg = stack_config("local")
+    cfg["gpu-platform:addons"] = {**cfg["gpu-platform:addons"], "dcgm": False}
+    cfg["gpu-platform:monitoring"] = {"prometheus": "none"}
+    v = gpu_operator.operator_values(load_spec(cfg))
+    assert v["dcgmExporter"] == {"enabled": False, "serviceMonitor": {"enabled": False}}
+    # with dcgm on, the MPS pool's per-pod attribution env is set
+    env = gpu_operator.operator_values(load_spec(stack_config("local")))["dcgmExporter"]["env"]
+    assert env == [{"name": "KUBERNETES_VIRTUAL_GPUS", "value": "true"}]
+
+
+def test_critical_pod_quota_grows_with_every_node_the_pools_may_bring():
+    """NVIDIA's GKE guide quota (100) plus 12 operand pods per GPU node at max scale (dev-gcp: 4 + 2 nodes)."""
+    assert gpu_operator.critical_pods(load_spec(stack_config("dev-gcp"))) == 100 + 12 * 6
+
+
+def test_bottlerocket_mps_settings_and_who_gets_them():
+    """Bottlerocket's host plugin: MPS with replicas and rename-by-default (no fail-requests knob for MPS);
+    MIG and unshared pools get only the UUID device IDs (and do not count as sharing); pools the operator
+    serves get no Bottlerocket settings at all."""
+    cfg = stack_config("prod-aws")
+    pools = cfg["gpu-platform:nodePools"]
+    pools[3].update(os="bottlerocket", sharing={"strategy": "mps", "replicas": 3})  # l4-notebooks
+    spec = load_spec(cfg)
+    assert sharing.bottlerocket_device_plugin_settings(spec, "l4-notebooks") == {
+        "device-id-strategy": "uuid",
+        "device-sharing-strategy": "mps",
+        "mps": {"replicas": 3, "rename-by-default": False},
+    }
+    assert sharing.bottlerocket_shares_gpus(spec, "l4-notebooks") is True
+    assert sharing.bottlerocket_device_plugin_settings(spec, "a100-train") == {"device-id-strategy": "uuid"}
+    assert sharing.bottlerocket_shares_gpus(spec, "a100-train") is False
+    assert sharing.bottlerocket_device_plugin_settings(spec, "h100-inference") == {}  # AL2023: the operator's
+    assert sharing.bottlerocket_shares_gpus(spec, "h100-inference") is False
+    # a MIG layout on a Bottlerocket pool (refused by a rule; the host's MIG manager applies it) adds nothing
+    a100 = spec.pool("a100-train").model_copy(update={"sharing": spec.pool("h100-inference").sharing})
+    mig = spec.model_copy(update={"node_pools": [a100]})
+    assert sharing.bottlerocket_device_plugin_settings(mig, "a100-train") == {"device-id-strategy": "uuid"}
+
+
+def test_sharing_configmaps_live_beside_the_operator_and_wait_for_its_namespace():
+    """The device-plugin and mig-parted ConfigMaps the release names sit in the operator's namespace, labelled
+    managed-by, created after the namespace and before the release."""
+    r = rendered("prod-aws")
+    for name in ("device-plugin-config", "mig-parted-config"):
+        rec = r.find(CONFIG_MAP, name)
+        assert rec.inputs["metadata"] == {
+            "name": name,
+            "namespace": "gpu-operator",
+            "labels": {"app.kubernetes.io/managed-by": "gpu-platform"},
+        }
+        assert rec.depends_on == ["namespace-gpu-operator"]
+        assert name in r.find(HELM_RELEASE, "gpu-operator").depends_on
+
+
+def test_the_operator_namespace_is_privileged_at_every_pod_security_mode():
+    """The operands need host paths, host PID and privileged containers: enforce, audit and warn all at
+    privileged (a restricted warn would flood every apply with warnings about the operator's own pods)."""
+    assert gpu_operator.namespace_labels() == {
+        "app.kubernetes.io/managed-by": "gpu-platform",
+        "pod-security.kubernetes.io/enforce": "privileged",
+        "pod-security.kubernetes.io/enforce-version": "latest",
+        "pod-security.kubernetes.io/audit": "privileged",
+        "pod-security.kubernetes.io/warn": "privileged",
+    }

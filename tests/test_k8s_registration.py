@@ -217,3 +217,83 @@ def test_every_registered_kind_is_compared():
     compared = {k8s.type_token(api, kind) for _, api, kind, _ in CASES} | {k8s.RELEASE}
     assert registered <= compared, sorted(registered - compared)
     assert {"kubernetes:core/v1:Namespace", "kubernetes:helm.sh/v3:Release"} <= registered
+
+
+# ------------------------------------------------------------------------------------ small building blocks
+
+
+@pytest.mark.parametrize(
+    ("api_version", "kind", "token"),
+    [
+        ("v1", "Namespace", "kubernetes:core/v1:Namespace"),
+        ("apps/v1", "Deployment", "kubernetes:apps/v1:Deployment"),
+        ("resource.k8s.io/v1", "ResourceClaimTemplate", "kubernetes:resource.k8s.io/v1:ResourceClaimTemplate"),
+    ],
+)
+def test_type_token_names_the_core_group_core(api_version, kind, token):
+    """pulumi_kubernetes' tokens: the core API (bare 'v1') under group 'core', every other group as written."""
+    assert k8s.type_token(api_version, kind) == token
+
+
+@pytest.mark.parametrize(
+    ("name", "wire"),
+    [("values", "values"), ("skip_crds", "skipCrds"), ("repository_opts", "repositoryOpts"), ("a_b_c", "aBC")],
+)
+def test_camel_is_the_sdks_wire_name(name, wire):
+    """snake_case arguments become the SDK's camelCase wire names."""
+    assert k8s.camel(name) == wire
+
+
+def test_psa_labels_enforce_one_level_and_audit_and_warn_another():
+    """enforce at the given level, pinned to the latest policy version; audit and warn at 'restricted' unless
+    told otherwise, so violations of the stricter level are reported without being refused."""
+    assert k8s.psa_labels("baseline") == {
+        "pod-security.kubernetes.io/enforce": "baseline",
+        "pod-security.kubernetes.io/enforce-version": "latest",
+        "pod-security.kubernetes.io/audit": "restricted",
+        "pod-security.kubernetes.io/warn": "restricted",
+    }
+    labels = k8s.psa_labels("privileged", audit="baseline")
+    assert labels["pod-security.kubernetes.io/audit"] == labels["pod-security.kubernetes.io/warn"] == "baseline"
+
+
+def test_critical_pods_quota_scopes_to_both_system_priority_classes():
+    """GKE admits system-node-critical / system-cluster-critical pods outside kube-system only under a quota
+    scoped to those PriorityClasses; the pod count is a string quantity."""
+    assert k8s.critical_pods_quota(7) == {
+        "hard": {"pods": "7"},
+        "scopeSelector": {
+            "matchExpressions": [
+                {
+                    "scopeName": "PriorityClass",
+                    "operator": "In",
+                    "values": ["system-node-critical", "system-cluster-critical"],
+                }
+            ]
+        },
+    }
+
+
+def test_chart_namespaces_keep_their_pre_rename_urns_as_aliases():
+    """Until d22b537 a chart's namespace and GKE quota were '<prefix>-namespace' / '<prefix>-critical-pods'
+    under the same parent: each carries that URN as an alias, so a deployed stack renames them in place instead
+    of deleting the namespace (and the release in it). The quota waits for its namespace."""
+    r = rendered("prod-gcp")
+    ns = r.find("kubernetes:core/v1:Namespace", "namespace-gpu-operator")
+    parent = "urn:pulumi:prod-gcp::gpu-platform::gpu-platform:gpu:GpuOperator$"
+    assert ns.aliases == [parent + "kubernetes:core/v1:Namespace::gpu-operator-namespace"]
+    quota = r.find("kubernetes:core/v1:ResourceQuota", "critical-pods-gpu-operator")
+    assert quota.aliases == [parent + "kubernetes:core/v1:ResourceQuota::gpu-operator-critical-pods"]
+    assert quota.depends_on == ["namespace-gpu-operator"]
+    assert quota.inputs["metadata"] == {
+        "name": "gpu-operator-quota",
+        "namespace": "gpu-operator",
+        "labels": {"app.kubernetes.io/managed-by": "gpu-platform"},
+    }
+    kueue_ns = r.find("kubernetes:core/v1:Namespace", "namespace-kueue")
+    assert kueue_ns.aliases == [
+        "urn:pulumi:prod-gcp::gpu-platform::gpu-platform:scheduling:Kueue$kubernetes:core/v1:Namespace::kueue-namespace"
+    ]
+    assert r.find("kubernetes:core/v1:ResourceQuota", "critical-pods-kueue").inputs["metadata"]["name"] == (
+        "critical-pods"
+    )

@@ -664,3 +664,140 @@ def test_unknown_integration_is_an_error():
     cfg = stack_config("dev-aws")
     cfg["gpu-platform:scheduling"] = {"kueueIntegrations": ["batch/job", "kubeflow.org/pytorchjobs"]}
     assert "gpu-platform:scheduling.kueueIntegrations[1]" in _problems(cfg)
+
+
+# ------------------------------------------------------------------------------------ resource-group partition
+
+
+def _mig_pool(spec, name: str, layout: dict[str, int]):
+    """prod-aws's h100-inference (operator MIG, mixed strategy) renamed, with another layout."""
+    base = spec.pool("h100-inference")
+    return base.model_copy(update={"name": name, "sharing": base.sharing.model_copy(update={"layout": layout})})
+
+
+def _groups(spec, pools):
+    return [(sorted(names), [p.name for p in members]) for names, members in kueue._partition(spec, pools)]
+
+
+def test_partition_merges_groups_a_later_pool_bridges():
+    """Kueue needs every flavor of a group to cover the same resources: pools whose resource sets overlap,
+    even only through a later pool, end up in one group at the place of the first group they joined; the
+    whole-GPU group is first; disjoint sets stay apart in the order they appeared."""
+    spec = load_spec(stack_config("prod-aws"))
+    one = _mig_pool(spec, "p1", {"1g.10gb": 7})
+    two = _mig_pool(spec, "p2", {"2g.20gb": 3})
+    three = _mig_pool(spec, "p3", {"3g.40gb": 2})
+    both = _mig_pool(spec, "p4", {"1g.10gb": 1, "2g.20gb": 3})
+    whole = spec.pool("a100-train")
+    assert _groups(spec, [one, whole, two, three, both]) == [
+        (["nvidia.com/gpu"], ["a100-train"]),
+        (["nvidia.com/mig-1g.10gb", "nvidia.com/mig-2g.20gb"], ["p1", "p2", "p4"]),
+        (["nvidia.com/mig-3g.40gb"], ["p3"]),
+    ]
+
+
+def test_partition_keeps_the_flavor_order_inside_a_merged_group():
+    """Members of a merged group are listed in the order the pools were given (Kueue's flavor order), not in
+    the order their old groups were merged; the whole-GPU group exists even when no pool advertises it."""
+    spec = load_spec(stack_config("prod-aws"))
+    two = _mig_pool(spec, "p2", {"2g.20gb": 3})
+    one = _mig_pool(spec, "p1", {"1g.10gb": 7})
+    more_two = _mig_pool(spec, "q", {"2g.20gb": 2})
+    both = _mig_pool(spec, "p4", {"1g.10gb": 1, "2g.20gb": 3})
+    assert _groups(spec, [two, one, more_two, both]) == [
+        (["nvidia.com/gpu"], []),
+        (["nvidia.com/mig-1g.10gb", "nvidia.com/mig-2g.20gb"], ["p2", "p1", "q", "p4"]),
+    ]
+
+
+def test_partition_on_a_dra_stack_starts_with_the_gpu_device_class():
+    """On DRA the whole-GPU group is gpu.nvidia.com's devices; MIG devices form their own group."""
+    spec = load_spec(stack_config("dra-existing"))
+    assert _groups(spec, spec.node_pools) == [
+        (["gpu.nvidia.com/devices"], ["h100"]),
+        (["mig.nvidia.com/devices"], ["a100-mig"]),
+    ]
+
+
+def test_manager_config_exports_queue_metrics_and_excludes_unrationed_resources():
+    """ClusterQueue resource metrics are on (the dashboards and capacity checks read them); every request
+    Kueue must not ration is excluded by prefix: ephemeral storage, hugepages, EFA, GKE networks, RDMA."""
+    cfg = kueue.manager_config(load_spec(stack_config("prod-aws")))
+    assert cfg["metrics"] == {"bindAddress": ":8443", "enableClusterQueueResources": True}
+    assert cfg["resources"]["excludeResourcePrefixes"] == [
+        "ephemeral-storage",
+        "hugepages-",
+        "vpc.amazonaws.com/",
+        "networking.gke.io",
+        "rdma/",
+    ]
+    assert "deviceClassMappings" not in cfg["resources"]
+
+
+def test_recovery_timeout_defaults_to_the_start_timeout():
+    """A running workload that loses a ready pod gets the cold-start budget to recover unless told otherwise."""
+    cfg = stack_config("prod-aws")
+    cfg["gpu-platform:scheduling"] = {"waitForPodsReadyTimeout": "40m"}
+    w = kueue.manager_config(load_spec(cfg))["waitForPodsReady"]
+    assert (w["timeout"], w["recoveryTimeout"]) == ("40m", "40m")
+    cfg["gpu-platform:scheduling"] = {"waitForPodsReadyTimeout": "40m", "waitForPodsReadyRecoveryTimeout": "20m"}
+    w = kueue.manager_config(load_spec(cfg))["waitForPodsReady"]
+    assert (w["timeout"], w["recoveryTimeout"]) == ("40m", "20m")
+
+
+def test_a_cluster_queue_waits_for_each_flavor_and_check_it_names_once():
+    """Flavors in order and once each across groups; admission checks by name; none without a strategy."""
+    cq = {
+        "resourceGroups": [
+            {"flavors": [{"name": "default-flavor"}, {"name": "a"}, {"name": "b"}]},
+            {"flavors": [{"name": "b"}, {"name": "c"}]},
+        ],
+        "admissionChecksStrategy": {"admissionChecks": [{"name": "a-atomic", "onFlavors": ["a"]}]},
+    }
+    assert kueue.queue_flavors(cq) == ["default-flavor", "a", "b", "c"]
+    assert kueue.queue_checks(cq) == ["a-atomic"]
+    assert kueue.queue_checks({"resourceGroups": []}) == []
+    assert kueue.local_queue_spec(load_spec(stack_config("local")).tenants[0]) == {"clusterQueue": "dev"}
+
+
+def test_limits_apply_only_to_resources_a_flavor_advertises():
+    """In a merged MIG group a flavor lists every covered resource; its lending (and borrowing) limit, in
+    units, goes on the resources its own layout advertises (a100-mig: 2 GPUs x 7 1g.10gb = 14), not on the
+    ones it lists at 0."""
+    cfg = stack_config("prod-aws")
+    cfg["gpu-platform:nodePools"].append(
+        {
+            "name": "a100-mig",
+            "gpu": {"model": "A100-80GB", "perNode": 8},
+            "instanceTypes": ["p4de.24xlarge"],
+            "maxNodes": 1,
+            "sharing": {"strategy": "mig", "layout": {"1g.10gb": 7}},
+        }
+    )
+    serving = cfg["gpu-platform:tenants"][1]
+    serving["gpuQuota"]["a100-mig"] = 8
+    serving["lendingLimit"] = {"h100-inference": 4, "a100-mig": 2}
+    serving["borrowingLimit"] = {"a100-mig": 1}
+    spec = load_spec(cfg)
+    (mig,) = [
+        g for g in kueue.resource_groups(spec, spec.tenants[1]) if "nvidia.com/mig-1g.10gb" in g["coveredResources"]
+    ]
+    a100 = {r["name"]: r for r in mig["flavors"][0]["resources"]}
+    assert a100 == {
+        "nvidia.com/mig-1g.10gb": {
+            "name": "nvidia.com/mig-1g.10gb",
+            "nominalQuota": "56",
+            "borrowingLimit": "7",
+            "lendingLimit": "14",
+        },
+        "nvidia.com/mig-2g.20gb": {"name": "nvidia.com/mig-2g.20gb", "nominalQuota": "0"},
+        "nvidia.com/mig-3g.40gb": {"name": "nvidia.com/mig-3g.40gb", "nominalQuota": "0"},
+    }
+
+
+def test_manager_config_text_starts_like_a_kubernetes_document():
+    """The Configuration the chart mounts reads apiVersion, then kind, as Kubernetes documents do (written in
+    the order built, not sorted), on one line per key (no flow style)."""
+    text = kueue.manager_config_yaml(load_spec(stack_config("prod-aws")))
+    assert text.startswith("apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nhealth:\n")
+    assert "{" not in text

@@ -266,7 +266,14 @@ def test_standalone_exporter_is_not_offered_on_gke():
     cfg["gpu-platform:addons"] = {"gpuOperator": False, "dcgm": True}
     with pytest.raises(SpecError) as err:
         load_spec(cfg)
-    assert [p.path for p in err.value.problems] == ["gpu-platform:addons.dcgm"]
+    assert [(p.path, p.message) for p in err.value.problems] == [
+        (
+            "gpu-platform:addons.dcgm",
+            "a standalone DCGM exporter cannot reach NVML on GKE nodes (GKE installs it under "
+            "/home/kubernetes/bin/nvidia for its device plugin's containers only): enable addons.gpuOperator, "
+            "or turn dcgm off and use GKE's managed DCGM metrics",
+        )
+    ]
 
 
 # --------------------------------------------------------------------------------------- promtool
@@ -483,3 +490,239 @@ def test_standalone_exporter_value_paths_exist_upstream(standalone):
     v = monitoring.dcgm_exporter_values(load_spec(cfg))
     assert v["extraEnv"] == [{"name": "KUBERNETES_VIRTUAL_GPUS", "value": "true"}]
     assert unknown_paths(v, upstream) == []
+
+
+# ------------------------------------------------------------------------------- alert texts, by meaning
+
+
+def _custom_alerts() -> dict[str, dict[str, Any]]:
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:monitoring"] = {
+        "alerts": {
+            "idleUtilizationPercent": 7.5,
+            "idleFor": "45m",
+            "allocatedIdleFor": "2h",
+            "memoryUsedPercent": 92,
+            "memoryFor": "10m",
+            "temperatureCelsius": 80,
+            "temperatureFor": "15m",
+            "exporterDownFor": "20m",
+        }
+    }
+    groups = monitoring.rule_groups(load_spec(cfg))
+    return {r["alert"]: r for g in groups for r in g["rules"] if "alert" in r}
+
+
+def _steps(text: str) -> list[int]:
+    import re
+
+    return [int(n) for n in re.findall(r"(?:Runbook: |; |\. )(\d)\) ", text)]
+
+
+def test_alert_summaries_say_what_and_where():
+    """Each summary names the condition and the GPU's node, index, model and pool (the WHERE template), with
+    the stack's duration where it has one."""
+    a = _custom_alerts()
+    where = "{{ $labels.node }} GPU {{ $labels.gpu }} ({{ $labels.modelName }}, pool {{ $labels.pool }})"
+    assert a["GpuIdle"]["annotations"]["summary"] == f"Unallocated GPU idle for 45m on {where}"
+    assert a["GpuAllocatedIdle"]["annotations"]["summary"] == (
+        "Pod {{ $labels.namespace }}/{{ $labels.pod }} holds GPUs it has not used for 2h"
+    )
+    assert a["GpuFramebufferMemoryHigh"]["annotations"]["summary"] == (
+        "GPU memory {{ $value | humanize }}% used on " + where
+    )
+    assert a["GpuTemperatureHigh"]["annotations"]["summary"] == "GPU at {{ $value | humanize }} C on " + where
+    assert a["GpuXidErrorCritical"]["annotations"]["summary"] == "XID {{ $labels.xid }} (hardware / driver) on " + where
+    assert a["GpuXidError"]["annotations"]["summary"] == "XID {{ $labels.xid }} on " + where
+    assert a["DcgmExporterDown"]["annotations"]["summary"] == "DCGM exporter on {{ $labels.node }} is not scraped"
+
+
+def test_alert_descriptions_quote_the_stacks_thresholds_and_number_their_steps():
+    """Thresholds and durations are filled in (no [[placeholder]] left), and every runbook's steps are
+    numbered 1), 2), ... in order."""
+    a = _custom_alerts()
+    d = {name: r["annotations"]["description"] for name, r in a.items()}
+    assert (
+        "{{ end }} and it has been below 7.5% utilization for 45m: capacity is paid for and unused. Runbook: 1) "
+        in d["GpuIdle"]
+    )
+    assert (
+        "on {{ $labels.node }} (pool {{ $labels.pool }}) has stayed below 7.5% utilization for 2h (busiest GPU now "
+        "{{ $value | humanize }}%). The GPUs count against" in d["GpuAllocatedIdle"]
+    )
+    assert d["GpuFramebufferMemoryHigh"].startswith("Framebuffer used / (used + free) has been above 92% for 10m")
+    assert d["GpuTemperatureHigh"].startswith("The GPU core has been above 80 C for 15m;")
+    assert "on node {{ $labels.node }} for 20m: every GPU alert above is blind for that node." in d["DcgmExporterDown"]
+    assert "kubectl -n gpu-operator get pods -o wide | grep dcgm" in d["DcgmExporterDown"]
+    for name, text in d.items():
+        assert "[[" not in text and "]]" not in text, name
+        assert "Runbook: 1) " in text, name
+        steps = _steps(text)
+        assert steps == list(range(1, len(steps) + 1)) and len(steps) >= 3, (name, steps)
+    assert _steps(d["GpuXidErrorCritical"]) == [1, 2, 3, 4]
+
+
+def test_alert_runbooks_give_the_commands_for_the_alerting_node():
+    """Where a runbook says to take a node out, the command names the alerting node's label."""
+    d = {name: r["annotations"]["description"] for name, r in _custom_alerts().items()}
+    assert "kubectl cordon {{ $labels.node }}" in d["GpuXidErrorCritical"]
+    assert "kubectl drain --ignore-daemonsets --delete-emptydir-data" in d["GpuXidErrorCritical"]
+    assert "(kubectl cordon {{ $labels.node }}; kubectl drain ...)" in d["GpuTemperatureHigh"]
+    assert "{{ if $labels.GPU_I_PROFILE }} (MIG {{ $labels.GPU_I_PROFILE }}){{ end }}" in d["GpuIdle"]
+    assert (
+        "{{ if $labels.pod }} (pod {{ $labels.namespace }}/{{ $labels.pod }}){{ end }}" in d["GpuFramebufferMemoryHigh"]
+    )
+    assert d["GpuXidError"].startswith("DCGM_FI_DEV_XID_ERRORS reports XID {{ $labels.xid }}. XIDs outside the")
+    assert d["GpuXidErrorCritical"].startswith(
+        "DCGM_FI_DEV_XID_ERRORS reports XID {{ $labels.xid }}, one NVIDIA lists as needing a GPU reset"
+    )
+
+
+@pytest.mark.parametrize(
+    ("interval", "written", "timeout"),
+    [("5s", "5s", "5s"), ("10s", "10s", "10s"), ("1m", "1m", "10s"), ("90s", "1m30s", "10s")],
+)
+def test_scrape_timeout_never_exceeds_the_interval(interval, written, timeout):
+    """Prometheus refuses a scrapeTimeout longer than the interval: 10s, or the interval when it is shorter;
+    the interval itself is written canonically (90s -> 1m30s)."""
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:monitoring"] = {"scrapeInterval": interval}
+    (ep,) = monitoring.service_monitor(load_spec(cfg))["spec"]["endpoints"]
+    assert ep["scrapeTimeout"] == timeout
+    assert ep["interval"] == written
+    assert (ep["path"], ep["honorLabels"]) == ("/metrics", False)
+    assert ep["relabelings"][0] == {
+        "action": "replace",
+        "sourceLabels": ["__meta_kubernetes_pod_node_name"],
+        "targetLabel": "node",
+    }
+
+
+def test_the_dra_exporter_is_the_gpuclusters():
+    """On a DRA stack the GPUCluster's exporter Service (gpu-operator v26.7.0 manifests/state-dcgm-exporter/
+    0500_service.yaml) is scraped, and DcgmExporterDown watches its job."""
+    spec = load_spec(stack_config("dra-existing"))
+    ex = monitoring.exporter(spec)
+    assert ex == monitoring.Exporter(
+        "operator", "gpu-operator", {"app": "nvidia-dcgm-exporter-dra"}, "gpu-metrics", "nvidia-dcgm-exporter-dra"
+    )
+    (down,) = monitoring.exporter_alerts(spec)
+    assert down["expr"] == 'up{job="nvidia-dcgm-exporter-dra"} == 0' and down["for"] == "10m"
+
+
+def test_rule_and_monitor_carry_the_labels_prometheus_selects():
+    """Both objects carry managed-by plus serviceMonitorLabels, in the exporter's namespace."""
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:monitoring"] = {"prometheus": "existing", "serviceMonitorLabels": {"team": "ml"}}
+    spec = load_spec(cfg)
+    for doc in (monitoring.prometheus_rule(spec), monitoring.service_monitor(spec)):
+        assert doc["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "gpu-platform", "team": "ml"}
+        assert doc["metadata"]["namespace"] == "gpu-operator"
+        assert doc["apiVersion"] == "monitoring.coreos.com/v1"
+
+
+def test_idle_cost_terms_price_each_device_dcgm_reports():
+    """prod-aws list prices (upstream/prices: p5.48xlarge 55.04, g6.12xlarge 4.6016 USD/h): an H100 costs 6.88
+    per hour, split over h100-inference's MIG layout by compute slices (3 + 2 + 2 x 1 = 7); an L4 1.1504,
+    whose time-sliced pods each hold a quarter of it; a pool without a price has no terms."""
+    spec = load_spec(stack_config("prod-aws"))
+    inference = monitoring.idle_cost_terms(spec, spec.pool("h100-inference"))
+    assert [p for p, _ in inference] == ["1g.10gb", "2g.20gb", "3g.40gb"]
+    assert [price for _, price in inference] == [
+        pytest.approx(6.88 / 7),
+        pytest.approx(6.88 * 2 / 7),
+        pytest.approx(6.88 * 3 / 7),
+    ]
+    ((profile, l4),) = monitoring.idle_cost_terms(spec, spec.pool("l4-notebooks"))
+    assert profile is None and l4 == pytest.approx(4.6016 / 4)
+    assert monitoring._allocated_unit_price(spec, spec.pool("l4-notebooks"), None, l4) == pytest.approx(l4 / 4)
+    assert monitoring._allocated_unit_price(spec, spec.pool("h100-inference"), "1g.10gb", 1.0) == 1.0
+    assert monitoring._allocated_unit_price(spec, spec.pool("a100-train"), None, 2.0) == 2.0
+    cfg = stack_config("dev-gcp")  # t4-spot has no price; renamed so that it sorts before l4-shared
+    cfg["gpu-platform:nodePools"][1]["name"] = "a-t4"
+    cfg["gpu-platform:tenants"][0]["gpuQuota"] = {"l4-shared": 4, "a-t4": 2}
+    gcp = load_spec(cfg)
+    assert monitoring.idle_cost_terms(gcp, gcp.pool("a-t4")) is None
+    assert [r["labels"]["pool"] for r in monitoring.idle_cost_rules(gcp)] == ["l4-shared", "l4-shared"]
+
+
+def test_dashboard_configmap_files_the_board_in_the_gpu_folder():
+    """The Grafana sidecar files the board under the folder the grafana_folder annotation names; the board is
+    one JSON file with sorted keys (a stable ConfigMap between runs)."""
+    spec = load_spec(stack_config("dev-aws"))
+    cm = monitoring.dashboard_configmap(spec)
+    assert cm["metadata"]["annotations"] == {"grafana_folder": "GPU"}
+    assert (cm["metadata"]["name"], cm["metadata"]["namespace"]) == ("gpu-platform-gpu-dashboard", "gpu-operator")
+    (text,) = cm["data"].values()
+    assert list(cm["data"]) == ["gpu-platform-gpus.json"]
+    board = json.loads(text)
+    assert text == json.dumps(board, indent=1, sort_keys=True)
+
+
+# The runbooks as an operator reads them, written out in full with _custom_alerts()' settings substituted by
+# hand (idle 7.5 % for 45m / 2h, memory 92 % for 10m, 80 C for 15m, exporter down 20m, operator namespace).
+RUNBOOKS = {
+    "GpuIdle": (
+        "No pod holds this GPU{{ if $labels.GPU_I_PROFILE }} (MIG {{ $labels.GPU_I_PROFILE }}){{ end }} and it has "
+        "been below 7.5% utilization for 45m: capacity is paid for and unused. Runbook: 1) if the pool's minNodes "
+        "keeps this node, this is expected; lower minNodes if the reserve is not needed. 2) Otherwise check why the "
+        "autoscaler does not remove the node (scale-down blocked by a PodDisruptionBudget, a non-evictable pod, or "
+        "a karpenter.sh/do-not-disrupt annotation). 3) If GPU jobs are pending at the same time, they cannot use "
+        "this node: compare their tolerations, node selectors and ResourceQuota/queue with the pool's taints and "
+        "labels. GPUs held by pods are reported by GpuAllocatedIdle instead."
+    ),
+    "GpuAllocatedIdle": (
+        "Every GPU allocated to {{ $labels.namespace }}/{{ $labels.pod }} on {{ $labels.node }} (pool "
+        "{{ $labels.pool }}) has stayed below 7.5% utilization for 2h (busiest GPU now {{ $value | humanize }}%). "
+        "The GPUs count against tenant {{ $labels.namespace }}'s quota and are unavailable to other tenants. "
+        "Runbook: 1) ask the owner (namespace {{ $labels.namespace }}) whether the pod is waiting on data, a dead "
+        "dependency or a debugger; 2) idle notebooks and interactive sessions belong on a time-sliced or MPS pool; "
+        "3) if it is abandoned, delete the pod (its Job or notebook controller first)."
+    ),
+    "GpuFramebufferMemoryHigh": (
+        "Framebuffer used / (used + free) has been above 92% for 10m{{ if $labels.pod }} (pod "
+        "{{ $labels.namespace }}/{{ $labels.pod }}){{ end }}{{ if $labels.GPU_I_PROFILE }} on MIG instance "
+        "{{ $labels.GPU_I_PROFILE }}{{ end }}. The next allocation will fail with CUDA out-of-memory. Runbook: "
+        "1) check the workload's batch size / KV-cache settings (servers that pre-allocate, such as vLLM with its "
+        "default gpu-memory-utilization 0.9, sit just below the default threshold by design); 2) on time-sliced "
+        "GPUs, pods share memory without isolation: one pod can starve the others, move memory-hungry pods to "
+        "whole GPUs or MIG; 3) if memory grows steadily, suspect a leak and restart the pod."
+    ),
+    "GpuTemperatureHigh": (
+        "The GPU core has been above 80 C for 15m; it throttles its clocks (jobs slow down) and hardware faults "
+        "become likelier. Runbook: 1) check DCGM_FI_DEV_POWER_USAGE and the other GPUs of the node: all hot means "
+        "cooling or a host problem, one hot GPU means that GPU; 2) on a cloud instance, cordon and drain the node "
+        "so it is replaced (kubectl cordon {{ $labels.node }}; kubectl drain ...); 3) if it recurs on new nodes, "
+        "open a support case with the cloud provider with the instance ID."
+    ),
+    "GpuXidErrorCritical": (
+        "DCGM_FI_DEV_XID_ERRORS reports XID {{ $labels.xid }}, one NVIDIA lists as needing a GPU reset or hardware "
+        "service (ECC, NVLink, fallen off the bus, GSP). Jobs on this GPU have failed or will. The gauge keeps the "
+        "last XID until the driver reloads, so the alert stays until the node is replaced. Runbook: 1) kubectl "
+        "cordon {{ $labels.node }} so no new pods land there; 2) drain it (kubectl drain --ignore-daemonsets "
+        "--delete-emptydir-data) once running jobs have checkpointed; 3) terminate the instance so the node group "
+        "or Karpenter replaces it; 4) if the same XID follows new instances, escalate to the cloud provider with "
+        "the XID, instance ID and `nvidia-smi -q` output."
+    ),
+    "GpuXidError": (
+        "DCGM_FI_DEV_XID_ERRORS reports XID {{ $labels.xid }}. XIDs outside the critical list are usually raised "
+        "by an application (13 graphics engine exception, 31 MMU fault, 43 context reset, 45 preemptive cleanup) "
+        "rather than the hardware. The gauge keeps the last XID until the driver reloads. Runbook: 1) find the pod "
+        "that held the GPU at that time (GpuAllocatedIdle / the dashboard's per-namespace panels) and read its "
+        "logs; 2) if the XID repeats across different workloads on this GPU, treat it as hardware: cordon, drain "
+        "and replace the node; 3) otherwise silence it after the owner has fixed the job."
+    ),
+    "DcgmExporterDown": (
+        "Prometheus has failed to scrape the DCGM exporter ({{ $labels.instance }}) on node {{ $labels.node }} for "
+        "20m: every GPU alert above is blind for that node. Runbook: 1) kubectl -n gpu-operator get pods -o wide | "
+        "grep dcgm; 2) read the exporter's logs (a driver / NVML mismatch after a node image upgrade is the usual "
+        "cause); 3) check that the node's GPU operands are healthy (the operator's validator pod). Nodes without "
+        "GPUs have no exporter, so pools scaled to zero do not fire this (no target, no alert)."
+    ),
+}
+
+
+def test_runbooks_read_as_written():
+    """Each alert's description, word for word: the runbook an on-call engineer follows."""
+    got = {name: r["annotations"]["description"] for name, r in _custom_alerts().items()}
+    assert got == RUNBOOKS

@@ -269,3 +269,103 @@ def test_prometheus_rule_webhook_keeps_failure_policy_ignore():
     assert upstream["failurePolicy"] == "" and upstream["patch"]["enabled"] is True
     ours = _values(rendered("dev-aws"))["prometheusOperator"]["admissionWebhooks"]
     assert "failurePolicy" not in ours and "enabled" not in ours.get("patch", {})
+
+
+def test_monitoring_rule_messages_name_the_fix():
+    """Each monitoring rule says what is wrong and what to do, at the key to change."""
+    probs = _problems(_with("dev-aws", prometheus="none", prometheusStorageGib=50))
+    assert probs == {
+        "gpu-platform:monitoring.prometheusStorageGib": "only used with monitoring.prometheus: install (it is none)"
+    }
+    probs = _problems(_with("dev-aws", serviceMonitorLabels={}, dashboardLabels={}))
+    assert probs == {
+        "gpu-platform:monitoring.serviceMonitorLabels": (
+            "empty: the installed Prometheus would select every ServiceMonitor and rule in the cluster"
+        ),
+        "gpu-platform:monitoring.dashboardLabels": "empty: the Grafana sidecar needs a label to watch",
+    }
+    probs = _problems(_with("dev-aws", serviceMonitorLabels={"release": "prometheus"}))
+    assert probs == {
+        "gpu-platform:monitoring.serviceMonitorLabels.release": (
+            "the installed kube-prometheus-stack labels its own ServiceMonitors and rules "
+            "release=kube-prometheus-stack; a Prometheus selecting release=prometheus would not scrape the "
+            "cluster: drop the key or use that value"
+        )
+    }
+    load_spec(_with("dev-aws", serviceMonitorLabels={"release": "kube-prometheus-stack", "team": "ml"}))
+
+
+def test_resources_request_cpu_and_memory_and_limit_memory_only():
+    """Sized for a few hundred GPUs; memory limits (an OOM kill is contained), no CPU limits (throttling a
+    scraper loses samples)."""
+    v = prometheus_stack.helm_values(load_spec(stack_config("dev-aws")))
+
+    def res(cpu, memory, limit):
+        return {"requests": {"cpu": cpu, "memory": memory}, "limits": {"memory": limit}}
+
+    assert v["prometheus"]["prometheusSpec"]["resources"] == res("500m", "2Gi", "4Gi")
+    assert v["prometheusOperator"]["resources"] == res("100m", "128Mi", "512Mi")
+    assert v["alertmanager"]["alertmanagerSpec"]["resources"] == res("50m", "128Mi", "256Mi")
+    assert v["grafana"]["resources"] == res("100m", "256Mi", "512Mi")
+    assert v["kube-state-metrics"]["resources"] == res("50m", "128Mi", "512Mi")
+    assert v["prometheus-node-exporter"]["resources"] == res("50m", "64Mi", "128Mi")
+    assert v["prometheus"]["prometheusSpec"]["walCompression"] is True
+    assert v["crds"] == {"enabled": True}
+
+
+def test_a_storage_claim_is_one_read_write_once_volume():
+    """prometheusStorageGib 100: one ReadWriteOnce claim of 100Gi from the default StorageClass."""
+    p = prometheus_stack.helm_values(load_spec(_with("dev-aws", prometheusStorageGib=100)))["prometheus"][
+        "prometheusSpec"
+    ]
+    assert p["storageSpec"] == {
+        "volumeClaimTemplate": {
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "100Gi"}}}
+        }
+    }
+
+
+def test_every_selector_is_ours_and_cluster_wide():
+    """Prometheus selects ServiceMonitors, rules, PodMonitors, Probes and ScrapeConfigs by our labels only
+    (never the chart's release default) in every namespace; the chart's own monitors get our extra labels."""
+    v = prometheus_stack.helm_values(load_spec(_with("dev-aws", serviceMonitorLabels={"team": "ml"})))
+    p = v["prometheus"]["prometheusSpec"]
+    for kind in ("serviceMonitor", "rule", "podMonitor", "probe", "scrapeConfig"):
+        assert p[f"{kind}SelectorNilUsesHelmValues"] is False, kind
+        assert p[f"{kind}Selector"] == {"matchLabels": {"team": "ml"}}, kind
+    assert p["serviceMonitorNamespaceSelector"] == {} and p["ruleNamespaceSelector"] == {}
+    assert v["commonLabels"] == {"team": "ml"}
+    for sub in ("kube-state-metrics", "prometheus-node-exporter"):
+        assert v[sub]["prometheus"]["monitor"]["additionalLabels"] == {"team": "ml"}
+    # the chart's own objects carry release=<release> already: only the other labels are added
+    both = {"release": "kube-prometheus-stack", "team": "ml"}
+    v = prometheus_stack.helm_values(load_spec(_with("dev-aws", serviceMonitorLabels=both)))
+    assert v["commonLabels"] == {"team": "ml"}
+    assert v["prometheus"]["prometheusSpec"]["ruleSelector"] == {"matchLabels": both}
+
+
+def test_grafana_sidecar_finds_our_dashboard_and_its_folder():
+    """The sidecar searches every namespace (the dashboard sits in the exporter's) and files dashboards by the
+    annotation our ConfigMap carries."""
+    from components import monitoring
+
+    spec = load_spec(stack_config("dev-aws"))
+    side = prometheus_stack.helm_values(spec)["grafana"]["sidecar"]["dashboards"]
+    assert side["enabled"] is True and side["searchNamespace"] == "ALL"
+    assert side["provider"] == {"foldersFromFilesStructure": True}
+    assert side["folderAnnotation"] in monitoring.dashboard_configmap(spec)["metadata"]["annotations"]
+
+
+def test_the_node_exporter_namespace_is_marked_as_an_operator_namespace():
+    """The policy pack allows a privileged namespace only where the platform marks it as an operator one
+    (policies/common.py reads the same label); the stack's own namespace is baseline and unmarked."""
+    from policies import common
+
+    r = rendered("dev-aws")
+    ne = manifest(r, "Namespace", versions.NODE_EXPORTER_NAMESPACE)["metadata"]["labels"]
+    assert ne[prometheus_stack.OPERATOR_NAMESPACE_LABEL] == "true"
+    assert prometheus_stack.OPERATOR_NAMESPACE_LABEL == common.OPERATOR_NAMESPACE_LABEL
+    assert ne["pod-security.kubernetes.io/audit"] == ne["pod-security.kubernetes.io/warn"] == "privileged"
+    mon = manifest(r, "Namespace", "monitoring")["metadata"]["labels"]
+    assert prometheus_stack.OPERATOR_NAMESPACE_LABEL not in mon
+    assert mon["pod-security.kubernetes.io/warn"] == "restricted"

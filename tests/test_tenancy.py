@@ -198,3 +198,71 @@ def test_choosing_a_scheduler_that_is_not_installed_is_refused():
         load_spec(cfg)
     assert [p.path for p in err.value.problems] == ["gpu-platform:tenants[0].scheduler"]
     assert err.value.problems[0].message.startswith("volcano is not installed: turn on addons.volcano")
+
+
+def test_quota_hard_caps_every_gpu_resource_and_only_given_cpu_memory():
+    """notebooks (prod-aws) reaches only l4-notebooks: every other GPU resource of the cluster is capped at 0
+    (no way around the quota through a pool it has no entry for); no cpu/memory key without tenants[].quota;
+    keys sorted."""
+    from components import tenancy
+
+    spec = load_spec(stack_config("prod-aws"))
+    notebooks = next(t for t in spec.tenants if t.name == "notebooks")
+    assert tenancy.quota_hard(spec, notebooks) == {
+        "requests.nvidia.com/gpu": "48",
+        "requests.nvidia.com/mig-1g.10gb": "0",
+        "requests.nvidia.com/mig-2g.20gb": "0",
+        "requests.nvidia.com/mig-3g.40gb": "0",
+    }
+    research = next(t for t in spec.tenants if t.name == "research")
+    assert list(tenancy.quota_hard(spec, research)) == sorted(tenancy.quota_hard(spec, research))
+
+
+def test_critical_tenants_are_labelled_and_the_scheduler_label_is_absent_without_one():
+    """serving is critical (the capacity policy reads gpu-platform/critical); with no batch scheduler on, a
+    namespace carries no scheduler label at all."""
+    from components import tenancy
+
+    spec = load_spec(stack_config("prod-aws"))
+    serving = next(t for t in spec.tenants if t.name == "serving")
+    research = next(t for t in spec.tenants if t.name == "research")
+    assert tenancy.namespace_labels(serving)["gpu-platform/critical"] == "true"
+    assert "gpu-platform/critical" not in tenancy.namespace_labels(research)
+    assert tenancy.namespace_labels(research)["app.kubernetes.io/managed-by"] == "gpu-platform"
+    cfg = stack_config("local")
+    cfg["gpu-platform:addons"] = {**cfg["gpu-platform:addons"], "kueue": False, "volcano": False}
+    local = load_spec(cfg)
+    assert tenancy.scheduler_label(local, local.tenants[0]) == {}
+    assert tenancy.namespace_annotations(load_spec(stack_config("prod-aws")), serving) == {}
+
+
+def test_priority_classes_and_their_kueue_twins_carry_the_same_description():
+    """A class's description, or 'gpu-platform priority tier <name>' when it has none, on both the
+    PriorityClass and Kueue's WorkloadPriorityClass; preemptionPolicy defaults to PreemptLowerPriority."""
+    cfg = stack_config("local")
+    cfg["gpu-platform:priorityClasses"] = [
+        {"name": "dev", "value": 100, "preemptionPolicy": "Never", "globalDefault": True, "description": "notebooks"},
+        {"name": "prod", "value": 5000},
+    ]
+    r = render("local", cfg)
+    for kind in ("PriorityClass", "WorkloadPriorityClass"):
+        docs = {m["metadata"]["name"]: m for m in r.manifests if m["kind"] == kind}
+        assert docs["dev"]["description"] == "notebooks", kind
+        assert docs["prod"]["description"] == "gpu-platform priority tier prod", kind
+        assert docs["prod"]["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "gpu-platform"}, kind
+    pcs = {m["metadata"]["name"]: m for m in r.manifests if m["kind"] == "PriorityClass"}
+    assert (pcs["prod"]["preemptionPolicy"], pcs["prod"]["globalDefault"]) == ("PreemptLowerPriority", False)
+
+
+def test_quota_and_defaults_are_labelled_with_their_tenant_and_wait_for_the_namespace():
+    """The tenant's ResourceQuota and LimitRange carry managed-by and the tenant label (the policies find a
+    tenant's quota by it) and are created in the namespace after it exists."""
+    r = rendered("prod-aws")
+    labels = {"app.kubernetes.io/managed-by": "gpu-platform", "gpu-platform/tenant": "research"}
+    for kind, res_name, name in (
+        ("ResourceQuota", "research-gpu-quota", "gpu-quota"),
+        ("LimitRange", "research-defaults", "container-defaults"),
+    ):
+        rec = r.find(f"kubernetes:core/v1:{kind}", res_name)
+        assert rec.inputs["metadata"] == {"name": name, "namespace": "research", "labels": labels}, kind
+        assert rec.depends_on == ["research-namespace"], kind

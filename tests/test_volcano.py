@@ -253,3 +253,133 @@ def test_a_tenant_named_like_a_volcano_queue_is_an_error():
     with pytest.raises(SpecError) as err:
         load_spec(cfg)
     assert "Volcano" in {p.path: p.message for p in err.value.problems}["gpu-platform:tenants[0].name"]
+
+
+# ------------------------------------------------------------------------- queue spec and policy, exactly
+
+
+def _applied_ml(**changes):
+    """prod-aws with its Volcano tenant applied-ml changed; returns (spec, tenant)."""
+    cfg = stack_config("prod-aws")
+    t = next(t for t in cfg["gpu-platform:tenants"] if t["name"] == "applied-ml")
+    t.update(changes)
+    spec = load_spec(cfg)
+    return spec, next(x for x in spec.tenants if x.name == "applied-ml")
+
+
+def test_queue_capability_carries_the_tenants_cpu_and_memory_quota():
+    """A tenant's cpu/memory quota caps its Volcano queue too (proportion's capability), next to the GPU
+    ceilings (worked out in test_applied_ml_queue_guarantee_capability_and_weight), keys sorted."""
+    from components import volcano
+
+    spec, tenant = _applied_ml(quota={"cpu": "32", "memory": "128Gi"})
+    q = volcano.queue_spec(spec, tenant)
+    assert list(q["capability"]) == [
+        "cpu",
+        "memory",
+        "nvidia.com/gpu",
+        "nvidia.com/mig-1g.10gb",
+        "nvidia.com/mig-2g.20gb",
+        "nvidia.com/mig-3g.40gb",
+    ]
+    assert (q["capability"]["cpu"], q["capability"]["memory"], q["capability"]["nvidia.com/gpu"]) == (
+        "32",
+        "128Gi",
+        "112",
+    )
+    assert q["guarantee"] == {"resource": {"nvidia.com/gpu": "64"}} and q["deserved"] == {"nvidia.com/gpu": "64"}
+
+
+def test_a_queue_without_nominal_gpus_reserves_nothing():
+    """With every nominal quota 0 the queue has no guarantee and no deserved share (a guarantee of 0 would be
+    written as a reservation), but keeps its capability, weight and reclaimability."""
+    from components import volcano
+
+    spec, tenant = _applied_ml(gpuQuota={"a100-train": 0, "h100-spot": 0, "l4-notebooks": 0}, queueWeight=3)
+    q = volcano.queue_spec(spec, tenant)
+    assert set(q) == {"weight", "reclaimable", "capability"}
+    assert q["weight"] == 3 and q["reclaimable"] is True and q["capability"]["nvidia.com/gpu"] == "112"
+
+
+def test_binpack_packs_gpus_ten_times_harder_than_cpu_and_memory():
+    """binpack.weight (the plugin's weight among scorers) is 10, as is each GPU resource's weight."""
+    args = _plugins(_scheduler_conf("prod-aws"))["binpack"]["arguments"]
+    assert args["binpack.weight"] == 10
+    assert set(args) == {
+        "binpack.weight",
+        "binpack.cpu",
+        "binpack.memory",
+        "binpack.resources",
+        "binpack.resources.nvidia.com/gpu",
+        "binpack.resources.nvidia.com/mig-1g.10gb",
+        "binpack.resources.nvidia.com/mig-2g.20gb",
+        "binpack.resources.nvidia.com/mig-3g.40gb",
+    }
+    assert [p["name"] for p in _scheduler_conf("prod-aws")["tiers"][1]["plugins"]] == [
+        "resourcequota",
+        "predicates",
+        "proportion",
+        "nodeorder",
+        "binpack",
+    ]
+
+
+def test_release_values_pin_pull_policy_and_system_nodes():
+    """Images are pinned by tag (IfNotPresent) and Volcano's own pods go to the system node selector."""
+    vals = release(rendered("prod-aws"), "volcano")["values"]
+    assert vals["basic"] == {"image_pull_policy": "IfNotPresent"}
+    assert vals["custom"]["default_ns"] == {"kubernetes.io/os": "linux"}  # prod-aws sets no systemNodeSelector
+
+
+def test_queue_policy_refuses_on_create_and_update_and_says_which_queue():
+    """The tenant-queue policy fails closed, runs on CREATE and UPDATE of Volcano Jobs and PodGroups, and its
+    message names the tenant's queue and the one asked for ('default' when none)."""
+    import cel
+
+    from components import volcano
+
+    policy = volcano.queue_policy()
+    assert policy["failurePolicy"] == "Fail"
+    for rr in policy["matchConstraints"]["resourceRules"]:
+        assert rr["operations"] == ["CREATE", "UPDATE"] and rr["apiVersions"] == ["*"]
+    (v,) = policy["validations"]
+    assert v["reason"] == "Forbidden"
+
+    def message(obj):
+        ctx = cel.Context()
+        ctx.add_variable("object", obj)
+        ctx.add_variable("namespaceObject", {"metadata": {"name": "applied-ml"}})
+        return cel.evaluate(v["messageExpression"], ctx)
+
+    assert message({"spec": {"queue": "research"}}) == (
+        "use the Volcano queue applied-ml (this tenant's queue), not research"
+    )
+    assert message({"spec": {}}) == "use the Volcano queue applied-ml (this tenant's queue), not default"
+
+
+def test_the_webhook_probe_dry_runs_a_minimal_queue_in_volcanos_namespace():
+    """The readiness probe creates (dry-run) a Queue through Volcano's webhooks: group scheduling.volcano.sh,
+    resource queues, a spec the webhook accepts, in the release's namespace at the release's version."""
+    from components import volcano
+
+    probe = volcano.webhook_probe(rendered("prod-aws").spec)
+    assert (probe.name, probe.namespace, probe.api_group, probe.resource, probe.chart_version) == (
+        "volcano",
+        "volcano-system",
+        "scheduling.volcano.sh",
+        "queues",
+        "1.15.1",
+    )
+    assert probe.obj["apiVersion"] == QUEUE_API and probe.obj["kind"] == "Queue"
+    assert probe.obj["spec"] == {"weight": 1, "reclaimable": True}
+    assert not list(_queue_validator().iter_errors(probe.obj))
+
+
+def test_a_queue_is_named_and_labelled_after_its_tenant():
+    """The queue takes the tenant's name (the admission policy compares it with the namespace name) and the
+    managed-by and tenant labels; it is cluster-scoped (no namespace)."""
+    meta = manifest(rendered("prod-aws"), "Queue", "applied-ml")["metadata"]
+    assert meta == {
+        "name": "applied-ml",
+        "labels": {"app.kubernetes.io/managed-by": "gpu-platform", "gpu-platform/tenant": "applied-ml"},
+    }

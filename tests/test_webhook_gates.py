@@ -156,3 +156,76 @@ def test_names_the_probe_dry_runs_are_reserved():
     paths = {p.path for p in err.value.problems}
     assert "gpu-platform:tenants[2].name" in paths
     assert "gpu-platform:nodePools[3].name" in paths
+
+
+def test_the_probe_pod_reads_the_object_it_is_given_and_writes_only_to_tmp():
+    """kubectl is pointed at the file the probe ConfigMap holds, mounted read-only from that ConfigMap (named
+    after the Job); its HOME (discovery cache) is the one writable emptyDir; it runs as the distroless nonroot
+    user (65532), with a small request and a memory limit."""
+    spec = load_spec(stack_config("prod-aws"))
+    probe = kueue.webhook_probe(spec)
+    pod = webhooks.job_spec(spec, probe)["template"]["spec"]
+    (c,) = pod["containers"]
+    assert c["name"] == "probe"
+    assert c["args"] == ["create", "--dry-run=server", "-f", "/probe/probe.yaml"]
+    assert webhooks.PROBE_FILE == "probe.yaml"
+    assert c["volumeMounts"] == [
+        {"name": "probe", "mountPath": "/probe", "readOnly": True},
+        {"name": "tmp", "mountPath": "/tmp"},
+    ]
+    assert pod["volumes"] == [
+        {"name": "probe", "configMap": {"name": "kueue-webhook-ready"}},
+        {"name": "tmp", "emptyDir": {"sizeLimit": "16Mi"}},
+    ]
+    assert c["env"] == [{"name": "HOME", "value": "/tmp"}]
+    assert pod["securityContext"] == {
+        "runAsNonRoot": True,
+        "runAsUser": 65532,
+        "runAsGroup": 65532,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    assert c["resources"] == {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "128Mi"}}
+
+
+def test_the_probe_job_retries_about_ten_minutes_and_is_labelled():
+    """Six retries at the Job controller's doubling back-off from 10 s (10+20+40+80+160+320 s, about 10
+    minutes) within a 15-minute deadline, which the provider's 20-minute await outlasts."""
+    spec = load_spec(stack_config("prod-aws"))
+    probe = volcano.webhook_probe(spec)
+    job = webhooks.job_spec(spec, probe)
+    assert (job["backoffLimit"], job["activeDeadlineSeconds"]) == (6, 900)
+    assert webhooks.AWAIT_TIMEOUT == "20m"
+    meta = job["template"]["metadata"]
+    assert meta["labels"] == {
+        "app.kubernetes.io/managed-by": "gpu-platform",
+        "app.kubernetes.io/name": "volcano-webhook-ready",
+    }
+    assert meta["annotations"] == {"gpu-platform/probed-chart-version": "1.15.1"}
+    assert webhooks.cluster_role_name(probe) == "gpu-platform-volcano-webhook-probe"
+
+
+def test_the_gate_runs_only_once_its_account_binding_and_file_exist():
+    """The probe Job starts after the release, the RBAC binding (so its first try is authorised) and the probe
+    ConfigMap (its mounted file); the binding after the account and the role; everything in the add-on's
+    namespace is labelled managed-by."""
+    r = rendered("prod-aws")
+    job = r.find("kubernetes:batch/v1:Job", "volcano-webhook-ready")
+    assert sorted(job.depends_on) == ["gpu-platform-volcano-webhook-probe", "volcano", "volcano-webhook-ready"]
+    binding = r.find("kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding", "gpu-platform-volcano-webhook-probe")
+    assert sorted(binding.depends_on) == ["gpu-platform-volcano-webhook-probe", "volcano-webhook-probe"]
+    labels = {"app.kubernetes.io/managed-by": "gpu-platform"}
+    for type_, name in (
+        ("kubernetes:core/v1:ServiceAccount", "volcano-webhook-probe"),
+        ("kubernetes:core/v1:ConfigMap", "volcano-webhook-ready"),
+        ("kubernetes:batch/v1:Job", "volcano-webhook-ready"),
+    ):
+        rec = r.find(type_, name)
+        assert rec.inputs["metadata"] == {"name": name, "namespace": "volcano-system", "labels": labels}, name
+        assert rec.parent == "volcano"
+    role = r.find("kubernetes:rbac.authorization.k8s.io/v1:ClusterRole", "gpu-platform-volcano-webhook-probe")
+    assert role.inputs["metadata"] == {"name": "gpu-platform-volcano-webhook-probe", "labels": labels}
+    assert binding.inputs["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": "gpu-platform-volcano-webhook-probe",
+    }
