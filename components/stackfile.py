@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import codecs
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +61,10 @@ _Loader.yaml_implicit_resolvers = {
 
 
 def _key_problem(node: yaml.Node, value: Any) -> str:
-    text = quote(node.value, 40) if isinstance(node, yaml.ScalarNode) else "a " + type(value).__name__
+    if isinstance(node, yaml.ScalarNode):
+        text = quote(node.value, 40)
+    else:  # a list or a mapping used as a key: named as the user wrote it, not by the loader's class
+        text = "a mapping" if isinstance(node, yaml.MappingNode) else "a list"
     if isinstance(value, bool):
         word = node.value
         if word.lower() in YAML11_BOOLS - {"true", "false"}:
@@ -225,11 +229,13 @@ def read(path: Path) -> dict[str, Any]:
         raise fail("(file)", f"cannot be read: {exc.strerror or exc}") from None
     if len(data) > MAX_BYTES:
         raise fail("(file)", f"is larger than {MAX_BYTES // (1024 * 1024)} MiB; not a stack file")
+    # A BOM (editors on Windows write one) is not part of the text; positions count from after it.
+    body = data.removeprefix(codecs.BOM_UTF8)
     try:
-        text = data.decode("utf-8-sig")
+        text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        byte = data[exc.start]
+        line = body[: exc.start].count(b"\n") + 1
+        byte = body[exc.start]
         raise fail(f"line {line}", f"is not UTF-8 text (byte 0x{byte:02x}); save the file as UTF-8") from None
     try:
         problem = _scan(text)

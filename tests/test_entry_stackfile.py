@@ -65,6 +65,13 @@ def test_non_utf8_byte_is_named_with_its_line(tmp_path: Path):
     assert _problems(tmp_path, b"\x80config: {}\n") == [
         ("line 1", "is not UTF-8 text (byte 0x80); save the file as UTF-8")
     ]
+    # after a BOM the line and byte are still those of the bad byte (the BOM's three bytes shift nothing)
+    assert _problems(tmp_path, b"\xef\xbb\xbfab\n\xff\n") == [
+        ("line 2", "is not UTF-8 text (byte 0xff); save the file as UTF-8")
+    ]
+    assert _problems(tmp_path, b"\xef\xbb\xbf\xfe") == [
+        ("line 1", "is not UTF-8 text (byte 0xfe); save the file as UTF-8")
+    ]
 
 
 # --------------------------------------------------------------------------------------- the document
@@ -186,7 +193,10 @@ def test_merge_key_is_not_a_duplicate(tmp_path: Path):
 
 def test_keys_that_yaml_does_not_read_as_names(tmp_path: Path):
     """Under our namespace, each non-string key gets the hint for what YAML made of it."""
-    text = "config:\n  gpu-platform:x:\n    on: 1\n    No: 2\n    true: 3\n    ~: 4\n    1: 5\n    2.5: 6\n    [a]: 7\n"
+    text = (
+        "config:\n  gpu-platform:x:\n    on: 1\n    No: 2\n    true: 3\n    ~: 4\n    1: 5\n    2.5: 6\n    [a]: 7\n"
+        "    ? {b: 1}\n    : 8\n"
+    )
     assert sorted(_problems(tmp_path, text)) == sorted(
         [
             ("gpu-platform:x.on", "key 'on' is read as true by YAML 1.1: quote it ('on')"),
@@ -196,6 +206,7 @@ def test_keys_that_yaml_does_not_read_as_names(tmp_path: Path):
             ("gpu-platform:x.1", "key '1' is read as a number by YAML: quote it ('1')"),
             ("gpu-platform:x.2.5", "key '2.5' is read as a number by YAML: quote it ('2.5')"),
             ("gpu-platform:x.?", "key a list is not a string (mapping keys must be names)"),
+            ("gpu-platform:x.?", "key a mapping is not a string (mapping keys must be names)"),
         ]
     )
 
