@@ -272,12 +272,6 @@ def tenant_units(spec: StackSpec, tenant: Tenant) -> dict[str, int]:
     return dict(sorted(total.items()))
 
 
-def reachable_resources(spec: StackSpec, tenant: Tenant) -> list[str]:
-    """GPU resource names the tenant can reach: those of every pool it has a quota on (even 0)."""
-    names = {name for pool_name in tenant.gpu_quota for name in units_per_gpu(spec, spec.pool(pool_name))}
-    return sorted(names)
-
-
 def tenant_cohort(spec: StackSpec, tenant: Tenant) -> str | None:
     """The Kueue cohort of the tenant's ClusterQueue: its own, else the stack default. None: the tenant
     neither lends nor borrows."""

@@ -312,20 +312,3 @@ def test_per_spec_computes_once_per_spec_and_again_for_a_copy():
     copy = spec.model_copy()
     assert fact(copy) == 2 and fact(copy) == 2 and fact(spec) == 1
     assert fact.__name__ == "fact"  # functools.wraps: errors and profiles name the fact
-
-
-def test_reachable_resources_are_those_of_every_pool_with_a_quota_entry():
-    """Resource names a tenant can reach: every pool it has a gpuQuota entry for, a 0 entry included (it may
-    borrow there), sorted and each once. (Not called by the program today; pinned as documented.)"""
-
-    def edit(cfg):
-        tenant_cfg(cfg, "notebooks")["gpuQuota"] = {"l4-notebooks": 4, "h100-inference": 0, "h100-spot": 0}
-
-    spec = spec_of("prod-aws", edit)
-    assert derive.reachable_resources(spec, tenant(spec, "notebooks")) == [
-        GPU,
-        "nvidia.com/mig-1g.10gb",
-        "nvidia.com/mig-2g.20gb",
-        "nvidia.com/mig-3g.40gb",
-    ]
-    assert derive.reachable_resources(spec, tenant(spec, "research")) == [GPU]
