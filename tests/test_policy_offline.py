@@ -1,0 +1,421 @@
+"""The offline policy runner (policies/offline.py) on small hand-built inputs: the subjects it makes of plain
+manifests, the config it reconciles, how it calls policies and records what they report, and the exact report
+text `gpu-platform synth|check` prints and writes.
+
+Every expected value is written out by hand from the documented behaviour (module docstring, the Pulumi CLI's
+``--policy-pack-config`` format, pulumi_policy's report_violation contract); nothing is taken from a run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyConfigSchema,
+    ResourceValidationPolicy,
+    StackValidationPolicy,
+)
+
+from policies import offline
+
+JOB = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "train", "namespace": "ml"}, "spec": {}}
+NS = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a"}}
+JOB_TYPE = "kubernetes:batch/v1:Job"
+NS_TYPE = "kubernetes:core/v1:Namespace"
+
+
+def _resource(name: str, validate, level=EnforcementLevel.MANDATORY, schema=None) -> ResourceValidationPolicy:
+    return ResourceValidationPolicy(name, name, validate, level, config_schema=schema)
+
+
+def _stack(name: str, validate, level=EnforcementLevel.ADVISORY) -> StackValidationPolicy:
+    return StackValidationPolicy(name, name, validate, level)
+
+
+def _flag_jobs(args, report):
+    if args.resource_type == JOB_TYPE:
+        report("x | y\nz")
+
+
+def _stack_note(args, report):
+    report("stack-wide")
+
+
+FLAG_JOBS = _resource("flag-jobs", _flag_jobs)
+STACK_NOTE = _stack("stack-note", _stack_note)
+
+
+# ---------------------------------------------------------------------------------------- subjects
+
+
+def test_subjects_from_manifests_name_type_and_urn():
+    """A namespaced object is named namespace/name and gets the URN pulumi_kubernetes would give it in the stack;
+    a cluster-scoped one is named by its name alone. Policies and the report identify resources by these."""
+    job, ns = offline.subjects_from_manifests([JOB, NS], "s")
+    assert (job.type, job.name, job.urn) == (JOB_TYPE, "ml/train", f"urn:pulumi:s::gpu-platform::{JOB_TYPE}::ml/train")
+    assert job.props is JOB and job.parent is None and job.provider is None and job.dependencies == ()
+    assert (ns.type, ns.name, ns.urn) == (NS_TYPE, "a", f"urn:pulumi:s::gpu-platform::{NS_TYPE}::a")
+
+
+def test_subjects_from_manifests_default_stack_and_nameless_objects():
+    """The default stack is "manifests"; an object without metadata (or with empty fields) gets an empty name
+    rather than "None" parts."""
+    (s,) = offline.subjects_from_manifests([{"apiVersion": "v1", "kind": "ConfigMap"}])
+    assert (s.name, s.urn) == ("", "urn:pulumi:manifests::gpu-platform::kubernetes:core/v1:ConfigMap::")
+    (s,) = offline.subjects_from_manifests(
+        [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": "", "name": "c"}}]
+    )
+    assert s.name == "c"
+    (s,) = offline.subjects_from_manifests([{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": "n"}}])
+    assert s.name == "n"
+
+
+def test_subjects_from_manifests_skip_what_is_not_a_kubernetes_object():
+    """YAML streams carry lists, scalars and partial documents: only mappings with apiVersion and kind count."""
+    docs = [["a"], "text", None, {"kind": "Pod"}, {"apiVersion": "v1"}, NS]
+    assert [s.name for s in offline.subjects_from_manifests(docs)] == ["a"]
+
+
+def test_evaluate_manifests_keeps_the_stack_and_runs_the_workload_policies_by_default():
+    """evaluate_manifests reports under the stack it is given ("manifests" by default) and, unless told
+    otherwise, runs exactly the workload policies examples/ must pass."""
+    report = offline.evaluate_manifests([NS])
+    assert report.stack == "manifests" and report.resource_count == 1
+    assert list(report.settings) == [
+        "gpu-workload-priority-class",
+        "gpu-job-gang-scheduling",
+        "gpu-container-hardening",
+    ]
+    assert offline.evaluate_manifests([NS], stack="team-a").stack == "team-a"
+    report = offline.evaluate_manifests([JOB, NS], [FLAG_JOBS], {"flag-jobs": "advisory"}, "s")
+    assert (report.stack, report.resource_count) == ("s", 2)
+    assert [v.as_dict() for v in report.violations] == [
+        {
+            "policy": "flag-jobs",
+            "enforcementLevel": "advisory",
+            "resourceType": JOB_TYPE,
+            "resourceName": "ml/train",
+            "message": "x | y\nz",
+        }
+    ]
+
+
+# ---------------------------------------------------------------------------------------- the report
+
+
+def _report(config=None, config_source=None) -> offline.Report:
+    subjects = offline.subjects_from_manifests([JOB, NS], "t")
+    return offline.run(subjects, [FLAG_JOBS, STACK_NOTE], config, "t", config_source)
+
+
+def test_markdown_with_one_mandatory_and_one_advisory_violation():
+    """The exact report section: summary line (singular "violation"), per-policy table, then every violation with
+    its resource, table pipes escaped and newlines flattened so a message cannot break the table."""
+    assert _report().markdown() == (
+        "Policy pack `gpu-platform` (2 policies) evaluated offline against 2 resources: "
+        "**1 mandatory violation (synth exits 1)**, 1 advisory.\n"
+        "\n"
+        "| policy | level | violations |\n"
+        "|---|---|---|\n"
+        "| flag-jobs | mandatory | 1 |\n"
+        "| stack-note | advisory | 1 |\n"
+        "\n"
+        "| level | policy | resource | message |\n"
+        "|---|---|---|---|\n"
+        "| mandatory | flag-jobs | `kubernetes:batch/v1:Job` ml/train | x \\| y z |\n"
+        "| advisory | stack-note | (stack) | stack-wide |\n"
+    )
+
+
+def test_markdown_without_violations_names_the_config_source():
+    """No violations: "no mandatory violations", no violation table; the config file is named when one was
+    given; a disabled policy is listed with level disabled and 0."""
+    report = _report({"flag-jobs": "disabled", "stack-note": "disabled"}, "cfg.json")
+    assert report.sections == {
+        "Policy report": (
+            "Policy pack `gpu-platform` (2 policies) evaluated offline with config `cfg.json` against 2 resources: "
+            "no mandatory violations, 0 advisory.\n"
+            "\n"
+            "| policy | level | violations |\n"
+            "|---|---|---|\n"
+            "| flag-jobs | disabled | 0 |\n"
+            "| stack-note | disabled | 0 |\n"
+        )
+    }
+
+
+def test_markdown_counts_mandatory_violations_in_the_plural_and_shows_remediate_as_configured():
+    """Two mandatory findings read "2 mandatory violations"; a remediate policy's findings count as mandatory
+    (as the engine reports them) while its table row shows the configured level."""
+    both = _resource("both", lambda args, report: report("m"))
+    report = offline.run(offline.subjects_from_manifests([JOB, NS]), [both], {"both": "remediate"})
+    assert report.markdown().splitlines()[0] == (
+        "Policy pack `gpu-platform` (1 policies) evaluated offline against 2 resources: "
+        "**2 mandatory violations (synth exits 1)**, 0 advisory."
+    )
+    assert "| both | remediate | 2 |" in report.markdown().splitlines()
+    assert [v.enforcement_level for v in report.mandatory_violations] == ["mandatory", "mandatory"]
+    assert report.advisory_violations == []
+
+
+def test_report_json_is_every_violation_sorted():
+    """policy-report.json: the violations as camelCase objects, indented, keys sorted, newline-terminated."""
+    assert _report().json() == (
+        "[\n"
+        "  {\n"
+        '    "enforcementLevel": "mandatory",\n'
+        '    "message": "x | y\\nz",\n'
+        '    "policy": "flag-jobs",\n'
+        '    "resourceName": "ml/train",\n'
+        '    "resourceType": "kubernetes:batch/v1:Job"\n'
+        "  },\n"
+        "  {\n"
+        '    "enforcementLevel": "advisory",\n'
+        '    "message": "stack-wide",\n'
+        '    "policy": "stack-note",\n'
+        '    "resourceName": null,\n'
+        '    "resourceType": null\n'
+        "  }\n"
+        "]\n"
+    )
+
+
+def test_violation_line_and_sort_key():
+    """The stderr line names the resource (type and name) or "stack"; violations sort by policy, type, name,
+    message with None as the empty string."""
+    on_resource = offline.Violation("p", "advisory", JOB_TYPE, "ml/train", "m")
+    on_stack = offline.Violation("p", "mandatory", None, None, "m")
+    assert on_resource.line() == f"policy advisory p: {JOB_TYPE} ml/train: m"
+    assert on_stack.line() == "policy mandatory p: stack: m"
+    assert on_stack.sort_key() == ("p", "", "", "m")
+    assert on_resource.sort_key() == ("p", JOB_TYPE, "ml/train", "m")
+
+
+# ---------------------------------------------------------------------------------------- running
+
+
+def test_run_dedupes_and_sorts_violations_and_maps_stack_urns():
+    """A stack policy's URN picks the resource it names (an unknown URN is the stack); the same finding reported
+    twice is one violation; the result is sorted by resource within a policy."""
+    subjects = offline.subjects_from_manifests([NS, JOB], "s")
+    job_urn = subjects[1].urn
+
+    def twice(args, report):
+        report("on job", job_urn)
+        report("on job", job_urn)
+        report("elsewhere", "urn:pulumi:s::gpu-platform::x::y")
+        report("whole")
+
+    report = offline.run(subjects, [_stack("st", twice)], stack="s")
+    assert [(v.resource_type, v.resource_name, v.message) for v in report.violations] == [
+        (None, None, "elsewhere"),
+        (None, None, "whole"),
+        (JOB_TYPE, "ml/train", "on job"),
+    ]
+    assert report.stack == "s" and report.config_source is None
+
+
+def test_run_calls_async_policies_and_ignores_not_applicable():
+    """The engine awaits a coroutine validate and treats args.not_applicable() as no finding; offline does too."""
+
+    async def later(args, report):
+        await asyncio.sleep(0)
+        report("async finding")
+
+    def skip(args, report):
+        args.not_applicable("not mine")
+        report("never")  # pragma: no cover
+
+    report = offline.run(offline.subjects_from_manifests([NS]), [_resource("later", later), _resource("skip", skip)])
+    assert [(v.policy, v.message) for v in report.violations] == [("later", "async finding")]
+
+
+def test_run_reports_a_crashing_policy_as_mandatory_even_when_advisory():
+    """A broken policy must not pass silently: its exception is a mandatory finding on the resource (resource
+    policy) or the stack (stack policy), whatever the policy's own level."""
+
+    def boom(args, report):
+        raise ValueError("bad")
+
+    report = offline.run(
+        offline.subjects_from_manifests([NS]),
+        [_resource("r", boom, EnforcementLevel.ADVISORY), _stack("s", boom)],
+    )
+    assert [v.as_dict() for v in report.violations] == [
+        {
+            "policy": "r",
+            "enforcementLevel": "mandatory",
+            "resourceType": NS_TYPE,
+            "resourceName": "a",
+            "message": "policy raised ValueError: bad",
+        },
+        {
+            "policy": "s",
+            "enforcementLevel": "mandatory",
+            "resourceType": None,
+            "resourceName": None,
+            "message": "policy raised ValueError: bad",
+        },
+    ]
+
+
+def test_run_hands_each_policy_its_config():
+    """Resource and stack policies get their schema defaults overlaid with the configured values."""
+    schema = PolicyConfigSchema(properties={"n": {"type": "integer", "default": 3}})
+    seen = []
+    r = _resource("r", lambda args, report: seen.append(("r", args.get_config())), schema=schema)
+    s = StackValidationPolicy(
+        "s", "s", lambda args, report: seen.append(("s", args.get_config())), config_schema=schema
+    )
+    offline.run(offline.subjects_from_manifests([NS]), [r, s], {"s": {"n": 5}})
+    assert seen == [("r", {"n": 3}), ("s", {"n": 5})]
+
+
+# ---------------------------------------------------------------------------------------- config
+
+
+def _schema_policy(**props) -> ResourceValidationPolicy:
+    return _resource("p", lambda a, r: None, EnforcementLevel.ADVISORY, PolicyConfigSchema(properties=props))
+
+
+@pytest.mark.parametrize(
+    ("schema", "value", "ok"),
+    [
+        ({"type": "integer"}, 3, True),
+        ({"type": "integer"}, 3.0, True),  # the engine's numbers are floats
+        ({"type": "integer"}, 3.5, False),
+        ({"type": "integer"}, True, False),
+        ({"type": "integer"}, "3", False),
+        ({"type": "number"}, 2.5, True),
+        ({"type": "number"}, 2, True),
+        ({"type": "number"}, False, False),
+        ({"type": "number"}, "2", False),
+        ({"type": "string"}, "x", True),
+        ({"type": "string"}, 1, False),
+        ({"type": "boolean"}, True, True),
+        ({"type": "boolean"}, "true", False),
+        ({"type": "array", "items": {"type": "string"}}, ["a", "b"], True),
+        ({"type": "array", "items": {"type": "string"}}, ["a", 1], False),
+        ({"type": "array"}, [1, "a"], True),
+        ({"type": "array"}, "a", False),
+        ({"type": "object"}, {"a": 1}, True),
+        ({"type": "object"}, [1], False),
+        ({}, object(), True),
+        ({"type": "integer", "minimum": 2}, 2, True),
+        ({"type": "integer", "minimum": 2}, 1, False),
+        ({"type": "number", "minimum": 0.5}, 0.25, False),
+    ],
+)
+def test_config_values_are_checked_against_the_schema(schema, value, ok):
+    """A configured value is accepted exactly when it matches the JSON schema type (and minimum)."""
+    policy = _schema_policy(v={**schema, "default": None})
+    if ok:
+        assert offline.settings([policy], {"p": {"v": value}})["p"].config == {"v": value}
+    else:
+        with pytest.raises(offline.PolicyConfigError) as err:
+            offline.settings([policy], {"p": {"v": value}})
+        assert err.value.problems == [
+            f"p.v: {value!r} does not match {json.dumps({**schema, 'default': None}, sort_keys=True)}"
+        ]
+
+
+def test_settings_reconcile_own_level_then_all_then_own_entry():
+    """Each policy starts at its own level and schema defaults; "all" (a level or {enforcementLevel}) sets every
+    policy; a policy's own entry wins over "all"."""
+    a = _resource("a", lambda x, y: None, EnforcementLevel.MANDATORY)
+    b = _schema_policy(n={"type": "integer", "default": 1}, free={"type": "string"})
+    got = offline.settings([a, b])
+    assert (got["a"].level, got["p"].level, got["p"].config) == (
+        EnforcementLevel.MANDATORY,
+        EnforcementLevel.ADVISORY,
+        {"n": 1},
+    )
+    got = offline.settings([a, b], {"all": {"enforcementLevel": "disabled"}, "a": "advisory"})
+    assert (got["a"].level, got["p"].level) == (EnforcementLevel.ADVISORY, EnforcementLevel.DISABLED)
+    got = offline.settings([a, b], {"all": "mandatory", "p": {"free": "x", "n": 2}})
+    assert (got["a"].level, got["p"].level, got["p"].config) == (
+        EnforcementLevel.MANDATORY,
+        EnforcementLevel.MANDATORY,
+        {"n": 2, "free": "x"},
+    )
+    assert got["a"].config == {}
+
+
+def test_settings_remediate_is_reported_as_mandatory():
+    """The engine reports a violated remediation policy as mandatory; other levels are reported as set."""
+    assert offline.Settings(EnforcementLevel.REMEDIATE, {}).reported_level == EnforcementLevel.MANDATORY
+    assert offline.Settings(EnforcementLevel.ADVISORY, {}).reported_level == EnforcementLevel.ADVISORY
+    assert offline.Settings(EnforcementLevel.DISABLED, {}).reported_level == EnforcementLevel.DISABLED
+
+
+def test_settings_list_every_problem_sorted():
+    """An unusable config lists every problem, sorted and deduplicated, with the valid choices."""
+    a = _resource("a", lambda x, y: None)
+    with pytest.raises(offline.PolicyConfigError) as err:
+        offline.settings(
+            [a, _schema_policy(n={"type": "integer"})],
+            {"all": "loud", "a": 3, "p": {"enforcementLevel": "off", "x": 1}, "zz": "advisory", "a2": {}},
+        )
+    assert err.value.problems == [
+        "a2: no such policy (policies: a, p)",
+        "a: must be an enforcement level or an object",
+        "all: 'loud' is not an enforcement level (advisory, mandatory, remediate, disabled)",
+        "p.enforcementLevel: 'off' is not an enforcement level (advisory, mandatory, remediate, disabled)",
+        "p.x: unknown setting (settings: n)",
+        "zz: no such policy (policies: a, p)",
+    ]
+    assert str(err.value) == "\n".join(err.value.problems)
+    with pytest.raises(offline.PolicyConfigError) as err:
+        offline.settings([a], {"a": {"n": 1}})
+    assert err.value.problems == ["a.n: unknown setting (settings: none)"]
+
+
+def test_load_config_file(tmp_path):
+    """A --policy-pack-config file: an empty file is no config; unreadable, non-JSON and non-object files are
+    errors naming the file."""
+    empty = tmp_path / "empty.json"
+    empty.write_text("  \n")
+    assert offline.load_config_file(empty) == {}
+    good = tmp_path / "good.json"
+    good.write_text('{"all": "advisory"}')
+    assert offline.load_config_file(str(good)) == {"all": "advisory"}
+    bad = tmp_path / "bad.json"
+    bad.write_text("{nope")
+    with pytest.raises(offline.PolicyConfigError) as err:
+        offline.load_config_file(bad)
+    (problem,) = err.value.problems
+    assert problem.startswith(f"{bad}: not JSON (")
+    listed = tmp_path / "list.json"
+    listed.write_text("[1]")
+    with pytest.raises(offline.PolicyConfigError) as err:
+        offline.load_config_file(listed)
+    assert err.value.problems == [f"{listed}: must be a JSON object of policy name -> level or settings"]
+    with pytest.raises(offline.PolicyConfigError) as err:
+        offline.load_config_file(tmp_path / "missing.json")
+    assert err.value.problems == [f"{tmp_path / 'missing.json'}: cannot read (No such file or directory)"]
+
+
+def test_evaluate_names_the_config_file_in_the_report_and_in_errors(tmp_path):
+    """evaluate() with a config file records it as the report's config source and prefixes config problems with
+    the file name (with a mapping config, with "policy config")."""
+    from types import SimpleNamespace
+
+    rendering = SimpleNamespace(stack="st", resources=[])
+    cfg = tmp_path / "c.json"
+    cfg.write_text('{"flag-jobs": "advisory"}')
+    report = offline.evaluate(rendering, config_file=cfg, policies=[FLAG_JOBS])
+    assert (report.stack, report.config_source, report.settings["flag-jobs"].level) == (
+        "st",
+        str(cfg),
+        EnforcementLevel.ADVISORY,
+    )
+    cfg.write_text('{"nope": "advisory"}')
+    with pytest.raises(offline.PolicyConfigError) as err:
+        offline.evaluate(rendering, config_file=cfg, policies=[FLAG_JOBS])
+    assert err.value.problems == [f"{cfg}: nope: no such policy (policies: flag-jobs)"]
+    with pytest.raises(offline.PolicyConfigError) as err:
+        offline.evaluate(rendering, {"nope": "advisory"}, policies=[FLAG_JOBS])
+    assert err.value.problems == ["policy config: nope: no such policy (policies: flag-jobs)"]
