@@ -517,3 +517,20 @@ def test_default_policy_config_comes_from_the_pinned_charts():
     )
     assert "gpu-operator" in common.DEFAULT_PRIVILEGED_NAMESPACES
     assert common.DEFAULT_MAX_TIME_SLICING_REPLICAS == 8
+
+
+@pytest.mark.parametrize(
+    ("requirement", "expected"),
+    [
+        (_req("karpenter.k8s.aws/instance-family", "In", "m5", "g5", "p4d"), "instance family g5"),
+        (_req("node.kubernetes.io/instance-type", "In", "g6.xlarge", "p5.48xlarge"), "instance type g6.xlarge"),
+    ],
+)
+def test_karpenter_gpu_reason_names_the_first_gpu_value(requirement, expected):
+    """Of several GPU values in one requirement the reason names the first one listed, as the user wrote it."""
+    assert common.karpenter_gpu_reason(_np([requirement], None)) == expected
+
+
+def test_obj_name_ignores_a_namespace_that_is_not_a_string():
+    """Only a non-empty string namespace qualifies the name (a malformed number is no namespace)."""
+    assert common._obj_name({"metadata": {"name": "q", "namespace": 5.0}}, "fb") == "q"
