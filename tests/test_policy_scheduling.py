@@ -263,3 +263,160 @@ def test_single_default_priority_class():
     assert check_stack(p, [pc("a", True), pc("b", False), pc("c", "true")]) == []
     msg = "2 PriorityClasses are globalDefault (a, b); at most one may be."
     assert check_stack(p, [pc("b", True), pc("a", True), pc("c", False)]) == [("b", msg), ("a", msg)]
+
+
+# ----------------------------------------------------------------------------------------- tenant-gpu-quota
+
+KUEUE = "kueue.x-k8s.io/v1beta2"
+
+
+def _tenant(name: str, **labels: str) -> tuple[str, str, dict]:
+    return k8s(
+        "v1",
+        "Namespace",
+        f"{name}-namespace",
+        metadata={"name": name, "labels": {"gpu-platform/tenant": name, **labels}},
+    )
+
+
+def _quota(ns: str, hard: dict[str, Any], name: str = "q", **spec: Any) -> tuple[str, str, dict]:
+    return k8s("v1", "ResourceQuota", f"{ns}-{name}", ns, metadata={"name": name}, spec={"hard": hard, **spec})
+
+
+def _tenant_quota(*resources) -> list[tuple[str | None, str]]:
+    from test_policies import check_stack
+
+    return check_stack(scheduling_policies.tenant_gpu_quota, list(resources))
+
+
+def _uncapped(ns: str, missing: str, advertised: str) -> str:
+    return (
+        f"tenant namespace {ns!r}: no ResourceQuota (without scopes) caps {missing}; GPU resources the stack "
+        f"advertises: {advertised}. Uncapped, one tenant can take every such GPU."
+    )
+
+
+def test_tenant_gpu_quota_nvidia_com_gpu_is_always_required():
+    """Every tenant must cap requests.nvidia.com/gpu, even when nothing else in the stack names it; the finding is
+    on the tenant's Namespace resource."""
+    assert _tenant_quota(_tenant("a")) == [("a-namespace", _uncapped("a", "requests.nvidia.com/gpu", "nvidia.com/gpu"))]
+    assert _tenant_quota(_tenant("a"), _quota("a", {"requests.nvidia.com/gpu": "0"})) == []  # 0 is a cap
+    assert (
+        _tenant_quota(
+            k8s("v1", "Namespace", "plain"),
+            k8s("v1", "Namespace", "x", metadata={"labels": {"gpu-platform/tenant": ""}}),
+        )
+        == []
+    )
+
+
+def test_tenant_gpu_quota_caps_only_requests_in_unscoped_quotas_of_its_namespace():
+    """limits.* is no cap on what pods request; a scoped quota covers some pods only; another namespace's quota
+    is not this tenant's."""
+    for quota in (
+        _quota("a", {"limits.nvidia.com/gpu": "4"}),
+        _quota("a", {"requests.nvidia.com/gpu": "4"}, scopes=["BestEffort"]),
+        _quota("a", {"requests.nvidia.com/gpu": "4"}, scopeSelector={"matchExpressions": [{"operator": "Exists"}]}),
+        _quota("b", {"requests.nvidia.com/gpu": "4"}),
+    ):
+        assert _tenant_quota(_tenant("a"), quota) == [
+            ("a-namespace", _uncapped("a", "requests.nvidia.com/gpu", "nvidia.com/gpu"))
+        ], quota
+
+
+def test_tenant_gpu_quota_requires_every_gpu_name_the_stack_advertises():
+    """GPU names in any quota (requests./limits. stripped), a Kueue ClusterQueue (covered resources and flavor
+    resources) or a Volcano Queue (capability, deserved, guarantee.resource) must each be capped; cpu does not."""
+    cq = k8s(
+        KUEUE,
+        "ClusterQueue",
+        "cq",
+        spec={
+            "resourceGroups": [
+                {
+                    "coveredResources": ["cpu", "nvidia.com/mig-1g.10gb"],
+                    "flavors": [{"name": "f", "resources": [{"name": "nvidia.com/gpu.shared", "nominalQuota": 4}]}],
+                }
+            ]
+        },
+    )
+    vq = k8s(
+        "scheduling.volcano.sh/v1beta1",
+        "Queue",
+        "vq",
+        spec={
+            "capability": {"nvidia.com/mig-2g.20gb": 2, "cpu": 8},
+            "guarantee": {"resource": {"nvidia.com/mig-3g.40gb": 1}},
+        },
+    )
+    other = _quota("b", {"limits.nvidia.com/mig-7g.80gb": "1"})
+    advertised = ", ".join(
+        [
+            "nvidia.com/gpu",
+            "nvidia.com/gpu.shared",
+            "nvidia.com/mig-1g.10gb",
+            "nvidia.com/mig-2g.20gb",
+            "nvidia.com/mig-3g.40gb",
+            "nvidia.com/mig-7g.80gb",
+        ]
+    )
+    mine = _quota("a", {"requests.nvidia.com/gpu": "4", "requests.nvidia.com/mig-2g.20gb": "1"})
+    missing = (
+        "requests.nvidia.com/gpu.shared, requests.nvidia.com/mig-1g.10gb, requests.nvidia.com/mig-3g.40gb, "
+        "requests.nvidia.com/mig-7g.80gb"
+    )
+    assert _tenant_quota(_tenant("a"), cq, vq, other, mine) == [("a-namespace", _uncapped("a", missing, advertised))]
+    deserved = k8s("scheduling.volcano.sh/v1beta1", "Queue", "vq", spec={"deserved": {"nvidia.com/mig-4g.40gb": 1}})
+    assert _tenant_quota(_tenant("a"), deserved, _quota("a", {"requests.nvidia.com/gpu": "1"})) == [
+        ("a-namespace", _uncapped("a", "requests.nvidia.com/mig-4g.40gb", "nvidia.com/gpu, nvidia.com/mig-4g.40gb"))
+    ]
+
+
+def test_tenant_gpu_quota_caps_may_be_split_across_quotas():
+    """Two unscoped quotas of the namespace together cap what one alone does not."""
+    assert (
+        _tenant_quota(
+            _tenant("a"),
+            _quota("a", {"requests.nvidia.com/gpu": "4"}),
+            _quota("a", {"requests.nvidia.com/mig-1g.10gb": "2"}, "mig"),
+            _quota("b", {"requests.nvidia.com/mig-1g.10gb": "2"}),
+        )
+        == []
+    )
+
+
+# ---------------------------------------------------------------------------------- critical-tenant-capacity
+
+
+def _critical(*resources) -> list[tuple[str | None, str]]:
+    from test_policies import check_stack
+
+    return check_stack(scheduling_policies.critical_tenant_capacity, list(resources))
+
+
+def _ng(name: str, capacity: str, pool: str) -> tuple[str, str, dict]:
+    props = {"instanceTypes": ["g6.xlarge"], "capacityType": capacity, "labels": {"gpu-platform/pool": pool}}
+    return ("aws:eks/nodeGroup:NodeGroup", name, props)
+
+
+def test_critical_tenant_on_spot_only_without_kueue_message():
+    """Without Kueue quota the stack's GPU pools decide; the message says so and lists them."""
+    assert _critical(
+        _tenant("serving", **{"gpu-platform/critical": "TRUE"}), _ng("ng1", "SPOT", "l4"), _ng("ng2", "spot", "a10")
+    ) == [
+        (
+            "serving-namespace",
+            "critical tenant 'serving' only has spot GPU capacity (the stack's GPU pools (no Kueue quota found): a10, "
+            "l4); a spot reclaim can take all of it at once. Give it quota on an on-demand pool (or an on-demand "
+            "fallback).",
+        )
+    ]
+
+
+def test_critical_tenant_capacity_passes_with_any_on_demand_pool_or_no_pools():
+    """An on-demand pool among the reachable ones, a non-critical tenant, or a stack without GPU pools: nothing."""
+    critical = _tenant("serving", **{"gpu-platform/critical": "true"})
+    assert _critical(critical, _ng("ng1", "SPOT", "l4"), _ng("ng2", "ON_DEMAND", "h100")) == []
+    assert _critical(critical, _ng("ng1", "SPOT", "l4"), _ng("ng2", "SPOT", "l4"), _ng("ng3", "ON_DEMAND", "l4")) == []
+    assert _critical(_tenant("serving", **{"gpu-platform/critical": "yes"}), _ng("ng1", "SPOT", "l4")) == []
+    assert _critical(critical) == []
