@@ -419,3 +419,80 @@ def test_evaluate_names_the_config_file_in_the_report_and_in_errors(tmp_path):
     with pytest.raises(offline.PolicyConfigError) as err:
         offline.evaluate(rendering, {"nope": "advisory"}, policies=[FLAG_JOBS])
     assert err.value.problems == ["policy config: nope: no such policy (policies: flag-jobs)"]
+
+
+# ------------------------------------------------------------------------------ subjects of a rendering
+
+
+def _rec(type_: str, name: str, chain: str = "", parent=None, provider=None, depends_on=()):
+    """A registered resource whose URN carries its parent type chain (``a$b$type``), as the engine writes it."""
+    from components.rendering import Record
+
+    qualified = f"{chain}${type_}" if chain else type_
+    return Record(
+        type=type_,
+        name=name,
+        urn=f"urn:pulumi:st::gpu-platform::{qualified}::{name}",
+        parent=parent,
+        provider=provider,
+        depends_on=list(depends_on),
+        inputs={"n": name},
+        custom=True,
+    )
+
+
+def _subjects(*records):
+    from types import SimpleNamespace
+
+    return {
+        (s.type, s.name): s for s in offline.subjects_from_rendering(SimpleNamespace(stack="st", resources=records))
+    }
+
+
+def test_rendering_parent_is_found_by_the_urn_type_chain():
+    """Two resources share a name: the child's URN type chain (its parent's type) picks the right one."""
+    a = _rec("gpu-platform:index:A", "x")
+    b = _rec("gpu-platform:index:B", "x")
+    child = _rec("kubernetes:core/v1:Namespace", "ns", "gpu-platform:index:B", parent="x")
+    got = _subjects(a, b, child)
+    assert got[(child.type, "ns")].parent == b.urn
+    assert got[(a.type, "x")].parent is None
+
+
+def test_rendering_parent_falls_back_to_a_unique_name_else_none():
+    """When the type chain names no registered resource, a parent name that is unique still resolves; an
+    ambiguous or unknown one resolves to no parent."""
+    only = _rec("gpu-platform:index:A", "solo")
+    orphan = _rec("kubernetes:core/v1:Namespace", "o", "gpu-platform:index:Gone", parent="solo")
+    assert _subjects(only, orphan)[(orphan.type, "o")].parent == only.urn
+    twins = [_rec("gpu-platform:index:A", "x"), _rec("gpu-platform:index:B", "x")]
+    lost = _rec("kubernetes:core/v1:Namespace", "l", "gpu-platform:index:C", parent="x")
+    assert _subjects(*twins, lost)[(lost.type, "l")].parent is None
+    nobody = _rec("kubernetes:core/v1:Namespace", "n", "gpu-platform:index:C", parent="missing")
+    assert _subjects(nobody)[(nobody.type, "n")].parent is None
+
+
+def test_rendering_provider_prefers_the_resources_own_package():
+    """A provider reference is a name; of providers sharing it, the one of the resource's package is chosen
+    (else the first of that name); a name no provider has is no provider."""
+    aws = _rec("pulumi:providers:aws", "default")
+    k8s_provider = _rec("pulumi:providers:kubernetes", "default")
+    ns = _rec("kubernetes:core/v1:Namespace", "ns", provider="default")
+    role = _rec("gcp:serviceaccount/account:Account", "sa", provider="default")
+    lost = _rec("kubernetes:core/v1:Namespace", "lost", provider="other")
+    got = _subjects(aws, k8s_provider, ns, role, lost)
+    assert got[(ns.type, "ns")].provider.urn == k8s_provider.urn
+    assert got[(ns.type, "ns")].provider.props == {"n": "default"}
+    assert got[(role.type, "sa")].provider.urn == aws.urn  # no gcp provider: the first named "default"
+    assert got[(lost.type, "lost")].provider is None
+    assert got[(aws.type, "default")].provider is None
+
+
+def test_rendering_dependencies_are_the_sorted_urns_of_every_resource_named():
+    """depends_on names resources; each name stands for every resource of that name, as sorted URNs."""
+    z = _rec("gpu-platform:index:Z", "dep")
+    a = _rec("gpu-platform:index:A", "dep")
+    user = _rec("kubernetes:core/v1:Namespace", "u", depends_on=["dep", "missing"])
+    got = _subjects(z, a, user)
+    assert got[(user.type, "u")].dependencies == (a.urn, z.urn)
+    assert got[(user.type, "u")].props == {"n": "u"}
