@@ -496,3 +496,32 @@ def test_rendering_dependencies_are_the_sorted_urns_of_every_resource_named():
     got = _subjects(z, a, user)
     assert got[(user.type, "u")].dependencies == (a.urn, z.urn)
     assert got[(user.type, "u")].props == {"n": "u"}
+
+
+def test_a_policy_meeting_an_unknown_value_is_skipped_with_an_advisory():
+    """As pulumi_policy's analyzer does during a preview: a policy reading an unknown value is not a failure but an
+    advisory "can't run policy" naming the pack (name@version from PulumiPolicy.yaml) and the unknown path, on the
+    resource (resource policy) or the stack (stack policy), whatever the policy's level."""
+    from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError
+
+    def unknown(args, report):
+        raise UnknownValueError(UNKNOWN_STRING_VALUE, ["spec", "x"])
+
+    report = offline.run(offline.subjects_from_manifests([NS]), [_resource("u", unknown), _stack("s", unknown)])
+    tail = "during preview: string value at .spec.x can't be known during preview"
+    assert [v.as_dict() for v in report.violations] == [
+        {
+            "policy": "s",
+            "enforcementLevel": "advisory",
+            "resourceType": None,
+            "resourceName": None,
+            "message": f"can't run policy 's' from policy pack 'gpu-platform@v0.1.0' {tail}",
+        },
+        {
+            "policy": "u",
+            "enforcementLevel": "advisory",
+            "resourceType": NS_TYPE,
+            "resourceName": "a",
+            "message": f"can't run policy 'u' from policy pack 'gpu-platform@v0.1.0' {tail}",
+        },
+    ]
