@@ -534,3 +534,14 @@ def test_karpenter_gpu_reason_names_the_first_gpu_value(requirement, expected):
 def test_obj_name_ignores_a_namespace_that_is_not_a_string():
     """Only a non-empty string namespace qualifies the name (a malformed number is no namespace)."""
     assert common._obj_name({"metadata": {"name": "q", "namespace": 5.0}}, "fb") == "q"
+
+
+@pytest.mark.parametrize(
+    "token",
+    ["kubernetes:example.com/v1:PyTorchJob", "kubernetes:kubeflow.org/v1:Notebook"],
+)
+def test_pod_templates_reads_replica_specs_of_kubeflow_training_jobs_only(token):
+    """Only kubeflow.org's training-job kinds carry *ReplicaSpecs: the same kind name in another API group, or
+    another kubeflow.org kind, is not read as one."""
+    spec = {"pytorchReplicaSpecs": {"Worker": {"replicas": 2, "template": {"spec": {"containers": [{"name": "c"}]}}}}}
+    assert common.pod_templates(token, {"spec": spec}) == []

@@ -149,6 +149,15 @@ def test_a_claim_template_missing_from_the_namespace_is_refused():
     assert _claims(DRA, *have, _pod(claims=[{"name": "x", "resourceClaimName": "shared"}])) == []
 
 
+def test_findings_name_the_object_by_its_metadata_name():
+    """The message names the Kubernetes object (metadata.name), falling back to the resource's name."""
+    pod = _pod(resources=GPU)
+    renamed = (pod[0], "pod-resource", pod[2])
+    assert _claims(DRA, renamed) == [("pod-resource", _asks("p", "spec", "nvidia.com/gpu"))]
+    del renamed[2]["metadata"]["name"]
+    assert _claims(DRA, renamed) == [("pod-resource", _asks("pod-resource", "spec", "nvidia.com/gpu"))]
+
+
 def test_a_pod_without_namespace_is_in_default():
     """A workload without metadata.namespace lives in "default", and is checked against its templates."""
     claims = [{"name": "gpu", "resourceClaimTemplateName": "gpu-h100"}]

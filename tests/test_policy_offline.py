@@ -525,3 +525,25 @@ def test_a_policy_meeting_an_unknown_value_is_skipped_with_an_advisory():
             "message": f"can't run policy 'u' from policy pack 'gpu-platform@v0.1.0' {tail}",
         },
     ]
+
+
+def test_stack_policies_get_resources_shaped_like_the_engines():
+    """pulumi_policy's AnalyzeStack gives every PolicyResource its options (with the parent URN) and a
+    property_dependencies dict (empty when the engine reports none), parent and dependencies linked: a stack
+    policy may read any of them."""
+    parent = _rec("gpu-platform:index:A", "top")
+    child = _rec("kubernetes:core/v1:Namespace", "ns", "gpu-platform:index:A", parent="top", depends_on=["top"])
+    from types import SimpleNamespace
+
+    seen = {}
+
+    def spy(args, report):
+        seen.update({r.name: r for r in args.resources})
+
+    offline.evaluate(SimpleNamespace(stack="st", resources=[parent, child]), policies=[_stack("spy", spy)])
+    ns = seen["ns"]
+    assert ns.property_dependencies == {} and seen["top"].property_dependencies == {}
+    assert ns.opts.parent == parent.urn and seen["top"].opts.parent is None
+    assert (ns.opts.protect, ns.opts.ignore_changes, ns.opts.aliases) == (False, [], [])
+    assert ns.parent is seen["top"] and ns.dependencies == [seen["top"]]
+    assert (ns.resource_type, ns.urn, ns.props["n"]) == (child.type, child.urn, "ns")
