@@ -547,3 +547,23 @@ def test_stack_policies_get_resources_shaped_like_the_engines():
     assert (ns.opts.protect, ns.opts.ignore_changes, ns.opts.aliases) == (False, [], [])
     assert ns.parent is seen["top"] and ns.dependencies == [seen["top"]]
     assert (ns.resource_type, ns.urn, ns.props["n"]) == (child.type, child.urn, "ns")
+
+
+def test_resource_policies_get_the_provider_as_the_engine_describes_it():
+    """A resource policy sees its resource's provider as a PolicyProviderResource (type, props, URN, name), the
+    same object for every resource sharing that provider; a resource without one gets None."""
+    from types import SimpleNamespace
+
+    prov = _rec("pulumi:providers:kubernetes", "k8s")
+    a = _rec("kubernetes:core/v1:Namespace", "a", provider="k8s")
+    b = _rec("kubernetes:core/v1:Namespace", "b", provider="k8s")
+    c = _rec("kubernetes:core/v1:Namespace", "c")
+    seen = {}
+
+    def spy(args, report):
+        seen[args.name] = args.provider
+
+    offline.evaluate(SimpleNamespace(stack="st", resources=[prov, a, b, c]), policies=[_resource("spy", spy)])
+    p = seen["a"]
+    assert (p.resource_type, p.urn, p.name, p.props["n"]) == (prov.type, prov.urn, "k8s", "k8s")
+    assert seen["b"] is p and seen["c"] is None

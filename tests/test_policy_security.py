@@ -320,6 +320,13 @@ def test_the_operator_marker_needs_both_labels_with_exact_values():
         assert len(_ns("ops", **{ENFORCE: "privileged"}, **{**marker, key: wrong})) == 1, key
 
 
+def test_namespace_pod_security_reads_namespaces_only():
+    """Pod Security labels only act on Namespaces; the same labels on another object are not judged."""
+    labels = {"gpu-platform/tenant": "t", ENFORCE: "privileged"}
+    doc = k8s("v1", "ConfigMap", "t", metadata={"labels": labels})[2]
+    assert check(security_policies.namespace_pod_security, "kubernetes:core/v1:ConfigMap", doc) == []
+
+
 def test_default_privileged_namespaces_are_the_operator_chart_namespaces():
     """Without config the GPU Operator's and dcgm-exporter's namespaces may be privileged, nothing else."""
     for name in {common.GPU_OPERATOR_CHART["namespace"], common.DCGM_EXPORTER_CHART["namespace"]}:
