@@ -368,6 +368,8 @@ def test_admin_statements_label_by_sid_or_index_and_accept_a_single_statement():
         "S allows Action * on every resource"
     ]
     assert security_policies.admin_statements({}) == []
+    deny_first = {"Statement": [{"Effect": "Deny", "Action": "*", "Resource": "*"}, {"Action": "*", "Resource": "*"}]}
+    assert security_policies.admin_statements(deny_first) == ["Statement[1] allows Action * on every resource"]
 
 
 def test_iam_no_admin_wildcard_messages_per_resource_type():
