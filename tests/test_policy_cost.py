@@ -92,8 +92,8 @@ def test_dev_stack_pattern_is_a_parameter():
 
 
 def test_every_idle_pool_is_reported_in_order():
-    """Each offending pool gets its own message, in the document's order."""
-    got = _idle("prod", _pool("b"), _pool("ok", tenantQuotaGpus=8.0), _pool("a"))
+    """Each offending pool gets its own message, in the document's order, past pools that are fine."""
+    got = _idle("prod", _pool("spot", "spot"), _pool("b"), _pool("ok", tenantQuotaGpus=8.0), _pool("a"))
     assert [m.split(":")[0] for m in got] == ["pool b", "pool a"]
 
 
@@ -142,12 +142,18 @@ def test_budget_cannot_be_checked_without_prices():
 
 def test_tenant_budgets():
     """Each budgeted tenant's borrowing ceiling is checked (tenants in name order): over budget names its largest
-    pools by GPUs x per-GPU price; a ceiling without a price cannot be checked; unknown tenants and budgets that
-    are not numbers are skipped."""
+    pools (at most three, ties by name) by GPUs x per-GPU price; a ceiling without a price cannot be checked;
+    unknown tenants and budgets that are not numbers are skipped."""
     doc = {
         "budget": {"tenants": {"u": 5.0, "t": 10.0, "ghost": 1.0, "cheap": 100.0, "text": "1", "none": None}},
         "tenants": [
-            {"name": "t", "ceiling": {"hourlyUsd": 12.0, "gpus": {"p2": 1.0, "p1": 2.0, "p0": 0.0, "px": 4.0}}},
+            {
+                "name": "t",
+                "ceiling": {
+                    "hourlyUsd": 17.0,
+                    "gpus": {"p3": 1.0, "p2": 1.0, "p1": 2.0, "p0": 0.0, "px": 4.0, "p4": 1.0},
+                },
+            },
             {"name": "u", "ceiling": {}},
             {"name": "cheap", "ceiling": {"hourlyUsd": 100.0}},
             {"name": "text", "ceiling": {"hourlyUsd": 100.0}},
@@ -157,12 +163,14 @@ def test_tenant_budgets():
             {"name": "p0", "perGpuHourUsd": 9.0},
             {"name": "p1", "perGpuHourUsd": 4.0},
             {"name": "p2", "perGpuHourUsd": 4.0},
+            {"name": "p3", "perGpuHourUsd": 4.0},
+            {"name": "p4", "perGpuHourUsd": 1.0},
             {"name": "px"},
         ],
     }
     assert cost_policies.budget_problems(doc) == [
-        "tenant t: its borrowing ceiling costs $12.00/h, over its budget of $10.00/h (gpu-platform:budget.tenants.t); "
-        "largest pools: p1 $8.00/h, p2 $4.00/h",
+        "tenant t: its borrowing ceiling costs $17.00/h, over its budget of $10.00/h (gpu-platform:budget.tenants.t); "
+        "largest pools: p1 $8.00/h, p2 $4.00/h, p3 $4.00/h",
         "tenant u: budget $5.00/h cannot be checked: a pool it reaches has no price",
     ]
 
@@ -194,6 +202,9 @@ def test_the_policies_read_the_labelled_cost_configmap():
     assert check_stack(p, [_cost_map("cost", IDLE_DOC, "True")]) == [("cost", DEV_MSG)]
     assert check_stack(p, [_cost_map("cost", IDLE_DOC, "false")]) == []
     assert check_stack(p, [_cost_map("cost", "{not json"), _cost_map("list", "[1]")]) == []
+    plain = k8s("v1", "ConfigMap", "plain", data={"cost.json": json.dumps(IDLE_DOC)})
+    ns = k8s("v1", "Namespace", "gpu-platform")
+    assert check_stack(p, [ns, plain, _cost_map("cost", IDLE_DOC)]) == [("cost", DEV_MSG)]  # read past the others
     other = k8s("v1", "Secret", "cost", metadata={"labels": {"gpu-platform/cost": "true"}})
     assert check_stack(p, [(other[0], other[1], {**other[2], "data": {"cost.json": json.dumps(IDLE_DOC)}})]) == []
 

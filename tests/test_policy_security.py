@@ -385,6 +385,12 @@ def test_iam_no_admin_wildcard_messages_per_resource_type():
     role = {"inlinePolicies": [{"policy": admin}, {"name": "ok", "policy": "{}"}, {"name": "x", "policy": admin}]}
     assert check(p, common.IAM_ROLE, role) == [f"inlinePolicies[0]: {finding}", f"inlinePolicies[x]: {finding}"]
     assert check(p, common.IAM_POLICY, {"policy": "{"}) == ["policy is not a JSON policy document"]
+    # one unreadable or non-document inline policy does not stop the others being judged
+    mixed = {"inlinePolicies": [{"name": "bad", "policy": "{"}, {"name": "list", "policy": "[1]"}, {"policy": admin}]}
+    assert check(p, common.IAM_ROLE, mixed) == [
+        "inlinePolicies[bad] is not a JSON policy document",
+        f"inlinePolicies[2]: {finding}",
+    ]
     assert check(p, common.IAM_POLICY, {"policy": "[1]"}) == []  # JSON, but no document to judge
     assert check(p, common.IAM_ROLE, {"policy": admin}) == []  # a Role's own field is not read
     assert check(p, common.NAMESPACE, {"policy": admin}) == []
