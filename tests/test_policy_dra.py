@@ -198,6 +198,19 @@ def test_tenants_must_cap_both_nvidia_device_classes():
     assert _device_quota(DRA, k8s("v1", "Namespace", "kube-system")) == []  # not a tenant
 
 
+def test_the_tenant_namespace_is_its_metadata_name():
+    """Quotas are matched (and findings worded) by the Namespace's metadata.name, not the Pulumi resource name;
+    without one, the resource name stands in."""
+    t = _tenant("a")
+    renamed = (t[0], "a-namespace", t[2])
+    assert _device_quota(DRA, renamed) == []
+    assert _device_quota(OPERATOR_DRA, renamed) == [("a-namespace", _uncapped("a", "gpu.nvidia.com", "mig.nvidia.com"))]
+    del renamed[2]["metadata"]["name"]
+    assert _device_quota(OPERATOR_DRA, renamed) == [
+        ("a-namespace", _uncapped("a-namespace", "gpu.nvidia.com", "mig.nvidia.com"))
+    ]
+
+
 def test_scoped_quotas_do_not_cap():
     """A quota with scopes or a scopeSelector applies to some pods only, so it is no cap for the namespace."""
     hard = {GPU_DEVICES: "1", MIG_DEVICES: "1"}
