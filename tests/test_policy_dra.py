@@ -219,6 +219,8 @@ def test_scoped_quotas_do_not_cap():
             ("b", _uncapped("b", "gpu.nvidia.com", "mig.nvidia.com"))
         ], spec
     assert _device_quota(DRA, _quota("b", hard, scopes=[]), _tenant("b")) == []
+    scoped_first = [_quota("b", hard, "scoped", scopes=["BestEffort"]), _quota("b", hard)]
+    assert _device_quota(DRA, *scoped_first, _tenant("b")) == []  # the unscoped one after it still caps
 
 
 def test_classes_the_tenants_templates_use_must_be_capped_too():
