@@ -349,27 +349,47 @@ def test_tenant_gpu_quota_requires_every_gpu_name_the_stack_advertises():
             "guarantee": {"resource": {"nvidia.com/mig-3g.40gb": 1}},
         },
     )
-    other = _quota("b", {"limits.nvidia.com/mig-7g.80gb": "1"})
+    other = _quota("b", {"limits.nvidia.com/mig-7g.80gb": "1", "requests.nvidia.com/mig-1g.5gb": "1"})
     advertised = ", ".join(
         [
             "nvidia.com/gpu",
-            "nvidia.com/gpu.shared",
-            "nvidia.com/mig-1g.10gb",
-            "nvidia.com/mig-2g.20gb",
-            "nvidia.com/mig-3g.40gb",
-            "nvidia.com/mig-7g.80gb",
+            "nvidia.com/gpu.shared",  # ClusterQueue flavor resource
+            "nvidia.com/mig-1g.10gb",  # ClusterQueue covered resource
+            "nvidia.com/mig-1g.5gb",  # another namespace's quota, requests.
+            "nvidia.com/mig-2g.20gb",  # Volcano capability
+            "nvidia.com/mig-3g.40gb",  # Volcano guarantee.resource
+            "nvidia.com/mig-7g.80gb",  # another namespace's quota, limits.
         ]
     )
-    mine = _quota("a", {"requests.nvidia.com/gpu": "4", "requests.nvidia.com/mig-2g.20gb": "1"})
+    mine = _quota("a", {"requests.nvidia.com/gpu": "4", "requests.nvidia.com/mig-1g.5gb": "1"})
     missing = (
-        "requests.nvidia.com/gpu.shared, requests.nvidia.com/mig-1g.10gb, requests.nvidia.com/mig-3g.40gb, "
-        "requests.nvidia.com/mig-7g.80gb"
+        "requests.nvidia.com/gpu.shared, requests.nvidia.com/mig-1g.10gb, requests.nvidia.com/mig-2g.20gb, "
+        "requests.nvidia.com/mig-3g.40gb, requests.nvidia.com/mig-7g.80gb"
     )
     assert _tenant_quota(_tenant("a"), cq, vq, other, mine) == [("a-namespace", _uncapped("a", missing, advertised))]
     deserved = k8s("scheduling.volcano.sh/v1beta1", "Queue", "vq", spec={"deserved": {"nvidia.com/mig-4g.40gb": 1}})
     assert _tenant_quota(_tenant("a"), deserved, _quota("a", {"requests.nvidia.com/gpu": "1"})) == [
         ("a-namespace", _uncapped("a", "requests.nvidia.com/mig-4g.40gb", "nvidia.com/gpu, nvidia.com/mig-4g.40gb"))
     ]
+
+
+@pytest.mark.parametrize(
+    "foreign",
+    [
+        k8s(
+            "example.com/v1",
+            "ClusterQueue",
+            "cq",
+            spec={"resourceGroups": [{"coveredResources": ["nvidia.com/mig-9"]}]},
+        ),
+        k8s("example.com/v1", "Queue", "q", spec={"capability": {"nvidia.com/mig-9": 1}}),
+        k8s(KUEUE, "LocalQueue", "lq", "a", spec={"resourceGroups": [{"coveredResources": ["nvidia.com/mig-9"]}]}),
+    ],
+)
+def test_tenant_gpu_quota_reads_only_kueue_cluster_queues_and_volcano_queues(foreign):
+    """Only Kueue's ClusterQueue and Volcano's Queue advertise GPU names; look-alike kinds of other groups (or
+    other Kueue kinds) do not."""
+    assert _tenant_quota(_tenant("a"), foreign, _quota("a", {"requests.nvidia.com/gpu": "1"})) == []
 
 
 def test_tenant_gpu_quota_caps_may_be_split_across_quotas():
