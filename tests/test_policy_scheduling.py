@@ -241,6 +241,14 @@ def test_jobset_pod_count_is_replicas_times_parallelism():
     assert _gang(doc) == []
 
 
+def test_cron_jobs_are_not_judged_as_gangs():
+    """Only Jobs, Volcano Jobs, Kubeflow jobs and JobSets are gang-checked: a CronJob's parallel GPU job template
+    is not (the Job it creates is what runs)."""
+    job = {"parallelism": 4, "template": {"spec": _pod()}}
+    cron = k8s("batch/v1", "CronJob", "c", "ml", spec={"schedule": "@daily", "jobTemplate": {"spec": job}})
+    assert _gang(cron) == []
+
+
 def test_pods_and_deployments_are_not_gangs():
     """Only jobs are gangs: a Deployment of many GPU replicas or a Pod is never refused by this policy."""
     deploy = k8s("apps/v1", "Deployment", "d", "ml", spec={"replicas": 8, "template": {"spec": _pod()}})
@@ -263,6 +271,11 @@ def test_single_default_priority_class():
     assert check_stack(p, [pc("a", True), pc("b", False), pc("c", "true")]) == []
     msg = "2 PriorityClasses are globalDefault (a, b); at most one may be."
     assert check_stack(p, [pc("b", True), pc("a", True), pc("c", False)]) == [("b", msg), ("a", msg)]
+    # the classes are named by metadata.name (the resource name only without one)
+    b, a = pc("high", True), pc("low", True)
+    renamed = [(b[0], "b-resource", b[2]), (a[0], "a-resource", {**a[2], "metadata": {}})]
+    msg = "2 PriorityClasses are globalDefault (a-resource, high); at most one may be."
+    assert check_stack(p, renamed) == [("b-resource", msg), ("a-resource", msg)]
 
 
 # ----------------------------------------------------------------------------------------- tenant-gpu-quota
@@ -300,6 +313,11 @@ def test_tenant_gpu_quota_nvidia_com_gpu_is_always_required():
     """Every tenant must cap requests.nvidia.com/gpu, even when nothing else in the stack names it; the finding is
     on the tenant's Namespace resource."""
     assert _tenant_quota(_tenant("a")) == [("a-namespace", _uncapped("a", "requests.nvidia.com/gpu", "nvidia.com/gpu"))]
+    # judged past namespaces that are not tenants
+    plain = k8s("v1", "Namespace", "plain")
+    assert _tenant_quota(plain, _tenant("a")) == [
+        ("a-namespace", _uncapped("a", "requests.nvidia.com/gpu", "nvidia.com/gpu"))
+    ]
     assert _tenant_quota(_tenant("a"), _quota("a", {"requests.nvidia.com/gpu": "0"})) == []  # 0 is a cap
     assert (
         _tenant_quota(
