@@ -356,7 +356,7 @@ def test_settings_list_every_problem_sorted():
     a = _resource("a", lambda x, y: None)
     with pytest.raises(offline.PolicyConfigError) as err:
         offline.settings(
-            [a, _schema_policy(n={"type": "integer"})],
+            [a, _schema_policy(n={"type": "integer"}, m={"type": "string"})],
             {"all": "loud", "a": 3, "p": {"enforcementLevel": "off", "x": 1}, "zz": "advisory", "a2": {}},
         )
     assert err.value.problems == [
@@ -364,7 +364,7 @@ def test_settings_list_every_problem_sorted():
         "a: must be an enforcement level or an object",
         "all: 'loud' is not an enforcement level (advisory, mandatory, remediate, disabled)",
         "p.enforcementLevel: 'off' is not an enforcement level (advisory, mandatory, remediate, disabled)",
-        "p.x: unknown setting (settings: n)",
+        "p.x: unknown setting (settings: m, n)",
         "zz: no such policy (policies: a, p)",
     ]
     assert str(err.value) == "\n".join(err.value.problems)
