@@ -567,3 +567,54 @@ def test_resource_policies_get_the_provider_as_the_engine_describes_it():
     p = seen["a"]
     assert (p.resource_type, p.urn, p.name, p.props["n"]) == (prov.type, prov.urn, "k8s", "k8s")
     assert seen["b"] is p and seen["c"] is None
+
+
+def test_a_disabled_policy_does_not_stop_the_ones_after_it():
+    """Disabling one policy skips it alone; the policies after it still run."""
+    report = _report({"flag-jobs": "disabled"})
+    assert [(v.policy, v.message) for v in report.violations] == [("stack-note", "stack-wide")]
+
+
+def test_a_parent_reference_without_a_type_chain_falls_back_to_the_name():
+    """A URN whose type has no parent chain (no ``$``) cannot name the parent's type: the unique name decides."""
+    top = _rec("gpu-platform:index:A", "solo")
+    child = _rec("kubernetes:core/v1:Namespace", "c", parent="solo")
+    assert _subjects(top, child)[(child.type, "c")].parent == top.urn
+
+
+def test_resource_options_are_the_engines_defaults():
+    """The options the engine describes for a resource registered without any: not protected, nothing ignored,
+    no aliases or extra secret outputs, zero custom timeouts, the parent URN."""
+    from types import SimpleNamespace
+
+    seen = {}
+    offline.evaluate(
+        SimpleNamespace(stack="st", resources=[_rec("kubernetes:core/v1:Namespace", "n")]),
+        policies=[_resource("spy", lambda args, report: seen.setdefault("opts", args.opts))],
+    )
+    opts = seen["opts"]
+    t = opts.custom_timeouts
+    assert (t.create_seconds, t.update_seconds, t.delete_seconds) == (0, 0, 0)
+    assert (opts.protect, opts.ignore_changes, opts.delete_before_replace, opts.aliases) == (False, [], None, [])
+    assert (opts.additional_secret_outputs, opts.parent) == ([], None)
+
+
+@pytest.mark.parametrize("problem", ["no version", "unreadable"])
+def test_cant_run_names_version_0_0_1_when_the_pack_declares_none(monkeypatch, problem):
+    """Without a readable version in PulumiPolicy.yaml the pack is named @v0.0.1, the version pulumi_policy's own
+    analyzer reports."""
+    import yaml
+    from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError
+
+    def load(text):
+        if problem == "unreadable":
+            raise OSError("gone")
+        return {}
+
+    monkeypatch.setattr(yaml, "safe_load", load)
+
+    def unknown(args, report):
+        raise UnknownValueError(UNKNOWN_STRING_VALUE, ["x"])
+
+    (v,) = offline.run(offline.subjects_from_manifests([NS]), [_resource("u", unknown)]).violations
+    assert v.message.startswith("can't run policy 'u' from policy pack 'gpu-platform@v0.0.1' during preview")
