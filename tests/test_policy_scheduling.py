@@ -458,3 +458,31 @@ def test_critical_tenant_capacity_passes_with_any_on_demand_pool_or_no_pools():
     assert _critical(critical, _ng("ng1", "SPOT", "l4"), _ng("ng2", "SPOT", "l4"), _ng("ng3", "ON_DEMAND", "l4")) == []
     assert _critical(_tenant("serving", **{"gpu-platform/critical": "yes"}), _ng("ng1", "SPOT", "l4")) == []
     assert _critical(critical) == []
+
+
+def test_tenant_pools_follows_local_queue_cluster_queue_flavor_pool():
+    """tenant_pools: a namespace's LocalQueues -> their ClusterQueues -> flavors with a non-zero GPU nominal
+    quota -> the pools those ResourceFlavors select; None when Kueue shows the namespace nothing."""
+    from pulumi_policy import PolicyResource
+    from test_policies import _opts, engine_props
+
+    def flavor(name: str, gpus: str) -> dict:
+        return {
+            "name": name,
+            "resources": [{"name": "cpu", "nominalQuota": "8"}, {"name": "nvidia.com/gpu", "nominalQuota": gpus}],
+        }
+
+    docs = [
+        k8s(KUEUE, "LocalQueue", "lq", "serving", spec={"clusterQueue": "cq"}),
+        k8s(
+            KUEUE,
+            "ClusterQueue",
+            "cq",
+            spec={"resourceGroups": [{"flavors": [flavor("l4", "8"), flavor("h100", "0")]}]},
+        ),
+        k8s(KUEUE, "ResourceFlavor", "l4", spec={"nodeLabels": {"gpu-platform/pool": "l4-spot"}}),
+        k8s(KUEUE, "ResourceFlavor", "h100", spec={"nodeLabels": {"gpu-platform/pool": "h100"}}),
+    ]
+    resources = [PolicyResource(t, engine_props(p), f"urn:{n}", n, _opts(), None, None, [], {}) for t, n, p in docs]
+    assert scheduling_policies.tenant_pools(resources, "serving") == {"l4-spot"}
+    assert scheduling_policies.tenant_pools(resources, "research") is None
