@@ -78,7 +78,8 @@ def test_no_memory_backed_dev_shm(mounts, volumes):
 
 
 def test_the_first_dev_shm_mount_decides():
-    """The container's first mount at /dev/shm is the one Kubernetes would use; a later one does not rescue it."""
+    """The API server rejects two mounts at one path, so such a spec never runs as written; the policy judges the
+    first /dev/shm mount it meets and a later memory-backed one does not turn the finding off."""
     mounts = [{"name": "disk", "mountPath": "/dev/shm"}, {"name": "dshm", "mountPath": "/dev/shm"}]
     volumes = [{"name": "disk", "emptyDir": {}}, MEMORY_SHM]
     assert _hardening(_pod({"volumeMounts": mounts, **NON_ROOT}, volumes=volumes)) == [SHM_MSG]
