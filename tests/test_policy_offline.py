@@ -618,3 +618,18 @@ def test_cant_run_names_version_0_0_1_when_the_pack_declares_none(monkeypatch, p
 
     (v,) = offline.run(offline.subjects_from_manifests([NS]), [_resource("u", unknown)]).violations
     assert v.message.startswith("can't run policy 'u' from policy pack 'gpu-platform@v0.0.1' during preview")
+
+
+def test_one_options_object_per_resource_is_shared_by_every_policy():
+    """The runner builds a resource's options once per run (the _Proxies contract): every resource policy and the
+    stack policies see the same object for it."""
+    from types import SimpleNamespace
+
+    seen = []
+    spy = _resource("a", lambda args, report: seen.append(args.opts))
+    spy2 = _resource("b", lambda args, report: seen.append(args.opts))
+    stack = _stack("s", lambda args, report: seen.extend(r.opts for r in args.resources))
+    offline.evaluate(
+        SimpleNamespace(stack="st", resources=[_rec("kubernetes:core/v1:Namespace", "n")]), policies=[spy, spy2, stack]
+    )
+    assert len(seen) == 3 and seen[0] is seen[1] is seen[2]
