@@ -517,3 +517,97 @@ def test_default_policy_config_comes_from_the_pinned_charts():
     )
     assert "gpu-operator" in common.DEFAULT_PRIVILEGED_NAMESPACES
     assert common.DEFAULT_MAX_TIME_SLICING_REPLICAS == 8
+
+
+@pytest.mark.parametrize(
+    ("requirement", "expected"),
+    [
+        (_req("karpenter.k8s.aws/instance-family", "In", "m5", "g5", "p4d"), "instance family g5"),
+        (_req("node.kubernetes.io/instance-type", "In", "g6.xlarge", "p5.48xlarge"), "instance type g6.xlarge"),
+    ],
+)
+def test_karpenter_gpu_reason_names_the_first_gpu_value(requirement, expected):
+    """Of several GPU values in one requirement the reason names the first one listed, as the user wrote it."""
+    assert common.karpenter_gpu_reason(_np([requirement], None)) == expected
+
+
+def test_obj_name_ignores_a_namespace_that_is_not_a_string():
+    """Only a non-empty string namespace qualifies the name (a malformed number is no namespace)."""
+    assert common._obj_name({"metadata": {"name": "q", "namespace": 5.0}}, "fb") == "q"
+
+
+@pytest.mark.parametrize(
+    "token",
+    ["kubernetes:example.com/v1:PyTorchJob", "kubernetes:kubeflow.org/v1:Notebook"],
+)
+def test_pod_templates_reads_replica_specs_of_kubeflow_training_jobs_only(token):
+    """Only kubeflow.org's training-job kinds carry *ReplicaSpecs: the same kind name in another API group, or
+    another kubeflow.org kind, is not read as one."""
+    spec = {"pytorchReplicaSpecs": {"Worker": {"replicas": 2, "template": {"spec": {"containers": [{"name": "c"}]}}}}}
+    assert common.pod_templates(token, {"spec": spec}) == []
+
+
+@pytest.mark.parametrize("family", ["p3", "g3", "gr6"])
+def test_aws_gpu_family_outside_the_catalog(family):
+    """An NVIDIA family the platform's catalog does not list (older p3/g3, the gr6 variant) is still a GPU family:
+    Karpenter pools may ask for any family, not only the ones the platform offers."""
+    assert family not in common.AWS_GPU_INSTANCE_FAMILIES
+    assert common.aws_gpu_family(family) is True
+
+
+@pytest.mark.parametrize(
+    ("requirements", "expected"),
+    [
+        (
+            [
+                _req("karpenter.k8s.aws/instance-gpu-count", "NotIn", "0"),
+                _req("karpenter.k8s.aws/instance-family", "In", "p5"),
+            ],
+            "instance family p5",
+        ),
+        (
+            [
+                _req("karpenter.k8s.aws/instance-gpu-count", "In", "0"),
+                _req("karpenter.k8s.aws/instance-family", "In", "g6"),
+            ],
+            "instance family g6",
+        ),
+        (
+            [{"operator": "In", "values": ["x"]}, _req("node.kubernetes.io/instance-type", "In", "g6.xlarge")],
+            "instance type g6.xlarge",
+        ),
+    ],
+)
+def test_karpenter_gpu_reason_reads_past_requirements_that_decide_nothing(requirements, expected):
+    """An exclusion, a "no GPUs" count or a keyless requirement says nothing; the requirements after it still
+    make the pool a GPU one."""
+    assert common.karpenter_gpu_reason(_np(requirements, None)) == expected
+
+
+@pytest.mark.parametrize(
+    "token",
+    ["kubernetes:example.com/v1:Job", "kubernetes:example.com/v1:JobSet"],
+)
+def test_pod_templates_of_look_alike_kinds_in_other_groups_are_none(token):
+    """A Job or JobSet kind of another API group is not Volcano's or JobSet's: its tasks / replicatedJobs are not
+    read as pod templates."""
+    pod = {"spec": {"containers": [{"name": "c"}]}}
+    spec = {
+        "tasks": [{"name": "t", "replicas": 2, "template": pod}],
+        "replicatedJobs": [{"template": {"spec": {"template": pod}}}],
+    }
+    assert common.pod_templates(token, {"spec": spec}) == []
+
+
+def test_kubeflow_pod_templates_read_past_other_spec_fields():
+    """Fields like elasticPolicy or runPolicy sit beside the *ReplicaSpecs (sorted before and after them); every
+    replica spec is still read."""
+    pod = {"spec": {"containers": [{"name": "c"}]}}
+    spec = {
+        "elasticPolicy": {"minReplicas": 1},
+        "pytorchReplicaSpecs": {"Worker": {"replicas": 2.0, "template": pod}},
+        "runPolicy": {},
+    }
+    assert common.pod_templates("kubernetes:kubeflow.org/v1:PyTorchJob", {"spec": spec}) == [
+        common.PodTemplate("spec.pytorchReplicaSpecs.Worker.template.spec", pod["spec"], 2)
+    ]
