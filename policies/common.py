@@ -287,12 +287,28 @@ def karpenter_gpu_reason(props: Mapping[str, Any]) -> str | None:
     return _gpu_labels_reason(_map(_get(props, "spec", "template", "metadata", "labels")))
 
 
+# Every value of karpenter.sh/capacity-type (upstream/karpenter/examples/docs/nodepool.full-reference.yaml).
+KARPENTER_CAPACITY_TYPES = frozenset({"spot", "on-demand", "reserved"})
+
+
 def karpenter_capacity_types(props: Mapping[str, Any]) -> set[str]:
-    """Capacity types a Karpenter NodePool may launch (Karpenter's default is on-demand only)."""
+    """Capacity types a Karpenter NodePool may launch: every requirement on karpenter.sh/capacity-type narrows
+    them (In keeps its values, NotIn removes them, Exists keeps all, DoesNotExist none); with no such
+    requirement Karpenter launches on-demand only."""
+    allowed: set[str] | None = None
     for req in _requirements(props):
-        if req.get("key") == CAPACITY_TYPE_KEY and req.get("operator") == "In":
-            return set(_strs(req.get("values")))
-    return {"on-demand"}
+        if req.get("key") != CAPACITY_TYPE_KEY:
+            continue
+        op, values = req.get("operator"), set(_strs(req.get("values")))
+        narrowed = {
+            "In": values,
+            "NotIn": set(KARPENTER_CAPACITY_TYPES) - values,
+            "Exists": set(KARPENTER_CAPACITY_TYPES),
+            "DoesNotExist": set(),
+        }.get(op)
+        if narrowed is not None:
+            allowed = narrowed if allowed is None else allowed & narrowed
+    return {"on-demand"} if allowed is None else allowed
 
 
 def _is_gpu_resource(name: Any) -> bool:

@@ -80,6 +80,11 @@ def test_spot_disruption_applies_to_spot_gpu_karpenter_pools_only():
     """A pool that may launch spot (alone or with on-demand) is judged; on-demand only (the default without a
     capacity-type requirement), CPU pools and other resource types are not."""
     assert len(_spot(_nodepool([GPU_REQ, _capacity("on-demand", "spot")], "Never"))) == 1
+    # spot written as an exclusion of on-demand, or allowed by Exists, is still spot
+    not_on_demand = {"key": "karpenter.sh/capacity-type", "operator": "NotIn", "values": ["on-demand"]}
+    assert _spot(_nodepool([GPU_REQ, not_on_demand], "Never")) == [_consolidate_msg("Never")]
+    exists = {"key": "karpenter.sh/capacity-type", "operator": "Exists"}
+    assert _spot(_nodepool([GPU_REQ, exists], expire="Never")) == [_expire_msg("Never")]
     assert _spot(_nodepool([GPU_REQ, _capacity("on-demand")], "Never", "Never")) == []
     assert _spot(_nodepool([GPU_REQ], "Never", "Never")) == []
     cpu = {"key": "karpenter.k8s.aws/instance-category", "operator": "In", "values": ["m"]}

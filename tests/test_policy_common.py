@@ -323,7 +323,39 @@ def test_karpenter_capacity_types():
     spot = _np([_req("karpenter.sh/capacity-type", "In", "spot", "on-demand")])
     assert common.karpenter_capacity_types(spot) == {"spot", "on-demand"}
     not_in = _np([_req("karpenter.sh/capacity-type", "NotIn", "spot")])
-    assert common.karpenter_capacity_types(not_in) == {"on-demand"}
+    assert common.karpenter_capacity_types(not_in) == {"on-demand", "reserved"}
+
+
+@pytest.mark.parametrize(
+    ("requirements", "expected"),
+    [
+        # spot-only written as an exclusion: the values the key can take are spot, on-demand and reserved
+        # (upstream/karpenter/examples/docs/nodepool.full-reference.yaml)
+        ([_req("karpenter.sh/capacity-type", "NotIn", "on-demand")], {"spot", "reserved"}),
+        ([_req("karpenter.sh/capacity-type", "NotIn", "on-demand", "reserved")], {"spot"}),
+        ([_req("karpenter.sh/capacity-type", "Exists")], {"spot", "on-demand", "reserved"}),
+        ([_req("karpenter.sh/capacity-type", "DoesNotExist")], set()),
+        # requirements are ANDed: each one narrows what the others allow
+        (
+            [
+                _req("karpenter.sh/capacity-type", "In", "spot", "on-demand"),
+                _req("karpenter.sh/capacity-type", "NotIn", "on-demand"),
+            ],
+            {"spot"},
+        ),
+        (
+            [_req("karpenter.sh/capacity-type", "Exists"), _req("karpenter.sh/capacity-type", "In", "reserved")],
+            {"reserved"},
+        ),
+        # an operator Karpenter does not take on this key (Gt/Lt are numeric) narrows nothing
+        ([_req("karpenter.sh/capacity-type", "Gt", "1")], {"on-demand"}),
+        ([_req("karpenter.sh/instance-type", "NotIn", "on-demand")], {"on-demand"}),
+    ],
+)
+def test_karpenter_capacity_types_every_operator(requirements, expected):
+    """Karpenter intersects every requirement on karpenter.sh/capacity-type, whatever its operator, so a spot pool
+    written as NotIn [on-demand] is a spot pool (the policies that judge spot pools must see it)."""
+    assert common.karpenter_capacity_types(_np(requirements)) == expected
 
 
 @pytest.mark.parametrize(
