@@ -40,6 +40,13 @@ def pool_of(config_pools: list[dict], name: str) -> dict:
     return next(p for p in config_pools if p["name"] == name)
 
 
+def layer(t: explain.Trace, name: str) -> explain.Layer:
+    return next(x for x in t.layers if x.name == name)
+
+
+NO_BATCH_SCHEDULER = {"gpuOperator": True, "dcgm": True, "kueue": False, "volcano": False}
+
+
 GPU_TOLERATION = [{"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}]
 # What Pod Security "restricted" asks of a container and a pod (the serving tenants enforce it).
 SAFE_CONTAINER = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
@@ -509,7 +516,7 @@ def test_monitoring_none_is_said(monkeypatch):
 
 
 def test_without_a_batch_scheduler_the_resource_quota_gates():
-    spec = spec_of("dev-aws", addons={"gpuOperator": True, "dcgm": True, "kueue": False, "volcano": False})
+    spec = spec_of("dev-aws", addons=NO_BATCH_SCHEDULER)
     ok = pod(
         "ml-dev", {"nvidia.com/gpu": 1}, nodeSelector={"gpu-platform/pool": "a10g-spot"}, tolerations=GPU_TOLERATION
     )

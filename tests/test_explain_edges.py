@@ -8,19 +8,24 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from test_explain import GPU_TOLERATION, SAFE_CONTAINER, SAFE_POD, container, job, pod, spec_of, trace, volcano_job
+from test_explain import (
+    GPU_TOLERATION,
+    NO_BATCH_SCHEDULER,
+    SAFE_CONTAINER,
+    SAFE_POD,
+    container,
+    job,
+    layer,
+    pod,
+    spec_of,
+    trace,
+    volcano_job,
+)
 
 from components import cli, explain
 from components.explain_facts import pod_security_problems, selection_problems
 from components.explain_workloads import WorkloadError, load
 from components.spec_base import MAX_NODES
-
-NO_BATCH_SCHEDULER = {"gpuOperator": True, "dcgm": True, "kueue": False, "volcano": False}
-
-
-def layer(t: explain.Trace, name: str) -> explain.Layer:
-    return next(x for x in t.layers if x.name == name)
-
 
 # ------------------------------------------------------------------------------------------ pod security
 
