@@ -234,6 +234,14 @@ def test_a_resource_no_flavor_covers():
         "ClusterQueue research has no quota for nvidia.com/mig-7g.80gb (it covers nvidia.com/gpu): request a "
         "resource one of the tenant's pools advertises",
     )
+    # serving's h100-inference is MIG-partitioned 3g.40gb + 2g.20gb + 2 x 1g.10gb: neither profile asked exists
+    both = pod("serving", {"nvidia.com/mig-7g.80gb": 1, "nvidia.com/mig-4g.40gb": 1})
+    assert stop(trace(spec_of("prod-aws"), both)) == (
+        "flavors",
+        "ClusterQueue serving has no quota for nvidia.com/mig-4g.40gb, nvidia.com/mig-7g.80gb (it covers "
+        "nvidia.com/gpu, nvidia.com/mig-1g.10gb, nvidia.com/mig-2g.20gb, nvidia.com/mig-3g.40gb): request a "
+        "resource one of the tenant's pools advertises",
+    )
 
 
 def test_flavor_layer_details():
@@ -252,6 +260,17 @@ def test_flavor_layer_details():
     assert layer(t, "flavors").detail == (
         "l4-shared (10 nvidia.com/gpu, nominal quota; order default-flavor > a10g-spot > l4-shared; skipped "
         "a10g-spot: needs 10 nvidia.com/gpu, quota 8 nvidia.com/gpu, at most 8 nvidia.com/gpu with borrowing)"
+    )
+    # every flavor skipped before the one that fits is named: research given a share of l4-notebooks too
+    config = stack_config("prod-aws")
+    config["gpu-platform:tenants"][0]["gpuQuota"]["l4-notebooks"] = 1
+    t = trace(
+        load_spec(config), pod("research", {"nvidia.com/gpu": 1}, nodeSelector={"gpu-platform/pool": "l4-notebooks"})
+    )
+    assert layer(t, "flavors").detail == (
+        "l4-notebooks (1 nvidia.com/gpu, nominal quota; order default-flavor > a100-train > h100-spot > l4-notebooks; "
+        "skipped a100-train: nodeSelector gpu-platform/pool=l4-notebooks (nodes have a100-train); h100-spot: "
+        "nodeSelector gpu-platform/pool=l4-notebooks (nodes have h100-spot))"
     )
     # 17 units: neither fits; both reasons, in flavor order
     assert stop(trace(dev, job("ml-dev", 17, {"nvidia.com/gpu": 1}))) == (
@@ -520,9 +539,17 @@ def test_the_cluster_autoscaler_template_must_fit_the_pod(monkeypatch):
         "the Cluster Autoscaler's node template for l4-shared does not fit the pod (nodeSelector "
         "gpu-platform/pool=l4-shared (nodes have no such label)): it never scales the pool up for it",
     )
-    monkeypatch.setattr(managed_pools, "autoscaler_tags", without("taint/nvidia.com/gpu", "label/gpu-platform/pool"))
-    assert stop(trace(spec_of("dev-aws"), text))[1].startswith(
-        "the Cluster Autoscaler's node template for l4-shared does not fit the pod (nodeSelector"
+
+    # every reason at once: a template taint the pod does not tolerate as well
+    def tainted(spec, pool):
+        return {**without("label/gpu-platform/pool")(spec, pool), prefix + "taint/team": "ml:NoSchedule"}
+
+    monkeypatch.setattr(managed_pools, "autoscaler_tags", tainted)
+    assert stop(trace(spec_of("dev-aws"), text)) == (
+        "provisioner",
+        "the Cluster Autoscaler's node template for l4-shared does not fit the pod (nodeSelector "
+        "gpu-platform/pool=l4-shared (nodes have no such label); team=ml:NoSchedule): it never scales the pool up "
+        "for it",
     )
     # the template counts the instance type's one L4, not its 4 slices: a pod of 2 slices never scales it up
     monkeypatch.setattr(managed_pools, "autoscaler_tags", without("resources/nvidia.com/gpu"))
@@ -538,6 +565,15 @@ def test_the_cluster_autoscaler_template_must_fit_the_pod(monkeypatch):
     config["gpu-platform:tenants"][0]["gpuQuota"] = {"l4-shared": 4}
     monkeypatch.setattr(managed_pools, "autoscaler_tags", without("label/gpu-platform/pool"))
     assert stop(trace(load_spec(config), pod("ml-dev", {"nvidia.com/gpu": 1}))) == stop(trace(spec_of("dev-aws"), text))
+    # EFA interfaces: the autoscaler knows an instance type's GPUs, not its EFA devices, unless tagged
+    monkeypatch.setattr(managed_pools, "autoscaler_tags", without("resources/vpc.amazonaws.com/efa"))
+    (t,) = explain.explain_all(spec_of("prod-aws"), (ROOT / "examples" / "kueue-pytorch-training-job.yaml").read_text())
+    assert stop(t) == (
+        "provisioner",
+        "the Cluster Autoscaler's node template offers 0 vpc.amazonaws.com/efa, the pod asks 4 "
+        "vpc.amazonaws.com/efa: it never scales a100-train up from zero; tag the node group "
+        "k8s.io/cluster-autoscaler/node-template/resources/<resource> (managed_pools.autoscaler_tags)",
+    )
     monkeypatch.undo()
     assert trace(spec_of("dev-aws"), text).pending is None
     assert trace(load_spec(config), pod("ml-dev", {"nvidia.com/gpu": 1})).pending is None
