@@ -574,7 +574,19 @@ def test_the_cluster_autoscaler_template_must_fit_the_pod(monkeypatch):
         "vpc.amazonaws.com/efa: it never scales a100-train up from zero; tag the node group "
         "k8s.io/cluster-autoscaler/node-template/resources/<resource> (managed_pools.autoscaler_tags)",
     )
+    # one interface is as much beyond an untold template as four
+    one = job(
+        "research",
+        1,
+        {"nvidia.com/gpu": 8, "vpc.amazonaws.com/efa": 1},
+        annotations=TAS_LAYER3,
+        nodeSelector={"gpu-platform/pool": "a100-train"},
+    )
+    assert stop(trace(spec_of("prod-aws"), one))[1].startswith(
+        "the Cluster Autoscaler's node template offers 0 vpc.amazonaws.com/efa, the pod asks 1 vpc.amazonaws.com/efa"
+    )
     monkeypatch.undo()
+    assert trace(spec_of("prod-aws"), one).pending is None
     assert trace(spec_of("dev-aws"), text).pending is None
     assert trace(load_spec(config), pod("ml-dev", {"nvidia.com/gpu": 1})).pending is None
 
