@@ -373,14 +373,21 @@ def test_karpenter_time_sliced_pool_without_overlay(monkeypatch):
     assert fixed.pending is None and fixed.provisioner.startswith("Karpenter NodePool a10g-spot"), fixed.lines()
     monkeypatch.setattr(karpenter, "needs_overlay", lambda s, p: False)  # the pre-fix platform: no overlay
     t = trace(spec, text)
-    assert t.pending.name == "provisioner"
-    assert "Karpenter counts 1 nvidia.com/gpu per node, the node advertises 4" in t.pending.detail
+    assert (t.pending.name, t.pending.detail) == (
+        "provisioner",
+        "Karpenter counts 1 nvidia.com/gpu per node, the node advertises 4: it launches nodes for pods that would "
+        "fit on existing ones; add a NodeOverlay for the pool",
+    )
     # renameByDefault: the resource is invisible to Karpenter, it never launches a node
     pool_of(config["gpu-platform:nodePools"], "a10g-spot")["sharing"]["renameByDefault"] = True
     renamed = load_spec(config)
     shared = pod("ml-dev", {"nvidia.com/gpu.shared": 1}, nodeSelector={"gpu-platform/pool": "a10g-spot"})
     t = trace(renamed, shared)
-    assert t.pending.name == "provisioner" and "Karpenter cannot see nvidia.com/gpu.shared" in t.pending.detail
+    assert (t.pending.name, t.pending.detail) == (
+        "provisioner",
+        "Karpenter cannot see nvidia.com/gpu.shared on any instance type (it knows 1 nvidia.com/gpu per node from "
+        "EC2 data), so it never launches a node for this pod: add a NodeOverlay for the pool",
+    )
     monkeypatch.undo()
     assert trace(renamed, shared).pending is None
 
@@ -406,8 +413,11 @@ def test_bottlerocket_karpenter_sharing_never_reaches_the_node(monkeypatch):
     monkeypatch.setattr(karpenter, "needs_overlay", lambda s, pool: False)
     t = trace(spec, text)
     # Karpenter and the node agree (1 unit per GPU); quotas count 4: the node layer names the gap
-    assert t.pending.name == "node"
-    assert "EC2NodeClass has no userData" in t.pending.detail and "quotas count 4 nvidia.com/gpu" in t.pending.detail
+    assert (t.pending.name, t.pending.detail) == (
+        "node",
+        "the Bottlerocket node advertises 1 nvidia.com/gpu (its EC2NodeClass has no userData with the sharing "
+        "settings) while quotas count 4 nvidia.com/gpu: put them in the EC2NodeClass userData",
+    )
 
 
 def test_dcgm_gke_device_names(monkeypatch):
@@ -421,7 +431,11 @@ def test_dcgm_gke_device_names(monkeypatch):
         lambda spec: {**values(spec), "dcgmExporter": {"enabled": True}},  # the pre-fix exporter settings
     )
     t = trace(spec_of("dev-gcp"), text)
-    assert t.pending.name == "dcgm" and "device-name" in t.pending.detail
+    assert (t.pending.name, t.pending.detail) == (
+        "dcgm",
+        "runs, but its GPU metrics lose the pod: GKE's device plugin names devices nvidiaN, the exporter matches "
+        "UUIDs: set its Kubernetes GPU id type to device-name",
+    )
 
 
 def test_dcgm_bottlerocket_device_ids(monkeypatch):
@@ -512,7 +526,11 @@ def test_whole_gpu_job_prefers_a_dedicated_or_spot_pool_over_a_time_slice():
 def test_monitoring_none_is_said(monkeypatch):
     spec = spec_of("dev-aws", monitoring={"prometheus": "none"})
     t = trace(spec, pod("ml-dev", {"nvidia.com/gpu": 1}, nodeSelector={"gpu-platform/pool": "l4-shared"}))
-    assert t.pending is None and "nothing scrapes it" in t.layers[-1].detail
+    assert t.pending is None
+    assert (t.layers[-1].name, t.layers[-1].detail) == (
+        "dcgm",
+        "dcgm-exporter attributes the GPUs to the pod; monitoring.prometheus none: nothing scrapes it",
+    )
 
 
 def test_without_a_batch_scheduler_the_resource_quota_gates():

@@ -276,17 +276,6 @@ def test_time_slicing_refuses_more_than_one_unit_per_pod():
     assert one.pending is None and one.pool == "l4-shared"
 
 
-def test_the_last_layer_is_dcgm_with_nothing_to_scrape_it():
-    spec = spec_of("dev-aws", monitoring={"prometheus": "none"})
-    t = trace(spec, pod("ml-dev", {"nvidia.com/gpu": 1}))
-    assert t.pending is None
-    assert (t.layers[-1].name, t.layers[-1].detail) == (
-        "dcgm",
-        "dcgm-exporter attributes the GPUs to the pod; monitoring.prometheus none: nothing scrapes it",
-    )
-    assert [x["layer"] for x in t.doc()["layers"]][-1] == "dcgm"
-
-
 # ------------------------------------------------------------------------------------------------- DRA
 
 

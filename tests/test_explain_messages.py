@@ -25,7 +25,7 @@ from test_explain import (
     volcano_job,
 )
 
-from components import dra, explain, gpu_operator
+from components import dra, explain
 from components.loader import load_spec
 
 TAS_HOSTNAME = {"kueue.x-k8s.io/podset-required-topology": "kubernetes.io/hostname"}
@@ -480,28 +480,6 @@ def test_karpenter_pool_with_an_on_demand_fallback():
     assert t.provisioner == "Karpenter NodePool h100-spot, h100-spot-on-demand"
 
 
-def test_karpenter_stops(monkeypatch):
-    from components.aws import karpenter
-
-    config = stack_config("dev-aws")
-    pool_of(config["gpu-platform:nodePools"], "a10g-spot")["sharing"] = {"strategy": "time-slicing", "replicas": 4}
-    spec = load_spec(config)
-    monkeypatch.setattr(karpenter, "needs_overlay", lambda s, p: False)  # no NodeOverlay
-    text = pod("ml-dev", {"nvidia.com/gpu": 1}, nodeSelector={"gpu-platform/pool": "a10g-spot"})
-    assert stop(trace(spec, text)) == (
-        "provisioner",
-        "Karpenter counts 1 nvidia.com/gpu per node, the node advertises 4: it launches nodes for pods that would "
-        "fit on existing ones; add a NodeOverlay for the pool",
-    )
-    pool_of(config["gpu-platform:nodePools"], "a10g-spot")["sharing"]["renameByDefault"] = True
-    shared = pod("ml-dev", {"nvidia.com/gpu.shared": 1}, nodeSelector={"gpu-platform/pool": "a10g-spot"})
-    assert stop(trace(load_spec(config), shared)) == (
-        "provisioner",
-        "Karpenter cannot see nvidia.com/gpu.shared on any instance type (it knows 1 nvidia.com/gpu per node from "
-        "EC2 data), so it never launches a node for this pod: add a NodeOverlay for the pool",
-    )
-
-
 def test_a_fixed_managed_pool():
     """dev-aws with l4-shared fixed at 1 node (4 slices) and no Cluster Autoscaler."""
     config = stack_config("dev-aws")
@@ -603,29 +581,6 @@ def test_node_layer_names_the_plugin_and_what_one_node_advertises():
     )
 
 
-def test_bottlerocket_karpenter_node_without_the_sharing_settings(monkeypatch):
-    import dataclasses
-
-    from components.aws import karpenter
-
-    config = stack_config("dev-aws")
-    p = pool_of(config["gpu-platform:nodePools"], "a10g-spot")
-    p["os"] = "bottlerocket"
-    p["sharing"] = {"strategy": "time-slicing", "replicas": 4}
-    spec = load_spec(config)
-    need = karpenter.node_class_need
-    monkeypatch.setattr(
-        karpenter, "node_class_need", lambda s, pool: dataclasses.replace(need(s, pool), user_data=None)
-    )
-    monkeypatch.setattr(karpenter, "needs_overlay", lambda s, pool: False)
-    text = pod("ml-dev", {"nvidia.com/gpu": 1}, nodeSelector={"gpu-platform/pool": "a10g-spot"})
-    assert stop(trace(spec, text)) == (
-        "node",
-        "the Bottlerocket node advertises 1 nvidia.com/gpu (its EC2NodeClass has no userData with the sharing "
-        "settings) while quotas count 4 nvidia.com/gpu: put them in the EC2NodeClass userData",
-    )
-
-
 def test_dcgm_layer():
     off = spec_of("dev-aws", addons={"gpuOperator": True, "dcgm": False, "kueue": True, "volcano": False})
     t = trace(off, pod("ml-dev", {"nvidia.com/gpu": 1}))
@@ -639,17 +594,6 @@ def test_dcgm_layer():
     assert (t.layers[-1].name, t.layers[-1].detail) == (
         "dcgm",
         "dcgm-exporter attributes the GPUs to the pod (Prometheus: install)",
-    )
-
-
-def test_dcgm_stops_on_gke_device_names(monkeypatch):
-    values = gpu_operator.operator_values
-    monkeypatch.setattr(gpu_operator, "operator_values", lambda s: {**values(s), "dcgmExporter": {"enabled": True}})
-    text = pod("ml-dev", {"nvidia.com/gpu": 1}, nodeSelector={"gpu-platform/pool": "t4-spot"})
-    assert stop(trace(spec_of("dev-gcp"), text)) == (
-        "dcgm",
-        "runs, but its GPU metrics lose the pod: GKE's device plugin names devices nvidiaN, the exporter matches "
-        "UUIDs: set its Kubernetes GPU id type to device-name",
     )
 
 
