@@ -577,6 +577,22 @@ def _template(resources: dict[str, int], pool: str) -> dict[str, Any]:
     return {"spec": {"containers": [container(resources)], "nodeSelector": {"gpu-platform/pool": pool}}}
 
 
+def replicated_job(name: str, replicas: int, parallelism: int, pod_spec: dict[str, Any]) -> dict[str, Any]:
+    """A JobSet replicatedJob: ``replicas`` Jobs of ``parallelism`` pods each."""
+    job_spec = {"parallelism": parallelism, "template": {"spec": pod_spec}}
+    return {"name": name, "replicas": replicas, "template": {"spec": job_spec}}
+
+
+def jobset(namespace: str, *replicated_jobs: dict[str, Any]) -> str:
+    doc = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "js", "namespace": namespace},
+        "spec": {"replicatedJobs": list(replicated_jobs)},
+    }
+    return yaml.safe_dump(doc)
+
+
 def test_pytorchjob_and_jobset_count_every_replica():
     spec = spec_of("prod-aws")
     ptj = {
@@ -594,21 +610,8 @@ def test_pytorchjob_and_jobset_count_every_replica():
     # research: 16 nominal H100s on h100-spot, no borrowing limit there: 24 borrows 8 (the pool brings 32)
     assert t.pool == "h100-spot" and "24 nvidia.com/gpu, borrows 8" in t.layers[4].detail
     assert "needs 3" in next(x.detail for x in t.layers if x.name == "provisioner")
-    jobset = {
-        "apiVersion": "jobset.x-k8s.io/v1alpha2",
-        "kind": "JobSet",
-        "metadata": {"name": "js", "namespace": "research"},
-        "spec": {
-            "replicatedJobs": [
-                {
-                    "name": "workers",
-                    "replicas": 5,
-                    "template": {"spec": {"parallelism": 1, "template": _template({"nvidia.com/gpu": 8}, "h100-spot")}},
-                }
-            ]
-        },
-    }
-    t = trace(spec, yaml.safe_dump(jobset))
+    workers = replicated_job("workers", 5, 1, _template({"nvidia.com/gpu": 8}, "h100-spot")["spec"])
+    t = trace(spec, jobset("research", workers))
     # 5 x 8 = 40 > the 32 the pool can ever bring
     assert t.pending.name == "flavors" and "h100-spot: needs 40 nvidia.com/gpu" in t.pending.detail
 

@@ -15,8 +15,10 @@ from test_explain import (
     SAFE_POD,
     container,
     job,
+    jobset,
     layer,
     pod,
+    replicated_job,
     spec_of,
     trace,
     volcano_job,
@@ -149,33 +151,11 @@ def test_node_affinity_terms_are_ored_and_expressions_anded():
 def test_jobset_pods_are_replicas_times_parallelism():
     """A JobSet replicatedJob runs replicas Jobs of parallelism pods each: 2 x 2 pods of 8 H100s = 32 GPUs, on
     h100-spot (8 per node) 4 nodes; research has 16 nominal there, so it borrows 16."""
-    jobset = {
-        "apiVersion": "jobset.x-k8s.io/v1alpha2",
-        "kind": "JobSet",
-        "metadata": {"name": "js", "namespace": "research"},
-        "spec": {
-            "replicatedJobs": [
-                {
-                    "name": "workers",
-                    "replicas": 2,
-                    "template": {
-                        "spec": {
-                            "parallelism": 2,
-                            "template": {
-                                "spec": {
-                                    "containers": [container({"nvidia.com/gpu": 8})],
-                                    "nodeSelector": {"gpu-platform/pool": "h100-spot"},
-                                }
-                            },
-                        }
-                    },
-                }
-            ]
-        },
-    }
-    (w,) = load(yaml.safe_dump(jobset))
+    pods = {"containers": [container({"nvidia.com/gpu": 8})], "nodeSelector": {"gpu-platform/pool": "h100-spot"}}
+    text = jobset("research", replicated_job("workers", 2, 2, pods))
+    (w,) = load(text)
     assert [(ps.name, ps.count) for ps in w.podsets] == [("workers", 4)]
-    t = trace(spec_of("prod-aws"), yaml.safe_dump(jobset))
+    t = trace(spec_of("prod-aws"), text)
     assert t.pending is None, t.lines()
     assert layer(t, "flavors").detail.startswith("h100-spot (32 nvidia.com/gpu, borrows 16 nvidia.com/gpu")
     assert layer(t, "provisioner").detail.endswith("needs 4")
@@ -290,20 +270,10 @@ def test_a_claim_on_a_stack_that_creates_none_says_so():
 def test_a_pod_set_without_claims_holds_nothing():
     """dra-existing: a JobSet whose driver pod asks no device beside workers that each claim one H100."""
 
-    def replicated(name: str, claims: list[dict]) -> dict:
-        spec = {"containers": [container({})], "securityContext": SAFE_POD, "resourceClaims": claims}
-        return {"name": name, "replicas": 1, "template": {"spec": {"parallelism": 1, "template": {"spec": spec}}}}
+    def pods(claims: list[dict]) -> dict:
+        return {"containers": [container({})], "securityContext": SAFE_POD, "resourceClaims": claims}
 
-    jobset = {
-        "apiVersion": "jobset.x-k8s.io/v1alpha2",
-        "kind": "JobSet",
-        "metadata": {"name": "js", "namespace": "research"},
-        "spec": {
-            "replicatedJobs": [
-                replicated("driver", []),
-                replicated("workers", [{"name": "gpu", "resourceClaimTemplateName": "gpu-h100"}]),
-            ]
-        },
-    }
-    t = trace(spec_of("dra-existing"), yaml.safe_dump(jobset))
+    gpu = [{"name": "gpu", "resourceClaimTemplateName": "gpu-h100"}]
+    text = jobset("research", replicated_job("driver", 1, 1, pods([])), replicated_job("workers", 1, 1, pods(gpu)))
+    t = trace(spec_of("dra-existing"), text)
     assert layer(t, "claims").detail == "DRA: driver nothing; workers 1 gpu.nvidia.com/devices"
