@@ -40,6 +40,13 @@ def pool_of(config_pools: list[dict], name: str) -> dict:
     return next(p for p in config_pools if p["name"] == name)
 
 
+def layer(t: explain.Trace, name: str) -> explain.Layer:
+    return next(x for x in t.layers if x.name == name)
+
+
+NO_BATCH_SCHEDULER = {"gpuOperator": True, "dcgm": True, "kueue": False, "volcano": False}
+
+
 GPU_TOLERATION = [{"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}]
 # What Pod Security "restricted" asks of a container and a pod (the serving tenants enforce it).
 SAFE_CONTAINER = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
@@ -366,14 +373,21 @@ def test_karpenter_time_sliced_pool_without_overlay(monkeypatch):
     assert fixed.pending is None and fixed.provisioner.startswith("Karpenter NodePool a10g-spot"), fixed.lines()
     monkeypatch.setattr(karpenter, "needs_overlay", lambda s, p: False)  # the pre-fix platform: no overlay
     t = trace(spec, text)
-    assert t.pending.name == "provisioner"
-    assert "Karpenter counts 1 nvidia.com/gpu per node, the node advertises 4" in t.pending.detail
+    assert (t.pending.name, t.pending.detail) == (
+        "provisioner",
+        "Karpenter counts 1 nvidia.com/gpu per node, the node advertises 4: it launches nodes for pods that would "
+        "fit on existing ones; add a NodeOverlay for the pool",
+    )
     # renameByDefault: the resource is invisible to Karpenter, it never launches a node
     pool_of(config["gpu-platform:nodePools"], "a10g-spot")["sharing"]["renameByDefault"] = True
     renamed = load_spec(config)
     shared = pod("ml-dev", {"nvidia.com/gpu.shared": 1}, nodeSelector={"gpu-platform/pool": "a10g-spot"})
     t = trace(renamed, shared)
-    assert t.pending.name == "provisioner" and "Karpenter cannot see nvidia.com/gpu.shared" in t.pending.detail
+    assert (t.pending.name, t.pending.detail) == (
+        "provisioner",
+        "Karpenter cannot see nvidia.com/gpu.shared on any instance type (it knows 1 nvidia.com/gpu per node from "
+        "EC2 data), so it never launches a node for this pod: add a NodeOverlay for the pool",
+    )
     monkeypatch.undo()
     assert trace(renamed, shared).pending is None
 
@@ -399,8 +413,11 @@ def test_bottlerocket_karpenter_sharing_never_reaches_the_node(monkeypatch):
     monkeypatch.setattr(karpenter, "needs_overlay", lambda s, pool: False)
     t = trace(spec, text)
     # Karpenter and the node agree (1 unit per GPU); quotas count 4: the node layer names the gap
-    assert t.pending.name == "node"
-    assert "EC2NodeClass has no userData" in t.pending.detail and "quotas count 4 nvidia.com/gpu" in t.pending.detail
+    assert (t.pending.name, t.pending.detail) == (
+        "node",
+        "the Bottlerocket node advertises 1 nvidia.com/gpu (its EC2NodeClass has no userData with the sharing "
+        "settings) while quotas count 4 nvidia.com/gpu: put them in the EC2NodeClass userData",
+    )
 
 
 def test_dcgm_gke_device_names(monkeypatch):
@@ -414,7 +431,11 @@ def test_dcgm_gke_device_names(monkeypatch):
         lambda spec: {**values(spec), "dcgmExporter": {"enabled": True}},  # the pre-fix exporter settings
     )
     t = trace(spec_of("dev-gcp"), text)
-    assert t.pending.name == "dcgm" and "device-name" in t.pending.detail
+    assert (t.pending.name, t.pending.detail) == (
+        "dcgm",
+        "runs, but its GPU metrics lose the pod: GKE's device plugin names devices nvidiaN, the exporter matches "
+        "UUIDs: set its Kubernetes GPU id type to device-name",
+    )
 
 
 def test_dcgm_bottlerocket_device_ids(monkeypatch):
@@ -505,11 +526,15 @@ def test_whole_gpu_job_prefers_a_dedicated_or_spot_pool_over_a_time_slice():
 def test_monitoring_none_is_said(monkeypatch):
     spec = spec_of("dev-aws", monitoring={"prometheus": "none"})
     t = trace(spec, pod("ml-dev", {"nvidia.com/gpu": 1}, nodeSelector={"gpu-platform/pool": "l4-shared"}))
-    assert t.pending is None and "nothing scrapes it" in t.layers[-1].detail
+    assert t.pending is None
+    assert (t.layers[-1].name, t.layers[-1].detail) == (
+        "dcgm",
+        "dcgm-exporter attributes the GPUs to the pod; monitoring.prometheus none: nothing scrapes it",
+    )
 
 
 def test_without_a_batch_scheduler_the_resource_quota_gates():
-    spec = spec_of("dev-aws", addons={"gpuOperator": True, "dcgm": True, "kueue": False, "volcano": False})
+    spec = spec_of("dev-aws", addons=NO_BATCH_SCHEDULER)
     ok = pod(
         "ml-dev", {"nvidia.com/gpu": 1}, nodeSelector={"gpu-platform/pool": "a10g-spot"}, tolerations=GPU_TOLERATION
     )
@@ -552,6 +577,22 @@ def _template(resources: dict[str, int], pool: str) -> dict[str, Any]:
     return {"spec": {"containers": [container(resources)], "nodeSelector": {"gpu-platform/pool": pool}}}
 
 
+def replicated_job(name: str, replicas: int, parallelism: int, pod_spec: dict[str, Any]) -> dict[str, Any]:
+    """A JobSet replicatedJob: ``replicas`` Jobs of ``parallelism`` pods each."""
+    job_spec = {"parallelism": parallelism, "template": {"spec": pod_spec}}
+    return {"name": name, "replicas": replicas, "template": {"spec": job_spec}}
+
+
+def jobset(namespace: str, *replicated_jobs: dict[str, Any]) -> str:
+    doc = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "js", "namespace": namespace},
+        "spec": {"replicatedJobs": list(replicated_jobs)},
+    }
+    return yaml.safe_dump(doc)
+
+
 def test_pytorchjob_and_jobset_count_every_replica():
     spec = spec_of("prod-aws")
     ptj = {
@@ -569,21 +610,8 @@ def test_pytorchjob_and_jobset_count_every_replica():
     # research: 16 nominal H100s on h100-spot, no borrowing limit there: 24 borrows 8 (the pool brings 32)
     assert t.pool == "h100-spot" and "24 nvidia.com/gpu, borrows 8" in t.layers[4].detail
     assert "needs 3" in next(x.detail for x in t.layers if x.name == "provisioner")
-    jobset = {
-        "apiVersion": "jobset.x-k8s.io/v1alpha2",
-        "kind": "JobSet",
-        "metadata": {"name": "js", "namespace": "research"},
-        "spec": {
-            "replicatedJobs": [
-                {
-                    "name": "workers",
-                    "replicas": 5,
-                    "template": {"spec": {"parallelism": 1, "template": _template({"nvidia.com/gpu": 8}, "h100-spot")}},
-                }
-            ]
-        },
-    }
-    t = trace(spec, yaml.safe_dump(jobset))
+    workers = replicated_job("workers", 5, 1, _template({"nvidia.com/gpu": 8}, "h100-spot")["spec"])
+    t = trace(spec, jobset("research", workers))
     # 5 x 8 = 40 > the 32 the pool can ever bring
     assert t.pending.name == "flavors" and "h100-spot: needs 40 nvidia.com/gpu" in t.pending.detail
 

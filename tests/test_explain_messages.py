@@ -1,0 +1,650 @@
+"""gpu-platform explain's words: each layer's verdict, pass or stop, spelled out in full for a stack that reaches it.
+
+What explain prints is its product: an operator reads the layer that stops a workload and acts on its detail.
+So these cases pin whole details, not fragments. The numbers in them are worked out by hand from the stack
+files (quotas, GPUs per node, node caps) in the comment beside each case.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+from conftest import ROOT, stack_config
+from test_explain import (
+    GPU_TOLERATION,
+    NO_BATCH_SCHEDULER,
+    container,
+    job,
+    layer,
+    pod,
+    pool_of,
+    spec_of,
+    trace,
+    volcano_job,
+)
+
+from components import dra, explain
+from components.loader import load_spec
+
+TAS_HOSTNAME = {"kueue.x-k8s.io/podset-required-topology": "kubernetes.io/hostname"}
+TAS_LAYER3 = {"kueue.x-k8s.io/podset-required-topology": "topology.k8s.aws/network-node-layer-3"}
+
+
+def stop(t: explain.Trace) -> tuple[str, str]:
+    assert t.pending is not None, "\n".join(t.lines())
+    return t.pending.name, t.pending.detail
+
+
+# --------------------------------------------------------------------------------- the whole output
+
+NOTEBOOK = ROOT / "examples" / "timesliced-notebook-pod.yaml"
+
+
+def test_a_running_trace_prints_every_layer():
+    """The notebook example on dev-aws: one time-sliced L4 unit (nodes bring 1 GPU x 4 slices), ml-dev's 4 L4s
+    are 16 units; a10g-spot comes first in the flavor order but the pod pins l4-shared."""
+    (t,) = explain.explain_all(spec_of("dev-aws"), NOTEBOOK.read_text())
+    assert t.lines() == [
+        "Pod ml-dev/notebook-alice:",
+        "  namespace        ok   ml-dev (tenant ml-dev), Pod Security 'baseline' passes",
+        "  priority         ok   dev (ceiling training)",
+        "  scheduler        ok   Kueue (pod integration)",
+        "  queue            ok   LocalQueue default -> ClusterQueue ml-dev",
+        "  flavors          ok   l4-shared (1 nvidia.com/gpu, nominal quota; order default-flavor > a10g-spot > "
+        "l4-shared; skipped a10g-spot: nodeSelector gpu-platform/pool=l4-shared (nodes have a10g-spot))",
+        "  admission-checks ok   none",
+        "  pool             ok   l4-shared: labels match, taints tolerated (Kueue injects the flavor's nodeSelector "
+        "and tolerations)",
+        "  provisioner      ok   Cluster Autoscaler, template 4 nvidia.com/gpu: 0..4 nodes, needs 1",
+        "  node             ok   one l4-shared node (operator plugin) advertises 4 nvidia.com/gpu",
+        "  dcgm             ok   dcgm-exporter attributes the GPUs to the pod (Prometheus: install)",
+        "  verdict: runs on pool l4-shared via EKS managed node group + Cluster Autoscaler",
+    ]
+    assert explain.render([t]) == "\n".join(t.lines()) + "\n"
+    assert explain.exit_code([t]) == explain.EXIT_RUNS == 0
+
+
+def test_a_pending_trace_as_text_and_as_json():
+    t = trace(spec_of("dev-aws"), pod("ml-dev", {"nvidia.com/gpu": 1}, labels={"kueue.x-k8s.io/queue-name": "nope"}))
+    assert t.lines()[-2:] == [
+        "  queue            FAIL LocalQueue nope does not exist in ml-dev: label the job kueue.x-k8s.io/queue-name: "
+        "default",
+        "  verdict: pending at queue: LocalQueue nope does not exist in ml-dev: label the job "
+        "kueue.x-k8s.io/queue-name: default",
+    ]
+    assert explain.exit_code([t]) == explain.EXIT_PENDING == 3
+    text = explain.render([t], as_json=True)
+    assert text.startswith('[\n  {\n    "workload": {\n      "kind": "Pod",\n') and text.endswith("}\n]\n")
+    (doc,) = json.loads(text)
+    detail = "LocalQueue nope does not exist in ml-dev: label the job kueue.x-k8s.io/queue-name: default"
+    assert doc == {
+        "workload": {"kind": "Pod", "namespace": "ml-dev", "name": "p"},
+        "layers": [
+            {"layer": "namespace", "ok": True, "detail": "ml-dev (tenant ml-dev), Pod Security 'baseline' passes"},
+            {"layer": "priority", "ok": True, "detail": "no priorityClassName (the cluster default); ceiling training"},
+            {"layer": "scheduler", "ok": True, "detail": "Kueue (pod integration)"},
+            {"layer": "queue", "ok": False, "detail": detail},
+        ],
+        "verdict": "pending",
+        "pendingAt": "queue",
+        "pool": None,
+        "provisioner": None,
+        "summary": f"pending at queue: {detail}",
+    }
+    assert t.layers[-1].ok is False
+    # a running one: no stop, the pool and the provisioner named
+    (ok,) = explain.explain_all(spec_of("dev-aws"), NOTEBOOK.read_text())
+    summary = {k: v for k, v in ok.doc().items() if k != "layers"}
+    assert summary == {
+        "workload": {"kind": "Pod", "namespace": "ml-dev", "name": "notebook-alice"},
+        "verdict": "runs",
+        "pendingAt": None,
+        "pool": "l4-shared",
+        "provisioner": "EKS managed node group + Cluster Autoscaler",
+        "summary": "runs on pool l4-shared via EKS managed node group + Cluster Autoscaler",
+    }
+
+
+def test_a_workload_without_gpus_runs_on_any_node():
+    t = trace(spec_of("dev-aws"), pod("ml-dev", {}))
+    assert (t.layers[-1].name, t.layers[-1].ok, t.layers[-1].detail) == (
+        "resources",
+        True,
+        "no GPU requested: nothing GPU-specific to trace",
+    )
+    assert (t.pool, t.provisioner) == ("-", "non-GPU nodes")
+    assert t.verdict == "runs on pool - via non-GPU nodes"
+
+
+# ------------------------------------------------------------------------------------ namespace, priority
+
+
+def test_namespace_stops():
+    t = trace(spec_of("prod-aws"), pod("default", {"nvidia.com/gpu": 1}))
+    assert stop(t) == (
+        "namespace",
+        "default is not a tenant namespace (tenants: research, serving, applied-ml, notebooks)",
+    )
+    # every problem of the pod, sorted, once each
+    t = trace(spec_of("prod-aws"), pod("serving", {"nvidia.com/mig-1g.10gb": 1}, hostPID=True, hostIPC=True))
+    assert stop(t) == (
+        "namespace",
+        "serving enforces Pod Security 'restricted', refused: hostIPC: true; hostPID: true",
+    )
+
+
+def test_priority_layer():
+    spec = spec_of("prod-aws")
+    t = trace(spec, pod("research", {"nvidia.com/gpu": 8}, priorityClassName="training"))
+    assert layer(t, "priority").detail == "training (ceiling training-critical)"
+    t = trace(spec, pod("research", {"nvidia.com/gpu": 8}))
+    assert layer(t, "priority").detail == "no priorityClassName (the cluster default); ceiling training-critical"
+    # Kueue's workload priority label is checked like a priorityClassName (the ceiling policy reads both)
+    labelled = pod("notebooks", {"nvidia.com/gpu": 1}, labels={"kueue.x-k8s.io/priority-class": "training"})
+    assert stop(trace(spec, labelled))[0] == "priority"
+    assert "training is above notebooks's ceiling dev" in stop(trace(spec, labelled))[1]
+    # Kubernetes' own system- classes exist in every cluster
+    system = trace(spec, pod("research", {"nvidia.com/gpu": 8}, priorityClassName="system-cluster-critical"))
+    assert layer(system, "priority").ok and layer(system, "priority").detail.startswith("system-cluster-critical")
+    known = ", ".join(sorted(c.name for c in spec.priority_classes))
+    assert stop(trace(spec, pod("research", {"nvidia.com/gpu": 8}, priorityClassName="urgent"))) == (
+        "priority",
+        f"PriorityClass urgent does not exist (classes: {known})",
+    )
+    assert known.count(", ") >= 2
+
+
+# ------------------------------------------------------------------------------------------------ scheduler
+
+
+def test_scheduler_layer_names_who_schedules():
+    gang = volcano_job("ml-dev", "ml-dev", 1, {"nvidia.com/gpu": 1})
+    assert stop(trace(spec_of("dev-aws"), gang)) == (
+        "scheduler",
+        "ml-dev is queued by Kueue; a Volcano Job there would be gated pod by pod: use a Kueue-managed kind, or set "
+        "the tenant's scheduler to volcano",
+    )
+    prod = spec_of("prod-aws")
+    plain = job("applied-ml", 1, {"nvidia.com/gpu": 8}, tolerations=GPU_TOLERATION)
+    assert stop(trace(prod, plain)) == (
+        "scheduler",
+        "applied-ml is gang-scheduled by Volcano: set schedulerName: volcano (a Volcano Job)",
+    )
+    volcano = trace(prod, volcano_job("applied-ml", "applied-ml", 1, {"nvidia.com/gpu": 8}, tolerations=GPU_TOLERATION))
+    assert layer(volcano, "scheduler").detail == "Volcano (gang)"
+    none = trace(spec_of("dev-aws", addons=NO_BATCH_SCHEDULER), pod("ml-dev", {"nvidia.com/gpu": 1}))
+    assert layer(none, "scheduler").detail == "no batch scheduler: kube-scheduler, within the namespace ResourceQuota"
+
+
+def _deployment(namespace: str) -> str:
+    return yaml.safe_dump(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "d", "namespace": namespace},
+            "spec": {"replicas": 2, "template": {"spec": {"containers": [container({"nvidia.com/gpu": 1})]}}},
+        }
+    )
+
+
+@pytest.mark.parametrize("framework", ["pod", "deployment", "statefulset"])
+def test_pods_are_managed_by_the_pod_integration_or_one_built_on_it(framework):
+    """Kueue's Deployment and StatefulSet integrations manage their pods through the pod integration: either
+    lets Kueue take a Deployment's pods."""
+    spec = spec_of("dev-aws", scheduling={"kueueIntegrations": ["batch/job", framework]})
+    t = trace(spec, _deployment("ml-dev"))
+    assert layer(t, "scheduler").detail == "Kueue (pod integration)", t.lines()
+
+
+def test_a_kind_whose_integration_is_off_is_refused():
+    spec = spec_of("dev-aws", scheduling={"kueueIntegrations": ["batch/job"]})
+    assert stop(trace(spec, _deployment("ml-dev"))) == (
+        "scheduler",
+        "Kueue does not manage Deployment here: add pod to scheduling.kueueIntegrations",
+    )
+    # the pod-based integrations do not stand in for another framework's
+    spec = spec_of("dev-aws", scheduling={"kueueIntegrations": ["deployment"]})
+    assert stop(trace(spec, job("ml-dev", 1, {"nvidia.com/gpu": 1}))) == (
+        "scheduler",
+        "Kueue does not manage Job here: add batch/job to scheduling.kueueIntegrations",
+    )
+
+
+# --------------------------------------------------------------------------------------- queue and flavors
+
+
+def test_queue_layer():
+    t = trace(spec_of("dev-aws"), pod("ml-dev", {"nvidia.com/gpu": 1}))
+    assert layer(t, "queue").detail == "LocalQueue default -> ClusterQueue ml-dev"
+    # a LocalQueue named otherwise is never implied: the pod must name it
+    spec = spec_of("dev-aws", scheduling={"localQueueName": "team"})
+    assert stop(trace(spec, pod("ml-dev", {"nvidia.com/gpu": 1}))) == (
+        "queue",
+        "LocalQueue (no queue-name label) does not exist in ml-dev: label the job kueue.x-k8s.io/queue-name: team",
+    )
+    named = pod("ml-dev", {"nvidia.com/gpu": 1}, labels={"kueue.x-k8s.io/queue-name": "team"})
+    assert layer(trace(spec, named), "queue").detail == "LocalQueue team -> ClusterQueue ml-dev"
+
+
+def test_a_resource_no_flavor_covers():
+    assert stop(trace(spec_of("prod-aws"), pod("research", {"nvidia.com/mig-7g.80gb": 1}))) == (
+        "flavors",
+        "ClusterQueue research has no quota for nvidia.com/mig-7g.80gb (it covers nvidia.com/gpu): request a "
+        "resource one of the tenant's pools advertises",
+    )
+    # serving's h100-inference is MIG-partitioned 3g.40gb + 2g.20gb + 2 x 1g.10gb: neither profile asked exists
+    both = pod("serving", {"nvidia.com/mig-7g.80gb": 1, "nvidia.com/mig-4g.40gb": 1})
+    assert stop(trace(spec_of("prod-aws"), both)) == (
+        "flavors",
+        "ClusterQueue serving has no quota for nvidia.com/mig-4g.40gb, nvidia.com/mig-7g.80gb (it covers "
+        "nvidia.com/gpu, nvidia.com/mig-1g.10gb, nvidia.com/mig-2g.20gb, nvidia.com/mig-3g.40gb): request a "
+        "resource one of the tenant's pools advertises",
+    )
+
+
+def test_flavor_layer_details():
+    dev = spec_of("dev-aws")
+    # no pin, nothing skipped: the first flavor in order, within ml-dev's 8 A10Gs
+    t = trace(dev, pod("ml-dev", {"nvidia.com/gpu": 1}))
+    assert (
+        layer(t, "flavors").detail
+        == "a10g-spot (1 nvidia.com/gpu, nominal quota; order default-flavor > a10g-spot > l4-shared)"
+    )
+    # exactly the nominal quota is not borrowing: 8 pods x 1 A10G
+    t = trace(dev, job("ml-dev", 8, {"nvidia.com/gpu": 1}, nodeSelector={"gpu-platform/pool": "a10g-spot"}))
+    assert layer(t, "flavors").detail.startswith("a10g-spot (8 nvidia.com/gpu, nominal quota;")
+    # 10 units: more than a10g-spot ever holds (no cohort: 8), so Kueue goes on to l4-shared (16 units)
+    t = trace(dev, job("ml-dev", 10, {"nvidia.com/gpu": 1}))
+    assert layer(t, "flavors").detail == (
+        "l4-shared (10 nvidia.com/gpu, nominal quota; order default-flavor > a10g-spot > l4-shared; skipped "
+        "a10g-spot: needs 10 nvidia.com/gpu, quota 8 nvidia.com/gpu, at most 8 nvidia.com/gpu with borrowing)"
+    )
+    # every flavor skipped before the one that fits is named: research given a share of l4-notebooks too
+    config = stack_config("prod-aws")
+    config["gpu-platform:tenants"][0]["gpuQuota"]["l4-notebooks"] = 1
+    t = trace(
+        load_spec(config), pod("research", {"nvidia.com/gpu": 1}, nodeSelector={"gpu-platform/pool": "l4-notebooks"})
+    )
+    assert layer(t, "flavors").detail == (
+        "l4-notebooks (1 nvidia.com/gpu, nominal quota; order default-flavor > a100-train > h100-spot > l4-notebooks; "
+        "skipped a100-train: nodeSelector gpu-platform/pool=l4-notebooks (nodes have a100-train); h100-spot: "
+        "nodeSelector gpu-platform/pool=l4-notebooks (nodes have h100-spot))"
+    )
+    # 17 units: neither fits; both reasons, in flavor order
+    assert stop(trace(dev, job("ml-dev", 17, {"nvidia.com/gpu": 1}))) == (
+        "flavors",
+        "no flavor fits: a10g-spot: needs 17 nvidia.com/gpu, quota 8 nvidia.com/gpu, at most 8 nvidia.com/gpu with "
+        "borrowing; l4-shared: needs 17 nvidia.com/gpu, quota 16 nvidia.com/gpu, at most 16 nvidia.com/gpu with "
+        "borrowing",
+    )
+
+
+def test_topology_requests_and_topology_aware_flavors_pair_up():
+    prod = spec_of("prod-aws")
+    # research's order puts the topology-aware a100-train first: a pod asking no topology goes on to h100-spot
+    t = trace(prod, pod("research", {"nvidia.com/gpu": 8}))
+    assert t.pool == "h100-spot"
+    assert layer(t, "flavors").detail.endswith(
+        "skipped a100-train: topology-aware, the pod template asks for no topology)"
+    )
+    # a gang asking a topology is placed only on a topology-aware flavor: dev-aws with l4-shared topology-aware
+    config = stack_config("dev-aws")
+    pool_of(config["gpu-platform:nodePools"], "l4-shared")["topologyAware"] = True
+    t = trace(load_spec(config), job("ml-dev", 2, {"nvidia.com/gpu": 1}, annotations=TAS_HOSTNAME))
+    assert t.pool == "l4-shared", t.lines()
+    assert layer(t, "flavors").detail.endswith("; skipped a10g-spot: not topology-aware)")
+    # ... and h100-spot, research's last flavor, is skipped for it too
+    text = job(
+        "research", 1, {"nvidia.com/gpu": 8}, annotations=TAS_LAYER3, nodeSelector={"gpu-platform/pool": "h100-spot"}
+    )
+    assert stop(trace(prod, text)) == (
+        "flavors",
+        "no flavor fits: a100-train: nodeSelector gpu-platform/pool=h100-spot (nodes have a100-train); "
+        "h100-spot: not topology-aware",
+    )
+
+
+# --------------------------------------------------------------------------------------- admission checks
+
+
+def _fixed_managed(stack: str = "prod-aws", min_nodes: int = 1) -> dict:
+    """The stack with every managed pool fixed at min_nodes (no Cluster Autoscaler): no ProvisioningRequest check."""
+    config = stack_config(stack)
+    for p in config["gpu-platform:nodePools"]:
+        if p.get("provisioner", "managed") == "managed":
+            p["minNodes"] = max(p.get("minNodes", 0), min_nodes)
+            p["maxNodes"] = max(p.get("maxNodes", 1), min_nodes)
+    config["gpu-platform:addons"] = {**config["gpu-platform:addons"], "clusterAutoscaler": False}
+    return config
+
+
+def test_topology_aware_pool_without_a_provisioning_check():
+    """a100-train (8 A100s per node) fixed at 1 node: a gang of 2 x 8 needs 2 nodes, TAS sees only the one."""
+    gang = job(
+        "research", 2, {"nvidia.com/gpu": 8}, annotations=TAS_LAYER3, nodeSelector={"gpu-platform/pool": "a100-train"}
+    )
+    assert stop(trace(load_spec(_fixed_managed()), gang)) == (
+        "admission-checks",
+        "a100-train is topology-aware and has 1 node(s) at rest, the gang needs 2: TAS counts only existing nodes "
+        "and nothing asks for more; give the pool a provisioner that serves ProvisioningRequests (managed + "
+        "Cluster Autoscaler, GKE) or turn topologyAware off",
+    )
+    # with 2 nodes at rest the gang fits on what exists
+    t = trace(load_spec(_fixed_managed(min_nodes=2)), gang)
+    assert layer(t, "admission-checks").detail == "none" and t.pending is None, t.lines()
+    assert layer(t, "provisioner").detail == "2 fixed node(s), needs 2"
+
+
+def test_the_provisioning_check_is_named_with_its_class():
+    gang = job(
+        "research", 2, {"nvidia.com/gpu": 8}, annotations=TAS_LAYER3, nodeSelector={"gpu-platform/pool": "a100-train"}
+    )
+    assert layer(trace(spec_of("prod-aws"), gang), "admission-checks").detail == (
+        "a100-train-atomic: ProvisioningRequest best-effort-atomic-scale-up.autoscaling.x-k8s.io brings the nodes first"
+    )
+
+
+def test_an_existing_cluster_is_not_held_to_nodes_at_rest():
+    """cloud existing: the pools are the nodes there are (minNodes says nothing), so TAS sees them all."""
+    config = stack_config("local")
+    config["gpu-platform:scheduling"] = {"topologyLevels": ["kubernetes.io/hostname"]}
+    config["gpu-platform:nodePools"][0].update({"topologyAware": True, "maxNodes": 2})
+    config["gpu-platform:tenants"][0]["gpuQuota"] = {"workstation": 2}
+    spec = load_spec(config)
+    t = trace(spec, job("dev", 2, {"nvidia.com/gpu": 2}, annotations=TAS_HOSTNAME))
+    assert layer(t, "admission-checks").detail == "none" and t.pending is None, t.lines()
+    assert layer(t, "provisioner").detail == "existing nodes (2), nothing scales; needs 2"
+
+
+# -------------------------------------------------------------------------------------- queue without Kueue
+
+
+def test_resource_quota_gate():
+    """dev-aws without a batch scheduler: ml-dev's ResourceQuota allows 8 A10Gs + 4 L4s x 4 slices = 24 units."""
+    spec = spec_of("dev-aws", addons=NO_BATCH_SCHEDULER)
+    full = job(
+        "ml-dev", 24, {"nvidia.com/gpu": 1}, nodeSelector={"gpu-platform/pool": "l4-shared"}, tolerations=GPU_TOLERATION
+    )
+    assert layer(trace(spec, full), "queue").detail == "no queue; ResourceQuota allows 24 nvidia.com/gpu"
+    assert stop(trace(spec, pod("ml-dev", {"nvidia.com/mig-1g.10gb": 1}))) == (
+        "queue",
+        "the ml-dev ResourceQuota allows 0 nvidia.com/mig-1g.10gb, the workload asks 1 nvidia.com/mig-1g.10gb: its "
+        "pods are refused at creation",
+    )
+
+
+def test_volcano_queue_holds_exactly_its_capacity():
+    """prod-aws: applied-ml's queue can hold the cluster's 112 whole GPUs; 14 pods x 8 is all of them."""
+    prod = spec_of("prod-aws")
+    gang = volcano_job("applied-ml", "applied-ml", 14, {"nvidia.com/gpu": 8}, tolerations=GPU_TOLERATION)
+    assert layer(trace(prod, gang), "queue").detail == "Volcano queue applied-ml (can hold 112 nvidia.com/gpu)"
+
+
+def test_without_kueue_the_pod_must_find_its_pool():
+    """renameByDefault: l4-shared advertises nvidia.com/gpu.shared, a10g-spot nvidia.com/gpu."""
+    config = stack_config("dev-aws")
+    pool_of(config["gpu-platform:nodePools"], "l4-shared")["sharing"]["renameByDefault"] = True
+    config["gpu-platform:addons"] = NO_BATCH_SCHEDULER
+    spec = load_spec(config)
+    shared = pod("ml-dev", {"nvidia.com/gpu.shared": 1}, tolerations=GPU_TOLERATION)
+    assert trace(spec, shared).pool == "l4-shared"
+    both = pod("ml-dev", {"nvidia.com/gpu": 1, "nvidia.com/gpu.shared": 1}, tolerations=GPU_TOLERATION)
+    assert stop(trace(spec, both)) == (
+        "pool",
+        "no pool of ml-dev (a10g-spot, l4-shared) advertises nvidia.com/gpu, nvidia.com/gpu.shared and matches the pod",
+    )
+
+
+# ---------------------------------------------------------------------------------------------- pool
+
+
+def test_pool_layer_stops():
+    # a required affinity on a label the node has but the flavor does not: Kueue admits, the node refuses
+    absent = {"key": "nvidia.com/gpu.present", "operator": "DoesNotExist"}
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [absent]}]}
+        }
+    }
+    t = trace(spec_of("dev-aws"), pod("ml-dev", {"nvidia.com/gpu": 1}, affinity=affinity))
+    assert stop(t) == ("pool", "a10g-spot's nodes do not match: required node affinity matches no term")
+    # without Kueue nothing adds tolerations: every NoSchedule taint of the pool is named
+    config = stack_config("dev-aws")
+    pool_of(config["gpu-platform:nodePools"], "a10g-spot")["taints"] = [{"key": "team", "value": "ml"}]
+    config["gpu-platform:addons"] = NO_BATCH_SCHEDULER
+    t = trace(load_spec(config), pod("ml-dev", {"nvidia.com/gpu": 1}, nodeSelector={"gpu-platform/pool": "a10g-spot"}))
+    name, detail = stop(t)
+    assert name == "pool"
+    assert detail.startswith(
+        "a10g-spot's nodes are tainted nvidia.com/gpu=present:NoSchedule, team=ml:NoSchedule and pod set main "
+        "does not tolerate it: add "
+    ), detail
+
+
+# --------------------------------------------------------------------------------------------- provisioner
+
+
+def test_a_resource_the_pool_never_brings():
+    text = pod("ml-dev", {"nvidia.com/gpu": 1, "vpc.amazonaws.com/efa": 1})
+    assert stop(trace(spec_of("dev-aws"), text)) == (
+        "provisioner",
+        "pod set main asks 1 vpc.amazonaws.com/efa, one node of a10g-spot brings 0: no node it can launch fits the "
+        "pod; ask for at most that per pod (more pods instead)",
+    )
+
+
+def test_existing_nodes_only():
+    """An existing cluster of 2 nodes x 8 GPUs: 3 pods of 5 GPUs need a node each."""
+    config = stack_config("local")
+    config["gpu-platform:nodePools"][0] = {"name": "workstation", "gpu": {"model": "L4", "perNode": 8}, "maxNodes": 2}
+    config["gpu-platform:tenants"][0]["gpuQuota"] = {"workstation": 16}
+    spec = load_spec(config)
+    assert stop(trace(spec, job("dev", 3, {"nvidia.com/gpu": 5}))) == (
+        "provisioner",
+        "existing nodes: 2, the workload needs 3",
+    )
+    assert layer(trace(spec, job("dev", 2, {"nvidia.com/gpu": 5})), "provisioner").detail == (
+        "existing nodes (2), nothing scales; needs 2"
+    )
+
+
+def test_more_nodes_than_the_pool_may_have():
+    """dev-gcp with t4-spot at 4 T4s per node (at most 2 nodes) and a quota of 12: 3 pods of 3 need 3 nodes."""
+    config = stack_config("dev-gcp")
+    pool_of(config["gpu-platform:nodePools"], "t4-spot").update(
+        {"gpu": {"model": "T4", "perNode": 4}, "instanceTypes": ["n1-standard-32"]}
+    )
+    config["gpu-platform:tenants"][0]["gpuQuota"] = {"l4-shared": 4, "t4-spot": 12}
+    text = job("ml-dev", 3, {"nvidia.com/gpu": 3}, nodeSelector={"gpu-platform/pool": "t4-spot"})
+    assert stop(trace(load_spec(config), text)) == (
+        "provisioner",
+        "the workload needs 3 node(s), t4-spot has at most 2",
+    )
+
+
+def test_gke_queued_provisioning():
+    text = job("research", 2, {"nvidia.com/gpu": 8}, nodeSelector={"gpu-platform/pool": "h100-burst"})
+    assert layer(trace(spec_of("prod-gcp"), text), "provisioner").detail == (
+        "GKE queued provisioning (Dynamic Workload Scheduler): 2 node(s) through Kueue's ProvisioningRequest"
+    )
+
+
+def test_karpenter_pool_with_an_on_demand_fallback():
+    """h100-spot: 32 GPUs at 8 per node is 4 nodes, in a spot NodePool and its on-demand fallback."""
+    t = trace(spec_of("prod-aws"), pod("research", {"nvidia.com/gpu": 8}))
+    assert (
+        layer(t, "provisioner").detail == "Karpenter NodePool(s) h100-spot, h100-spot-on-demand: 0..4 node(s), needs 1"
+    )
+    assert t.provisioner == "Karpenter NodePool h100-spot, h100-spot-on-demand"
+
+
+def test_a_fixed_managed_pool():
+    """dev-aws with l4-shared fixed at 1 node (4 slices) and no Cluster Autoscaler."""
+    config = stack_config("dev-aws")
+    pool_of(config["gpu-platform:nodePools"], "l4-shared")["minNodes"] = 1
+    config["gpu-platform:addons"] = {**config["gpu-platform:addons"], "clusterAutoscaler": False}
+    spec = load_spec(config)
+    pinned = {"nodeSelector": {"gpu-platform/pool": "l4-shared"}}
+    t = trace(spec, job("ml-dev", 4, {"nvidia.com/gpu": 1}, **pinned))
+    assert layer(t, "provisioner").detail == "1 fixed node(s), needs 1"
+    assert t.provisioner == "EKS managed node group (fixed size)"
+    assert stop(trace(spec, job("ml-dev", 5, {"nvidia.com/gpu": 1}, **pinned))) == (
+        "provisioner",
+        "l4-shared is fixed at 1 node(s) (addons.clusterAutoscaler off), needs 2",
+    )
+
+
+def test_the_cluster_autoscaler_template_must_fit_the_pod(monkeypatch):
+    """Scale from zero: the Cluster Autoscaler simulates the pod on the node group's template tags. A template
+    without the pool label Kueue injects, or without the time-sliced GPU count, never scales the pool up."""
+    from components.aws import managed_pools
+
+    tags = managed_pools.autoscaler_tags
+    prefix = managed_pools.CA_TEMPLATE + "/"
+
+    def without(*names):
+        def patched(spec, pool):
+            return {k: v for k, v in tags(spec, pool).items() if k.removeprefix(prefix) not in names}
+
+        return patched
+
+    text = pod("ml-dev", {"nvidia.com/gpu": 1}, nodeSelector={"gpu-platform/pool": "l4-shared"})
+    monkeypatch.setattr(managed_pools, "autoscaler_tags", without("label/gpu-platform/pool"))
+    assert stop(trace(spec_of("dev-aws"), text)) == (
+        "provisioner",
+        "the Cluster Autoscaler's node template for l4-shared does not fit the pod (nodeSelector "
+        "gpu-platform/pool=l4-shared (nodes have no such label)): it never scales the pool up for it",
+    )
+
+    # every reason at once: a template taint the pod does not tolerate as well
+    def tainted(spec, pool):
+        return {**without("label/gpu-platform/pool")(spec, pool), prefix + "taint/team": "ml:NoSchedule"}
+
+    monkeypatch.setattr(managed_pools, "autoscaler_tags", tainted)
+    assert stop(trace(spec_of("dev-aws"), text)) == (
+        "provisioner",
+        "the Cluster Autoscaler's node template for l4-shared does not fit the pod (nodeSelector "
+        "gpu-platform/pool=l4-shared (nodes have no such label); team=ml:NoSchedule): it never scales the pool up "
+        "for it",
+    )
+    # the template counts the instance type's one L4, not its 4 slices: a pod of 2 slices never scales it up
+    monkeypatch.setattr(managed_pools, "autoscaler_tags", without("resources/nvidia.com/gpu"))
+    two = pod("ml-dev", {"nvidia.com/gpu": 2}, nodeSelector={"gpu-platform/pool": "l4-shared"})
+    assert stop(trace(spec_of("dev-aws"), two)) == (
+        "provisioner",
+        "the Cluster Autoscaler's node template offers 1 nvidia.com/gpu, the pod asks 2 nvidia.com/gpu: it never "
+        "scales l4-shared up from zero; tag the node group "
+        "k8s.io/cluster-autoscaler/node-template/resources/<resource> (managed_pools.autoscaler_tags)",
+    )
+    # the pool label is the one Kueue injects: a pod that names no pool of its own is held to it as well
+    config = stack_config("dev-aws")
+    config["gpu-platform:tenants"][0]["gpuQuota"] = {"l4-shared": 4}
+    monkeypatch.setattr(managed_pools, "autoscaler_tags", without("label/gpu-platform/pool"))
+    assert stop(trace(load_spec(config), pod("ml-dev", {"nvidia.com/gpu": 1}))) == stop(trace(spec_of("dev-aws"), text))
+    # EFA interfaces: the autoscaler knows an instance type's GPUs, not its EFA devices, unless tagged
+    monkeypatch.setattr(managed_pools, "autoscaler_tags", without("resources/vpc.amazonaws.com/efa"))
+    (t,) = explain.explain_all(spec_of("prod-aws"), (ROOT / "examples" / "kueue-pytorch-training-job.yaml").read_text())
+    assert stop(t) == (
+        "provisioner",
+        "the Cluster Autoscaler's node template offers 0 vpc.amazonaws.com/efa, the pod asks 4 "
+        "vpc.amazonaws.com/efa: it never scales a100-train up from zero; tag the node group "
+        "k8s.io/cluster-autoscaler/node-template/resources/<resource> (managed_pools.autoscaler_tags)",
+    )
+    # one interface is as much beyond an untold template as four
+    one = job(
+        "research",
+        1,
+        {"nvidia.com/gpu": 8, "vpc.amazonaws.com/efa": 1},
+        annotations=TAS_LAYER3,
+        nodeSelector={"gpu-platform/pool": "a100-train"},
+    )
+    assert stop(trace(spec_of("prod-aws"), one))[1].startswith(
+        "the Cluster Autoscaler's node template offers 0 vpc.amazonaws.com/efa, the pod asks 1 vpc.amazonaws.com/efa"
+    )
+    monkeypatch.undo()
+    assert trace(spec_of("prod-aws"), one).pending is None
+    assert trace(spec_of("dev-aws"), text).pending is None
+    assert trace(load_spec(config), pod("ml-dev", {"nvidia.com/gpu": 1})).pending is None
+
+
+# ------------------------------------------------------------------------------------------- node, dcgm
+
+
+def test_node_layer_names_the_plugin_and_what_one_node_advertises():
+    """a100-train: Bottlerocket's own device plugin; 8 A100s and 4 EFA interfaces per p4de node."""
+    (t,) = explain.explain_all(spec_of("prod-aws"), (ROOT / "examples" / "kueue-pytorch-training-job.yaml").read_text())
+    assert (
+        layer(t, "node").detail
+        == "one a100-train node (bottlerocket plugin) advertises 8 nvidia.com/gpu, 4 vpc.amazonaws.com/efa"
+    )
+
+
+def test_dcgm_layer():
+    off = spec_of("dev-aws", addons={"gpuOperator": True, "dcgm": False, "kueue": True, "volcano": False})
+    t = trace(off, pod("ml-dev", {"nvidia.com/gpu": 1}))
+    assert (t.layers[-1].name, t.layers[-1].detail) == ("dcgm", "DCGM off: no GPU metrics") and t.pending is None
+    (t,) = explain.explain_all(spec_of("dra-existing"), (ROOT / "examples" / "dra-training-job.yaml").read_text())
+    assert (t.layers[-1].name, t.layers[-1].detail) == (
+        "dcgm",
+        "DRA devices: whether dcgm-exporter maps claims to pods is not checked here",
+    )
+    t = trace(spec_of("dev-aws"), pod("ml-dev", {"nvidia.com/gpu": 1}))
+    assert (t.layers[-1].name, t.layers[-1].detail) == (
+        "dcgm",
+        "dcgm-exporter attributes the GPUs to the pod (Prometheus: install)",
+    )
+
+
+# -------------------------------------------------------------------------------------------------- DRA
+
+
+def _dra_pod(claims: list[dict], *docs: dict) -> str:
+    doc = yaml.safe_load(pod("research", {}))
+    doc["spec"]["resourceClaims"] = claims
+    return yaml.safe_dump_all([*docs, doc])
+
+
+def _claim(kind: str, name: str, requests: list[dict]) -> dict:
+    body = {"devices": {"requests": requests}}
+    spec = {"spec": body} if kind == "ResourceClaimTemplate" else body
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": kind,
+        "metadata": {"name": name, "namespace": "research"},
+        "spec": spec,
+    }
+
+
+def test_dra_claims_in_the_file():
+    """dra-existing: gpu.nvidia.com is the class Kueue counts as gpu.nvidia.com/devices."""
+    spec = spec_of("dra-existing")
+    two = {"name": "r", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 2}}
+    one = {"name": "s", "exactly": {"deviceClassName": "gpu.nvidia.com"}}  # count defaults to 1
+    text = _dra_pod([{"name": "g", "resourceClaimName": "mine"}], _claim("ResourceClaim", "mine", [two, one]))
+    t = trace(spec, text)
+    assert layer(t, "claims").detail == "DRA: main 3 gpu.nvidia.com/devices", t.lines()
+    # the same from a template in the file
+    text = _dra_pod([{"name": "g", "resourceClaimTemplateName": "tpl"}], _claim("ResourceClaimTemplate", "tpl", [two]))
+    assert layer(trace(spec, text), "claims").detail == "DRA: main 2 gpu.nvidia.com/devices"
+    # a claim named but not in the file
+    known = ", ".join(sorted(dra.claim_templates(spec, spec.tenants[0])))
+    assert known.count(", ") >= 1, known
+    assert stop(trace(spec, _dra_pod([{"name": "g", "resourceClaimName": "absent"}]))) == (
+        "claims",
+        f"ResourceClaim absent is neither in the file nor created for research ({known})",
+    )
+
+
+def test_dra_claims_explain_does_not_trace():
+    spec = spec_of("dra-existing")
+    other = {"name": "r", "exactly": {"deviceClassName": "example.com/fpga"}}
+    text = _dra_pod([{"name": "g", "resourceClaimName": "mine"}], _claim("ResourceClaim", "mine", [other]))
+    assert stop(trace(spec, text)) == (
+        "claims",
+        "ResourceClaim mine: DeviceClass example.com/fpga is not one the stack serves (gpu.nvidia.com, mig.nvidia.com)",
+    )
+    every = {"name": "r", "exactly": {"deviceClassName": "gpu.nvidia.com", "allocationMode": "All"}}
+    text = _dra_pod([{"name": "g", "resourceClaimName": "mine"}], _claim("ResourceClaim", "mine", [every]))
+    assert stop(trace(spec, text)) == ("claims", "ResourceClaim mine: allocationMode All is not traced")
