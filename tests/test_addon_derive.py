@@ -312,3 +312,12 @@ def test_per_spec_computes_once_per_spec_and_again_for_a_copy():
     copy = spec.model_copy()
     assert fact(copy) == 2 and fact(copy) == 2 and fact(spec) == 1
     assert fact.__name__ == "fact"  # functools.wraps: errors and profiles name the fact
+
+
+@pytest.mark.parametrize(
+    ("duration", "seconds"),
+    [("1h", 3600), ("15m", 900), ("90s", 90), ("1h30m", 5400), ("14m59s", 899), ("2h0m5s", 7205), ("", 0)],
+)
+def test_seconds_of_a_go_duration(duration, seconds):
+    """waitForPodsReady timeouts are Go durations; each unit counts at its own weight (h 3600, m 60, s 1)."""
+    assert derive._seconds(duration) == seconds

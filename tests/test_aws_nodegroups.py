@@ -570,3 +570,40 @@ def test_node_role_trusts_ec2_under_the_partitions_url_suffix(partition, princip
 
     (stmt,) = json.loads(nodegroups.assume_role_policy(partition))["Statement"]
     assert stmt["Principal"] == {"Service": principal} and stmt["Action"] == ["sts:AssumeRole"]
+
+
+def test_node_role_trust_document_in_full():
+    """The node role's whole trust policy: one statement, named EksNodes, letting EC2 (the nodes) assume the role,
+    nothing else (no wildcard principal, no extra action)."""
+    from components.aws import nodegroups
+
+    assert json.loads(nodegroups.assume_role_policy("aws")) == {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "EksNodes",
+                "Effect": "Allow",
+                "Principal": {"Service": "ec2.amazonaws.com"},
+                "Action": ["sts:AssumeRole"],
+            }
+        ],
+    }
+
+
+@pytest.mark.parametrize(
+    ("arn", "partition"),
+    [
+        ("arn:aws:eks:us-east-1:123456789012:cluster/x", "aws"),
+        ("arn:aws-cn:eks:cn-north-1:123456789012:cluster/x", "aws-cn"),
+        ("arn:aws-us-gov:eks:us-gov-west-1:123456789012:cluster/x", "aws-us-gov"),
+        ("arn:aws-cn", "aws-cn"),  # the partition is the second field, however short the rest
+        ("arn::eks", "aws"),  # an empty partition field falls back to the commercial partition
+        ("not-an-arn", "aws"),
+        ("", "aws"),
+    ],
+)
+def test_partition_of_reads_the_arns_second_field(arn, partition):
+    """The partition decides the URL suffix and ARNs of every IAM document, so it is read from the cluster ARN."""
+    from components.aws import nodegroups
+
+    assert nodegroups.partition_of(arn) == partition

@@ -100,6 +100,11 @@ def test_chart_version_override_moves_both_releases():
     cfg["gpu-platform:charts"] = {"karpenter": {"version": "1.14.2"}, "karpenterCrd": {"version": "1.14.2"}}
     r = render_config(cfg)
     assert release(r, "karpenter")["version"] == release(r, "karpenter-crd")["version"] == "1.14.2"
+    # the summary names the version that is deployed, not the pinned default
+    spec = load_spec(cfg)
+    controller_line = karpenter.summary_lines(spec)[2]
+    assert controller_line.startswith("Controller 1.14.2 in `kube-system` ("), controller_line
+    assert karpenter.summary_lines(load_spec(stack_config("dev-aws")))[2].startswith("Controller 1.14.1 in ")
 
 
 def test_controller_settings():
