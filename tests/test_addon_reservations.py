@@ -274,3 +274,15 @@ def test_gke_specific_reservations_name_exactly_one_and_are_on_demand():
         (f"{G}nodePools[{i}].reservation.ids", "a GKE node pool consumes one specific reservation: name exactly one"),
         (f"{G}nodePools[{i}].reservation.kind", "Capacity Blocks are an AWS product; on gcp use a reservation (ids)"),
     ]
+
+
+def test_a_queued_gke_pool_takes_no_reservation_block():
+    """GKE queued provisioning (flex-start) gets capacity through ProvisioningRequests, never from a reservation:
+    a reservation block on such a pool is refused at the block itself."""
+    cfg = stack_config("prod-gcp")
+    i, train = pool_of(cfg, "h100-train")
+    train.update(minNodes=0, reservation={"match": "any"})
+    train.pop("desiredNodes", None)
+    train.setdefault("gke", {})["queuedProvisioning"] = True
+    train["gke"].pop("compactPlacement", None)
+    assert (f"{G}nodePools[{i}].reservation", "queued provisioning cannot consume a reservation") in problems(cfg)

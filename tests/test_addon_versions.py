@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from types import SimpleNamespace
 
+import pytest
+
 from components import policy_data, versions
 from components.versions import Chart
 
@@ -127,3 +129,15 @@ def test_generator_creates_a_missing_file(tmp_path, monkeypatch):
     assert policy_data.main(["--check"]) == 1
     assert not target.exists()
     assert policy_data.main([]) == 0 and target.read_text() == policy_data.render()
+
+
+def test_policy_data_help_says_what_it_does_and_what_check_means(capsys):
+    """`python -m components.policy_data --help` is how a maintainer learns that --check writes nothing and fails
+    (exit 1) when the pack's data has drifted: both sentences are in the help."""
+    with pytest.raises(SystemExit) as done:
+        policy_data.main(["--help"])
+    assert done.value.code == 0
+    text = capsys.readouterr().out
+    assert "Regenerate policies/pack_data.json from components." in text.splitlines()  # the description, alone
+    out = " ".join(text.split())
+    assert "--check exit 1 if the file is not up to date; write nothing" in out

@@ -145,6 +145,8 @@ def test_cli_example_exit_codes_and_output(capsys):
         out.rstrip().splitlines()[-1]
         == "  verdict: runs on pool l4-shared via EKS managed node group + Cluster Autoscaler"
     )
+    # the report ends in exactly one newline: scripts that diff or append explain's output see no blank tail
+    assert out.endswith(" + Cluster Autoscaler\n"), repr(out[-40:])
     assert cli.main(["explain", "dev-aws", str(path), "--json"]) == 0
     (doc,) = json.loads(capsys.readouterr().out)
     assert doc["verdict"] == "runs" and doc["pool"] == "l4-shared"

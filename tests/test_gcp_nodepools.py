@@ -611,3 +611,17 @@ def test_cluster_check_refuses_autopilot_and_missing_workload_identity():
     (no_wi,) = cluster_problems(spec, False, [])
     assert "has no Workload Identity Federation" in no_wi
     assert "--workload-pool=ml-prod-project.svc.id.goog" in no_wi
+
+
+def test_gvnic_is_registered_only_on_cos_pools():
+    """gVNIC is asked for on Container-Optimized OS pools only (the image that ships the driver); an Ubuntu pool's
+    registered nodeConfig carries no gvnic block, while the COS pools of the shipped stack each carry enabled."""
+    cfg = stack_config("dev-gcp")
+    cfg["gpu-platform:gpuOperator"] = {"driver": "operator"}
+    for pool in cfg["gpu-platform:nodePools"]:
+        pool["os"] = "ubuntu"
+    r = render_config(cfg, "dev-gcp")
+    pools = r.of_type("gcp:container/nodePool:NodePool")
+    assert pools and all("gvnic" not in p.inputs["nodeConfig"] for p in pools)
+    cos = rendered("dev-gcp").of_type("gcp:container/nodePool:NodePool")
+    assert cos and all(p.inputs["nodeConfig"]["gvnic"] == {"enabled": True} for p in cos)
