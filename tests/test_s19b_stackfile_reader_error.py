@@ -1,0 +1,33 @@
+"""``stackfile.read``: a YAML error that carries no position (``problem_mark``) is reported at ``(file)``.
+
+The YAML reader refuses control characters before any token exists; its ``ReaderError`` has a character
+offset but no ``problem_mark`` (PyYAML ``yaml/reader.py``; libyaml's ``YAML_READER_ERROR`` in ``_yaml.pyx``
+builds the same class), so ``read`` cannot name a line and must say ``(file)``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from components import stackfile
+from components.spec import SpecError
+
+
+def test_control_character_is_refused_at_file_level(tmp_path: Path):
+    """U+0001 in a value: one problem at '(file)', the reader's message on one line, its offset 14 counted
+    by hand ('config:\\n' is 8 characters, '  a: b' 6 more)."""
+    path = tmp_path / "Pulumi.s.yaml"
+    path.write_bytes(b"config:\n  a: b\x01\n")
+    # libyaml says "control characters", PyYAML's pure-Python reader "special characters".
+    reason = "control characters are not allowed" if yaml.__with_libyaml__ else "special characters are not allowed"
+    with pytest.raises(SpecError) as err:
+        stackfile.read(path)
+    assert [(p.path, p.message) for p in err.value.problems] == [
+        (
+            "(file)",
+            f'not valid YAML: unacceptable character #x0001: {reason} in "<unicode string>", position 14',
+        )
+    ]
