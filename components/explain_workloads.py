@@ -122,6 +122,26 @@ def _int(value: Any, default: int) -> int:
     return int(value) if value is not None else default
 
 
+# Pod fields the trace reads, by the shape the Pod API gives them: a malformed one is bad input, said as such,
+# not a crash halfway through a layer.
+_POD_LISTS = ("containers", "initContainers", "tolerations", "resourceClaims")
+_POD_MAPS = ("nodeSelector", "affinity", "securityContext")
+
+
+def _pod_shape_problem(pod: Any) -> str | None:
+    if not isinstance(pod, dict):
+        return "the pod spec is not a mapping"
+    for name in _POD_LISTS:
+        value = pod.get(name)
+        if value is not None and not (isinstance(value, list) and all(isinstance(v, dict) for v in value)):
+            return f"{name} must be a list of mappings"
+    for name in _POD_MAPS:
+        value = pod.get(name)
+        if value is not None and not isinstance(value, dict):
+            return f"{name} must be a mapping"
+    return None
+
+
 def parse(doc: Mapping[str, Any]) -> Workload | None:
     """One manifest -> a Workload; None for kinds without pods; WorkloadError for unsupported ones."""
     if not isinstance(doc, dict) or "kind" not in doc:
@@ -183,6 +203,10 @@ def parse(doc: Mapping[str, Any]) -> Workload | None:
         )
     if not w.podsets:
         raise WorkloadError(f"{where}: no pods")
+    for ps in w.podsets:
+        problem = _pod_shape_problem(ps.pod)
+        if problem:
+            raise WorkloadError(f"{where}: {problem}")
     if w.scheduler_name is None:
         names = {ps.pod.get("schedulerName") for ps in w.podsets} - {None}
         w.scheduler_name = names.pop() if len(names) == 1 else None

@@ -277,3 +277,26 @@ def test_a_pod_set_without_claims_holds_nothing():
     text = jobset("research", replicated_job("driver", 1, 1, pods([])), replicated_job("workers", 1, 1, pods(gpu)))
     t = trace(spec_of("dra-existing"), text)
     assert layer(t, "claims").detail == "DRA: driver nothing; workers 1 gpu.nvidia.com/devices"
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("tolerations", ["x"], "tolerations must be a list of mappings"),
+        ("tolerations", 5, "tolerations must be a list of mappings"),
+        ("containers", "c", "containers must be a list of mappings"),
+        ("nodeSelector", ["a"], "nodeSelector must be a mapping"),
+        ("affinity", "any", "affinity must be a mapping"),
+    ],
+)
+def test_a_malformed_pod_field_is_bad_input_not_a_crash(tmp_path, capsys, field, value, message):
+    """explain reads tolerations, containers, node selectors and affinity from every pod template: one of the wrong
+    shape is refused as the workload's problem (exit 2, one line naming the object), never a traceback."""
+    pod_spec = {"containers": [{"name": "c", "image": "x", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}
+    pod_spec[field] = value
+    doc = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "w", "namespace": "research"}, "spec": pod_spec}
+    path = tmp_path / "w.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    assert cli.main(["explain", "prod-aws", str(path)]) == cli.EXIT_INVALID
+    err = capsys.readouterr().err
+    assert err == f"{path}: Pod w: {message}\n", err
