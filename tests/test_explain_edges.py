@@ -287,6 +287,9 @@ def test_a_pod_set_without_claims_holds_nothing():
         ("containers", "c", "containers must be a list of mappings"),
         ("nodeSelector", ["a"], "nodeSelector must be a mapping"),
         ("affinity", "any", "affinity must be a mapping"),
+        ("initContainers", [1], "initContainers must be a list of mappings"),
+        ("resourceClaims", {"name": "gpu"}, "resourceClaims must be a list of mappings"),
+        ("securityContext", [], "securityContext must be a mapping"),
     ],
 )
 def test_a_malformed_pod_field_is_bad_input_not_a_crash(tmp_path, capsys, field, value, message):
@@ -300,3 +303,11 @@ def test_a_malformed_pod_field_is_bad_input_not_a_crash(tmp_path, capsys, field,
     assert cli.main(["explain", "prod-aws", str(path)]) == cli.EXIT_INVALID
     err = capsys.readouterr().err
     assert err == f"{path}: Pod w: {message}\n", err
+
+
+def test_a_pod_whose_spec_is_not_a_mapping_is_bad_input(tmp_path, capsys):
+    """`spec: 5` on a Pod: refused as the workload's problem, not a crash."""
+    path = tmp_path / "w.yaml"
+    path.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: w, namespace: research}\nspec: 5\n")
+    assert cli.main(["explain", "prod-aws", str(path)]) == cli.EXIT_INVALID
+    assert capsys.readouterr().err == f"{path}: Pod w: the pod spec is not a mapping\n"
