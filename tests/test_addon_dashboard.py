@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from caching import shared_fixture
 from conftest import stack_config
 
 from components import metrics
@@ -74,11 +75,11 @@ ALERTS = {
 }
 
 
-# Function scope on purpose: mutmut 3 runs, per mutant, only the tests during which the mutated function ran;
-# a module-scoped board is built during the first test alone, so a mutant only that test misses survives
-# although a later test here pins the field (x__panel__mutmut_110, _26, _44, _56, _69, x__variable__mutmut_26,
-# x__tenants_row__mutmut_30, _146). Building the board takes a few milliseconds.
-@pytest.fixture
+# A shared fixture (tests/caching.py), not a module-scoped one: mutmut 3 runs, per mutant, only the tests
+# during which the mutated function ran, and a module-scoped board is built during the first test alone, so
+# a mutant that test misses survived although a later test here pins the field (x__panel__mutmut_110, _26,
+# _44, _56, _69, x__variable__mutmut_26, x__tenants_row__mutmut_30, _146).
+@shared_fixture
 def board() -> dict[str, Any]:
     cfg = stack_config("prod-aws")
     cfg["gpu-platform:monitoring"] = {**cfg.get("gpu-platform:monitoring", {}), "alerts": ALERTS}
