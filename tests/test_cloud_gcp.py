@@ -8,6 +8,7 @@ ReservationAffinity, ShieldedInstanceConfig, WorkloadMetadataConfig) and the kub
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import json
 import re
@@ -454,8 +455,11 @@ def test_an_autopilot_cluster_stops_the_render(monkeypatch):
     )
     with pytest.raises(pulumi.RunError, match=re.escape(message)):
         render_config(stack_config("prod-gcp"), "prod-gcp")
-    # every node pool awaited the failed check; collect their futures here, where pytest captures asyncio's
-    # "exception was never retrieved" log, not at interpreter exit
+    # The render stopped at the first failure; the registrations still waiting on the check stay on the SDK's
+    # event loop and would fail during the next render. Finish them here, and collect their futures while
+    # pytest captures asyncio's "exception was never retrieved" log (not at interpreter exit).
+    loop = asyncio.get_event_loop()
+    loop.run_until_complete(asyncio.gather(*asyncio.all_tasks(loop), return_exceptions=True))
     gc.collect()
 
 
