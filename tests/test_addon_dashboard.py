@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from caching import shared_fixture
 from conftest import stack_config
 
 from components import metrics
@@ -74,7 +75,11 @@ ALERTS = {
 }
 
 
-@pytest.fixture(scope="module")
+# A shared fixture (tests/caching.py), not a module-scoped one: mutmut 3 runs, per mutant, only the tests
+# during which the mutated function ran, and a module-scoped board is built during the first test alone, so
+# a mutant that test misses survived although a later test here pins the field (x__panel__mutmut_110, _26,
+# _44, _56, _69, x__variable__mutmut_26, x__tenants_row__mutmut_30, _146).
+@shared_fixture
 def board() -> dict[str, Any]:
     cfg = stack_config("prod-aws")
     cfg["gpu-platform:monitoring"] = {**cfg.get("gpu-platform:monitoring", {}), "alerts": ALERTS}
@@ -213,8 +218,15 @@ def test_template_variables_select_all_with_a_regex_the_queries_match(board):
         "current": {"text": "All", "value": "$__all"},
         "hide": 0,
     }
-    assert (ns["name"], ns["label"]) == ("namespace", "Tenant namespace")
-    assert ns["definition"] == f'label_values({metrics.UTILIZATION}{{pod!=""}}, namespace)'
+    ns_query = f'label_values({metrics.UTILIZATION}{{pod!=""}}, namespace)'
+    assert ns == {
+        **pool,
+        "name": "namespace",
+        "label": "Tenant namespace",
+        "definition": ns_query,
+        "query": {"query": ns_query, "refId": "namespace-values"},
+    }
+    assert ns["multi"] is True and ns["includeAll"] is True
 
 
 def test_help_texts_say_how_to_read_each_panel(board):

@@ -8,7 +8,10 @@ ReservationAffinity, ShieldedInstanceConfig, WorkloadMetadataConfig) and the kub
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import json
+import re
 from typing import Any
 
 import pulumi
@@ -424,6 +427,40 @@ def test_cluster_lookup_names_the_stacks_cluster(monkeypatch):
         "gcp:container/getCluster:getCluster",
         {"name": "ml-prod", "location": "us-central1", "project": "ml-prod-project"},
     ) in seen
+
+
+def test_an_autopilot_cluster_stops_the_render(monkeypatch):
+    """The readiness check reads the lookup's enableAutopilot: when getCluster answers an Autopilot cluster
+    (with a workload pool, so Workload Identity is not what stops it), the deploy stops with the Autopilot
+    message before any node pool registers (Autopilot clusters have no user node pools)."""
+    from components import synth
+
+    mocks_cls, monitor_cls = synth._mock_classes()
+
+    class AutopilotLookup(mocks_cls):  # type: ignore[misc,valid-type]
+        def call(self, args):
+            answer = super().call(args)
+            if args.token == "gcp:container/getCluster:getCluster":
+                return {
+                    **answer,
+                    "enableAutopilot": True,
+                    "workloadIdentityConfigs": [{"workloadPool": "ml-prod-project.svc.id.goog"}],
+                }
+            return answer
+
+    monkeypatch.setattr(synth, "_mock_classes", lambda: (AutopilotLookup, monitor_cls))
+    message = (
+        "GKE cluster ml-prod (ml-prod-project/us-central1) is an Autopilot cluster; "
+        "gpu-platform creates Standard node pools"
+    )
+    with pytest.raises(pulumi.RunError, match=re.escape(message)):
+        render_config(stack_config("prod-gcp"), "prod-gcp")
+    # The render stopped at the first failure; the registrations still waiting on the check stay on the SDK's
+    # event loop and would fail during the next render. Finish them here, and collect their futures while
+    # pytest captures asyncio's "exception was never retrieved" log (not at interpreter exit).
+    loop = asyncio.get_event_loop()
+    loop.run_until_complete(asyncio.gather(*asyncio.all_tasks(loop), return_exceptions=True))
+    gc.collect()
 
 
 def test_rendered_kubeconfig_uses_the_looked_up_endpoint_and_ca():
