@@ -94,3 +94,23 @@ def test_add_ons_use_the_skeleton(path: Path):
         if name in SKELETON_ONLY
     ]
     assert not calls, f"use addon.ChartAddon (create_namespace / install / after_release) instead: {calls}"
+
+
+# Fixtures built once per module hide mutants from `make mutate`: mutmut maps a function to the tests running
+# while it runs, so only the first test that requested the fixture is mapped to the code that built it
+# (tests/caching.py shared_fixture is the once-per-session fixture that maps every reader). The analyzer starts
+# the pack in a subprocess, which mutmut's per-test map cannot see anyway.
+BROAD_FIXTURES_ALLOWED = {("test_policy_pack.py", "analyzer")}
+
+
+def test_no_module_or_session_scoped_fixture_hides_code_from_mutation_testing():
+    found = set()
+    for path in sorted((ROOT / "tests").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.FunctionDef):
+                continue
+            for dec in node.decorator_list:
+                scopes = [k.value.value for k in getattr(dec, "keywords", []) if k.arg == "scope"]
+                if scopes and scopes[0] in ("module", "session", "package", "class"):
+                    found.add((path.name, node.name))
+    assert found == BROAD_FIXTURES_ALLOWED

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import jsonschema
 import pytest
+from caching import shared_fixture
 from conftest import stack_config
 
 from components.spec import (
@@ -74,7 +75,7 @@ def test_key_paths_in_stack_file_syntax():
 # --------------------------------------------------------------------------------------------- schema
 
 
-@pytest.fixture(scope="module")
+@shared_fixture  # each test that reads it is mapped to the code that built it (make mutate)
 def schema():
     return stack_file_schema()
 

@@ -7,6 +7,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from caching import shared_fixture
 from conftest import stack_config
 
 from components import summary
@@ -162,7 +163,7 @@ def test_dcgm_without_prometheus_is_warned_about():
 # -------------------------------------------------------------------------------------------- summary
 
 
-@pytest.fixture(scope="module")
+@shared_fixture  # each test that reads it is mapped to the code that built it (make mutate)
 def dev_gcp_text() -> str:
     return summary.summary(_rendering(_spec("dev-gcp"), stack="dev-gcp"), {"Policy report": "all passed\n\n"})
 
