@@ -66,3 +66,11 @@ def test_karpenter_registers_its_queue_roles_pools_and_classes(component_outputs
         "nodeOverlays": [],
         "nodeClasses": ["gpu-al2023-200gib"],
     }
+
+
+def test_priority_classes_register_every_class_name_in_tier_order(component_outputs):
+    """dev-aws declares no priorityClasses, so the five default tiers (spec_tenants.DEFAULT_PRIORITY_CLASSES) are
+    made, highest first, and their names are the component's one output."""
+    got = component_outputs(stack_config("dev-aws"), "dev-aws")
+    (outputs,) = [v for (typ, _), v in got.items() if typ == "gpu-platform:index:PriorityClasses"]
+    assert outputs == {"names": ["inference", "training-critical", "training", "batch", "dev"]}
