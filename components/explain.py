@@ -328,7 +328,8 @@ class _Tracer:
             cls = kueue.provisioning_class(spec, pool)
             self.ok("admission-checks", f"{', '.join(checks)}: ProvisioningRequest {cls} brings the nodes first")
             return
-        if pool.topology_aware and nodes > pool.min_nodes and spec.cloud != "existing":
+        # a pod no node fits is the provisioner layer's verdict ("no node it can launch fits the pod"), not TAS's
+        if pool.topology_aware and nodes is not None and nodes > pool.min_nodes and spec.cloud != "existing":
             # Kueue TAS counts only ready, schedulable nodes (kueue v0.19.2 topology_aware_scheduling.md).
             self.fail(
                 "admission-checks",
@@ -411,15 +412,18 @@ class _Tracer:
         how = "Kueue injects the flavor's nodeSelector and tolerations" if injected else "the pod selects and tolerates"
         self.ok("pool", f"{pool.name}: labels match, taints tolerated ({how})")
 
-    def nodes_needed(self, pool: NodePool) -> int:
-        """Nodes the workload needs on the pool, packing whole pods per node (per pod set)."""
+    def nodes_needed(self, pool: NodePool) -> int | None:
+        """Nodes the workload needs on the pool, packing whole pods per node (per pod set); None when a pod fits
+        no node of the pool (the provisioner layer says so). A pod set of 0 pods needs no node."""
         per_node, _ = node_advertises(self.spec, pool)
         total = 0
         for ps in self.w.podsets:
+            if ps.count <= 0:
+                continue
             req = ps.devices()
-            fit = min((per_node.get(r, 0) // n for r, n in req.items() if n), default=ps.count) or 0
+            fit = min((per_node.get(r, 0) // n for r, n in req.items() if n), default=ps.count)
             if fit == 0:
-                return 10**9
+                return None
             total += -(-ps.count // fit)
         return total
 
@@ -435,6 +439,7 @@ class _Tracer:
                         "no node it can launch fits the pod; ask for at most that per pod (more pods instead)",
                     )
         nodes = self.nodes_needed(pool)
+        assert nodes is not None  # every pod fits a node: checked just above
         req = {r: n for ps in self.w.podsets for r, n in ps.devices().items()}
         if spec.cloud == "existing":
             if nodes > pool.node_cap:

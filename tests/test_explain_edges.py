@@ -27,7 +27,6 @@ from test_explain import (
 from components import cli, explain
 from components.explain_facts import pod_security_problems, selection_problems
 from components.explain_workloads import WorkloadError, load
-from components.spec_base import MAX_NODES
 
 # ------------------------------------------------------------------------------------------ pod security
 
@@ -221,13 +220,37 @@ def test_without_a_batch_scheduler_the_pod_selects_its_pool():
     assert layer(kueue, "pool").detail.endswith("(Kueue injects the flavor's nodeSelector and tolerations)")
 
 
-def test_a_pod_no_node_fits_needs_more_nodes_than_any_pool_may_have():
-    """The count a pod set too big for one node stands for must exceed every pool's minNodes and maxNodes
-    (both at most spec_base.MAX_NODES), so that no comparison with either takes it for a gang that fits."""
+def test_nodes_needed_packs_whole_pods_and_knows_a_pod_that_fits_no_node():
+    """a100-train nodes bring 8 GPUs: 3 pods of 8 need 3 nodes, 3 pods of 4 need 2 (two per node, rounded up); a pod
+    of 16 fits no node (None: the provisioner layer's verdict, not a node count)."""
     spec = spec_of("prod-aws")
-    (w,) = load(job("research", 1, {"nvidia.com/gpu": 16}))
-    assert explain._Tracer(spec, w).nodes_needed(spec.pool("a100-train")) > MAX_NODES
-    (w,) = load(job("research", 3, {"nvidia.com/gpu": 8}))
+    pool = spec.pool("a100-train")
+    for pods, gpus, expected in ((3, 8, 3), (3, 4, 2), (1, 16, None)):
+        (w,) = load(job("research", pods, {"nvidia.com/gpu": gpus}))
+        assert explain._Tracer(spec, w).nodes_needed(pool) == expected, (pods, gpus)
+
+
+def test_a_pod_set_of_zero_pods_needs_no_node():
+    """A RayJob worker group scaled to 0 stands for no pod: it adds no node (it used to read as 'fits no node',
+    so the workload was reported pending though it would run). Head: 1 node; 2 workers of 8 GPUs: 2 nodes."""
+    spec = spec_of("prod-aws")
+    gpu_tpl = {"spec": {"containers": [container({"nvidia.com/gpu": 8})]}}
+    cpu_tpl = {"spec": {"containers": [{"name": "c", "image": "x"}]}}
+    doc = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayJob",
+        "metadata": {"name": "r", "namespace": "research"},
+        "spec": {
+            "rayClusterSpec": {
+                "headGroupSpec": {"template": cpu_tpl},
+                "workerGroupSpecs": [
+                    {"groupName": "gpu", "replicas": 2, "template": gpu_tpl},
+                    {"groupName": "idle", "replicas": 0, "template": cpu_tpl},
+                ],
+            }
+        },
+    }
+    (w,) = load(yaml.safe_dump(doc))
     assert explain._Tracer(spec, w).nodes_needed(spec.pool("a100-train")) == 3
 
 

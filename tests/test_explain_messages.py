@@ -331,6 +331,17 @@ def test_topology_aware_pool_without_a_provisioning_check():
         "and nothing asks for more; give the pool a provisioner that serves ProvisioningRequests (managed + "
         "Cluster Autoscaler, GKE) or turn topologyAware off",
     )
+    # a pod bigger than any node: the provisioner says no node fits it (TAS has nothing to count)
+    too_big = job(
+        "research", 1, {"nvidia.com/gpu": 16}, annotations=TAS_LAYER3, nodeSelector={"gpu-platform/pool": "a100-train"}
+    )
+    t = trace(load_spec(_fixed_managed()), too_big)
+    assert layer(t, "admission-checks").detail == "none"
+    assert stop(t) == (
+        "provisioner",
+        "pod set main asks 16 nvidia.com/gpu, one node of a100-train brings 8: no node it can launch fits the pod; "
+        "ask for at most that per pod (more pods instead)",
+    )
     # with 2 nodes at rest the gang fits on what exists
     t = trace(load_spec(_fixed_managed(min_nodes=2)), gang)
     assert layer(t, "admission-checks").detail == "none" and t.pending is None, t.lines()
