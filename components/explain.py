@@ -49,6 +49,7 @@ from components.explain_workloads import (
     load,
 )
 from components.spec import NodePool, StackSpec, Tenant
+from components.spec_options import IMPLICIT_POD_INTEGRATIONS
 
 EXIT_RUNS, EXIT_PENDING = 0, 3
 
@@ -233,7 +234,7 @@ class _Tracer:
             if w.scheduler_name == "volcano":
                 self.fail("scheduler", "schedulerName volcano in a Kueue namespace: drop it (run by Kueue or Volcano)")
             frameworks = set(spec.scheduling.kueue_integrations)
-            pod_too = w.integration == "pod" and frameworks & {"deployment", "statefulset", "leaderworkerset"}
+            pod_too = w.integration == "pod" and frameworks & IMPLICIT_POD_INTEGRATIONS
             if w.integration not in frameworks and not pod_too:
                 self.fail(
                     "scheduler",

@@ -173,6 +173,9 @@ DEFAULT_KUEUE_INTEGRATIONS: tuple[str, ...] = (
     "leaderworkerset.x-k8s.io/leaderworkerset",
 )
 
+# Integrations that turn Kueue's pod integration on implicitly (the description of kueue_integrations below).
+IMPLICIT_POD_INTEGRATIONS = frozenset({"deployment", "statefulset", "leaderworkerset.x-k8s.io/leaderworkerset"})
+
 
 class Scheduling(Model):
     local_queue_name: Name = Field(
