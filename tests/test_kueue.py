@@ -429,9 +429,9 @@ def test_shared_gpus_are_quoted_in_units_and_cpu_defaults_are_generous():
     assert l4["memory"]["nominalQuota"] == kueue.DEFAULT_MEMORY_QUOTA == "64Ti"
 
 
-def test_overlapping_resource_sets_share_a_group():
-    """Two mixed-MIG pools with different but overlapping layouts: one group covering the union, each flavor
-    listing every covered resource (0 for profiles it does not advertise)."""
+def _prod_with_a100_mig() -> dict:
+    """prod-aws plus a100-mig: one p4de node whose 8 A100s are each cut into 7 1g.10gb (a layout that overlaps
+    h100-inference's, so the two share a resource group)."""
     cfg = stack_config("prod-aws")
     cfg["gpu-platform:nodePools"].append(
         {
@@ -442,6 +442,13 @@ def test_overlapping_resource_sets_share_a_group():
             "sharing": {"strategy": "mig", "layout": {"1g.10gb": 7}},
         }
     )
+    return cfg
+
+
+def test_overlapping_resource_sets_share_a_group():
+    """Two mixed-MIG pools with different but overlapping layouts: one group covering the union, each flavor
+    listing every covered resource (0 for profiles it does not advertise)."""
+    cfg = _prod_with_a100_mig()
     cfg["gpu-platform:tenants"][1]["gpuQuota"]["a100-mig"] = 8
     spec = load_spec(cfg)
     groups = kueue.resource_groups(spec, spec.tenants[1])
@@ -764,16 +771,7 @@ def test_limits_apply_only_to_resources_a_flavor_advertises():
     """In a merged MIG group a flavor lists every covered resource; its lending (and borrowing) limit, in
     units, goes on the resources its own layout advertises (a100-mig: 2 GPUs x 7 1g.10gb = 14), not on the
     ones it lists at 0."""
-    cfg = stack_config("prod-aws")
-    cfg["gpu-platform:nodePools"].append(
-        {
-            "name": "a100-mig",
-            "gpu": {"model": "A100-80GB", "perNode": 8},
-            "instanceTypes": ["p4de.24xlarge"],
-            "maxNodes": 1,
-            "sharing": {"strategy": "mig", "layout": {"1g.10gb": 7}},
-        }
-    )
+    cfg = _prod_with_a100_mig()
     serving = cfg["gpu-platform:tenants"][1]
     serving["gpuQuota"]["a100-mig"] = 8
     serving["lendingLimit"] = {"h100-inference": 4, "a100-mig": 2}
