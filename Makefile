@@ -4,14 +4,18 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STACK  ?= prod-aws
 
-.PHONY: setup synth synth-all check test lint fmt bench schema refresh-upstream policy-venv policy-data clean urn-snapshots mutate mutate-sample
+.PHONY: lock setup synth synth-all check test lint fmt bench schema refresh-upstream policy-venv policy-data clean urn-snapshots mutate mutate-sample
 
-$(BIN)/.installed: pyproject.toml
+# Everything installed comes from a hashed lock (`make lock` refreshes them from the ranges in pyproject.toml and
+# policies/requirements.in): requirements/dev.txt for the tests and tools, requirements.txt for the program (what
+# `pulumi install` reads), policies/requirements.txt for the pack. pip refuses any file whose hash differs. The
+# package itself is installed editable with no build isolation, so its build backend comes from the lock too.
+$(BIN)/.installed: requirements/dev.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "gpu-platform needs Python 3.11+: make PYTHON=python3.11 ...")'
 	@$(PYTHON) -c 'import ensurepip' 2>/dev/null || { echo "$(PYTHON) cannot create virtualenvs: install python3-venv (Debian/Ubuntu)"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --require-hashes -r requirements/dev.txt
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $@
 
 setup: $(BIN)/.installed
@@ -73,8 +77,7 @@ POLICY_VENV := policies/.venv
 $(POLICY_VENV)/.installed: policies/requirements.txt
 	@$(PYTHON) -c 'import ensurepip' 2>/dev/null || { echo "$(PYTHON) cannot create virtualenvs: install python3-venv (Debian/Ubuntu)"; exit 1; }
 	$(PYTHON) -m venv $(POLICY_VENV)
-	$(POLICY_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(POLICY_VENV)/bin/python -m pip install --quiet -r policies/requirements.txt
+	$(POLICY_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --require-hashes -r policies/requirements.txt
 	touch $@
 
 policy-venv: $(POLICY_VENV)/.installed
@@ -82,6 +85,16 @@ policy-venv: $(POLICY_VENV)/.installed
 ## Regenerate policies/pack_data.json (the facts the self-contained pack takes from components)
 policy-data: setup
 	$(BIN)/python -m components.policy_data
+
+## Refresh the hashed lock files from the ranges (pyproject.toml, requirements/build.in, policies/requirements.in):
+## the newest versions inside the ranges, resolved for every platform, Python 3.11. Commit the three files.
+## `make lock UPGRADE=` keeps today's pins where the ranges still allow them (only adds what is new).
+UV_COMPILE := $(BIN)/uv pip compile --quiet --universal --python-version 3.11 --generate-hashes --custom-compile-command "make lock"
+UPGRADE ?= --upgrade
+lock: setup
+	$(UV_COMPILE) $(UPGRADE) pyproject.toml -o requirements.txt
+	$(UV_COMPILE) $(UPGRADE) pyproject.toml requirements/build.in --extra dev -c requirements.txt -o requirements/dev.txt
+	$(UV_COMPILE) $(UPGRADE) policies/requirements.in -c requirements.txt -o policies/requirements.txt
 
 ## Refresh upstream/ (the project's copy of the upstream contracts) from ../shared/upstream
 refresh-upstream:

@@ -501,8 +501,8 @@ def test_pulumi_policy_yaml_and_requirements():
     doc = yaml.safe_load((ROOT / "policies" / "PulumiPolicy.yaml").read_text())
     assert doc["runtime"]["name"] == "python"
     assert doc["runtime"]["options"]["virtualenv"] == ".venv"
-    reqs = (ROOT / "policies" / "requirements.txt").read_text()
-    assert "pulumi-policy>=1.21" in reqs and "PyYAML" in reqs
+    reqs = (ROOT / "policies" / "requirements.in").read_text()
+    assert "pulumi-policy>=1.21" in reqs and "PyYAML" in reqs  # the ranges; requirements.txt is their lock
     assert (ROOT / "policies" / "__init__.py").exists()
 
 

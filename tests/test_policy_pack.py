@@ -90,7 +90,7 @@ def test_the_pack_entry_point_loads_only_its_folder_and_its_requirements():
         "cost_policies",
         "dra_policies",
     }
-    lines = [ln.strip() for ln in (PACK / "requirements.txt").read_text().splitlines()]
+    lines = [ln.strip() for ln in (PACK / "requirements.in").read_text().splitlines()]
     requirements = {re.split(r"[<>=!~ ]", ln, maxsplit=1)[0] for ln in lines if ln and not ln.startswith("#")}
     assert requirements == {"pulumi", "pulumi-policy", "PyYAML"}  # not gpu-platform, not `-e ..`
 
@@ -139,7 +139,8 @@ def test_make_policy_venv_builds_the_packs_own_virtualenv_from_its_requirements(
         ["make", "-n", "-B", "policy-venv", "PYTHON=python3"], cwd=ROOT, capture_output=True, text=True, check=True
     ).stdout
     assert "python3 -m venv policies/.venv" in out
-    assert "policies/.venv/bin/python -m pip install --quiet -r policies/requirements.txt" in out
+    pip = "policies/.venv/bin/python -m pip install --quiet --disable-pip-version-check"
+    assert f"{pip} --require-hashes -r policies/requirements.txt" in out  # the hashed lock, nothing else
     assert "pulumi install" not in out  # pulumi#16605: inside a program it installs the program instead
     policy_yaml = (PACK / "PulumiPolicy.yaml").read_text()
     assert re.search(r"^\s+virtualenv: \.venv$", policy_yaml, re.M)  # policies/.venv is the one the CLI uses
