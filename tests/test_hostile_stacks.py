@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import ROOT, STACKS, STACKS_DIR
+from limits import GIB, bounded, preexec
 
 from components import cli, stackfile, validation
 from components.loader import SpecError, load_spec
@@ -26,11 +27,21 @@ BAD = ROOT / "tests" / "fixtures" / "bad-stacks"
 FIXTURES = sorted(BAD.glob("*.yaml"))
 
 
+@pytest.fixture(autouse=True)
+def _bounded():
+    """Every test here feeds hostile input: if a limit of the package breaks, the test fails with MemoryError
+    or TimeoutError (exit 4 from the CLI) instead of running the machine out of memory."""
+    with bounded(seconds=60, memory=GIB + GIB // 2):
+        yield
+
+
 def _expect(path: Path) -> tuple[str, str]:
+    """``# expect: <locus> | <fragment>``. A fragment of ``*`` means the message is the YAML parser's own, whose
+    wording is not ours to pin (libyaml's changes between PyYAML releases): the locus is what is checked."""
     first = path.read_bytes().split(b"\n", 1)[0].decode()
     assert first.startswith("# expect: "), path
     where, fragment = first[len("# expect: ") :].split(" | ")
-    return where, fragment
+    return where, "" if fragment == "*" else fragment
 
 
 def _run(argv: list[str], capsys) -> tuple[int, list[str], str]:
@@ -71,6 +82,7 @@ def test_real_process_prints_no_traceback(name: str):
         capture_output=True,
         text=True,
         timeout=60,
+        preexec_fn=preexec(2 * GIB),
     )
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr
@@ -360,3 +372,30 @@ def test_new_user_mistakes_are_refused_cleanly(name: str, tmp_path: Path, capsys
     assert rc == 2, lines
     assert lines and all(": " in line and len(line) < 400 for line in lines)
     assert not any("internal error" in line for line in lines)
+
+
+# ------------------------------------------------------------------------ the bounds these tests run under
+
+
+def test_a_broken_alias_limit_fails_the_test_instead_of_the_machine(monkeypatch, capsys):
+    """Planted: the alias-expansion limit gone. The bomb then expands for ever; under the bounds it stops as an
+    internal error (exit 4, not the 2 the fixture test asserts) within the deadline."""
+    monkeypatch.setattr(stackfile, "MAX_NODES", 10**15)
+    start = time.monotonic()
+    with bounded(seconds=2, memory=GIB):
+        rc, lines, _ = _run(["check", "dev-aws", "--config", str(BAD / "alias-bomb.yaml")], capsys)
+    assert rc == cli.EXIT_INTERNAL and ("TimeoutError" in lines[0] or "MemoryError" in lines[0]), lines
+    assert time.monotonic() - start < 10
+
+
+def test_the_memory_bound_refuses_an_allocation_past_its_budget():
+    with pytest.raises(MemoryError), bounded(seconds=10, memory=GIB // 4):
+        bytearray(GIB // 2)
+    assert len(bytearray(GIB // 2)) == GIB // 2  # and the limit is lifted afterwards
+
+
+def test_a_nested_bound_leaves_the_enclosing_deadline_running():
+    with pytest.raises(TimeoutError), bounded(seconds=0.5):
+        with bounded(seconds=5):
+            pass
+        time.sleep(2)
