@@ -74,9 +74,13 @@ def project_added_files() -> set[str]:
     out = set()
     for folder in refresh_upstream.PROJECT_ADDED:
         readme = (UPSTREAM / folder / "README.md").read_text()
-        for p in (UPSTREAM / folder).iterdir():
-            assert p.name == "README.md" or f"`{p.name}`" in readme, f"{folder}/{p.name} is not named in its README"
-            out.add(f"{folder}/{p.name}")
+        for p in sorted((UPSTREAM / folder).rglob("*")):
+            if not p.is_file():
+                continue
+            rel = p.relative_to(UPSTREAM / folder).as_posix()
+            named = rel == "README.md" or f"`{p.name}`" in readme or f"`{rel}`" in readme
+            assert named, f"{folder}/{rel} is not named in its README"
+            out.add(f"{folder}/{rel}")
     return out
 
 
