@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STACK  ?= prod-aws
 
-.PHONY: lock setup synth synth-all check test lint fmt bench schema refresh-upstream policy-venv policy-data clean urn-snapshots mutate mutate-sample
+.PHONY: lock setup synth synth-all check test cluster-test lint fmt bench schema refresh-upstream policy-venv policy-data clean urn-snapshots mutate mutate-sample
 
 # Everything installed comes from a hashed lock (`make lock` refreshes them from the ranges in pyproject.toml and
 # policies/requirements.in): requirements/dev.txt for the tests and tools, requirements.txt for the program (what
@@ -34,6 +34,12 @@ check: setup
 ## The test suite (what CI runs)
 test: setup
 	$(BIN)/python -m pytest -n auto
+
+## The cluster tests: every stack on a real control plane on loopback (etcd 3.6, kube-apiserver and
+## kube-controller-manager 1.35, built from Go modules into a per-user cache by scripts/cluster-bins.sh: about
+## 10-25 minutes the first time on 2 cores, then cached). Needs Go and openssl.
+cluster-test: setup
+	@bin="$$(scripts/cluster-bins.sh)" && GPU_PLATFORM_KUBE_BIN="$$bin" $(BIN)/python -m pytest -p no:xdist tests/cluster
 
 lint: setup
 	$(BIN)/ruff check .

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Build the real control plane the cluster tests run against, from Go modules through the module proxy, into a
+# per-user cache keyed by version. Nothing built here is committed; a warm cache makes this a no-op.
+#
+#   scripts/cluster-bins.sh            build what is missing, print the bin directory
+#   scripts/cluster-bins.sh --print    print the bin directory only (exit 1 if anything is missing)
+#
+# kube-apiserver, kube-controller-manager and kubectl come from k8s.io/kubernetes, which is not meant to be
+# consumed as a module on its own: its go.mod requires every staging module (k8s.io/api, k8s.io/apiserver, ...)
+# at v0.0.0 and replaces it with ./staging/src/.... A throw-away wrapper module requires k8s.io/kubernetes at
+# the release and replaces each staging module with its published v0.<minor>.<patch> release (the usual way to
+# import k8s.io/kubernetes; the list is read from the release's own go.mod, so it follows the release).
+# etcd is built through go.etcd.io/etcd/server/v3/etcdmain, the package etcd's own main() calls.
+set -euo pipefail
+
+K8S_VERSION="${K8S_VERSION:-v1.35.4}"
+ETCD_VERSION="${ETCD_VERSION:-v3.6.16}"
+CACHE="${GPU_PLATFORM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpu-platform}"
+BIN="$CACHE/bin/k8s-$K8S_VERSION-etcd-$ETCD_VERSION"
+TOOLS=(kube-apiserver kube-controller-manager kubectl etcd)
+
+complete() {
+  for t in "${TOOLS[@]}"; do [ -x "$BIN/$t" ] || return 1; done
+}
+
+if [ "${1:-}" = "--print" ]; then
+  complete || { echo "cluster-bins: $BIN is incomplete; run scripts/cluster-bins.sh" >&2; exit 1; }
+  echo "$BIN"
+  exit 0
+fi
+if complete; then
+  echo "$BIN"
+  exit 0
+fi
+
+command -v go >/dev/null || { echo "cluster-bins: Go is needed to build the control plane (https://go.dev/doc/install)" >&2; exit 1; }
+mkdir -p "$BIN"
+WORK="$(mktemp -d)"
+trap 'rm -rf "$WORK"' EXIT
+export GOFLAGS="-buildvcs=false -mod=mod" CGO_ENABLED=0
+minor="${K8S_VERSION#v1.}"        # 35.4
+staging="v0.$minor"               # v0.35.4
+
+# --- kube-apiserver, kube-controller-manager, kubectl ------------------------------------------------------
+mkdir -p "$WORK/k8s"
+cd "$WORK/k8s"
+go mod download -json "k8s.io/kubernetes@$K8S_VERSION" > dl.json
+gomod="$(sed -n 's/^\s*"GoMod": "\(.*\)",$/\1/p' dl.json)"
+{
+  echo "module gpu-platform.local/controlplane"
+  echo
+  echo "go 1.25"
+  echo
+  echo "require k8s.io/kubernetes $K8S_VERSION"
+  echo
+  echo "replace ("
+  # every "k8s.io/x => ./staging/src/k8s.io/x" of the release's go.mod, pointed at the published release
+  sed -n 's#^\s*\(k8s\.io/[a-z0-9-]*\) => \./staging/src/.*#\t\1 => \1 '"$staging"'#p' "$gomod"
+  echo ")"
+} > go.mod
+cat > tools.go <<'EOF'
+//go:build tools
+
+package controlplane
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kubectl"
+)
+EOF
+go mod tidy -e >/dev/null 2>&1 || true
+ver="k8s.io/component-base/version"
+commit="$(sed -n 's/^\s*"Hash": "\(.*\)",\?$/\1/p' dl.json | head -1)"
+ldflags="-s -w -X $ver.gitVersion=$K8S_VERSION -X $ver.gitMajor=1 -X $ver.gitMinor=${minor%%.*} \
+ -X $ver.gitCommit=$commit -X $ver.gitTreeState=clean -X $ver.buildDate=1970-01-01T00:00:00Z"
+for t in kube-apiserver kube-controller-manager kubectl; do
+  [ -x "$BIN/$t" ] && continue
+  echo "cluster-bins: building $t $K8S_VERSION (a first build takes minutes)" >&2
+  go build -trimpath -ldflags "$ldflags" -o "$BIN/$t.tmp" "k8s.io/kubernetes/cmd/$t"
+  mv "$BIN/$t.tmp" "$BIN/$t"
+done
+
+# --- etcd ---------------------------------------------------------------------------------------------------
+if [ ! -x "$BIN/etcd" ]; then
+  echo "cluster-bins: building etcd $ETCD_VERSION" >&2
+  mkdir -p "$WORK/etcd"
+  cd "$WORK/etcd"
+  cat > go.mod <<EOF
+module gpu-platform.local/etcd
+
+go 1.25
+
+require go.etcd.io/etcd/server/v3 $ETCD_VERSION
+EOF
+  cat > main.go <<'EOF'
+package main
+
+import (
+	"os"
+
+	"go.etcd.io/etcd/server/v3/etcdmain"
+)
+
+func main() { etcdmain.Main(os.Args) }
+EOF
+  go mod tidy >/dev/null 2>&1
+  go build -trimpath -ldflags "-s -w" -o "$BIN/etcd.tmp" .
+  mv "$BIN/etcd.tmp" "$BIN/etcd"
+fi
+
+complete
+echo "$BIN"

@@ -1,0 +1,380 @@
+"""Every shipped stack (and the coverage stack) on a real kube-apiserver 1.35 with kube-controller-manager:
+every rendered object accepted, a second apply changes nothing, and the guards the platform promises each
+tenant are enforced by the server itself (issue 25).
+
+Expected verdicts come from the stack file and from Kubernetes, not from the code that renders the guards:
+the PriorityClasses the server holds and their values, the tenant's ``priority`` from its stack file; a class
+valued above the tenant's is refused, one at or below admitted; ``system-node-critical`` and
+``system-cluster-critical`` (built into the server, 2000001000 and 2000000000) are refused in every tenant
+namespace. Each probe is a server-side dry-run create: the answer is the server's.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from apply import apply_rendering, diff, install_crds
+from cluster_stacks import COVERAGE_STACK, SHIPPED, stack_file_config
+from controlplane import ControlPlane
+from probes import Api, container, cronjob, deployment, job, pod
+
+from components.loader import load_spec
+from components.rendering import Rendering
+from components.synth import render
+
+ROOT = Path(__file__).resolve().parents[2]
+STACKS_UNDER_TEST = (
+    [*SHIPPED, COVERAGE_STACK] if (ROOT / "tests" / "fixtures" / "coverage-stack.yaml").exists() else SHIPPED
+)
+SYSTEM_CLASSES = ("system-node-critical", "system-cluster-critical")
+KUEUE_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+CEILING = "priority ceiling"  # what the platform's refusal says, as the README documents it
+
+
+@dataclass
+class Cluster:
+    stack: str
+    config: dict[str, Any]
+    rendering: Rendering
+    cp: ControlPlane
+    api: Api
+    levels: list[list[dict[str, Any]]]
+
+    @property
+    def docs(self) -> list[dict[str, Any]]:
+        return [d for level in self.levels for d in level]
+
+    def tenants(self) -> list[dict[str, Any]]:
+        return self.config.get("gpu-platform:tenants", [])
+
+    def class_values(self) -> dict[str, int]:
+        items = self.api.get("scheduling.k8s.io/v1", "PriorityClass")["items"]
+        return {i["metadata"]["name"]: i["value"] for i in items}
+
+
+def _wait_until_usable(c: Cluster) -> None:
+    """The controller manager has made each tenant namespace's default ServiceAccount and counted each quota
+    (the quota admission plugin refuses pods in a namespace whose quota it has not counted yet)."""
+    for t in c.tenants():
+        ns = t["name"]
+        c.api.wait_for(f"{ns}/default ServiceAccount", lambda ns=ns: _exists(c, "v1", "ServiceAccount", ns, "default"))
+        for rq in c.api.get("v1", "ResourceQuota", ns)["items"]:
+            name = rq["metadata"]["name"]
+            c.api.wait_for(
+                f"{ns}/{name} quota status",
+                lambda ns=ns, name=name: bool(c.api.get("v1", "ResourceQuota", ns, name).get("status", {}).get("hard")),
+            )
+
+
+def _exists(c: Cluster, api_version: str, kind: str, ns: str, name: str) -> bool:
+    try:
+        c.api.get(api_version, kind, ns, name)
+    except LookupError:
+        return False
+    return True
+
+
+@pytest.fixture(scope="module", params=STACKS_UNDER_TEST)
+def cluster(request):
+    stack = request.param
+    config = stack_file_config(stack)
+    rendering = render(stack, config)
+    with ControlPlane(stack) as cp:
+        install_crds(cp)
+        levels = apply_rendering(cp, rendering)
+        c = Cluster(stack, config, rendering, cp, Api(cp), levels)
+        _wait_until_usable(c)
+        yield c
+        dials = cp.dials_outside_loopback()
+        assert dials == [], f"the server dialled outside 127.0.0.0/8: {dials[:3]}"
+
+
+# ------------------------------------------------------------------------------------------- the objects
+
+
+def test_every_rendered_object_is_accepted_and_a_second_apply_changes_nothing(cluster: Cluster):
+    assert cluster.docs, "the stack renders objects"
+    assert diff(cluster.cp, cluster.docs) == ""
+    apply_rendering(cluster.cp, cluster.rendering)  # again: no refusal (an immutable field would be one)
+    assert diff(cluster.cp, cluster.docs) == ""
+
+
+# ------------------------------------------------------------------------------------------ the ceiling
+
+
+def _ceilings(c: Cluster) -> list[tuple[str, list[str], list[str]]]:
+    """(tenant, forbidden, allowed) per tenant, from the stack file's ``priority`` and the server's classes."""
+    values = c.class_values()
+    spec = load_spec(c.config)
+    platform = {pc.name for pc in spec.priority_classes}
+    out = []
+    for t in spec.tenants:
+        mine = values[t.priority]
+        forbidden = sorted(n for n in platform if values[n] > mine)
+        allowed = sorted(n for n in platform if values[n] <= mine)
+        out.append((t.name, forbidden, allowed))
+    return out
+
+
+def _probes(name: str, cls: str) -> list[dict[str, Any]]:
+    """The ways a workload names a PriorityClass: a Pod, a Deployment's, a Job's, a CronJob's pod template, and
+    Kueue's priority label."""
+    return [
+        pod(f"{name}-pod", cls),
+        deployment(f"{name}-deploy", cls),
+        job(f"{name}-job", cls),
+        cronjob(f"{name}-cron", cls),
+        pod(f"{name}-label", None, labels={KUEUE_PRIORITY_LABEL: cls}),
+        job(f"{name}-job-label", None, labels={KUEUE_PRIORITY_LABEL: cls}),
+    ]
+
+
+def test_classes_above_a_tenants_ceiling_are_refused_by_the_server(cluster: Cluster):
+    wrong = []
+    checked = 0
+    for tenant, forbidden, _ in _ceilings(cluster):
+        for cls in forbidden:
+            for obj in _probes("above", cls):
+                v = cluster.api.dry_run(obj, tenant)
+                checked += 1
+                if v.allowed or CEILING not in v.message:
+                    wrong.append(f"{tenant}: {obj['kind']} {obj['metadata']['name']} with {cls}: {v}")
+    assert wrong == []
+    if any(f for _, f, _ in _ceilings(cluster)):
+        assert checked
+
+
+def test_classes_at_or_below_the_ceiling_are_admitted_and_no_tenant_fails_closed(cluster: Cluster):
+    """Including tenants without a ceiling (their class is the top one): the guard must not refuse them."""
+    wrong = []
+    for tenant, _, allowed in _ceilings(cluster):
+        assert allowed, tenant  # at least its own class
+        for cls in allowed:
+            for obj in _probes("within", cls):
+                v = cluster.api.dry_run(obj, tenant)
+                if not v.allowed:
+                    wrong.append(f"{tenant}: {obj['kind']} {obj['metadata']['name']} with {cls}: {v}")
+        v = cluster.api.dry_run(pod("no-class", None), tenant)
+        if not v.allowed:
+            wrong.append(f"{tenant}: a Pod with no class: {v}")
+    assert wrong == []
+
+
+def test_kueue_workloads_above_the_ceiling_are_refused(cluster: Cluster):
+    """Kueue resolves any job kind's priority into the Workload it creates: refused there, the job stays
+    suspended. (kueue v0.19.2 Workload v1beta2: spec.priorityClassRef.)"""
+    if not any(d["apiVersion"].startswith("kueue.x-k8s.io/") for d in cluster.docs):
+        pytest.skip(f"{cluster.stack} runs no Kueue")
+    wrong = []
+    values = cluster.class_values()
+    for tenant, forbidden, allowed in _ceilings(cluster):
+        for cls, want in [*((c, False) for c in forbidden), *((c, True) for c in allowed)]:
+            v = cluster.api.dry_run(_workload(cls, values[cls]), tenant)
+            if v.allowed != want or (not want and CEILING not in v.message):
+                wrong.append(f"{tenant}: Workload at {cls}: {v}")
+    assert wrong == []
+
+
+def _workload(cls: str, value: int) -> dict[str, Any]:
+    """A Workload as Kueue makes one for a job (its CRD requires ``priority`` beside ``priorityClassRef``)."""
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": f"wl-{cls}"},
+        "spec": {
+            "queueName": "default",
+            "priorityClassRef": {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": cls},
+            "priority": value,
+            "podSets": [{"name": "main", "count": 1, "template": {"spec": {"containers": [container()]}}}],
+        },
+    }
+
+
+def test_system_classes_are_refused_in_every_tenant_namespace(cluster: Cluster):
+    wrong = []
+    for t in cluster.tenants():
+        for cls in SYSTEM_CLASSES:
+            for obj in (pod(f"sys-{cls}", cls), deployment(f"sys-{cls}", cls), cronjob(f"sys-{cls}", cls)):
+                v = cluster.api.dry_run(obj, t["name"])
+                if v.allowed:
+                    wrong.append(f"{t['name']}: {obj['kind']} with {cls}: {v}")
+    assert wrong == []
+
+
+# --------------------------------------------------------------------------------- quota, defaults, PSA
+
+
+def test_a_pod_over_the_tenants_gpu_quota_is_refused(cluster: Cluster):
+    checked = 0
+    for t in cluster.tenants():
+        ns = t["name"]
+        for rq in cluster.api.get("v1", "ResourceQuota", ns)["items"]:
+            for key, hard in rq["spec"].get("hard", {}).items():
+                if not key.startswith("requests.nvidia.com/"):
+                    continue
+                resource = key[len("requests.") :]
+                n = int(hard)
+                over = pod("over", None, containers=[container(requests={resource: n + 1}, limits={resource: n + 1})])
+                v = cluster.api.dry_run(over, ns)
+                assert not v.allowed and "exceeded quota" in v.message, f"{ns} {resource} {n + 1}: {v}"
+                checked += 1
+                if n:
+                    within = pod("within", None, containers=[container(requests={resource: n}, limits={resource: n})])
+                    v = cluster.api.dry_run(within, ns)
+                    assert v.allowed, f"{ns} {resource} {n}: {v}"
+    assert checked, "every stack caps some GPU resource"
+
+
+def test_limitrange_defaults_reach_a_pod_without_requests(cluster: Cluster):
+    for t in cluster.tenants():
+        ns = t["name"]
+        (lr,) = cluster.api.get("v1", "LimitRange", ns)["items"]
+        want = lr["spec"]["limits"][0]["defaultRequest"]
+        v = cluster.api.dry_run(pod("defaults", None), ns)
+        assert v.allowed, f"{ns}: {v}"
+        assert v.object["spec"]["containers"][0]["resources"]["requests"] == want, ns
+
+
+def test_a_privileged_pod_is_refused_by_pod_security(cluster: Cluster):
+    for t in cluster.tenants():
+        ns = t["name"]
+        priv = pod("priv", None, containers=[{**container(), "securityContext": {"privileged": True}}])
+        assert cluster.api.dry_run(pod("unprivileged", None), ns).allowed, ns  # the same pod, not privileged
+        v = cluster.api.dry_run(priv, ns)
+        assert not v.allowed and "violates PodSecurity" in v.message, f"{ns}: {v}"
+
+
+# -------------------------------------------------------------------------------------- examples
+
+
+def _examples_for(stack: str) -> list[Path]:
+    out = []
+    for path in sorted((ROOT / "examples").glob("*.yaml")):
+        first = path.read_text().splitlines()[0]
+        if first.startswith(f"# Target stack: {stack} "):
+            out.append(path)
+    return out
+
+
+def test_every_example_is_admitted_in_its_target_stack(cluster: Cluster):
+    examples = _examples_for(cluster.stack)
+    if not examples:
+        pytest.skip(f"no example targets {cluster.stack}")
+    for path in examples:
+        proc = cluster.cp.kubectl("create", "--dry-run=server", "-f", str(path), check=False)
+        assert proc.returncode == 0, f"{path.name}: {proc.stderr}"
+
+
+# --------------------------------------------------------------------------------------------- DRA
+
+
+def test_dra_claims_over_the_device_class_quota_are_refused(cluster: Cluster):
+    keys = [
+        (t["name"], k, int(v))
+        for t in cluster.tenants()
+        for rq in cluster.api.get("v1", "ResourceQuota", t["name"])["items"]
+        for k, v in rq["spec"].get("hard", {}).items()
+        if k.endswith(".deviceclass.resource.k8s.io/devices")
+    ]
+    if not keys:
+        pytest.skip(f"{cluster.stack} has no DRA quota")
+    for ns, key, n in keys:
+        device_class = key[: -len(".deviceclass.resource.k8s.io/devices")]
+        v = cluster.api.dry_run(_claim(device_class, n + 1), ns)
+        assert not v.allowed and "exceeded quota" in v.message, f"{ns} {device_class} {n + 1}: {v}"
+        if n:
+            v = cluster.api.dry_run(_claim(device_class, n), ns)
+            assert v.allowed, f"{ns} {device_class} {n}: {v}"
+
+
+def _claim(device_class: str, count: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "claim"},
+        "spec": {
+            "devices": {
+                "requests": [
+                    {
+                        "name": "gpus",
+                        "exactly": {"deviceClassName": device_class, "allocationMode": "ExactCount", "count": count},
+                    }
+                ]
+            }
+        },
+    }
+
+
+# ------------------------------------------------------------------------------------------ Volcano
+
+
+def test_volcano_jobs_must_name_their_tenants_queue(cluster: Cluster):
+    tenants = [t["name"] for t in cluster.tenants() if t.get("scheduler") == "volcano"]
+    if not tenants:
+        pytest.skip(f"{cluster.stack} has no Volcano tenant")
+    for ns in tenants:
+        other = next((t["name"] for t in cluster.tenants() if t["name"] != ns), "default")
+        ok = cluster.api.dry_run(_volcano_job(ns), ns)
+        assert ok.allowed, f"{ns}: {ok}"
+        bad = cluster.api.dry_run(_volcano_job(other), ns)
+        assert not bad.allowed and ns in bad.message, f"{ns} naming {other}: {bad}"
+
+
+def _volcano_job(queue: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": "vj"},
+        "spec": {
+            "queue": queue,
+            "minAvailable": 1,
+            "schedulerName": "volcano",
+            "tasks": [
+                {
+                    "name": "t",
+                    "replicas": 1,
+                    "template": {"spec": {"containers": [container()], "restartPolicy": "Never"}},
+                }
+            ],
+        },
+    }
+
+
+# --------------------------------------------------------------------------------------- day 2 on the server
+
+
+def test_a_chart_bump_replaces_the_webhook_gate_job_instead_of_updating_it(cluster: Cluster):
+    """A chart bump changes the gate Job's pod template, which the server refuses to update in place
+    (``spec.template: field is immutable``): the new render must be a new Job, and applying it is accepted."""
+    gates = [d for d in cluster.docs if d["kind"] == "Job" and "-webhook-ready" in d["metadata"]["name"]]
+    if not gates:
+        pytest.skip(f"{cluster.stack} has no webhook gate")
+    config = copy.deepcopy(cluster.config)
+    charts = dict(config.get("gpu-platform:charts") or {})
+    bumped = {key: {"version": "99.0.0"} for key in ("kueue", "volcano", "gpuOperator")}
+    config["gpu-platform:charts"] = {**charts, **bumped}
+    new = [
+        d
+        for d in render(cluster.stack, config).manifests
+        if d["kind"] == "Job" and "-webhook-ready" in d["metadata"]["name"]
+    ]
+    assert len(new) == len(gates)
+    old_names = {(g["metadata"]["namespace"], g["metadata"]["name"]) for g in gates}
+    for doc in new:
+        key = (doc["metadata"]["namespace"], doc["metadata"]["name"])
+        assert key not in old_names, f"{key} keeps its name: the server would refuse the update"
+        cluster.cp.kubectl(
+            "apply", "--server-side", "--field-manager=gpu-platform", "-f", "-", stdin=yaml.safe_dump(doc)
+        )
+    # and the premise: updating an old gate in place with a changed template is what the server refuses
+    old = copy.deepcopy(gates[0])
+    old["spec"]["template"].setdefault("metadata", {}).setdefault("annotations", {})["probe"] = "changed"
+    proc = cluster.cp.kubectl(
+        "apply", "--server-side", "--field-manager=gpu-platform", "-f", "-", stdin=yaml.safe_dump(old), check=False
+    )
+    assert proc.returncode != 0 and "immutable" in proc.stderr
