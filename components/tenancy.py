@@ -6,8 +6,10 @@ such pool) and cpu/memory when given, and a LimitRange so pods without requests 
 
 Priority ceilings cost no object per tenant: the namespace carries the PriorityClasses above its
 tenant's ceiling in an annotation, and one cluster-wide ValidatingAdmissionPolicy refuses them there,
-as pod priority, as a pod template's priority and as Kueue's ``kueue.x-k8s.io/priority-class`` label
-(Kueue orders and preempts workloads by that, so a ceiling on pods alone would not hold).
+as pod priority, as a pod template's or a CronJob's job template's priority, as Kueue's
+``kueue.x-k8s.io/priority-class`` label (Kueue orders and preempts workloads by that, so a ceiling on pods
+alone would not hold) and in Kueue Workloads; it refuses the built-in ``system-*`` classes in every tenant
+namespace.
 """
 
 from __future__ import annotations
@@ -68,12 +70,28 @@ def namespace_annotations(spec: StackSpec, tenant: Tenant) -> dict[str, str]:
     return {FORBIDDEN_PRIORITY_ANNOTATION: ",".join(excluded)} if excluded else {}
 
 
+# Built into every API server (k8s.io/kubernetes pkg/apis/scheduling SystemPriorityClasses: 2000001000 and
+# 2000000000), above every class a stack may declare (spec: at most 1e9). Nothing stops a namespace from using
+# them unless the cluster limits them (GKE does, with its critical-pods quota rule; EKS does not), so in tenant
+# namespaces the ceiling policy refuses them for every tenant, with or without a ceiling of its own.
+SYSTEM_PRIORITY_CLASSES = ("system-cluster-critical", "system-node-critical")
+
+
 def priority_ceiling_policy() -> dict:
-    """ValidatingAdmissionPolicy spec: in a tenant namespace, nothing may name a PriorityClass the
-    namespace's ``gpu-platform/forbidden-priority-classes`` annotation lists."""
-    ns_annotations = "namespaceObject.metadata.annotations"
+    """ValidatingAdmissionPolicy spec: in a tenant namespace, nothing may name a ``system-*`` PriorityClass or
+    one the namespace's ``gpu-platform/forbidden-priority-classes`` annotation lists.
+
+    The namespace is read in a variable, not in a matchCondition: kube-apiserver evaluates matchConditions
+    without ``namespaceObject`` (k8s.io/apiserver v0.35.4 pkg/admission/plugin/webhook/matchconditions/
+    matcher.go:82-85), so a condition on it is always false and the policy would never deny. Variables and
+    validations do get it (pkg/admission/plugin/policy/validating/validator.go). A namespace without the
+    annotation forbids only the system classes: the policy never fails closed for a tenant without a ceiling.
+    """
+    annotations = "namespaceObject.metadata.annotations"
     forbidden = "variables.forbidden"
     template = "object.spec.template.spec"
+    cron = "object.spec.jobTemplate.spec.template.spec"
+    system = ", ".join(f"'{c}'" for c in SYSTEM_PRIORITY_CLASSES)
     return {
         "failurePolicy": "Fail",
         "matchConstraints": {
@@ -88,16 +106,13 @@ def priority_ceiling_policy() -> dict:
                 }
             ],
         },
-        # only namespaces whose tenant has a ceiling below the top class
-        "matchConditions": [
-            {
-                "name": "namespace-has-a-ceiling",
-                "expression": f"namespaceObject != null && has({ns_annotations}) && "
-                f"'{FORBIDDEN_PRIORITY_ANNOTATION}' in {ns_annotations}",
-            }
-        ],
         "variables": [
-            {"name": "forbidden", "expression": f"{ns_annotations}['{FORBIDDEN_PRIORITY_ANNOTATION}'].split(',')"}
+            {
+                "name": "forbidden",
+                "expression": f"[{system}] + (namespaceObject != null && has({annotations}) && "
+                f"'{FORBIDDEN_PRIORITY_ANNOTATION}' in {annotations} ? "
+                f"{annotations}['{FORBIDDEN_PRIORITY_ANNOTATION}'].split(',') : [])",
+            }
         ],
         "validations": [
             {
@@ -108,8 +123,8 @@ def priority_ceiling_policy() -> dict:
                 "reason": "Forbidden",
             },
             {
-                "expression": f"request.kind.kind != 'Pod' || !has(object.spec.priorityClassName) || "
-                f"!(object.spec.priorityClassName in {forbidden})",
+                "expression": "request.kind.group != '' || request.kind.kind != 'Pod' || "
+                f"!has(object.spec.priorityClassName) || !(object.spec.priorityClassName in {forbidden})",
                 "messageExpression": "'PriorityClass ' + object.spec.priorityClassName + "
                 "' is above this tenant\\'s priority ceiling'",
                 "reason": "Forbidden",
@@ -123,7 +138,16 @@ def priority_ceiling_policy() -> dict:
                 "reason": "Forbidden",
             },
             {
-                # Every other kind (JobSet, PyTorchJob, RayJob, LeaderWorkerSet, CronJob...) keeps its pod templates
+                # CronJobs keep theirs one level deeper; refused at creation, not each time a Job is made
+                "expression": f"!has(object.spec) || !has(object.spec.jobTemplate) || "
+                "!has(object.spec.jobTemplate.spec) || !has(object.spec.jobTemplate.spec.template) || "
+                f"!has({cron}) || !has({cron}.priorityClassName) || !({cron}.priorityClassName in {forbidden})",
+                "messageExpression": f"'PriorityClass ' + {cron}.priorityClassName + "
+                "' in the job template is above this tenant\\'s priority ceiling'",
+                "reason": "Forbidden",
+            },
+            {
+                # Every other kind (JobSet, PyTorchJob, RayJob, LeaderWorkerSet...) keeps its pod templates
                 # elsewhere; Kueue resolves their priority into the Workload it creates, which is refused here, so
                 # the job stays suspended instead of being admitted (and preempting) at a forbidden priority.
                 "expression": "request.kind.group != 'kueue.x-k8s.io' || request.kind.kind != 'Workload' || "
@@ -212,8 +236,9 @@ class Tenancy(addon.Component):
                 },
                 opts=child,
             )
-        if any(derive.priority_ceiling_excluded(spec, t) for t in spec.tenants):
-            # One policy for every tenant: hoarding by self-promotion to a higher class is refused.
+        if spec.tenants:
+            # One policy for every tenant: hoarding by self-promotion to a higher class (or to a system-* class,
+            # which every tenant is refused) is refused.
             k8s.admission_policy(
                 "priority-ceiling", self, self.provider, PRIORITY_CEILING_POLICY, priority_ceiling_policy()
             )

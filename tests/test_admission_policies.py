@@ -24,15 +24,19 @@ def _eval(expr: str, env: dict[str, Any]) -> Any:
 
 def admit(policy: dict[str, Any], obj: dict[str, Any], kind: str, group: str = "", namespace=None) -> list[str]:
     """Denial messages for one CREATE request (empty: admitted), as the API server evaluates a policy:
-    match conditions, then variables in order, then every validation."""
+    match conditions, then variables in order, then every validation.
+
+    As the server does: match conditions see no ``namespaceObject`` (k8s.io/apiserver v0.35.4
+    pkg/admission/plugin/webhook/matchconditions/matcher.go:82-85); variables and validations do. The cluster
+    tests (tests/cluster, `make cluster-test`) check these verdicts against a real kube-apiserver."""
     env: dict[str, Any] = {
         "object": obj,
         "request": {"kind": {"group": group, "version": "v1", "kind": kind}, "operation": "CREATE"},
-        "namespaceObject": namespace,
     }
     for cond in policy.get("matchConditions", []):
         if not _eval(cond["expression"], env):
             return []
+    env["namespaceObject"] = namespace
     variables: dict[str, Any] = {}
     for var in policy.get("variables", []):
         variables[var["name"]] = _eval(var["expression"], {**env, "variables": variables})
@@ -95,11 +99,38 @@ def test_workloads_kueue_creates_for_other_kinds_are_checked(ceiling):
     assert admit(ceiling, workload, "Workload", "kueue.x-k8s.io", notebooks) == []
 
 
-def test_namespaces_without_a_ceiling_and_cluster_requests_pass(ceiling):
+def test_namespaces_without_a_ceiling_pass_their_classes_but_never_system_ones(ceiling):
     serving = _ns("prod-aws", "serving")  # top class: no annotation
     assert FORBIDDEN not in serving["metadata"].get("annotations", {})
     assert admit(ceiling, _pod("inference"), "Pod", namespace=serving) == []
-    assert admit(ceiling, _pod("inference"), "Pod", namespace=None) == []  # no namespace object
+    assert admit(ceiling, _pod(), "Pod", namespace=serving) == []
+    for system in ("system-node-critical", "system-cluster-critical"):
+        assert admit(ceiling, _pod(system), "Pod", namespace=serving) == [
+            f"PriorityClass {system} is above this tenant's priority ceiling"
+        ]
+        assert admit(ceiling, _pod(system), "Pod", namespace=_ns("prod-aws", "research"))
+
+
+def test_cronjobs_are_checked_at_creation(ceiling):
+    notebooks = _ns("prod-aws", "notebooks")
+    cron = {
+        "metadata": {"name": "c"},
+        "spec": {
+            "schedule": "* * * * *",
+            "jobTemplate": {"spec": {"template": {"spec": {"priorityClassName": "batch"}}}},
+        },
+    }
+    assert admit(ceiling, cron, "CronJob", "batch", notebooks) == [
+        "PriorityClass batch in the job template is above this tenant's priority ceiling"
+    ]
+    cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["priorityClassName"] = "dev"
+    assert admit(ceiling, cron, "CronJob", "batch", notebooks) == []
+
+
+def test_a_pod_of_another_group_named_pod_is_not_read_as_a_pod(ceiling):
+    notebooks = _ns("prod-aws", "notebooks")
+    assert admit(ceiling, _pod("batch"), "Pod", "example.com", notebooks) == []
+    assert admit(ceiling, _pod("batch"), "Pod", "", notebooks)
 
 
 def test_volcano_jobs_must_use_their_tenants_queue():

@@ -104,14 +104,23 @@ def test_one_priority_ceiling_policy_serves_every_tenant():
     }
     # namespaced objects only: cluster-scoped requests have no namespace to read the ceiling from
     assert {rule["scope"] for rule in spec["matchConstraints"]["resourceRules"]} == {"Namespaced"}
-    (condition,) = spec["matchConditions"]
-    assert "namespaceObject != null" in condition["expression"] and FORBIDDEN in condition["expression"]
+    # kube-apiserver evaluates matchConditions without namespaceObject (k8s.io/apiserver v0.35.4
+    # pkg/admission/plugin/webhook/matchconditions/matcher.go:82-85): a condition on it never matches, so the
+    # policy has none and reads the namespace in its variable, where the server provides it
+    assert "matchConditions" not in spec
     (var,) = spec["variables"]
-    assert var == {"name": "forbidden", "expression": f"namespaceObject.metadata.annotations['{FORBIDDEN}'].split(',')"}
-    label, pod, template, workload = (v["expression"] for v in spec["validations"])
+    assert var == {
+        "name": "forbidden",
+        "expression": "['system-cluster-critical', 'system-node-critical'] + (namespaceObject != null && "
+        f"has(namespaceObject.metadata.annotations) && '{FORBIDDEN}' in namespaceObject.metadata.annotations ? "
+        f"namespaceObject.metadata.annotations['{FORBIDDEN}'].split(',') : [])",
+    }
+    label, pod, template, cron, workload = (v["expression"] for v in spec["validations"])
     assert "object.metadata.labels['kueue.x-k8s.io/priority-class'] in variables.forbidden" in label
-    assert "request.kind.kind != 'Pod'" in pod and "object.spec.priorityClassName in variables.forbidden" in pod
+    assert "request.kind.group != '' || request.kind.kind != 'Pod'" in pod
+    assert "object.spec.priorityClassName in variables.forbidden" in pod
     assert "object.spec.template.spec.priorityClassName in variables.forbidden" in template
+    assert "object.spec.jobTemplate.spec.template.spec.priorityClassName in variables.forbidden" in cron
     # kinds with templates elsewhere (JobSet, PyTorchJob...): the Workload Kueue makes for them (v1beta2 field)
     assert "request.kind.kind != 'Workload'" in workload
     assert "object.spec.priorityClassRef.name in variables.forbidden" in workload
@@ -119,11 +128,14 @@ def test_one_priority_ceiling_policy_serves_every_tenant():
     assert binding["spec"] == {"policyName": "gpu-platform-priority-ceiling", "validationActions": ["Deny"]}
 
 
-def test_no_ceiling_policy_when_every_tenant_may_use_the_top_class():
+def test_the_ceiling_policy_exists_even_when_every_tenant_may_use_the_top_class():
+    """The system-* classes are above every tenant's: with tenants there is always something to refuse."""
     cfg = stack_config("local")
     cfg["gpu-platform:tenants"][0]["priority"] = "inference"
     r = render("local", cfg)
-    assert _named(r, "ValidatingAdmissionPolicy", "gpu-platform-priority-ceiling") == []
+    assert len(_named(r, "ValidatingAdmissionPolicy", "gpu-platform-priority-ceiling")) == 1
+    cfg["gpu-platform:tenants"] = []
+    assert _named(render("local", cfg), "ValidatingAdmissionPolicy", "gpu-platform-priority-ceiling") == []
 
 
 def test_limit_range_defaults():
