@@ -29,11 +29,16 @@ registry (``versions.KUBECTL_IMAGE``). It runs in the add-on's own namespace, wh
 webhooks leave alone (Kueue's only touch tenant namespaces; Volcano's skip its release namespace).
 
 The Job carries the probed release's chart version in its pod template, so a chart upgrade replaces the Job
-and the gate runs again.
+and the gate runs again. A Job's pod template is immutable (the API server answers ``spec.template: field is
+immutable`` to an update), so the Job's name ends in a digest of its spec (``job_object_name``): any change
+to the spec is a new name, which pulumi-kubernetes replaces (create the new Job, then delete the old) instead
+of updating in place. The Pulumi resource name stays ``<addon>-webhook-ready``, so the URN does not change.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -92,6 +97,12 @@ def custom_resource_probe(
 
 def job_name(probe: Probe) -> str:
     return f"{probe.name}-webhook-ready"
+
+
+def job_object_name(body: dict[str, Any], probe: Probe) -> str:
+    """The Job's ``metadata.name``: ``<addon>-webhook-ready-<8 hex of sha256 over its spec>``."""
+    digest = hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    return f"{job_name(probe)}-{digest[:8]}"
 
 
 def service_account_name(probe: Probe) -> str:
@@ -205,7 +216,7 @@ def webhook_gate(
         job_name(probe),
         "batch/v1",
         "Job",
-        metadata={"name": job_name(probe), "namespace": probe.namespace, "labels": labels},
+        metadata={"name": job_object_name(body, probe), "namespace": probe.namespace, "labels": labels},
         spec=body,
         opts=pulumi.ResourceOptions(
             parent=parent,

@@ -7,11 +7,12 @@ probe's privileges and Pod Security."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
 import yaml
-from conftest import STACKS, UPSTREAM, manifest, rendered, stack_config
+from conftest import STACKS, UPSTREAM, manifest, render_config, rendered, stack_config
 from jsonschema import Draft7Validator
 
 from components import kueue, versions, volcano, webhooks
@@ -81,7 +82,9 @@ def test_prod_gcp_admission_checks_wait_for_the_gate():
 def test_probe_job_is_restricted_pinned_and_on_system_nodes(addon):
     r = rendered("prod-aws")
     ns = {"kueue": versions.KUEUE.namespace, "volcano": versions.VOLCANO.namespace}[addon]
-    job = manifest(r, "Job", f"{addon}-webhook-ready", ns)["spec"]
+    record = r.find("kubernetes:batch/v1:Job", f"{addon}-webhook-ready")
+    assert record.inputs["metadata"]["namespace"] == ns
+    job = record.inputs["spec"]
     pod = job["template"]["spec"]
     assert pod["serviceAccountName"] == f"{addon}-webhook-probe"
     assert pod["restartPolicy"] == "Never"
@@ -214,13 +217,14 @@ def test_the_gate_runs_only_once_its_account_binding_and_file_exist():
     binding = r.find("kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding", "gpu-platform-volcano-webhook-probe")
     assert sorted(binding.depends_on) == ["gpu-platform-volcano-webhook-probe", "volcano-webhook-probe"]
     labels = {"app.kubernetes.io/managed-by": "gpu-platform"}
-    for type_, name in (
-        ("kubernetes:core/v1:ServiceAccount", "volcano-webhook-probe"),
-        ("kubernetes:core/v1:ConfigMap", "volcano-webhook-ready"),
-        ("kubernetes:batch/v1:Job", "volcano-webhook-ready"),
+    job_name = "volcano-webhook-ready-" + _spec_digest(job.inputs["spec"])
+    for type_, name, object_name in (
+        ("kubernetes:core/v1:ServiceAccount", "volcano-webhook-probe", "volcano-webhook-probe"),
+        ("kubernetes:core/v1:ConfigMap", "volcano-webhook-ready", "volcano-webhook-ready"),
+        ("kubernetes:batch/v1:Job", "volcano-webhook-ready", job_name),
     ):
         rec = r.find(type_, name)
-        assert rec.inputs["metadata"] == {"name": name, "namespace": "volcano-system", "labels": labels}, name
+        assert rec.inputs["metadata"] == {"name": object_name, "namespace": "volcano-system", "labels": labels}, name
         assert rec.parent == "volcano"
     role = r.find("kubernetes:rbac.authorization.k8s.io/v1:ClusterRole", "gpu-platform-volcano-webhook-probe")
     assert role.inputs["metadata"] == {"name": "gpu-platform-volcano-webhook-probe", "labels": labels}
@@ -229,3 +233,34 @@ def test_the_gate_runs_only_once_its_account_binding_and_file_exist():
         "kind": "ClusterRole",
         "name": "gpu-platform-volcano-webhook-probe",
     }
+
+
+def _spec_digest(spec) -> str:
+    """sha256 over the spec's canonical JSON (sorted keys, no blanks), first 8 hex digits: worked out here, the
+    way the name is documented, not by calling the code that names it. The engine's wire format carries numbers
+    as floats (protobuf Struct); the program hashed the ints it wrote."""
+
+    def ints(v):
+        if isinstance(v, float) and v.is_integer():
+            return int(v)
+        if isinstance(v, dict):
+            return {k: ints(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [ints(x) for x in v]
+        return v
+
+    return hashlib.sha256(json.dumps(ints(spec), sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:8]
+
+
+def test_a_chart_bump_renames_the_gate_job_and_keeps_its_urn():
+    """The API server refuses to update a Job's pod template in place (``spec.template: field is immutable``,
+    proven on a real server by tests/cluster): a changed gate must be a new Job. The name follows the spec;
+    the Pulumi resource name, and so the URN, does not change."""
+    cfg = stack_config("prod-aws")
+    before = rendered("prod-aws").find("kubernetes:batch/v1:Job", "kueue-webhook-ready")
+    cfg["gpu-platform:charts"] = {"kueue": {"version": "0.19.3"}}
+    after = render_config(cfg, "prod-aws").find("kubernetes:batch/v1:Job", "kueue-webhook-ready")
+    assert before.urn == after.urn
+    assert before.inputs["metadata"]["name"] == "kueue-webhook-ready-" + _spec_digest(before.inputs["spec"])
+    assert after.inputs["metadata"]["name"] == "kueue-webhook-ready-" + _spec_digest(after.inputs["spec"])
+    assert before.inputs["metadata"]["name"] != after.inputs["metadata"]["name"]
