@@ -208,13 +208,13 @@ class _Tracer:
         names = [c for c in (w.priority_class, w.labels.get(tenancy.KUEUE_PRIORITY_LABEL)) if c]
         known = {c.name for c in spec.priority_classes}
         for c in names:
-            if c in forbidden:
+            if c in forbidden or c in tenancy.SYSTEM_PRIORITY_CLASSES:
                 self.fail(
                     "priority",
                     f"{c} is above {tenant.name}'s ceiling {tenant.priority}; the admission policy "
                     f"{tenancy.PRIORITY_CEILING_POLICY} refuses it: use {tenant.priority} or lower",
                 )
-            if c not in known and not c.startswith("system-"):
+            if c not in known and c not in tenancy.SYSTEM_PRIORITY_CLASSES:
                 self.fail("priority", f"PriorityClass {c} does not exist (classes: {', '.join(sorted(known))})")
         if not names:
             self.ok("priority", f"no priorityClassName (the cluster default); ceiling {tenant.priority}")

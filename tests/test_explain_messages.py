@@ -145,9 +145,16 @@ def test_priority_layer():
     labelled = pod("notebooks", {"nvidia.com/gpu": 1}, labels={"kueue.x-k8s.io/priority-class": "training"})
     assert stop(trace(spec, labelled))[0] == "priority"
     assert "training is above notebooks's ceiling dev" in stop(trace(spec, labelled))[1]
-    # Kubernetes' own system- classes exist in every cluster
-    system = trace(spec, pod("research", {"nvidia.com/gpu": 8}, priorityClassName="system-cluster-critical"))
-    assert layer(system, "priority").ok and layer(system, "priority").detail.startswith("system-cluster-critical")
+    # Kubernetes' own system- classes exist in every cluster, and the ceiling policy refuses them in every tenant
+    # namespace, the top tenant's too (a real kube-apiserver refuses them: tests/cluster)
+    for system in ("system-cluster-critical", "system-node-critical"):
+        for tenant in ("research", "serving"):
+            assert stop(trace(spec, pod(tenant, {"nvidia.com/gpu": 1}, priorityClassName=system)))[0] == "priority"
+    (_, why) = stop(trace(spec, pod("serving", {"nvidia.com/gpu": 1}, priorityClassName="system-node-critical")))
+    assert why == (
+        "system-node-critical is above serving's ceiling inference; the admission policy "
+        "gpu-platform-priority-ceiling refuses it: use inference or lower"
+    )
     known = ", ".join(sorted(c.name for c in spec.priority_classes))
     assert stop(trace(spec, pod("research", {"nvidia.com/gpu": 8}, priorityClassName="urgent"))) == (
         "priority",

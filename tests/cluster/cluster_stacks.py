@@ -1,6 +1,7 @@
-"""The stacks the cluster tests put on a server: every shipped stack, and the coverage stack, which uses every
-option the schema offers at least once (tests/fixtures/coverage-stack.yaml), so kinds and fields no shipped
-stack renders (a NodeOverlay, a Bottlerocket Karpenter pool, a budget, a Capacity Block...) meet the server too."""
+"""The stacks the cluster tests put on a server: every shipped stack, and the coverage stacks, which with the
+shipped ones use every option the schema offers at least once (tests/fixtures/coverage/,
+tests/test_coverage_stacks.py), so kinds and fields no shipped stack renders (a NodeOverlay, a Bottlerocket
+Karpenter pool, a budget, a Capacity Block...) meet the server too."""
 
 from __future__ import annotations
 
@@ -10,13 +11,16 @@ from typing import Any
 from components import stackfile
 
 ROOT = Path(__file__).resolve().parents[2]
-COVERAGE_STACK = "coverage"
-COVERAGE_FILE = ROOT / "tests" / "fixtures" / "coverage-stack.yaml"
 SHIPPED = sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))
+COVERAGE_DIR = ROOT / "tests" / "fixtures" / "coverage"
+COVERAGE = sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in COVERAGE_DIR.glob("Pulumi.*.yaml"))
+ALL = [*SHIPPED, *COVERAGE]
 
 
 def stack_file(stack: str) -> Path:
-    return COVERAGE_FILE if stack == COVERAGE_STACK else ROOT / "stacks" / f"Pulumi.{stack}.yaml"
+    if stack in COVERAGE:
+        return COVERAGE_DIR / f"Pulumi.{stack}.yaml"
+    return ROOT / "stacks" / f"Pulumi.{stack}.yaml"
 
 
 def stack_file_config(stack: str) -> dict[str, Any]:

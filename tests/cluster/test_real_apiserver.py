@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 from apply import apply_rendering, diff, install_crds
-from cluster_stacks import COVERAGE_STACK, SHIPPED, stack_file_config
+from cluster_stacks import ALL, COVERAGE, stack_file_config
 from controlplane import ControlPlane
 from probes import Api, container, cronjob, deployment, job, pod
 
@@ -28,9 +28,6 @@ from components.rendering import Rendering
 from components.synth import render
 
 ROOT = Path(__file__).resolve().parents[2]
-STACKS_UNDER_TEST = (
-    [*SHIPPED, COVERAGE_STACK] if (ROOT / "tests" / "fixtures" / "coverage-stack.yaml").exists() else SHIPPED
-)
 SYSTEM_CLASSES = ("system-node-critical", "system-cluster-critical")
 KUEUE_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 CEILING = "priority ceiling"  # what the platform's refusal says, as the README documents it
@@ -79,7 +76,7 @@ def _exists(c: Cluster, api_version: str, kind: str, ns: str, name: str) -> bool
     return True
 
 
-@pytest.fixture(scope="module", params=STACKS_UNDER_TEST)
+@pytest.fixture(scope="module", params=ALL)
 def cluster(request):
     stack = request.param
     config = stack_file_config(stack)
@@ -252,6 +249,10 @@ def test_a_privileged_pod_is_refused_by_pod_security(cluster: Cluster):
 # -------------------------------------------------------------------------------------- examples
 
 
+def test_the_coverage_stacks_are_on_the_server_too():
+    assert COVERAGE, "tests/fixtures/coverage/ holds the coverage stacks"
+
+
 def _examples_for(stack: str) -> list[Path]:
     out = []
     for path in sorted((ROOT / "examples").glob("*.yaml")):
@@ -378,3 +379,25 @@ def test_a_chart_bump_replaces_the_webhook_gate_job_instead_of_updating_it(clust
         "apply", "--server-side", "--field-manager=gpu-platform", "-f", "-", stdin=yaml.safe_dump(old), check=False
     )
     assert proc.returncode != 0 and "immutable" in proc.stderr
+
+
+# --------------------------------------------------------------------------------------- the harness itself
+
+
+def test_a_dial_outside_loopback_in_a_server_log_is_found(tmp_path):
+    """The loopback guard reads what kube-apiserver logs when it dials a webhook or an aggregated API."""
+    cp = ControlPlane("guard-selftest")
+    try:
+        log = tmp_path / "kube-apiserver.log"
+        log.write_text(
+            'W1126 dispatcher.go:210] Failed calling webhook: Post "https://kueue-webhook-service.kueue-system.svc:443/'
+            'mutate": dial tcp 10.0.0.12:443: connect: connection refused\n'
+            "I1126 something: dial tcp 127.0.128.1:443: connect: connection refused\n"
+            "I1126 proxy: dial tcp [::1]:9443: i/o timeout\n"
+            "I1126 proxy: dial tcp 192.168.1.4:9443: i/o timeout\n"
+        )
+        cp.logs = {"kube-apiserver": log}
+        found = cp.dials_outside_loopback()
+        assert len(found) == 2 and "10.0.0.12" in found[0] and "192.168.1.4" in found[1]
+    finally:
+        cp.stop()
