@@ -412,6 +412,45 @@ def volcano_tenants(spec: StackSpec) -> tuple[Tenant, ...]:
     return tuple(t for t in spec.tenants if tenant_scheduler(spec, t) == "volcano")
 
 
+@per_spec
+def pool_schedulers(spec: StackSpec) -> dict[str, tuple[str, ...]]:
+    """pool name -> the admission systems of the tenants that reach it (a gpuQuota entry, even 0), sorted.
+
+    Each pool's GPUs are handed out by exactly one of them (``scheduling_rules.one_scheduler_per_pool`` refuses
+    a pool reached from both): Kueue counts only the workloads it admits and Volcano only its own jobs
+    (kueue v0.19.2 pkg/cache; volcano v1.15.1 pkg/scheduler/plugins/proportion), so on a shared pool each would
+    count as free the GPUs the other's pods hold."""
+    out: dict[str, set[str]] = {p.name: set() for p in spec.node_pools}
+    for tenant in spec.tenants:
+        scheduler = tenant_scheduler(spec, tenant)
+        if scheduler is None:
+            continue
+        for pool_name in tenant.gpu_quota:
+            out.setdefault(pool_name, set()).add(scheduler)
+    return {name: tuple(sorted(v)) for name, v in sorted(out.items())}
+
+
+def kueue_tenants(spec: StackSpec) -> list[Tenant]:
+    """Tenants whose workloads Kueue admits: only they get a ClusterQueue and a LocalQueue. A Volcano tenant's
+    ClusterQueue would admit nothing (Kueue skips its namespace) and lend its quota to the cohort, while its
+    Volcano queue placed pods on the same GPUs."""
+    if not spec.addons.kueue:
+        return []
+    return [t for t in spec.tenants if tenant_scheduler(spec, t) == "kueue"]
+
+
+def shares_whole_gpu_requests(spec: StackSpec, pool: NodePool) -> bool:
+    """A container on this pool may ask for at most one unit of its GPU resource: time-slicing with
+    ``failRequestsGreaterThanOne`` and MPS (k8s-device-plugin v0.20.0 README.md:405-408: the plugin refuses a
+    larger request with UnexpectedAdmissionError), and GKE time-sharing (one shared GPU per container)."""
+    s = pool.sharing
+    if s is None or s.strategy == "mig":
+        return False
+    if s.strategy == "mps" or pool_device_plugin(spec, pool) == "gke":
+        return True
+    return bool(s.fail_requests_greater_than_one)
+
+
 def fleet_units(spec: StackSpec) -> dict[str, int]:
     """Per resource name, what every pool brings at its maximum size (Volcano's cluster total, GPU part)."""
     total: dict[str, int] = defaultdict(int)
@@ -465,8 +504,14 @@ def _seconds(d: str) -> int:
 
 
 def cold_start_pools(spec: StackSpec) -> list[NodePool]:
-    """Pools a workload may have to wait for from zero nodes (minNodes 0; Karpenter pools always)."""
-    return [p for p in spec.node_pools if p.provisioner == "karpenter" or p.min_nodes == 0]
+    """Pools a Kueue-admitted workload may have to wait for from zero nodes (minNodes 0; Karpenter pools always);
+    not the pools Volcano hands out, where Kueue's waitForPodsReady never applies."""
+    owners = pool_schedulers(spec)
+    return [
+        p
+        for p in spec.node_pools
+        if (p.provisioner == "karpenter" or p.min_nodes == 0) and owners.get(p.name) != ("volcano",)
+    ]
 
 
 def wait_for_pods_ready_too_short(spec: StackSpec) -> list[str]:

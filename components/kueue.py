@@ -363,10 +363,13 @@ def resource_groups(spec: StackSpec, tenant: Tenant) -> list[dict[str, Any]]:
                     "resources": [_quota(r, budget[r]) for r in CPU_RESOURCES] + [_quota(n, 0) for n in gpu_names],
                 }
             )
+        # A tenant that never preempts cannot reclaim what it lends (its ClusterQueue's reclaimWithinCohort is
+        # Never, below): it lends nothing (lendingLimit 0 on every pool; rules refuse an explicit one above 0).
+        lending = {p.name: 0 for p in pools} if derive.tenant_never_preempts(spec, tenant) else tenant.lending_limit
         for pool in pools:
             units = nominal[pool.name]
             borrow = _limit_units(spec, pool, tenant.borrowing_limit) if has_cohort else None
-            lend = _limit_units(spec, pool, tenant.lending_limit) if has_cohort else None
+            lend = _limit_units(spec, pool, lending) if has_cohort else None
             resources = [_quota(r, budget[r]) for r in CPU_RESOURCES] if primary else []
             for n in gpu_names:
                 advertised = n in units
@@ -518,6 +521,8 @@ class Kueue(addon.ChartAddon):
             DEFAULT_FLAVOR: cr("flavor-default", "ResourceFlavor", DEFAULT_FLAVOR, {}, o=flavor_opts)
         }
         for pool in spec.node_pools:
+            if derive.pool_schedulers(spec)[pool.name] == ("volcano",):
+                continue  # Volcano hands its GPUs out: no ClusterQueue may name it, a flavor would admit nothing
             opts = pulumi.ResourceOptions.merge(flavor_opts, replacement_options(flavor_immutable(pool)))
             flavors[pool.name] = cr(f"flavor-{pool.name}", "ResourceFlavor", pool.name, flavor_spec(pool), o=opts)
         checks: dict[str, pulumi.Resource] = {}
@@ -540,7 +545,10 @@ class Kueue(addon.ChartAddon):
                 o=self.after_release(prc),
             )
         self.cluster_queues: dict[str, str] = {}
-        for tenant in spec.tenants:
+        # Only the tenants Kueue admits for: a Volcano tenant's ClusterQueue would admit nothing (its namespace
+        # is outside managedJobsNamespaceSelector) and lend its quota to the cohort while Volcano placed pods
+        # on the same GPUs (derive.pool_schedulers).
+        for tenant in derive.kueue_tenants(spec):
             body = cluster_queue_spec(spec, tenant)
             cq = cr(
                 f"{tenant.name}-cluster-queue",

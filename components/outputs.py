@@ -15,15 +15,16 @@ from components.spec import NodePool, StackSpec, Tenant
 
 
 def tenant_output(spec: StackSpec, tenant: Tenant) -> dict[str, Any]:
-    """Where a tenant's work goes. ``localQueue``/``clusterQueue`` exist whenever Kueue is on (every tenant has
-    both) and ``volcanoQueue`` when Volcano schedules the tenant (only those tenants get a Volcano queue,
-    ``derive.volcano_tenants``); ``scheduler`` says which one its namespace uses."""
+    """Where a tenant's work goes. ``localQueue``/``clusterQueue`` exist when Kueue admits for the tenant (only
+    those tenants get Kueue queues, ``derive.kueue_tenants``) and ``volcanoQueue`` when Volcano schedules it
+    (``derive.volcano_tenants``); ``scheduler`` says which one its namespace uses."""
     volcano = {t.name for t in derive.volcano_tenants(spec)}
+    kueue = derive.tenant_scheduler(spec, tenant) == "kueue" and spec.addons.kueue
     return {
         "namespace": tenant.name,
         "scheduler": derive.tenant_scheduler(spec, tenant),
-        "localQueue": spec.scheduling.local_queue_name if spec.addons.kueue else None,
-        "clusterQueue": tenant.name if spec.addons.kueue else None,
+        "localQueue": spec.scheduling.local_queue_name if kueue else None,
+        "clusterQueue": tenant.name if kueue else None,
         "volcanoQueue": tenant.name if tenant.name in volcano else None,
         "priorityCeiling": tenant.priority,
         "forbiddenPriorityClasses": derive.priority_ceiling_excluded(spec, tenant),

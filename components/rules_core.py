@@ -196,3 +196,21 @@ def charts(spec: StackSpec) -> Iterator[Problem]:
 def addons(spec: StackSpec) -> Iterator[Problem]:
     if spec.addons.karpenter and spec.cloud != "aws":
         yield Problem(key("addons", "karpenter"), "Karpenter is installed on aws stacks only")
+
+
+@rule
+def global_default_class_within_every_ceiling(spec: StackSpec) -> Iterator[Problem]:
+    """A Pod without a class gets the globalDefault class (the API server's Priority admission plugin), and the
+    ceiling policy then refuses it in any tenant namespace whose ceiling is below that class: every such pod of
+    that tenant would be refused (seen on a real kube-apiserver: tests/cluster)."""
+    values = {c.name: c.value for c in spec.priority_classes}
+    for i, pc in enumerate(spec.priority_classes):
+        if not pc.global_default:
+            continue
+        below = sorted(t.name for t in spec.tenants if t.priority in values and values[t.priority] < pc.value)
+        if below:
+            yield Problem(
+                key("priorityClasses", i, "globalDefault"),
+                f"{pc.name} is above the ceiling of tenants {', '.join(below)}: their pods without a "
+                "priorityClassName would get it and be refused; make the lowest class the default",
+            )

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 from components import derive, kueue, volcano, webhooks
 from components.spec import Problem, StackSpec, key, rule
+from components.spec_options import IMPLICIT_POD_INTEGRATIONS
 from components.validation import a_or_an
 
 
@@ -159,3 +160,57 @@ def volcano_tenant_needs_reachable_pool(spec: StackSpec) -> Iterator[Problem]:
                 f"({', '.join(sorted(pools))}), whose nodes come only for workloads Kueue admits: give it a quota "
                 "on another pool or set scheduler: kueue",
             )
+
+
+@rule
+def one_scheduler_per_pool(spec: StackSpec) -> Iterator[Problem]:
+    """Each pool's GPUs are handed out by one admission system (``derive.pool_schedulers``): a Volcano tenant on
+    a pool a Kueue tenant reaches would hold GPUs Kueue counts as free, and the other way round."""
+    schedulers = derive.pool_schedulers(spec)
+    for pool, who in schedulers.items():
+        if len(who) < 2:
+            continue
+        kueue_names = sorted(
+            t.name for t in spec.tenants if pool in t.gpu_quota and derive.tenant_scheduler(spec, t) == "kueue"
+        )
+        for i, tenant in enumerate(spec.tenants):
+            if pool in tenant.gpu_quota and derive.tenant_scheduler(spec, tenant) == "volcano":
+                yield Problem(
+                    key("tenants", i, "gpuQuota", pool),
+                    f"pool {pool} is handed out by Kueue (tenants {', '.join(kueue_names)}); a Volcano tenant cannot "
+                    "share it, because each scheduler counts only its own workloads and both would hand out the "
+                    "same GPUs: give the Volcano tenants pools of their own, or set scheduler: kueue",
+                )
+
+
+@rule
+def kueue_tenants_need_the_pod_integration(spec: StackSpec) -> Iterator[Problem]:
+    """Kueue gates a pod that no job kind it manages owns only through its pod integration; without it such a
+    pod in a Kueue tenant's namespace would take GPUs Kueue never counts."""
+    if not derive.kueue_tenants(spec):
+        return
+    integrations = set(spec.scheduling.kueue_integrations)
+    if "pod" in integrations or integrations & IMPLICIT_POD_INTEGRATIONS:
+        return
+    yield Problem(
+        key("scheduling", "kueueIntegrations"),
+        "without 'pod' (or deployment, statefulset, leaderworkerset, which turn it on) a plain Pod in a Kueue "
+        "tenant's namespace bypasses Kueue and holds GPUs its quota never counts: add 'pod'",
+    )
+
+
+@rule
+def a_tenant_that_never_preempts_lends_nothing(spec: StackSpec) -> Iterator[Problem]:
+    """Its ClusterQueue never preempts, not even to reclaim (kueue.cluster_queue_spec): whatever it lent would
+    stay with the borrower. kueue.resource_groups lends nothing for it; an explicit lendingLimit is refused."""
+    classes = {c.name for c in spec.priority_classes}
+    for i, tenant in enumerate(spec.tenants):
+        if tenant.priority not in classes or not derive.tenant_never_preempts(spec, tenant):
+            continue  # an unknown class is reported by its own rule
+        for pool, n in sorted(tenant.lending_limit.items()):
+            if n > 0:
+                yield Problem(
+                    key("tenants", i, "lendingLimit", pool),
+                    f"the tenant's classes never preempt (ceiling {tenant.priority}), so its ClusterQueue cannot "
+                    "reclaim what it lends: set 0, or raise its priority to a class that preempts",
+                )

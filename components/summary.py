@@ -110,18 +110,23 @@ def _queues(spec: StackSpec) -> list[str]:
         "|---|---|---|---|---|---|---|---|",
     ]
     volcano_tenants = {t.name for t in derive.volcano_tenants(spec)}
+    kueue_tenants = {t.name for t in derive.kueue_tenants(spec)}
     for t in spec.tenants:
-        cohort = derive.tenant_cohort(spec, t)
-        kueue = f"`{t.name}/{spec.scheduling.local_queue_name}` -> `{t.name}`" if spec.addons.kueue else "-"
         order = " > ".join(f"{p.name} ({derive.flavor_class(spec, p)})" for p in derive.tenant_flavor_order(spec, t))
-        never = derive.tenant_never_preempts(spec, t)
-        preempt = ("never" if never else "lower priority; reclaims lent quota") if spec.addons.kueue else "-"
         volcano = "-"
         if t.name in volcano_tenants:
             volcano = f"`{t.name}` (weight {t.queue_weight}; holds at most {_units(derive.volcano_queue_cap(spec, t))})"
+        if t.name not in kueue_tenants:  # no ClusterQueue: nothing queued, ordered, lent or borrowed in Kueue
+            lines.append(f"| {t.name} | - | - | - | - | - | - | {volcano} |")
+            continue
+        cohort = derive.tenant_cohort(spec, t)
+        kueue = f"`{t.name}/{spec.scheduling.local_queue_name}` -> `{t.name}`"
+        never = derive.tenant_never_preempts(spec, t)
+        preempt = "never" if never else "lower priority; reclaims lent quota"
+        lending = {p: 0 for p in t.gpu_quota} if never else t.lending_limit  # kueue.resource_groups lends nothing
         lines.append(
             f"| {t.name} | {kueue} | {order or '-'} | {preempt} | {cohort or 'none'} | "
-            f"{_limits(t, cohort, t.borrowing_limit)} | {_limits(t, cohort, t.lending_limit)} | {volcano} |"
+            f"{_limits(t, cohort, t.borrowing_limit)} | {_limits(t, cohort, lending)} | {volcano} |"
         )
     lines += [
         "",
@@ -131,7 +136,8 @@ def _queues(spec: StackSpec) -> list[str]:
         "min(capability, cluster total - all Volcano queues' guarantees + its own); only tenants with "
         "`scheduler: volcano` get a Volcano queue, so Kueue tenants reserve nothing there. A tenant whose "
         "priority ceiling is a `Never` class gets a ClusterQueue that never preempts (Kueue ignores a "
-        "PriorityClass's preemptionPolicy).",
+        "PriorityClass's preemptionPolicy) and lends nothing, since it could not reclaim it. A Volcano tenant has "
+        "no Kueue queue.",
     ]
     return lines
 

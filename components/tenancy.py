@@ -20,6 +20,10 @@ from components import addon, derive, dra, k8s
 from components.spec import StackSpec, Tenant
 
 FORBIDDEN_PRIORITY_ANNOTATION = "gpu-platform/forbidden-priority-classes"
+# On Volcano tenants' namespaces: the pools its GPU pods may select, and those of them whose containers may ask
+# for one unit at most (volcano.tenant_pods_policy reads both).
+POOLS_ANNOTATION = "gpu-platform/pools"
+SHARED_POOLS_ANNOTATION = "gpu-platform/one-unit-pools"
 PRIORITY_CEILING_POLICY = "gpu-platform-priority-ceiling"
 KUEUE_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 # On the namespaces of tenants marked critical; the policy pack's critical-tenant-capacity reads it.
@@ -67,7 +71,15 @@ def scheduler_label(spec: StackSpec, tenant: Tenant) -> dict[str, str]:
 
 def namespace_annotations(spec: StackSpec, tenant: Tenant) -> dict[str, str]:
     excluded = derive.priority_ceiling_excluded(spec, tenant)
-    return {FORBIDDEN_PRIORITY_ANNOTATION: ",".join(excluded)} if excluded else {}
+    out = {FORBIDDEN_PRIORITY_ANNOTATION: ",".join(excluded)} if excluded else {}
+    if spec.addons.volcano and derive.tenant_scheduler(spec, tenant) == "volcano":
+        pools = sorted(tenant.gpu_quota)
+        if pools:  # without one, every GPU pod of the tenant is refused (the policy's pool list is empty)
+            out[POOLS_ANNOTATION] = ",".join(pools)
+        one_unit = [p for p in pools if derive.shares_whole_gpu_requests(spec, spec.pool(p))]
+        if one_unit:
+            out[SHARED_POOLS_ANNOTATION] = ",".join(one_unit)
+    return dict(sorted(out.items()))
 
 
 # Built into every API server (k8s.io/kubernetes pkg/apis/scheduling SystemPriorityClasses: 2000001000 and

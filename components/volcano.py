@@ -50,12 +50,13 @@ import yaml
 from components import addon, derive, k8s, versions, webhooks
 from components.kueue import GKE_CRITICAL_PODS
 from components.spec import StackSpec, Tenant
-from components.tenancy import all_gpu_resources
+from components.tenancy import POOLS_ANNOTATION, SHARED_POOLS_ANNOTATION, all_gpu_resources
 
 CHART = versions.VOLCANO
 API = versions.VOLCANO_QUEUE_API
 SCHEDULER_NAME = "volcano"
 QUEUE_POLICY_NAME = "gpu-platform-volcano-tenant-queue"
+PODS_POLICY_NAME = "gpu-platform-volcano-tenant-pods"
 # Queues Volcano creates itself; a tenant of that name would collide.
 RESERVED_QUEUES = ("default", "root")
 ACTIONS = ("enqueue", "allocate", "preempt", "reclaim", "backfill")
@@ -161,6 +162,88 @@ def queue_policy() -> dict[str, Any]:
     }
 
 
+def tenant_pods_policy() -> dict[str, Any]:
+    """ValidatingAdmissionPolicy spec: in a Volcano tenant's namespace, a Pod that asks for a GPU resource
+    (``nvidia.com/*``) is scheduled by Volcano, on one of the tenant's own pools, and on a pool whose device
+    plugin refuses more than one shared unit it asks for one at most.
+
+    Why: Kueue leaves these namespaces alone and Volcano schedules only ``schedulerName: volcano`` pods, so a
+    pod with the default scheduler would hold GPUs neither counts; Volcano queues count resource names, not
+    pools, so nothing else keeps a tenant's pods off pools another scheduler hands out (a Volcano queue's node
+    affinity needs the nodegroup plugin and node labels per group); and a whole-GPU request bound to a
+    time-sliced node is refused by the kubelet (k8s-device-plugin v0.20.0 README.md:405-408,
+    UnexpectedAdmissionError). The pool is the ``gpu-platform/pool`` nodeSelector, the one key every pool's
+    nodes carry; the namespace lists the tenant's pools in annotations (``tenancy.namespace_annotations``):
+    read in variables, where kube-apiserver provides ``namespaceObject`` (not in matchConditions)."""
+    annotations = "namespaceObject.metadata.annotations"
+
+    def listed(annotation: str) -> str:
+        return (
+            f"namespaceObject != null && has({annotations}) && '{annotation}' in {annotations} ? "
+            f"{annotations}['{annotation}'].split(',').filter(p, p != '') : []"
+        )
+
+    gpu = "k.startsWith('nvidia.com/')"
+    return {
+        "failurePolicy": "Fail",
+        "matchConstraints": {
+            "namespaceSelector": {
+                "matchExpressions": [
+                    {"key": derive.TENANT_LABEL, "operator": "Exists"},
+                    {"key": derive.SCHEDULER_LABEL, "operator": "In", "values": [SCHEDULER_NAME]},
+                ]
+            },
+            "resourceRules": [
+                {"apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"], "operations": ["CREATE"]}
+            ],
+        },
+        "variables": [
+            {
+                "name": "containers",
+                "expression": "object.spec.containers + "
+                "(has(object.spec.initContainers) ? object.spec.initContainers : [])",
+            },
+            {
+                "name": "gpu",
+                "expression": "variables.containers.exists(c, has(c.resources) && "
+                f"((has(c.resources.limits) && c.resources.limits.exists(k, {gpu})) || "
+                f"(has(c.resources.requests) && c.resources.requests.exists(k, {gpu}))))",
+            },
+            {
+                "name": "pool",
+                "expression": f"has(object.spec.nodeSelector) && '{derive.POOL_LABEL}' in object.spec.nodeSelector ? "
+                f"object.spec.nodeSelector['{derive.POOL_LABEL}'] : ''",
+            },
+            {"name": "pools", "expression": listed(POOLS_ANNOTATION)},
+            {"name": "oneUnit", "expression": listed(SHARED_POOLS_ANNOTATION)},
+        ],
+        "validations": [
+            {
+                "expression": "!variables.gpu || "
+                f"(has(object.spec.schedulerName) && object.spec.schedulerName == '{SCHEDULER_NAME}')",
+                "message": "GPU pods in this namespace are scheduled by Volcano: set schedulerName: volcano "
+                "(Kueue leaves this namespace alone; a pod of the default scheduler would hold GPUs no queue counts)",
+                "reason": "Forbidden",
+            },
+            {
+                "expression": "!variables.gpu || variables.pool in variables.pools",
+                "messageExpression": f"'select one of this tenant\\'s pools with nodeSelector {derive.POOL_LABEL}: ' + "
+                "variables.pools.join(', ')",
+                "reason": "Forbidden",
+            },
+            {
+                "expression": "!variables.gpu || !(variables.pool in variables.oneUnit) || "
+                "variables.containers.all(c, !has(c.resources) || !has(c.resources.limits) || "
+                f"c.resources.limits.all(k, !({gpu}) || "
+                "quantity(c.resources.limits[k]).compareTo(quantity('1')) <= 0))",
+                "messageExpression": "'pool ' + variables.pool + ' shares its GPUs: a container may ask for "
+                "one unit at most (the device plugin refuses more)'",
+                "reason": "Forbidden",
+            },
+        ],
+    }
+
+
 def webhook_probe(spec: StackSpec) -> webhooks.Probe:
     """A Queue dry-run: it passes Volcano's queue mutating and validating webhooks (failurePolicy Fail; volcano
     v1.15.1 installer/helm/chart/volcano/templates/webhooks.yaml)."""
@@ -196,6 +279,8 @@ class Volcano(addon.ChartAddon):
                 opts=after,
             )
             self.queues.append(tenant.name)
+        if derive.volcano_tenants(spec):
+            k8s.admission_policy("volcano-tenant-pods", self, self.provider, PODS_POLICY_NAME, tenant_pods_policy())
         if spec.tenants:
             k8s.admission_policy(
                 "volcano-tenant-queue",
