@@ -3,7 +3,7 @@
 A workload manifest (Pod, Deployment, StatefulSet, Job, JobSet, PyTorchJob, RayJob, Volcano Job) is traced
 through the platform one layer at a time, from zero nodes:
 
-    namespace (Pod Security) -> priority ceiling -> scheduler (Kueue integration / Volcano)
+    namespace (Pod Security) -> priority (ceiling; Volcano GPU pod policy) -> scheduler (Kueue / Volcano)
     -> queue (LocalQueue -> ClusterQueue, or Volcano queue) -> flavors in order (quota, borrowing, TAS)
     -> admission checks -> pool (node labels and taints) -> provisioner (from zero)
     -> node (what one node advertises) -> dcgm (can metrics be attributed to the pod)
@@ -38,8 +38,10 @@ from components.explain_facts import (
     node_labels,
     node_taints,
     pod_security_problems,
+    pod_selection,
     selection_problems,
     untolerated,
+    volcano_pods_admission,
 )
 from components.explain_workloads import (
     PSA_ENFORCE,
@@ -69,6 +71,7 @@ class Trace:
     layers: list[Layer] = field(default_factory=list)
     pool: str | None = None
     provisioner: str | None = None
+    also: list[str] = field(default_factory=list)  # no Kueue, no pool selected: other pools that take the pod
 
     @property
     def pending(self) -> Layer | None:
@@ -79,7 +82,8 @@ class Trace:
         stop = self.pending
         if stop:
             return f"pending at {stop.name}: {stop.detail}"
-        return f"runs on pool {self.pool} via {self.provisioner}"
+        also = f", or on {', '.join(self.also)}: the pod selects no pool" if self.also else ""
+        return f"runs on pool {self.pool} via {self.provisioner}{also}"
 
     def lines(self) -> list[str]:
         out = [f"{self.workload.ref}:"]
@@ -108,6 +112,7 @@ class _Tracer:
     def __init__(self, spec: StackSpec, w: Workload):
         self.spec, self.w, self.t = spec, w, Trace(w)
         self.effective: list[dict[str, Any]] = []  # pod specs as admitted (Kueue's flavor injected)
+        self.how = "the pod selects and tolerates"  # without Kueue: how the pod came to the pool (pick_pool)
 
     def ok(self, name: str, detail: str) -> None:
         self.t.layers.append(Layer(name, True, detail))
@@ -216,10 +221,16 @@ class _Tracer:
                 )
             if c not in known and c not in tenancy.SYSTEM_PRIORITY_CLASSES:
                 self.fail("priority", f"PriorityClass {c} does not exist (classes: {', '.join(sorted(known))})")
+        # the other tenancy admission policy met at creation, a Volcano tenant's GPU pod policy: a refused pod
+        # is never created, so its workload waits here
+        refused, admitted = volcano_pods_admission(spec, tenant, w)
+        if refused:
+            self.fail("priority", refused)
         if not names:
-            self.ok("priority", f"no priorityClassName (the cluster default); ceiling {tenant.priority}")
+            detail = f"no priorityClassName (the cluster default); ceiling {tenant.priority}"
         else:
-            self.ok("priority", f"{names[0]} (ceiling {tenant.priority})")
+            detail = f"{names[0]} (ceiling {tenant.priority})"
+        self.ok("priority", f"{detail}; {admitted}" if admitted else detail)
 
     def scheduler(self, tenant: Tenant) -> str | None:
         spec, w = self.spec, self.w
@@ -382,6 +393,7 @@ class _Tracer:
             if why:
                 tried.append(f"{pool.name}: {why}")
                 continue
+            self.how, self.t.also = pod_selection(spec, pool, w.podsets, gpu)
             return pool
         reach = ", ".join(p.name for p in kueue.tenant_pools(spec, tenant))
         self.fail(
@@ -410,7 +422,7 @@ class _Tracer:
                     f"{pool.name}'s nodes are tainted {', '.join(missing)} and pod set {ps.name} does not "
                     f"tolerate it: add {derive.tolerations(pool)}",
                 )
-        how = "Kueue injects the flavor's nodeSelector and tolerations" if injected else "the pod selects and tolerates"
+        how = "Kueue injects the flavor's nodeSelector and tolerations" if injected else self.how
         self.ok("pool", f"{pool.name}: labels match, taints tolerated ({how})")
 
     def nodes_needed(self, pool: NodePool) -> int | None:

@@ -1,5 +1,6 @@
-"""What ``gpu-platform explain`` checks a pod against: Pod Security, node selection and tolerations, and
-the facts of one pool (what its nodes carry and advertise, what its provisioner and DCGM see)."""
+"""What ``gpu-platform explain`` checks a pod against: Pod Security, a Volcano tenant's GPU pod policy, node
+selection and tolerations, and the facts of one pool (what its nodes carry and advertise, what its provisioner
+and DCGM see)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,10 @@ from typing import Any
 
 from components import derive, gpu_operator, kueue
 from components.explain_workloads import (
+    GPU_PREFIX,
+    PodSet,
     Workload,
+    _device_resources,
 )
 from components.spec import NodePool, StackSpec, Tenant
 
@@ -121,6 +125,119 @@ def untolerated(tolerations: list[Mapping[str, Any]], taints: list[Mapping[str, 
         for t in taints
         if t["effect"] in ("NoSchedule", "NoExecute") and not any(_tolerates(x, t) for x in tolerations)
     ]
+
+
+def pod_selection(
+    spec: StackSpec, pool: NodePool, podsets: list[PodSet], gpu: Mapping[str, int]
+) -> tuple[str, list[str]]:
+    """Without Kueue nothing pins a pod but its own nodeSelector, affinity and tolerations: (how it came to
+    ``pool``, the other pools whose nodes take it as well). Other pools of the whole stack count (a
+    ResourceQuota counts resource names, not pools): their nodes match it, it tolerates them, and they
+    advertise what it asks."""
+    unselected = [
+        p
+        for p in derive.flavor_order(spec)
+        if p.name != pool.name and not any(selection_problems(ps.pod, node_labels(spec, p)) for ps in podsets)
+    ]
+    also = [
+        p.name
+        for p in unselected
+        if set(gpu) <= set(derive.units_per_gpu(spec, p))
+        and not any(untolerated(ps.pod.get("tolerations") or [], node_taints(p)) for ps in podsets)
+    ]
+    if not unselected:
+        return "the pod selects and tolerates", []
+    if also:
+        return f"the pod selects no pool: nodes of {', '.join(also)} take it as well", also
+    return f"the pod selects no pool; {pool.name}'s are the only nodes it tolerates that advertise {', '.join(gpu)}", []
+
+
+# ------------------------------------------------------------------- a Volcano tenant's GPU pods
+
+
+def volcano_pods_policy_applies(spec: StackSpec, tenant: Tenant) -> bool:
+    """The admission policy ``volcano.PODS_POLICY_NAME`` exists (Volcano is on and has tenants) and selects the
+    tenant's namespace (labelled ``gpu-platform/scheduler: volcano``, ``tenancy.scheduler_label``)."""
+    from components import tenancy, volcano
+
+    return bool(derive.volcano_tenants(spec)) and (
+        tenancy.scheduler_label(spec, tenant).get(derive.SCHEDULER_LABEL) == volcano.SCHEDULER_NAME
+    )
+
+
+def policy_gpu_resources(pod: Mapping[str, Any]) -> list[str]:
+    """The ``nvidia.com/*`` resources a pod's containers (init containers too) name in their limits or requests:
+    a pod with one is what the policy calls a GPU pod (its variable ``gpu``)."""
+    names: set[str] = set()
+    for c in [*(pod.get("containers") or []), *(pod.get("initContainers") or [])]:
+        res = c.get("resources") or {}
+        for section in ("limits", "requests"):
+            names.update(n for n in res.get(section) or {} if str(n).startswith(GPU_PREFIX))
+    return sorted(names)
+
+
+def volcano_pod_refusal(
+    spec: StackSpec, tenant: Tenant, pod_set: str, pod: Mapping[str, Any], scheduler_name: str | None
+) -> str | None:
+    """Why the admission policy ``volcano.PODS_POLICY_NAME`` refuses a GPU pod of ``pod_set`` in the tenant's
+    namespace, or None: its validations in their order (``volcano.tenant_pods_policy``), read against the pools
+    the namespace's annotations list (``tenancy.namespace_annotations``), split as the policy splits them.
+    ``scheduler_name``: the pod's own, or its Volcano Job's when the template names none (the job controller
+    copies it: volcano v1.15.1 pkg/controllers/job/job_controller_util.go, createJobPod)."""
+    from components import tenancy, volcano
+
+    annotations = tenancy.namespace_annotations(spec, tenant)
+
+    def listed(annotation: str) -> list[str]:
+        return annotations[annotation].split(",") if annotation in annotations else []
+
+    pools, one_unit = listed(tenancy.POOLS_ANNOTATION), listed(tenancy.SHARED_POOLS_ANNOTATION)
+    refuses = f"the admission policy {volcano.PODS_POLICY_NAME} refuses it"
+    if scheduler_name != volcano.SCHEDULER_NAME:
+        return (
+            f"pod set {pod_set} asks for {', '.join(policy_gpu_resources(pod))} with schedulerName "
+            f"{scheduler_name or 'unset (default-scheduler)'} in {tenant.name}, whose GPU pods Volcano schedules; "
+            f"{refuses}: set schedulerName: {volcano.SCHEDULER_NAME}"
+        )
+    selected = (pod.get("nodeSelector") or {}).get(derive.POOL_LABEL, "")
+    if selected not in pools:
+        return (
+            f"pod set {pod_set} selects {f'pool {selected}' if selected else 'no pool'}, not one of "
+            f"{tenant.name}'s ({', '.join(pools)}); {refuses}: select one with nodeSelector {derive.POOL_LABEL}"
+        )
+    if selected in one_unit:
+        for c in [*(pod.get("containers") or []), *(pod.get("initContainers") or [])]:
+            limits = (c.get("resources") or {}).get("limits") or {}
+            # the policy compares limits only: an extended resource's request must equal its limit
+            asked = _device_resources({"resources": {"limits": limits}})
+            for r, n in asked.items():
+                if r.startswith(GPU_PREFIX) and n > 1:
+                    return (
+                        f"container {c.get('name')} of pod set {pod_set} asks {n} {r} on {selected}, which shares "
+                        f"its GPUs (the device plugin refuses more than one unit); {refuses}: ask for 1 per "
+                        "container (more pods instead)"
+                    )
+    return None
+
+
+def volcano_pods_admission(spec: StackSpec, tenant: Tenant, w: Workload) -> tuple[str | None, str | None]:
+    """(why the policy refuses the workload's first refused GPU pod set, what it admitted): (None, None) where
+    it does not look at the workload's pods (another namespace, or no GPU pod)."""
+    from components import volcano
+
+    if not volcano_pods_policy_applies(spec, tenant):
+        return None, None
+    gpu_sets = [ps for ps in w.podsets if ps.count > 0 and policy_gpu_resources(ps.pod)]  # pods that get created
+    for ps in gpu_sets:
+        # a Volcano Job (no Kueue integration) hands its schedulerName to templates that name none
+        scheduler_name = ps.pod.get("schedulerName") or (w.scheduler_name if w.integration is None else None)
+        why = volcano_pod_refusal(spec, tenant, ps.name, ps.pod, scheduler_name)
+        if why:
+            return why, None
+    if not gpu_sets:
+        return None, None
+    pools = ", ".join(sorted({ps.pod["nodeSelector"][derive.POOL_LABEL] for ps in gpu_sets}))
+    return None, f"{volcano.PODS_POLICY_NAME} admits its GPU pods (schedulerName volcano, pool {pools})"
 
 
 # --------------------------------------------------------------------------- facts of one pool
