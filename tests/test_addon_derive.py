@@ -33,7 +33,8 @@ def tenant_cfg(cfg: dict[str, Any], name: str) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------ borrowing ceiling
 
 # prod-aws: a100-train 4 nodes x 8 = 32 GPUs; h100-spot maxGpus 32; l4-notebooks 3 x 4 L4 time-sliced x4 = 48
-# units; h100-inference 2 x 8 H100 with MIG 3g.40gb + 2g.20gb + 2x 1g.10gb per GPU. Default cohort: shared.
+# units; h100-inference 2 x 8 H100 with MIG 3g.40gb + 2g.20gb + 2x 1g.10gb per GPU; a100-gang (applied-ml's own,
+# Volcano) 2 nodes x 8 = 16 GPUs. Default cohort: shared.
 
 
 def test_ceiling_per_pool_with_and_without_a_borrowing_limit():
@@ -48,15 +49,23 @@ def test_ceiling_per_pool_with_and_without_a_borrowing_limit():
 
 
 def test_ceiling_counts_units_per_gpu_and_sums_across_pools():
-    """serving's 16 H100 are the whole pool: 16 x (1 + 1 + 2) MIG devices; applied-ml reaches three pools at
-    their maximum: 32 + 32 + 12 L4 x 4 slices = 112 nvidia.com/gpu."""
+    """serving's 16 H100 are the whole pool: 16 x (1 + 1 + 2) MIG devices; applied-ml's 16 on a100-gang are the
+    whole 2 x 8 pool: 16. With research also on l4-notebooks (8 L4, no borrowing limit there) it reaches
+    a100-train 16 + 8 = 24, h100-spot's 32 and l4-notebooks' 12 L4 x 4 slices = 48: 104 nvidia.com/gpu."""
     spec = spec_of("prod-aws")
     assert derive.tenant_ceiling_units(spec, tenant(spec, "serving")) == {
         "nvidia.com/mig-1g.10gb": 32,
         "nvidia.com/mig-2g.20gb": 16,
         "nvidia.com/mig-3g.40gb": 16,
     }
-    assert derive.tenant_ceiling_units(spec, tenant(spec, "applied-ml")) == {GPU: 112}
+    assert derive.tenant_ceiling_units(spec, tenant(spec, "applied-ml")) == {GPU: 16}
+
+    def edit(cfg):
+        tenant_cfg(cfg, "research")["gpuQuota"]["l4-notebooks"] = 8  # a Kueue tenant on notebooks' Kueue pool
+
+    spec = spec_of("prod-aws", edit)
+    assert derive.tenant_pool_ceiling_units(spec, tenant(spec, "research"))["l4-notebooks"] == {GPU: 48}
+    assert derive.tenant_ceiling_units(spec, tenant(spec, "research")) == {GPU: 104}
 
 
 def test_without_a_cohort_the_ceiling_is_the_nominal_quota():
@@ -79,12 +88,13 @@ def test_a_quota_above_the_pool_size_is_its_own_ceiling():
     limit or not; a borrowing limit never lifts the ceiling above max(quota, pool)."""
 
     def edit(cfg):
-        tenant_cfg(cfg, "research")["gpuQuota"]["a100-train"] = 40
-        tenant_cfg(cfg, "applied-ml")["gpuQuota"]["a100-train"] = 8
+        tenant_cfg(cfg, "research")["gpuQuota"]["a100-train"] = 40  # 40 + notebooks' 8 = 48 of 32: 1.5x
+        # a Kueue tenant (the Volcano applied-ml may not share a Kueue pool): 8 without a limit reaches the pool
+        tenant_cfg(cfg, "notebooks")["gpuQuota"]["a100-train"] = 8
 
     spec = spec_of("prod-aws", edit)
     assert derive.tenant_pool_ceiling_units(spec, tenant(spec, "research"))["a100-train"] == {GPU: 40}
-    assert derive.tenant_pool_ceiling_units(spec, tenant(spec, "applied-ml"))["a100-train"] == {GPU: 32}
+    assert derive.tenant_pool_ceiling_units(spec, tenant(spec, "notebooks"))["a100-train"] == {GPU: 32}
 
 
 def test_quota_units_are_the_ceiling_with_a_batch_scheduler_and_nominal_without():
@@ -105,30 +115,41 @@ def test_quota_units_are_the_ceiling_with_a_batch_scheduler_and_nominal_without(
 
 
 def test_capacity_report_compares_quota_units_with_what_each_pool_brings():
-    """prod-aws is sized exactly: every pool's tenants' nominal quotas add up to the pool (ratio 1.0), e.g.
-    l4-notebooks 48 units = applied-ml 8 x 4 + notebooks 4 x 4."""
+    """prod-aws, in stack-file order: a100-train research 16 of 32 (0.5); h100-inference serving's 16 H100 are
+    the pool (1.0); h100-spot research 16 of 32 (0.5); l4-notebooks 48 units, notebooks 4 x 4 = 16 (1/3);
+    a100-gang applied-ml 16 of 2 x 8 = 16 (1.0)."""
     report = {c.pool: c for c in derive.capacity_report(spec_of("prod-aws"))}
     assert [c.pool for c in derive.capacity_report(spec_of("prod-aws"))] == [
         "a100-train",
         "h100-inference",
         "h100-spot",
         "l4-notebooks",
+        "a100-gang",
     ]
-    assert report["l4-notebooks"].resource_units == {GPU: 48} and report["l4-notebooks"].quota_units == {GPU: 48}
+    assert report["l4-notebooks"].resource_units == {GPU: 48} and report["l4-notebooks"].quota_units == {GPU: 16}
+    assert report["a100-gang"].resource_units == {GPU: 16} and report["a100-gang"].quota_units == {GPU: 16}
+    assert report["a100-train"].resource_units == {GPU: 32} and report["a100-train"].quota_units == {GPU: 16}
     assert report["h100-inference"].quota_units == {
         "nvidia.com/mig-1g.10gb": 32,
         "nvidia.com/mig-2g.20gb": 16,
         "nvidia.com/mig-3g.40gb": 16,
     }
-    assert {c.ratio for c in report.values()} == {1.0}
+    assert {c.pool: c.ratio for c in report.values()} == {
+        "a100-train": 0.5,
+        "h100-inference": 1.0,
+        "h100-spot": 0.5,
+        "l4-notebooks": pytest.approx(1 / 3),
+        "a100-gang": 1.0,
+    }
 
 
 def test_capacity_ratio_is_the_worst_resource_and_inf_for_an_empty_pool():
-    """notebooks at 8 L4: (32 + 32) / 48 = 4/3; a pool nobody has quota on: 0.0; a pool that can bring
-    nothing (0 GPUs): infinitely oversubscribed."""
+    """research and notebooks at 8 L4 each: (32 + 32) / 48 = 4/3; a pool nobody has quota on: 0.0; a pool that
+    can bring nothing (0 GPUs): infinitely oversubscribed."""
 
     def edit(cfg):
         tenant_cfg(cfg, "notebooks")["gpuQuota"]["l4-notebooks"] = 8
+        tenant_cfg(cfg, "research")["gpuQuota"]["l4-notebooks"] = 8  # Kueue tenants only: Kueue hands this pool out
         tenant_cfg(cfg, "serving")["gpuQuota"] = {"h100-inference": 8}
         tenant_cfg(cfg, "serving").pop("lendingLimit")
 

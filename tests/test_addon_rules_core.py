@@ -252,8 +252,9 @@ def test_lending_more_than_the_quota_is_refused_and_the_quota_itself_is_fine():
 
 def test_borrowing_and_lending_need_a_cohort():
     """Without a tenant cohort and with the default cohort unset, both limits are refused by name; the default
-    cohort (or the tenant's own) is enough."""
-    cfg = with_tenant("local", 0, borrowingLimit={"workstation": 1}, lendingLimit={"workstation": 1})
+    cohort (or the tenant's own) is enough. The tenant's ceiling is batch, a class that preempts (under local's
+    dev, which never preempts, its lendingLimit would be refused for that reason too)."""
+    cfg = with_tenant("local", 0, borrowingLimit={"workstation": 1}, lendingLimit={"workstation": 1}, priority="batch")
     cfg[G + "scheduling"] = {"defaultCohort": None}
     assert problems(cfg) == [
         (G + "tenants[0].borrowingLimit", "borrowing needs a cohort: set tenants[].cohort or scheduling.defaultCohort"),
@@ -280,6 +281,12 @@ def test_one_default_priority_class_and_no_system_prefix():
     assert problems(cfg) == [
         (G + "priorityClasses[1].name", "names starting with 'system-' are reserved"),
         (G + "priorityClasses[2].globalDefault", "at most one PriorityClass may be the default"),
+        # and that second default is above the dev tenant's ceiling (dev, 100 < 300)
+        (
+            G + "priorityClasses[2].globalDefault",
+            "inference is above the ceiling of tenants dev: their pods without a priorityClassName would get it "
+            "and be refused; make the lowest class the default",
+        ),
     ]
 
 

@@ -57,13 +57,15 @@ def problems(cfg: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def test_one_node_group_and_launch_template_per_managed_pool():
-    # prod-aws: h100-spot is a karpenter pool; dev-aws: a10g-spot is.
+    # prod-aws: h100-spot is a karpenter pool, the other four managed; dev-aws: a10g-spot is.
     assert sorted(r.name for r in rendered("prod-aws").of_type(NODE_GROUP)) == [
+        "a100-gang",
         "a100-train",
         "h100-inference",
         "l4-notebooks",
     ]
     assert sorted(r.name for r in rendered("prod-aws").of_type(LAUNCH_TEMPLATE)) == [
+        "a100-gang",
         "a100-train",
         "h100-inference",
         "l4-notebooks",

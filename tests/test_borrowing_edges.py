@@ -2,7 +2,8 @@
 
 Every expected number is worked out by hand in the comments (pool capacity = nodes x GPUs per node x
 units per GPU), not recomputed from the code's formula: a ResourceQuota, a Volcano capability or a summary
-that grows past what the pool can bring fails here.
+that grows past what the pool can bring fails here. A pool is handed out by one scheduler: the Kueue tenants
+share small and sliced, the Volcano tenant has gang-small and gang-sliced (the same shapes) to itself.
 """
 
 from __future__ import annotations
@@ -12,39 +13,48 @@ from conftest import manifest, render_config, stack_config
 
 from components import synth
 
+# 1 node x 8 A100 = 8 GPUs, whole GPUs: the pool brings 8 nvidia.com/gpu
+_SMALL = {
+    "gpu": {"model": "A100-80GB", "perNode": 8},
+    "instanceTypes": ["p4de.24xlarge"],
+    "capacity": "on-demand",
+    "provisioner": "managed",
+    "minNodes": 0,
+    "maxNodes": 1,
+}
+# 1 node x 4 L4 x 4 time-slices = 4 GPUs = 16 nvidia.com/gpu
+_SLICED = {
+    "gpu": {"model": "L4", "perNode": 4},
+    "instanceTypes": ["g6.12xlarge"],
+    "capacity": "on-demand",
+    "provisioner": "managed",
+    "minNodes": 0,
+    "maxNodes": 1,
+    "sharing": {"strategy": "time-slicing", "replicas": 4},
+}
+
 
 @cached
 def _render():
     cfg = stack_config("prod-aws")
     cfg["gpu-platform:nodePools"] = [
-        # 1 node x 8 A100 = 8 GPUs, whole GPUs: the pool brings 8 nvidia.com/gpu
-        {
-            "name": "small",
-            "gpu": {"model": "A100-80GB", "perNode": 8},
-            "instanceTypes": ["p4de.24xlarge"],
-            "capacity": "on-demand",
-            "provisioner": "managed",
-            "minNodes": 0,
-            "maxNodes": 1,
-        },
-        # 1 node x 4 L4 x 4 time-slices = 4 GPUs = 16 nvidia.com/gpu
-        {
-            "name": "sliced",
-            "gpu": {"model": "L4", "perNode": 4},
-            "instanceTypes": ["g6.12xlarge"],
-            "capacity": "on-demand",
-            "provisioner": "managed",
-            "minNodes": 0,
-            "maxNodes": 1,
-            "sharing": {"strategy": "time-slicing", "replicas": 4},
-        },
+        {"name": "small", **_SMALL},
+        {"name": "sliced", **_SLICED},
+        {"name": "gang-small", **_SMALL},
+        {"name": "gang-sliced", **_SLICED},
     ]
     cfg["gpu-platform:tenants"] = [
-        # borrowingLimit far past the pools: capped at what each pool brings
+        # borrowingLimit far past the pools: capped at what each pool brings (Kueue)
         {
             "name": "greedy",
             "gpuQuota": {"small": 2, "sliced": 1},
             "borrowingLimit": {"small": 100, "sliced": 100},
+        },
+        # the same under Volcano, on pools of its own
+        {
+            "name": "gang",
+            "gpuQuota": {"gang-small": 2, "gang-sliced": 1},
+            "borrowingLimit": {"gang-small": 100, "gang-sliced": 100},
             "scheduler": "volcano",
         },
         # borrow-only: no quota of its own, may borrow 3 GPUs
@@ -74,15 +84,20 @@ def test_borrowing_limit_past_the_pool_is_capped_at_what_the_pool_brings():
     r = _render()
     # small: min(2 + 100, 8 GPUs) = 8 units; sliced: min(1 + 100, 4 GPUs) = 4 GPUs x 4 slices = 16 units
     assert _quota(r, "greedy") == 8 + 16
-    capability = manifest(r, "Queue", "greedy")["spec"]["capability"]
-    assert capability == {"nvidia.com/gpu": "24"}
-    # the guarantee is the nominal quota: 2 + 1 x 4 slices
-    assert manifest(r, "Queue", "greedy")["spec"]["guarantee"] == {"resource": {"nvidia.com/gpu": "6"}}
     # Kueue gets the limit as configured (the cohort cannot lend more than exists anyway)
     assert _gpu_flavors(r, "greedy") == {
         "small": {"nominalQuota": "2", "borrowingLimit": "100"},
         "sliced": {"nominalQuota": "4", "borrowingLimit": "400"},
     }
+    # Volcano: gang-small and gang-sliced have the same shapes, so the same 8 + 16
+    assert _quota(r, "gang") == 8 + 16
+    capability = manifest(r, "Queue", "gang")["spec"]["capability"]
+    assert capability == {"nvidia.com/gpu": "24"}
+    # the guarantee is the nominal quota: 2 + 1 x 4 slices
+    assert manifest(r, "Queue", "gang")["spec"]["guarantee"] == {"resource": {"nvidia.com/gpu": "6"}}
+    # each tenant is queued by its own scheduler only: no ClusterQueue for gang, no Volcano queue for greedy
+    kinds = {(m["kind"], m["metadata"]["name"]) for m in r.manifests}
+    assert ("ClusterQueue", "gang") not in kinds and ("Queue", "greedy") not in kinds
 
 
 def test_a_borrow_only_tenant_holds_only_what_it_may_borrow():
@@ -99,11 +114,17 @@ def test_a_lender_without_a_borrowing_limit_reaches_the_whole_pool_and_no_more()
 
 def test_the_summary_reports_the_capped_numbers():
     text = synth.files(_render())["summary.md"]
-    # small: nominal 2 + 0 + 2 = 4 of 8; sliced: 1 GPU x 4 = 4 of 16
-    assert "| 8 nvidia.com/gpu | 4 nvidia.com/gpu | 0.50x |" in text
-    assert "| 16 nvidia.com/gpu | 4 nvidia.com/gpu | 0.25x |" in text
-    # tenants table: GPUs per pool | nominal units | ResourceQuota cap
-    assert "| greedy | sliced: 1, small: 2 | 6 nvidia.com/gpu | 24 nvidia.com/gpu |" in text
+    # small: nominal 2 + 0 + 2 = 4 of 8; sliced: 1 GPU x 4 = 4 of 16; gang-small: 2 of 8; gang-sliced: 4 of 16
+    whole = "8x A100-80GB | managed | on-demand | 0..1 | 8 | whole GPUs | 8 nvidia.com/gpu"
+    sliced = "4x L4 | managed | on-demand | 0..1 | 4 | time-slicing x4 (4x nvidia.com/gpu per GPU) | 16 nvidia.com/gpu"
+    assert f"| small | {whole} | 4 nvidia.com/gpu | 0.50x |" in text
+    assert f"| sliced | {sliced} | 4 nvidia.com/gpu | 0.25x |" in text
+    assert f"| gang-small | {whole} | 2 nvidia.com/gpu | 0.25x |" in text
+    assert f"| gang-sliced | {sliced} | 4 nvidia.com/gpu | 0.25x |" in text
+    # tenants table: GPUs per pool | nominal units | ResourceQuota cap | scheduler
+    assert "| greedy | sliced: 1, small: 2 | 6 nvidia.com/gpu | 24 nvidia.com/gpu | kueue |" in text
+    assert "| gang | gang-sliced: 1, gang-small: 2 | 6 nvidia.com/gpu | 24 nvidia.com/gpu | volcano |" in text
     assert "| borrower | small: 0 | 0 nvidia.com/gpu | 3 nvidia.com/gpu |" in text
     assert "| lender | small: 2 | 2 nvidia.com/gpu | 8 nvidia.com/gpu |" in text
-    assert "holds at most 24 nvidia.com/gpu" in text
+    # Volcano's cap: min(capability 24, fleet 8 + 16 + 8 + 16 = 48 - guarantees 6 + own 6 = 48) = 24
+    assert "`gang` (weight 1; holds at most 24 nvidia.com/gpu)" in text

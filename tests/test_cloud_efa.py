@@ -33,7 +33,8 @@ def test_efa_default_and_explicit_choice():
     """Default: topology-aware managed pools with EFA-capable types only; an explicit efa wins either way; never
     on gcp; a Karpenter pool never by default (it cannot be topology-aware)."""
     spec = prod()
-    assert [p.name for p in efa.efa_pools(spec)] == ["a100-train"]
+    # a100-train by default (topology-aware managed p4de), a100-gang by its explicit `efa: true`
+    assert [p.name for p in efa.efa_pools(spec)] == ["a100-train", "a100-gang"]
     s = prod(p0={"efa": False})
     assert efa.efa_enabled(s, s.pool("a100-train")) is False
     s = prod(p3={"efa": True})
@@ -98,7 +99,7 @@ def test_device_plugin_values_list_efa_pools_sorted_with_their_tolerations_once(
     values = efa.device_plugin_values(spec)
     assert values["supportedInstanceLabels"] == {
         "keys": ["gpu-platform/pool"],
-        "values": ["a100-train", "l4-notebooks"],
+        "values": ["a100-gang", "a100-train", "l4-notebooks"],
     }
     gpu = {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}
     dedicated = {"key": "dedicated", "operator": "Equal", "value": "ml", "effect": "NoSchedule"}
@@ -119,13 +120,14 @@ def test_summary_section_per_layout():
         "| pool | instance types | vpc.amazonaws.com/efa per node | interface layout | placement group |",
         "|---|---|---|---|---|",
     ]
-    assert lines[5:8] == [
+    assert lines[5:9] == [
+        "| a100-gang | p4de.24xlarge | 4 | efa on every card | ml-prod-a100-gang-efa (cluster) |",
         "| a100-train | p4de.24xlarge | 4 | efa on every card | ml-prod-a100-train-efa (cluster) |",
         "| h100-spot | p5.48xlarge | 32 | efa on every card (Karpenter, for pods requesting it) | "
         "ml-prod-h100-spot-efa (cluster) |",
         "| l4-notebooks | g6.12xlarge | 1 | efa on every card | ml-prod-l4-notebooks-efa (cluster) |",
     ]
-    assert lines[8:] == [
+    assert lines[9:] == [
         "",
         "Pods that train across nodes request `vpc.amazonaws.com/efa` (all of a node's devices) and set "
         "`FI_PROVIDER=efa`; see examples/. The EFA device plugin runs on these pools only.",

@@ -98,11 +98,21 @@ def test_prod_aws_pools_tenants_and_total_at_list_price():
     notebooks = pool(doc, "l4-notebooks")  # g6.12xlarge 4.6016, 4 L4, time-sliced x4
     assert notebooks["perUnitHourUsd"] == {"nvidia.com/gpu": pytest.approx(4.6016 / 16, abs=1e-4)}
     assert pool(doc, "a100-train")["onDemandPerNodeHour"]["asOf"] == "2026-07-20"
-    assert doc["total"]["maxHourlyUsd"] == pytest.approx(109.7882 + 110.08 + 176.128 + 3 * 4.6016, abs=1e-3)
-    assert doc["total"]["minHourlyUsd"] == pytest.approx(55.04)
+    gang = pool(doc, "a100-gang")  # 2 x p4de.24xlarge 27.44705, min 0 nodes
+    assert gang["hourlyUsd"] == {"min": 0, "max": pytest.approx(2 * 27.44705)}
+    assert gang["perGpuHourUsd"] == pytest.approx(27.44705 / 8, abs=1e-6)
+    # 109.7882 + 110.08 + 176.128 + 13.8048 + 54.8941 = 464.6951
+    assert doc["total"]["maxHourlyUsd"] == pytest.approx(
+        109.7882 + 110.08 + 176.128 + 3 * 4.6016 + 2 * 27.44705, abs=1e-3
+    )
+    assert doc["total"]["minHourlyUsd"] == pytest.approx(55.04)  # h100-inference's 1 node; every other min is 0
     t = tenant(doc, "notebooks")  # 4 L4 nominal, may borrow up to the pool's 12
     assert t["nominal"]["hourlyUsd"] == pytest.approx(4 * 1.1504) and t["ceiling"]["gpus"] == {"l4-notebooks": 12}
     assert t["ceiling"]["hourlyUsd"] == pytest.approx(12 * 1.1504)
+    t = tenant(doc, "applied-ml")  # 16 A100 on a100-gang, the whole pool: nominal and ceiling alike
+    assert t["nominal"]["gpus"] == {"a100-gang": 16} and t["ceiling"]["gpus"] == {"a100-gang": 16}
+    assert t["nominal"]["hourlyUsd"] == pytest.approx(16 * 27.44705 / 8, abs=1e-3)
+    assert t["ceiling"]["hourlyUsd"] == pytest.approx(16 * 27.44705 / 8, abs=1e-3)
 
 
 def test_gcp_spot_comes_from_the_catalog_not_an_estimate():
@@ -174,10 +184,12 @@ def test_cost_command_prints_the_table_and_writes_nothing(tmp_path, capsys, monk
     stack_file = ROOT / "stacks" / "Pulumi.prod-aws.yaml"
     assert cli.main(["cost", "prod-aws", "--config", str(stack_file)]) == 0
     out = capsys.readouterr().out
-    assert "| a100-train | on-demand | $27.45 |" in out and "$409.80" in out
+    # 409.801 without a100-gang + 2 x 27.44705 = 464.6951
+    assert "| a100-train | on-demand | $27.45 |" in out and "| a100-gang | on-demand | $27.45 |" in out
+    assert "$464.70" in out
     assert os.listdir(tmp_path) == []
     assert cli.main(["cost", "prod-aws", "--config", str(stack_file), "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["total"]["maxHourlyUsd"] == pytest.approx(409.801, abs=1e-3)
+    assert json.loads(capsys.readouterr().out)["total"]["maxHourlyUsd"] == pytest.approx(464.6951, abs=1e-3)
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump({"config": {"gpu-platform:cloud": "aws", "gpu-platform:budget": {"max": 1}}}))
     assert cli.main(["cost", "x", "--config", str(bad)]) == 2
@@ -200,11 +212,12 @@ def test_stack_over_budget_fails_check_naming_the_top_pools(tmp_path, capsys):
     assert cli.main(["check", "prod-aws", "--config", str(path)]) == 1
     err = capsys.readouterr().err
     line = next(x for x in err.splitlines() if "gpu-budget" in x)
-    assert "mandatory" in line and "$409.80/h, over the budget of $300.00/h" in line
+    assert "mandatory" in line and "$464.70/h, over the budget of $300.00/h" in line
+    # the three largest; a100-gang's 54.89 is fourth
     assert "largest pools: h100-spot $176.13/h, h100-inference $110.08/h, a100-train $109.79/h" in line
-    # just within budget: nothing (409.80 <= 410, notebooks' 13.80 <= 14)
+    # just within budget: nothing (464.70 <= 465, notebooks' 13.80 <= 14)
     assert (
-        cost_policies.budget_problems(report("prod-aws", budget={"maxHourlyUsd": 410, "tenants": {"notebooks": 14}}))
+        cost_policies.budget_problems(report("prod-aws", budget={"maxHourlyUsd": 465, "tenants": {"notebooks": 14}}))
         == []
     )
 
@@ -594,8 +607,16 @@ def test_report_splits_a_fallback_pool_and_states_the_aws_assumption():
     assert doc["budget"] == {"maxHourlyUsd": 500, "tenants": {"notebooks": 20, "serving": 120}}
     assert list(doc["budget"]["tenants"]) == ["notebooks", "serving"]
     assert [t["name"] for t in doc["tenants"]] == sorted(t["name"] for t in doc["tenants"])
-    assert [p["name"] for p in doc["pools"]] == ["a100-train", "h100-inference", "h100-spot", "l4-notebooks"]
-    assert pool(doc, "a100-train")["tenantQuotaGpus"] == 16 + 16  # research + applied-ml
+    assert [p["name"] for p in doc["pools"]] == [
+        "a100-gang",
+        "a100-train",
+        "h100-inference",
+        "h100-spot",
+        "l4-notebooks",
+    ]
+    assert pool(doc, "a100-train")["tenantQuotaGpus"] == 16  # research only; applied-ml is on a100-gang
+    assert pool(doc, "a100-gang")["tenantQuotaGpus"] == 16  # applied-ml
+    assert pool(doc, "l4-notebooks")["tenantQuotaGpus"] == 4  # notebooks
 
 
 def test_a_zero_quota_on_an_unpriced_pool_costs_nothing():

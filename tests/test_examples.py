@@ -172,6 +172,16 @@ def test_workloads_use_what_the_target_stack_creates(path):
             pod = tpl["spec"]
             priorities.append(pod.get("priorityClassName") or priorities[0])
             assert pod["nodeSelector"][derive.POOL_LABEL] == pool.name
+            if ns_labels[derive.SCHEDULER_LABEL] == "volcano":
+                # the Volcano tenant pod policy: the pool is one the namespace lists, and the pods are Volcano's
+                # (the job controller gives a template without schedulerName the job's)
+                ns_annotations = manifest(r, "Namespace", ns)["metadata"]["annotations"]
+                assert pool.name in ns_annotations["gpu-platform/pools"].split(",")
+                assert (pod.get("schedulerName") or doc["spec"]["schedulerName"]) == "volcano"
+                if pool.name in ns_annotations.get("gpu-platform/one-unit-pools", "").split(","):
+                    for c in pod["containers"] + pod.get("initContainers", []):
+                        limits = c.get("resources", {}).get("limits", {})
+                        assert all(int(n) <= 1 for r_, n in limits.items() if r_.startswith("nvidia.com/")), c
             gpus = _gpu_requests(pod)
             if derive.dra(spec):
                 # DRA: no extended resources (nvidia.com/gpu stays capped at 0); the claimed DeviceClass is the one

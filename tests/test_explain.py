@@ -48,6 +48,8 @@ NO_BATCH_SCHEDULER = {"gpuOperator": True, "dcgm": True, "kueue": False, "volcan
 
 
 GPU_TOLERATION = [{"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}]
+# prod-aws applied-ml's own pool: the Volcano tenant pod policy refuses its GPU pods on any other
+GANG_POOL = {"gpu-platform/pool": "a100-gang"}
 # What Pod Security "restricted" asks of a container and a pod (the serving tenants enforce it).
 SAFE_CONTAINER = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
 SAFE_POD = {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
@@ -266,14 +268,13 @@ def test_kueue_integration_not_enabled():
 
 
 def test_wrong_volcano_queue():
-    t = trace(spec_of("prod-aws"), volcano_job("applied-ml", "research", 1, {"nvidia.com/gpu": 8}))
+    gang = volcano_job("applied-ml", "research", 1, {"nvidia.com/gpu": 8}, nodeSelector=GANG_POOL)
+    t = trace(spec_of("prod-aws"), gang)
     assert t.pending.name == "queue" and "requires queue applied-ml" in t.pending.detail
 
 
 def test_volcano_job_without_gpu_toleration_stays_pending_at_pool():
-    text = volcano_job(
-        "applied-ml", "applied-ml", 1, {"nvidia.com/gpu": 8}, nodeSelector={"gpu-platform/pool": "h100-spot"}
-    )
+    text = volcano_job("applied-ml", "applied-ml", 1, {"nvidia.com/gpu": 8}, nodeSelector=GANG_POOL)
     t = trace(spec_of("prod-aws"), text)
     assert t.pending.name == "pool"
     assert "nvidia.com/gpu=present:NoSchedule" in t.pending.detail and "does not tolerate" in t.pending.detail
@@ -500,17 +501,34 @@ def test_existing_cluster_has_only_its_nodes():
 
 
 def test_volcano_queue_capped_by_the_guarantees_of_other_queues():
-    """§7: proportion caps a queue at (cluster total - all guarantees) + its own guarantee."""
-    gang = volcano_job("applied-ml", "applied-ml", 9, {"nvidia.com/gpu": 8}, tolerations=GPU_TOLERATION)
+    """§7: proportion caps a queue at (cluster total - all guarantees) + its own guarantee. Shipped, applied-ml
+    reaches only a100-gang, whose 16 GPUs cap it before any guarantee does; so here research and notebooks move
+    to Volcano and applied-ml gets its quota on their pools back (one scheduler per pool: all Volcano's now).
+    nvidia.com/gpu cluster total: a100-train 32 + h100-spot 32 + l4-notebooks 3 x 4 x 4 = 48 + a100-gang 16 =
+    128. Guarantees: research 16 + 16 = 32, notebooks 4 x 4 = 16, applied-ml 16 + 16 + 8 x 4 = 64: 112.
+    applied-ml's capability (no borrowingLimit: each pool at its maximum size) 32 + 32 + 48 = 112, so its cap is
+    min(112, 128 - 112 + 64) = 80: a gang of 11 x 8 = 88 waits."""
+    gang = volcano_job(
+        "applied-ml",
+        "applied-ml",
+        11,
+        {"nvidia.com/gpu": 8},
+        tolerations=GPU_TOLERATION,
+        nodeSelector={"gpu-platform/pool": "h100-spot"},
+    )
     config = stack_config("prod-aws")
-    for t in config["gpu-platform:tenants"]:
+    tenants = config["gpu-platform:tenants"]
+    for t in tenants:
         if t["name"] in ("research", "notebooks"):
-            t["scheduler"] = "volcano"  # their queues now reserve 32 + 16 GPUs of the 112
+            t["scheduler"] = "volcano"
+        if t["name"] == "applied-ml":
+            t["gpuQuota"] = {"a100-train": 16, "h100-spot": 16, "l4-notebooks": 8}
     t = trace(load_spec(config), gang)
     assert t.pending.name == "queue"
-    assert "can hold at most 64 nvidia.com/gpu" in t.pending.detail and "needs 72" in t.pending.detail
-    # shipped: only applied-ml is on Volcano, so nothing else is reserved and the queue takes the gang
-    queue = next(x for x in trace(spec_of("prod-aws"), gang).layers if x.name == "queue")
+    assert "can hold at most 80 nvidia.com/gpu" in t.pending.detail and "needs 88" in t.pending.detail
+    # without the other two queues nothing else is reserved: min(112, 128 - 64 + 64) = 112, the queue takes it
+    config["gpu-platform:tenants"] = [t for t in tenants if t["name"] not in ("research", "notebooks")]
+    queue = next(x for x in trace(load_spec(config), gang).layers if x.name == "queue")
     assert queue.ok and "can hold 112 nvidia.com/gpu" in queue.detail
 
 

@@ -188,8 +188,16 @@ def test_a_malformed_document_is_named_by_its_place_in_the_file(tmp_path, capsys
 
 
 def test_a_volcano_queue_holds_nothing_of_a_resource_it_has_no_capacity_for():
-    """prod-aws: applied-ml's Volcano queue counts the 112 whole GPUs of the cluster, no MIG slice."""
-    gang = volcano_job("applied-ml", "applied-ml", 1, {"nvidia.com/mig-1g.10gb": 1}, tolerations=GPU_TOLERATION)
+    """prod-aws: applied-ml's Volcano queue holds the 16 whole GPUs of its pool a100-gang, no MIG slice (the pod
+    selects its own pool, as the tenant-pods policy requires, so the queue is where it stops)."""
+    gang = volcano_job(
+        "applied-ml",
+        "applied-ml",
+        1,
+        {"nvidia.com/mig-1g.10gb": 1},
+        tolerations=GPU_TOLERATION,
+        nodeSelector={"gpu-platform/pool": "a100-gang"},
+    )
     t = trace(spec_of("prod-aws"), gang)
     assert t.pending.name == "queue"
     assert t.pending.detail.startswith("Volcano queue applied-ml can hold at most 0 nvidia.com/mig-1g.10gb")

@@ -13,6 +13,7 @@ import pytest
 import yaml
 from conftest import ROOT, stack_config
 from test_explain import (
+    GANG_POOL,
     GPU_TOLERATION,
     NO_BATCH_SCHEDULER,
     container,
@@ -26,7 +27,7 @@ from test_explain import (
 )
 
 from components import dra, explain
-from components.loader import load_spec
+from components.loader import SpecError, load_spec
 
 TAS_HOSTNAME = {"kueue.x-k8s.io/podset-required-topology": "kubernetes.io/hostname"}
 TAS_LAYER3 = {"kueue.x-k8s.io/podset-required-topology": "topology.k8s.aws/network-node-layer-3"}
@@ -64,6 +65,28 @@ def test_a_running_trace_prints_every_layer():
     ]
     assert explain.render([t]) == "\n".join(t.lines()) + "\n"
     assert explain.exit_code([t]) == explain.EXIT_RUNS == 0
+
+
+def test_the_volcano_example_prints_every_layer():
+    """The Volcano example on prod-aws: 2 workers x 8 A100s on applied-ml's own pool a100-gang (Bottlerocket,
+    8 GPUs per node, 0..2 nodes: 2 nodes needed), its queue capped at the pool's 16 GPUs."""
+    (t,) = explain.explain_all(spec_of("prod-aws"), (ROOT / "examples" / "volcano-pytorch-job.yaml").read_text())
+    assert t.lines() == [
+        "Job applied-ml/finetune:",
+        "  namespace        ok   applied-ml (tenant applied-ml), Pod Security 'baseline' passes",
+        "  priority         ok   training (ceiling training); gpu-platform-volcano-tenant-pods admits its GPU pods "
+        "(schedulerName volcano, pool a100-gang)",
+        "  scheduler        ok   Volcano (gang)",
+        "  queue            ok   Volcano queue applied-ml (can hold 16 nvidia.com/gpu)",
+        "  pool             ok   a100-gang: labels match, taints tolerated (the pod selects and tolerates)",
+        # a100-gang is an EFA pool (efa: true): p4de.24xlarge brings 4 EFA interfaces, and the job asks all 4
+        "  provisioner      ok   Cluster Autoscaler, template 8 nvidia.com/gpu, 4 vpc.amazonaws.com/efa: 0..2 nodes, "
+        "needs 2",
+        "  node             ok   one a100-gang node (bottlerocket plugin) advertises 8 nvidia.com/gpu, "
+        "4 vpc.amazonaws.com/efa",
+        "  dcgm             ok   dcgm-exporter attributes the GPUs to the pod (Prometheus: install)",
+        "  verdict: runs on pool a100-gang via EKS managed node group + Cluster Autoscaler",
+    ]
 
 
 def test_a_pending_trace_as_text_and_as_json():
@@ -174,15 +197,145 @@ def test_scheduler_layer_names_who_schedules():
         "the tenant's scheduler to volcano",
     )
     prod = spec_of("prod-aws")
-    plain = job("applied-ml", 1, {"nvidia.com/gpu": 8}, tolerations=GPU_TOLERATION)
+    # a Job without GPUs: the Volcano tenant pod policy lets its pods be created (a GPU one stops before, at the
+    # policy: test_the_volcano_tenant_pod_policy_refuses_at_creation)
+    plain = job("applied-ml", 1, {})
     assert stop(trace(prod, plain)) == (
         "scheduler",
         "applied-ml is gang-scheduled by Volcano: set schedulerName: volcano (a Volcano Job)",
     )
-    volcano = trace(prod, volcano_job("applied-ml", "applied-ml", 1, {"nvidia.com/gpu": 8}, tolerations=GPU_TOLERATION))
+    gang = volcano_job(
+        "applied-ml", "applied-ml", 1, {"nvidia.com/gpu": 8}, tolerations=GPU_TOLERATION, nodeSelector=GANG_POOL
+    )
+    volcano = trace(prod, gang)
     assert layer(volcano, "scheduler").detail == "Volcano (gang)"
     none = trace(spec_of("dev-aws", addons=NO_BATCH_SCHEDULER), pod("ml-dev", {"nvidia.com/gpu": 1}))
     assert layer(none, "scheduler").detail == "no batch scheduler: kube-scheduler, within the namespace ResourceQuota"
+
+
+PODS_POLICY = "the admission policy gpu-platform-volcano-tenant-pods refuses it"
+
+
+def test_the_volcano_tenant_pod_policy_refuses_at_creation():
+    """prod-aws applied-ml (Volcano, ceiling training): its namespace lists one pool, a100-gang. A GPU pod there
+    must be Volcano's and select that pool, or the policy refuses it when its controller creates it: the trace
+    stops where the tenancy admission policies are checked, the priority layer."""
+    prod = spec_of("prod-aws")
+    # a batch Job's pods name no scheduler: the default one
+    plain = job("applied-ml", 1, {"nvidia.com/gpu": 8}, tolerations=GPU_TOLERATION, nodeSelector=GANG_POOL)
+    assert stop(trace(prod, plain)) == (
+        "priority",
+        "pod set main asks for nvidia.com/gpu with schedulerName unset (default-scheduler) in applied-ml, whose GPU "
+        f"pods Volcano schedules; {PODS_POLICY}: set schedulerName: volcano",
+    )
+    # a Volcano Job's template naming another scheduler keeps it (the job's own applies only to templates
+    # naming none)
+    other = volcano_job(
+        "applied-ml", "applied-ml", 1, {"nvidia.com/gpu": 8}, nodeSelector=GANG_POOL, schedulerName="default-scheduler"
+    )
+    assert stop(trace(prod, other)) == (
+        "priority",
+        "pod set worker asks for nvidia.com/gpu with schedulerName default-scheduler in applied-ml, whose GPU pods "
+        f"Volcano schedules; {PODS_POLICY}: set schedulerName: volcano",
+    )
+    # no pool selected, or a pool Kueue hands out
+    anywhere = volcano_job("applied-ml", "applied-ml", 1, {"nvidia.com/gpu": 8}, tolerations=GPU_TOLERATION)
+    assert stop(trace(prod, anywhere)) == (
+        "priority",
+        f"pod set worker selects no pool, not one of applied-ml's (a100-gang); {PODS_POLICY}: select one with "
+        "nodeSelector gpu-platform/pool",
+    )
+    train = volcano_job(
+        "applied-ml", "applied-ml", 1, {"nvidia.com/gpu": 8}, nodeSelector={"gpu-platform/pool": "a100-train"}
+    )
+    assert stop(trace(prod, train)) == (
+        "priority",
+        f"pod set worker selects pool a100-train, not one of applied-ml's (a100-gang); {PODS_POLICY}: select one "
+        "with nodeSelector gpu-platform/pool",
+    )
+    # a forbidden class is still the ceiling's refusal, named first
+    above = volcano_job("applied-ml", "applied-ml", 1, {"nvidia.com/gpu": 8}, priorityClassName="inference")
+    assert stop(trace(prod, above))[1].startswith("inference is above applied-ml's ceiling training;")
+
+
+def test_the_volcano_tenant_pod_policy_says_what_it_admitted():
+    prod = spec_of("prod-aws")
+    gang = volcano_job(
+        "applied-ml", "applied-ml", 2, {"nvidia.com/gpu": 8}, tolerations=GPU_TOLERATION, nodeSelector=GANG_POOL
+    )
+    t = trace(prod, gang)
+    assert t.pending is None, t.lines()
+    assert layer(t, "priority").detail == (
+        "no priorityClassName (the cluster default); ceiling training; gpu-platform-volcano-tenant-pods admits its "
+        "GPU pods (schedulerName volcano, pool a100-gang)"
+    )
+    assert layer(t, "pool").detail == "a100-gang: labels match, taints tolerated (the pod selects and tolerates)"
+    assert t.verdict == "runs on pool a100-gang via EKS managed node group + Cluster Autoscaler"
+    # pods without GPUs are not the policy's business: nothing said of it
+    cpu = trace(prod, volcano_job("applied-ml", "applied-ml", 1, {}))
+    assert layer(cpu, "priority").detail == "no priorityClassName (the cluster default); ceiling training"
+    assert cpu.pending is None and cpu.pool == "-"
+    # nor of a Kueue tenant's pods
+    assert layer(trace(prod, pod("research", {"nvidia.com/gpu": 8})), "priority").detail == (
+        "no priorityClassName (the cluster default); ceiling training-critical"
+    )
+
+
+def test_the_volcano_tenant_pod_policy_holds_shared_pools_to_one_unit_per_container():
+    """prod-aws with notebooks moved to Volcano: l4-notebooks time-slices with failRequestsGreaterThanOne, so
+    the namespace lists it as a one-unit pool; a container asking 2 units is refused at creation, two
+    containers of 1 unit each are not."""
+    config = stack_config("prod-aws")
+    config["gpu-platform:tenants"][3]["scheduler"] = "volcano"
+    spec = load_spec(config)
+    pinned = {"tolerations": GPU_TOLERATION, "nodeSelector": {"gpu-platform/pool": "l4-notebooks"}}
+    two = volcano_job("notebooks", "notebooks", 1, {"nvidia.com/gpu": 2}, **pinned)
+    assert stop(trace(spec, two)) == (
+        "priority",
+        "container c of pod set worker asks 2 nvidia.com/gpu on l4-notebooks, which shares its GPUs (the device "
+        f"plugin refuses more than one unit); {PODS_POLICY}: ask for 1 per container (more pods instead)",
+    )
+    doc = yaml.safe_load(volcano_job("notebooks", "notebooks", 1, {"nvidia.com/gpu": 1}, **pinned))
+    containers = doc["spec"]["tasks"][0]["template"]["spec"]["containers"]
+    containers.append({**containers[0], "name": "d"})
+    t = trace(spec, yaml.safe_dump(doc))
+    assert layer(t, "priority").detail == (
+        "no priorityClassName (the cluster default); ceiling dev; gpu-platform-volcano-tenant-pods admits its GPU "
+        "pods (schedulerName volcano, pool l4-notebooks)"
+    )
+
+
+def test_a_pod_that_selects_no_pool_is_not_said_to_select_one():
+    """dev-aws without a batch scheduler: kube-scheduler places a pod that selects no pool on any node it fits.
+    Both pools advertise nvidia.com/gpu behind the GPU taint the pod tolerates; the trace follows a10g-spot
+    (first in flavor order: spot before shared) and names l4-shared as taking the pod as well."""
+    spec = spec_of("dev-aws", addons=NO_BATCH_SCHEDULER)
+    t = trace(spec, pod("ml-dev", {"nvidia.com/gpu": 1}, tolerations=GPU_TOLERATION))
+    assert t.pending is None, t.lines()
+    assert layer(t, "pool").detail == (
+        "a10g-spot: labels match, taints tolerated (the pod selects no pool: nodes of l4-shared take it as well)"
+    )
+    assert (
+        t.verdict == "runs on pool a10g-spot via Karpenter NodePool a10g-spot, or on l4-shared: the pod selects no pool"
+    )
+    assert t.doc()["pool"] == "a10g-spot"
+    # pinned, it selects its pool
+    pinned = pod(
+        "ml-dev", {"nvidia.com/gpu": 1}, tolerations=GPU_TOLERATION, nodeSelector={"gpu-platform/pool": "l4-shared"}
+    )
+    t = trace(spec, pinned)
+    assert layer(t, "pool").detail == "l4-shared: labels match, taints tolerated (the pod selects and tolerates)"
+    assert t.verdict == "runs on pool l4-shared via EKS managed node group + Cluster Autoscaler"
+    # selecting nothing, but asking for what one pool alone advertises (renameByDefault: nvidia.com/gpu.shared)
+    config = stack_config("dev-aws")
+    pool_of(config["gpu-platform:nodePools"], "l4-shared")["sharing"]["renameByDefault"] = True
+    config["gpu-platform:addons"] = NO_BATCH_SCHEDULER
+    t = trace(load_spec(config), pod("ml-dev", {"nvidia.com/gpu.shared": 1}, tolerations=GPU_TOLERATION))
+    assert layer(t, "pool").detail == (
+        "l4-shared: labels match, taints tolerated (the pod selects no pool; l4-shared's are the only nodes it "
+        "tolerates that advertise nvidia.com/gpu.shared)"
+    )
+    assert t.verdict == "runs on pool l4-shared via EKS managed node group + Cluster Autoscaler"
 
 
 def _deployment(namespace: str) -> str:
@@ -206,11 +359,19 @@ def test_pods_are_managed_by_the_pod_integration_or_one_built_on_it(framework):
 
 
 def test_a_kind_whose_integration_is_off_is_refused():
-    spec = spec_of("dev-aws", scheduling={"kueueIntegrations": ["batch/job"]})
-    assert stop(trace(spec, _deployment("ml-dev"))) == (
-        "scheduler",
-        "Kueue does not manage Deployment here: add pod to scheduling.kueueIntegrations",
-    )
+    # without the pod integration (or one built on it) the stack itself is refused: a plain Pod or a Deployment's
+    # pods in a Kueue tenant's namespace would bypass Kueue, so explain never meets such a stack
+    config = stack_config("dev-aws")
+    config["gpu-platform:scheduling"] = {"kueueIntegrations": ["batch/job"]}
+    with pytest.raises(SpecError) as err:
+        load_spec(config)
+    assert [(p.path, p.message) for p in err.value.problems] == [
+        (
+            "gpu-platform:scheduling.kueueIntegrations",
+            "without 'pod' (or deployment, statefulset, leaderworkerset, which turn it on) a plain Pod in a Kueue "
+            "tenant's namespace bypasses Kueue and holds GPUs its quota never counts: add 'pod'",
+        )
+    ]
     # the pod-based integrations do not stand in for another framework's
     spec = spec_of("dev-aws", scheduling={"kueueIntegrations": ["deployment"]})
     assert stop(trace(spec, job("ml-dev", 1, {"nvidia.com/gpu": 1}))) == (
@@ -394,10 +555,21 @@ def test_resource_quota_gate():
 
 
 def test_volcano_queue_holds_exactly_its_capacity():
-    """prod-aws: applied-ml's queue can hold the cluster's 112 whole GPUs; 14 pods x 8 is all of them."""
+    """prod-aws: applied-ml's queue can hold a100-gang's 16 A100s (2 nodes x 8, its capability; proportion would
+    allow 128 - 16 + 16 = 128); 2 pods x 8 is all of them, a third pod is one too many."""
     prod = spec_of("prod-aws")
-    gang = volcano_job("applied-ml", "applied-ml", 14, {"nvidia.com/gpu": 8}, tolerations=GPU_TOLERATION)
-    assert layer(trace(prod, gang), "queue").detail == "Volcano queue applied-ml (can hold 112 nvidia.com/gpu)"
+    two = volcano_job(
+        "applied-ml", "applied-ml", 2, {"nvidia.com/gpu": 8}, tolerations=GPU_TOLERATION, nodeSelector=GANG_POOL
+    )
+    assert layer(trace(prod, two), "queue").detail == "Volcano queue applied-ml (can hold 16 nvidia.com/gpu)"
+    three = volcano_job(
+        "applied-ml", "applied-ml", 3, {"nvidia.com/gpu": 8}, tolerations=GPU_TOLERATION, nodeSelector=GANG_POOL
+    )
+    assert stop(trace(prod, three)) == (
+        "queue",
+        "Volcano queue applied-ml can hold at most 16 nvidia.com/gpu (proportion: cluster total - all guarantees + "
+        "its own), the gang needs 24 nvidia.com/gpu",
+    )
 
 
 def test_without_kueue_the_pod_must_find_its_pool():

@@ -442,23 +442,24 @@ def test_ami_bump_updates_the_node_class_in_place():
 
 
 def _prod_with_second_spot_pool(**changes: Any) -> dict[str, Any]:
-    """prod-aws plus a karpenter pool like h100-spot (nodePools[2], al2023, 200 GiB, pinned v20251120)."""
+    """prod-aws plus a karpenter pool like h100-spot (nodePools[2], al2023, 200 GiB, pinned v20251120), appended
+    after prod-aws's five pools: nodePools[5]."""
     cfg = stack_config("prod-aws")
     pools = cfg["gpu-platform:nodePools"]
-    assert pools[2]["name"] == "h100-spot"
+    assert pools[2]["name"] == "h100-spot" and len(pools) == 5
     pools.append({**pools[2], "name": "h100-spot-b", "karpenter": {}, **changes})
     return cfg
 
 
 def test_pools_sharing_a_node_class_must_pin_the_same_ami():
     problems = _problems(_prod_with_second_spot_pool(karpenter={"amiVersion": "v20251209"}))
-    assert list(problems) == ["gpu-platform:nodePools[4].karpenter.amiVersion"]
-    message = problems["gpu-platform:nodePools[4].karpenter.amiVersion"]
+    assert list(problems) == ["gpu-platform:nodePools[5].karpenter.amiVersion"]
+    message = problems["gpu-platform:nodePools[5].karpenter.amiVersion"]
     assert message.startswith("is 'v20251209', but nodePools[2] (h100-spot) has 'v20251120'")
     assert "EC2NodeClass gpu-al2023-200gib" in message
     # leaving the second pool on latest is a different release too
     problems = _problems(_prod_with_second_spot_pool())
-    assert problems["gpu-platform:nodePools[4].karpenter.amiVersion"].startswith("is 'latest', but nodePools[2]")
+    assert problems["gpu-platform:nodePools[5].karpenter.amiVersion"].startswith("is 'latest', but nodePools[2]")
 
 
 def test_pools_with_the_same_pin_share_a_class_and_others_get_their_own():

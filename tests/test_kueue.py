@@ -167,7 +167,8 @@ def test_controller_is_highly_available_and_critical():
 @shared_fixture
 def custom():
     """prod-aws with a system node selector, another LocalQueue name, no default cohort (so research's
-    borrowing limit must go), stricter waitForPodsReady settings and a smaller integration list."""
+    borrowing limit must go), stricter waitForPodsReady settings and a smaller integration list (keeping `pod`,
+    which a stack with Kueue tenants must have)."""
     cfg = stack_config("prod-aws")
     cfg["gpu-platform:systemNodeSelector"] = {"node-role.example.com/system": "true"}
     cfg["gpu-platform:scheduling"] = {
@@ -177,7 +178,7 @@ def custom():
         "blockAdmission": True,
         "requeueLimit": None,
         "queueingStrategy": "StrictFIFO",
-        "kueueIntegrations": ["batch/job", "jobset.x-k8s.io/jobset"],
+        "kueueIntegrations": ["batch/job", "jobset.x-k8s.io/jobset", "pod"],
     }
     for t in cfg["gpu-platform:tenants"]:
         t.pop("borrowingLimit", None)
@@ -197,22 +198,28 @@ def test_scheduling_knobs_reach_the_manager_config(custom):
     assert cfg["waitForPodsReady"]["timeout"] == "25m"
     assert cfg["waitForPodsReady"]["blockAdmission"] is True
     assert "backoffLimitCount" not in cfg["waitForPodsReady"]["requeuingStrategy"]  # null: requeue forever
-    assert cfg["integrations"]["frameworks"] == ["batch/job", "jobset.x-k8s.io/jobset"]
+    assert cfg["integrations"]["frameworks"] == ["batch/job", "jobset.x-k8s.io/jobset", "pod"]
 
 
 def test_local_queue_name_and_cohorts_follow_the_spec(custom):
-    lq = manifest(custom, "LocalQueue", "batch", "applied-ml")
-    assert lq["spec"] == {"clusterQueue": "applied-ml"}
+    lq = manifest(custom, "LocalQueue", "batch", "serving")
+    assert lq["spec"] == {"clusterQueue": "serving"}
+    with pytest.raises(KeyError):  # applied-ml is Volcano's: no Kueue queue under any name
+        manifest(custom, "LocalQueue", "batch", "applied-ml")
     research = manifest(custom, "ClusterQueue", "research")["spec"]
     assert research["cohortName"] == "training"
     assert research["queueingStrategy"] == "StrictFIFO"
-    applied = manifest(custom, "ClusterQueue", "applied-ml")["spec"]
-    assert "cohortName" not in applied  # no default cohort: neither lends nor borrows
-    assert applied["preemption"] == {"withinClusterQueue": "LowerPriority"}
-    for rg in applied["resourceGroups"]:
-        for f in rg["flavors"]:
-            for r in f["resources"]:
-                assert "borrowingLimit" not in r and "lendingLimit" not in r
+    serving = manifest(custom, "ClusterQueue", "serving")["spec"]
+    assert "cohortName" not in serving  # no default cohort: neither lends nor borrows
+    assert serving["preemption"] == {"withinClusterQueue": "LowerPriority"}
+    # notebooks never preempts, but without a cohort there is nothing to lend: no lendingLimit 0 either
+    notebooks = manifest(custom, "ClusterQueue", "notebooks")["spec"]
+    assert "cohortName" not in notebooks
+    for cq in (serving, notebooks):
+        for rg in cq["resourceGroups"]:
+            for f in rg["flavors"]:
+                for r in f["resources"]:
+                    assert "borrowingLimit" not in r and "lendingLimit" not in r
 
 
 # ------------------------------------------------------------------------------ schema validation
@@ -276,6 +283,8 @@ def test_cluster_queues_satisfy_kueue_cel_and_webhook_rules(stack):
 def test_one_flavor_per_pool_with_its_label_and_taint_tolerations():
     r = rendered("prod-aws")
     names = {f["metadata"]["name"] for f in _kueue(r, "ResourceFlavor")}
+    # every pool Kueue may hand out gets its flavor; a100-gang is Volcano's (only applied-ml, a Volcano tenant,
+    # reaches it): no ClusterQueue may name it, so a flavor would admit nothing
     assert names == {"default-flavor", "a100-train", "h100-inference", "h100-spot", "l4-notebooks"}
     spot = manifest(r, "ResourceFlavor", "h100-spot")["spec"]
     assert spot == {
@@ -289,6 +298,8 @@ def test_flavor_node_labels_are_labels_the_pool_nodes_carry():
     for stack in ("prod-aws", "prod-gcp"):
         spec = rendered(stack).spec
         for pool in spec.node_pools:
+            if derive.pool_schedulers(spec)[pool.name] == ("volcano",):
+                continue  # Volcano's pool: no flavor (test_one_flavor_per_pool_with_its_label_and_taint_tolerations)
             labels = manifest(rendered(stack), "ResourceFlavor", pool.name)["spec"]["nodeLabels"]
             assert labels.items() <= derive.pool_labels(spec, pool).items()
 
@@ -327,20 +338,16 @@ def test_flavors_wait_for_the_topology_and_queues_for_the_flavors():
     assert {"kueue", "topology"} <= set(flavor.depends_on)
     # Each ClusterQueue waits for the release, its webhooks, and exactly the flavors and admission checks it
     # names (stacks/Pulumi.prod-aws.yaml gpuQuota; a100-train is the topology-aware pool that can grow, so it
-    # carries the a100-train-atomic check), not for every flavor of the cluster.
+    # carries the a100-train-atomic check), not for every flavor of the cluster. applied-ml, Volcano's tenant,
+    # has no ClusterQueue to wait for anything.
     ready = ["kueue", "kueue-webhook-ready"]
     expected = {
         "research": ["a100-train-admission-check", "flavor-a100-train", "flavor-default", "flavor-h100-spot"],
         "serving": ["flavor-default", "flavor-h100-inference"],
-        "applied-ml": [
-            "a100-train-admission-check",
-            "flavor-a100-train",
-            "flavor-default",
-            "flavor-h100-spot",
-            "flavor-l4-notebooks",
-        ],
         "notebooks": ["flavor-default", "flavor-l4-notebooks"],
     }
+    cqs = r.of_type("kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue")
+    assert sorted(x.name for x in cqs) == sorted(f"{t}-cluster-queue" for t in expected)
     for tenant, waits_for in expected.items():
         cq = r.find("kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue", f"{tenant}-cluster-queue")
         assert cq.depends_on == sorted([*ready, *waits_for]), tenant
@@ -503,10 +510,13 @@ def test_topology_aware_pool_from_zero_gets_an_atomic_provisioning_check(stack, 
     }
     flavor = manifest(r, "ResourceFlavor", pool)["spec"]
     assert flavor["topologyName"] == kueue.TOPOLOGY_NAME
-    for tenant in r.spec.tenants:
+    for tenant in derive.kueue_tenants(r.spec):  # the tenants with a ClusterQueue (Volcano's have none)
         checks = _cq(stack, tenant.name).get("admissionChecksStrategy", {}).get("admissionChecks", [])
         mine = [c for c in checks if c["name"] == name]
         assert mine == ([{"name": name, "onFlavors": [pool]}] if pool in tenant.gpu_quota else [])
+    # prod-aws: applied-ml is Volcano's (no ClusterQueue, no check); every prod-gcp tenant is Kueue's
+    skipped = {t.name for t in r.spec.tenants} - {t.name for t in derive.kueue_tenants(r.spec)}
+    assert skipped == ({"applied-ml"} if stack == "prod-aws" else set())
     # the check and its config exist before any ClusterQueue naming them
     cq = r.find("kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue", "research-cluster-queue")
     assert f"{pool}-admission-check" in cq.depends_on
@@ -574,13 +584,22 @@ def test_admission_checks_and_provisioning_configs_validate_against_kueue_schema
 
 
 @pytest.mark.parametrize("stack", STACKS)
-def test_a_local_queue_named_default_in_every_tenant_namespace(stack):
+def test_a_local_queue_named_default_in_every_kueue_tenant_namespace(stack):
     r = rendered(stack)
+    kueue_tenants = {t.name for t in derive.kueue_tenants(r.spec)}
     for tenant in r.spec.tenants:
-        # "default" is the name Kueue's LocalQueue defaulting gives jobs without a queue-name label
-        lq = manifest(r, "LocalQueue", "default", tenant.name)
-        assert lq["spec"] == {"clusterQueue": tenant.name}
-        manifest(r, "ClusterQueue", tenant.name)
+        if tenant.name in kueue_tenants:
+            # "default" is the name Kueue's LocalQueue defaulting gives jobs without a queue-name label
+            lq = manifest(r, "LocalQueue", "default", tenant.name)
+            assert lq["spec"] == {"clusterQueue": tenant.name}
+            manifest(r, "ClusterQueue", tenant.name)
+        else:  # a Volcano tenant: Kueue leaves its namespace alone and holds no quota for it
+            assert derive.tenant_scheduler(r.spec, tenant) == "volcano"
+            assert [m for m in _kueue(r, "LocalQueue") if m["metadata"]["namespace"] == tenant.name] == []
+            with pytest.raises(KeyError):
+                manifest(r, "ClusterQueue", tenant.name)
+    # every stack but prod-aws queues all its tenants in Kueue; prod-aws all but applied-ml
+    assert len(_kueue(r, "LocalQueue")) == len(kueue_tenants) == len(r.spec.tenants) - (stack == "prod-aws")
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -667,10 +686,130 @@ def test_a_pool_may_not_take_the_cpu_flavor_name():
     assert "default-flavor" in _problems(cfg)["gpu-platform:nodePools[1].name"]
 
 
+POD_INTEGRATION_MESSAGE = (
+    "without 'pod' (or deployment, statefulset, leaderworkerset, which turn it on) a plain Pod in a Kueue "
+    "tenant's namespace bypasses Kueue and holds GPUs its quota never counts: add 'pod'"
+)
+
+
+def test_kueue_tenants_need_the_pod_integration():
+    """Kueue gates a plain Pod only through its pod integration: with Kueue tenants the integration list must
+    name it, or one of the integrations that turn it on."""
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:scheduling"] = {"kueueIntegrations": ["batch/job", "jobset.x-k8s.io/jobset"]}
+    assert _problems(cfg) == {"gpu-platform:scheduling.kueueIntegrations": POD_INTEGRATION_MESSAGE}
+    for implied in ("pod", "deployment", "statefulset", "leaderworkerset.x-k8s.io/leaderworkerset"):
+        cfg["gpu-platform:scheduling"] = {"kueueIntegrations": ["batch/job", implied]}
+        assert load_spec(cfg).scheduling.kueue_integrations == ["batch/job", implied]
+
+
+def test_without_kueue_tenants_the_integration_list_is_not_held_to_pod():
+    """local with its one tenant on Volcano: Kueue queues nobody, so no plain Pod can bypass it."""
+    cfg = stack_config("local")
+    cfg["gpu-platform:scheduling"] = {"kueueIntegrations": ["batch/job"]}
+    assert _problems(cfg) == {"gpu-platform:scheduling.kueueIntegrations": POD_INTEGRATION_MESSAGE}
+    cfg["gpu-platform:tenants"][0]["scheduler"] = "volcano"
+    spec = load_spec(cfg)
+    assert derive.kueue_tenants(spec) == []
+
+
+NEVER_PREEMPTS_LENDS = (
+    "the tenant's classes never preempt (ceiling dev), so its ClusterQueue cannot reclaim what it lends: set 0, "
+    "or raise its priority to a class that preempts"
+)
+
+
+def test_a_tenant_that_never_preempts_may_not_lend():
+    """prod-aws notebooks (ceiling dev, preemptionPolicy Never): its ClusterQueue never reclaims, so a
+    lendingLimit above 0 would lend for good; 0 is accepted."""
+    cfg = stack_config("prod-aws")
+    notebooks = cfg["gpu-platform:tenants"][3]
+    assert notebooks["name"] == "notebooks"
+    notebooks["lendingLimit"] = {"l4-notebooks": 2}
+    assert _problems(cfg) == {"gpu-platform:tenants[3].lendingLimit.l4-notebooks": NEVER_PREEMPTS_LENDS}
+    notebooks["lendingLimit"] = {"l4-notebooks": 0}
+    spec = load_spec(cfg)
+    assert spec.tenants[3].lending_limit == {"l4-notebooks": 0}
+    # a tenant whose class preempts may lend (serving lends 4 H100s in the shipped stack)
+    assert load_spec(stack_config("prod-aws")).tenants[1].lending_limit == {"h100-inference": 4}
+
+
+def test_an_unknown_ceiling_is_reported_once_not_as_a_lending_problem():
+    cfg = stack_config("prod-aws")
+    cfg["gpu-platform:tenants"][3].update(priority="gold", lendingLimit={"l4-notebooks": 2})
+    problems = _problems(cfg)
+    assert list(problems) == ["gpu-platform:tenants[3].priority"]
+    assert "gold" in problems["gpu-platform:tenants[3].priority"]
+
+
 def test_unknown_integration_is_an_error():
     cfg = stack_config("dev-aws")
     cfg["gpu-platform:scheduling"] = {"kueueIntegrations": ["batch/job", "kubeflow.org/pytorchjobs"]}
     assert "gpu-platform:scheduling.kueueIntegrations[1]" in _problems(cfg)
+
+
+# ------------------------------------------------------------- Kueue queues only its own tenants (issue 26)
+
+
+def test_a_volcano_tenant_gets_no_cluster_queue_or_local_queue():
+    """prod-aws: applied-ml is scheduled by Volcano; Kueue skips its namespace, so a ClusterQueue would admit
+    nothing and only lend its quota to the cohort. Kueue queues the other three tenants."""
+    r = rendered("prod-aws")
+    assert [t.name for t in derive.kueue_tenants(r.spec)] == ["research", "serving", "notebooks"]
+    assert sorted(m["metadata"]["name"] for m in _kueue(r, "ClusterQueue")) == ["notebooks", "research", "serving"]
+    assert sorted(m["metadata"]["namespace"] for m in _kueue(r, "LocalQueue")) == ["notebooks", "research", "serving"]
+    with pytest.raises(KeyError):
+        manifest(r, "ClusterQueue", "applied-ml")
+    with pytest.raises(KeyError):
+        manifest(r, "LocalQueue", "default", "applied-ml")
+    # nor does any other ClusterQueue admit from its namespace: each selects its own tenant's namespace only
+    for cq in _kueue(r, "ClusterQueue"):
+        assert cq["spec"]["namespaceSelector"]["matchLabels"]["gpu-platform/tenant"] == cq["metadata"]["name"]
+    # without Kueue nobody is Kueue's
+    cfg = stack_config("local")
+    cfg["gpu-platform:addons"] = {**cfg["gpu-platform:addons"], "kueue": False}
+    assert derive.kueue_tenants(load_spec(cfg)) == []
+
+
+def test_a_never_preempting_tenant_in_a_cohort_lends_nothing():
+    """prod-aws notebooks: ceiling dev (preemptionPolicy Never), default cohort gpu-platform. Its l4-notebooks
+    flavor: 4 L4 x 4 time-slices = 16 units nominal, lendingLimit 0 (it could never reclaim a loan); no
+    borrowingLimit (none set). The CPU-only default flavor is no pool: no limit there."""
+    s = _cq("prod-aws", "notebooks")
+    assert s["cohortName"] == "gpu-platform"
+    assert s["preemption"] == {"withinClusterQueue": "Never", "reclaimWithinCohort": "Never"}
+    assert _flavor(s, "l4-notebooks")["nvidia.com/gpu"] == {
+        "name": "nvidia.com/gpu",
+        "nominalQuota": "16",
+        "lendingLimit": "0",
+    }
+    assert _flavor(s, "default-flavor")["nvidia.com/gpu"] == {"name": "nvidia.com/gpu", "nominalQuota": "0"}
+    # research preempts: no lendingLimit of its own, none added
+    assert "lendingLimit" not in _flavor(_cq("prod-aws", "research"), "a100-train")["nvidia.com/gpu"]
+
+
+def test_a_never_preempting_tenant_lends_no_unit_of_any_resource_its_pools_advertise():
+    """serving moved down to ceiling dev (and its lendingLimit dropped, which a rule would now refuse): on
+    h100-inference every MIG profile the layout advertises gets lendingLimit 0 -- 16 H100 x (2 x 1g.10gb,
+    1 x 2g.20gb, 1 x 3g.40gb) = 32 / 16 / 16 units nominal."""
+    cfg = stack_config("prod-aws")
+    serving = cfg["gpu-platform:tenants"][1]
+    serving["priority"] = "dev"
+    serving.pop("lendingLimit")
+    spec = load_spec(cfg)
+    assert derive.tenant_never_preempts(spec, spec.tenants[1])
+    (mig,) = [
+        g for g in kueue.resource_groups(spec, spec.tenants[1]) if "nvidia.com/mig-1g.10gb" in g["coveredResources"]
+    ]
+    (h100,) = mig["flavors"]
+    assert h100 == {
+        "name": "h100-inference",
+        "resources": [
+            {"name": "nvidia.com/mig-1g.10gb", "nominalQuota": "32", "lendingLimit": "0"},
+            {"name": "nvidia.com/mig-2g.20gb", "nominalQuota": "16", "lendingLimit": "0"},
+            {"name": "nvidia.com/mig-3g.40gb", "nominalQuota": "16", "lendingLimit": "0"},
+        ],
+    }
 
 
 # ------------------------------------------------------------------------------------ resource-group partition

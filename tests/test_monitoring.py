@@ -216,6 +216,8 @@ HELD = "gpu_platform:allocated_idle_gpu_cost:usd_per_hour"
 # per priced pool, by name: its idle cost, then one held-idle cost per MIG profile (h100-inference's layout
 # 3g.40gb + 2g.20gb + 2 x 1g.10gb, profiles sorted) or per whole / time-sliced GPU
 PROD_AWS_COST_RECORDS = [
+    (IDLE, {"pool": "a100-gang"}),
+    (HELD, {"pool": "a100-gang"}),
     (IDLE, {"pool": "a100-train"}),
     (HELD, {"pool": "a100-train"}),
     (IDLE, {"pool": "h100-inference"}),

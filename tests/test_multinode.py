@@ -172,7 +172,7 @@ def test_device_plugin_release_runs_on_efa_pools_only():
         "https://aws.github.io/eks-charts",
     )
     values = rel["values"]
-    assert values["supportedInstanceLabels"] == {"keys": [derive.POOL_LABEL], "values": ["a100-train"]}
+    assert values["supportedInstanceLabels"] == {"keys": [derive.POOL_LABEL], "values": ["a100-gang", "a100-train"]}
     gpu_taint = {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}
     assert gpu_taint in values["tolerations"]
     upstream = yaml.safe_load((EFA_UPSTREAM / "values.yaml").read_text())
@@ -247,11 +247,13 @@ def test_efa_rules_fail():
 
 def test_efa_default_and_explicit_off():
     spec = load_spec(stack_config("prod-aws"))
-    assert [p.name for p in efa.efa_pools(spec)] == ["a100-train"]  # topologyAware managed pool on p4de
+    # a100-train: topologyAware managed pool on p4de; a100-gang: `efa: true` written out
+    assert [p.name for p in efa.efa_pools(spec)] == ["a100-train", "a100-gang"]
     cfg = stack_config("prod-aws")
-    _, pool = _pool(cfg, "a100-train")
-    pool["efa"] = False
-    pool.pop("eks")  # no placement group: any subnets
+    for name in ("a100-train", "a100-gang"):
+        _, pool = _pool(cfg, name)
+        pool["efa"] = False
+        pool.pop("eks")  # no placement group: any subnets
     assert efa.efa_pools(load_spec(cfg)) == []
 
 
@@ -439,7 +441,11 @@ def test_karpenter_efa_pool_gets_its_own_class_placement_group_and_security_grou
         assert reqs["topology.kubernetes.io/zone"] == ["us-east-1c"]
         assert np["spec"]["template"]["spec"]["nodeClassRef"]["name"] == need.name
     # the device plugin covers it too
-    assert efa.device_plugin_values(spec)["supportedInstanceLabels"]["values"] == ["a100-train", "h100-spot"]
+    assert efa.device_plugin_values(spec)["supportedInstanceLabels"]["values"] == [
+        "a100-gang",
+        "a100-train",
+        "h100-spot",
+    ]
     assert efa.interfaces_per_node(pool) == 32
 
 

@@ -82,11 +82,14 @@ def test_each_tenant_names_objects_the_stack_creates(stack):
     for name, t in outputs(stack)["tenants"].items():
         assert t["namespace"] == name and name in namespaces
         if t["localQueue"] is not None:
+            assert r.spec.addons.kueue and t["scheduler"] == "kueue"
             lq = manifest(r, "LocalQueue", t["localQueue"], t["namespace"])
             assert lq["spec"]["clusterQueue"] == t["clusterQueue"]
             assert t["clusterQueue"] in queues
-        else:
-            assert not r.spec.addons.kueue and t["clusterQueue"] is None
+        else:  # Kueue off, or a tenant Volcano schedules: no Kueue queue of the tenant's exists
+            assert not r.spec.addons.kueue or t["scheduler"] == "volcano"
+            assert t["clusterQueue"] is None and name not in queues
+            assert [m for m in manifests(r, "LocalQueue") if m["metadata"]["namespace"] == name] == []
         if t["volcanoQueue"]:
             assert t["volcanoQueue"] in volcano and t["scheduler"] == "volcano"
         else:  # only tenants Volcano schedules get a Volcano queue
@@ -112,8 +115,13 @@ def test_prod_aws_tenants_by_hand():
         "notebooks": "dev",
     }
     assert t["applied-ml"]["scheduler"] == "volcano" and t["applied-ml"]["volcanoQueue"] == "applied-ml"
+    # Volcano's tenant has no Kueue queues; its 16 A100s on a100-gang are the whole pool (2 nodes x 8), so its
+    # ResourceQuota cap (the borrowing ceiling) is 16 as well
+    assert (t["applied-ml"]["localQueue"], t["applied-ml"]["clusterQueue"]) == (None, None)
+    assert t["applied-ml"]["gpuQuota"] == t["applied-ml"]["gpuLimit"] == {"nvidia.com/gpu": 16}
     assert t["research"]["scheduler"] == "kueue"
     assert t["research"]["localQueue"] == "default" and t["research"]["clusterQueue"] == "research"
+    assert t["research"]["volcanoQueue"] is None
     assert t["notebooks"]["forbiddenPriorityClasses"] == ["batch", "inference", "training", "training-critical"]
     assert t["serving"]["forbiddenPriorityClasses"] == []
     # 16 H100 of h100-inference, each MIG-split into 3g.40gb + 2g.20gb + 2x 1g.10gb (mixed strategy)

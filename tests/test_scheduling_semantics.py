@@ -26,42 +26,48 @@ def _flavor_names(cq_spec):
 
 def test_prod_aws_volcano_cap_worked_by_hand():
     """prod-aws nvidia.com/gpu fleet: a100-train 4x8 = 32, h100-spot maxGpus 32, l4-notebooks 3 nodes x 4 GPUs
-    x 4 time-slices = 48 -> 112 (h100-inference is MIG: other resource names). applied-ml's guarantee:
-    16 + 16 + 8x4 = 64. Before the fix research (32) and notebooks (4x4 = 16) also had guarantees: 112 in all,
-    so proportion capped applied-ml at 112 - 112 + 64 = 64, its own guarantee: no borrowing. Now only the
-    Volcano tenant has a queue: 112 - 64 + 64 = 112, within its capability (32 + 32 + 48 = 112)."""
+    x 4 time-slices = 48, a100-gang 2x8 = 16 -> 128 (h100-inference is MIG: other resource names). applied-ml's
+    guarantee: its 16 A100s on a100-gang, the only pool it reaches. Only the Volcano tenant has a queue, so
+    proportion allows it 128 - 16 + 16 = 128; its capability is a100-gang at its maximum size, 2x8 = 16 (in its
+    cohort with no borrowingLimit it may take the whole pool): realCapability = min(16, 128) = 16. (Had
+    research's 16 + 16 and notebooks' 4x4 also been guarantees, proportion would allow 128 - 64 + 16 = 80: the
+    capability binds either way.)"""
     spec = load_spec(stack_config("prod-aws"))
-    assert derive.fleet_units(spec)["nvidia.com/gpu"] == 112
+    assert derive.fleet_units(spec)["nvidia.com/gpu"] == 128
     assert [t.name for t in derive.volcano_tenants(spec)] == ["applied-ml"]
     applied = next(t for t in spec.tenants if t.name == "applied-ml")
-    assert derive.volcano_queue_cap(spec, applied)["nvidia.com/gpu"] == 112
-    assert "holds at most 112 nvidia.com/gpu" in summary(rendered("prod-aws"), {})
+    assert derive.tenant_ceiling_units(spec, applied)["nvidia.com/gpu"] == 16
+    assert derive.volcano_queue_cap(spec, applied)["nvidia.com/gpu"] == 16
+    assert "holds at most 16 nvidia.com/gpu" in summary(rendered("prod-aws"), {})
 
 
 def test_only_volcano_tenants_get_a_queue():
     r = rendered("prod-aws")
     queues = {q["metadata"]["name"]: q["spec"] for q in manifests(r, "Queue")}
     assert set(queues) == {"applied-ml"}
-    assert queues["applied-ml"]["guarantee"] == {"resource": {"nvidia.com/gpu": "64"}}
+    assert queues["applied-ml"]["guarantee"] == {"resource": {"nvidia.com/gpu": "16"}}  # 16 A100s on a100-gang
 
 
 def test_volcano_cap_with_two_volcano_tenants_by_hand():
-    """Two Volcano tenants on one 16-GPU pool (2 nodes x 8): a guarantees 6, b guarantees 4, a Kueue tenant 6.
-    Cap of a = min(capability 16, 16 - (6 + 4) + 6) = 12; of b = min(16, 16 - 10 + 4) = 10. The Kueue
-    tenant's 6 reserve nothing in Volcano."""
+    """Two Volcano tenants on one 16-GPU pool p (2 nodes x 8): a guarantees 6, b guarantees 4; a Kueue tenant k
+    with 2 GPUs on a pool of its own, q (1 node x 2: a pool is handed out by one scheduler). The cluster total
+    is 16 + 2 = 18 whole GPUs. Cap of a = min(capability 16, 18 - (6 + 4) + 6) = 14; of b = min(16, 18 - 10 + 4)
+    = 12. The Kueue tenant's 2 reserve nothing in Volcano (counted, they would make it 12 and 10)."""
     cfg = stack_config("local")
     pool = cfg["gpu-platform:nodePools"][0]
     pool.pop("sharing", None)
     pool.update({"name": "p", "gpu": {"model": "L4", "perNode": 8}, "minNodes": 0, "maxNodes": 2})
+    cfg["gpu-platform:nodePools"].append({"name": "q", "gpu": {"model": "L4", "perNode": 2}, "maxNodes": 1})
     cfg["gpu-platform:addons"] = {**cfg.get("gpu-platform:addons", {}), "kueue": True, "volcano": True}
     cfg["gpu-platform:tenants"] = [
         {"name": "a", "gpuQuota": {"p": 6}, "scheduler": "volcano"},
         {"name": "b", "gpuQuota": {"p": 4}, "scheduler": "volcano"},
-        {"name": "k", "gpuQuota": {"p": 6}},
+        {"name": "k", "gpuQuota": {"q": 2}},
     ]
     spec = load_spec(cfg)
+    assert derive.fleet_units(spec) == {"nvidia.com/gpu": 18}
     caps = {t.name: derive.volcano_queue_cap(spec, t).get("nvidia.com/gpu") for t in derive.volcano_tenants(spec)}
-    assert caps == {"a": 12, "b": 10}
+    assert caps == {"a": 14, "b": 12}
 
 
 # ------------------------------------------------------------------------------------ flavor order
@@ -72,7 +78,12 @@ def test_prod_gcp_research_tries_its_reserved_pool_before_queued_provisioning():
 
 
 def test_prod_aws_whole_gpu_jobs_overflow_to_spot_before_time_slices():
-    assert _flavor_names(_cq("prod-aws", "applied-ml"))[0] == [
+    """research given a share of l4-notebooks as well (Kueue's pool, like its own two): its ClusterQueue tries
+    the dedicated a100-train, then spot h100-spot, and the time-sliced l4-notebooks last."""
+    cfg = stack_config("prod-aws")
+    cfg["gpu-platform:tenants"][0]["gpuQuota"]["l4-notebooks"] = 1
+    spec = load_spec(cfg)
+    assert _flavor_names(kueue.cluster_queue_spec(spec, spec.tenants[0]))[0] == [
         "default-flavor",
         "a100-train",
         "h100-spot",
@@ -95,6 +106,7 @@ def test_flavor_class_ranks():
         "h100-inference": "shared",
         "h100-spot": "spot",
         "l4-notebooks": "shared",
+        "a100-gang": "dedicated",  # whole A100s, on-demand
     }
 
 
@@ -104,7 +116,14 @@ def test_flavor_order_ignores_stack_file_order():
     reversed_spec = load_spec(cfg)
     spec = load_spec(stack_config("prod-aws"))
     assert [p.name for p in derive.flavor_order(reversed_spec)] == [p.name for p in derive.flavor_order(spec)]
-    assert [p.name for p in derive.flavor_order(spec)] == ["a100-train", "h100-spot", "h100-inference", "l4-notebooks"]
+    # dedicated (by name: a100-gang < a100-train), spot, shared (h100-inference < l4-notebooks)
+    assert [p.name for p in derive.flavor_order(spec)] == [
+        "a100-gang",
+        "a100-train",
+        "h100-spot",
+        "h100-inference",
+        "l4-notebooks",
+    ]
     for t in spec.tenants:
         assert kueue.resource_groups(spec, t) == kueue.resource_groups(
             reversed_spec, next(x for x in reversed_spec.tenants if x.name == t.name)
@@ -165,7 +184,9 @@ def test_a_timeout_shorter_than_a_cold_start_is_a_summary_warning():
     cfg["gpu-platform:scheduling"] = {**cfg["gpu-platform:scheduling"], "waitForPodsReadyTimeout": "10m"}
     spec = load_spec(cfg)
     assert derive.wait_for_pods_ready_too_short(spec) == ["waitForPodsReadyTimeout"]
-    # a100-train and l4-notebooks have minNodes 0, h100-spot is a Karpenter pool; h100-inference keeps a node
+    # a100-train and l4-notebooks have minNodes 0, h100-spot is a Karpenter pool; h100-inference keeps a node;
+    # a100-gang starts from zero too, but Volcano hands it out, where Kueue's waitForPodsReady never applies
+    # (stack-file order)
     assert [p.name for p in derive.cold_start_pools(spec)] == ["a100-train", "h100-spot", "l4-notebooks"]
     cfg["gpu-platform:scheduling"]["waitForPodsReadyTimeout"] = "15m"
     cfg["gpu-platform:scheduling"]["waitForPodsReadyRecoveryTimeout"] = "5m"

@@ -11,6 +11,9 @@ from components.loader import SpecError, load_spec
 from components.synth import render
 from components.tenancy import FORBIDDEN_PRIORITY_ANNOTATION as FORBIDDEN
 
+POOLS = "gpu-platform/pools"
+ONE_UNIT = "gpu-platform/one-unit-pools"
+
 
 def test_namespace_pod_security_labels():
     r = rendered("prod-aws")
@@ -152,10 +155,12 @@ def test_resources_per_tenant_are_few():
     by_tenant = {
         t: sorted(x.type.rsplit(":", 1)[-1] for x in r.resources if x.name.startswith(t + "-")) for t in tenants
     }
-    # namespace, GPU quota, container defaults; Kueue ClusterQueue + LocalQueue; a Volcano Queue only for the
-    # tenant Volcano schedules (applied-ml)
-    expected = ["ClusterQueue", "LimitRange", "LocalQueue", "Namespace", "ResourceQuota"]
-    assert by_tenant == {t: sorted([*expected, "Queue"]) if t == "applied-ml" else expected for t in tenants}
+    # namespace, GPU quota, container defaults; then the tenant's scheduler's queues: Kueue ClusterQueue +
+    # LocalQueue for the tenants Kueue queues, a Volcano Queue (and nothing of Kueue's) for the one Volcano
+    # schedules (applied-ml)
+    common = ["LimitRange", "Namespace", "ResourceQuota"]
+    kueue = sorted([*common, "ClusterQueue", "LocalQueue"])
+    assert by_tenant == {t: sorted([*common, "Queue"]) if t == "applied-ml" else kueue for t in tenants}
 
 
 def test_default_priority_classes():
@@ -278,3 +283,85 @@ def test_quota_and_defaults_are_labelled_with_their_tenant_and_wait_for_the_name
         rec = r.find(f"kubernetes:core/v1:{kind}", res_name)
         assert rec.inputs["metadata"] == {"name": name, "namespace": "research", "labels": labels}, kind
         assert rec.depends_on == ["research-namespace"], kind
+
+
+# ----------------------------------------------------------------- Volcano tenants' pools (issue 26)
+
+
+def test_a_volcano_tenants_namespace_lists_its_pools():
+    """prod-aws applied-ml (Volcano, ceiling training) reaches a100-gang alone, which shares no GPU: the pools
+    annotation names it, and there is no one-unit annotation. Kueue tenants carry only their ceiling."""
+    r = rendered("prod-aws")
+    annotations = {t.name: manifest(r, "Namespace", t.name)["metadata"].get("annotations", {}) for t in r.spec.tenants}
+    assert annotations["applied-ml"] == {FORBIDDEN: "inference,training-critical", POOLS: "a100-gang"}
+    assert annotations["research"] == {FORBIDDEN: "inference"}
+    assert annotations["notebooks"] == {FORBIDDEN: "batch,inference,training,training-critical"}
+    assert annotations["serving"] == {}
+
+
+def test_pools_whose_containers_may_ask_one_unit_are_listed_apart():
+    """prod-aws with notebooks moved to Volcano, and applied-ml given an entry (0) on l4-notebooks beside its
+    a100-gang (both Volcano's pools now). l4-notebooks time-slices with failRequestsGreaterThanOne (the
+    default): one unit per container; a100-gang shares nothing. Pools are sorted in both annotations."""
+    from components import tenancy
+
+    cfg = stack_config("prod-aws")
+    cfg["gpu-platform:tenants"][3]["scheduler"] = "volcano"  # notebooks
+    cfg["gpu-platform:tenants"][2]["gpuQuota"] = {"l4-notebooks": 0, "a100-gang": 16}  # applied-ml
+    spec = load_spec(cfg)
+    applied, notebooks = spec.tenants[2], spec.tenants[3]
+    assert tenancy.namespace_annotations(spec, applied) == {
+        FORBIDDEN: "inference,training-critical",
+        POOLS: "a100-gang,l4-notebooks",
+        ONE_UNIT: "l4-notebooks",
+    }
+    assert tenancy.namespace_annotations(spec, notebooks) == {
+        FORBIDDEN: "batch,inference,training,training-critical",
+        POOLS: "l4-notebooks",
+        ONE_UNIT: "l4-notebooks",
+    }
+    # time-slicing that lets a container ask for more (failRequestsGreaterThanOne: false) is not one-unit
+    cfg["gpu-platform:nodePools"][3]["sharing"]["failRequestsGreaterThanOne"] = False
+    spec = load_spec(cfg)
+    assert tenancy.namespace_annotations(spec, spec.tenants[3]) == {
+        FORBIDDEN: "batch,inference,training,training-critical",
+        POOLS: "l4-notebooks",
+    }
+
+
+def test_mps_and_mig_pools_in_the_annotations():
+    """local's workstation shares its L4 by MPS (one client per container at most); a MIG pool hands out whole
+    slices, any number per container (prod-aws h100-inference, serving moved to Volcano); on GKE likewise."""
+    from components import tenancy
+
+    cfg = stack_config("local")
+    cfg["gpu-platform:tenants"][0]["scheduler"] = "volcano"
+    spec = load_spec(cfg)
+    assert tenancy.namespace_annotations(spec, spec.tenants[0]) == {
+        FORBIDDEN: "batch,inference,training,training-critical",
+        POOLS: "workstation",
+        ONE_UNIT: "workstation",
+    }
+    cfg = stack_config("prod-aws")
+    cfg["gpu-platform:tenants"][1]["scheduler"] = "volcano"  # serving: ceiling inference, the top class
+    spec = load_spec(cfg)
+    assert tenancy.namespace_annotations(spec, spec.tenants[1]) == {POOLS: "h100-inference"}
+    # GKE (prod-gcp serving on Volcano): MIG a100-inference hands out slices, MPS l4-serving one client each
+    cfg = stack_config("prod-gcp")
+    cfg["gpu-platform:tenants"][1]["scheduler"] = "volcano"
+    spec = load_spec(cfg)
+    assert tenancy.namespace_annotations(spec, spec.tenants[1]) == {
+        POOLS: "a100-inference,l4-serving",
+        ONE_UNIT: "l4-serving",
+    }
+
+
+def test_without_volcano_no_namespace_lists_pools():
+    """The annotations are for the Volcano pod policy: a Kueue tenant, or any tenant of a stack without Volcano,
+    gets none."""
+    from components import tenancy
+
+    for stack in ("dev-aws", "prod-gcp", "local"):
+        spec = load_spec(stack_config(stack))
+        for tenant in spec.tenants:
+            assert not {POOLS, ONE_UNIT} & set(tenancy.namespace_annotations(spec, tenant)), (stack, tenant.name)

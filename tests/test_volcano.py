@@ -193,18 +193,18 @@ def test_queues_pass_the_volcano_queue_webhook(stack):
 def test_strict_schema_catches_a_misplaced_guarantee():
     """guarantee takes its resources under guarantee.resource, not directly."""
     q = manifest(rendered("prod-aws"), "Queue", "applied-ml")
-    bad = {**q, "spec": {**q["spec"], "guarantee": {"nvidia.com/gpu": "64"}}}
+    bad = {**q, "spec": {**q["spec"], "guarantee": {"nvidia.com/gpu": "16"}}}
     assert list(_queue_validator().iter_errors(bad))
 
 
 def test_applied_ml_queue_guarantee_capability_and_weight():
     q = _queue("prod-aws", "applied-ml")
-    # 16 A100 + 16 H100 (spot) + 8 L4 x 4 time-slices
-    assert q["guarantee"] == {"resource": {"nvidia.com/gpu": "64"}}
-    assert q["deserved"] == {"nvidia.com/gpu": "64"}
-    # the most it can hold: no borrowingLimit, so every pool it reaches at its maximum size: 32 + 32 + 12 x 4
+    # its 16 A100s on a100-gang, its only pool
+    assert q["guarantee"] == {"resource": {"nvidia.com/gpu": "16"}}
+    assert q["deserved"] == {"nvidia.com/gpu": "16"}
+    # the most it can hold: no borrowingLimit, so every pool it reaches at its maximum size: a100-gang 2 x 8
     assert q["capability"] == {
-        "nvidia.com/gpu": "112",
+        "nvidia.com/gpu": "16",
         "nvidia.com/mig-1g.10gb": "0",
         "nvidia.com/mig-2g.20gb": "0",
         "nvidia.com/mig-3g.40gb": "0",
@@ -285,20 +285,21 @@ def test_queue_capability_carries_the_tenants_cpu_and_memory_quota():
     assert (q["capability"]["cpu"], q["capability"]["memory"], q["capability"]["nvidia.com/gpu"]) == (
         "32",
         "128Gi",
-        "112",
+        "16",
     )
-    assert q["guarantee"] == {"resource": {"nvidia.com/gpu": "64"}} and q["deserved"] == {"nvidia.com/gpu": "64"}
+    assert q["guarantee"] == {"resource": {"nvidia.com/gpu": "16"}} and q["deserved"] == {"nvidia.com/gpu": "16"}
 
 
 def test_a_queue_without_nominal_gpus_reserves_nothing():
     """With every nominal quota 0 the queue has no guarantee and no deserved share (a guarantee of 0 would be
-    written as a reservation), but keeps its capability, weight and reclaimability."""
+    written as a reservation), but keeps its capability (a100-gang at its maximum size, 2 x 8: a quota of 0 in
+    a cohort may still borrow the whole pool), weight and reclaimability."""
     from components import volcano
 
-    spec, tenant = _applied_ml(gpuQuota={"a100-train": 0, "h100-spot": 0, "l4-notebooks": 0}, queueWeight=3)
+    spec, tenant = _applied_ml(gpuQuota={"a100-gang": 0}, queueWeight=3)
     q = volcano.queue_spec(spec, tenant)
     assert set(q) == {"weight", "reclaimable", "capability"}
-    assert q["weight"] == 3 and q["reclaimable"] is True and q["capability"]["nvidia.com/gpu"] == "112"
+    assert q["weight"] == 3 and q["reclaimable"] is True and q["capability"]["nvidia.com/gpu"] == "16"
 
 
 def test_binpack_packs_gpus_ten_times_harder_than_cpu_and_memory():
@@ -383,3 +384,191 @@ def test_a_queue_is_named_and_labelled_after_its_tenant():
         "name": "applied-ml",
         "labels": {"app.kubernetes.io/managed-by": "gpu-platform", "gpu-platform/tenant": "applied-ml"},
     }
+
+
+# ------------------------------------------------------------------------ one scheduler per pool (issue 26)
+
+
+def _problems(config):
+    with pytest.raises(SpecError) as err:
+        load_spec(config)
+    return {p.path: p.message for p in err.value.problems}
+
+
+def test_a_volcano_tenant_may_not_share_a_pool_with_kueue_tenants():
+    """applied-ml (Volcano) given quota on a100-train, which research (Kueue) reaches: refused at the Volcano
+    tenant's gpuQuota entry, naming the Kueue tenants. An entry of 0 reaches the pool too."""
+    cfg = stack_config("prod-aws")
+    applied = cfg["gpu-platform:tenants"][2]
+    assert applied["name"] == "applied-ml"
+    applied["gpuQuota"] = {"a100-gang": 16, "a100-train": 8}
+    problems = _problems(cfg)
+    assert problems == {
+        "gpu-platform:tenants[2].gpuQuota.a100-train": "pool a100-train is handed out by Kueue (tenants research); "
+        "a Volcano tenant cannot share it, because each scheduler counts only its own workloads and both would "
+        "hand out the same GPUs: give the Volcano tenants pools of their own, or set scheduler: kueue"
+    }
+    # two Kueue tenants on the pool are both named (sorted); a 0 entry counts as reaching the pool
+    cfg["gpu-platform:tenants"][0]["gpuQuota"]["l4-notebooks"] = 0  # research, beside notebooks
+    applied["gpuQuota"] = {"a100-gang": 16, "l4-notebooks": 0}
+    assert _problems(cfg) == {
+        "gpu-platform:tenants[2].gpuQuota.l4-notebooks": "pool l4-notebooks is handed out by Kueue (tenants "
+        "notebooks, research); a Volcano tenant cannot share it, because each scheduler counts only its own "
+        "workloads and both would hand out the same GPUs: give the Volcano tenants pools of their own, or set "
+        "scheduler: kueue"
+    }
+
+
+def test_volcano_tenants_may_share_a_pool_among_themselves():
+    """notebooks moved to Volcano: it and applied-ml both reach l4-notebooks, one scheduler hands it out."""
+    cfg = stack_config("prod-aws")
+    cfg["gpu-platform:tenants"][3]["scheduler"] = "volcano"  # notebooks
+    cfg["gpu-platform:tenants"][2]["gpuQuota"] = {"a100-gang": 16, "l4-notebooks": 2}
+    spec = load_spec(cfg)
+    assert derive.pool_schedulers(spec)["l4-notebooks"] == ("volcano",)
+    assert derive.pool_schedulers(load_spec(stack_config("prod-aws"))) == {
+        "a100-gang": ("volcano",),
+        "a100-train": ("kueue",),
+        "h100-inference": ("kueue",),
+        "h100-spot": ("kueue",),
+        "l4-notebooks": ("kueue",),
+    }
+
+
+# ------------------------------------------------------------------ the Volcano tenants' GPU pod policy
+
+PODS_POLICY = "gpu-platform-volcano-tenant-pods"
+
+
+def _cel(expr: str, env: dict) -> object:
+    """A CEL expression as kube-apiserver evaluates it, with the Kubernetes strings library's ``split`` and
+    ``join`` supplied as functions (tests/test_admission_policies.py does the same for ``split``)."""
+    import cel
+
+    ctx = cel.Context()
+    ctx.add_function("split", lambda s, sep: s.split(sep))
+    ctx.add_function("join", lambda items, sep: sep.join(items))
+    for k, v in env.items():
+        ctx.add_variable(k, v)
+    return cel.evaluate(expr, ctx)
+
+
+def _pods_denials(policy: dict, pod_spec: dict, namespace: dict) -> list[str]:
+    """Denials of a Pod CREATE by the policy's variables and its first two validations (schedulerName, pool).
+    The third (one unit per container on a shared pool) calls Kubernetes' ``quantity()``, which this CEL
+    engine lacks: tests/cluster evaluates it on a real API server; its structure is checked below."""
+    env = {"object": {"metadata": {"name": "p"}, "spec": pod_spec}, "namespaceObject": namespace}
+    variables: dict = {}
+    for var in policy["variables"]:
+        variables[var["name"]] = _cel(var["expression"], {**env, "variables": variables})
+    env["variables"] = variables
+    out = []
+    for v in policy["validations"][:2]:
+        if not _cel(v["expression"], env):
+            out.append(_cel(v["messageExpression"], env) if "messageExpression" in v else v["message"])
+    return out
+
+
+def _gpu_pod(resources: dict, section: str = "limits", **spec) -> dict:
+    return {"containers": [{"name": "c", "image": "x", "resources": {section: resources}}], **spec}
+
+
+SCHEDULER_REFUSAL = (
+    "GPU pods in this namespace are scheduled by Volcano: set schedulerName: volcano (Kueue leaves this namespace "
+    "alone; a pod of the default scheduler would hold GPUs no queue counts)"
+)
+
+
+def test_the_pod_policy_matches_pod_creation_in_volcano_tenant_namespaces_and_denies():
+    r = rendered("prod-aws")
+    policy = manifest(r, "ValidatingAdmissionPolicy", PODS_POLICY)["spec"]
+    assert policy["failurePolicy"] == "Fail"
+    assert policy["matchConstraints"] == {
+        "namespaceSelector": {
+            "matchExpressions": [
+                {"key": "gpu-platform/tenant", "operator": "Exists"},
+                {"key": "gpu-platform/scheduler", "operator": "In", "values": ["volcano"]},
+            ]
+        },
+        "resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"], "operations": ["CREATE"]}],
+    }
+    # the namespace is read in variables: kube-apiserver gives match conditions no namespaceObject
+    assert "matchConditions" not in policy
+    assert [v["name"] for v in policy["variables"]] == ["containers", "gpu", "pool", "pools", "oneUnit"]
+    assert [v["reason"] for v in policy["validations"]] == ["Forbidden"] * 3
+    binding = manifest(r, "ValidatingAdmissionPolicyBinding", PODS_POLICY)["spec"]
+    assert binding == {"policyName": PODS_POLICY, "validationActions": ["Deny"]}
+    # only applied-ml's namespace matches the selector
+    matched = [
+        m["metadata"]["name"]
+        for m in manifests(r, "Namespace")
+        if "gpu-platform/tenant" in m["metadata"]["labels"]
+        and m["metadata"]["labels"].get("gpu-platform/scheduler") == "volcano"
+    ]
+    assert matched == ["applied-ml"]
+
+
+@pytest.mark.parametrize("stack", ["prod-gcp", "local", "dev-aws"])
+def test_without_volcano_tenants_there_is_no_pod_policy(stack):
+    """prod-gcp and local run Volcano but queue every tenant in Kueue; dev-aws has no Volcano."""
+    r = rendered(stack)
+    assert not derive.volcano_tenants(r.spec)
+    for kind in ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"):
+        assert [m for m in manifests(r, kind) if m["metadata"]["name"] == PODS_POLICY] == []
+
+
+def test_the_pod_policy_refuses_gpu_pods_not_volcanos_or_on_another_pool():
+    """applied-ml's namespace lists one pool, a100-gang (annotation gpu-platform/pools)."""
+    r = rendered("prod-aws")
+    policy = manifest(r, "ValidatingAdmissionPolicy", PODS_POLICY)["spec"]
+    ns = manifest(r, "Namespace", "applied-ml")
+    pool_refusal = "select one of this tenant's pools with nodeSelector gpu-platform/pool: a100-gang"
+    gang = {"gpu-platform/pool": "a100-gang"}
+    # a pod of the default scheduler on no pool: both refusals
+    assert _pods_denials(policy, _gpu_pod({"nvidia.com/gpu": "8"}), ns) == [SCHEDULER_REFUSAL, pool_refusal]
+    # Volcano's, on its own pool: admitted; on a Kueue tenant's pool (or a selector of another key): refused
+    assert (
+        _pods_denials(policy, _gpu_pod({"nvidia.com/gpu": "8"}, schedulerName="volcano", nodeSelector=gang), ns) == []
+    )
+    for selector in ({"gpu-platform/pool": "a100-train"}, {"node.kubernetes.io/instance-type": "p4de.24xlarge"}):
+        pod = _gpu_pod({"nvidia.com/gpu": "8"}, schedulerName="volcano", nodeSelector=selector)
+        assert _pods_denials(policy, pod, ns) == [pool_refusal]
+    # on its pool but another scheduler's
+    pod = _gpu_pod({"nvidia.com/gpu": "8"}, schedulerName="default-scheduler", nodeSelector=gang)
+    assert _pods_denials(policy, pod, ns) == [SCHEDULER_REFUSAL]
+    # a GPU asked for in requests only, or by an init container, makes a GPU pod too
+    assert _pods_denials(policy, _gpu_pod({"nvidia.com/gpu": "1"}, "requests"), ns) == [SCHEDULER_REFUSAL, pool_refusal]
+    init = {
+        "containers": [{"name": "c", "image": "x"}],
+        "initContainers": [{"name": "i", "image": "x", "resources": {"limits": {"nvidia.com/mig-1g.10gb": "1"}}}],
+    }
+    assert _pods_denials(policy, init, ns) == [SCHEDULER_REFUSAL, pool_refusal]
+    # pods without GPUs, and other device resources (EFA), are left alone
+    assert _pods_denials(policy, {"containers": [{"name": "c", "image": "x"}]}, ns) == []
+    assert _pods_denials(policy, _gpu_pod({"vpc.amazonaws.com/efa": "1"}), ns) == []
+    # a namespace without the annotation (none the selector matches in a shipped stack) lists no pool
+    bare = {"metadata": {"name": "x"}}
+    pod = _gpu_pod({"nvidia.com/gpu": "1"}, schedulerName="volcano", nodeSelector=gang)
+    assert _pods_denials(policy, pod, bare) == [
+        "select one of this tenant's pools with nodeSelector gpu-platform/pool: "
+    ]
+
+
+def test_the_pod_policy_holds_containers_on_shared_pools_to_one_unit():
+    """The third validation: on a pool the namespace lists under gpu-platform/one-unit-pools, every container's
+    nvidia.com/* limit is at most 1 (a Kubernetes quantity, compared with quantity()). Its message names the
+    pool."""
+    policy = manifest(rendered("prod-aws"), "ValidatingAdmissionPolicy", PODS_POLICY)["spec"]
+    v = policy["validations"][2]
+    assert v["expression"] == (
+        "!variables.gpu || !(variables.pool in variables.oneUnit) || variables.containers.all(c, "
+        "!has(c.resources) || !has(c.resources.limits) || c.resources.limits.all(k, "
+        "!(k.startsWith('nvidia.com/')) || quantity(c.resources.limits[k]).compareTo(quantity('1')) <= 0))"
+    )
+    assert _cel(v["messageExpression"], {"variables": {"pool": "l4-notebooks"}}) == (
+        "pool l4-notebooks shares its GPUs: a container may ask for one unit at most (the device plugin refuses more)"
+    )
+    one_unit = next(x for x in policy["variables"] if x["name"] == "oneUnit")["expression"]
+    ns = {"metadata": {"name": "n", "annotations": {"gpu-platform/one-unit-pools": "l4-notebooks,mps-pool"}}}
+    assert _cel(one_unit, {"namespaceObject": ns}) == ["l4-notebooks", "mps-pool"]
+    assert _cel(one_unit, {"namespaceObject": {"metadata": {"name": "n"}}}) == []

@@ -206,6 +206,25 @@ def test_system_classes_are_refused_in_every_tenant_namespace(cluster: Cluster):
 # --------------------------------------------------------------------------------- quota, defaults, PSA
 
 
+def _annotation_list(c: Cluster, ns: str, key: str) -> list[str]:
+    annotations = c.api.get("v1", "Namespace", None, ns)["metadata"].get("annotations", {})
+    return [v for v in annotations.get(key, "").split(",") if v]
+
+
+def _gpu_pod(c: Cluster, ns: str, name: str, resource: str, units: int) -> dict[str, Any]:
+    """A pod asking for ``units`` of ``resource``, written as the tenant's scheduler requires: in a Volcano
+    tenant's namespace scheduled by Volcano on one of its pools, one unit per container on a one-unit pool."""
+    volcano = [t for t in c.tenants() if t["name"] == ns and t.get("scheduler") == "volcano"]
+    if not volcano:
+        return pod(name, None, containers=[container(requests={resource: units}, limits={resource: units})])
+    pools = _annotation_list(c, ns, "gpu-platform/pools")
+    one_unit = set(_annotation_list(c, ns, "gpu-platform/one-unit-pools"))
+    pool = next((p for p in pools if p not in one_unit), pools[0])
+    sizes = [1] * units if pool in one_unit else [units]
+    containers = [{**container(limits={resource: n}), "name": f"c{i}"} for i, n in enumerate(sizes)]
+    return pod(name, None, containers=containers, schedulerName="volcano", nodeSelector={"gpu-platform/pool": pool})
+
+
 def test_a_pod_over_the_tenants_gpu_quota_is_refused(cluster: Cluster):
     checked = 0
     for t in cluster.tenants():
@@ -216,15 +235,50 @@ def test_a_pod_over_the_tenants_gpu_quota_is_refused(cluster: Cluster):
                     continue
                 resource = key[len("requests.") :]
                 n = int(hard)
-                over = pod("over", None, containers=[container(requests={resource: n + 1}, limits={resource: n + 1})])
-                v = cluster.api.dry_run(over, ns)
+                v = cluster.api.dry_run(_gpu_pod(cluster, ns, "over", resource, n + 1), ns)
                 assert not v.allowed and "exceeded quota" in v.message, f"{ns} {resource} {n + 1}: {v}"
                 checked += 1
                 if n:
-                    within = pod("within", None, containers=[container(requests={resource: n}, limits={resource: n})])
-                    v = cluster.api.dry_run(within, ns)
+                    v = cluster.api.dry_run(_gpu_pod(cluster, ns, "within", resource, n), ns)
                     assert v.allowed, f"{ns} {resource} {n}: {v}"
     assert checked, "every stack caps some GPU resource"
+
+
+def test_gpu_pods_of_a_volcano_tenant_are_volcanos_and_stay_on_its_pools(cluster: Cluster):
+    """gpu-platform-volcano-tenant-pods on the server: a GPU pod of the default scheduler, one on no pool or on a
+    pool the tenant does not have, and one asking two units of a one-unit pool are refused; the same pod written
+    as the tenant must is admitted."""
+    tenants = [t for t in cluster.tenants() if t.get("scheduler") == "volcano"]
+    if not tenants:
+        pytest.skip(f"{cluster.stack} has no Volcano tenant")
+    all_pools = sorted({p["name"] for p in cluster.config.get("gpu-platform:nodePools", [])})
+    for t in tenants:
+        ns, mine = t["name"], sorted(t["gpuQuota"])
+        assert _annotation_list(cluster, ns, "gpu-platform/pools") == mine
+        one_unit = _annotation_list(cluster, ns, "gpu-platform/one-unit-pools")
+
+        def volcano_pod(pool: str | None, units: int = 1, scheduler: str | None = "volcano") -> dict[str, Any]:
+            extra: dict[str, Any] = {"containers": [container(limits={"nvidia.com/gpu": units})]}
+            if scheduler:
+                extra["schedulerName"] = scheduler
+            if pool:
+                extra["nodeSelector"] = {"gpu-platform/pool": pool}
+            return pod("vp", None, **extra)
+
+        v = cluster.api.dry_run(volcano_pod(mine[0], scheduler=None), ns)
+        assert not v.allowed and "schedulerName: volcano" in v.message, v
+        v = cluster.api.dry_run(volcano_pod(None), ns)
+        assert not v.allowed and "select one of this tenant's pools" in v.message, v
+        for other in (p for p in all_pools if p not in mine):
+            v = cluster.api.dry_run(volcano_pod(other), ns)
+            assert not v.allowed and "select one of this tenant's pools" in v.message, (other, v)
+        for pool in mine:
+            assert cluster.api.dry_run(volcano_pod(pool), ns).allowed, pool
+        for pool in one_unit:
+            v = cluster.api.dry_run(volcano_pod(pool, units=2), ns)
+            assert not v.allowed and "one unit at most" in v.message, (pool, v)
+        # a CPU pod is left to any scheduler
+        assert cluster.api.dry_run(pod("cpu", None), ns).allowed
 
 
 def test_limitrange_defaults_reach_a_pod_without_requests(cluster: Cluster):
@@ -401,3 +455,36 @@ def test_a_dial_outside_loopback_in_a_server_log_is_found(tmp_path):
         assert len(found) == 2 and "10.0.0.12" in found[0] and "192.168.1.4" in found[1]
     finally:
         cp.stop()
+
+
+def test_the_offline_cel_helper_agrees_with_the_server_on_every_ceiling_probe(cluster: Cluster):
+    """tests/test_admission_policies.py evaluates the rendered policies offline (a CEL engine of its own); here
+    its verdicts are compared with the server's on the same requests, so the fast path cannot drift from the
+    real one again (it once passed a ceiling the server never enforced)."""
+    from test_admission_policies import admit
+
+    policy = next(
+        (
+            d["spec"]
+            for d in cluster.docs
+            if d["kind"] == "ValidatingAdmissionPolicy" and "priority-ceiling" in d["metadata"]["name"]
+        ),
+        None,
+    )
+    if policy is None:
+        pytest.skip(f"{cluster.stack} has no tenants")
+    kinds = {"Pod": "", "Deployment": "apps", "Job": "batch", "CronJob": "batch"}
+    compared = 0
+    for tenant, forbidden, allowed in _ceilings(cluster):
+        namespace = cluster.api.get("v1", "Namespace", None, tenant)
+        for cls in [*forbidden, *allowed, *SYSTEM_CLASSES]:
+            for obj in _probes("agree", cls):
+                offline = admit(policy, obj, obj["kind"], kinds[obj["kind"]], namespace)
+                server = cluster.api.dry_run(obj, tenant)
+                assert server.allowed == (offline == []), (
+                    f"{tenant} {obj['kind']} {cls}: offline {offline}, server {server}"
+                )
+                if offline:
+                    assert any(msg in server.message for msg in offline), (offline, server.message)
+                compared += 1
+    assert compared
