@@ -239,16 +239,8 @@ def test_the_gate_runs_only_once_its_account_binding_and_file_exist():
 def _spec_digest(spec) -> str:
     """sha256 over the spec's canonical JSON (sorted keys, no blanks), first 8 hex digits: worked out here, the
     way the name is documented, not by calling the code that names it. The engine's wire format carries numbers
-    as floats (protobuf Struct); the program hashed the ints it wrote."""
-
-    def ints(v):
-        if isinstance(v, float) and v.is_integer():
-            return int(v)
-        if isinstance(v, dict):
-            return {k: ints(x) for k, x in v.items()}
-        if isinstance(v, list):
-            return [ints(x) for x in v]
-        return v
+    as floats (protobuf Struct); the program hashed the ints it wrote (the synth's own conversion undoes that)."""
+    from components.synth import _ints as ints
 
     return hashlib.sha256(json.dumps(ints(spec), sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:8]
 
