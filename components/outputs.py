@@ -70,9 +70,17 @@ def pool_output(spec: StackSpec, pool: NodePool, names: Mapping[str, Any]) -> di
     }
 
 
-def monitoring_output(spec: StackSpec) -> dict[str, Any] | None:
+# The engine drops a stack output whose value is null (the Python SDK leaves a top-level None out of the
+# property map it sends: pulumi/runtime/rpc.py serialize_properties), so `pulumi stack output karpenter` would
+# fail on a stack without Karpenter while the synth printed null. Every top-level output is therefore an object
+# with fixed keys, null inside where a thing does not exist (nested nulls are kept: serialize_property).
+KARPENTER_KEYS = ("namespace", "interruptionQueue", "nodeRoleArn", "controllerRoleArn")
+MONITORING_KEYS = ("prometheus", "exporter", "serviceMonitor", "prometheusRule", "dashboard")
+
+
+def monitoring_output(spec: StackSpec) -> dict[str, Any]:
     if not spec.addons.dcgm:
-        return None
+        return dict.fromkeys(MONITORING_KEYS)
 
     def ref(doc: dict[str, Any]) -> dict[str, str]:
         return {"namespace": doc["metadata"]["namespace"], "name": doc["metadata"]["name"]}
@@ -103,6 +111,6 @@ def stack_outputs(
             p.name: pool_output(spec, p, pool_names.get(p.name, {}))
             for p in sorted(spec.node_pools, key=lambda p: p.name)
         },
-        "karpenter": dict(karpenter) if karpenter else None,
+        "karpenter": {k: (karpenter or {}).get(k) for k in KARPENTER_KEYS},
         "monitoring": monitoring_output(spec),
     }
