@@ -451,22 +451,33 @@ def shares_whole_gpu_requests(spec: StackSpec, pool: NodePool) -> bool:
     return bool(s.fail_requests_greater_than_one)
 
 
-def fleet_units(spec: StackSpec) -> dict[str, int]:
-    """Per resource name, what every pool brings at its maximum size (Volcano's cluster total, GPU part)."""
+def nodes_at_rest(spec: StackSpec, pool: NodePool) -> int:
+    """Nodes the pool has with nothing running: minNodes, or on an existing cluster every node it names."""
+    return pool.node_cap if spec.cloud == "existing" else pool.min_nodes
+
+
+def fleet_units(spec: StackSpec, at_rest: bool = False) -> dict[str, int]:
+    """Per resource name, what every pool brings at its maximum size (Volcano's cluster total, GPU part);
+    ``at_rest``: what the nodes an idle cluster keeps bring (``nodes_at_rest``)."""
     total: dict[str, int] = defaultdict(int)
     for pool in spec.node_pools:
-        for name, n in pool_capacity(spec, pool).items():
+        units = pool_units(spec, pool, pool.gpu.per_node * nodes_at_rest(spec, pool)) if at_rest else None
+        for name, n in (units if units is not None else pool_capacity(spec, pool)).items():
             total[name] += n
     return dict(sorted(total.items()))
 
 
-def volcano_queue_cap(spec: StackSpec, tenant: Tenant) -> dict[str, int]:
-    """GPU units the tenant's Volcano queue can hold at most with every pool at its maximum size.
+def volcano_queue_cap(spec: StackSpec, tenant: Tenant, at_rest: bool = False) -> dict[str, int]:
+    """GPU units the tenant's Volcano queue can hold at most with every pool at its maximum size; ``at_rest``:
+    what it can enqueue from an idle cluster (every pool at ``nodes_at_rest``; from zero GPU nodes, its
+    guarantee).
 
-    Volcano v1.15.1 ``pkg/scheduler/plugins/proportion/proportion.go`` (OnSessionOpen): every queue's
-    ``realCapability = min(capability, (cluster total - sum of all queues' guarantees) + own guarantee)``;
-    jobs beyond it are not enqueued. The guarantees are those of ``volcano_tenants`` (the queues created)."""
-    total = fleet_units(spec)
+    Volcano v1.15.1 ``pkg/scheduler/plugins/proportion/proportion.go`` (OnSessionOpen, 90-139): every queue's
+    ``realCapability = min(capability, (cluster total - sum of all queues' guarantees) + own guarantee)``, the
+    cluster total being the allocatable of the nodes that exist now (``ssn.TotalResource``, framework/session.go
+    272-275); a job whose minimum resources exceed it is not enqueued (JobEnqueueableFn, 402-436). The
+    guarantees are those of ``volcano_tenants`` (the queues created)."""
+    total = fleet_units(spec, at_rest)
     guarantees: dict[str, int] = defaultdict(int)
     for t in volcano_tenants(spec):
         for name, n in tenant_units(spec, t).items():

@@ -1,19 +1,21 @@
 """``gpu-platform explain``: why a workload would run on this platform, or stay Pending.
 
-A workload manifest (Pod, Deployment, StatefulSet, Job, JobSet, PyTorchJob, RayJob, Volcano Job) is traced
-through the platform one layer at a time, from zero nodes:
+A workload manifest (``explain_workloads.KINDS``: Pod, Deployment, StatefulSet, Job, JobSet, PyTorchJob,
+MPIJob, TrainJob, RayJob, RayCluster, LeaderWorkerSet, Volcano Job) is traced through the platform one layer
+at a time, from zero nodes:
 
     namespace (Pod Security) -> priority (ceiling; Volcano GPU pod policy) -> scheduler (Kueue / Volcano)
-    -> queue (LocalQueue -> ClusterQueue, or Volcano queue) -> flavors in order (quota, borrowing, TAS)
-    -> admission checks -> pool (node labels and taints) -> provisioner (from zero)
-    -> node (what one node advertises) -> dcgm (can metrics be attributed to the pod)
+    -> queue (LocalQueue -> ClusterQueue, or Volcano queue) -> operator (the kind's CRD and controller)
+    -> flavors in order (quota, borrowing, TAS) -> admission checks -> pool (node labels and taints)
+    -> provisioner (from zero) -> node (what one node advertises) -> dcgm (can metrics be attributed to the pod)
 
 Every layer reads the functions the components build their objects from (``kueue.cluster_queue_spec`` for
 the ClusterQueue, ``derive.*`` for labels, taints and units, ``managed_pools.autoscaler_tags`` for what the
 Cluster Autoscaler sees, ``karpenter.node_pool_spec`` / ``ec2_node_class_spec`` for Karpenter,
 ``gpu_operator.operator_values`` for the DCGM exporter): one source of truth, and no engine run (a trace
 takes milliseconds, so tests can trace many stacks). Reading manifests lives in ``explain_workloads``,
-the checks of a pod against one pool in ``explain_facts``; this module walks the layers. The only rules
+the checks of a pod against one pool in ``explain_facts``, the labels a pool's nodes carry in ``explain_nodes``,
+what operators, queues and provisioners do in ``explain_schedulers``; this module walks the layers. The only rules
 stated here are upstream behaviour (what Kueue, Karpenter, Pod Security and dcgm-exporter do with those
 objects), cited where they are used.
 """
@@ -33,18 +35,33 @@ from components.explain_facts import (
     autoscaler_sees,
     dcgm_attribution,
     exporter_values,  # noqa: F401  (re-exported: tests read the exporter values a trace checks)
-    karpenter_sees,
+    flavor_selection_problems,
+    gpu_podsets,
     node_advertises,
-    node_labels,
     node_taints,
     pod_security_problems,
     pod_selection,
+    resolve_claims,
     selection_problems,
     untolerated,
     volcano_pods_admission,
 )
+from components.explain_nodes import node_label_values
+from components.explain_schedulers import (
+    Operator,
+    autoscaler_problem,
+    karpenter_problem,
+    kueue_holds_quota,
+    operator_for,
+    operator_installed,
+    operator_missing,
+    provisioning_guarantee,
+    volcano_minimum,
+    volcano_queue_verdict,
+)
 from components.explain_workloads import (
     PSA_ENFORCE,
+    PodSet,
     Workload,
     WorkloadError,  # noqa: F401  (re-exported: the CLI catches it)
     is_gpu,
@@ -113,12 +130,16 @@ class _Tracer:
         self.spec, self.w, self.t = spec, w, Trace(w)
         self.effective: list[dict[str, Any]] = []  # pod specs as admitted (Kueue's flavor injected)
         self.how = "the pod selects and tolerates"  # without Kueue: how the pod came to the pool (pick_pool)
+        self.stuck = False  # the stop means no node ever runs the pods (fail)
 
     def ok(self, name: str, detail: str) -> None:
         self.t.layers.append(Layer(name, True, detail))
 
-    def fail(self, name: str, detail: str) -> None:
+    def fail(self, name: str, detail: str, stuck: bool = False) -> None:
+        """Stop the trace at this layer. ``stuck``: no node will ever run the pods (Kueue admits them on quota
+        all the same, ``kueue_holds_quota``), as opposed to a stop that names a waste or a loss."""
         self.t.layers.append(Layer(name, False, detail))
+        self.stuck = stuck
         raise _Stop
 
     def run(self) -> Trace:
@@ -136,6 +157,11 @@ class _Tracer:
         self.priority(tenant)
         scheduler = self.scheduler(tenant)
         gpu = _total(w)
+        operator = operator_for(w)
+        if gpu or operator is not None:
+            self.queue(tenant, scheduler, gpu)
+        if operator is not None:
+            self.operator(operator)
         if not gpu:
             self.ok("resources", "no GPU requested: nothing GPU-specific to trace")
             self.t.pool, self.t.provisioner = "-", "non-GPU nodes"
@@ -146,16 +172,21 @@ class _Tracer:
             flavor_tolerations = kueue.flavor_spec(pool)["tolerations"]
             self.admission_checks(tenant, pool)
         else:
-            if scheduler == "volcano":
-                self.volcano_queue(tenant, gpu)
-            else:
-                self.resource_quota(tenant, gpu)
             pool = self.pick_pool(tenant, gpu)
-        self.pool_layer(pool, flavor_tolerations, injected=scheduler == "kueue")
-        self.provisioner(pool)
-        self.node(pool)
+        try:
+            self.pool_layer(pool, flavor_tolerations, injected=scheduler == "kueue")
+            self.provisioner(pool)
+            self.node(pool)
+        except _Stop:
+            if scheduler == "kueue" and self.stuck:  # admitted on quota all the same: what it holds, how long
+                check = bool(kueue.provisioning_class(self.spec, pool))
+                self.t.layers[-1].detail += kueue_holds_quota(self.spec, pool, gpu, w.per_pod_workloads, check)
+            raise
         self.dcgm(pool)
         self.t.pool = pool.name
+
+    def gpu_sets(self) -> list[PodSet]:
+        return gpu_podsets(self.w)
 
     def namespace(self) -> Tenant:
         spec, w = self.spec, self.w
@@ -174,36 +205,9 @@ class _Tracer:
         return tenant
 
     def resolve_claims(self, tenant: Tenant) -> None:
-        """DRA: each pod's resourceClaims, from a template or claim in the file or one the stack creates for the
-        tenant (``dra.claim_templates``), become device counts under the quota resource Kueue maps their
-        DeviceClass to (``derive.DRA_CLASS_OF``, the deviceClassMappings)."""
-        from components import dra
-
-        by_class = {c: r for r, c in derive.DRA_CLASS_OF.items()}
-        stack_templates = {n: t["spec"] for n, t in dra.claim_templates(self.spec, tenant).items()}
-        for ps in self.w.podsets:
-            for ref in ps.pod.get("resourceClaims") or []:
-                if ref.get("resourceClaimTemplateName"):
-                    name = ref["resourceClaimTemplateName"]
-                    body = self.w.claim_specs.get(("template", name), stack_templates.get(name))
-                    what = f"ResourceClaimTemplate {name}"
-                else:
-                    name = ref.get("resourceClaimName")
-                    body = self.w.claim_specs.get(("claim", name))
-                    what = f"ResourceClaim {name}"
-                if body is None:
-                    known = ", ".join(sorted(stack_templates)) or "none"
-                    self.fail("claims", f"{what} is neither in the file nor created for {tenant.name} ({known})")
-                for req in (body.get("devices") or {}).get("requests") or []:
-                    exactly = req.get("exactly") or req
-                    cls = exactly.get("deviceClassName")
-                    if cls not in by_class:
-                        self.fail(
-                            "claims", f"{what}: DeviceClass {cls} is not one the stack serves ({', '.join(by_class)})"
-                        )
-                    if exactly.get("allocationMode", "ExactCount") != "ExactCount":
-                        self.fail("claims", f"{what}: allocationMode {exactly['allocationMode']} is not traced")
-                    ps.claims[by_class[cls]] = ps.claims.get(by_class[cls], 0) + int(exactly.get("count", 1))
+        why = resolve_claims(self.spec, tenant, self.w)
+        if why:
+            self.fail("claims", why)
         if any(ps.claims for ps in self.w.podsets):
             self.ok("claims", "DRA: " + "; ".join(f"{ps.name} {_units(ps.claims)}" for ps in self.w.podsets))
 
@@ -263,7 +267,22 @@ class _Tracer:
             self.ok("scheduler", "no batch scheduler: kube-scheduler, within the namespace ResourceQuota")
         return who
 
-    def kueue_flavors(self, tenant: Tenant, gpu: dict[str, int]) -> NodePool:
+    def queue(self, tenant: Tenant, scheduler: str | None, gpu: dict[str, int]) -> None:
+        if scheduler == "kueue":
+            self.local_queue(tenant)
+        elif scheduler == "volcano":
+            self.volcano_queue(tenant, gpu)
+        else:
+            self.resource_quota(tenant, gpu)
+
+    def operator(self, operator: Operator) -> None:
+        """The kind's operator: without it (no CRD) the object is refused and no pod exists, whatever the
+        layers after this one would say."""
+        if not operator_installed(self.spec, operator):
+            self.fail("operator", operator_missing(self.spec, operator, self.w))
+        self.ok("operator", f"{operator.name} ({operator.group}) is installed ({operator.installed_by or 'add-on'})")
+
+    def local_queue(self, tenant: Tenant) -> None:
         spec, w = self.spec, self.w
         queue = w.labels.get(kueue.QUEUE_NAME_LABEL) or (
             spec.scheduling.local_queue_name if spec.scheduling.local_queue_name == "default" else None
@@ -274,8 +293,11 @@ class _Tracer:
                 f"LocalQueue {queue or '(no queue-name label)'} does not exist in {w.namespace}: label the job "
                 f"{kueue.QUEUE_NAME_LABEL}: {spec.scheduling.local_queue_name}",
             )
-        cq = kueue.cluster_queue_spec(spec, tenant)
         self.ok("queue", f"LocalQueue {queue} -> ClusterQueue {kueue.local_queue_spec(tenant)['clusterQueue']}")
+
+    def kueue_flavors(self, tenant: Tenant, gpu: dict[str, int]) -> NodePool:
+        spec, w = self.spec, self.w
+        cq = kueue.cluster_queue_spec(spec, tenant)
         group = next((g for g in cq["resourceGroups"] if set(gpu) <= set(g["coveredResources"])), None)
         if group is None:
             covered = [r for g in cq["resourceGroups"] for r in g["coveredResources"] if r not in kueue.CPU_RESOURCES]
@@ -295,7 +317,8 @@ class _Tracer:
             pool = spec.pool(fname)
             labels = kueue.flavor_spec(pool)["nodeLabels"]
             nominal = {q["name"]: int(q["nominalQuota"]) for q in flavor["resources"] if q["name"] in gpu}
-            why = next((p for ps in w.podsets for p in selection_problems(ps.pod, labels)), None)
+            # only the flavor's own label keys count here (flavor_selection_problems); the node checks the rest
+            why = next((p for ps in self.gpu_sets() for p in flavor_selection_problems(ps.pod, labels)), None)
             if why:
                 tried.append(f"{fname}: {why}")
                 continue
@@ -337,8 +360,7 @@ class _Tracer:
         ]
         nodes = self.nodes_needed(pool)
         if checks:
-            cls = kueue.provisioning_class(spec, pool)
-            self.ok("admission-checks", f"{', '.join(checks)}: ProvisioningRequest {cls} brings the nodes first")
+            self.ok("admission-checks", f"{', '.join(checks)}: {provisioning_guarantee(spec, pool, nodes)}")
             return
         # a pod no node fits is the provisioner layer's verdict ("no node it can launch fits the pod"), not TAS's
         if pool.topology_aware and nodes is not None and nodes > pool.min_nodes and spec.cloud != "existing":
@@ -358,15 +380,10 @@ class _Tracer:
                 "queue",
                 f"Volcano queue {w.volcano_queue}: the namespace's admission policy requires queue {tenant.name}",
             )
-        cap = volcano_queue_cap(self.spec, tenant)
-        short = {r: n for r, n in gpu.items() if n > cap.get(r, 0)}
-        if short:
-            self.fail(
-                "queue",
-                f"Volcano queue {tenant.name} can hold at most {_units({r: cap.get(r, 0) for r in short})} "
-                f"(proportion: cluster total - all guarantees + its own), the gang needs {_units(short)}",
-            )
-        self.ok("queue", f"Volcano queue {tenant.name} (can hold {_units({r: cap.get(r, 0) for r in gpu})})")
+        why, detail = volcano_queue_verdict(self.spec, tenant, gpu, volcano_minimum(self.spec, w))
+        if why:
+            self.fail("queue", why)
+        self.ok("queue", detail)
 
     def resource_quota(self, tenant: Tenant, gpu: dict[str, int]) -> None:
         """No batch scheduler: the namespace ResourceQuota (``tenancy.quota_hard``) is the only gate."""
@@ -380,20 +397,23 @@ class _Tracer:
                 f"the {tenant.name} ResourceQuota allows {_units({r: hard.get(r, 0) for r in short})}, "
                 f"the workload asks {_units(short)}: its pods are refused at creation",
             )
-        self.ok("queue", f"no queue; ResourceQuota allows {_units({r: hard.get(r, 0) for r in gpu})}")
+        allows = f"ResourceQuota allows {_units({r: hard.get(r, 0) for r in gpu})}" if gpu else "no GPU asked"
+        self.ok("queue", f"no queue; {allows}")
 
     def pick_pool(self, tenant: Tenant, gpu: dict[str, int]) -> NodePool:
         """Without Kueue the pod itself must select a pool: its nodeSelector/affinity and tolerations."""
-        spec, w = self.spec, self.w
+        spec = self.spec
         tried = []
+        sets = self.gpu_sets()
         for pool in kueue.tenant_pools(spec, tenant):
             if not set(gpu) <= set(derive.units_per_gpu(spec, pool)):
                 continue
-            why = next((p for ps in w.podsets for p in selection_problems(ps.pod, node_labels(spec, pool))), None)
+            labels = node_label_values(spec, pool)
+            why = next((p for ps in sets for p in selection_problems(ps.pod, labels)), None)
             if why:
                 tried.append(f"{pool.name}: {why}")
                 continue
-            self.how, self.t.also = pod_selection(spec, pool, w.podsets, gpu)
+            self.how, self.t.also = pod_selection(spec, pool, sets, gpu)
             return pool
         reach = ", ".join(p.name for p in kueue.tenant_pools(spec, tenant))
         self.fail(
@@ -404,9 +424,12 @@ class _Tracer:
         raise AssertionError  # unreachable
 
     def pool_layer(self, pool: NodePool, flavor_tolerations: list[dict[str, Any]], injected: bool) -> None:
+        """The pod sets that ask for a GPU against the pool's nodes: their labels as far as the stack tells
+        (the pool's own and the well-known ones its provisioner sets, ``explain_nodes``) and taints."""
         spec, w = self.spec, self.w
-        labels = node_labels(spec, pool)
-        for ps in w.podsets:
+        labels = node_label_values(spec, pool)
+        sets = self.gpu_sets()
+        for ps in sets:
             pod = dict(ps.pod)
             if injected:  # Kueue adds the flavor's node labels and tolerations on admission
                 pod["nodeSelector"] = {**(pod.get("nodeSelector") or {}), **kueue.flavor_spec(pool)["nodeLabels"]}
@@ -414,27 +437,32 @@ class _Tracer:
             self.effective.append(pod)
             problems = selection_problems(pod, labels)
             if problems:
-                self.fail("pool", f"{pool.name}'s nodes do not match: {'; '.join(problems)}")
+                # Kueue chose the flavor on its own label keys alone (flavor_selection_problems)
+                hint = f" (Kueue picks a flavor by {derive.POOL_LABEL} alone: pin the pool with it)" if injected else ""
+                self.fail("pool", f"{pool.name}'s nodes do not match: {'; '.join(problems)}{hint}", stuck=True)
             missing = untolerated(pod.get("tolerations") or [], node_taints(pool))
             if missing:
                 self.fail(
                     "pool",
                     f"{pool.name}'s nodes are tainted {', '.join(missing)} and pod set {ps.name} does not "
                     f"tolerate it: add {derive.tolerations(pool)}",
+                    stuck=True,
                 )
         how = "Kueue injects the flavor's nodeSelector and tolerations" if injected else self.how
+        cpu = [ps.name for ps in w.podsets if ps.count > 0 and ps not in sets]
+        if cpu:
+            flavor = f"Kueue gives them {kueue.DEFAULT_FLAVOR}, " if injected else ""
+            how += f"; {', '.join(cpu)} ask no GPU: {flavor}they run on non-GPU nodes"
         self.ok("pool", f"{pool.name}: labels match, taints tolerated ({how})")
 
     def nodes_needed(self, pool: NodePool) -> int | None:
-        """Nodes the workload needs on the pool, packing whole pods per node (per pod set); None when a pod fits
-        no node of the pool (the provisioner layer says so). A pod set of 0 pods needs no node."""
+        """Nodes the workload needs on the pool, packing whole pods per node (per pod set that asks a GPU: the
+        others go elsewhere, ``gpu_sets``); None when a pod fits no node of the pool (the provisioner layer says
+        so). A pod set of 0 pods needs no node."""
         per_node, _ = node_advertises(self.spec, pool)
         total = 0
-        for ps in self.w.podsets:
-            if ps.count <= 0:
-                continue
-            req = ps.devices()
-            fit = min((per_node.get(r, 0) // n for r, n in req.items() if n), default=ps.count)
+        for ps in self.gpu_sets():
+            fit = min(per_node.get(r, 0) // n for r, n in ps.devices().items())
             if fit == 0:
                 return None
             total += -(-ps.count // fit)
@@ -443,25 +471,26 @@ class _Tracer:
     def provisioner(self, pool: NodePool) -> None:
         spec = self.spec
         per_node, _ = node_advertises(spec, pool)
-        for ps in self.w.podsets:
+        for ps in self.gpu_sets():
             for r, n in ps.devices().items():
                 if per_node.get(r, 0) < n:
                     self.fail(
                         "provisioner",
                         f"pod set {ps.name} asks {n} {r}, one node of {pool.name} brings {per_node.get(r, 0)}: "
                         "no node it can launch fits the pod; ask for at most that per pod (more pods instead)",
+                        stuck=True,
                     )
         nodes = self.nodes_needed(pool)
         assert nodes is not None  # every pod fits a node: checked just above
-        req = {r: n for ps in self.w.podsets for r, n in ps.devices().items()}
+        req = {r: n for ps in self.gpu_sets() for r, n in ps.devices().items()}
         if spec.cloud == "existing":
             if nodes > pool.node_cap:
-                self.fail("provisioner", f"existing nodes: {pool.node_cap}, the workload needs {nodes}")
+                self.fail("provisioner", f"existing nodes: {pool.node_cap}, the workload needs {nodes}", stuck=True)
             self.t.provisioner = "existing nodes"
             self.ok("provisioner", f"existing nodes ({pool.node_cap}), nothing scales; needs {nodes}")
             return
-        if nodes > pool.node_cap:
-            self.fail("provisioner", f"the workload needs {nodes} node(s), {pool.name} has at most {pool.node_cap}")
+        if nodes > (cap := pool.node_cap):
+            self.fail("provisioner", f"the workload needs {nodes} node(s), {pool.name} has at most {cap}", stuck=True)
         if spec.cloud == "gcp":
             if pool.gke.queued_provisioning:
                 self.t.provisioner = "GKE queued provisioning (Dynamic Workload Scheduler)"
@@ -475,23 +504,10 @@ class _Tracer:
         if pool.provisioner == "karpenter":
             from components.aws import karpenter
 
-            plans = [p for p in karpenter.nodepool_plans(spec) if p.pool.name == pool.name]
-            sees = karpenter_sees(spec, pool)
-            advertised, _ = node_advertises(spec, pool)
-            for r, n in req.items():
-                if sees.get(r, 0) < n:
-                    self.fail(
-                        "provisioner",
-                        f"Karpenter cannot see {r} on any instance type (it knows {_units(sees)} per node from EC2 "
-                        "data), so it never launches a node for this pod: add a NodeOverlay for the pool",
-                    )
-                if sees.get(r) != advertised.get(r):
-                    self.fail(
-                        "provisioner",
-                        f"Karpenter counts {sees.get(r)} {r} per node, the node advertises {advertised.get(r)}: it "
-                        "launches nodes for pods that would fit on existing ones; add a NodeOverlay for the pool",
-                    )
-            names = ", ".join(p.name for p in plans)
+            problem = karpenter_problem(spec, pool, req)
+            if problem:
+                self.fail("provisioner", *problem)
+            names = ", ".join(p.name for p in karpenter.nodepool_plans(spec) if p.pool.name == pool.name)
             self.t.provisioner = f"Karpenter NodePool {names}"
             self.ok("provisioner", f"Karpenter NodePool(s) {names}: 0..{pool.node_cap} node(s), needs {nodes}")
             return
@@ -500,32 +516,19 @@ class _Tracer:
                 self.fail(
                     "provisioner",
                     f"{pool.name} is fixed at {pool.min_nodes} node(s) (addons.clusterAutoscaler off), needs {nodes}",
+                    stuck=True,
                 )
             self.t.provisioner = "EKS managed node group (fixed size)"
             self.ok("provisioner", f"{pool.min_nodes} fixed node(s), needs {nodes}")
             return
-        resources, labels, taints = autoscaler_sees(spec, pool)
-        # The autoscaler simulates the pending pod on its node template: labels, taints and resources.
-        for pod in self.effective:
-            problems = selection_problems(pod, labels) + untolerated(pod.get("tolerations") or [], taints)
-            if problems:
-                self.fail(
-                    "provisioner",
-                    f"the Cluster Autoscaler's node template for {pool.name} does not fit the pod "
-                    f"({'; '.join(problems)}): it never scales the pool up for it",
-                )
-        short = {r: n for r, n in req.items() if resources.get(r, 0) < n}
-        if short:
-            self.fail(
-                "provisioner",
-                f"the Cluster Autoscaler's node template offers {_units({r: resources.get(r, 0) for r in short})}, "
-                f"the pod asks {_units(short)}: it never scales {pool.name} up from zero; tag the node group "
-                f"k8s.io/cluster-autoscaler/node-template/resources/<resource> (managed_pools.autoscaler_tags)",
-            )
+        why = autoscaler_problem(spec, pool, self.effective, req)
+        if why:
+            self.fail("provisioner", why, stuck=True)
+        template, _, _ = autoscaler_sees(spec, pool)
         self.t.provisioner = "EKS managed node group + Cluster Autoscaler"
         self.ok(
             "provisioner",
-            f"Cluster Autoscaler, template {_units({r: resources[r] for r in req})}: "
+            f"Cluster Autoscaler, template {_units({r: template[r] for r in req})}: "
             f"{pool.min_nodes}..{pool.node_cap} nodes, needs {nodes}",
         )
 
@@ -535,20 +538,22 @@ class _Tracer:
         if mismatch:
             self.fail("node", mismatch + ": put them in the EC2NodeClass userData")
         s = pool.sharing
-        for ps in self.w.podsets:
+        for ps in self.gpu_sets():
             for r, n in ps.devices().items():
                 have = advertised.get(r, 0)
                 if have == 0:
                     self.fail(
                         "node",
                         f"{pool.name}'s nodes advertise {_units(advertised)}, not {r}: request one of those",
+                        stuck=True,
                     )
                 if n > have:
-                    self.fail("node", f"pod set {ps.name} asks {n} {r}, one node of {pool.name} has {have}")
+                    self.fail("node", f"pod set {ps.name} asks {n} {r}, one node of {pool.name} has {have}", stuck=True)
                 if s and s.strategy == "time-slicing" and s.fail_requests_greater_than_one and is_gpu(r) and n > 1:
                     self.fail(
                         "node",
                         f"{pool.name} time-slices with failRequestsGreaterThanOne: a pod may ask 1 {r}, not {n}",
+                        stuck=True,  # the kubelet refuses it (UnexpectedAdmissionError), the job recreates it
                     )
         self.ok(
             "node",
@@ -573,12 +578,6 @@ class _Tracer:
             )
             return
         self.ok("dcgm", f"dcgm-exporter attributes the GPUs to the pod (Prometheus: {spec.monitoring.prometheus})")
-
-
-def volcano_queue_cap(spec: StackSpec, tenant: Tenant) -> dict[str, int]:
-    """GPU units the tenant's Volcano queue can hold: its capability, capped by the proportion plugin
-    (cluster total - every queue's guarantee + its own), as ``derive.volcano_queue_cap`` states it."""
-    return derive.volcano_queue_cap(spec, tenant)
 
 
 def explain(spec: StackSpec, workload: Workload) -> Trace:

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from components import derive, gpu_operator, kueue
+from components.explain_nodes import LabelValues, autoscaler_template_labels, node_label_values
 from components.explain_workloads import (
     GPU_PREFIX,
     PodSet,
@@ -70,32 +71,60 @@ def pod_security_problems(pod: Mapping[str, Any], level: str) -> list[str]:
 # --------------------------------------------------------------------------------- node selection
 
 
-def _expr_matches(expr: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+_ABSENT = ()  # no node of the pool carries the label
+
+
+def _values(labels: Mapping[str, LabelValues], key: str) -> tuple[str, ...] | None:
+    if key not in labels:
+        return _ABSENT
+    value = labels[key]
+    return (value,) if isinstance(value, str) else value
+
+
+def _expr_matches(expr: Mapping[str, Any], labels: Mapping[str, LabelValues]) -> bool:
+    """Whether some node of the pool can satisfy the expression (kube-scheduler's node affinity operators)."""
     key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
-    if op == "In":
-        return labels.get(key) in values
-    if op == "NotIn":
-        return labels.get(key) not in values
+    have = _values(labels, key)
     if op == "Exists":
-        return key in labels
+        return have != _ABSENT
     if op == "DoesNotExist":
-        return key not in labels
+        return have == _ABSENT
+    if op == "In":
+        return have is None or any(v in values for v in have)
+    if op == "NotIn":
+        return have is None or have == _ABSENT or any(v not in values for v in have)
     if op in ("Gt", "Lt"):
+        if have is None:
+            return True
         try:
-            n, v = int(labels.get(key, "")), int(values[0])
+            bound = int(values[0])
         except (ValueError, IndexError):
             return False
-        return n > v if op == "Gt" else n < v
+        return any(n > bound if op == "Gt" else n < bound for n in _ints(have))
     return False
 
 
-def selection_problems(pod: Mapping[str, Any], labels: Mapping[str, str]) -> list[str]:
-    """Why a node with these labels does not satisfy the pod's nodeSelector and required node affinity."""
-    out = [
-        f"nodeSelector {k}={v} (nodes have {labels.get(k, 'no such label')})"
-        for k, v in sorted((pod.get("nodeSelector") or {}).items())
-        if labels.get(k) != v
-    ]
+def _ints(values: tuple[str, ...]) -> list[int]:
+    out = []
+    for v in values:
+        try:
+            out.append(int(v))
+        except ValueError:
+            continue
+    return out
+
+
+def _shown(have: tuple[str, ...] | None) -> str:
+    return " or ".join(have) if have else "no such label"
+
+
+def selection_problems(pod: Mapping[str, Any], labels: Mapping[str, LabelValues]) -> list[str]:
+    """Why no node with these labels satisfies the pod's nodeSelector and required node affinity."""
+    out = []
+    for k, v in sorted((pod.get("nodeSelector") or {}).items()):
+        have = _values(labels, k)
+        if have is not None and v not in have:
+            out.append(f"nodeSelector {k}={v} (nodes have {_shown(have)})")
     required = (
         ((pod.get("affinity") or {}).get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
         or {}
@@ -105,6 +134,33 @@ def selection_problems(pod: Mapping[str, Any], labels: Mapping[str, str]) -> lis
     ):
         out.append("required node affinity matches no term")
     return out
+
+
+def flavor_selection_problems(pod: Mapping[str, Any], flavor_labels: Mapping[str, str]) -> list[str]:
+    """Why Kueue finds the pod does not match a ResourceFlavor: its nodeSelector and required node affinity
+    reduced to the keys the flavor's nodeLabels name, the rest ignored (kueue v0.19.2
+    pkg/scheduler/flavorassigner/flavorassigner.go:1224-1227, only this flavor's own keys; flavorSelector
+    1278-1320: nodeSelector entries and affinity expressions on other keys are dropped, and a term left empty
+    matches any flavor, dropping the whole affinity). So a pod selecting ``kubernetes.io/arch`` or a zone is
+    matched on those keys by the node, not by Kueue."""
+    keys = set(flavor_labels)
+    reduced: dict[str, Any] = {"nodeSelector": {k: v for k, v in (pod.get("nodeSelector") or {}).items() if k in keys}}
+    required = (
+        ((pod.get("affinity") or {}).get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
+        or {}
+    ).get("nodeSelectorTerms") or []
+    terms = []
+    for term in required:
+        exprs = [e for e in term.get("matchExpressions") or [] if e.get("key") in keys]
+        if not exprs:  # an emptied term matches every flavor: the terms are ORed
+            terms = []
+            break
+        terms.append({"matchExpressions": exprs})
+    if terms:
+        reduced["affinity"] = {
+            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}
+        }
+    return selection_problems(reduced, flavor_labels)
 
 
 def _tolerates(tol: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
@@ -137,7 +193,7 @@ def pod_selection(
     unselected = [
         p
         for p in derive.flavor_order(spec)
-        if p.name != pool.name and not any(selection_problems(ps.pod, node_labels(spec, p)) for ps in podsets)
+        if p.name != pool.name and not any(selection_problems(ps.pod, node_label_values(spec, p)) for ps in podsets)
     ]
     also = [
         p.name
@@ -298,9 +354,12 @@ def karpenter_sees(spec: StackSpec, pool: NodePool) -> dict[str, int]:
     return sees
 
 
-def autoscaler_sees(spec: StackSpec, pool: NodePool) -> tuple[dict[str, int], dict[str, str], list[dict[str, Any]]]:
+def autoscaler_sees(
+    spec: StackSpec, pool: NodePool
+) -> tuple[dict[str, int], dict[str, LabelValues], list[dict[str, Any]]]:
     """What the Cluster Autoscaler's scale-from-zero template says of a managed pool's node: resources,
-    labels and taints, read back from the node group's ``k8s.io/cluster-autoscaler/node-template/*`` tags."""
+    labels and taints, read back from the node group's ``k8s.io/cluster-autoscaler/node-template/*`` tags;
+    its labels joined with those the autoscaler adds itself (``explain_nodes.autoscaler_template_labels``)."""
     from components.aws import managed_pools
 
     tags = managed_pools.autoscaler_tags(spec, pool)
@@ -319,7 +378,7 @@ def autoscaler_sees(spec: StackSpec, pool: NodePool) -> tuple[dict[str, int], di
         elif kind == "taint":
             value, _, effect = v.rpartition(":")
             taints.append({"key": name, "value": value or None, "effect": effect})
-    return resources, labels, taints
+    return resources, autoscaler_template_labels(spec, pool, labels), taints
 
 
 def exporter_values(spec: StackSpec) -> dict[str, Any]:
@@ -365,6 +424,42 @@ def dcgm_attribution(spec: StackSpec, pool: NodePool, resources: list[str]) -> s
     return None
 
 
+# ------------------------------------------------------------------------------------------------ DRA
+
+
+def resolve_claims(spec: StackSpec, tenant: Tenant, w: Workload) -> str | None:
+    """DRA: each pod's resourceClaims, from a template or claim in the file or one the stack creates for the
+    tenant (``dra.claim_templates``), become device counts under the quota resource Kueue maps their
+    DeviceClass to (``derive.DRA_CLASS_OF``, the deviceClassMappings), in ``PodSet.claims``; why one cannot be
+    resolved, or None."""
+    from components import dra
+
+    by_class = {c: r for r, c in derive.DRA_CLASS_OF.items()}
+    stack_templates = {n: t["spec"] for n, t in dra.claim_templates(spec, tenant).items()}
+    for ps in w.podsets:
+        for ref in ps.pod.get("resourceClaims") or []:
+            if ref.get("resourceClaimTemplateName"):
+                name = ref["resourceClaimTemplateName"]
+                body = w.claim_specs.get(("template", name), stack_templates.get(name))
+                what = f"ResourceClaimTemplate {name}"
+            else:
+                name = ref.get("resourceClaimName")
+                body = w.claim_specs.get(("claim", name))
+                what = f"ResourceClaim {name}"
+            if body is None:
+                known = ", ".join(sorted(stack_templates)) or "none"
+                return f"{what} is neither in the file nor created for {tenant.name} ({known})"
+            for req in (body.get("devices") or {}).get("requests") or []:
+                exactly = req.get("exactly") or req
+                cls = exactly.get("deviceClassName")
+                if cls not in by_class:
+                    return f"{what}: DeviceClass {cls} is not one the stack serves ({', '.join(by_class)})"
+                if exactly.get("allocationMode", "ExactCount") != "ExactCount":
+                    return f"{what}: allocationMode {exactly['allocationMode']} is not traced"
+                ps.claims[by_class[cls]] = ps.claims.get(by_class[cls], 0) + int(exactly.get("count", 1))
+    return None
+
+
 # ----------------------------------------------------------------------------------------- explain
 
 
@@ -384,3 +479,11 @@ def _total(w: Workload) -> dict[str, int]:
 def _asks_topology(w: Workload) -> bool:
     keys = (kueue.PREFERRED_TOPOLOGY_ANNOTATION, kueue.REQUIRED_TOPOLOGY_ANNOTATION)
     return any(k in ((ps.metadata or {}).get("annotations") or {}) for ps in w.podsets for k in keys)
+
+
+def gpu_podsets(w: Workload) -> list[PodSet]:
+    """The pod sets that ask for a GPU (and get pods): only they go to the GPU pool. A pod set asking none (a CPU
+    Ray head, an MPI launcher) goes to Kueue's default-flavor, whose GPU quota is 0 and which has no node labels
+    (``kueue.resource_groups``), or under Volcano wherever it fits, and runs on non-GPU nodes: it needs no node
+    of the pool and is matched against none of its labels."""
+    return [ps for ps in w.podsets if ps.count > 0 and ps.requests()]

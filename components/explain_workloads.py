@@ -79,15 +79,22 @@ class PodSet:
 
 
 def _device_resources(container: Mapping[str, Any]) -> dict[str, int]:
+    """Extended resources the container asks for, without those it asks 0 of: a zero request is no need.
+    kube-scheduler's NodeResourcesFit skips it ("Skip in case request quantity is zero", kubernetes v1.35
+    pkg/scheduler/framework/plugins/noderesources/fit.go, fitsRequest) and Kueue counts no usage for it
+    (kueue v0.19.2 pkg/scheduler/flavorassigner/flavorassigner.go:272-277, 802-808), so a pod asking only
+    ``nvidia.com/gpu: 0`` is not a GPU workload and ``vpc.amazonaws.com/efa: 0`` needs no EFA node."""
     res = container.get("resources") or {}
     merged = {**(res.get("limits") or {}), **(res.get("requests") or {})}
     out = {}
     for name, value in merged.items():
         if "/" in name and not name.startswith(("hugepages-", "kubernetes.io/")):
             try:
-                out[name] = int(value)
+                n = int(value)
             except (TypeError, ValueError):
                 raise WorkloadError(f"{name}: {value!r} is not a whole number of units") from None
+            if n:
+                out[name] = n
     return out
 
 
@@ -105,6 +112,14 @@ class Workload:
     per_pod_workloads: bool = False  # Deployment/StatefulSet: Kueue admits each pod as its own workload
     # DRA objects in the same file: ("template" | "claim", name) -> ResourceClaimSpec
     claim_specs: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    group: str = ""  # the API group of the kind ("" for the core group)
+    # LeaderWorkerSet: Kueue admits each group (leader and its workers) as a workload of its own, so the pod sets
+    # (every group's pods) hold quota 1/workload_copies at a time
+    workload_copies: int = 1
+    # Volcano Job: spec.minAvailable and each task's minAvailable (None: unset), read for the PodGroup's
+    # minResources (``explain_schedulers.volcano_min_pods``)
+    min_available: int | None = None
+    task_min_available: dict[str, int | None] = field(default_factory=dict)
 
     @property
     def ref(self) -> str:
@@ -142,6 +157,121 @@ def _pod_shape_problem(pod: Any) -> str | None:
     return None
 
 
+# ------------------------------------------------------------------------------------ kinds and readers
+# One reader per kind: it fills the workload's pod sets and names the Kueue integration that manages it.
+
+
+def _read_pod(w: Workload, spec: Mapping[str, Any], meta: Mapping[str, Any], where: str) -> None:
+    w.podsets = [PodSet("main", 1, meta, spec)]  # a spec of the wrong shape is refused below
+    w.integration = "pod"
+
+
+def _read_replicated(w: Workload, spec: Mapping[str, Any], meta: Mapping[str, Any], where: str) -> None:
+    m, p = _template(spec, where)
+    w.podsets = [PodSet("main", _int(spec.get("replicas"), 1), m, p)]
+    w.integration, w.per_pod_workloads = "pod", True
+
+
+def _read_job(w: Workload, spec: Mapping[str, Any], meta: Mapping[str, Any], where: str) -> None:
+    m, p = _template(spec, where)
+    n = min(_int(spec.get("parallelism"), 1), _int(spec.get("completions"), _int(spec.get("parallelism"), 1)))
+    w.podsets = [PodSet("main", n, m, p)]
+    w.integration = "batch/job"
+
+
+def _read_jobset(w: Workload, spec: Mapping[str, Any], meta: Mapping[str, Any], where: str) -> None:
+    for rj in spec.get("replicatedJobs") or []:
+        job = (rj.get("template") or {}).get("spec") or {}
+        m, p = _template(job, f"{where} replicatedJob {rj.get('name')}")
+        n = _int(rj.get("replicas"), 1) * _int(job.get("parallelism"), 1)
+        w.podsets.append(PodSet(str(rj.get("name")), n, m, p))
+    w.integration = "jobset.x-k8s.io/jobset"
+
+
+def _read_replica_specs(key: str, integration: str):
+    """Kubeflow jobs: PyTorchJob (pytorchReplicaSpecs), MPIJob (mpiReplicaSpecs), one pod set per role."""
+
+    def read(w: Workload, spec: Mapping[str, Any], meta: Mapping[str, Any], where: str) -> None:
+        for role, rs in sorted((spec.get(key) or {}).items()):
+            m, p = _template(rs, f"{where} {role}")
+            w.podsets.append(PodSet(role.lower(), _int(rs.get("replicas"), 1), m, p))
+        w.integration = integration
+
+    return read
+
+
+def _ray_groups(w: Workload, cluster: Mapping[str, Any], where: str) -> None:
+    m, p = _template(cluster.get("headGroupSpec") or {}, f"{where} head")
+    w.podsets.append(PodSet("head", 1, m, p))
+    for g in cluster.get("workerGroupSpecs") or []:
+        m, p = _template(g, f"{where} worker group {g.get('groupName')}")
+        w.podsets.append(PodSet(str(g.get("groupName")), _int(g.get("replicas"), 1), m, p))
+
+
+def _read_rayjob(w: Workload, spec: Mapping[str, Any], meta: Mapping[str, Any], where: str) -> None:
+    _ray_groups(w, spec.get("rayClusterSpec") or {}, where)
+    w.integration = "ray.io/rayjob"
+
+
+def _read_raycluster(w: Workload, spec: Mapping[str, Any], meta: Mapping[str, Any], where: str) -> None:
+    _ray_groups(w, spec, where)
+    w.integration = "ray.io/raycluster"
+
+
+def _read_lws(w: Workload, spec: Mapping[str, Any], meta: Mapping[str, Any], where: str) -> None:
+    """LeaderWorkerSet (leaderworkerset.x-k8s.io/v1): ``replicas`` groups of ``size`` pods, one leader (its own
+    template, else the worker template) and size - 1 workers; Kueue admits each group as one workload."""
+    lwt = spec.get("leaderWorkerTemplate") or {}
+    groups, size = _int(spec.get("replicas"), 1), _int(lwt.get("size"), 1)
+    wm, wp = _template({"template": lwt.get("workerTemplate")}, f"{where} workers")
+    leader = lwt.get("leaderTemplate")
+    lm, lp = _template({"template": leader}, f"{where} leader") if leader is not None else (wm, wp)
+    w.podsets = [PodSet("leader", groups, lm, lp), PodSet("workers", groups * (size - 1), wm, wp)]
+    w.integration, w.workload_copies = "leaderworkerset.x-k8s.io/leaderworkerset", max(groups, 1)
+
+
+def _read_trainjob(w: Workload, spec: Mapping[str, Any], meta: Mapping[str, Any], where: str) -> None:
+    """TrainJob (trainer.kubeflow.org): its pod templates live in the referenced training runtime; the file gives
+    the node count and each node's resources (``trainer.numNodes``, ``trainer.resourcesPerNode``)."""
+    trainer = spec.get("trainer") or {}
+    resources = trainer.get("resourcesPerNode") or {}
+    pod = {"containers": [{"name": "node", "resources": resources}]}
+    w.podsets = [PodSet("node", _int(trainer.get("numNodes"), 1), {}, pod)]
+    w.integration = "trainer.kubeflow.org/trainjob"
+
+
+def _read_volcano_job(w: Workload, spec: Mapping[str, Any], meta: Mapping[str, Any], where: str) -> None:
+    for task in spec.get("tasks") or []:
+        m, p = _template(task, f"{where} task {task.get('name')}")
+        w.podsets.append(PodSet(str(task.get("name")), _int(task.get("replicas"), 1), m, p))
+        w.task_min_available[str(task.get("name"))] = task.get("minAvailable")
+    w.volcano_queue = spec.get("queue") or "default"
+    w.scheduler_name = spec.get("schedulerName") or "volcano"
+    w.priority_class = spec.get("priorityClassName")
+    w.min_available = spec.get("minAvailable")
+
+
+# (API group, kind) -> reader. A kind is read only with its own API group.
+READERS = {
+    ("", "Pod"): _read_pod,
+    ("apps", "Deployment"): _read_replicated,
+    ("apps", "StatefulSet"): _read_replicated,
+    ("batch", "Job"): _read_job,
+    ("jobset.x-k8s.io", "JobSet"): _read_jobset,
+    ("kubeflow.org", "PyTorchJob"): _read_replica_specs("pytorchReplicaSpecs", "kubeflow.org/pytorchjob"),
+    ("kubeflow.org", "MPIJob"): _read_replica_specs("mpiReplicaSpecs", "kubeflow.org/mpijob"),
+    ("trainer.kubeflow.org", "TrainJob"): _read_trainjob,
+    ("ray.io", "RayJob"): _read_rayjob,
+    ("ray.io", "RayCluster"): _read_raycluster,
+    ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): _read_lws,
+    ("batch.volcano.sh", "Job"): _read_volcano_job,
+}
+KINDS = (
+    "Pod, Deployment, StatefulSet, Job, JobSet, PyTorchJob, MPIJob, TrainJob, RayJob, RayCluster, LeaderWorkerSet, "
+    "Volcano Job"
+)
+
+
 def parse(doc: Mapping[str, Any]) -> Workload | None:
     """One manifest -> a Workload; None for kinds without pods; WorkloadError for unsupported ones."""
     if not isinstance(doc, dict) or "kind" not in doc:
@@ -156,51 +286,11 @@ def parse(doc: Mapping[str, Any]) -> Workload | None:
     labels = meta.get("labels") or {}
     spec = doc.get("spec") or {}
     where = f"{kind} {name}"
-    w = Workload(kind, name, ns, labels, [], None)
-    if kind == "Pod" and group == "":
-        w.podsets = [PodSet("main", 1, meta, spec)]
-        w.integration = "pod"
-    elif kind in ("Deployment", "StatefulSet") and group == "apps":
-        m, p = _template(spec, where)
-        w.podsets = [PodSet("main", _int(spec.get("replicas"), 1), m, p)]
-        w.integration, w.per_pod_workloads = "pod", True
-    elif kind == "Job" and group == "batch":
-        m, p = _template(spec, where)
-        n = min(_int(spec.get("parallelism"), 1), _int(spec.get("completions"), _int(spec.get("parallelism"), 1)))
-        w.podsets = [PodSet("main", n, m, p)]
-        w.integration = "batch/job"
-    elif kind == "JobSet" and group == "jobset.x-k8s.io":
-        for rj in spec.get("replicatedJobs") or []:
-            job = (rj.get("template") or {}).get("spec") or {}
-            m, p = _template(job, f"{where} replicatedJob {rj.get('name')}")
-            n = _int(rj.get("replicas"), 1) * _int(job.get("parallelism"), 1)
-            w.podsets.append(PodSet(str(rj.get("name")), n, m, p))
-        w.integration = "jobset.x-k8s.io/jobset"
-    elif kind == "PyTorchJob" and group == "kubeflow.org":
-        for role, rs in sorted((spec.get("pytorchReplicaSpecs") or {}).items()):
-            m, p = _template(rs, f"{where} {role}")
-            w.podsets.append(PodSet(role.lower(), _int(rs.get("replicas"), 1), m, p))
-        w.integration = "kubeflow.org/pytorchjob"
-    elif kind == "RayJob" and group == "ray.io":
-        cluster = spec.get("rayClusterSpec") or {}
-        m, p = _template(cluster.get("headGroupSpec") or {}, f"{where} head")
-        w.podsets.append(PodSet("head", 1, m, p))
-        for g in cluster.get("workerGroupSpecs") or []:
-            m, p = _template(g, f"{where} worker group {g.get('groupName')}")
-            w.podsets.append(PodSet(str(g.get("groupName")), _int(g.get("replicas"), 1), m, p))
-        w.integration = "ray.io/rayjob"
-    elif kind == "Job" and group == "batch.volcano.sh":
-        for task in spec.get("tasks") or []:
-            m, p = _template(task, f"{where} task {task.get('name')}")
-            w.podsets.append(PodSet(str(task.get("name")), _int(task.get("replicas"), 1), m, p))
-        w.volcano_queue = spec.get("queue") or "default"
-        w.scheduler_name = spec.get("schedulerName") or "volcano"
-        w.priority_class = spec.get("priorityClassName")
-    else:
-        raise WorkloadError(
-            f"{kind} ({api}) is not a workload explain traces "
-            "(Pod, Deployment, StatefulSet, Job, JobSet, PyTorchJob, RayJob, Volcano Job)"
-        )
+    reader = READERS.get((group, kind))
+    if reader is None:
+        raise WorkloadError(f"{kind} ({api}) is not a workload explain traces ({KINDS})")
+    w = Workload(kind, name, ns, labels, [], None, group=group)
+    reader(w, spec, meta, where)
     if not w.podsets:
         raise WorkloadError(f"{where}: no pods")
     for ps in w.podsets:
@@ -240,7 +330,5 @@ def load(text: str) -> list[Workload]:
     for w in workloads:
         w.claim_specs = {(what, n): b for (ns, what, n), b in claim_specs.items() if ns == w.namespace}
     if not workloads:
-        raise WorkloadError(
-            "no workload in it (Pod, Deployment, StatefulSet, Job, JobSet, PyTorchJob, RayJob, Volcano Job)"
-        )
+        raise WorkloadError(f"no workload in it ({KINDS})")
     return workloads

@@ -369,5 +369,6 @@ def test_explain_names_the_workload_file_in_front_of_its_problem(tmp_path: Path,
     out = capsys.readouterr()
     assert out.out == ""
     assert out.err == (
-        f"{w}: no workload in it (Pod, Deployment, StatefulSet, Job, JobSet, PyTorchJob, RayJob, Volcano Job)\n"
+        f"{w}: no workload in it (Pod, Deployment, StatefulSet, Job, JobSet, PyTorchJob, MPIJob, TrainJob, RayJob, "
+        "RayCluster, LeaderWorkerSet, Volcano Job)\n"
     )

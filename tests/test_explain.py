@@ -55,6 +55,30 @@ SAFE_CONTAINER = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["
 SAFE_POD = {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
 
 
+def kueue_holds(units: str, pool: str) -> str:
+    """What a stop after Kueue's flavor step adds when no node will ever run the pods (issue 26 §4.7): Kueue
+    counts quota per flavor, never per node (kueue v0.19.2 pkg/scheduler/flavorassigner), so it admits the
+    workload all the same; waitForPodsReady evicts it after its timeout (30m in every shipped stack:
+    pkg/controller/core/workload_controller.go:1229-1274, 1657-1675) and requeues it with backoff, and
+    requeuingStrategy.backoffLimitCount (requeueLimit, 10 by default) evictions deactivate it."""
+    return (
+        f"; Kueue still admits it (quota counts per flavor, not per node) and holds {units} of {pool}'s quota until "
+        "waitForPodsReady.timeout (30m) evicts it, then requeues it with backoff, deactivated after 10 evictions"
+    )
+
+
+def kueue_reserves(units: str, pool: str) -> str:
+    """The same behind a ProvisioningRequest admission check on AWS (issue 26 §4.7): the quota is reserved while
+    the check is pending, which waitForPodsReady does not time (it counts from admission: kueue v0.19.2
+    workload_controller.go:1662-1664); the Cluster Autoscaler fails a request it has not provisioned after 7 days
+    (cluster-autoscaler 1.35.0 processors/provreq/processor.go:42, 100-116)."""
+    return (
+        f"; Kueue still reserves {units} of {pool}'s quota for it (quota counts per flavor, not per node), while its "
+        "ProvisioningRequest check stays pending (waitForPodsReady counts only from admission); the Cluster "
+        "Autoscaler fails the request after 7 days"
+    )
+
+
 def container(resources: dict[str, int]) -> dict[str, Any]:
     return {"name": "c", "image": "x", "resources": {"limits": resources}, "securityContext": SAFE_CONTAINER}
 
@@ -236,7 +260,7 @@ def test_unknown_priority_class():
     assert t.pending.name == "priority" and "does not exist" in t.pending.detail
 
 
-def test_kueue_integration_not_enabled():
+def test_kueue_integration_not_enabled(monkeypatch):
     spec = spec_of("dev-aws", scheduling={"kueueIntegrations": ["batch/job", "pod"]})
     rayjob = {
         "apiVersion": "ray.io/v1",
@@ -263,7 +287,11 @@ def test_kueue_integration_not_enabled():
     }
     t = trace(spec, yaml.safe_dump(rayjob))
     assert t.pending.name == "scheduler" and "add ray.io/rayjob to scheduling.kueueIntegrations" in t.pending.detail
-    # with the integration on (the default), the same RayJob runs
+    # with the integration on (the default), the same RayJob passes Kueue's layers and stops where the cluster
+    # does: no add-on installs KubeRay, so the API server has no RayJob (issue 26 §4.8)
+    assert trace(spec_of("dev-aws"), yaml.safe_dump(rayjob)).pending.name == "operator"
+    # with the operator installed, it runs
+    monkeypatch.setattr(explain, "operator_installed", lambda spec, operator: True)
     assert trace(spec_of("dev-aws"), yaml.safe_dump(rayjob)).pending is None
 
 
@@ -389,7 +417,9 @@ def test_karpenter_time_sliced_pool_without_overlay(monkeypatch):
     assert (t.pending.name, t.pending.detail) == (
         "provisioner",
         "Karpenter cannot see nvidia.com/gpu.shared on any instance type (it knows 1 nvidia.com/gpu per node from "
-        "EC2 data), so it never launches a node for this pod: add a NodeOverlay for the pool",
+        "EC2 data), so it never launches a node for this pod: add a NodeOverlay for the pool"
+        # no node ever comes, and Kueue has admitted the pod on quota (issue 26 §4.7)
+        + kueue_holds("1 nvidia.com/gpu.shared", "a10g-spot"),
     )
     monkeypatch.undo()
     assert trace(renamed, shared).pending is None
@@ -507,7 +537,14 @@ def test_volcano_queue_capped_by_the_guarantees_of_other_queues():
     nvidia.com/gpu cluster total: a100-train 32 + h100-spot 32 + l4-notebooks 3 x 4 x 4 = 48 + a100-gang 16 =
     128. Guarantees: research 16 + 16 = 32, notebooks 4 x 4 = 16, applied-ml 16 + 16 + 8 x 4 = 64: 112.
     applied-ml's capability (no borrowingLimit: each pool at its maximum size) 32 + 32 + 48 = 112, so its cap is
-    min(112, 128 - 112 + 64) = 80: a gang of 11 x 8 = 88 waits."""
+    min(112, 128 - 112 + 64) = 80: a gang of 11 x 8 = 88 waits.
+
+    Issue 26 §4.5: that cap is proportion's realCapability with every pool at its maximum size, but proportion
+    computes it over the nodes that exist (volcano v1.15.1 pkg/scheduler/plugins/proportion/proportion.go:92,
+    132-139, ssn.TotalResource from the session's nodes, framework/session.go:272-275). prod-aws at rest keeps
+    only h100-inference's node, whose GPUs are MIG slices: 0 nvidia.com/gpu, so applied-ml's cap from an idle
+    cluster is min(112, max(0 - 64, 0) + 64) = 64, its guarantee, and the enqueue gate (402-436) refuses a
+    minimum above it: the 88 that fit at full size never start, and 8 x 8 = 64 do."""
     gang = volcano_job(
         "applied-ml",
         "applied-ml",
@@ -525,11 +562,24 @@ def test_volcano_queue_capped_by_the_guarantees_of_other_queues():
             t["gpuQuota"] = {"a100-train": 16, "h100-spot": 16, "l4-notebooks": 8}
     t = trace(load_spec(config), gang)
     assert t.pending.name == "queue"
-    assert "can hold at most 80 nvidia.com/gpu" in t.pending.detail and "needs 88" in t.pending.detail
-    # without the other two queues nothing else is reserved: min(112, 128 - 64 + 64) = 112, the queue takes it
+    assert "holds at most 80 nvidia.com/gpu with every pool at its maximum size" in t.pending.detail
+    assert "the job needs 88" in t.pending.detail
+    # without the other two queues nothing else is reserved: min(112, 128 - 64 + 64) = 112 at full size; from an
+    # idle cluster the queue enqueues its guarantee, 64, so the 88 wait there
     config["gpu-platform:tenants"] = [t for t in tenants if t["name"] not in ("research", "notebooks")]
-    queue = next(x for x in trace(load_spec(config), gang).layers if x.name == "queue")
-    assert queue.ok and "can hold 112 nvidia.com/gpu" in queue.detail
+    t = trace(load_spec(config), gang)
+    assert t.pending.name == "queue"
+    assert t.pending.detail.startswith(
+        "Volcano queue applied-ml enqueues at most 64 nvidia.com/gpu from an idle cluster, the gang's minimum "
+        "needs 88 nvidia.com/gpu"
+    )
+    assert "at full size it would hold 112 nvidia.com/gpu" in t.pending.detail
+    eight = gang.replace("minAvailable: 11", "minAvailable: 8").replace("replicas: 11", "replicas: 8")
+    queue = layer(trace(load_spec(config), eight), "queue")
+    assert queue.ok and queue.detail == (
+        "Volcano queue applied-ml (enqueues 64 nvidia.com/gpu from an idle cluster, holds 112 nvidia.com/gpu at "
+        "full size)"
+    )
 
 
 def test_whole_gpu_job_prefers_a_dedicated_or_spot_pool_over_a_time_slice():
@@ -613,7 +663,14 @@ def jobset(namespace: str, *replicated_jobs: dict[str, Any]) -> str:
     return yaml.safe_dump(doc)
 
 
-def test_pytorchjob_and_jobset_count_every_replica():
+@pytest.fixture
+def operators_installed(monkeypatch):
+    """As if an add-on installed KubeRay, JobSet, LeaderWorkerSet and Kubeflow (none does yet, so explain stops
+    those kinds at the operator layer, issue 26 §4.8): the layers after it, as they will read once one does."""
+    monkeypatch.setattr(explain, "operator_installed", lambda spec, operator: True)
+
+
+def test_pytorchjob_and_jobset_count_every_replica(operators_installed):
     spec = spec_of("prod-aws")
     ptj = {
         "apiVersion": "kubeflow.org/v1",
@@ -628,7 +685,7 @@ def test_pytorchjob_and_jobset_count_every_replica():
     }
     t = trace(spec, yaml.safe_dump(ptj))
     # research: 16 nominal H100s on h100-spot, no borrowing limit there: 24 borrows 8 (the pool brings 32)
-    assert t.pool == "h100-spot" and "24 nvidia.com/gpu, borrows 8" in t.layers[4].detail
+    assert t.pool == "h100-spot" and "24 nvidia.com/gpu, borrows 8" in layer(t, "flavors").detail
     assert "needs 3" in next(x.detail for x in t.layers if x.name == "provisioner")
     workers = replicated_job("workers", 5, 1, _template({"nvidia.com/gpu": 8}, "h100-spot")["spec"])
     t = trace(spec, jobset("research", workers))

@@ -145,12 +145,28 @@ def test_untolerated_taints():
 
 
 def test_what_the_cluster_autoscaler_reads_from_the_node_group_tags():
-    """dev-aws l4-shared: one L4 time-sliced into 4, labelled and tainted like its nodes."""
+    """dev-aws l4-shared: one L4 time-sliced into 4, labelled and tainted like its nodes. The template's labels
+    are joined as cluster-autoscaler 1.35.0 cloudprovider/aws/aws_manager.go:299-317 joins them: its generic
+    labels (buildGenericLabels, 389-402: arch and instance type from the type, g6 is x86_64 -> amd64; os linux;
+    region and zone from the ASG's first AZ, which the stack does not name; the hostname), the node-template
+    label tags, then the managed node group's labels from DescribeNodegroup (aws_wrapper.go:98-108: capacity
+    type SPOT, the node group's name, which EKS suffixes)."""
     spec = spec_of("dev-aws")
     pool = spec.pool("l4-shared")
     resources, labels, taints = facts.autoscaler_sees(spec, pool)
     assert resources == {"nvidia.com/gpu": 4}
-    assert labels == facts.node_labels(spec, pool)
+    assert labels == {
+        "kubernetes.io/arch": ("amd64",),
+        "kubernetes.io/os": "linux",
+        "node.kubernetes.io/instance-type": ("g6.xlarge", "g6.2xlarge"),
+        "topology.kubernetes.io/region": "us-east-1",
+        "topology.kubernetes.io/zone": None,
+        "topology.ebs.csi.aws.com/zone": None,
+        "kubernetes.io/hostname": None,
+        **facts.node_labels(spec, pool),
+        "eks.amazonaws.com/capacityType": "SPOT",
+        "eks.amazonaws.com/nodegroup": None,
+    }
     assert taints == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}] == facts.node_taints(pool)
 
 
@@ -232,7 +248,10 @@ def test_a_deployments_pods_are_admitted_one_by_one():
 
 # ---------------------------------------------------------------------------------------- workloads read
 
-KINDS = "(Pod, Deployment, StatefulSet, Job, JobSet, PyTorchJob, RayJob, Volcano Job)"
+KINDS = (
+    "(Pod, Deployment, StatefulSet, Job, JobSet, PyTorchJob, MPIJob, TrainJob, RayJob, RayCluster, LeaderWorkerSet, "
+    "Volcano Job)"
+)
 
 
 def _tpl(resources: dict | None = None, **meta) -> dict:
@@ -507,9 +526,7 @@ def test_unreadable_files():
     assert str(err.value).startswith("not YAML: while parsing a flow sequence")
     with pytest.raises(WorkloadError) as err:
         load("apiVersion: v1\nkind: ConfigMap\n")
-    assert str(err.value) == (
-        "no workload in it (Pod, Deployment, StatefulSet, Job, JobSet, PyTorchJob, RayJob, Volcano Job)"
-    )
+    assert str(err.value) == f"no workload in it {KINDS}"
     # the unit count is read when the pod is traced
     (w,) = load(
         "kind: Pod\napiVersion: v1\nspec: {containers: [{name: c, resources: {limits: {nvidia.com/gpu: half}}}]}\n"

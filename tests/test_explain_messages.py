@@ -18,6 +18,8 @@ from test_explain import (
     NO_BATCH_SCHEDULER,
     container,
     job,
+    kueue_holds,
+    kueue_reserves,
     layer,
     pod,
     pool_of,
@@ -69,7 +71,10 @@ def test_a_running_trace_prints_every_layer():
 
 def test_the_volcano_example_prints_every_layer():
     """The Volcano example on prod-aws: 2 workers x 8 A100s on applied-ml's own pool a100-gang (Bottlerocket,
-    8 GPUs per node, 0..2 nodes: 2 nodes needed), its queue capped at the pool's 16 GPUs."""
+    8 GPUs per node, 0..2 nodes: 2 nodes needed), its queue capped at the pool's 16 GPUs. From an idle cluster
+    (no GPU node at rest) proportion's cap is the queue's guarantee, applied-ml's 16 (issue 26 §4.5: volcano
+    v1.15.1 proportion.go:91-139 computes it over the nodes that exist), enough for the gang's 16. Volcano's job
+    controller serves the kind, installed with addons.volcano (the operator layer, issue 26 §4.8)."""
     (t,) = explain.explain_all(spec_of("prod-aws"), (ROOT / "examples" / "volcano-pytorch-job.yaml").read_text())
     assert t.lines() == [
         "Job applied-ml/finetune:",
@@ -77,7 +82,9 @@ def test_the_volcano_example_prints_every_layer():
         "  priority         ok   training (ceiling training); gpu-platform-volcano-tenant-pods admits its GPU pods "
         "(schedulerName volcano, pool a100-gang)",
         "  scheduler        ok   Volcano (gang)",
-        "  queue            ok   Volcano queue applied-ml (can hold 16 nvidia.com/gpu)",
+        "  queue            ok   Volcano queue applied-ml (enqueues 16 nvidia.com/gpu from an idle cluster, holds "
+        "16 nvidia.com/gpu at full size)",
+        "  operator         ok   Volcano's job controller (batch.volcano.sh) is installed (addons.volcano)",
         "  pool             ok   a100-gang: labels match, taints tolerated (the pod selects and tolerates)",
         # a100-gang is an EFA pool (efa: true): p4de.24xlarge brings 4 EFA interfaces, and the job asks all 4
         "  provisioner      ok   Cluster Autoscaler, template 8 nvidia.com/gpu, 4 vpc.amazonaws.com/efa: 0..2 nodes, "
@@ -508,7 +515,9 @@ def test_topology_aware_pool_without_a_provisioning_check():
     assert stop(t) == (
         "provisioner",
         "pod set main asks 16 nvidia.com/gpu, one node of a100-train brings 8: no node it can launch fits the pod; "
-        "ask for at most that per pod (more pods instead)",
+        # research's 16 nominal A100s there admit it all the same (issue 26 §4.7; no ProvisioningRequest check on
+        # a pool that cannot grow)
+        "ask for at most that per pod (more pods instead)" + kueue_holds("16 nvidia.com/gpu", "a100-train"),
     )
     # with 2 nodes at rest the gang fits on what exists
     t = trace(load_spec(_fixed_managed(min_nodes=2)), gang)
@@ -520,8 +529,15 @@ def test_the_provisioning_check_is_named_with_its_class():
     gang = job(
         "research", 2, {"nvidia.com/gpu": 8}, annotations=TAS_LAYER3, nodeSelector={"gpu-platform/pool": "a100-train"}
     )
+    # issue 26 §4.6: on AWS the class is not atomic (cluster-autoscaler 1.35.0 cloudprovider/aws/
+    # aws_cloud_provider.go:288-291 has no AtomicIncreaseSize; the scale-up falls back to IncreaseSize,
+    # core/scaleup/orchestrator/executor.go:144-152), so it does not "bring the nodes first"
     assert layer(trace(spec_of("prod-aws"), gang), "admission-checks").detail == (
-        "a100-train-atomic: ProvisioningRequest best-effort-atomic-scale-up.autoscaling.x-k8s.io brings the nodes first"
+        "a100-train-atomic: ProvisioningRequest best-effort-atomic-scale-up.autoscaling.x-k8s.io: Kueue admits once "
+        "the Cluster Autoscaler has asked the Auto Scaling group for 2 node(s), not once they run: on AWS the "
+        "scale-up is not atomic (the AWS provider has no AtomicIncreaseSize, cluster-autoscaler 1.35.0 "
+        "cloudprovider/aws/aws_cloud_provider.go:288-291), so nodes that never come leave the gang waiting until "
+        "waitForPodsReady (30m) evicts it"
     )
 
 
@@ -556,19 +572,23 @@ def test_resource_quota_gate():
 
 def test_volcano_queue_holds_exactly_its_capacity():
     """prod-aws: applied-ml's queue can hold a100-gang's 16 A100s (2 nodes x 8, its capability; proportion would
-    allow 128 - 16 + 16 = 128); 2 pods x 8 is all of them, a third pod is one too many."""
+    allow 128 - 16 + 16 = 128); 2 pods x 8 is all of them, a third pod is one too many. From an idle cluster the
+    cap is its guarantee, also 16 (no nvidia.com/gpu node at rest: 0 - 16 + 16; issue 26 §4.5)."""
     prod = spec_of("prod-aws")
     two = volcano_job(
         "applied-ml", "applied-ml", 2, {"nvidia.com/gpu": 8}, tolerations=GPU_TOLERATION, nodeSelector=GANG_POOL
     )
-    assert layer(trace(prod, two), "queue").detail == "Volcano queue applied-ml (can hold 16 nvidia.com/gpu)"
+    assert layer(trace(prod, two), "queue").detail == (
+        "Volcano queue applied-ml (enqueues 16 nvidia.com/gpu from an idle cluster, holds 16 nvidia.com/gpu at full "
+        "size)"
+    )
     three = volcano_job(
         "applied-ml", "applied-ml", 3, {"nvidia.com/gpu": 8}, tolerations=GPU_TOLERATION, nodeSelector=GANG_POOL
     )
     assert stop(trace(prod, three)) == (
         "queue",
-        "Volcano queue applied-ml can hold at most 16 nvidia.com/gpu (proportion: cluster total - all guarantees + "
-        "its own), the gang needs 24 nvidia.com/gpu",
+        "Volcano queue applied-ml holds at most 16 nvidia.com/gpu with every pool at its maximum size (proportion: "
+        "cluster total - all guarantees + its own, within its capability), the job needs 24 nvidia.com/gpu",
     )
 
 
@@ -599,7 +619,13 @@ def test_pool_layer_stops():
         }
     }
     t = trace(spec_of("dev-aws"), pod("ml-dev", {"nvidia.com/gpu": 1}, affinity=affinity))
-    assert stop(t) == ("pool", "a10g-spot's nodes do not match: required node affinity matches no term")
+    # Kueue's flavor step ignores keys its flavors do not label (kueue v0.19.2 flavorassigner.go:1224-1227,
+    # 1278-1320), so it admits on a10g-spot, the first flavor; no node runs it, and Kueue holds the quota (§4.7)
+    assert stop(t) == (
+        "pool",
+        "a10g-spot's nodes do not match: required node affinity matches no term (Kueue picks a flavor by "
+        "gpu-platform/pool alone: pin the pool with it)" + kueue_holds("1 nvidia.com/gpu", "a10g-spot"),
+    )
     # without Kueue nothing adds tolerations: every NoSchedule taint of the pool is named
     config = stack_config("dev-aws")
     pool_of(config["gpu-platform:nodePools"], "a10g-spot")["taints"] = [{"key": "team", "value": "ml"}]
@@ -621,7 +647,7 @@ def test_a_resource_the_pool_never_brings():
     assert stop(trace(spec_of("dev-aws"), text)) == (
         "provisioner",
         "pod set main asks 1 vpc.amazonaws.com/efa, one node of a10g-spot brings 0: no node it can launch fits the "
-        "pod; ask for at most that per pod (more pods instead)",
+        "pod; ask for at most that per pod (more pods instead)" + kueue_holds("1 nvidia.com/gpu", "a10g-spot"),
     )
 
 
@@ -633,7 +659,8 @@ def test_existing_nodes_only():
     spec = load_spec(config)
     assert stop(trace(spec, job("dev", 3, {"nvidia.com/gpu": 5}))) == (
         "provisioner",
-        "existing nodes: 2, the workload needs 3",
+        # the third pod never gets a node; Kueue has admitted the 15 GPUs on quota (issue 26 §4.7)
+        "existing nodes: 2, the workload needs 3" + kueue_holds("15 nvidia.com/gpu", "workstation"),
     )
     assert layer(trace(spec, job("dev", 2, {"nvidia.com/gpu": 5})), "provisioner").detail == (
         "existing nodes (2), nothing scales; needs 2"
@@ -650,7 +677,7 @@ def test_more_nodes_than_the_pool_may_have():
     text = job("ml-dev", 3, {"nvidia.com/gpu": 3}, nodeSelector={"gpu-platform/pool": "t4-spot"})
     assert stop(trace(load_spec(config), text)) == (
         "provisioner",
-        "the workload needs 3 node(s), t4-spot has at most 2",
+        "the workload needs 3 node(s), t4-spot has at most 2" + kueue_holds("9 nvidia.com/gpu", "t4-spot"),
     )
 
 
@@ -682,7 +709,8 @@ def test_a_fixed_managed_pool():
     assert t.provisioner == "EKS managed node group (fixed size)"
     assert stop(trace(spec, job("ml-dev", 5, {"nvidia.com/gpu": 1}, **pinned))) == (
         "provisioner",
-        "l4-shared is fixed at 1 node(s) (addons.clusterAutoscaler off), needs 2",
+        "l4-shared is fixed at 1 node(s) (addons.clusterAutoscaler off), needs 2"
+        + kueue_holds("5 nvidia.com/gpu", "l4-shared"),
     )
 
 
@@ -705,7 +733,8 @@ def test_the_cluster_autoscaler_template_must_fit_the_pod(monkeypatch):
     assert stop(trace(spec_of("dev-aws"), text)) == (
         "provisioner",
         "the Cluster Autoscaler's node template for l4-shared does not fit the pod (nodeSelector "
-        "gpu-platform/pool=l4-shared (nodes have no such label)): it never scales the pool up for it",
+        "gpu-platform/pool=l4-shared (nodes have no such label)): it never scales the pool up for it"
+        + kueue_holds("1 nvidia.com/gpu", "l4-shared"),
     )
 
     # every reason at once: a template taint the pod does not tolerate as well
@@ -717,7 +746,7 @@ def test_the_cluster_autoscaler_template_must_fit_the_pod(monkeypatch):
         "provisioner",
         "the Cluster Autoscaler's node template for l4-shared does not fit the pod (nodeSelector "
         "gpu-platform/pool=l4-shared (nodes have no such label); team=ml:NoSchedule): it never scales the pool up "
-        "for it",
+        "for it" + kueue_holds("1 nvidia.com/gpu", "l4-shared"),
     )
     # the template counts the instance type's one L4, not its 4 slices: a pod of 2 slices never scales it up
     monkeypatch.setattr(managed_pools, "autoscaler_tags", without("resources/nvidia.com/gpu"))
@@ -726,7 +755,8 @@ def test_the_cluster_autoscaler_template_must_fit_the_pod(monkeypatch):
         "provisioner",
         "the Cluster Autoscaler's node template offers 1 nvidia.com/gpu, the pod asks 2 nvidia.com/gpu: it never "
         "scales l4-shared up from zero; tag the node group "
-        "k8s.io/cluster-autoscaler/node-template/resources/<resource> (managed_pools.autoscaler_tags)",
+        "k8s.io/cluster-autoscaler/node-template/resources/<resource> (managed_pools.autoscaler_tags)"
+        + kueue_holds("2 nvidia.com/gpu", "l4-shared"),
     )
     # the pool label is the one Kueue injects: a pod that names no pool of its own is held to it as well
     config = stack_config("dev-aws")
@@ -740,7 +770,9 @@ def test_the_cluster_autoscaler_template_must_fit_the_pod(monkeypatch):
         "provisioner",
         "the Cluster Autoscaler's node template offers 0 vpc.amazonaws.com/efa, the pod asks 4 "
         "vpc.amazonaws.com/efa: it never scales a100-train up from zero; tag the node group "
-        "k8s.io/cluster-autoscaler/node-template/resources/<resource> (managed_pools.autoscaler_tags)",
+        "k8s.io/cluster-autoscaler/node-template/resources/<resource> (managed_pools.autoscaler_tags)"
+        # a100-train grows through a ProvisioningRequest check: the quota stays reserved while it is pending
+        + kueue_reserves("16 nvidia.com/gpu", "a100-train"),
     )
     # one interface is as much beyond an untold template as four
     one = job(
