@@ -100,7 +100,9 @@ EXCLUDED_RESOURCE_PREFIXES = ("ephemeral-storage", "hugepages-", "vpc.amazonaws.
 
 # GKE Dynamic Workload Scheduler (queued provisioning): the ProvisioningRequest class Kueue asks for.
 DWS_PROVISIONING_CLASS = "queued-provisioning.gke.io"
-# The Cluster Autoscaler's all-or-nothing scale-up class (autoscaler FAQ "Supported ProvisioningClasses").
+# The Cluster Autoscaler's best-effort atomic scale-up class (autoscaler FAQ "Supported ProvisioningClasses"):
+# atomic only where the cloud provider implements AtomicIncreaseSize, which the AWS one does not
+# (cluster-autoscaler 1.35.0 cloudprovider/aws/aws_cloud_provider.go:288-291; FAQ.md:650-654).
 ATOMIC_PROVISIONING_CLASS = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
 PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
 
@@ -231,9 +233,10 @@ def provisioning_class(spec: StackSpec, pool: NodePool) -> str | None:
       ``best-effort-atomic-scale-up.autoscaling.x-k8s.io``. Kueue's TAS counts only ready, schedulable nodes
       (kueue v0.19.2 site ``concepts/topology_aware_scheduling.md``), so without the check a TAS workload needing
       nodes that do not exist yet is never admitted, no pod is created and nothing scales. With it, Kueue
-      reserves quota, the autoscaler brings all the gang's nodes up together or none, and only then does Kueue
-      assign the topology (``tas_flavorassigner.go``: topology assignment is delayed while a ProvisioningRequest
-      check is pending). The criterion is topologyAware because it is the stack's statement that a pool runs
+      reserves quota, the autoscaler scales up for the whole gang (together or not at all on GKE; on AWS not
+      atomically: the ASG accepting the new size marks it Provisioned), and only then does Kueue assign the
+      topology (``tas_flavorassigner.go``: topology assignment is delayed while a ProvisioningRequest check is
+      pending). The criterion is topologyAware because it is the stack's statement that a pool runs
       multi-node gangs whose placement matters; other pools admit on quota and scale on pending pods.
       Who serves the class: the Cluster Autoscaler on EKS managed node groups (installed here, with
       ``--enable-provisioning-requests``), GKE's managed cluster autoscaler on GKE node pools (GKE ships the

@@ -115,7 +115,11 @@ def _queues(spec: StackSpec) -> list[str]:
         order = " > ".join(f"{p.name} ({derive.flavor_class(spec, p)})" for p in derive.tenant_flavor_order(spec, t))
         volcano = "-"
         if t.name in volcano_tenants:
-            volcano = f"`{t.name}` (weight {t.queue_weight}; holds at most {_units(derive.volcano_queue_cap(spec, t))})"
+            rest, full = derive.volcano_queue_cap(spec, t, at_rest=True), derive.volcano_queue_cap(spec, t)
+            volcano = (
+                f"`{t.name}` (weight {t.queue_weight}; enqueues at most {_units(rest)} from an idle cluster, holds "
+                f"at most {_units(full)} at full size)"
+            )
         if t.name not in kueue_tenants:  # no ClusterQueue: nothing queued, ordered, lent or borrowed in Kueue
             lines.append(f"| {t.name} | - | - | - | - | - | - | {volcano} |")
             continue
@@ -132,8 +136,12 @@ def _queues(spec: StackSpec) -> list[str]:
         "",
         "*any*: no limit; idle quota in the cohort is lent and borrowed, and reclaimed by preemption. *flavors in "
         "order*: the order Kueue tries the tenant's pools in (dedicated, spot, queued provisioning, shared; by name "
-        "within a class). *holds at most*: Volcano's proportion cap with every pool at its maximum size, "
-        "min(capability, cluster total - all Volcano queues' guarantees + its own); only tenants with "
+        "within a class). *holds at most … at full size*: Volcano's proportion cap with every pool at its maximum "
+        "size, min(capability, cluster total - all Volcano queues' guarantees + its own). *enqueues at most … from "
+        "an idle cluster*: the same cap over the nodes an idle cluster keeps (every pool at minNodes), since "
+        "proportion takes the cluster total from the nodes that exist; from zero GPU nodes it is the queue's "
+        "guarantee. Volcano does not enqueue a job whose minimum exceeds it, creates none of its pods, and so no "
+        "autoscaler brings the nodes that would raise it. Only tenants with "
         "`scheduler: volcano` get a Volcano queue, so Kueue tenants reserve nothing there. A tenant whose "
         "priority ceiling is a `Never` class gets a ClusterQueue that never preempts (Kueue ignores a "
         "PriorityClass's preemptionPolicy) and lends nothing, since it could not reclaim it. A Volcano tenant has "

@@ -126,5 +126,10 @@ def test_the_summary_reports_the_capped_numbers():
     assert "| gang | gang-sliced: 1, gang-small: 2 | 6 nvidia.com/gpu | 24 nvidia.com/gpu | volcano |" in text
     assert "| borrower | small: 0 | 0 nvidia.com/gpu | 3 nvidia.com/gpu |" in text
     assert "| lender | small: 2 | 2 nvidia.com/gpu | 8 nvidia.com/gpu |" in text
-    # Volcano's cap: min(capability 24, fleet 8 + 16 + 8 + 16 = 48 - guarantees 6 + own 6 = 48) = 24
-    assert "`gang` (weight 1; holds at most 24 nvidia.com/gpu)" in text
+    # Volcano's cap: min(capability 24, fleet 8 + 16 + 8 + 16 = 48 - guarantees 6 + own 6 = 48) = 24 at full size;
+    # from an idle cluster (every pool 0..1, at 0) the fleet is 0: min(24, max(0 - 6, 0) + 6) = 6, its guarantee,
+    # since proportion counts the nodes that exist (volcano v1.15.1 proportion.go:91-139; issue 26 §4.5)
+    assert (
+        "`gang` (weight 1; enqueues at most 6 nvidia.com/gpu from an idle cluster, holds at most 24 nvidia.com/gpu "
+        "at full size)"
+    ) in text

@@ -344,7 +344,10 @@ def test_summary_lists_the_pinned_charts():
 
 def test_queue_rows_name_kueue_and_volcano_queues():
     """prod-aws: every tenant's Kueue queues are `<tenant>/default` -> `<tenant>`; only applied-ml
-    (scheduler: volcano, queueWeight: 2) has a Volcano queue, with its weight and cap; the others show '-'."""
+    (scheduler: volcano, queueWeight: 2) has a Volcano queue, with its weight and its caps: what it enqueues from
+    an idle cluster (proportion's cap over the nodes that exist, volcano v1.15.1 proportion.go:91-139: no
+    nvidia.com/gpu node at rest, so its guarantee, 16 A100s on a100-gang) and what it holds at full size (a100-gang
+    at 2 x 8 = 16, its capability); the others show '-' (issue 26 §4.5)."""
     rows = {
         line.split(" | ")[0][2:]: line.split(" | ")
         for line in summary._queues(_spec("prod-aws"))
@@ -353,7 +356,10 @@ def test_queue_rows_name_kueue_and_volcano_queues():
     assert rows["research"][1] == "`research/default` -> `research`"
     assert rows["research"][-1] == "- |"
     volcano = rows["applied-ml"][-1]
-    assert volcano.startswith("`applied-ml` (weight 2; holds at most ") and volcano.endswith(" nvidia.com/gpu) |")
+    assert volcano == (
+        "`applied-ml` (weight 2; enqueues at most 16 nvidia.com/gpu from an idle cluster, holds at most 16 "
+        "nvidia.com/gpu at full size) |"
+    )
     kueue_off = stack_config("prod-aws")
     kueue_off["gpu-platform:addons"]["kueue"] = False
     for t in kueue_off["gpu-platform:tenants"]:
