@@ -468,11 +468,12 @@ def _tenant(spec: StackSpec, namespace: str) -> Tenant | None:
 
 
 def _total(w: Workload) -> dict[str, int]:
-    """Units one Kueue workload holds: every pod of every pod set (a Deployment's pods are one each)."""
+    """Units one Kueue workload holds: every pod of every pod set (a Deployment's pods are one each, a
+    LeaderWorkerSet's groups one each: ``Workload.workload_copies``)."""
     total: dict[str, int] = defaultdict(int)
     for ps in w.podsets:
         for name, n in ps.requests().items():
-            total[name] += n * (1 if w.per_pod_workloads else ps.count)
+            total[name] += n * (1 if w.per_pod_workloads else ps.count // w.workload_copies)
     return dict(sorted(total.items()))
 
 
