@@ -204,8 +204,9 @@ def provisioning_guarantee(spec: StackSpec, pool: NodePool, nodes: int | None) -
 
 def kueue_holds_quota(spec: StackSpec, pool: NodePool, held: dict[str, int], per_pod: bool, check: bool) -> str:
     """Appended to a stop after Kueue's flavor step (pool, provisioner, node): Kueue counts quota per flavor, never
-    per node (kueue v0.19.2 pkg/scheduler/flavorassigner: a pod set's requests against the flavor's quota), so
-    it reserves the workload's units although no node can run its pods.
+    per node (kueue v0.19.2 pkg/scheduler/flavorassigner/flavorassigner.go:1330-1380, fitsResourceQuota: the pod
+    sets' summed requests against the flavor's available quota; no node's size enters), so it reserves the
+    workload's units although no node can run its pods.
 
     - Without a ProvisioningRequest check it admits the workload; waitForPodsReady evicts it once its pods are not
       ready by the timeout (pkg/controller/core/workload_controller.go:1229-1274, 1657-1675), requeues it with
