@@ -156,7 +156,7 @@ def volcano_queue_verdict(
         return (
             f"{name} enqueues at most {_units({r: rest.get(r, 0) for r in short})} from an idle cluster, the "
             f"gang's minimum needs {_units(short)}: proportion computes the queue's cap over the nodes that exist "
-            "(its guarantee while its pools have no node; volcano v1.15.1 pkg/scheduler/plugins/proportion/"
+            "(its guarantee while no node has the resource; volcano v1.15.1 pkg/scheduler/plugins/proportion/"
             "proportion.go:91-139), enqueues no job whose minimum exceeds it (402-436), and the job controller "
             "creates no pod before that (pkg/controllers/job/job_controller_actions.go:406-408), so nothing asks "
             f"for nodes; at full size it would hold {_units({r: full.get(r, 0) for r in short})}. Ask for at most "

@@ -318,8 +318,8 @@ def test_from_zero_nodes_a_gang_above_the_guarantee_is_never_enqueued():
     assert stop(t) == (
         "queue",
         "Volcano queue applied-ml enqueues at most 8 nvidia.com/gpu from an idle cluster, the gang's minimum needs "
-        "16 nvidia.com/gpu: proportion computes the queue's cap over the nodes that exist (its guarantee while its "
-        "pools have no node; volcano v1.15.1 pkg/scheduler/plugins/proportion/proportion.go:91-139), enqueues no "
+        "16 nvidia.com/gpu: proportion computes the queue's cap over the nodes that exist (its guarantee while no "
+        "node has the resource; volcano v1.15.1 pkg/scheduler/plugins/proportion/proportion.go:91-139), enqueues no "
         "job whose minimum exceeds it (402-436), and the job controller creates no pod before that "
         "(pkg/controllers/job/job_controller_actions.go:406-408), so nothing asks for nodes; at full size it would "
         "hold 16 nvidia.com/gpu. Ask for at most the guarantee, or raise applied-ml's gpuQuota (its guarantee)",
