@@ -14,6 +14,8 @@ class ExistingAccess(pulumi.ComponentResource):
         super().__init__(self.TYPE, name, None, opts)
         import pulumi_kubernetes as k8s
 
+        from components.k8s import PROVIDER_OPTIONS
+
         args = {}
         if spec.cluster.kubeconfig:
             args["kubeconfig"] = spec.cluster.kubeconfig
@@ -24,7 +26,5 @@ class ExistingAccess(pulumi.ComponentResource):
             # context the provider keeps its own heuristic (the active cluster), so switching the ambient
             # current-context to another cluster is still a replacement, not a silent re-target.
             args["cluster_identifier"] = f"context:{spec.cluster.context}"
-        self.provider = k8s.Provider(
-            "kubernetes", enable_server_side_apply=True, opts=pulumi.ResourceOptions(parent=self), **args
-        )
+        self.provider = k8s.Provider("kubernetes", opts=pulumi.ResourceOptions(parent=self), **PROVIDER_OPTIONS, **args)
         self.register_outputs({})

@@ -110,6 +110,14 @@ def helm_release(resource_name: str, opts: pulumi.ResourceOptions | None = None,
     return KubeResource(RELEASE, resource_name, {"compat": "true", **{camel(k): v for k, v in args.items()}}, opts)
 
 
+# Options of every Kubernetes provider the platform creates (aws/cluster.py, gcp/cluster.py, existing.py):
+# server-side apply; and ConfigMaps updated in place. pulumi-kubernetes otherwise replaces a ConfigMap whose data
+# changes, and with a fixed name that is delete-then-create: adding a tenant replaced the cost ConfigMap (its
+# figures change), and a sharing change replaced the device-plugin config the GPU Operator reads, with a window
+# where it did not exist (seen under the real engine: tests/engine).
+PROVIDER_OPTIONS = {"enable_server_side_apply": True, "enable_config_map_mutable": True}
+
+
 def psa_labels(enforce: str, audit: str = "restricted") -> dict[str, str]:
     """Pod Security Admission labels: ``enforce`` the level, ``audit``/``warn`` at ``audit``."""
     return {

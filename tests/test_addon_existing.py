@@ -15,10 +15,12 @@ def _provider(r) -> dict:
 
 def test_the_local_stacks_provider_uses_its_context_with_server_side_apply():
     """stacks/Pulumi.local.yaml names context kind-gpu and no kubeconfig: the provider reads the ambient
-    kubeconfig at that context; every object is applied server-side."""
+    kubeconfig at that context; every object is applied server-side, and ConfigMaps are updated in place (not
+    replaced with a window in which they do not exist: tests/engine saw adding a tenant replace the cost record)."""
     inputs = _provider(rendered("local"))
     assert inputs == {
         "enableServerSideApply": "true",
+        "enableConfigMapMutable": "true",
         "context": "kind-gpu",
         "clusterIdentifier": "context:kind-gpu",
     }

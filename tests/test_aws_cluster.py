@@ -114,6 +114,7 @@ def test_kubernetes_provider_applies_server_side(stack):
     overwritten or refused, and the provider is a child of the cluster-access component."""
     [provider] = rendered(stack).of_type(K8S_PROVIDER)
     assert provider.inputs["enableServerSideApply"] == "true"
+    assert provider.inputs["enableConfigMapMutable"] == "true"
     assert provider.parent == "cluster"
     assert provider.name == "kubernetes"
 

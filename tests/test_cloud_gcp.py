@@ -474,3 +474,9 @@ def test_rendered_kubeconfig_uses_the_looked_up_endpoint_and_ca():
         "certificate-authority-data": "T0ZGTElORS1QTEFDRUhPTERFUi1DQQ==",
     }
     assert doc["current-context"] == "gke_ml-dev-project_us-central1_ml-dev"
+
+
+def test_the_gke_provider_applies_server_side_and_updates_config_maps_in_place():
+    (provider,) = rendered("dev-gcp").of_type("pulumi:providers:kubernetes")
+    assert provider.inputs["enableServerSideApply"] == "true"
+    assert provider.inputs["enableConfigMapMutable"] == "true"

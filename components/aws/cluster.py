@@ -40,6 +40,8 @@ class EksAccess(pulumi.ComponentResource):
         super().__init__(self.TYPE, name, None, opts)
         import pulumi_kubernetes as k8s
 
+        from components.k8s import PROVIDER_OPTIONS
+
         # Looked up in the stack's region (cluster.region, else aws:region), which is also the region of
         # the kubeconfig token and of every regional resource gpu-platform creates for the cluster.
         self.cluster = sdk.eks_cluster(spec.cluster.name or "", spec.cluster.region)
@@ -53,7 +55,7 @@ class EksAccess(pulumi.ComponentResource):
             # The provider is replaced (and with it every Kubernetes resource) only when this changes, not
             # when the kubeconfig's server or CA does (pulumi-kubernetes provider.go DiffConfig).
             cluster_identifier=self.cluster.arn,
-            enable_server_side_apply=True,
             opts=pulumi.ResourceOptions(parent=self),
+            **PROVIDER_OPTIONS,
         )
         self.register_outputs({"endpoint": self.endpoint})

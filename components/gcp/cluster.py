@@ -86,6 +86,8 @@ class GkeAccess(pulumi.ComponentResource):
         import pulumi_gcp as gcp
         import pulumi_kubernetes as k8s
 
+        from components.k8s import PROVIDER_OPTIONS
+
         c = spec.cluster
         self.cluster = gcp.container.get_cluster_output(name=c.name or "", location=c.location, project=c.project)
         self.endpoint = self.cluster.endpoint
@@ -106,7 +108,7 @@ class GkeAccess(pulumi.ComponentResource):
             # kubeconfig's CA or server, which without this replaces the provider and every Kubernetes
             # resource (pulumi-kubernetes provider.go DiffConfig); with it, only another cluster does.
             cluster_identifier=self.cluster.id,
-            enable_server_side_apply=True,
             opts=pulumi.ResourceOptions(parent=self),
+            **PROVIDER_OPTIONS,
         )
         self.register_outputs({"endpoint": self.cluster.endpoint})
