@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STACK  ?= prod-aws
 
-.PHONY: lock setup synth synth-all check test cluster-test lint fmt bench schema refresh-upstream policy-venv policy-data clean urn-snapshots mutate mutate-sample
+.PHONY: lock setup synth synth-all check test cluster-test engine-test lint fmt bench schema refresh-upstream policy-venv policy-data clean urn-snapshots mutate mutate-sample
 
 # Everything installed comes from a hashed lock (`make lock` refreshes them from the ranges in pyproject.toml and
 # policies/requirements.in): requirements/dev.txt for the tests and tools, requirements.txt for the program (what
@@ -40,6 +40,13 @@ test: setup
 ## 10-25 minutes the first time on 2 cores, then cached). Needs Go and openssl.
 cluster-test: setup
 	@bin="$$(scripts/cluster-bins.sh)" && GPU_PLATFORM_KUBE_BIN="$$bin" $(BIN)/python -m pytest -p no:xdist tests/cluster
+
+## The engine tests: the program through the real Pulumi engine (CLI v3.274.1) and kubernetes provider, both
+## built from Go modules by scripts/engine-bins.sh (about 15 minutes the first time, then cached), on the
+## cluster tests' control plane: up, a no-op preview, a tenant added, outputs, destroy.
+engine-test: setup
+	@kube="$$(scripts/cluster-bins.sh)" && engine="$$(scripts/engine-bins.sh)" && \
+	  GPU_PLATFORM_KUBE_BIN="$$kube" GPU_PLATFORM_ENGINE_BIN="$$engine" $(BIN)/python -m pytest -p no:xdist tests/engine
 
 lint: setup
 	$(BIN)/ruff check .

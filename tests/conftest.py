@@ -24,8 +24,10 @@ ROOT = Path(__file__).resolve().parent.parent
 # tests/cluster/ runs against a real control plane, built by `make cluster-test`, which names it in
 # GPU_PLATFORM_KUBE_BIN. `make test` does not collect it: none of those tests can pass without a server, and a
 # missing or broken binary there is an error, never a skip.
-if not os.environ.get("GPU_PLATFORM_KUBE_BIN"):
-    collect_ignore_glob = ["cluster/*"]
+collect_ignore_glob = [] if os.environ.get("GPU_PLATFORM_KUBE_BIN") else ["cluster/*"]
+# tests/engine/ also needs the Pulumi CLI and the kubernetes provider plugin (GPU_PLATFORM_ENGINE_BIN)
+if not (os.environ.get("GPU_PLATFORM_KUBE_BIN") and os.environ.get("GPU_PLATFORM_ENGINE_BIN")):
+    collect_ignore_glob.append("engine/*")
 STACKS_DIR = ROOT / "stacks"
 STACKS = sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in STACKS_DIR.glob("Pulumi.*.yaml"))
 UPSTREAM = ROOT / "upstream"  # the project's copy; see upstream/README.md
