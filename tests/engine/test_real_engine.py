@@ -60,6 +60,8 @@ def _state_urns(stack) -> set[str]:
 
 @pytest.fixture(scope="module")
 def engine():
+    """A control plane, an engine, and the stack deployed once: every test below reads or previews it and
+    leaves it as it was, so none depends on another having run first."""
     from controlplane import ControlPlane
 
     with ControlPlane("engine") as cp:
@@ -67,7 +69,8 @@ def engine():
         try:
             cfg = _config(str(cp.kubeconfig))
             stack = eng.stack(STACK, cfg)
-            yield {"cp": cp, "engine": eng, "stack": stack, "config": cfg}
+            up = stack.up(color="never")
+            yield {"cp": cp, "engine": eng, "stack": stack, "config": cfg, "up": up}
             dials = cp.dials_outside_loopback()
             assert dials == [], dials[:3]
         finally:
@@ -76,8 +79,7 @@ def engine():
 
 def test_up_creates_exactly_what_the_synth_renders(engine):
     stack, cfg, cp = engine["stack"], engine["config"], engine["cp"]
-    result = stack.up(color="never")
-    assert result.summary.result == "succeeded"
+    assert engine["up"].summary.result == "succeeded"
     assert _state_urns(stack) == _synth_urns(cfg)
     # and the objects are on the server
     assert cp.kubectl("get", "namespace", "dev", "-o", "name").stdout.strip() == "namespace/dev"
@@ -124,15 +126,23 @@ def test_adding_a_tenant_previews_as_exactly_its_new_resources(engine):
 
 
 def test_destroy_completes_after_the_readme_unprotect_step(engine):
-    stack, cfg, cp = engine["stack"], engine["config"], engine["cp"]
-    with pytest.raises(Exception, match="protect"):
-        stack.destroy(color="never")  # protected tenant namespaces refuse the destroy
-    engine["engine"].stack(STACK, {**cfg, "gpu-platform:protect": {"tenantNamespaces": False}})
-    assert stack.up(color="never").summary.result == "succeeded"
-    assert stack.destroy(color="never").summary.result == "succeeded"
-    assert _state_urns(stack) == set()
-    proc = cp.kubectl("get", "namespace", "dev", "-o", "name", check=False)
-    assert proc.returncode != 0 and "NotFound" in proc.stderr
+    """On a server of its own (the module's stack stays deployed for the other tests): refused while tenant
+    namespaces are protected, then the README's step (protect.tenantNamespaces: false, pulumi up) and destroy."""
+    from controlplane import ControlPlane
+
+    with ControlPlane("destroy") as cp:
+        cfg = _config(str(cp.kubeconfig))
+        stack = engine["engine"].stack("destroy", cfg)
+        assert stack.up(color="never").summary.result == "succeeded"
+        with pytest.raises(Exception, match="protect"):
+            stack.destroy(color="never")
+        engine["engine"].stack("destroy", {**cfg, "gpu-platform:protect": {"tenantNamespaces": False}})
+        assert stack.up(color="never").summary.result == "succeeded"
+        assert stack.destroy(color="never").summary.result == "succeeded"
+        assert _state_urns(stack) == set()
+        proc = cp.kubectl("get", "namespace", "dev", "-o", "name", check=False)
+        assert proc.returncode != 0 and "NotFound" in proc.stderr
+        assert cp.dials_outside_loopback() == []
 
 
 def test_turning_on_mutable_config_maps_updates_the_provider_in_place(engine, monkeypatch):
