@@ -56,9 +56,13 @@ fmt: setup
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-## Synth generated specs (20, 200 and 1000 tenants) against a fair floor: the same resources, plain classes
+## Synth generated specs (20, 200 and 1000 tenants) against a fair floor: the same resources, plain classes; and,
+## when the engine is built, a real-engine preview against a floor of the same resources (tests/bench_engine.py)
 bench: setup
 	$(BIN)/python tests/bench_synth.py
+	@if kube="$$(scripts/cluster-bins.sh --print 2>/dev/null)" && engine="$$(scripts/engine-bins.sh --print 2>/dev/null)"; then \
+	  GPU_PLATFORM_KUBE_BIN="$$kube" GPU_PLATFORM_ENGINE_BIN="$$engine" $(BIN)/python tests/bench_engine.py; \
+	else echo "bench: the real-engine preview needs the engine and control plane: make engine-test builds them"; fi
 
 ## Rewrite tests/snapshots/urns/<stack>.txt from the current code (refuses to drop a URN with no alias
 ## and no CHANGELOG.md note: the engine would delete that resource in a deployed stack)
