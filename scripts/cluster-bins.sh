@@ -15,29 +15,12 @@ set -euo pipefail
 
 K8S_VERSION="${K8S_VERSION:-v1.35.4}"
 ETCD_VERSION="${ETCD_VERSION:-v3.6.16}"
-CACHE="${GPU_PLATFORM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpu-platform}"
-BIN="$CACHE/bin/k8s-$K8S_VERSION-etcd-$ETCD_VERSION"
+NAME=cluster-bins
 TOOLS=(kube-apiserver kube-controller-manager kubectl etcd)
-
-complete() {
-  for t in "${TOOLS[@]}"; do [ -x "$BIN/$t" ] || return 1; done
-}
-
-if [ "${1:-}" = "--print" ]; then
-  complete || { echo "cluster-bins: $BIN is incomplete; run scripts/cluster-bins.sh" >&2; exit 1; }
-  echo "$BIN"
-  exit 0
-fi
-if complete; then
-  echo "$BIN"
-  exit 0
-fi
-
-command -v go >/dev/null || { echo "cluster-bins: Go is needed to build the control plane (https://go.dev/doc/install)" >&2; exit 1; }
-mkdir -p "$BIN"
-WORK="$(mktemp -d)"
-trap 'rm -rf "$WORK"' EXIT
-export GOFLAGS="-buildvcs=false -mod=mod" CGO_ENABLED=0
+# shellcheck source=scripts/bins-cache.sh
+. "$(dirname "$0")/bins-cache.sh"
+BIN="$CACHE/bin/k8s-$K8S_VERSION-etcd-$ETCD_VERSION"
+bins_cached "$@"
 minor="${K8S_VERSION#v1.}"        # 35.4
 staging="v0.$minor"               # v0.35.4
 
@@ -109,5 +92,5 @@ EOF
   mv "$BIN/etcd.tmp" "$BIN/etcd"
 fi
 
-complete
+bins_complete
 echo "$BIN"

@@ -22,29 +22,12 @@ set -euo pipefail
 PULUMI_VERSION="${PULUMI_VERSION:-v3.274.1}"
 KUBERNETES_PROVIDER_MODULE_VERSION="${KUBERNETES_PROVIDER_MODULE_VERSION:-v4.0.0-20260115033456-f47bc2d6f199}"
 KUBERNETES_PROVIDER_VERSION="${KUBERNETES_PROVIDER_VERSION:-4.34.2}"
-CACHE="${GPU_PLATFORM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpu-platform}"
-BIN="$CACHE/bin/pulumi-$PULUMI_VERSION-kubernetes-$KUBERNETES_PROVIDER_VERSION"
+NAME=engine-bins
 TOOLS=(pulumi pulumi-resource-kubernetes)
-
-complete() {
-  for t in "${TOOLS[@]}"; do [ -x "$BIN/$t" ] || return 1; done
-}
-
-if [ "${1:-}" = "--print" ]; then
-  complete || { echo "engine-bins: $BIN is incomplete; run scripts/engine-bins.sh" >&2; exit 1; }
-  echo "$BIN"
-  exit 0
-fi
-if complete; then
-  echo "$BIN"
-  exit 0
-fi
-
-command -v go >/dev/null || { echo "engine-bins: Go is needed to build the Pulumi engine (https://go.dev/doc/install)" >&2; exit 1; }
-mkdir -p "$BIN"
-WORK="$(mktemp -d)"
-trap 'chmod -R u+w "$WORK" 2>/dev/null; rm -rf "$WORK"' EXIT
-export GOFLAGS="-buildvcs=false -mod=mod" CGO_ENABLED=0
+# shellcheck source=scripts/bins-cache.sh
+. "$(dirname "$0")/bins-cache.sh"
+BIN="$CACHE/bin/pulumi-$PULUMI_VERSION-kubernetes-$KUBERNETES_PROVIDER_VERSION"
+bins_cached "$@"
 
 # --- the Pulumi CLI -----------------------------------------------------------------------------------------
 if [ ! -x "$BIN/pulumi" ]; then
@@ -74,5 +57,5 @@ if [ ! -x "$BIN/pulumi-resource-kubernetes" ]; then
   mv "$BIN/pulumi-resource-kubernetes.tmp" "$BIN/pulumi-resource-kubernetes"
 fi
 
-complete
+bins_complete
 echo "$BIN"
