@@ -430,6 +430,30 @@ def pool_schedulers(spec: StackSpec) -> dict[str, tuple[str, ...]]:
     return {name: tuple(sorted(v)) for name, v in sorted(out.items())}
 
 
+# The opt-in a shared pool's Kueue flavor asks of workloads (kueue.flavor_spec): a ResourceFlavor nodeTaint, not a
+# node taint. Kueue assigns a flavor only to pod sets that tolerate its nodeTaints (kueue v0.19.2
+# pkg/scheduler/flavorassigner/flavorassigner.go:1239-1245, FindMatchingUntoleratedTaint over the pod's tolerations
+# and the flavor's own), and the flavor does not list it among the tolerations it injects.
+SHARED_GPU_TAINT = {"key": "gpu-platform/shared-gpu", "value": "one-unit", "effect": "NoSchedule"}
+
+
+@per_spec
+def opt_in_shared_pools(spec: StackSpec) -> frozenset[str]:
+    """One-unit shared pools (``shares_whole_gpu_requests``) that some Kueue tenant reaches beside another of its
+    pools advertising a resource name the shared pool advertises too. Kueue counts units per flavor, not per
+    container, so without an opt-in it could admit a pod asking two units per container onto the shared flavor,
+    and the device plugin would refuse it at bind; with the opt-in (SHARED_GPU_TAINT on the flavor) only pod sets
+    that tolerate it are assigned there. Where no tenant could confuse them, nothing changes."""
+    out: set[str] = set()
+    for tenant in kueue_tenants(spec):
+        pools = [spec.pool(name) for name in tenant.gpu_quota]
+        for shared in (p for p in pools if shares_whole_gpu_requests(spec, p)):
+            names = set(units_per_gpu(spec, shared))
+            if any(other is not shared and names & set(units_per_gpu(spec, other)) for other in pools):
+                out.add(shared.name)
+    return frozenset(out)
+
+
 def kueue_tenants(spec: StackSpec) -> list[Tenant]:
     """Tenants whose workloads Kueue admits: only they get a ClusterQueue and a LocalQueue. A Volcano tenant's
     ClusterQueue would admit nothing (Kueue skips its namespace) and lend its quota to the cohort, while its

@@ -35,6 +35,7 @@ from components.explain_facts import (
     autoscaler_sees,
     dcgm_attribution,
     exporter_values,  # noqa: F401  (re-exported: tests read the exporter values a trace checks)
+    flavor_opt_in_problem,
     flavor_selection_problems,
     gpu_podsets,
     node_advertises,
@@ -169,7 +170,7 @@ class _Tracer:
         flavor_tolerations: list[dict[str, Any]] = []
         if scheduler == "kueue":
             pool = self.kueue_flavors(tenant, gpu)
-            flavor_tolerations = kueue.flavor_spec(pool)["tolerations"]
+            flavor_tolerations = kueue.flavor_spec(self.spec, pool)["tolerations"]
             self.admission_checks(tenant, pool)
         else:
             pool = self.pick_pool(tenant, gpu)
@@ -315,10 +316,11 @@ class _Tracer:
             if fname == kueue.DEFAULT_FLAVOR:
                 continue
             pool = spec.pool(fname)
-            labels = kueue.flavor_spec(pool)["nodeLabels"]
+            labels = (flavor_doc := kueue.flavor_spec(spec, pool))["nodeLabels"]
             nominal = {q["name"]: int(q["nominalQuota"]) for q in flavor["resources"] if q["name"] in gpu}
             # only the flavor's own label keys count here (flavor_selection_problems); the node checks the rest
             why = next((p for ps in self.gpu_sets() for p in flavor_selection_problems(ps.pod, labels)), None)
+            why = why or flavor_opt_in_problem(self.gpu_sets(), flavor_doc)  # its nodeTaints, tolerated or not
             if why:
                 tried.append(f"{fname}: {why}")
                 continue
@@ -432,7 +434,7 @@ class _Tracer:
         for ps in sets:
             pod = dict(ps.pod)
             if injected:  # Kueue adds the flavor's node labels and tolerations on admission
-                pod["nodeSelector"] = {**(pod.get("nodeSelector") or {}), **kueue.flavor_spec(pool)["nodeLabels"]}
+                pod["nodeSelector"] = {**(pod.get("nodeSelector") or {}), **kueue.flavor_spec(spec, pool)["nodeLabels"]}
                 pod["tolerations"] = [*(pod.get("tolerations") or []), *flavor_tolerations]
             self.effective.append(pod)
             problems = selection_problems(pod, labels)

@@ -183,6 +183,19 @@ def untolerated(tolerations: list[Mapping[str, Any]], taints: list[Mapping[str, 
     ]
 
 
+def flavor_opt_in_problem(podsets: list[PodSet], flavor: Mapping[str, Any]) -> str | None:
+    """Why Kueue does not assign a flavor for its nodeTaints: a pod set that tolerates neither by itself nor by
+    the flavor's injected tolerations one of them (kueue v0.19.2 pkg/scheduler/flavorassigner/flavorassigner.go:
+    1239-1245). The platform's only flavor nodeTaint is the shared-GPU opt-in (``derive.SHARED_GPU_TAINT``)."""
+    for ps in podsets:
+        missing = untolerated(
+            [*(ps.pod.get("tolerations") or []), *flavor["tolerations"]], flavor.get("nodeTaints", [])
+        )
+        if missing:
+            return f"shared GPUs, the pod set does not tolerate {missing[0]} (tolerate it to opt in to a slice)"
+    return None
+
+
 def pod_selection(
     spec: StackSpec, pool: NodePool, podsets: list[PodSet], gpu: Mapping[str, int]
 ) -> tuple[str, list[str]]:

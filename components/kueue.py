@@ -212,13 +212,18 @@ def uses_topology(spec: StackSpec) -> bool:
     return any(p.topology_aware for p in spec.node_pools)
 
 
-def flavor_spec(pool: NodePool) -> dict[str, Any]:
+def flavor_spec(spec: StackSpec, pool: NodePool) -> dict[str, Any]:
     """ResourceFlavor spec: pods admitted on this flavor get the pool's node label as nodeSelector and
-    tolerations for exactly the pool's taints (TAS also needs them here: it places pods itself)."""
+    tolerations for exactly the pool's taints (TAS also needs them here: it places pods itself). A shared pool a
+    tenant could confuse with a whole-GPU one (``derive.opt_in_shared_pools``) also carries the opt-in nodeTaint
+    ``derive.SHARED_GPU_TAINT``, which it does not tolerate for the pod: only workloads that tolerate it land there.
+    nodeTaints may change in place on a flavor without a topology (``flavor_immutable``)."""
     out: dict[str, Any] = {
         "nodeLabels": {derive.POOL_LABEL: pool.name},
         "tolerations": derive.tolerations(pool),
     }
+    if pool.name in derive.opt_in_shared_pools(spec):
+        out["nodeTaints"] = [dict(derive.SHARED_GPU_TAINT)]
     if pool.topology_aware:
         out["topologyName"] = TOPOLOGY_NAME
     return out
@@ -527,7 +532,7 @@ class Kueue(addon.ChartAddon):
             if derive.pool_schedulers(spec)[pool.name] == ("volcano",):
                 continue  # Volcano hands its GPUs out: no ClusterQueue may name it, a flavor would admit nothing
             opts = pulumi.ResourceOptions.merge(flavor_opts, replacement_options(flavor_immutable(pool)))
-            flavors[pool.name] = cr(f"flavor-{pool.name}", "ResourceFlavor", pool.name, flavor_spec(pool), o=opts)
+            flavors[pool.name] = cr(f"flavor-{pool.name}", "ResourceFlavor", pool.name, flavor_spec(spec, pool), o=opts)
         checks: dict[str, pulumi.Resource] = {}
         for pool in provisioning_pools(spec):
             check = admission_check_name(spec, pool)

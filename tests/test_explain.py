@@ -48,6 +48,9 @@ NO_BATCH_SCHEDULER = {"gpuOperator": True, "dcgm": True, "kueue": False, "volcan
 
 
 GPU_TOLERATION = [{"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}]
+# The opt-in a shared pool's Kueue flavor asks of pods when the tenant also reaches whole GPUs of the same name
+# (derive.SHARED_GPU_TAINT; dev-aws: ml-dev's l4-shared beside a10g-spot)
+SHARED_OPT_IN = [{"key": "gpu-platform/shared-gpu", "operator": "Equal", "value": "one-unit", "effect": "NoSchedule"}]
 # prod-aws applied-ml's own pool: the Volcano tenant pod policy refuses its GPU pods on any other
 GANG_POOL = {"gpu-platform/pool": "a100-gang"}
 # What Pod Security "restricted" asks of a container and a pod (the serving tenants enforce it).
@@ -310,7 +313,12 @@ def test_volcano_job_without_gpu_toleration_stays_pending_at_pool():
 
 def test_kueue_injects_the_flavor_toleration():
     # the same pod needs no toleration of its own under Kueue: the flavor adds it on admission
-    t = trace(spec_of("dev-aws"), pod("ml-dev", {"nvidia.com/gpu": 1}, nodeSelector={"gpu-platform/pool": "l4-shared"}))
+    t = trace(
+        spec_of("dev-aws"),
+        pod(
+            "ml-dev", {"nvidia.com/gpu": 1}, nodeSelector={"gpu-platform/pool": "l4-shared"}, tolerations=SHARED_OPT_IN
+        ),
+    )
     assert t.pending is None and t.pool == "l4-shared"
 
 
@@ -384,10 +392,14 @@ def test_fixed_managed_pool_cannot_grow():
     pool_of(config["gpu-platform:nodePools"], "l4-shared")["minNodes"] = 1
     config["gpu-platform:addons"] = {**config["gpu-platform:addons"], "clusterAutoscaler": False}
     spec = load_spec(config)
-    text = job("ml-dev", 2, {"nvidia.com/gpu": 1}, nodeSelector={"gpu-platform/pool": "l4-shared"})
+    text = job(
+        "ml-dev", 2, {"nvidia.com/gpu": 1}, nodeSelector={"gpu-platform/pool": "l4-shared"}, tolerations=SHARED_OPT_IN
+    )
     # 2 pods x 1 unit fit one node of 4 time-sliced units: runs on the fixed node
     assert trace(spec, text).pool == "l4-shared"
-    pods = [pod("ml-dev", {"nvidia.com/gpu": 1}, nodeSelector={"gpu-platform/pool": "l4-shared"}) for _ in range(1)]
+    pods = [
+        pod("ml-dev", {"nvidia.com/gpu": 1}, nodeSelector={"gpu-platform/pool": "l4-shared"}, tolerations=SHARED_OPT_IN)
+    ]
     assert trace(spec, pods[0]).provisioner == "EKS managed node group (fixed size)"
 
 
@@ -399,7 +411,9 @@ def test_karpenter_time_sliced_pool_without_overlay(monkeypatch):
     config = stack_config("dev-aws")
     pool_of(config["gpu-platform:nodePools"], "a10g-spot")["sharing"] = {"strategy": "time-slicing", "replicas": 4}
     spec = load_spec(config)
-    text = pod("ml-dev", {"nvidia.com/gpu": 1}, nodeSelector={"gpu-platform/pool": "a10g-spot"})
+    text = pod(
+        "ml-dev", {"nvidia.com/gpu": 1}, nodeSelector={"gpu-platform/pool": "a10g-spot"}, tolerations=SHARED_OPT_IN
+    )
     fixed = trace(spec, text)
     assert fixed.pending is None and fixed.provisioner.startswith("Karpenter NodePool a10g-spot"), fixed.lines()
     monkeypatch.setattr(karpenter, "needs_overlay", lambda s, p: False)  # the pre-fix platform: no overlay
@@ -412,7 +426,12 @@ def test_karpenter_time_sliced_pool_without_overlay(monkeypatch):
     # renameByDefault: the resource is invisible to Karpenter, it never launches a node
     pool_of(config["gpu-platform:nodePools"], "a10g-spot")["sharing"]["renameByDefault"] = True
     renamed = load_spec(config)
-    shared = pod("ml-dev", {"nvidia.com/gpu.shared": 1}, nodeSelector={"gpu-platform/pool": "a10g-spot"})
+    shared = pod(
+        "ml-dev",
+        {"nvidia.com/gpu.shared": 1},
+        nodeSelector={"gpu-platform/pool": "a10g-spot"},
+        tolerations=SHARED_OPT_IN,
+    )
     t = trace(renamed, shared)
     assert (t.pending.name, t.pending.detail) == (
         "provisioner",
@@ -436,7 +455,9 @@ def test_bottlerocket_karpenter_sharing_never_reaches_the_node(monkeypatch):
     p["os"] = "bottlerocket"
     p["sharing"] = {"strategy": "time-slicing", "replicas": 4}
     spec = load_spec(config)
-    text = pod("ml-dev", {"nvidia.com/gpu": 1}, nodeSelector={"gpu-platform/pool": "a10g-spot"})
+    text = pod(
+        "ml-dev", {"nvidia.com/gpu": 1}, nodeSelector={"gpu-platform/pool": "a10g-spot"}, tolerations=SHARED_OPT_IN
+    )
     assert trace(spec, text).pending is None  # the fix: userData carries the settings, the overlay says 4
     # the pre-fix platform: a class without userData and no overlay
     need = karpenter.node_class_need
@@ -595,7 +616,12 @@ def test_whole_gpu_job_prefers_a_dedicated_or_spot_pool_over_a_time_slice():
 
 def test_monitoring_none_is_said(monkeypatch):
     spec = spec_of("dev-aws", monitoring={"prometheus": "none"})
-    t = trace(spec, pod("ml-dev", {"nvidia.com/gpu": 1}, nodeSelector={"gpu-platform/pool": "l4-shared"}))
+    t = trace(
+        spec,
+        pod(
+            "ml-dev", {"nvidia.com/gpu": 1}, nodeSelector={"gpu-platform/pool": "l4-shared"}, tolerations=SHARED_OPT_IN
+        ),
+    )
     assert t.pending is None
     assert (t.layers[-1].name, t.layers[-1].detail) == (
         "dcgm",
@@ -634,12 +660,17 @@ def test_own_quota_on_a_later_flavor_beats_borrowing_on_an_earlier_one():
     config = stack_config("dev-aws")
     config["gpu-platform:tenants"][0]["gpuQuota"] = {"l4-shared": 4, "a10g-spot": 0}  # a10g-spot: borrow only
     spec = load_spec(config)
-    t = trace(spec, pod("ml-dev", {"nvidia.com/gpu": 1}))
+    t = trace(spec, pod("ml-dev", {"nvidia.com/gpu": 1}, tolerations=SHARED_OPT_IN))
     flavors = next(x for x in t.layers if x.name == "flavors")
     assert "order default-flavor > a10g-spot > l4-shared" in flavors.detail
     assert t.pool == "l4-shared" and "nominal quota" in flavors.detail
     # pinned to the borrow-only pool, it borrows there
-    t = trace(spec, pod("ml-dev", {"nvidia.com/gpu": 1}, nodeSelector={"gpu-platform/pool": "a10g-spot"}))
+    t = trace(
+        spec,
+        pod(
+            "ml-dev", {"nvidia.com/gpu": 1}, nodeSelector={"gpu-platform/pool": "a10g-spot"}, tolerations=SHARED_OPT_IN
+        ),
+    )
     assert t.pool == "a10g-spot" and "borrows 1 nvidia.com/gpu from cohort gpu-platform" in t.layers[4].detail
 
 

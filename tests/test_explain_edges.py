@@ -13,6 +13,7 @@ from test_explain import (
     NO_BATCH_SCHEDULER,
     SAFE_CONTAINER,
     SAFE_POD,
+    SHARED_OPT_IN,
     container,
     job,
     jobset,
@@ -88,12 +89,16 @@ def test_required_node_affinity_steers_the_kueue_flavor():
     """Kueue skips a flavor whose node labels the pod's required node affinity does not match: the whole-GPU
     a10g-spot comes first in ml-dev's order, so only the affinity sends the pod to l4-shared."""
     pin = {"key": "gpu-platform/pool", "operator": "In", "values": ["l4-shared"]}
-    t = trace(spec_of("dev-aws"), pod("ml-dev", {"nvidia.com/gpu": 1}, affinity=_affinity([pin])))
+    t = trace(
+        spec_of("dev-aws"), pod("ml-dev", {"nvidia.com/gpu": 1}, affinity=_affinity([pin]), tolerations=SHARED_OPT_IN)
+    )
     assert t.pending is None and t.pool == "l4-shared", t.lines()
     assert "skipped a10g-spot: required node affinity matches no term" in layer(t, "flavors").detail
     # a term nothing matches: every flavor skipped with the same reason
     pin["values"] = ["nope"]
-    t = trace(spec_of("dev-aws"), pod("ml-dev", {"nvidia.com/gpu": 1}, affinity=_affinity([pin])))
+    t = trace(
+        spec_of("dev-aws"), pod("ml-dev", {"nvidia.com/gpu": 1}, affinity=_affinity([pin]), tolerations=SHARED_OPT_IN)
+    )
     assert t.pending.detail == (
         "no flavor fits: a10g-spot: required node affinity matches no term; "
         "l4-shared: required node affinity matches no term"
@@ -284,7 +289,9 @@ def test_gke_cluster_autoscaler_pool():
 def test_time_slicing_refuses_more_than_one_unit_per_pod():
     """failRequestsGreaterThanOne (the default): the device plugin fails a pod asking for 2 time-sliced units,
     although one l4-shared node advertises 4 of them."""
-    text = pod("ml-dev", {"nvidia.com/gpu": 2}, nodeSelector={"gpu-platform/pool": "l4-shared"})
+    text = pod(
+        "ml-dev", {"nvidia.com/gpu": 2}, nodeSelector={"gpu-platform/pool": "l4-shared"}, tolerations=SHARED_OPT_IN
+    )
     t = trace(spec_of("dev-aws"), text)
     assert [x.name for x in t.layers if x.ok][-1] == "provisioner"
     assert t.pending.name == "node"

@@ -16,6 +16,7 @@ from test_explain import (
     GANG_POOL,
     GPU_TOLERATION,
     NO_BATCH_SCHEDULER,
+    SHARED_OPT_IN,
     container,
     job,
     kueue_holds,
@@ -422,33 +423,47 @@ def test_a_resource_no_flavor_covers():
 def test_flavor_layer_details():
     dev = spec_of("dev-aws")
     # no pin, nothing skipped: the first flavor in order, within ml-dev's 8 A10Gs
-    t = trace(dev, pod("ml-dev", {"nvidia.com/gpu": 1}))
+    t = trace(dev, pod("ml-dev", {"nvidia.com/gpu": 1}, tolerations=SHARED_OPT_IN))
     assert (
         layer(t, "flavors").detail
         == "a10g-spot (1 nvidia.com/gpu, nominal quota; order default-flavor > a10g-spot > l4-shared)"
     )
     # exactly the nominal quota is not borrowing: 8 pods x 1 A10G
-    t = trace(dev, job("ml-dev", 8, {"nvidia.com/gpu": 1}, nodeSelector={"gpu-platform/pool": "a10g-spot"}))
+    t = trace(
+        dev,
+        job(
+            "ml-dev",
+            8,
+            {"nvidia.com/gpu": 1},
+            nodeSelector={"gpu-platform/pool": "a10g-spot"},
+            tolerations=SHARED_OPT_IN,
+        ),
+    )
     assert layer(t, "flavors").detail.startswith("a10g-spot (8 nvidia.com/gpu, nominal quota;")
     # 10 units: more than a10g-spot ever holds (no cohort: 8), so Kueue goes on to l4-shared (16 units)
-    t = trace(dev, job("ml-dev", 10, {"nvidia.com/gpu": 1}))
+    t = trace(dev, job("ml-dev", 10, {"nvidia.com/gpu": 1}, tolerations=SHARED_OPT_IN))
     assert layer(t, "flavors").detail == (
         "l4-shared (10 nvidia.com/gpu, nominal quota; order default-flavor > a10g-spot > l4-shared; skipped "
         "a10g-spot: needs 10 nvidia.com/gpu, quota 8 nvidia.com/gpu, at most 8 nvidia.com/gpu with borrowing)"
     )
-    # every flavor skipped before the one that fits is named: research given a share of l4-notebooks too
+    # every flavor skipped before the one that fits is named: research given a share of l4-notebooks too (a
+    # time-slice beside its whole GPUs of the same name: the shared flavor is opt-in, and the pod opts in)
     config = stack_config("prod-aws")
     config["gpu-platform:tenants"][0]["gpuQuota"]["l4-notebooks"] = 1
-    t = trace(
-        load_spec(config), pod("research", {"nvidia.com/gpu": 1}, nodeSelector={"gpu-platform/pool": "l4-notebooks"})
+    slice_pod = pod(
+        "research",
+        {"nvidia.com/gpu": 1},
+        nodeSelector={"gpu-platform/pool": "l4-notebooks"},
+        tolerations=SHARED_OPT_IN,
     )
+    t = trace(load_spec(config), slice_pod)
     assert layer(t, "flavors").detail == (
         "l4-notebooks (1 nvidia.com/gpu, nominal quota; order default-flavor > a100-train > h100-spot > l4-notebooks; "
         "skipped a100-train: nodeSelector gpu-platform/pool=l4-notebooks (nodes have a100-train); h100-spot: "
         "nodeSelector gpu-platform/pool=l4-notebooks (nodes have h100-spot))"
     )
-    # 17 units: neither fits; both reasons, in flavor order
-    assert stop(trace(dev, job("ml-dev", 17, {"nvidia.com/gpu": 1}))) == (
+    # 17 units (opting in to slices): neither fits; both reasons, in flavor order
+    assert stop(trace(dev, job("ml-dev", 17, {"nvidia.com/gpu": 1}, tolerations=SHARED_OPT_IN))) == (
         "flavors",
         "no flavor fits: a10g-spot: needs 17 nvidia.com/gpu, quota 8 nvidia.com/gpu, at most 8 nvidia.com/gpu with "
         "borrowing; l4-shared: needs 17 nvidia.com/gpu, quota 16 nvidia.com/gpu, at most 16 nvidia.com/gpu with "
@@ -467,7 +482,9 @@ def test_topology_requests_and_topology_aware_flavors_pair_up():
     # a gang asking a topology is placed only on a topology-aware flavor: dev-aws with l4-shared topology-aware
     config = stack_config("dev-aws")
     pool_of(config["gpu-platform:nodePools"], "l4-shared")["topologyAware"] = True
-    t = trace(load_spec(config), job("ml-dev", 2, {"nvidia.com/gpu": 1}, annotations=TAS_HOSTNAME))
+    t = trace(
+        load_spec(config), job("ml-dev", 2, {"nvidia.com/gpu": 1}, annotations=TAS_HOSTNAME, tolerations=SHARED_OPT_IN)
+    )
     assert t.pool == "l4-shared", t.lines()
     assert layer(t, "flavors").detail.endswith("; skipped a10g-spot: not topology-aware)")
     # ... and h100-spot, research's last flavor, is skipped for it too
@@ -704,10 +721,10 @@ def test_a_fixed_managed_pool():
     config["gpu-platform:addons"] = {**config["gpu-platform:addons"], "clusterAutoscaler": False}
     spec = load_spec(config)
     pinned = {"nodeSelector": {"gpu-platform/pool": "l4-shared"}}
-    t = trace(spec, job("ml-dev", 4, {"nvidia.com/gpu": 1}, **pinned))
+    t = trace(spec, job("ml-dev", 4, {"nvidia.com/gpu": 1}, **pinned, tolerations=SHARED_OPT_IN))
     assert layer(t, "provisioner").detail == "1 fixed node(s), needs 1"
     assert t.provisioner == "EKS managed node group (fixed size)"
-    assert stop(trace(spec, job("ml-dev", 5, {"nvidia.com/gpu": 1}, **pinned))) == (
+    assert stop(trace(spec, job("ml-dev", 5, {"nvidia.com/gpu": 1}, **pinned, tolerations=SHARED_OPT_IN))) == (
         "provisioner",
         "l4-shared is fixed at 1 node(s) (addons.clusterAutoscaler off), needs 2"
         + kueue_holds("5 nvidia.com/gpu", "l4-shared"),
@@ -728,7 +745,9 @@ def test_the_cluster_autoscaler_template_must_fit_the_pod(monkeypatch):
 
         return patched
 
-    text = pod("ml-dev", {"nvidia.com/gpu": 1}, nodeSelector={"gpu-platform/pool": "l4-shared"})
+    text = pod(
+        "ml-dev", {"nvidia.com/gpu": 1}, nodeSelector={"gpu-platform/pool": "l4-shared"}, tolerations=SHARED_OPT_IN
+    )
     monkeypatch.setattr(managed_pools, "autoscaler_tags", without("label/gpu-platform/pool"))
     assert stop(trace(spec_of("dev-aws"), text)) == (
         "provisioner",
@@ -750,7 +769,9 @@ def test_the_cluster_autoscaler_template_must_fit_the_pod(monkeypatch):
     )
     # the template counts the instance type's one L4, not its 4 slices: a pod of 2 slices never scales it up
     monkeypatch.setattr(managed_pools, "autoscaler_tags", without("resources/nvidia.com/gpu"))
-    two = pod("ml-dev", {"nvidia.com/gpu": 2}, nodeSelector={"gpu-platform/pool": "l4-shared"})
+    two = pod(
+        "ml-dev", {"nvidia.com/gpu": 2}, nodeSelector={"gpu-platform/pool": "l4-shared"}, tolerations=SHARED_OPT_IN
+    )
     assert stop(trace(spec_of("dev-aws"), two)) == (
         "provisioner",
         "the Cluster Autoscaler's node template offers 1 nvidia.com/gpu, the pod asks 2 nvidia.com/gpu: it never "
@@ -762,7 +783,9 @@ def test_the_cluster_autoscaler_template_must_fit_the_pod(monkeypatch):
     config = stack_config("dev-aws")
     config["gpu-platform:tenants"][0]["gpuQuota"] = {"l4-shared": 4}
     monkeypatch.setattr(managed_pools, "autoscaler_tags", without("label/gpu-platform/pool"))
-    assert stop(trace(load_spec(config), pod("ml-dev", {"nvidia.com/gpu": 1}))) == stop(trace(spec_of("dev-aws"), text))
+    assert stop(trace(load_spec(config), pod("ml-dev", {"nvidia.com/gpu": 1}, tolerations=SHARED_OPT_IN))) == stop(
+        trace(spec_of("dev-aws"), text)
+    )
     # EFA interfaces: the autoscaler knows an instance type's GPUs, not its EFA devices, unless tagged
     monkeypatch.setattr(managed_pools, "autoscaler_tags", without("resources/vpc.amazonaws.com/efa"))
     (t,) = explain.explain_all(spec_of("prod-aws"), (ROOT / "examples" / "kueue-pytorch-training-job.yaml").read_text())

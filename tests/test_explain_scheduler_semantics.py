@@ -15,6 +15,7 @@ from test_explain import (
     GANG_POOL,
     GPU_TOLERATION,
     SAFE_POD,
+    SHARED_OPT_IN,
     container,
     job,
     kueue_holds,
@@ -150,10 +151,14 @@ def test_eks_managed_capacity_type_is_on_the_node_and_in_the_autoscaler_template
     its scale-from-zero template (cluster-autoscaler 1.35.0 cloudprovider/aws/aws_wrapper.go:98-99, joined in
     aws_manager.go:307-317), so the pool scales up for such a pod; ON_DEMAND is a real mismatch."""
     spot = {"eks.amazonaws.com/capacityType": "SPOT", "gpu-platform/pool": "l4-shared"}
-    t = trace(spec_of("dev-aws"), pod("ml-dev", {"nvidia.com/gpu": 1}, nodeSelector=spot))
+    t = trace(spec_of("dev-aws"), pod("ml-dev", {"nvidia.com/gpu": 1}, nodeSelector=spot, tolerations=SHARED_OPT_IN))
     assert runs(t) == "runs on pool l4-shared via EKS managed node group + Cluster Autoscaler"
     on_demand = {**spot, "eks.amazonaws.com/capacityType": "ON_DEMAND"}
-    name, detail = stop(trace(spec_of("dev-aws"), pod("ml-dev", {"nvidia.com/gpu": 1}, nodeSelector=on_demand)))
+    name, detail = stop(
+        trace(
+            spec_of("dev-aws"), pod("ml-dev", {"nvidia.com/gpu": 1}, nodeSelector=on_demand, tolerations=SHARED_OPT_IN)
+        )
+    )
     assert (name, detail.split(" (Kueue")[0]) == (
         "pool",
         "l4-shared's nodes do not match: nodeSelector eks.amazonaws.com/capacityType=ON_DEMAND (nodes have SPOT)",
@@ -164,9 +169,12 @@ def test_the_instance_type_is_one_of_the_pools():
     """node.kubernetes.io/instance-type: l4-shared launches g6.xlarge or g6.2xlarge (CA templates the ASG's type,
     aws_manager.go:395; the kubelet labels the real one)."""
     pinned = {"gpu-platform/pool": "l4-shared", "node.kubernetes.io/instance-type": "g6.2xlarge"}
-    assert trace(spec_of("dev-aws"), pod("ml-dev", {"nvidia.com/gpu": 1}, nodeSelector=pinned)).pending is None
+    ok = pod("ml-dev", {"nvidia.com/gpu": 1}, nodeSelector=pinned, tolerations=SHARED_OPT_IN)
+    assert trace(spec_of("dev-aws"), ok).pending is None
     pinned["node.kubernetes.io/instance-type"] = "p5.48xlarge"
-    name, detail = stop(trace(spec_of("dev-aws"), pod("ml-dev", {"nvidia.com/gpu": 1}, nodeSelector=pinned)))
+    name, detail = stop(
+        trace(spec_of("dev-aws"), pod("ml-dev", {"nvidia.com/gpu": 1}, nodeSelector=pinned, tolerations=SHARED_OPT_IN))
+    )
     assert name == "pool"
     assert "nodeSelector node.kubernetes.io/instance-type=p5.48xlarge (nodes have g6.xlarge or g6.2xlarge)" in detail
 
@@ -496,7 +504,12 @@ def test_a_stop_that_is_no_stall_holds_nothing(monkeypatch):
     config = stack_config("dev-aws")
     pool_of(config["gpu-platform:nodePools"], "a10g-spot")["sharing"] = {"strategy": "time-slicing", "replicas": 4}
     monkeypatch.setattr(karpenter, "needs_overlay", lambda s, p: False)
-    t = trace(load_spec(config), pod("ml-dev", {"nvidia.com/gpu": 1}, nodeSelector={"gpu-platform/pool": "a10g-spot"}))
+    t = trace(
+        load_spec(config),
+        pod(
+            "ml-dev", {"nvidia.com/gpu": 1}, nodeSelector={"gpu-platform/pool": "a10g-spot"}, tolerations=SHARED_OPT_IN
+        ),
+    )
     assert stop(t)[0] == "provisioner" and "Kueue" not in stop(t)[1]
 
 
