@@ -205,7 +205,10 @@ class Tenancy(addon.Component):
         # Deleting a namespace deletes every workload and volume claim in it: removing a tenant from the stack
         # file (or destroying the stack) fails instead, until gpu-platform:protect.tenantNamespaces is false.
         # protect, not retainOnDelete: a retained namespace would live on without the quota and LimitRange
-        # deleted with the tenant, and nobody would be told.
+        # deleted with the tenant, and nobody would be told. The quota and LimitRange are protected with it: the
+        # engine deletes them before the namespace that holds them, so with the namespace alone protected, a
+        # removed tenant's `pulumi up` failed on the namespace after deleting its guards, leaving its workloads
+        # running with no quota (seen under the real engine: tests/engine).
         ns_opts = self.child(protect=spec.protect.tenant_namespaces)
         self.namespaces: dict[str, pulumi.Output[str]] = {}
         for tenant in spec.tenants:
@@ -229,7 +232,7 @@ class Tenancy(addon.Component):
                 "ResourceQuota",
                 metadata={"name": "gpu-quota", "namespace": ns_name, "labels": labels},
                 spec={"hard": quota_hard(spec, tenant)},
-                opts=child,
+                opts=ns_opts,
             )
             k8s.kube_object(
                 f"{tenant.name}-defaults",
@@ -246,7 +249,7 @@ class Tenancy(addon.Component):
                         }
                     ]
                 },
-                opts=child,
+                opts=ns_opts,
             )
         if spec.tenants:
             # One policy for every tenant: hoarding by self-promotion to a higher class (or to a system-* class,

@@ -16,7 +16,9 @@ from caching import cached
 from conftest import (
     HELM_RELEASE,
     K8S_PROVIDER,
+    LIMIT_RANGE,
     NAMESPACE,
+    RESOURCE_QUOTA,
     ROOT,
     STACKS,
     UPSTREAM,
@@ -139,11 +141,22 @@ def test_tenant_namespaces_are_protected_by_default(stack):
         assert not ns.retain_on_delete
 
 
+@pytest.mark.parametrize("stack", STACKS)
+def test_a_tenants_quota_and_limit_range_are_protected_with_its_namespace(stack):
+    """The engine deletes the quota and LimitRange before the namespace that holds them: protected alone, the
+    namespace survived a removed tenant's `pulumi up` without its guards (tests/engine shows it on a server)."""
+    r = rendered(stack)
+    for t in r.spec.tenants:
+        for kind, name in ((RESOURCE_QUOTA, f"{t.name}-gpu-quota"), (LIMIT_RANGE, f"{t.name}-defaults")):
+            assert r.find(kind, name).protect is True, (stack, name)
+
+
 def test_a_stack_can_opt_out_of_namespace_protection():
     cfg = stack_config("dev-aws")
     cfg["gpu-platform:protect"] = {"tenantNamespaces": False}
     r = render_config(cfg, "dev-aws")
     assert not any(x.protect for x in r.of_type(NAMESPACE))
+    assert not any(x.protect for x in r.of_type(RESOURCE_QUOTA) + r.of_type(LIMIT_RANGE))
     assert all(x.protect for x in r.of_type(HELM_RELEASE) if x.name == "kueue")  # the other key stays on
 
 

@@ -171,3 +171,46 @@ def test_turning_on_mutable_config_maps_updates_the_provider_in_place(engine, mo
         day2.preview(color="never", on_event=seen)
         assert ops == {"update": ["pulumi:providers:kubernetes"]}
         assert cp.dials_outside_loopback() == []
+
+
+def test_removing_a_tenant_is_refused_and_deletes_nothing_until_the_unprotect_step(engine):
+    """Day 2 on a server of its own: a tenant dropped from the stack file makes `pulumi up` fail with the engine's
+    own message (the README quotes it), and its namespace, quota and LimitRange all stay (the quota and LimitRange
+    are protected too: the engine deletes them first). After the README's step, the removal goes through."""
+    from controlplane import ControlPlane
+
+    with ControlPlane("remove") as cp:
+        base = _config(str(cp.kubeconfig))
+        two = {**base, "gpu-platform:tenants": [*base["gpu-platform:tenants"], {"name": "dev2", "gpuQuota": {}}]}
+        stack = engine["engine"].stack("remove", two)
+        assert stack.up(color="never").summary.result == "succeeded"
+
+        def left() -> str:
+            return cp.kubectl(
+                "get",
+                "namespace/dev2",
+                "resourcequota/gpu-quota",
+                "limitrange/container-defaults",
+                "-n",
+                "dev2",
+                "-o",
+                "name",
+                check=False,
+            ).stdout
+
+        before = left()
+        assert before.split() == ["namespace/dev2", "resourcequota/gpu-quota", "limitrange/container-defaults"]
+        engine["engine"].stack("remove", base)
+        with pytest.raises(Exception) as err:
+            stack.up(color="never")
+        message = " ".join(str(err.value).split())
+        assert re.search(r'::dev2-(namespace|gpu-quota|defaults)" cannot be deleted because it is protected', message)
+        assert left() == before
+        # the README's step: protect off while the tenant is still in the file, pulumi up, then remove it
+        engine["engine"].stack("remove", {**two, "gpu-platform:protect": {"tenantNamespaces": False}})
+        assert stack.up(color="never").summary.result == "succeeded"
+        engine["engine"].stack("remove", {**base, "gpu-platform:protect": {"tenantNamespaces": False}})
+        assert stack.up(color="never").summary.result == "succeeded"
+        assert "namespace/dev2" not in left()
+        engine["engine"].stack("remove", {**base, "gpu-platform:protect": {"tenantNamespaces": False}})
+        stack.destroy(color="never")
