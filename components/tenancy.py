@@ -201,7 +201,6 @@ class Tenancy(addon.Component):
     TYPE = "gpu-platform:index:Tenancy"
 
     def build(self, spec: StackSpec) -> None:
-        child = self.child()
         # Deleting a namespace deletes every workload and volume claim in it: removing a tenant from the stack
         # file (or destroying the stack) fails instead, until gpu-platform:protect.tenantNamespaces is false.
         # protect, not retainOnDelete: a retained namespace would live on without the quota and LimitRange
