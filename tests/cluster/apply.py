@@ -49,7 +49,6 @@ def _key(doc: dict[str, Any]) -> tuple[str, str, str, str]:
 
 def levels(rendering: Rendering) -> list[list[dict[str, Any]]]:
     """The rendered manifests in dependency levels: everything in a level depends only on earlier levels."""
-    records = {r.urn: r for r in rendering.resources}
     namespaces = {
         r.inputs["metadata"]["name"]: r.urn
         for r in rendering.resources
@@ -60,11 +59,13 @@ def levels(rendering: Rendering) -> list[list[dict[str, Any]]]:
         if is_manifest(r) and r.inputs["kind"] == "CustomResourceDefinition":
             spec = r.inputs["spec"]
             crds[(spec["group"], spec["names"]["kind"])] = r.urn
+    # the records name their dependencies by resource name (components/synth.py): every record of that name
+    by_name: dict[str, set[str]] = {}
+    for r in rendering.resources:
+        by_name.setdefault(r.name, set()).add(r.urn)
     deps: dict[str, set[str]] = {}
     for r in rendering.resources:
-        d = {u for u in r.depends_on if u in records}
-        if r.parent in records and not records[r.parent].custom:
-            pass  # a component parent orders nothing by itself
+        d = {u for name in r.depends_on for u in by_name.get(name, ())}
         if is_manifest(r):
             ns = r.inputs["metadata"].get("namespace")
             if ns in namespaces:

@@ -488,3 +488,20 @@ def test_the_offline_cel_helper_agrees_with_the_server_on_every_ceiling_probe(cl
                     assert any(msg in server.message for msg in offline), (offline, server.message)
                 compared += 1
     assert compared
+
+
+def test_objects_are_applied_after_what_they_depend_on():
+    """The apply order follows the records' dependsOn (by resource name, as the synth records them), each
+    namespaced object's Namespace and each custom resource's CRD: on prod-aws a LocalQueue comes after its
+    ClusterQueue, which comes after the ResourceFlavors it names, which come after the webhook gate Job."""
+    from apply import levels
+
+    lv = levels(render("prod-aws", stack_file_config("prod-aws")))
+    at = {
+        (d["kind"], d["metadata"]["name"], d["metadata"].get("namespace")): i for i, docs in enumerate(lv) for d in docs
+    }
+    gate = next(i for (kind, name, _), i in at.items() if kind == "Job" and name.startswith("kueue-webhook-ready"))
+    assert at[("ResourceFlavor", "a100-train", None)] > gate
+    assert at[("ClusterQueue", "research", None)] > at[("ResourceFlavor", "a100-train", None)]
+    assert at[("LocalQueue", "default", "research")] > at[("ClusterQueue", "research", None)]
+    assert at[("ResourceQuota", "gpu-quota", "research")] > at[("Namespace", "research", None)]
