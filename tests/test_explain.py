@@ -430,7 +430,6 @@ def test_karpenter_time_sliced_pool_without_overlay(monkeypatch):
         "ml-dev",
         {"nvidia.com/gpu.shared": 1},
         nodeSelector={"gpu-platform/pool": "a10g-spot"},
-        tolerations=SHARED_OPT_IN,
     )
     t = trace(renamed, shared)
     assert (t.pending.name, t.pending.detail) == (
@@ -667,9 +666,7 @@ def test_own_quota_on_a_later_flavor_beats_borrowing_on_an_earlier_one():
     # pinned to the borrow-only pool, it borrows there
     t = trace(
         spec,
-        pod(
-            "ml-dev", {"nvidia.com/gpu": 1}, nodeSelector={"gpu-platform/pool": "a10g-spot"}, tolerations=SHARED_OPT_IN
-        ),
+        pod("ml-dev", {"nvidia.com/gpu": 1}, nodeSelector={"gpu-platform/pool": "a10g-spot"}),
     )
     assert t.pool == "a10g-spot" and "borrows 1 nvidia.com/gpu from cohort gpu-platform" in t.layers[4].detail
 

@@ -96,9 +96,7 @@ def test_required_node_affinity_steers_the_kueue_flavor():
     assert "skipped a10g-spot: required node affinity matches no term" in layer(t, "flavors").detail
     # a term nothing matches: every flavor skipped with the same reason
     pin["values"] = ["nope"]
-    t = trace(
-        spec_of("dev-aws"), pod("ml-dev", {"nvidia.com/gpu": 1}, affinity=_affinity([pin]), tolerations=SHARED_OPT_IN)
-    )
+    t = trace(spec_of("dev-aws"), pod("ml-dev", {"nvidia.com/gpu": 1}, affinity=_affinity([pin])))
     assert t.pending.detail == (
         "no flavor fits: a10g-spot: required node affinity matches no term; "
         "l4-shared: required node affinity matches no term"

@@ -436,7 +436,6 @@ def test_flavor_layer_details():
             8,
             {"nvidia.com/gpu": 1},
             nodeSelector={"gpu-platform/pool": "a10g-spot"},
-            tolerations=SHARED_OPT_IN,
         ),
     )
     assert layer(t, "flavors").detail.startswith("a10g-spot (8 nvidia.com/gpu, nominal quota;")
@@ -783,9 +782,7 @@ def test_the_cluster_autoscaler_template_must_fit_the_pod(monkeypatch):
     config = stack_config("dev-aws")
     config["gpu-platform:tenants"][0]["gpuQuota"] = {"l4-shared": 4}
     monkeypatch.setattr(managed_pools, "autoscaler_tags", without("label/gpu-platform/pool"))
-    assert stop(trace(load_spec(config), pod("ml-dev", {"nvidia.com/gpu": 1}, tolerations=SHARED_OPT_IN))) == stop(
-        trace(spec_of("dev-aws"), text)
-    )
+    assert stop(trace(load_spec(config), pod("ml-dev", {"nvidia.com/gpu": 1}))) == stop(trace(spec_of("dev-aws"), text))
     # EFA interfaces: the autoscaler knows an instance type's GPUs, not its EFA devices, unless tagged
     monkeypatch.setattr(managed_pools, "autoscaler_tags", without("resources/vpc.amazonaws.com/efa"))
     (t,) = explain.explain_all(spec_of("prod-aws"), (ROOT / "examples" / "kueue-pytorch-training-job.yaml").read_text())
