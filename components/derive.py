@@ -430,6 +430,11 @@ def pool_schedulers(spec: StackSpec) -> dict[str, tuple[str, ...]]:
     return {name: tuple(sorted(v)) for name, v in sorted(out.items())}
 
 
+def volcano_pools(spec: StackSpec) -> frozenset[str]:
+    """Pools only Volcano hands out: no Kueue flavor (none could admit into it), no Kueue readiness timeout."""
+    return frozenset(name for name, who in pool_schedulers(spec).items() if who == ("volcano",))
+
+
 # The opt-in a shared pool's Kueue flavor asks of workloads (kueue.flavor_spec): a ResourceFlavor nodeTaint, not a
 # node taint. Kueue assigns a flavor only to pod sets that tolerate its nodeTaints (kueue v0.19.2
 # pkg/scheduler/flavorassigner/flavorassigner.go:1239-1245, FindMatchingUntoleratedTaint over the pod's tolerations
@@ -485,8 +490,8 @@ def fleet_units(spec: StackSpec, at_rest: bool = False) -> dict[str, int]:
     ``at_rest``: what the nodes an idle cluster keeps bring (``nodes_at_rest``)."""
     total: dict[str, int] = defaultdict(int)
     for pool in spec.node_pools:
-        units = pool_units(spec, pool, pool.gpu.per_node * nodes_at_rest(spec, pool)) if at_rest else None
-        for name, n in (units if units is not None else pool_capacity(spec, pool)).items():
+        gpus = pool.gpu.per_node * nodes_at_rest(spec, pool) if at_rest else pool.gpu_cap
+        for name, n in pool_units(spec, pool, gpus).items():
             total[name] += n
     return dict(sorted(total.items()))
 
@@ -515,6 +520,14 @@ def volcano_queue_cap(spec: StackSpec, tenant: Tenant, at_rest: bool = False) ->
     return out
 
 
+def tenant_lending_limits(spec: StackSpec, tenant: Tenant) -> dict[str, int]:
+    """pool -> GPUs the tenant's ClusterQueue may lend (a pool left out: no limit). A tenant that never preempts
+    cannot reclaim what it lends (its reclaimWithinCohort is Never), so it lends nothing on any pool."""
+    if tenant_never_preempts(spec, tenant):
+        return dict.fromkeys(tenant.gpu_quota, 0)
+    return dict(tenant.lending_limit)
+
+
 def tenant_never_preempts(spec: StackSpec, tenant: Tenant) -> bool:
     """Every PriorityClass the tenant may use (at or below its ceiling) has ``preemptionPolicy: Never``.
 
@@ -541,12 +554,8 @@ def _seconds(d: str) -> int:
 def cold_start_pools(spec: StackSpec) -> list[NodePool]:
     """Pools a Kueue-admitted workload may have to wait for from zero nodes (minNodes 0; Karpenter pools always);
     not the pools Volcano hands out, where Kueue's waitForPodsReady never applies."""
-    owners = pool_schedulers(spec)
-    return [
-        p
-        for p in spec.node_pools
-        if (p.provisioner == "karpenter" or p.min_nodes == 0) and owners.get(p.name) != ("volcano",)
-    ]
+    volcano = volcano_pools(spec)
+    return [p for p in spec.node_pools if (p.provisioner == "karpenter" or p.min_nodes == 0) and p.name not in volcano]
 
 
 def wait_for_pods_ready_too_short(spec: StackSpec) -> list[str]:

@@ -371,9 +371,7 @@ def resource_groups(spec: StackSpec, tenant: Tenant) -> list[dict[str, Any]]:
                     "resources": [_quota(r, budget[r]) for r in CPU_RESOURCES] + [_quota(n, 0) for n in gpu_names],
                 }
             )
-        # A tenant that never preempts cannot reclaim what it lends (its ClusterQueue's reclaimWithinCohort is
-        # Never, below): it lends nothing (lendingLimit 0 on every pool; rules refuse an explicit one above 0).
-        lending = {p.name: 0 for p in pools} if derive.tenant_never_preempts(spec, tenant) else tenant.lending_limit
+        lending = derive.tenant_lending_limits(spec, tenant)  # 0 everywhere for a tenant that never preempts
         for pool in pools:
             units = nominal[pool.name]
             borrow = _limit_units(spec, pool, tenant.borrowing_limit) if has_cohort else None
@@ -529,7 +527,7 @@ class Kueue(addon.ChartAddon):
             DEFAULT_FLAVOR: cr("flavor-default", "ResourceFlavor", DEFAULT_FLAVOR, {}, o=flavor_opts)
         }
         for pool in spec.node_pools:
-            if derive.pool_schedulers(spec)[pool.name] == ("volcano",):
+            if pool.name in derive.volcano_pools(spec):
                 continue  # Volcano hands its GPUs out: no ClusterQueue may name it, a flavor would admit nothing
             opts = pulumi.ResourceOptions.merge(flavor_opts, replacement_options(flavor_immutable(pool)))
             flavors[pool.name] = cr(f"flavor-{pool.name}", "ResourceFlavor", pool.name, flavor_spec(spec, pool), o=opts)

@@ -127,7 +127,7 @@ def _queues(spec: StackSpec) -> list[str]:
         kueue = f"`{t.name}/{spec.scheduling.local_queue_name}` -> `{t.name}`"
         never = derive.tenant_never_preempts(spec, t)
         preempt = "never" if never else "lower priority; reclaims lent quota"
-        lending = {p: 0 for p in t.gpu_quota} if never else t.lending_limit  # kueue.resource_groups lends nothing
+        lending = derive.tenant_lending_limits(spec, t)
         lines.append(
             f"| {t.name} | {kueue} | {order or '-'} | {preempt} | {cohort or 'none'} | "
             f"{_limits(t, cohort, t.borrowing_limit)} | {_limits(t, cohort, lending)} | {volcano} |"
