@@ -8,10 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from conftest import STACKS as SHIPPED
+from conftest import STACKS_DIR
+
 from components import stackfile
 
 ROOT = Path(__file__).resolve().parents[2]
-SHIPPED = sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))
 COVERAGE_DIR = ROOT / "tests" / "fixtures" / "coverage"
 COVERAGE = sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in COVERAGE_DIR.glob("Pulumi.*.yaml"))
 ALL = [*SHIPPED, *COVERAGE]
@@ -20,7 +22,7 @@ ALL = [*SHIPPED, *COVERAGE]
 def stack_file(stack: str) -> Path:
     if stack in COVERAGE:
         return COVERAGE_DIR / f"Pulumi.{stack}.yaml"
-    return ROOT / "stacks" / f"Pulumi.{stack}.yaml"
+    return STACKS_DIR / f"Pulumi.{stack}.yaml"
 
 
 def stack_file_config(stack: str) -> dict[str, Any]:

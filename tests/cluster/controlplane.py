@@ -31,7 +31,6 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -290,9 +289,3 @@ def _stop_all(*_args: object) -> None:
 
 
 atexit.register(_stop_all)
-
-
-@contextlib.contextmanager
-def running(name: str) -> Iterator[ControlPlane]:
-    with ControlPlane(name) as cp:
-        yield cp

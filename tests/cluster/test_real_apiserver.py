@@ -308,12 +308,9 @@ def test_the_coverage_stacks_are_on_the_server_too():
 
 
 def _examples_for(stack: str) -> list[Path]:
-    out = []
-    for path in sorted((ROOT / "examples").glob("*.yaml")):
-        first = path.read_text().splitlines()[0]
-        if first.startswith(f"# Target stack: {stack} "):
-            out.append(path)
-    return out
+    from test_examples import FILES, _target  # the examples' own "# Target stack:" reader
+
+    return [path for path in FILES if _target(path)["stack"] == stack]
 
 
 def test_every_example_is_admitted_in_its_target_stack(cluster: Cluster):
