@@ -77,9 +77,10 @@ class ChartAddon(Component):
     CHART: ClassVar[versions.Chart]
 
     def _setup(self) -> None:
-        self.chart = versions.resolve(self.CHART, self.spec.charts)
+        self.chart = versions.for_spec(self.CHART, self.spec)
         self.release: pulumi.Resource | None = None
         self.webhook_gate: pulumi.Resource | None = None
+        self.gate_name = ""
 
     def create_namespace(self, policy: NamespacePolicy) -> list[pulumi.Resource]:
         """The namespace (and GKE quota); returns what the release must wait for."""
@@ -111,11 +112,21 @@ class ChartAddon(Component):
         )
         if probe is not None:
             self.webhook_gate = webhooks.webhook_gate(self, self.provider, self.spec, probe, [self.release])
+            self.gate_name = webhooks.job_object_name(webhooks.job_spec(self.spec, probe), probe)
         return self.release
 
     def ready(self) -> list[pulumi.Resource]:
         """What an object needing the add-on waits for: the release (its CRDs) and the webhook gate if any."""
         return [r for r in (self.release, self.webhook_gate) if r is not None]
+
+    def gated(self, metadata: dict[str, Any]) -> dict[str, Any]:
+        """``metadata`` of an object the add-on's webhooks guard, with the gate's annotation when there is a gate
+        (``webhooks.gate_annotation``: no preview dry run through webhooks that may not answer yet)."""
+        if self.webhook_gate is None:
+            return metadata
+        gate = webhooks.gate_annotation(self.webhook_gate, self.gate_name)  # type: ignore[arg-type]
+        annotations = {**metadata.get("annotations", {}), **gate}
+        return {**metadata, "annotations": annotations}
 
     def after_release(self, *more: pulumi.Resource, **options: Any) -> pulumi.ResourceOptions:
         """Options of an object that needs the add-on: after ``ready()`` and ``more``."""

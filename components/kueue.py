@@ -445,7 +445,7 @@ def local_queue_spec(tenant: Tenant) -> dict[str, Any]:
 def webhook_probe(spec: StackSpec) -> webhooks.Probe:
     """A ResourceFlavor dry-run: it passes Kueue's mutating and validating webhooks, served by the same server as
     those of ClusterQueues, LocalQueues, Topologies and AdmissionChecks."""
-    chart = versions.resolve(CHART, spec.charts)
+    chart = versions.for_spec(CHART, spec)
     return webhooks.custom_resource_probe("kueue", chart, API, "ResourceFlavor", "resourceflavors", {})
 
 
@@ -494,7 +494,7 @@ class Kueue(addon.ChartAddon):
             meta: dict[str, Any] = {"name": obj_name, "labels": labels}
             if namespace:
                 meta["namespace"] = namespace
-            return k8s.kube_object(res_name, api_version=API, kind=kind, metadata=meta, spec=body, opts=o)
+            return k8s.kube_object(res_name, api_version=API, kind=kind, metadata=self.gated(meta), spec=body, opts=o)
 
         for pc in spec.priority_classes:
             # value and description sit at the top level, not under spec
@@ -503,7 +503,7 @@ class Kueue(addon.ChartAddon):
                 API,
                 "WorkloadPriorityClass",
                 crs,
-                metadata={"name": pc.name, "labels": labels},
+                metadata=self.gated({"name": pc.name, "labels": labels}),
                 value=pc.value,
                 description=pc.description or f"gpu-platform priority tier {pc.name}",
             )

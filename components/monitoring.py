@@ -72,7 +72,7 @@ class Exporter:
 def exporter(spec: StackSpec) -> Exporter:
     if spec.addons.gpu_operator:
         # gpu-operator assets/state-dcgm-exporter/0600_service.yaml
-        ns = versions.resolve(versions.GPU_OPERATOR, spec.charts).namespace
+        ns = versions.for_spec(versions.GPU_OPERATOR, spec).namespace
         if spec.gpu_operator.allocation == "dra":
             # the GPUCluster's exporter: manifests/state-dcgm-exporter/0500_service.yaml (gpu-operator v26.7.0)
             return Exporter(
@@ -80,7 +80,7 @@ def exporter(spec: StackSpec) -> Exporter:
             )
         return Exporter("operator", ns, {"app": "nvidia-dcgm-exporter"}, "gpu-metrics", "nvidia-dcgm-exporter")
     # dcgm-exporter chart templates/service.yaml + _helpers.tpl (fullname = release name here)
-    chart = versions.resolve(versions.DCGM_EXPORTER, spec.charts)
+    chart = versions.for_spec(versions.DCGM_EXPORTER, spec)
     selector = {"app.kubernetes.io/name": "dcgm-exporter", "app.kubernetes.io/instance": chart.release}
     return Exporter("standalone", chart.namespace, selector, "metrics", chart.release)
 

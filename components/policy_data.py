@@ -46,6 +46,7 @@ def data() -> dict[str, Any]:
             for key, c in sorted(versions.CHARTS.items())
         },
         "allowedSources": list(versions.ALLOWED_SOURCES),
+        "allowedDigests": versions.bundled_digests(),
     }
 
 

@@ -75,7 +75,7 @@ def prometheus_rules(spec: StackSpec) -> Iterator[Problem]:
                 f"only used with monitoring.prometheus: install (it is {m.prometheus})",
             )
         return
-    release = versions.resolve(CHART, spec.charts).release
+    release = versions.for_spec(CHART, spec).release
     if m.service_monitor_labels.get(RELEASE_LABEL, release) != release:
         yield Problem(
             key("monitoring", "serviceMonitorLabels", RELEASE_LABEL),

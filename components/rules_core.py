@@ -185,11 +185,46 @@ def priorities(spec: StackSpec) -> Iterator[Problem]:
             yield Problem(key("priorityClasses", i, "name"), "names starting with 'system-' are reserved")
 
 
+def installed_charts(spec: StackSpec) -> list[versions.Chart]:
+    """The charts ``program.run`` installs for this spec (the same conditions, in its order)."""
+    from components.aws import efa  # no cloud SDK: pool facts only
+
+    wanted = [
+        (versions.GPU_OPERATOR, spec.addons.gpu_operator),
+        (versions.KUBE_PROMETHEUS_STACK, spec.monitoring.prometheus == "install"),
+        (versions.DCGM_EXPORTER, spec.addons.dcgm and not spec.addons.gpu_operator),
+        (versions.CLUSTER_AUTOSCALER, spec.cluster_autoscaler_enabled),
+        (versions.KUEUE, spec.addons.kueue),
+        (versions.VOLCANO, spec.addons.volcano),
+        (versions.KARPENTER_CRD, spec.cloud == "aws" and spec.karpenter_enabled),
+        (versions.KARPENTER, spec.cloud == "aws" and spec.karpenter_enabled),
+        (versions.EFA_DEVICE_PLUGIN, spec.cloud == "aws" and bool(efa.efa_pools(spec))),
+    ]
+    return [c for c, on in wanted if on]
+
+
 @rule
 def charts(spec: StackSpec) -> Iterator[Problem]:
     for name in spec.charts:
         if name not in versions.CHARTS:
             yield Problem(key("charts", name), f"unknown chart (charts: {', '.join(sorted(versions.CHARTS))})")
+    # A local source must hold the archive of the version the stack pins (Helm would install whatever file the
+    # path names, whatever `version` says): checked for the charts the stack installs, where it names them.
+    for c in installed_charts(spec):
+        chart = versions.for_spec(c, spec)
+        if chart.archive is None or versions.archive_digest(chart.archive) is not None:
+            continue
+        override = spec.charts.get(c.key)
+        where = key("charts", c.key, "source") if override and override.source else key("chartSource")
+        if versions.source_kind(override.source if override and override.source else spec.chart_source) == "bundled":
+            bundled = sorted(p.name for p in (versions.PROJECT_DIR / versions.BUNDLED_DIR).glob(f"{c.name}-*.tgz"))
+            yield Problem(
+                where,
+                f"{chart.archive} is not bundled: this repository keeps {', '.join(bundled) or 'no archive'} of "
+                f"{c.name} (a version override needs a mirror or a folder holding that version)",
+            )
+        else:
+            yield Problem(where, f"{chart.archive} does not exist (a folder of packaged charts: <name>-<version>.tgz)")
 
 
 @rule

@@ -50,8 +50,10 @@ from components.spec_options import (
     AlertThresholds,
     Budget,
     ChartOverride,
+    ChartSourceStr,
     ClusterRef,
     GpuOperatorOptions,
+    ImageRegistryStr,
     KarpenterOptions,
     KueueIntegration,
     Monitoring,
@@ -154,6 +156,12 @@ class StackSpec(Model):
     monitoring: Monitoring = Field(default_factory=Monitoring)
     scheduling: Scheduling = Field(default_factory=Scheduling)
     charts: dict[str, ChartOverride] = Field(default_factory=dict)
+    chart_source: ChartSourceStr | None = Field(
+        default=None, description="where every chart comes from (default: each chart's official repository)"
+    )
+    image_registry: ImageRegistryStr | None = Field(
+        default=None, description="pull the images the platform sets through this registry (a mirror)"
+    )
     system_node_selector: dict[LabelKey, LabelValue] = Field(
         default_factory=dict, description="where controllers run (they never tolerate the GPU taint)"
     )

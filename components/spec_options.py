@@ -283,8 +283,35 @@ class Protection(Model):
     )
 
 
+# Where charts come from: ``bundled`` (the archives in upstream/charts/), an oci:// registry path, a Helm
+# repository URL, or a folder of packaged charts (``<name>-<version>.tgz``), relative to the project or absolute.
+ChartSourceStr = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=512,
+        pattern=r"^(bundled|oci://[A-Za-z0-9.-]+(:[0-9]+)?(/[A-Za-z0-9._-]+)*/?|https?://[^\s]+|[^\s:]+)$",
+        description="bundled (the repository's upstream/charts/ archives), oci://REGISTRY/PATH, a Helm "
+        "repository URL, or a folder of packaged charts (<name>-<version>.tgz)",
+    ),
+]
+# An image registry (host[:port] and an optional path) the images the platform sets are pulled through.
+ImageRegistryStr = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=255,
+        pattern=r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)*$",
+        description="registry host[:port][/path]; images keep their source registry as the first path segment",
+    ),
+]
+
+
 class ChartOverride(Model):
-    version: Annotated[str, Field(pattern=r"^v?[0-9]+\.[0-9]+\.[0-9]+$")]
+    version: Annotated[str, Field(pattern=r"^v?[0-9]+\.[0-9]+\.[0-9]+$")] | None = Field(
+        default=None, description="another exact chart version than the pinned one"
+    )
+    source: ChartSourceStr | None = Field(default=None, description="this chart's source (overrides chartSource)")
 
 
 class PriceOverride(Model):

@@ -32,7 +32,7 @@ def scaled_by(spec: StackSpec, pool) -> str:
     if pool.provisioner == "karpenter":
         return "Karpenter, for pending pods"
     if spec.cluster_autoscaler_enabled:
-        chart = versions.resolve(versions.CLUSTER_AUTOSCALER, spec.charts)
+        chart = versions.for_spec(versions.CLUSTER_AUTOSCALER, spec)
         return f"Cluster Autoscaler (chart {chart.version}), EKS managed node group"
     return f"nobody: fixed at {pool.min_nodes} node(s) (addons.clusterAutoscaler is off)"
 
@@ -166,7 +166,7 @@ def _gpu_operator_lines(spec: StackSpec) -> list[str]:
         on = {True: "on", False: "off"}
         chart = gpu_operator.CHART
         lines += [
-            f"GPU Operator {versions.resolve(chart, spec.charts).version} in `{chart.namespace}`: driver "
+            f"GPU Operator {versions.for_spec(chart, spec).version} in `{chart.namespace}`: driver "
             f"{derive.driver(spec)} (operator's {on[v['driver']['enabled']]}), toolkit {on[v['toolkit']['enabled']]}, "
             f"device plugin {on[v['devicePlugin']['enabled']]}, MIG strategy {v['mig']['strategy']}, "
             f"MIG manager {on[v['migManager']['enabled']]}.",

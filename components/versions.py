@@ -1,13 +1,27 @@
 """Every Helm chart the platform installs, with its pinned version and official source.
 
-This is the only place chart versions and repositories are written down. Stack files may override a
-version (``gpu-platform:charts``), but never the repository; the policy pack checks that every release
-is pinned to an exact version from an allow-listed repository.
+This is the only place chart versions and repositories are written down. Stack files may pin another
+version (``gpu-platform:charts.<key>.version``) and take the charts from somewhere else than their official
+source (``gpu-platform:chartSource`` for all, ``gpu-platform:charts.<key>.source`` for one): a mirror (an OCI
+registry or a Helm repository URL), a folder of packaged charts, or ``bundled``, the archives this repository
+keeps in ``upstream/charts/`` (so a clone deploys with no chart repository reachable). The policy pack checks
+that every release is pinned to an exact version from an allow-listed source, and a local archive by digest.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import hashlib
+from dataclasses import dataclass, replace
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+# The project directory (where Pulumi.yaml is): local chart paths are written relative to it, as the Pulumi
+# engine starts the kubernetes provider there and Helm resolves a chart path against the working directory.
+PROJECT_DIR = Path(__file__).resolve().parents[1]
+BUNDLED = "bundled"
+BUNDLED_DIR = "upstream/charts"  # the packaged archives of every pinned chart (upstream/charts/README.md)
+DIGEST_PREFIX = "chart sha256:"  # a local archive's digest, in the release description the policy reads
 
 
 @dataclass(frozen=True)
@@ -19,9 +33,19 @@ class Chart:
     namespace: str  # where the release is installed
     release: str  # Helm release name
 
+    archive: str | None = None  # a packaged chart on disk, relative to the project directory (then no repository)
+
+    @property
+    def name(self) -> str:
+        """The chart's own name (Chart.yaml ``name``): the last segment of an oci:// reference."""
+        return self.chart.rsplit("/", 1)[-1]
+
     @property
     def source(self) -> str:
-        """Where the chart comes from, for summaries and policy allow-lists."""
+        """Where the chart comes from, for summaries and policy allow-lists: a Helm repository URL, an oci://
+        registry path (the reference without its last segment), or the folder of a local archive."""
+        if self.archive:
+            return self.archive.rsplit("/", 1)[0]
         return self.repository or self.chart.rsplit("/", 1)[0]
 
 
@@ -120,8 +144,9 @@ CHARTS: dict[str, Chart] = {
     )
 }
 
-# Sources a release may come from; the policy pack's default allow-list.
-ALLOWED_SOURCES: tuple[str, ...] = tuple(sorted({c.source for c in CHARTS.values()}))
+# Sources a release may come from; the policy pack's default allow-list: the official ones and the bundled archives.
+ALLOWED_SOURCES: tuple[str, ...] = tuple(sorted({c.source for c in CHARTS.values()} | {BUNDLED_DIR}))
+
 
 # kubectl from the official Kubernetes registry, for the webhook readiness probes (components/webhooks.py):
 # shell-free, entrypoint kubectl; one minor of skew either side of the API server is supported.
@@ -138,22 +163,76 @@ MONITORING_API = "monitoring.coreos.com/v1"
 PROVISIONING_REQUEST_API = "autoscaling.x-k8s.io/v1"
 
 
-def resolve(chart: Chart, overrides: dict | None = None) -> Chart:
-    """The chart with a stack's version override applied (``gpu-platform:charts.<key>.version``).
+def source_kind(source: str) -> str:
+    """``bundled``, ``oci`` (a registry path), ``repository`` (a Helm repository URL) or ``path`` (a folder
+    of packaged charts, relative to the project directory or absolute)."""
+    if source == BUNDLED:
+        return "bundled"
+    if source.startswith("oci://"):
+        return "oci"
+    if source.startswith(("https://", "http://")):
+        return "repository"
+    return "path"
 
-    ``overrides`` is ``spec.charts``; the repository never changes.
+
+def archive_path(chart: Chart, version: str, source: str) -> str:
+    """Where a local source keeps this chart's packaged archive: ``<folder>/<name>-<version>.tgz`` (the file
+    name ``helm package`` writes)."""
+    folder = BUNDLED_DIR if source == BUNDLED else source.rstrip("/")
+    return f"{folder}/{chart.name}-{version}.tgz"
+
+
+def with_source(chart: Chart, source: str | None) -> Chart:
+    """The chart taken from ``source`` instead of its official one (None: the official one)."""
+    if source is None:
+        return chart
+    kind = source_kind(source)
+    if kind == "oci":
+        return replace(chart, chart=f"{source.rstrip('/')}/{chart.name}", repository=None)
+    if kind == "repository":
+        return replace(chart, chart=chart.name, repository=source.rstrip("/"))
+    path = archive_path(chart, chart.version, source)
+    return replace(chart, chart=path, repository=None, archive=path)
+
+
+def resolve(chart: Chart, overrides: dict | None = None, default_source: str | None = None) -> Chart:
+    """The chart as a stack takes it: its version override (``gpu-platform:charts.<key>.version``) and its
+    source (``charts.<key>.source``, else ``default_source``, the stack's ``chartSource``) applied.
+
+    ``overrides`` is ``spec.charts``; an override without a field keeps the pinned value.
     """
     override = (overrides or {}).get(chart.key)
-    if override is None:
+    version = getattr(override, "version", None) or chart.version
+    source = getattr(override, "source", None) or default_source
+    if version == chart.version and source is None:
         return chart
-    from dataclasses import replace
-
-    return replace(chart, version=override.version)
+    return with_source(replace(chart, version=version), source)
 
 
-def release_args(chart: Chart, overrides: dict | None = None) -> dict:
-    """Keyword arguments for ``helm.v3.Release`` naming the chart, pinned version and repository."""
-    c = resolve(chart, overrides)
+def for_spec(chart: Chart, spec: Any) -> Chart:
+    """``resolve`` with everything a stack spec says about charts."""
+    return resolve(chart, spec.charts, spec.chart_source)
+
+
+@cache
+def archive_digest(path: str) -> str | None:
+    """sha256 of a local chart archive (relative to the project directory), None when it does not exist."""
+    p = Path(path) if Path(path).is_absolute() else PROJECT_DIR / path
+    try:
+        return hashlib.sha256(p.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def release_args(chart: Chart, overrides: Any = None) -> dict:
+    """Keyword arguments for ``helm.v3.Release`` naming the chart, pinned version and source.
+
+    ``overrides`` is a stack spec, or (tests) the ``spec.charts`` mapping alone. A local archive is named by its
+    path; its sha256 goes in the release description, where the policy pack checks it against the digests it
+    allows (Helm itself ignores ``version`` for a chart path: helm.sh/helm/v3 pkg/action/install.go
+    ``LocateChart`` returns an existing path as it is).
+    """
+    c = for_spec(chart, overrides) if hasattr(overrides, "chart_source") else resolve(chart, overrides)
     args: dict = {
         "name": c.release,
         "chart": c.chart,
@@ -162,4 +241,21 @@ def release_args(chart: Chart, overrides: dict | None = None) -> dict:
     }
     if c.repository:
         args["repository_opts"] = {"repo": c.repository}
+    if c.archive:
+        args["description"] = f"{DIGEST_PREFIX}{archive_digest(c.archive) or 'missing'}"
     return args
+
+
+def image(ref: str, registry: str | None) -> str:
+    """An image the platform sets, from ``registry`` (``gpu-platform:imageRegistry``) when the stack names one.
+
+    The mirror keeps the source registry as the first path segment (``registry.k8s.io/kubectl:v1.34.1`` ->
+    ``<registry>/registry.k8s.io/kubectl:v1.34.1``), the layout ``crane copy`` / ``skopeo sync`` and pull-through
+    caches with one project per upstream use, so images of several registries cannot collide."""
+    return ref if not registry else f"{registry.rstrip('/')}/{ref}"
+
+
+def bundled_digests() -> list[str]:
+    """sha256 of each bundled archive (upstream/charts/): the local archives the policy pack accepts by default."""
+    found = (archive_digest(archive_path(c, c.version, BUNDLED)) for c in CHARTS.values())
+    return sorted(d for d in found if d is not None)

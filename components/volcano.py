@@ -247,7 +247,7 @@ def tenant_pods_policy() -> dict[str, Any]:
 def webhook_probe(spec: StackSpec) -> webhooks.Probe:
     """A Queue dry-run: it passes Volcano's queue mutating and validating webhooks (failurePolicy Fail; volcano
     v1.15.1 installer/helm/chart/volcano/templates/webhooks.yaml)."""
-    chart = versions.resolve(CHART, spec.charts)
+    chart = versions.for_spec(CHART, spec)
     return webhooks.custom_resource_probe("volcano", chart, API, "Queue", "queues", {"weight": 1, "reclaimable": True})
 
 
@@ -274,7 +274,9 @@ class Volcano(addon.ChartAddon):
                 f"{tenant.name}-volcano-queue",
                 api_version=API,
                 kind="Queue",
-                metadata={"name": tenant.name, "labels": {**derive.MANAGED_BY, derive.TENANT_LABEL: tenant.name}},
+                metadata=self.gated(
+                    {"name": tenant.name, "labels": {**derive.MANAGED_BY, derive.TENANT_LABEL: tenant.name}}
+                ),
                 spec=queue_spec(spec, tenant),
                 opts=after,
             )

@@ -140,7 +140,7 @@ def job_spec(spec: StackSpec, probe: Probe) -> dict[str, Any]:
                 "containers": [
                     {
                         "name": "probe",
-                        "image": versions.KUBECTL_IMAGE,
+                        "image": versions.image(versions.KUBECTL_IMAGE, spec.image_registry),
                         "args": ["create", "--dry-run=server", "-f", f"/probe/{PROBE_FILE}"],
                         # kubectl caches discovery under $HOME/.kube: a writable emptyDir, the rest read-only
                         "env": [{"name": "HOME", "value": "/tmp"}],
@@ -166,6 +166,21 @@ def job_spec(spec: StackSpec, probe: Probe) -> dict[str, Any]:
             },
         },
     }
+
+
+GATE_ANNOTATION = "gpu-platform/webhook-gate"
+
+
+def gate_annotation(gate: pulumi.CustomResource, name: str) -> dict[str, pulumi.Output[str]]:
+    """The annotation every object behind a gate carries: the gate Job's name, known only once the Job exists.
+
+    A preview sends each object to be created through a server-side dry run, and so through the add-on's
+    webhooks, unless its inputs hold an unknown value (pulumi-kubernetes provider/pkg/provider/provider.go,
+    ``Create``: ``skipPreview := hasComputedValue(newInputs) || ...``). ``dependsOn`` does not stop that: after an
+    ``up`` interrupted between the release (its webhooks registered) and the gate, a preview's dry run of a
+    ResourceFlavor was refused ("failed calling webhook"). The Job's id is unknown while the Job is still to be
+    created, so is this value, and the preview skips the dry run exactly until the gate has passed."""
+    return {GATE_ANNOTATION: gate.id.apply(lambda _: name)}
 
 
 def webhook_gate(

@@ -80,6 +80,7 @@ DEFAULT_PRIVILEGED_NAMESPACES: tuple[str, ...] = tuple(
     sorted({GPU_OPERATOR_CHART["namespace"], DCGM_EXPORTER_CHART["namespace"]})
 )
 DEFAULT_ALLOWED_SOURCES: tuple[str, ...] = tuple(PACK_DATA["allowedSources"])
+DEFAULT_ALLOWED_DIGESTS: tuple[str, ...] = tuple(PACK_DATA["allowedDigests"])
 
 
 # ------------------------------------------------------------------------------------ value helpers

@@ -124,7 +124,7 @@ DOCS: dict[str, Doc] = {
         ),
     ),
     "helm-chart-pinned": Doc(
-        checks="Helm releases pin an exact chart version from an allow-listed source",
+        checks="Helm releases pin an exact chart version from an allow-listed source; a local archive also by digest",
         why=(
             "a floating version or unknown source changes what runs in the cluster on the next `pulumi up`, unreviewed"
         ),

@@ -11,6 +11,7 @@ from pulumi_policy import PolicyConfigSchema, ReportViolation, ResourceValidatio
 
 from .common import (
     ADVISORY,
+    DEFAULT_ALLOWED_DIGESTS,
     DEFAULT_ALLOWED_SOURCES,
     DEFAULT_PRIVILEGED_NAMESPACES,
     EC2_NODE_CLASS,
@@ -52,17 +53,39 @@ _EXACT_VERSION = re.compile(
 )
 
 
+_DIGEST = re.compile(r"^chart sha256:([0-9a-f]{64})$")
+
+
 def chart_source(props: Mapping[str, Any]) -> str | None:
-    """Where a release's chart comes from: the registry path of an oci:// chart, else repositoryOpts.repo."""
+    """Where a release's chart comes from: the registry path of an oci:// chart, else repositoryOpts.repo, else
+    the folder of a local chart archive (``<folder>/<name>-<version>.tgz``)."""
     chart = props.get("chart")
     if isinstance(chart, str) and chart.startswith("oci://"):
         return chart.rsplit("/", 1)[0]
     repo = _get(props, "repositoryOpts", "repo")
-    return repo if isinstance(repo, str) and repo else None
+    if isinstance(repo, str) and repo:
+        return repo
+    if isinstance(chart, str) and chart.endswith(".tgz") and "/" in chart:
+        return chart.rsplit("/", 1)[0]
+    return None
 
 
 def _norm(source: str) -> str:
     return source.strip().rstrip("/")
+
+
+def _local_archive(chart: str, version: str, report: ReportViolation, props: Mapping[str, Any], args: Any) -> None:
+    """A local archive is accepted by name and digest: ``<name>-<version>.tgz`` matching the pinned version (Helm
+    ignores ``version`` for a path), and the sha256 the program read from the file among ``allowedDigests``."""
+    if not chart.rsplit("/", 1)[-1].endswith(f"-{version.strip()}.tgz"):
+        report(f"chart archive {chart!r} is not the pinned version {version!r} (<name>-<version>.tgz).", None)
+    description = props.get("description")
+    m = _DIGEST.match(description) if isinstance(description, str) else None
+    allowed = set(_config_strs(args, "allowedDigests", DEFAULT_ALLOWED_DIGESTS))
+    if m is None:
+        report(f"chart archive {chart!r} carries no digest (description 'chart sha256:<hex>').", None)
+    elif m.group(1) not in allowed:
+        report(f"chart archive {chart!r} has sha256 {m.group(1)}, which is not among the allowed digests.", None)
 
 
 def _helm_chart_pinned(args: ResourceValidationArgs, report: ReportViolation) -> None:
@@ -79,17 +102,21 @@ def _helm_chart_pinned(args: ResourceValidationArgs, report: ReportViolation) ->
     source = chart_source(props)
     if source is None:
         report(
-            f"chart {chart!r} names no repository (no oci:// reference, no repositoryOpts.repo): it would come from "
-            f"a local path or a Helm repo alias. Allowed sources: {', '.join(allowed)}.",
+            f"chart {chart!r} names no repository (no oci:// reference, no repositoryOpts.repo, no "
+            f"<folder>/<name>-<version>.tgz archive). Allowed sources: {', '.join(allowed)}.",
             None,
         )
-    elif _norm(source) not in allowed:
+        return
+    if _norm(source) not in allowed:
         report(f"chart {chart!r} comes from {source}, which is not allow-listed ({', '.join(allowed)}).", None)
+    if isinstance(chart, str) and source == chart.rsplit("/", 1)[0] and chart.endswith(".tgz"):
+        if isinstance(version, str) and version.strip():
+            _local_archive(chart, version, report, props, args)
 
 
 helm_chart_pinned = ResourceValidationPolicy(
     name="helm-chart-pinned",
-    description="Helm releases pin an exact chart version from an allow-listed repository.",
+    description="Helm releases pin an exact chart version from an allow-listed source; local archives by digest.",
     enforcement_level=MANDATORY,
     validate=_helm_chart_pinned,
     config_schema=PolicyConfigSchema(
@@ -98,12 +125,20 @@ helm_chart_pinned = ResourceValidationPolicy(
                 "type": "array",
                 "items": {"type": "string"},
                 "default": list(DEFAULT_ALLOWED_SOURCES),
-                "description": "Helm repository URLs, and oci:// registry paths (the chart reference without its "
-                "last segment), releases may come from.",
-            }
+                "description": "Helm repository URLs, oci:// registry paths (the chart reference without its "
+                "last segment) and folders of packaged charts (relative to the project) releases may come from.",
+            },
+            "allowedDigests": {
+                "type": "array",
+                "items": {"type": "string"},
+                "default": list(DEFAULT_ALLOWED_DIGESTS),
+                "description": "sha256 (hex) of the local chart archives releases may install; default: the "
+                "archives bundled in upstream/charts/.",
+            },
         }
     ),
-    remediation_steps="Use the versions in components/versions.py (the only place charts are written down).",
+    remediation_steps="Use the versions in components/versions.py (the only place charts are written down); "
+    "list a mirror in allowedSources, and a local archive's sha256 in allowedDigests.",
 )
 
 

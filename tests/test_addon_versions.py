@@ -21,7 +21,8 @@ def test_a_charts_source_is_its_repository_or_its_oci_registry_path():
 
 
 def test_allowed_sources_are_every_charts_source_once_sorted():
-    """The policy pack's default allow-list: each official source once (karpenter and its CRD chart share one)."""
+    """The policy pack's default allow-list: each official source once (karpenter and its CRD chart share one),
+    and the folder of the bundled archives (accepted by digest, tests/test_chart_sources.py)."""
     assert versions.ALLOWED_SOURCES == (
         "https://aws.github.io/eks-charts",
         "https://helm.ngc.nvidia.com/nvidia",
@@ -31,6 +32,7 @@ def test_allowed_sources_are_every_charts_source_once_sorted():
         "https://volcano-sh.github.io/helm-charts",
         "oci://public.ecr.aws/karpenter",
         "oci://registry.k8s.io/kueue/charts",
+        "upstream/charts",
     )
     assert set(versions.CHARTS) == {
         "gpuOperator",

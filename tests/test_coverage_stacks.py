@@ -93,7 +93,19 @@ def test_every_schema_option_is_used_by_some_stack():
 
 @pytest.mark.parametrize("path", COVERAGE_FILES, ids=lambda p: p.stem)
 def test_a_coverage_stack_is_valid_and_passes_its_policies(path: Path, capsys):
+    """Valid, and no mandatory policy fails; with the policy config beside it when there is one (coverage-aws
+    takes Kueue from a mirror, which an organisation allows in its policy config, not in the stack file)."""
     stack = path.name[len("Pulumi.") : -len(".yaml")]
-    rc = cli.main(["check", stack, "--config", str(path)])
+    policy_config = path.with_name(f"policy-config.{stack}.json")
+    extra = ["--policy-config", str(policy_config)] if policy_config.exists() else []
+    rc = cli.main(["check", stack, "--config", str(path), *extra])
     err = capsys.readouterr().err
     assert rc == 0, err
+
+
+def test_the_mirror_of_coverage_aws_is_refused_without_its_policy_config(capsys):
+    """The policy allows exactly the sources its config lists: the same stack without the config fails."""
+    path = COVERAGE / "Pulumi.coverage-aws.yaml"
+    assert cli.main(["check", "coverage-aws", "--config", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "comes from oci://registry.example.com/charts, which is not allow-listed" in err

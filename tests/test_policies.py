@@ -1141,7 +1141,10 @@ def test_offline_enforcement_levels_follow_policy_pack_config():
     assert levels["time-slicing-replicas"] == "mandatory"  # remediate is reported as mandatory
     st = offline.settings(pack.POLICIES, {"time-slicing-replicas": {"maxReplicas": 4}})
     assert st["time-slicing-replicas"].config == {"maxReplicas": 4}
-    assert st["helm-chart-pinned"].config == {"allowedSources": list(versions.ALLOWED_SOURCES)}
+    assert st["helm-chart-pinned"].config == {
+        "allowedSources": list(versions.ALLOWED_SOURCES),
+        "allowedDigests": versions.bundled_digests(),
+    }
     assert _levels({"dcgm-monitoring": "disabled"})["dcgm-monitoring"] == "disabled"
     with pytest.raises(offline.PolicyConfigError) as err:
         offline.settings(

@@ -160,8 +160,8 @@ def test_helm_chart_pinned_messages():
         "chart 'c' version '~1.2' is not an exact version (ranges and wildcards float)."
     ]
     assert _helm({"chart": "./local", "version": "1.0.0", "repositoryOpts": {"repo": ""}}) == [
-        "chart './local' names no repository (no oci:// reference, no repositoryOpts.repo): it would come from a "
-        f"local path or a Helm repo alias. Allowed sources: {ALLOWED}."
+        "chart './local' names no repository (no oci:// reference, no repositoryOpts.repo, no "
+        f"<folder>/<name>-<version>.tgz archive). Allowed sources: {ALLOWED}."
     ]
     assert _helm({"chart": "oci://ghcr.io/x/charts/c", "version": "1.0.0"}) == [
         f"chart 'oci://ghcr.io/x/charts/c' comes from oci://ghcr.io/x/charts, which is not allow-listed ({ALLOWED})."

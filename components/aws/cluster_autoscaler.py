@@ -278,7 +278,7 @@ class ClusterAutoscaler(addon.Component):
         )
         self.release = k8s.helm_release(
             "cluster-autoscaler",
-            **versions.release_args(CHART, spec.charts),
+            **versions.release_args(CHART, spec),
             values=helm_values(spec, role.arn),
             opts=self.child([self.crd, *deps]),
         )

@@ -497,12 +497,12 @@ class Karpenter(addon.Component):
         spec = self.spec
         crds = k8s.helm_release(
             "karpenter-crd",
-            **versions.release_args(versions.KARPENTER_CRD, spec.charts),
+            **versions.release_args(versions.KARPENTER_CRD, spec),
             opts=self.child(),
         )
         controller = k8s.helm_release(
             "karpenter",
-            **versions.release_args(versions.KARPENTER, spec.charts),
+            **versions.release_args(versions.KARPENTER, spec),
             skip_crds=True,
             values=controller_values(
                 spec,
@@ -572,7 +572,7 @@ def summary_lines(spec: StackSpec) -> list[str]:
     if spec.cloud != "aws" or not spec.karpenter_enabled:
         return []
     k = spec.karpenter
-    version = versions.resolve(versions.KARPENTER, spec.charts).version
+    version = versions.for_spec(versions.KARPENTER, spec).version
     lines = [
         "## Karpenter",
         "",
