@@ -1,4 +1,4 @@
-"""The ``gpu-platform`` command: synth, check, cost, explain and schema.
+"""The ``gpu-platform`` command: synth, check, cost, explain, plugins and schema.
 
 Exit codes: 0 rendered; 1 a mandatory policy is violated; 2 the stack config is invalid (one line per
 problem naming the stack file and key path; nothing is written); 4 internal error (a bug: one line, and
@@ -126,6 +126,30 @@ def cmd_cost(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# The Pulumi package of each provider plugin the program can load, by cloud: kubernetes always, a cloud's only on
+# its stacks (its SDK is imported only there: components/program.py, components/aws, components/gcp).
+PLUGIN_PACKAGES = {"kubernetes": "pulumi-kubernetes", "aws": "pulumi-aws", "gcp": "pulumi-gcp"}
+
+
+def stack_plugins(cloud: str) -> list[tuple[str, str]]:
+    """(plugin, version) of every provider plugin a stack of ``cloud`` uses: the version of its SDK installed
+    here (the lock's), which is the plugin version the SDK registers its resources with."""
+    from importlib.metadata import version
+
+    names = ["kubernetes", *([cloud] if cloud in PLUGIN_PACKAGES else [])]
+    return [(n, version(PLUGIN_PACKAGES[n])) for n in names]
+
+
+def cmd_plugins(args: argparse.Namespace) -> int:
+    """``pulumi plugin install`` lines for exactly the plugins the stack uses (none for a cloud it does not)."""
+    spec = _spec(args)
+    if spec is None:
+        return EXIT_INVALID
+    for name, ver in stack_plugins(spec.cloud):
+        print(f"resource {name} {ver}")
+    return EXIT_OK
+
+
 def cmd_explain(args: argparse.Namespace) -> int:
     """Trace workloads through the stack, layer by layer: exit 0 all run, 3 one stays pending, 2 bad input."""
     from components import explain
@@ -184,6 +208,10 @@ def parser() -> argparse.ArgumentParser:
     ex.add_argument("--json", action="store_true", help="one JSON document per workload")
     ex.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     ex.set_defaults(fn=cmd_explain)
+    pl = sub.add_parser("plugins", help="print the provider plugins the stack uses: KIND NAME VERSION per line")
+    pl.add_argument("stack")
+    pl.add_argument("--config", help="stack file to use instead of stacks/Pulumi.STACK.yaml")
+    pl.set_defaults(fn=cmd_plugins)
     sch = sub.add_parser("schema", help="print the JSON Schema of a stack file")
     sch.set_defaults(fn=cmd_schema)
     return p

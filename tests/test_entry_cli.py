@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import STACKS_DIR
+from conftest import ROOT, STACKS_DIR
 
 from components import cli, synth
 from components.spec import Problem, SpecError
@@ -33,12 +33,13 @@ def test_top_level_help_lists_every_command_with_its_purpose(capsys):
     """``gpu-platform --help`` is where a user learns the commands: each is listed with what it does."""
     text = _help([], capsys)
     assert text.startswith("usage: gpu-platform ")
-    assert "The ``gpu-platform`` command: synth, check, cost, explain and schema." in text
+    assert "The ``gpu-platform`` command: synth, check, cost, explain, plugins and schema." in text
     for command, purpose in [
         ("synth", "render a stack offline to a directory"),
         ("check", "validate a stack and evaluate the policy pack, writing nothing"),
         ("cost", "print what the stack's GPU pools and tenants cost per hour, writing nothing"),
         ("explain", "trace workloads through the stack: would they run, or where do they wait"),
+        ("plugins", "print the provider plugins the stack uses: KIND NAME VERSION per line"),
         ("schema", "print the JSON Schema of a stack file"),
     ]:
         assert f"{command} {purpose}" in text, command
@@ -372,3 +373,33 @@ def test_explain_names_the_workload_file_in_front_of_its_problem(tmp_path: Path,
         f"{w}: no workload in it (Pod, Deployment, StatefulSet, Job, JobSet, PyTorchJob, MPIJob, TrainJob, RayJob, "
         "RayCluster, LeaderWorkerSet, Volcano Job)\n"
     )
+
+
+# ------------------------------------------------------------------------------------------------- plugins
+
+
+def _locked(package: str) -> str:
+    """The version requirements.txt (the program's lock) pins ``package`` to."""
+    import re
+
+    text = (ROOT / "requirements.txt").read_text()
+    return re.search(rf"^{package}==([^\s;]+)", text, re.M).group(1)
+
+
+@pytest.mark.parametrize(
+    ("stack", "clouds"), [("local", []), ("dev-aws", ["aws"]), ("prod-aws", ["aws"]), ("prod-gcp", ["gcp"])]
+)
+def test_plugins_lists_kubernetes_and_only_the_stacks_own_cloud_at_the_locked_versions(stack, clouds, capsys):
+    """What `make plugins STACK=...` installs: an existing-cluster stack needs no cloud plugin at all."""
+    assert cli.main(["plugins", stack]) == 0
+    expected = [f"resource kubernetes {_locked('pulumi-kubernetes')}"]
+    expected += [f"resource {c} {_locked('pulumi-' + c)}" for c in clouds]
+    assert capsys.readouterr().out.splitlines() == expected
+
+
+def test_plugins_of_an_invalid_stack_file_print_nothing_and_exit_2(tmp_path, capsys):
+    bad = tmp_path / "Pulumi.bad.yaml"
+    bad.write_text("config:\n  gpu-platform:cloud: azure\n")
+    assert cli.main(["plugins", "bad", "--config", str(bad)]) == 2
+    out = capsys.readouterr()
+    assert out.out == "" and "gpu-platform:cloud" in out.err
