@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STACK  ?= prod-aws
 
-.PHONY: lock setup synth synth-all check test cluster-test engine-test lint fmt bench schema refresh-upstream policy-venv policy-data clean urn-snapshots mutate mutate-sample
+.PHONY: plugins lock setup synth synth-all check test cluster-test engine-test lint fmt bench schema refresh-upstream policy-venv policy-data clean urn-snapshots mutate mutate-sample
 
 # Everything installed comes from a hashed lock (`make lock` refreshes them from the ranges in pyproject.toml and
 # policies/requirements.in): requirements/dev.txt for the tests and tools, requirements.txt for the program (what
@@ -43,10 +43,18 @@ cluster-test: setup
 
 ## The engine tests: the program through the real Pulumi engine (CLI v3.274.1) and kubernetes provider, both
 ## built from Go modules by scripts/engine-bins.sh (about 15 minutes the first time, then cached), on the
-## cluster tests' control plane: up, a no-op preview, a tenant added, outputs, destroy.
+## cluster tests' control plane with kube-scheduler and kwok nodes: local with its charts from upstream/charts
+## (interrupted up, preview, up, a GPU Job on its pool, destroy), and the add-ons-off day-2 checks.
 engine-test: setup
 	@kube="$$(scripts/cluster-bins.sh)" && engine="$$(scripts/engine-bins.sh)" && \
 	  GPU_PLATFORM_KUBE_BIN="$$kube" GPU_PLATFORM_ENGINE_BIN="$$engine" $(BIN)/python -m pytest -p no:xdist tests/engine
+
+## The provider plugins one stack uses, at the lock's versions (kubernetes; aws or gcp only on their stacks), for
+## a deploy with PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true (README, "Deploy for real").
+plugins: setup
+	@test -n "$(STACK)" || { echo "usage: make plugins STACK=<stack>" >&2; exit 2; }
+	@$(BIN)/gpu-platform plugins $(STACK) | while read -r kind name version; do \
+	  pulumi plugin install "$$kind" "$$name" "$$version" || exit 1; done
 
 lint: setup
 	$(BIN)/ruff check .

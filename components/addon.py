@@ -107,6 +107,16 @@ class ChartAddon(Component):
         """The release of ``CHART`` after ``before``; with ``probe`` (the add-on's webhooks guard what it creates
         next) the webhook readiness gate after the release. ``release_options``: ``k8s.chart_release``'s
         (timeout, protect, extra Release arguments)."""
+        if probe is not None:
+            # The gate below waits until the add-on's webhooks answer, which needs its controller running: the
+            # readiness Helm's own wait would give. And Helm's wait on uninstall can hang a destroy: it polls
+            # until every object of the release is gone, while kube-controller-manager's ClusterRole aggregation
+            # controller re-creates an aggregated ClusterRole (Kueue's kueue-batch-user-role, Volcano's) it was
+            # still applying when Helm deleted it (pkg/controller/clusterroleaggregation applies with server-side
+            # apply, which creates a missing object), seen under the real engine. `helm uninstall` does not wait
+            # by default either; pulumi-kubernetes waits unless skipAwait (provider/pkg/provider/helm_release.go
+            # Delete: `if release.Atomic || !release.SkipAwait { uninstall.Wait = true }`).
+            release_options.setdefault("skip_await", True)
         self.release = k8s.chart_release(
             release_name, self, self.provider, self.spec, self.CHART, values, before, **release_options
         )

@@ -280,3 +280,15 @@ def test_a_guarded_object_names_its_gate_and_is_unknown_in_a_preview_until_the_g
             assert res.inputs["metadata"]["annotations"] == {webhooks.GATE_ANNOTATION: UNKNOWN}, res.name
             assert res.inputs["spec" if "spec" in res.inputs else "metadata"] != UNKNOWN
     assert seen > 3
+
+
+@pytest.mark.parametrize("stack", ["local", "prod-aws", "prod-gcp"])
+def test_gated_releases_skip_helms_wait_and_the_others_keep_it(stack):
+    """A gated release (Kueue, Volcano) leaves readiness to its gate and does not wait on uninstall, where Helm
+    polls for a ClusterRole the aggregation controller re-created (a destroy hung on it under the real engine);
+    every other release keeps Helm's wait (its readiness is the only signal a broken install gives)."""
+    releases = {r.name: r.inputs for r in rendered(stack).resources if r.type == "kubernetes:helm.sh/v3:Release"}
+    gated = {rel for _, (_, rel) in GATED.items()} & set(releases)
+    assert gated == {"kueue", "volcano"} & set(releases) and gated
+    for name, inputs in releases.items():
+        assert inputs.get("skipAwait", False) is (name in gated), name

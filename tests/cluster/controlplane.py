@@ -37,6 +37,8 @@ from typing import Any
 BIN_ENV = "GPU_PLATFORM_KUBE_BIN"
 TOKEN = "gpu-platform-cluster-test-admin"  # a throw-away token for a loopback test server
 SERVICE_RANGE = "127.0.128.0/17"  # cluster IPs on loopback: nothing the server might dial leaves 127.0.0.0/8
+POD_RANGE = "127.1.0.0/16"  # kwok's pod addresses, on loopback too
+KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 _LIVE: list[ControlPlane] = []
 
 
@@ -161,6 +163,45 @@ class ControlPlane:
                 "--v=2",
             ],
         )
+
+    def start_nodes(self, nodes: list[dict[str, Any]]) -> None:
+        """Simulated nodes: kube-scheduler binds pods, kwok (sigs.k8s.io/kwok) plays every node's kubelet.
+
+        kwok manages the nodes annotated ``kwok.x-k8s.io/node: fake`` with its default stages (a node turns Ready
+        and keeps its lease; a pod bound to one turns Running and Ready, a Job's pod Succeeded, a deleted pod
+        goes). Pod addresses come from ``POD_RANGE`` and each node's from 127.0.0.2: whatever the server dials
+        for a pod (a webhook, a proxy) stays on loopback."""
+        d = self.dir
+        # kwok's "fast" stages, kept beside the binary by scripts/cluster-bins.sh (kwok runs none by itself)
+        stages = sorted((self.bin / "kwok-stages").glob("*.yaml"))
+        (d / "kwok.yaml").write_text("\n---\n".join(p.read_text() for p in stages))
+        self._spawn(
+            "kube-scheduler",
+            [
+                str(self.bin / "kube-scheduler"),
+                f"--kubeconfig={self.kubeconfig}",
+                f"--authentication-kubeconfig={self.kubeconfig}",
+                f"--authorization-kubeconfig={self.kubeconfig}",
+                "--leader-elect=false",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={_free_port()}",
+                "--v=2",
+            ],
+        )
+        self._spawn(
+            "kwok",
+            [
+                str(self.bin / "kwok"),
+                f"--kubeconfig={self.kubeconfig}",
+                f"--config={d / 'kwok.yaml'}",
+                f"--manage-nodes-with-annotation-selector={KWOK_ANNOTATION}=fake",
+                f"--cidr={POD_RANGE}",
+                "--node-ip=127.0.0.2",
+                "--node-port=0",
+            ],
+        )
+        for node in nodes:
+            self.kubectl("apply", "-f", "-", stdin=json.dumps(node))
 
     def stop(self) -> None:
         for name in reversed(list(self.procs)):

@@ -61,6 +61,9 @@ class Engine:
         project = yaml.safe_load((ROOT / "Pulumi.yaml").read_text())
         project.pop("stackConfigDir", None)
         (self.project / "Pulumi.yaml").write_text(yaml.safe_dump(project, sort_keys=False))
+        # the repository's packaged charts, where a `chartSource: bundled` release names them (relative to the
+        # project directory, where the engine starts the kubernetes provider)
+        (self.project / "upstream").symlink_to(ROOT / "upstream")
         self._install_provider()
 
     def _install_provider(self) -> None:
