@@ -98,11 +98,14 @@ fi
 if [ ! -x "$BIN/kwok" ]; then
   echo "cluster-bins: building kwok $KWOK_VERSION" >&2
   GOBIN="$WORK/kwok" go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
-  # kwok runs no stage it is not given: keep the module's "fast" stages (a node turns Ready and renews its
-  # lease; a pod turns Ready, a Job's pod Succeeded, a deleted pod goes) beside the binary.
+  # kwok runs no stage it is not given: keep the module's "fast" stages (a node turns Ready and reports a
+  # heartbeat in its status every 20-25 s, inside the node lifecycle controller's 40 s grace period; a pod turns
+  # Ready, a Job's pod Succeeded, a deleted pod goes) beside the binary. Not the lease heartbeat: kwok renews
+  # leases only with --node-lease-duration-seconds, and without either the nodes turn NotReady after 40 s and
+  # their pods lose Ready for good (kwok's pod-ready stage acts on Pending pods only).
   src="$(go env GOMODCACHE)/sigs.k8s.io/kwok@$KWOK_VERSION/kustomize/stage"
   rm -rf "$BIN/kwok-stages" && mkdir -p "$BIN/kwok-stages"
-  cp "$src/node/fast/node-initialize.yaml" "$src/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml" \
+  cp "$src/node/fast/node-initialize.yaml" "$src/node/heartbeat/node-heartbeat.yaml" \
      "$src/pod/fast/pod-ready.yaml" "$src/pod/fast/pod-complete.yaml" "$src/pod/fast/pod-delete.yaml" \
      "$BIN/kwok-stages/"
   mv "$WORK/kwok/kwok" "$BIN/kwok"

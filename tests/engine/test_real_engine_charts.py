@@ -187,6 +187,26 @@ def test_outputs_have_the_synths_keys(deployed):
     assert sorted(out) == sorted(deployed["synth"].outputs)
 
 
+def test_adding_a_tenant_previews_as_exactly_what_the_synth_adds_and_changes(deployed):
+    """With Kueue and Volcano installed a tenant brings its ClusterQueue and LocalQueue too: the preview creates
+    exactly the URNs the synth adds, updates exactly those whose inputs the synth changes, replaces nothing."""
+    cfg, eng, stack = deployed["config"], deployed["engine"], deployed["stack"]
+    more = copy.deepcopy(cfg)
+    more["gpu-platform:tenants"] = [*cfg["gpu-platform:tenants"], {"name": "dev2", "gpuQuota": {"workstation": 0}}]
+    before = {r.urn: r.inputs for r in deployed["synth"].resources}
+    after = {r.urn: r.inputs for r in _synth(more).resources}
+    eng.stack(STACK, more)
+    try:
+        events: dict[str, list[str]] = {}
+        stack.preview(color="never", on_event=_ops(events))
+    finally:
+        eng.stack(STACK, cfg)
+    new = set(after) - set(before)
+    changed = {u for u in set(after) & set(before) if after[u] != before[u]}
+    assert any(":ClusterQueue::dev2-" in u for u in new) and any(":LocalQueue::dev2-" in u for u in new), new
+    assert {op: set(urns) for op, urns in events.items()} == {"create": new, **({"update": changed} if changed else {})}
+
+
 def test_a_tenant_gpu_job_runs_on_its_pools_node_within_its_quota(deployed):
     """The trace through the server: a Job in tenant dev asking one unit of what the workstation pool's node
     advertises (an L4 shared by MPS, 2 replicas: nvidia.com/gpu 2 on one node), tolerating the pool's taint and
