@@ -357,6 +357,27 @@ def test_every_shipped_stack_gets_the_offline_findings_under_the_engine(analyzer
     assert not [f for f in want if f[1] == "mandatory"]  # shipped stacks pass (what CI relies on)
 
 
+def test_bundled_charts_pass_by_digest_and_a_tampered_archive_fails_the_same_way(analyzer):
+    """`local` with `chartSource: bundled` passes under the engine's analyzer as offline; a release whose
+    archive digest differs from every bundled one is refused by both."""
+    from components.synth import render
+
+    subjects = offline.subjects_from_rendering(
+        render("local", {**stack_config("local"), "gpu-platform:chartSource": "bundled"})
+    )
+    analyzer.configure()
+    assert analyzer.findings(subjects) == offline_findings(subjects) == []
+    tampered = [
+        replace(s, props={**s.props, "description": "chart sha256:" + "0" * 64})
+        if s.type == common.HELM_RELEASE and s.props.get("chart", "").endswith("/kueue-0.19.2.tgz")
+        else s
+        for s in subjects
+    ]
+    want = offline_findings(tampered)
+    assert [(f[0], f[1]) for f in want] == [("helm-chart-pinned", "mandatory")]
+    assert analyzer.findings(tampered) == want
+
+
 def test_a_policy_config_changes_both_the_same_way(analyzer):
     config = {
         "all": "mandatory",
