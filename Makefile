@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STACK  ?= prod-aws
 
-.PHONY: plugins lock setup synth synth-all check test cluster-test engine-test lint fmt bench schema refresh-upstream policy-venv policy-data clean urn-snapshots mutate mutate-sample
+.PHONY: plugins lock setup synth synth-all check test cluster-test engine-test lint fmt bench schema refresh-upstream policy-venv policy-data clean urn-snapshots plan-snapshots mutate mutate-sample
 
 # Everything installed comes from a hashed lock (`make lock` refreshes them from the ranges in pyproject.toml and
 # policies/requirements.in): requirements/dev.txt for the tests and tools, requirements.txt for the program (what
@@ -76,6 +76,10 @@ bench: setup
 ## and no CHANGELOG.md note: the engine would delete that resource in a deployed stack)
 urn-snapshots: setup
 	$(BIN)/python -m components.urns
+
+## After a change to what the platform decides: tests/snapshots/plans/<stack>.json (review the diff)
+plan-snapshots: setup
+	$(BIN)/python -m components.plan
 
 ## Mutation testing over components/ and policies/ (slow, not in CI): make mutate [MODULE=components/derive.py]
 ## mutmut 3 works in a copy of the tree (mutants/, git-ignored).

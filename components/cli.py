@@ -1,4 +1,4 @@
-"""The ``gpu-platform`` command: synth, check, cost, explain, plugins and schema.
+"""The ``gpu-platform`` command: synth, check, plan, cost, explain, plugins and schema.
 
 Exit codes: 0 rendered; 1 a mandatory policy is violated; 2 the stack config is invalid (one line per
 problem naming the stack file and key path; nothing is written); 4 internal error (a bug: one line, and
@@ -12,6 +12,7 @@ import gc
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 EXIT_OK, EXIT_POLICY, EXIT_INVALID, EXIT_INTERNAL = 0, 1, 2, 4  # 3: explain's 'pending' verdict
 POLICY_CONFIG_HELP = "policy pack config (JSON, the format of pulumi --policy-pack-config): levels and settings"
@@ -126,6 +127,63 @@ def cmd_cost(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_plan(args: argparse.Namespace) -> int:
+    """What the platform decides for the stack (components/plan.py), before any ``pulumi up``."""
+    from components import plan
+
+    spec = _spec(args)
+    if spec is None:
+        return EXIT_INVALID
+    p = plan.build(spec, args.stack)
+    print(p.to_json() if args.json else "\n".join(plan_text(p)), end="" if args.json else "\n")
+    return EXIT_OK
+
+
+def _units(units: Any) -> str:
+    return ", ".join(f"{n} {name}" for name, n in units.items()) or "none"
+
+
+def plan_text(p: Any) -> list[str]:
+    """The plan for a person: a line per pool and add-on, a few per tenant."""
+    lines = [f"Stack {p.stack} ({p.cloud})", "", "Pools"]
+    for pool in p.pools.values():
+        per_gpu = _units(pool.units_per_gpu)
+        price = pool.price["perGpuHour"]
+        lines.append(
+            f"  {pool.name}: {pool.provisioner}, {pool.gpus_per_node} x {pool.gpu_model} {pool.capacity}, "
+            f"{pool.min_nodes}..{pool.max_nodes} nodes; each GPU advertises {per_gpu} (max {_units(pool.max_units)}); "
+            f"handed out by {', '.join(pool.schedulers) or 'nobody'}"
+            + (f"; Kueue flavor {pool.kueue_flavor}" if pool.kueue_flavor else "")
+            + ("; opt-in (shared-gpu toleration)" if pool.one_unit_opt_in else "")
+            + (f"; ${price:.2f}/GPU-hour" if price is not None else "; price unknown")
+        )
+    lines += ["", "Tenants"]
+    for t in p.tenants.values():
+        queue = (
+            f"Kueue LocalQueue {t.local_queue} -> ClusterQueue {t.cluster_queue}"
+            + (f" (cohort {t.cohort})" if t.cohort else "")
+            if t.cluster_queue
+            else f"Volcano queue {t.volcano_queue}"
+            if t.volcano_queue
+            else "no queue"
+        )
+        lines.append(f"  {t.name}: namespace {t.namespace} (Pod Security {t.pod_security}), {queue}")
+        for pool, units in t.pool_units.items():
+            ceiling = t.pool_ceiling_units.get(pool, {})
+            lines.append(
+                f"    {pool}: {_units(units)}" + (f", up to {_units(ceiling)} borrowing" if ceiling != units else "")
+            )
+        forbidden = ", ".join(t.forbidden_priority_classes) or "none"
+        lines.append(
+            f"    priority ceiling {t.priority_ceiling} (refused: {forbidden}); ResourceQuota {dict(t.quota_hard)}"
+        )
+    lines += ["", "Add-ons"]
+    for a in p.addons.values():
+        state = f"{a.chart.rsplit('/', 1)[-1]} {a.version} from {a.source}, in {a.namespace}" if a.enabled else "off"
+        lines.append(f"  {a.key}: {state}")
+    return lines
+
+
 # The Pulumi package of each provider plugin the program can load, by cloud: kubernetes always, a cloud's only on
 # its stacks (its SDK is imported only there: components/program.py, components/aws, components/gcp).
 PLUGIN_PACKAGES = {"kubernetes": "pulumi-kubernetes", "aws": "pulumi-aws", "gcp": "pulumi-gcp"}
@@ -208,6 +266,11 @@ def parser() -> argparse.ArgumentParser:
     ex.add_argument("--json", action="store_true", help="one JSON document per workload")
     ex.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     ex.set_defaults(fn=cmd_explain)
+    pn = sub.add_parser("plan", help="print what the platform decides per pool, tenant and add-on, writing nothing")
+    pn.add_argument("stack")
+    pn.add_argument("--config", help="stack file to use instead of stacks/Pulumi.STACK.yaml")
+    pn.add_argument("--json", action="store_true", help="print the plan as JSON")
+    pn.set_defaults(fn=cmd_plan)
     pl = sub.add_parser("plugins", help="print the provider plugins the stack uses: KIND NAME VERSION per line")
     pl.add_argument("stack")
     pl.add_argument("--config", help="stack file to use instead of stacks/Pulumi.STACK.yaml")

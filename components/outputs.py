@@ -10,62 +10,43 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from components import derive, monitoring
-from components.spec import NodePool, StackSpec, Tenant
+from components import monitoring
+from components.plan import Plan, PoolPlan, TenantPlan
+from components.spec import StackSpec
 
 
-def tenant_output(spec: StackSpec, tenant: Tenant) -> dict[str, Any]:
-    """Where a tenant's work goes. ``localQueue``/``clusterQueue`` exist when Kueue admits for the tenant (only
-    those tenants get Kueue queues, ``derive.kueue_tenants``) and ``volcanoQueue`` when Volcano schedules it
-    (``derive.volcano_tenants``); ``scheduler`` says which one its namespace uses."""
-    volcano = {t.name for t in derive.volcano_tenants(spec)}
-    kueue = derive.tenant_scheduler(spec, tenant) == "kueue" and spec.addons.kueue
+def tenant_output(t: TenantPlan) -> dict[str, Any]:
+    """Where a tenant's work goes: the plan's queues (Kueue's only for the tenants Kueue admits for, Volcano's
+    for Volcano tenants), its priority ceiling and GPU units."""
     return {
-        "namespace": tenant.name,
-        "scheduler": derive.tenant_scheduler(spec, tenant),
-        "localQueue": spec.scheduling.local_queue_name if kueue else None,
-        "clusterQueue": tenant.name if kueue else None,
-        "volcanoQueue": tenant.name if tenant.name in volcano else None,
-        "priorityCeiling": tenant.priority,
-        "forbiddenPriorityClasses": derive.priority_ceiling_excluded(spec, tenant),
+        "namespace": t.namespace,
+        "scheduler": t.scheduler,
+        "localQueue": t.local_queue,
+        "clusterQueue": t.cluster_queue,
+        "volcanoQueue": t.volcano_queue,
+        "priorityCeiling": t.priority_ceiling,
+        "forbiddenPriorityClasses": list(t.forbidden_priority_classes),
         # GPU units per resource name: the nominal quota, and the ResourceQuota's hard cap (with borrowing)
-        "gpuQuota": derive.tenant_units(spec, tenant),
-        "gpuLimit": {k: v for k, v in derive.tenant_quota_units(spec, tenant).items() if v},
+        "gpuQuota": dict(t.gpu_quota),
+        "gpuLimit": dict(t.gpu_limit),
     }
 
 
-def provisioner(spec: StackSpec, pool: NodePool) -> str:
-    if spec.cloud == "gcp":
-        return "gke"
-    if spec.cloud == "existing":
-        return "existing"
-    return pool.provisioner  # managed | karpenter
-
-
-def node_labels(spec: StackSpec, pool: NodePool) -> dict[str, str]:
-    """The labels a node of the pool carries: EKS managed node groups add the Cluster Autoscaler's GPU label."""
-    if spec.cloud == "aws" and pool.provisioner == "managed":
-        from components.aws import managed_pools
-
-        return managed_pools.labels(spec, pool)
-    return derive.pool_labels(spec, pool)
-
-
-def pool_output(spec: StackSpec, pool: NodePool, names: Mapping[str, Any]) -> dict[str, Any]:
+def pool_output(p: PoolPlan, names: Mapping[str, Any]) -> dict[str, Any]:
     """A pool's nodes as a scheduler sees them, and the cloud objects that bring them (``names``: the
     ``nodeGroup`` / ``karpenterNodePools`` / ``gkeNodePool`` entries, per provisioner)."""
     return {
-        "provisioner": provisioner(spec, pool),
-        "gpuModel": pool.gpu.model,
-        "gpusPerNode": pool.gpu.per_node,
-        "capacity": pool.capacity,
-        "maxNodes": pool.node_cap,
-        "nodeSelector": {derive.POOL_LABEL: pool.name},
-        "labels": node_labels(spec, pool),
-        "taints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in derive.node_taints(pool)],
-        "tolerations": derive.tolerations(pool),
-        "gpuUnitsPerNode": derive.pool_units(spec, pool, pool.gpu.per_node),
-        "maxGpuUnits": derive.pool_capacity(spec, pool),
+        "provisioner": p.provisioner,
+        "gpuModel": p.gpu_model,
+        "gpusPerNode": p.gpus_per_node,
+        "capacity": p.capacity,
+        "maxNodes": p.max_nodes,
+        "nodeSelector": dict(p.node_selector),
+        "labels": dict(p.labels),
+        "taints": [dict(t) for t in p.taints],
+        "tolerations": [dict(t) for t in p.tolerations],
+        "gpuUnitsPerNode": dict(p.units_per_node),
+        "maxGpuUnits": dict(p.max_units),
         **names,
     }
 
@@ -98,19 +79,17 @@ def monitoring_output(spec: StackSpec) -> dict[str, Any]:
 
 def stack_outputs(
     spec: StackSpec,
+    plan: Plan,
     pool_names: Mapping[str, Mapping[str, Any]],
     karpenter: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Every stack output. ``pool_names``: pool -> its provisioner's object names; ``karpenter``: the
-    interruption queue and role ARNs when Karpenter runs."""
+    """Every stack output: tenants and pools are the plan's (components/plan.py). ``pool_names``: pool -> its
+    provisioner's object names; ``karpenter``: the interruption queue and role ARNs when Karpenter runs."""
     return {
-        "tenantNamespaces": sorted(t.name for t in spec.tenants),
-        "gpuPools": sorted(p.name for p in spec.node_pools),
-        "tenants": {t.name: tenant_output(spec, t) for t in sorted(spec.tenants, key=lambda t: t.name)},
-        "pools": {
-            p.name: pool_output(spec, p, pool_names.get(p.name, {}))
-            for p in sorted(spec.node_pools, key=lambda p: p.name)
-        },
+        "tenantNamespaces": sorted(plan.tenants),
+        "gpuPools": sorted(plan.pools),
+        "tenants": {name: tenant_output(plan.tenants[name]) for name in sorted(plan.tenants)},
+        "pools": {name: pool_output(plan.pools[name], pool_names.get(name, {})) for name in sorted(plan.pools)},
         "karpenter": {k: (karpenter or {}).get(k) for k in KARPENTER_KEYS},
         "monitoring": monitoring_output(spec),
     }

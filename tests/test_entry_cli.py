@@ -33,10 +33,11 @@ def test_top_level_help_lists_every_command_with_its_purpose(capsys):
     """``gpu-platform --help`` is where a user learns the commands: each is listed with what it does."""
     text = _help([], capsys)
     assert text.startswith("usage: gpu-platform ")
-    assert "The ``gpu-platform`` command: synth, check, cost, explain, plugins and schema." in text
+    assert "The ``gpu-platform`` command: synth, check, plan, cost, explain, plugins and schema." in text
     for command, purpose in [
         ("synth", "render a stack offline to a directory"),
         ("check", "validate a stack and evaluate the policy pack, writing nothing"),
+        ("plan", "print what the platform decides per pool, tenant and add-on, writing nothing"),
         ("cost", "print what the stack's GPU pools and tenants cost per hour, writing nothing"),
         ("explain", "trace workloads through the stack: would they run, or where do they wait"),
         ("plugins", "print the provider plugins the stack uses: KIND NAME VERSION per line"),

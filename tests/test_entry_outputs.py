@@ -1,12 +1,12 @@
-"""``components.outputs`` from a validated spec alone (no render): the outputs of the ``local`` stack (an
-existing cluster, one MPS-shared L4 workstation, one tenant), worked out by hand from its stack file, and the
-switches (no Karpenter, monitoring off or without Prometheus)."""
+"""``components.outputs``, a projection of the plan (components/plan.py), from a validated spec alone (no render): the
+outputs of the ``local`` stack (an existing cluster, one MPS-shared L4 workstation, one tenant), worked out by hand
+from its stack file, and the switches (no Karpenter, monitoring off or without Prometheus)."""
 
 from __future__ import annotations
 
 from conftest import stack_config
 
-from components import outputs
+from components import outputs, plan
 from components.loader import load_spec
 
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
@@ -21,7 +21,7 @@ def test_local_pool_output_by_hand():
     exist already (provisioner 'existing'); the device plugin config label names the pool's MPS config."""
     spec = _local()
     pool = spec.node_pools[0]
-    assert outputs.pool_output(spec, pool, {"extra": "kept"}) == {
+    assert outputs.pool_output(plan.pool_plan(spec, pool), {"extra": "kept"}) == {
         "provisioner": "existing",
         "gpuModel": "L4",
         "gpusPerNode": 1,
@@ -47,7 +47,7 @@ def test_local_tenant_output_by_hand():
     stack but dev is a Kueue tenant, so it has no Volcano queue; its ceiling 'dev' forbids the four classes
     above it."""
     spec = _local()
-    assert outputs.tenant_output(spec, spec.tenants[0]) == {
+    assert outputs.tenant_output(plan.tenant_plan(spec, spec.tenants[0])) == {
         "namespace": "dev",
         "scheduler": "kueue",
         "localQueue": "default",
@@ -65,7 +65,7 @@ def test_without_kueue_there_are_no_kueue_queues():
     cfg = stack_config("local")
     cfg["gpu-platform:addons"]["kueue"] = False
     spec = load_spec(cfg)
-    out = outputs.tenant_output(spec, spec.tenants[0])
+    out = outputs.tenant_output(plan.tenant_plan(spec, spec.tenants[0]))
     assert (out["localQueue"], out["clusterQueue"]) == (None, None)
 
 
@@ -76,32 +76,33 @@ def test_a_zero_quota_has_no_limit_entry():
     cfg["gpu-platform:addons"].update(kueue=False, volcano=False)
     cfg["gpu-platform:tenants"][0]["gpuQuota"] = {"workstation": 0}
     spec = load_spec(cfg)
-    out = outputs.tenant_output(spec, spec.tenants[0])
+    out = outputs.tenant_output(plan.tenant_plan(spec, spec.tenants[0]))
     assert (out["gpuQuota"], out["gpuLimit"], out["scheduler"]) == ({"nvidia.com/gpu": 0}, {}, None)
 
 
 def test_provisioner_per_cloud():
     """gke on GCP, existing on an existing cluster, the pool's own (managed | karpenter) on AWS."""
     gcp = load_spec(stack_config("dev-gcp"))
-    assert {outputs.provisioner(gcp, p) for p in gcp.node_pools} == {"gke"}
+    assert {plan.provisioner(gcp, p) for p in gcp.node_pools} == {"gke"}
     aws = load_spec(stack_config("dev-aws"))
-    assert [outputs.provisioner(aws, p) for p in aws.node_pools] == ["managed", "karpenter"]
-    assert outputs.provisioner(_local(), _local().node_pools[0]) == "existing"
+    assert [plan.provisioner(aws, p) for p in aws.node_pools] == ["managed", "karpenter"]
+    assert plan.provisioner(_local(), _local().node_pools[0]) == "existing"
 
 
 def test_stack_outputs_are_sorted_maps_with_the_given_names():
     """Tenants and pools sorted by name; a pool's provisioner names merged in, none for a pool without;
     Karpenter's entry only when there is one (an empty mapping is none)."""
     spec = load_spec(stack_config("dev-gcp"))
-    out = outputs.stack_outputs(spec, {"t4-spot": {"gkeNodePool": "np-t4"}}, karpenter={})
+    p = plan.build(spec, "dev-gcp")
+    out = outputs.stack_outputs(spec, p, {"t4-spot": {"gkeNodePool": "np-t4"}}, karpenter={})
     assert (out["gpuPools"], out["tenantNamespaces"]) == (["l4-shared", "t4-spot"], ["ml-dev"])
     assert list(out["pools"]) == ["l4-shared", "t4-spot"] and list(out["tenants"]) == ["ml-dev"]
     assert out["pools"]["t4-spot"]["gkeNodePool"] == "np-t4" and "gkeNodePool" not in out["pools"]["l4-shared"]
     none = {"namespace": None, "interruptionQueue": None, "nodeRoleArn": None, "controllerRoleArn": None}
     assert out["karpenter"] == none  # fixed keys, null inside: a null top-level output vanishes under the engine
     k = {"interruptionQueue": "q"}
-    assert outputs.stack_outputs(spec, {}, karpenter=k)["karpenter"] == {**none, "interruptionQueue": "q"}
-    assert outputs.stack_outputs(spec, {})["karpenter"] == none
+    assert outputs.stack_outputs(spec, p, {}, karpenter=k)["karpenter"] == {**none, "interruptionQueue": "q"}
+    assert outputs.stack_outputs(spec, p, {})["karpenter"] == none
 
 
 def test_monitoring_output_per_mode():

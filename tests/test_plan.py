@@ -1,0 +1,109 @@
+"""The plan (components/plan.py, issue 28): what the platform decides per pool, tenant and add-on, frozen and
+pure data; each shipped stack's plan committed as a snapshot; the plan agreeing with what the synth renders;
+``gpu-platform plan`` printing it."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+from conftest import STACKS, manifest, manifests, rendered, stack_config
+
+from components import cli, plan
+from components.loader import load_spec
+
+
+def _local() -> plan.Plan:
+    return plan.build(load_spec(stack_config("local")), "local")
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_each_shipped_stacks_plan_is_its_committed_snapshot(stack):
+    """A change to what the platform decides shows up as a diff of tests/snapshots/plans/<stack>.json."""
+    path = plan.snapshot_dir() / f"{stack}.json"
+    assert path.exists(), f"no plan snapshot for {stack}: run {plan.REGENERATE}"
+    got = plan.build(load_spec(stack_config(stack)), stack).to_json()
+    assert got == path.read_text(encoding="utf-8"), f"{stack}: the plan changed; review it and run {plan.REGENERATE}"
+
+
+def test_the_local_plan_by_hand():
+    """stacks/Pulumi.local.yaml: one L4 workstation shared by MPS x2 on an existing cluster, tenant dev with that
+    one GPU, Kueue and Volcano on (dev is Kueue's: its ceiling and queues)."""
+    p = _local()
+    ws = p.pools["workstation"]
+    assert (ws.provisioner, ws.gpu_model, ws.gpus_per_node, ws.min_nodes, ws.max_nodes) == ("existing", "L4", 1, 0, 1)
+    assert dict(ws.units_per_gpu) == {"nvidia.com/gpu": 2} == dict(ws.units_per_node) == dict(ws.max_units)
+    assert dict(ws.sharing) == {"strategy": "mps", "replicas": 2, "config": "workstation"}
+    assert (ws.schedulers, ws.kueue_flavor, ws.one_unit_opt_in, ws.efa) == (("kueue",), "workstation", False, False)
+    assert [dict(t) for t in ws.taints] == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
+    dev = p.tenants["dev"]
+    assert (dev.namespace, dev.scheduler, dev.local_queue, dev.cluster_queue, dev.volcano_queue) == (
+        "dev",
+        "kueue",
+        "default",
+        "dev",
+        None,
+    )
+    assert dict(dev.quota_hard) == {"requests.nvidia.com/gpu": "2"}
+    assert {k: dict(v) for k, v in dev.pool_units.items()} == {"workstation": {"nvidia.com/gpu": 2}}
+    assert dev.forbidden_priority_classes == ("batch", "inference", "training", "training-critical")
+    assert {k for k, a in p.addons.items() if a.enabled} == {"gpuOperator", "kubePrometheusStack", "kueue", "volcano"}
+    assert p.addons["kueue"].version == "0.19.2" and p.addons["kueue"].namespace == "kueue-system"
+
+
+def test_the_plan_is_frozen_all_the_way_down():
+    p = _local()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        p.stack = "other"  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        p.tenants["dev"].quota_hard["requests.nvidia.com/gpu"] = "99"  # type: ignore[index]
+    with pytest.raises(TypeError):
+        p.pools["new"] = p.pools["workstation"]  # type: ignore[index]
+    assert isinstance(p.pools["workstation"].taints, tuple)
+
+
+@pytest.mark.parametrize("stack", ["prod-aws", "prod-gcp", "dra-existing"])
+def test_the_plan_agrees_with_what_the_synth_renders(stack):
+    """Quotas, namespace labels and annotations, ResourceFlavors and Volcano queues: the rendered objects are
+    exactly the plan's (both come from the same functions; a plan that drifted from the renderers fails here)."""
+    p = plan.build(load_spec(stack_config(stack)), stack)
+    r = rendered(stack)
+    for t in p.tenants.values():
+        ns = manifest(r, "Namespace", t.namespace)["metadata"]
+        assert ns["labels"] == dict(t.namespace_labels), t.name
+        assert ns.get("annotations", {}) == dict(t.namespace_annotations), t.name
+        quota = manifest(r, "ResourceQuota", "gpu-quota", t.namespace)
+        assert quota["spec"]["hard"] == dict(t.quota_hard), t.name
+    flavors = {m["metadata"]["name"] for m in manifests(r, "ResourceFlavor")} - {"default-flavor"}
+    assert flavors == {n for n, pool in p.pools.items() if pool.kueue_flavor}
+    queues = {m["metadata"]["name"] for m in manifests(r, "Queue")}
+    assert queues == {t.volcano_queue for t in p.tenants.values() if t.volcano_queue}
+    cluster_queues = {m["metadata"]["name"] for m in manifests(r, "ClusterQueue")}
+    assert cluster_queues == {t.cluster_queue for t in p.tenants.values() if t.cluster_queue}
+
+
+def test_plan_json_is_the_snapshot_format_and_the_text_names_every_pool_tenant_and_addon(capsys):
+    assert cli.main(["plan", "prod-aws", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc == json.loads((plan.snapshot_dir() / "prod-aws.json").read_text())
+    assert doc["schemaVersion"] == plan.SCHEMA_VERSION
+    assert cli.main(["plan", "prod-aws"]) == 0
+    text = capsys.readouterr().out
+    for name in [*doc["pools"], *doc["tenants"], *doc["addons"]]:
+        assert f"  {name}: " in text, name
+    assert (
+        "research: namespace research (Pod Security baseline), Kueue LocalQueue default -> ClusterQueue research"
+        in text
+    )
+    assert "  dcgmExporter: off" in text
+
+
+def test_plan_of_an_invalid_stack_prints_nothing_and_exits_2(tmp_path, capsys):
+    bad = tmp_path / "Pulumi.bad.yaml"
+    bad.write_text(
+        "config:\n  gpu-platform:cloud: existing\n  gpu-platform:tenants: [{name: x, gpuQuota: {nope: 1}}]\n"
+    )
+    assert cli.main(["plan", "bad", "--config", str(bad)]) == 2
+    out = capsys.readouterr()
+    assert out.out == "" and "gpu-platform:tenants[0].gpuQuota.nope" in out.err
