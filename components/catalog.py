@@ -1,7 +1,7 @@
 """What gpu-platform knows about NVIDIA GPUs and the cloud machines that carry them.
 
-Pure data and a few lookups, stdlib only, so that stack-file validation (``components.spec``) can import
-it without pulling in pulumi or a cloud SDK.
+Data and a few lookups, stdlib only (``components.spec`` imports it); logic over it lives elsewhere
+(MIG layouts: ``components/mig.py``).
 
 Where the numbers come from:
 
@@ -73,7 +73,10 @@ class GpuModel:
         try:
             return self.mig_profiles[name]
         except KeyError:
-            raise KeyError(_unknown_profile_message(self, name)) from None
+            raise KeyError(self.unknown_profile_message(name)) from None
+
+    def unknown_profile_message(self, profile: str) -> str:
+        return f"{self.name} has no MIG profile {profile!r}; valid profiles: {', '.join(self.mig_profiles)}"
 
 
 @dataclass(frozen=True)
@@ -596,73 +599,3 @@ def gke_accelerator_for_machine_type(machine_type: str) -> str | None:
     if machine_type in _GKE_ACCELERATOR_OVERRIDES:
         return _GKE_ACCELERATOR_OVERRIDES[machine_type]
     return GPU_MODELS[mt.gpu_model or N1_ATTACHABLE_GPU_MODEL].gke_accelerator
-
-
-# --------------------------------------------------------------------------------------------------------
-# MIG layouts
-# --------------------------------------------------------------------------------------------------------
-
-
-def _unknown_profile_message(model: GpuModel, profile: str) -> str:
-    return f"{model.name} has no MIG profile {profile!r}; valid profiles: {', '.join(model.mig_profiles)}"
-
-
-def mig_layout_problems(model: GpuModel, layout: Mapping[str, int]) -> list[str]:
-    """Why a per-GPU MIG layout ``{profile: count}`` cannot be applied to ``model``; [] when it fits.
-
-    Checks: the GPU supports MIG, every profile exists on it, counts are whole and within each profile's
-    max_count, and the layout needs at most 7 compute slices and 8 memory slices in total.
-
-    For the profile sets in this catalog, passing these checks also means the instances can be placed:
-    with NVIDIA's documented placements (1g at any of slots 0-6, double-memory 1g at 0/2/4/6, 2g at
-    0/2/4, 3g at 0/4, 4g and 7g at 0) every layout within the slice totals has a placement. Note that a
-    pair of 3g instances uses all 8 memory slices, so nothing else fits beside them even though one
-    compute slice is left over. Creation order can still matter when instances are made by hand;
-    mig-parted handles that.
-    """
-    if not layout:
-        return []
-    if not model.supports_mig:
-        return [f"{model.name} does not support MIG (MIG-capable models: {', '.join(_mig_model_names())})"]
-
-    problems: list[str] = []
-    compute = memory = 0
-    for name, count in layout.items():
-        profile = model.mig_profiles.get(name)
-        if profile is None:
-            problems.append(_unknown_profile_message(model, name))
-            continue
-        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-            problems.append(f"{name}: count must be a whole number >= 0, got {count!r}")
-            continue
-        if count > profile.max_count:
-            problems.append(
-                f"{name}: {count} instances asked for, but at most {profile.max_count} fit on one {model.name}"
-            )
-        compute += profile.compute_slices * count
-        memory += profile.memory_slices * count
-
-    if compute > MIG_COMPUTE_SLICES:
-        problems.append(
-            f"layout needs {compute} compute slices; {model.name} has {MIG_COMPUTE_SLICES}"
-            f" ({_slice_breakdown(model, layout, 'compute_slices')})"
-        )
-    if memory > MIG_MEMORY_SLICES:
-        problems.append(
-            f"layout needs {memory} memory slices; {model.name} has {MIG_MEMORY_SLICES}"
-            f" ({_slice_breakdown(model, layout, 'memory_slices')})"
-        )
-    return problems
-
-
-def _slice_breakdown(model: GpuModel, layout: Mapping[str, int], attr: str) -> str:
-    parts = []
-    for name, count in layout.items():
-        profile = model.mig_profiles.get(name)
-        if profile is not None and isinstance(count, int) and not isinstance(count, bool) and count > 0:
-            parts.append(f"{count} x {name} = {count * getattr(profile, attr)}")
-    return ", ".join(parts)
-
-
-def _mig_model_names() -> list[str]:
-    return [m.name for m in GPU_MODELS.values() if m.supports_mig]

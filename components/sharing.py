@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from components import catalog, derive
+from components import catalog, derive, mig
 from components.derive import GPU_RESOURCE, config_name, pool_device_plugin, units_per_gpu
 from components.spec import Problem, StackSpec, key, rule
 
@@ -120,7 +120,7 @@ def sharing_rules(spec: StackSpec) -> Iterator[Problem]:
         if not s.layout:
             yield Problem(key(*at, "layout"), "is required for mig, e.g. {'3g.40gb': 2}")
             continue
-        for msg in catalog.mig_layout_problems(model, s.layout):
+        for msg in mig.mig_layout_problems(model, s.layout):
             yield Problem(key(*at, "layout"), f"{pool.gpu.model}: {msg}")
         plugin = pool_device_plugin(spec, pool)
         if plugin == "bottlerocket":

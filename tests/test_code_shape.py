@@ -16,11 +16,7 @@ PACKAGES = ("components", "policies")
 MAX_FUNCTION_LINES = 120
 MAX_MODULE_LINES = 600
 
-# Anything over the limits, each with its reason. Keep it short; remove an entry once it is split.
-MODULE_ALLOWED = {
-    "components/catalog.py": "data: the GPU instance/machine catalog tables (one entry per instance family), not logic",
-}
-FUNCTION_ALLOWED: dict[str, str] = {}  # "path:function": reason
+# No allow-list (issue 28): a module over the limit is split by concern, a function along its steps.
 
 
 def _modules() -> list[Path]:
@@ -45,28 +41,13 @@ def test_no_function_over_the_limit():
         f"{_rel(p)}:{line} {name}: {n} lines"
         for p in _modules()
         for name, line, n in _long_functions(p.read_text(), MAX_FUNCTION_LINES)
-        if f"{_rel(p)}:{name}" not in FUNCTION_ALLOWED
     ]
     assert not found, f"functions over {MAX_FUNCTION_LINES} lines (split them along their steps): {found}"
 
 
 def test_no_module_over_the_limit():
-    found = {
-        _rel(p): n
-        for p in _modules()
-        if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES and _rel(p) not in MODULE_ALLOWED
-    }
+    found = {_rel(p): n for p in _modules() if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES}
     assert not found, f"modules over {MAX_MODULE_LINES} lines (split them by concern): {found}"
-
-
-def test_allow_list_entries_are_still_needed():
-    """An entry stays only while its module exists and is over the limit."""
-    stale = [
-        m
-        for m in MODULE_ALLOWED
-        if not (ROOT / m).exists() or len((ROOT / m).read_text().splitlines()) <= MAX_MODULE_LINES
-    ]
-    assert not stale, f"remove from MODULE_ALLOWED: {stale}"
 
 
 def test_the_check_sees_long_methods_and_nested_functions():

@@ -17,6 +17,7 @@ from types import MappingProxyType
 import pytest
 
 from components import catalog as c
+from components import mig
 
 KNOWN = "T4, A10G, L4, L40S, A100-40GB, A100-80GB, H100, H200, B200"
 
@@ -185,17 +186,17 @@ def test_gke_accelerator_label_of_a_machine_type(machine_type: str, accelerator:
 def test_mig_layouts_within_the_slices_fit():
     """Up to 7 compute and 8 memory slices, within each profile's max count: no problem."""
     a100 = c.gpu_model("A100-40GB")
-    assert c.mig_layout_problems(a100, {}) == []
-    assert c.mig_layout_problems(a100, {"1g.5gb": 7}) == []
-    assert c.mig_layout_problems(a100, {"3g.20gb": 2}) == []
-    assert c.mig_layout_problems(a100, {"4g.20gb": 1, "2g.10gb": 1, "1g.5gb": 1}) == []
-    assert c.mig_layout_problems(a100, {"7g.40gb": 1, "1g.5gb": 0}) == []
+    assert mig.mig_layout_problems(a100, {}) == []
+    assert mig.mig_layout_problems(a100, {"1g.5gb": 7}) == []
+    assert mig.mig_layout_problems(a100, {"3g.20gb": 2}) == []
+    assert mig.mig_layout_problems(a100, {"4g.20gb": 1, "2g.10gb": 1, "1g.5gb": 1}) == []
+    assert mig.mig_layout_problems(a100, {"7g.40gb": 1, "1g.5gb": 0}) == []
 
 
 def test_mig_layout_problems_are_named_one_by_one():
     """Each wrong entry gets its own message; the slice totals are checked over the valid entries."""
     a100 = c.gpu_model("A100-40GB")
-    assert c.mig_layout_problems(a100, {"1g.5gb": 8, "x": 1, "2g.10gb": True, "4g.20gb": -1}) == [
+    assert mig.mig_layout_problems(a100, {"1g.5gb": 8, "x": 1, "2g.10gb": True, "4g.20gb": -1}) == [
         "1g.5gb: 8 instances asked for, but at most 7 fit on one A100-40GB",
         "A100-40GB has no MIG profile 'x'; valid profiles: 1g.5gb, 1g.5gb+me, 1g.10gb, 2g.10gb, 3g.20gb, 4g.20gb, "
         "7g.40gb",
@@ -203,23 +204,23 @@ def test_mig_layout_problems_are_named_one_by_one():
         "4g.20gb: count must be a whole number >= 0, got -1",
         "layout needs 8 compute slices; A100-40GB has 7 (8 x 1g.5gb = 8)",
     ]
-    assert c.mig_layout_problems(a100, {"3g.20gb": 2, "2g.10gb": 0, "1g.5gb": 1}) == [
+    assert mig.mig_layout_problems(a100, {"3g.20gb": 2, "2g.10gb": 0, "1g.5gb": 1}) == [
         "layout needs 9 memory slices; A100-40GB has 8 (2 x 3g.20gb = 8, 1 x 1g.5gb = 1)"  # no '0 x 2g.10gb'
     ]
-    assert c.mig_layout_problems(a100, {"4g.20gb": 1, "3g.20gb": 1, "1g.10gb": 1}) == [
+    assert mig.mig_layout_problems(a100, {"4g.20gb": 1, "3g.20gb": 1, "1g.10gb": 1}) == [
         "layout needs 8 compute slices; A100-40GB has 7 (1 x 4g.20gb = 4, 1 x 3g.20gb = 3, 1 x 1g.10gb = 1)",
         "layout needs 10 memory slices; A100-40GB has 8 (1 x 4g.20gb = 4, 1 x 3g.20gb = 4, 1 x 1g.10gb = 2)",
     ]
-    assert c.mig_layout_problems(a100, {"2g.10gb": 2.0}) == ["2g.10gb: count must be a whole number >= 0, got 2.0"]
+    assert mig.mig_layout_problems(a100, {"2g.10gb": 2.0}) == ["2g.10gb: count must be a whole number >= 0, got 2.0"]
 
 
 def test_mig_on_a_gpu_without_mig():
     """A GPU without MIG is refused once, naming the ones that have it; an empty layout is fine anywhere."""
     t4 = c.gpu_model("T4")
-    assert c.mig_layout_problems(t4, {"1g.5gb": 1}) == [
+    assert mig.mig_layout_problems(t4, {"1g.5gb": 1}) == [
         "T4 does not support MIG (MIG-capable models: A100-40GB, A100-80GB, H100, H200, B200)"
     ]
-    assert c.mig_layout_problems(t4, {}) == []
+    assert mig.mig_layout_problems(t4, {}) == []
     with pytest.raises(KeyError) as err:
         c.gpu_model("H100").mig_profile("1g.5gb")
     assert err.value.args[0].startswith("H100 has no MIG profile '1g.5gb'; valid profiles: 1g.10gb, ")
