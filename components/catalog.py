@@ -9,8 +9,7 @@ Where the numbers come from:
   the GPU Operator ships (``upstream/gpu-operator/examples/mig-parted.default-config.yaml``).
 * AWS instance types: the Karpenter provider's generated instance-type reference (vCPU, memory, GPU
   count and the ``karpenter.k8s.aws/instance-gpu-*`` label values, all read from the EC2 API).
-* GCP machine types: the Compute Engine GPU and accelerator-optimized machine docs and the machine-type
-  API values (``guestCpus``, ``memoryMb / 1024``).
+* GCP machine types: the Compute Engine GPU and accelerator-optimized machine docs and machine-type API values.
 
 vCPU and memory figures are informational (sizing hints, docs); GPU model and count are what the platform
 acts on.
