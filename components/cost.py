@@ -23,8 +23,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import pulumi
-
 from components import catalog, derive, prices
 from components.prices import Price
 from components.spec import NodePool, Problem, StackSpec, Tenant, key, rule
@@ -190,7 +188,7 @@ def unit_price(per_gpu: float | None, pool: NodePool, resource: str, count: int)
 def pool_cost(spec: StackSpec, pool: NodePool) -> PoolCost:
     spot_gpus, od_gpus = (pool.gpu_cap, 0) if pool.capacity == "spot" else (0, pool.gpu_cap)
     if pool.capacity == "spot" and pool.provisioner == "karpenter" and pool.karpenter.on_demand_fallback:
-        from components.aws.karpenter import fallback_split
+        from components.aws.capacity import fallback_split
 
         spot_gpus, od_gpus = fallback_split(pool)
     return PoolCost(
@@ -420,24 +418,3 @@ def configmap(doc: dict[str, Any]) -> dict[str, Any]:
         },
         "data": {CONFIGMAP_KEY: to_json(doc)},
     }
-
-
-class CostRecord(pulumi.ComponentResource):
-    """The ``gpu-platform-cost`` ConfigMap (``configmap``)."""
-
-    TYPE = "gpu-platform:cost:CostRecord"
-
-    def __init__(self, name: str, spec: StackSpec, provider: pulumi.ProviderResource, doc: dict[str, Any]):
-        from components.k8s import kube_object
-
-        super().__init__(self.TYPE, name, None, None)
-        cm = configmap(doc)
-        kube_object(
-            CONFIGMAP_NAME,
-            "v1",
-            "ConfigMap",
-            metadata=cm["metadata"],
-            data=cm["data"],
-            opts=pulumi.ResourceOptions(parent=self, provider=provider),
-        )
-        self.register_outputs({"maxHourlyUsd": doc["total"]["maxHourlyUsd"]})

@@ -34,12 +34,14 @@ from typing import Any
 
 import pulumi
 
-from components import addon, catalog, derive, k8s
+from components import addon, catalog, derive, k8s, tenancy_facts
 from components.spec import NodePool, Problem, StackSpec, Tenant, key, rule
 
 MIN_KUBERNETES_MINOR = 34  # resource.k8s.io/v1 (GA); the DRA driver and GPUCluster ask for v1.34.2+
 RESOURCE_API = "resource.k8s.io/v1"
-QUOTA_SUFFIX = ".deviceclass.resource.k8s.io/devices"  # corev1.ResourceClaimsPerClass
+QUOTA_SUFFIX = tenancy_facts.DRA_QUOTA_SUFFIX
+quota_key = tenancy_facts.quota_key
+quota_resources = tenancy_facts.dra_quota_resources
 DRIVER_DOMAIN = "gpu.nvidia.com"  # the driver name and its attribute / capacity domain
 # Whole-GPU templates accept devices whose framebuffer is within this fraction of the model's nominal size
 # (NVML reports e.g. 81559 MiB for an "80GB" H100 and 15360 MiB for a 16 GB T4): enough to tell the 40 GB and
@@ -232,20 +234,6 @@ def device_classes(spec: StackSpec) -> list[str]:
     for pool in spec.node_pools:
         names.update(derive.units_per_gpu(spec, pool))
     return sorted(derive.DRA_CLASS_OF[n] for n in names if n in derive.DRA_CLASS_OF)
-
-
-def quota_key(name: str) -> str:
-    """ResourceQuota ``spec.hard`` key of a scheduler resource: ``requests.<name>`` for extended resources, the
-    per-DeviceClass device count for DRA resources."""
-    if name in derive.DRA_CLASS_OF:
-        return derive.DRA_CLASS_OF[name] + QUOTA_SUFFIX
-    return f"requests.{name}"
-
-
-def quota_resources(spec: StackSpec) -> list[str]:
-    """Scheduler resources a DRA tenant's quota caps: the DRA classes (both, so a tenant without MIG pools
-    cannot claim MIG devices either: 0 is a cap)."""
-    return sorted({derive.DRA_GPU_RESOURCE, derive.DRA_MIG_RESOURCE})
 
 
 def kueue_device_class_mappings(spec: StackSpec) -> list[dict[str, Any]]:

@@ -21,8 +21,8 @@ import pulumi
 
 from components import derive, versions
 from components.spec import StackSpec
+from components.tenancy_facts import PSA_VERSION, psa_labels  # noqa: F401  (re-exported: the renderers' name)
 
-PSA_VERSION = "latest"
 CRITICAL_PRIORITY_CLASSES = ("system-node-critical", "system-cluster-critical")
 RELEASE = "kubernetes:helm.sh/v3:Release"
 ADMISSION_API = "admissionregistration.k8s.io/v1"
@@ -116,16 +116,6 @@ def helm_release(resource_name: str, opts: pulumi.ResourceOptions | None = None,
 # figures change), and a sharing change replaced the device-plugin config the GPU Operator reads, with a window
 # where it did not exist (seen under the real engine: tests/engine).
 PROVIDER_OPTIONS = {"enable_server_side_apply": True, "enable_config_map_mutable": True}
-
-
-def psa_labels(enforce: str, audit: str = "restricted") -> dict[str, str]:
-    """Pod Security Admission labels: ``enforce`` the level, ``audit``/``warn`` at ``audit``."""
-    return {
-        "pod-security.kubernetes.io/enforce": enforce,
-        "pod-security.kubernetes.io/enforce-version": PSA_VERSION,
-        "pod-security.kubernetes.io/audit": audit,
-        "pod-security.kubernetes.io/warn": audit,
-    }
 
 
 def critical_pods_quota(pods: int) -> dict[str, Any]:

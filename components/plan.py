@@ -207,7 +207,7 @@ def pool_plan(spec: StackSpec, pool: NodePool) -> PoolPlan:
 
 
 def tenant_plan(spec: StackSpec, tenant: Tenant) -> TenantPlan:
-    from components import tenancy
+    from components import tenancy_facts as tenancy
 
     scheduler = derive.tenant_scheduler(spec, tenant)
     kueue = scheduler == "kueue" and spec.addons.kueue

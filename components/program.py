@@ -109,10 +109,11 @@ def run(spec: StackSpec) -> None:
             pool_names[pool_name] = {"gkeNodePool": np.name}
 
     from components import cost, plan
+    from components.cost_record import CostRecord
     from components.outputs import stack_outputs
 
     cost_doc = cost.report(spec, pulumi.get_stack())
-    cost.CostRecord("cost", spec, provider, cost_doc)
+    CostRecord("cost", spec, provider, cost_doc)
     pulumi.export("cost", cost_doc)
     for key, value in stack_outputs(spec, plan.build(spec, pulumi.get_stack()), pool_names, karpenter_out).items():
         pulumi.export(key, value)

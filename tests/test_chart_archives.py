@@ -32,6 +32,8 @@ PINNED = sorted(versions.CHARTS.values(), key=lambda c: c.key)
 
 
 def _load_script():
+    if str(SCRIPT.parent) not in sys.path:  # it imports its sibling modules (chart_recipes, chart_tar, ...) by name
+        sys.path.insert(0, str(SCRIPT.parent))
     spec = importlib.util.spec_from_file_location("package_charts", SCRIPT)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclasses look their module up there

@@ -29,6 +29,7 @@ import pulumi
 from components import addon, catalog, derive, k8s, sharing, versions
 from components.aws import efa, karpenter_aws, managed_pools
 from components.aws import reservations as aws_reservations
+from components.aws.capacity import fallback_split
 from components.aws.karpenter_aws import CONTROLLER_NAMESPACE, SERVICE_ACCOUNT, aws_tags, node_role_name, queue_name
 from components.reservations import pool_reservation
 from components.spec import NodePool, StackSpec
@@ -230,22 +231,6 @@ class NodePoolPlan:
     @property
     def nodes(self) -> int:
         return self.gpus // self.pool.gpu.per_node
-
-
-def fallback_split(pool: NodePool) -> tuple[int, int]:
-    """(spot GPUs, on-demand GPUs) of a pool with onDemandFallback.
-
-    Karpenter's limits are per NodePool; nothing caps two NodePools together. So the pool's cap is split
-    in whole nodes and the two parts add up to exactly ``gpu_cap``: ``onDemandMaxGpus`` if set, else half
-    the nodes (rounded down) may be on-demand and the rest (the larger half) spot. Spot is still tried
-    first; the split only bounds how much of the cap each capacity type can hold at once.
-    """
-    per_node = pool.gpu.per_node
-    nodes = pool.gpu_cap // per_node
-    on_demand = pool.karpenter.on_demand_max_gpus
-    if on_demand is None:
-        on_demand = (nodes // 2) * per_node
-    return pool.gpu_cap - on_demand, on_demand
 
 
 def nodepool_plans(spec: StackSpec) -> list[NodePoolPlan]:
