@@ -75,13 +75,13 @@ bench: setup
 ## Rewrite tests/snapshots/urns/<stack>.txt from the current code (refuses to drop a URN with no alias
 ## and no CHANGELOG.md note: the engine would delete that resource in a deployed stack)
 urn-snapshots: setup
-	$(BIN)/python -m components.urns
+	$(BIN)/python -m components.cli.urns
 
 ## After a change to what the platform decides: tests/snapshots/plans/<stack>.json (review the diff)
 plan-snapshots: setup
-	$(BIN)/python -m components.plan
+	$(BIN)/python -m components.cli.plans
 
-## Mutation testing over components/ and policies/ (slow, not in CI): make mutate [MODULE=components/derive.py]
+## Mutation testing over components/ and policies/ (slow, not in CI): make mutate [MODULE=components/plan/derive.py]
 ## mutmut 3 works in a copy of the tree (mutants/, git-ignored).
 MODULE ?=
 mutate: setup
@@ -113,7 +113,7 @@ policy-venv: $(POLICY_VENV)/.installed
 
 ## Regenerate policies/pack_data.json (the facts the self-contained pack takes from components)
 policy-data: setup
-	$(BIN)/python -m components.policy_data
+	$(BIN)/python -m components.cli.policy_data
 
 ## Refresh the hashed lock files from the ranges (pyproject.toml, requirements/build.in, policies/requirements.in):
 ## the newest versions inside the ranges, resolved for every platform, Python 3.11. Commit the three files.

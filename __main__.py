@@ -1,6 +1,6 @@
 """Pulumi entry point: stack config -> one validated spec -> components. Keep it this thin."""
 
-from components.config import spec_from_pulumi_config
-from components.program import run
+from components.cli.config import spec_from_pulumi_config
+from components.render.program import run
 
 run(spec_from_pulumi_config())

@@ -1,7 +1,7 @@
 """Cost guard rails: a budget for the fleet at max scale, and no 8-GPU on-demand nodes kept up for nothing.
 
 Their input is the cost document the program renders into one ConfigMap (labelled ``gpu-platform/cost=true``,
-key ``cost.json``; ``components/cost.py``): the stack name, the budget, per pool the capacity type, GPUs per
+key ``cost.json``; ``components/plan/cost.py``): the stack name, the budget, per pool the capacity type, GPUs per
 node, min/max size, tenant quota and hourly cost at max scale from dated list prices. The policies therefore
 need no price table and no import of ``components``: they see exactly what ``gpu-platform cost`` prints, under
 the engine (``pulumi preview --policy-pack policies``) and offline (``policies.offline``) alike.
@@ -31,7 +31,7 @@ from pulumi_policy import (
 )
 
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
-COST_LABEL = "gpu-platform/cost"  # components.cost.COST_LABEL (a test keeps them equal)
+COST_LABEL = "gpu-platform/cost"  # components.plan.cost.COST_LABEL (a test keeps them equal)
 COST_KEY = "cost.json"
 TOP_POOLS = 3
 BIG_NODE_GPUS = 8

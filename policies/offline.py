@@ -45,7 +45,7 @@ from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 from policies import common, pack
 
 if TYPE_CHECKING:
-    from components.rendering import Rendering
+    from components.explain.rendering import Rendering
 
 try:  # raised by args.not_applicable(); private in pulumi_policy
     from pulumi_policy.policy import _NotApplicableError as NotApplicable

@@ -137,7 +137,7 @@ helm_chart_pinned = ResourceValidationPolicy(
             },
         }
     ),
-    remediation_steps="Use the versions in components/versions.py (the only place charts are written down); "
+    remediation_steps="Use the versions in components/data/versions.py (the only place charts are written down); "
     "list a mirror in allowedSources, and a local archive's sha256 in allowedDigests.",
 )
 

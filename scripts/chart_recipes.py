@@ -1,4 +1,4 @@
-"""The recipes ``scripts/package_charts.py`` packages: one per chart ``components/versions.py`` pins (``RECIPES``).
+"""The recipes ``scripts/package_charts.py`` packages: one per chart ``components/data/versions.py`` pins (``RECIPES``).
 
 Each names the upstream repository, the release tag and the commit it points at, the chart folder, and the changes
 the upstream release job makes before or during ``helm package`` (package_charts.py's module docstring, step 3);
@@ -293,8 +293,8 @@ KUBE_PROMETHEUS_STACK = Recipe(
     "`Chart.lock`; git has none, and this archive neither (the dependency versions are those of Chart.yaml).",
 )
 
-# Every chart components/versions.py pins, by chart name. (dra-driver-nvidia-gpu is not installed as a chart:
-# components/dra.py runs the GPU Operator's DRA driver instead.)
+# Every chart components/data/versions.py pins, by chart name. (dra-driver-nvidia-gpu is not installed as a chart:
+# components/render/dra.py runs the GPU Operator's DRA driver instead.)
 RECIPES: dict[str, Recipe] = {
     r.name: r
     for r in (

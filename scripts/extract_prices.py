@@ -1,7 +1,7 @@
-"""Extract the list prices gpu-platform uses (``components/prices.json``) from their machine-readable sources.
+"""Extract the list prices gpu-platform uses (``components/data/prices.json``) from their machine-readable sources.
 
 Every figure in the output names its source and the date the source was generated ("as of"); nothing is
-estimated, interpolated or derived here. Instance / machine types come from ``components/catalog.py``; a
+estimated, interpolated or derived here. Instance / machine types come from ``components/data/catalog.py``; a
 type or region the source lacks is recorded under ``unknown`` with the reason (never a zero).
 
 Sources (both Apache-2.0; see ../shared/upstream/prices/README.md for why these two):
@@ -14,7 +14,7 @@ Sources (both Apache-2.0; see ../shared/upstream/prices/README.md for why these 
 
 Usage (the git directories are what ``fetch github:<owner>/<name>`` leaves, or any clone)::
 
-    python scripts/extract_prices.py --karpenter-git DIR --cyclenerd-git DIR > components/prices.json
+    python scripts/extract_prices.py --karpenter-git DIR --cyclenerd-git DIR > components/data/prices.json
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from components import catalog
+from components.data import catalog
 
 KARPENTER = {
     "repository": "aws/karpenter-provider-aws",

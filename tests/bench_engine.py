@@ -101,8 +101,8 @@ def main(argv: list[str] | None = None) -> None:
     from controlplane import ControlPlane
     from engine import Engine
 
-    from components import k8s
-    from components.synth import render
+    from components.cli.synth import render
+    from components.render import k8s
 
     with ControlPlane("bench") as cp:
         eng = Engine()

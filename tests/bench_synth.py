@@ -38,7 +38,7 @@ from pathlib import Path
 
 import yaml
 
-from components.synth import RENDER_GC_THRESHOLDS
+from components.cli.synth import RENDER_GC_THRESHOLDS
 
 ROOT = Path(__file__).resolve().parent.parent
 SIZES = {"s": (20, 6), "xl": (200, 24), "1000": (1000, 50)}
@@ -116,7 +116,8 @@ SYNTH = (
     + """
 import json, resource, sys, time
 t_start = time.perf_counter()
-from components import cli, synth
+from components.cli import main as cli
+from components.cli import synth
 import policies.offline as offline
 phases = {}
 def timed(mod, name, key):
@@ -247,7 +248,7 @@ def program():
             res = pulumi.CustomResource(r["type"], r["name"], r["inputs"], opts)
         made[i] = res
 
-# like with like: the collector's thresholds the synth's render runs with (components.synth), here too
+# like with like: the collector's thresholds the synth's render runs with (components.cli.synth), here too
 import gc
 before = gc.get_threshold()
 gc.set_threshold(*json.loads(sys.argv[2]))

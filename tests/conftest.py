@@ -1,6 +1,6 @@
 """Shared test fixtures.
 
-- Every program run goes through ``components.synth.render``: fresh mocks and a recording monitor,
+- Every program run goes through ``components.cli.synth.render``: fresh mocks and a recording monitor,
   with ``pulumi.runtime.settings.reset_options()`` before and after, so runs never share state.
 - Renderings of the shipped stacks are cached per session (they are immutable data).
 - Upstream contracts (CRD schemas, chart values, examples) come from the repository's own copy in
@@ -55,14 +55,14 @@ def _stack_config(stack: str) -> dict[str, Any]:
 @cached
 def rendered(stack: str):
     """Rendering of a shipped stack (cached; do not mutate)."""
-    from components.synth import render
+    from components.cli.synth import render
 
     return render(stack, stack_config(stack))
 
 
 def render_config(config: dict[str, Any], stack: str = "test"):
     """Render an ad-hoc config (not cached)."""
-    from components.synth import render
+    from components.cli.synth import render
 
     return render(stack, config)
 
@@ -88,11 +88,11 @@ def release(rendering, name: str) -> dict[str, Any]:
 
 def pytest_collection_modifyitems(config, items):
     """Under ``make mutate`` (a mutant's child run, with -x), run first the test files named after the mutated
-    module (tests/test_karpenter*.py for components/aws/karpenter.py): they fail soonest, before the files
+    module (tests/test_karpenter*.py for components/render/aws/karpenter.py): they fail soonest, before the files
     that render every stack. A normal run keeps pytest's order."""
     mutant = os.environ.get("MUTANT_UNDER_TEST", "")
     if "__mutmut_" not in mutant:
         return
-    module = mutant.rsplit(".", 1)[0].rsplit(".", 1)[-1]  # components.aws.iam_karpenter.x_f__mutmut_1
+    module = mutant.rsplit(".", 1)[0].rsplit(".", 1)[-1]  # components.render.aws.iam_karpenter.x_f__mutmut_1
     tokens = {t for t in module.split("_") if len(t) >= 3} | {module}
     items.sort(key=lambda item: not any(t in item.path.name for t in tokens))

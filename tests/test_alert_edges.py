@@ -18,9 +18,9 @@ import yaml
 from conftest import ROOT, manifest, render_config, rendered, stack_config
 from test_monitoring import MONITORED, PROMTOOL, needs_promtool
 
-from components import monitoring
+from components.render import monitoring
 
-# README "GPU monitoring" alert table and components/spec_options.py AlertThresholds, written out by hand.
+# README "GPU monitoring" alert table and components/spec/options.py AlertThresholds, written out by hand.
 DOCUMENTED_DEFAULTS = {
     "idle_utilization_percent": 10,
     "idle_for": "30m",

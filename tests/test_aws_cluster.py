@@ -1,4 +1,4 @@
-"""Access to an existing EKS cluster (components/aws/cluster.py): the Kubernetes provider's kubeconfig runs
+"""Access to an existing EKS cluster (components/render/aws/cluster.py): the Kubernetes provider's kubeconfig runs
 ``aws eks get-token`` as an exec credential plugin, optionally with a named CLI profile (``cluster.profile``,
 passed as AWS_PROFILE in the plugin's environment) and an assumed role (``cluster.roleArn``, the CLI's
 ``--role-arn`` option of ``eks get-token``)."""
@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from conftest import K8S_PROVIDER, render_config, rendered, stack_config
 
-from components.aws import cluster
-from components.loader import load_spec
+from components.cli.loader import load_spec
+from components.render.aws import cluster
 
 ROLE_ARN = "arn:aws:iam::111122223333:role/ml-platform-deployer"  # placeholder account
 PROFILE = "ml-platform-admin"

@@ -1,4 +1,4 @@
-"""EKS managed node groups (components/aws/nodegroups.py, managed_pools.py) and the AWS rules.
+"""EKS managed node groups (components/render/aws/nodegroups.py, managed_pools.py) and the AWS rules.
 
 Expected values come from the stack files and the upstream contracts, not from the code:
 - EKS API: amiType values (AL2023_x86_64_NVIDIA, BOTTLEROCKET_x86_64_NVIDIA, *_ARM_64_NVIDIA), capacityType
@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 from conftest import ROOT, render_config, rendered, stack_config
 
-from components import catalog
-from components.aws import managed_pools as plan
-from components.loader import SpecError, load_spec
+from components.cli.loader import SpecError, load_spec
+from components.data import catalog
+from components.plan.aws import managed_pools as plan
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
@@ -368,7 +368,7 @@ def test_no_node_groups_without_managed_pools():
 def test_rendering_an_aws_stack_never_imports_the_gcp_sdk():
     code = (
         "import sys, yaml\n"
-        "from components.synth import render\n"
+        "from components.cli.synth import render\n"
         "config = yaml.safe_load(open('stacks/Pulumi.dev-aws.yaml'))['config']\n"
         "r = render('dev-aws', config)\n"
         "assert any(x.type == 'aws:eks/nodeGroup:NodeGroup' for x in r.resources)\n"
@@ -568,7 +568,7 @@ def test_al2023_pools_need_the_gpu_operator_for_a_device_plugin():
     [("aws", "ec2.amazonaws.com"), ("aws-us-gov", "ec2.amazonaws.com"), ("aws-cn", "ec2.amazonaws.com.cn")],
 )
 def test_node_role_trusts_ec2_under_the_partitions_url_suffix(partition, principal):
-    from components.aws import nodegroups
+    from components.render.aws import nodegroups
 
     (stmt,) = json.loads(nodegroups.assume_role_policy(partition))["Statement"]
     assert stmt["Principal"] == {"Service": principal} and stmt["Action"] == ["sts:AssumeRole"]
@@ -577,7 +577,7 @@ def test_node_role_trusts_ec2_under_the_partitions_url_suffix(partition, princip
 def test_node_role_trust_document_in_full():
     """The node role's whole trust policy: one statement, named EksNodes, letting EC2 (the nodes) assume the role,
     nothing else (no wildcard principal, no extra action)."""
-    from components.aws import nodegroups
+    from components.render.aws import nodegroups
 
     assert json.loads(nodegroups.assume_role_policy("aws")) == {
         "Version": "2012-10-17",
@@ -606,6 +606,6 @@ def test_node_role_trust_document_in_full():
 )
 def test_partition_of_reads_the_arns_second_field(arn, partition):
     """The partition decides the URL suffix and ARNs of every IAM document, so it is read from the cluster ARN."""
-    from components.aws import nodegroups
+    from components.render.aws import nodegroups
 
     assert nodegroups.partition_of(arn) == partition

@@ -1,4 +1,4 @@
-"""``components.aws.sdk`` registers AWS resources and looks up the EKS cluster exactly as pulumi_aws' typed
+"""``components.render.aws.sdk`` registers AWS resources and looks up the EKS cluster exactly as pulumi_aws' typed
 classes and ``eks.get_cluster_output`` would: every kind the stacks create is registered both ways under the
 mock engine with the same arguments, and the requests the engine receives are compared field by field (type
 token, camelCase inputs nested too, user maps' keys untouched, plugin version, parent, dependencies, aliases,
@@ -16,7 +16,7 @@ import pytest
 from conftest import STACKS, rendered, stack_config
 from google.protobuf.json_format import MessageToDict
 
-from components.aws import sdk
+from components.render.aws import sdk
 
 TAGS = {"managed-by": "gpu-platform", "team_name": "ml", "kubernetes.io/cluster/c": "owned"}
 # the self-referencing EFA rule, the same arguments both ways
@@ -29,7 +29,7 @@ SG_RULE = {
     "tags": TAGS,
 }
 # (class, arguments as the components pass them): every kind in sdk.KINDS, with the arguments its callers set
-# (nested ones as components/aws/managed_pools.py, efa.py and reservations.py build them).
+# (nested ones as components/plan/aws/managed_pools.py, efa.py and reservations.py build them).
 CASES: list[tuple[str, dict[str, Any]]] = [
     ("iam.Role", {"name": "r", "description": "d", "assume_role_policy": '{"Version": "2012-10-17"}', "tags": TAGS}),
     ("iam.Policy", {"name": "p", "description": "d", "policy": '{"Statement": []}', "tags": TAGS}),
@@ -348,7 +348,7 @@ def _render_requests(monkeypatch, stack: str, config: dict[str, Any], preview: b
     """The requests the real program sends for ``stack``, AWS registered through sdk or the typed classes."""
     from pulumi.runtime.mocks import MockMonitor
 
-    from components import synth
+    from components.cli import synth
 
     seen: list[dict[str, Any]] = []
     register, invoke = MockMonitor.RegisterResource, MockMonitor.Invoke

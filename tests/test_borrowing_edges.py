@@ -11,7 +11,7 @@ from __future__ import annotations
 from caching import cached
 from conftest import manifest, render_config, stack_config
 
-from components import synth
+from components.cli import synth
 
 # 1 node x 8 A100 = 8 GPUs, whole GPUs: the pool brings 8 nvidia.com/gpu
 _SMALL = {

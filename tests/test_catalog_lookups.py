@@ -1,4 +1,4 @@
-"""``components.catalog`` lookups and builders, checked against the clouds' and NVIDIA's published figures.
+"""``components.data.catalog`` lookups and builders, checked against the clouds' and NVIDIA's published figures.
 
 Sources: GCP "GPU machine types" (N1 + attached T4: 1 or 2 T4s up to 48 vCPUs / 312 GB, 4 T4s up to 96 vCPUs /
 624 GB; G2 = L4, A2 = A100, A3 = H100/H200, A4 = B200; n1-standard is 3.75 GB per vCPU, n1-highmem 6.5);
@@ -16,8 +16,8 @@ from types import MappingProxyType
 
 import pytest
 
-from components import catalog as c
-from components import mig
+from components.data import catalog as c
+from components.plan import mig
 
 KNOWN = "T4, A10G, L4, L40S, A100-40GB, A100-80GB, H100, H200, B200"
 

@@ -1,4 +1,4 @@
-"""The packaged charts in ``upstream/charts/`` (one archive per chart ``components/versions.py`` pins).
+"""The packaged charts in ``upstream/charts/`` (one archive per chart ``components/data/versions.py`` pins).
 
 A clone deploys from these archives with no chart repository reachable, so they must be the pinned releases:
 named ``<chart>-<version>.tgz``, carrying that name and version, with the ``values.yaml`` (and ``Chart.yaml``) the
@@ -24,7 +24,7 @@ import pytest
 import yaml
 from conftest import ROOT, UPSTREAM
 
-from components import versions
+from components.data import versions
 
 CHARTS_DIR = UPSTREAM / "charts"
 SCRIPT = ROOT / "scripts" / "package_charts.py"

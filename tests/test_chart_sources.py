@@ -12,9 +12,10 @@ import pytest
 from conftest import STACKS, manifests, rendered, stack_config
 from test_policies import check
 
-from components import rules_core, versions
-from components.loader import SpecError, load_spec
-from components.synth import render
+from components.cli.loader import SpecError, load_spec
+from components.cli.synth import render
+from components.data import versions
+from components.plan import rules_core
 from policies import common, security_policies
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -178,7 +179,7 @@ def test_installed_charts_are_exactly_the_releases_the_program_registers(stack):
 
 def _unchecked(**extra):
     """The spec model without the stack-file rules (to call one rule alone)."""
-    from components.spec import StackSpec
+    from components.spec.model import StackSpec
 
     cfg = {k.split(":", 1)[1]: v for k, v in stack_config("local").items()}
     cfg.update(extra)

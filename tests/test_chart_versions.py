@@ -1,4 +1,4 @@
-"""Pinned charts (components/versions.py) and the pack data generated from them (components/policy_data.py):
+"""Pinned charts (components/data/versions.py) and the pack data generated from them (components/cli/policy_data.py):
 where a chart comes from, how a stack's version override applies, the release arguments, and the generator's
 write / --check modes."""
 
@@ -9,8 +9,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from components import policy_data, versions
-from components.versions import Chart
+from components.cli import policy_data
+from components.data import versions
+from components.data.versions import Chart
 
 
 def test_a_charts_source_is_its_repository_or_its_oci_registry_path():
@@ -100,7 +101,9 @@ def test_pack_data_lists_charts_and_gpu_types_sorted():
         assert d[k] == sorted(set(d[k])) and d[k], k
     assert "p5.48xlarge" in d["awsGpuInstanceTypes"] and "p5" in d["awsGpuInstanceFamilies"]
     assert "a3-highgpu-8g" in d["gcpGpuMachineTypes"]
-    assert d["$comment"].startswith("Generated from components/catalog.py and components/versions.py by `make ")
+    assert d["$comment"].startswith(
+        "Generated from components/data/catalog.py and components/data/versions.py by `make "
+    )
     text = policy_data.render()
     assert text.endswith("}\n") and json.loads(text) == d
 
@@ -134,7 +137,7 @@ def test_generator_creates_a_missing_file(tmp_path, monkeypatch):
 
 
 def test_policy_data_help_says_what_it_does_and_what_check_means(capsys):
-    """`python -m components.policy_data --help` is how a maintainer learns that --check writes nothing and fails
+    """`python -m components.cli.policy_data --help` is how a maintainer learns that --check writes nothing and fails
     (exit 1) when the pack's data has drifted: both sentences are in the help."""
     with pytest.raises(SystemExit) as done:
         policy_data.main(["--help"])

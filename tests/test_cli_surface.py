@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, STACKS_DIR
 
-from components import cli, synth
-from components.spec import Problem, SpecError
+from components.cli import main as cli
+from components.cli import synth
+from components.spec.model import Problem, SpecError
 
 DEV_AWS = STACKS_DIR / "Pulumi.dev-aws.yaml"
 STACK_FILE_HELP = "stack file to use instead of stacks/Pulumi.STACK.yaml"

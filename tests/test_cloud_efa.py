@@ -1,4 +1,4 @@
-"""EFA plain data (components/aws/efa.py) called directly: which pools get EFA, how many devices a node
+"""EFA plain data (components/plan/aws/efa.py) called directly: which pools get EFA, how many devices a node
 advertises, what a Karpenter EFA pool's class adds, the device plugin's values and the summary section.
 
 Facts (module docstring of efa.py; EC2 "EFA supported instance types" as catalogued): EFA is on by default for
@@ -13,9 +13,9 @@ from typing import Any
 
 from conftest import stack_config
 
-from components.aws import efa
-from components.loader import load_spec
-from components.spec import parse_spec
+from components.cli.loader import load_spec
+from components.plan.aws import efa
+from components.spec.model import parse_spec
 
 POOLS = "gpu-platform:nodePools"
 

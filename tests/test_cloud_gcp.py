@@ -1,4 +1,4 @@
-"""GKE helpers one function at a time (components/gcp/cluster.py, nodepools.py, gke.py): the kubeconfig, the
+"""GKE helpers one function at a time (components/render/gcp/cluster.py, nodepools.py, gke.py): the kubeconfig, the
 cluster check, and every nodeConfig / NodePool input the node-pool component registers.
 
 Expected values are written out from the GKE API's field names and enums (NodePool, NodeConfig,
@@ -18,8 +18,9 @@ import pulumi
 import pytest
 from conftest import render_config, rendered, stack_config
 
-from components.gcp import cluster, gke, nodepools
-from components.loader import load_spec
+from components.cli.loader import load_spec
+from components.plan.gcp import gke
+from components.render.gcp import cluster, nodepools
 
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}
 
@@ -383,7 +384,7 @@ def test_initial_node_count_uses_the_pools_own_zones_else_the_clusters():
 def test_accelerator_type_from_machine_else_model():
     """The machine type decides where it names an accelerator (A3 Mega's own H100 type); an unknown machine or
     none falls back to the GPU model's GKE accelerator."""
-    from components.gcp.rules import accelerator_type
+    from components.plan.gcp.rules import accelerator_type
 
     _, p = one_pool(gpu={"model": "H100", "perNode": 8}, instanceTypes=["a3-megagpu-8g"])
     assert accelerator_type(p) == "nvidia-h100-mega-80gb"
@@ -411,7 +412,7 @@ def test_registered_node_pool_carries_exactly_the_helpers_inputs(stack):
 def test_cluster_lookup_names_the_stacks_cluster(monkeypatch):
     """GkeAccess looks the cluster up by the stack's name, location and project (gcp:container getCluster), the
     answer every node pool and the kubeconfig derive from."""
-    from components import synth
+    from components.cli import synth
 
     mocks_cls, monitor_cls = synth._mock_classes()
     seen: list[tuple[str, dict]] = []
@@ -433,7 +434,7 @@ def test_an_autopilot_cluster_stops_the_render(monkeypatch):
     """The readiness check reads the lookup's enableAutopilot: when getCluster answers an Autopilot cluster
     (with a workload pool, so Workload Identity is not what stops it), the deploy stops with the Autopilot
     message before any node pool registers (Autopilot clusters have no user node pools)."""
-    from components import synth
+    from components.cli import synth
 
     mocks_cls, monitor_cls = synth._mock_classes()
 

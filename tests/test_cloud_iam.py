@@ -1,4 +1,4 @@
-"""IAM helpers (components/aws/iam.py, identity.py) called directly, with documents written out from the AWS
+"""IAM helpers (components/render/aws/iam.py, identity.py) called directly, with documents written out from the AWS
 contracts they follow: IAM policy grammar (Version 2012-10-17), EKS Pod Identity's trust (principal
 pods.eks.amazonaws.com, actions sts:AssumeRole + sts:TagSession, the session tags eks-cluster-name /
 kubernetes-namespace / kubernetes-service-account), IRSA's trust (the OIDC provider as federated principal,
@@ -12,8 +12,8 @@ import json
 import pytest
 from conftest import render_config, rendered, stack_config
 
-from components.aws import iam, identity
-from components.loader import load_spec
+from components.cli.loader import load_spec
+from components.render.aws import iam, identity
 
 ISSUER = "https://oidc.eks.us-east-1.amazonaws.com/id/EXAMPLED539D4633E53DE1B71EXAMPLE"
 HOST = ISSUER.removeprefix("https://")

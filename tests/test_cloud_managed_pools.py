@@ -1,4 +1,4 @@
-"""The pure data behind EKS managed node groups (components/aws/managed_pools.py, nodegroups.py helpers), one
+"""The pure data behind EKS managed node groups (components/plan/aws/managed_pools.py, nodegroups.py helpers), one
 function at a time, with whole expected values.
 
 Facts used (module docstring of managed_pools.py): EKS amiType / capacityType / taint effect spellings, IMDSv2
@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 from conftest import render_config, rendered, stack_config
 
-from components.aws import managed_pools as plan
-from components.aws import nodegroups, reservations, sdk
-from components.loader import load_spec
+from components.cli.loader import load_spec
+from components.plan.aws import managed_pools as plan
+from components.plan.aws import reservations
+from components.render.aws import nodegroups, sdk
 
 
 def spec_of(stack: str, **pool0: Any):

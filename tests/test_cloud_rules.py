@@ -2,7 +2,7 @@
 a test sees exactly that rule's problems, each pinned to its key path and full message, with both sides of every
 limit (the last accepted value and the first refused one).
 
-Limits come from the APIs the rules guard (documented in components/aws/managed_pools.py and gcp/gke.py): EKS
+Limits come from the APIs the rules guard (documented in components/plan/aws/managed_pools.py and gcp/gke.py): EKS
 node groups take at most 450 nodes, 20 instance types, 50 taints, 50 tags, label keys/values and taint
 keys/values of 63 characters; AWS tag keys 128 and values 256 characters; IAM role names 64 characters; launch
 template names 128 characters; EventBridge rule names 64 characters (hence Karpenter's 40-character prefix);
@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 from conftest import stack_config
 
-from components.aws import rules as aws_rules
-from components.aws import rules_karpenter
-from components.gcp import rules as gke_rules
-from components.spec import parse_spec
+from components.plan.aws import rules as aws_rules
+from components.plan.gcp import rules as gke_rules
+from components.render.aws import rules_karpenter
+from components.spec.model import parse_spec
 
 POOLS = "gpu-platform:nodePools"
 
@@ -864,7 +864,7 @@ def test_gpudirect_networks():
 
 
 def efa_problems(cfg: dict[str, Any]) -> list[tuple[str, str]]:
-    from components.aws import efa
+    from components.plan.aws import efa
 
     return run(efa.efa, cfg)
 
@@ -952,7 +952,7 @@ def test_efa_pool_needs_one_interface_layout_and_one_subnet():
 def test_reservation_in_launch_template_and_node_group_terms():
     """ODCR by id: a capacityReservationTarget; match any: preference open; a Capacity Block adds marketType
     capacity-block and makes the node group CAPACITY_BLOCK; no reservation: nothing."""
-    from components.aws import reservations as r
+    from components.plan.aws import reservations as r
 
     spec = parse_spec(stack_config("prod-aws"))
     h100 = spec.pool("h100-inference")  # cr-0c1d2e3f4a5b6c7d8
@@ -985,7 +985,7 @@ def test_reservation_in_launch_template_and_node_group_terms():
 
 def test_karpenter_reservation_selector_terms():
     """One term per id, plus one tags term when tags are given (an id term takes no other key)."""
-    from components.aws import reservations as r
+    from components.plan.aws import reservations as r
 
     cfg = stack_config("prod-aws")
     cfg[POOLS][1]["reservation"] = {

@@ -22,10 +22,10 @@ import yaml
 from conftest import HELM_RELEASE, UPSTREAM, render_config, rendered, stack_config
 from values_paths import unknown_paths
 
-from components import versions
-from components.aws import cluster_autoscaler as ca
-from components.aws import managed_pools as plan
-from components.loader import load_spec
+from components.cli.loader import load_spec
+from components.data import versions
+from components.plan.aws import managed_pools as plan
+from components.render.aws import cluster_autoscaler as ca
 
 POLICY = "aws:iam/policy:Policy"
 ROLE = "aws:iam/role:Role"
@@ -61,7 +61,7 @@ def test_switch_off_and_karpenter_only_stacks_install_nothing():
     r = render_config(cfg)
     assert not [x for x in r.of_type(HELM_RELEASE) if x.name == "cluster-autoscaler"]
     assert not [x for x in r.of_type(POLICY) if x.parent == "cluster-autoscaler"]
-    from components import synth
+    from components.cli import synth
 
     summary = synth.files(r)["summary.md"]
     assert "| l4-shared | nobody: fixed at 1 node(s) (addons.clusterAutoscaler is off) | - |" in summary
@@ -313,7 +313,7 @@ def test_karpenter_nodes_do_not_get_the_autoscaler_label():
 
 
 def test_summary_says_who_scales_each_pool():
-    from components import synth
+    from components.cli import synth
 
     text = synth.files(rendered("prod-aws"))["summary.md"]
     assert (

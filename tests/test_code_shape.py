@@ -1,5 +1,5 @@
 """The package's shape (issue 11): functions short enough to show their steps, modules small enough to read,
-and every chart add-on through one skeleton (components/addon.py). Read from the source with ``ast``."""
+and every chart add-on through one skeleton (components/render/addon.py). Read from the source with ``ast``."""
 
 from __future__ import annotations
 
@@ -58,9 +58,9 @@ def test_the_check_sees_long_methods_and_nested_functions():
 
 
 # Building blocks only the skeleton calls: an add-on that calls them itself bypasses the namespace policy and
-# the readiness gate ordering written once in components/addon.py.
+# the readiness gate ordering written once in components/render/addon.py.
 SKELETON_ONLY = {"chart_namespace", "chart_release", "webhook_gate"}
-SKELETON_MODULES = {"components/addon.py", "components/k8s.py", "components/webhooks.py"}
+SKELETON_MODULES = {"components/render/addon.py", "components/render/k8s.py", "components/render/webhooks.py"}
 
 
 @pytest.mark.parametrize("path", [p for p in _modules() if p.parent.name != "policies"], ids=_rel)

@@ -20,7 +20,7 @@ from google.protobuf import json_format
 @pytest.fixture
 def component_outputs(monkeypatch):
     """Render a config; return what each component registered as outputs, by (type, name)."""
-    from components import synth
+    from components.cli import synth
 
     mocks_cls, monitor_cls = synth._mock_classes()
     sent: dict[tuple[str, str], dict[str, Any]] = {}

@@ -12,8 +12,9 @@ from __future__ import annotations
 import pytest
 from conftest import STACKS, manifest, render_config, rendered, stack_config
 
-from components import derive, synth
-from components.tenancy import all_gpu_resources
+from components.cli import synth
+from components.plan import derive
+from components.render.tenancy import all_gpu_resources
 
 
 def _rq_key(name):

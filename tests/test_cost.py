@@ -12,8 +12,10 @@ import pytest
 import yaml
 from conftest import ROOT, UPSTREAM, rendered, stack_config
 
-from components import catalog, cli, cost, prices
-from components.loader import SpecError, load_spec
+from components.cli import main as cli
+from components.cli.loader import SpecError, load_spec
+from components.data import catalog, prices
+from components.plan import cost
 from policies import cost_policies, pack
 from policies.offline import evaluate
 
@@ -167,7 +169,7 @@ def test_pricing_and_budget_are_validated(stack, value, path):
 
 
 def test_synth_writes_cost_json_and_summary_and_the_configmap_carries_it():
-    from components import synth
+    from components.cli import synth
 
     r = rendered("prod-aws")
     files = synth.files(r)
@@ -519,7 +521,7 @@ def test_cost_markdown_rows_worked_by_hand():
         "- b: no price",
         "",
         "Price sources: SRC-A generated 2026-07-20; SRC-G generated 2026-07-30 "
-        "(components/prices.json, scripts/extract_prices.py).",
+        "(components/data/prices.json, scripts/extract_prices.py).",
     ]
 
 
@@ -542,7 +544,7 @@ def test_cost_markdown_without_pools_tenants_budget_or_unknowns():
         "Whole stack at max scale: **$0.00** per hour; at min size: $0.00 per hour.",
         "",
         "Price sources: SRC-A generated 2026-07-20; SRC-G generated 2026-07-30 "
-        "(components/prices.json, scripts/extract_prices.py).",
+        "(components/data/prices.json, scripts/extract_prices.py).",
     ]
     doc = _doc()
     doc["pools"][0].update(spotPerNodeHour=None, onDemandFallback=False, capacity="on-demand", perUnitHourUsd={})

@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 from conftest import ROOT, STACKS_DIR
 
-from components import cli, stackfile
-from components.spec import stack_file_schema
+from components.cli import main as cli
+from components.spec import stackfile
+from components.spec.model import stack_file_schema
 
 COVERAGE = ROOT / "tests" / "fixtures" / "coverage"
 COVERAGE_FILES = sorted(COVERAGE.glob("Pulumi.*.yaml"))

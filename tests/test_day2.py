@@ -27,8 +27,8 @@ from conftest import (
     stack_config,
 )
 
-from components import synth
-from components.loader import SpecError, load_spec
+from components.cli import synth
+from components.cli.loader import SpecError, load_spec
 
 RESOURCE_FLAVOR = "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor"
 TOPOLOGY = "kubernetes:kueue.x-k8s.io/v1beta2:Topology"
@@ -108,7 +108,7 @@ def test_every_kubernetes_resource_names_the_explicit_provider(stack):
 def test_the_synth_refuses_a_kubernetes_resource_without_a_provider_as_the_engine_does():
     import pulumi
 
-    from components import program
+    from components.render import program
 
     original = program.run
 

@@ -18,9 +18,9 @@ import yaml
 from conftest import UPSTREAM, release, render_config, rendered, stack_config
 from values_paths import unknown_paths
 
-from components import gpu_operator, monitoring
-from components.dashboards import gpu as dashboard
-from components.loader import load_spec
+from components.cli.loader import load_spec
+from components.render import gpu_operator, monitoring
+from components.render.dashboards import gpu as dashboard
 
 GPU_ID_TYPE = "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE"
 RESOURCE_NAMES = "NVIDIA_RESOURCE_NAMES"

@@ -1,4 +1,4 @@
-"""Shared derivations (components/derive.py) pinned directly: the borrowing ceiling per pool, the capacity
+"""Shared derivations (components/plan/derive.py) pinned directly: the borrowing ceiling per pool, the capacity
 report, reserved label keys, tolerations, pool labels per device plugin, defaults per cloud and the per-spec
 cache. Numbers are worked out by hand from the shipped stack files (quoted in each test)."""
 
@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from conftest import stack_config
 
-from components import derive
-from components.loader import load_spec
+from components.cli.loader import load_spec
+from components.plan import derive
 
 GPU = "nvidia.com/gpu"
 

@@ -22,8 +22,9 @@ from conftest import ROOT, UPSTREAM, manifest, manifests, release, render_config
 from jsonschema import Draft7Validator
 from values_paths import deep_merge, unknown_paths
 
-from components import dra, summary
-from components.loader import SpecError, load_spec
+from components.cli.loader import SpecError, load_spec
+from components.explain import summary
+from components.render import dra
 from policies import dra_policies, offline
 
 STACK = "dra-existing"
@@ -251,7 +252,7 @@ def test_a_mig_profile_the_layout_adds_gets_its_template_and_more_devices():
         "mig-a100-80gb-2g-20gb",
         "mig-a100-80gb-1g-10gb",
     }
-    from components import tenancy
+    from components.render import tenancy
 
     # 1 node x 8 GPUs x 3 MIG devices
     assert tenancy.quota_hard(spec, research)["mig.nvidia.com" + QUOTA] == "24"

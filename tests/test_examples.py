@@ -17,7 +17,8 @@ import yaml
 from conftest import ROOT, STACKS, UPSTREAM, manifest, release, rendered
 from jsonschema import Draft7Validator
 
-from components import derive, kueue
+from components.plan import derive
+from components.render import kueue
 
 EXAMPLES = ROOT / "examples"
 FILES = sorted(EXAMPLES.glob("*.yaml"))

@@ -1,4 +1,4 @@
-"""Access to an existing cluster (components/existing.py): the Kubernetes provider gets the stack's kubeconfig
+"""Access to an existing cluster (components/render/existing.py): the Kubernetes provider gets the stack's kubeconfig
 and context, server-side apply, and an identity that follows the context."""
 
 from __future__ import annotations

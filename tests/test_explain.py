@@ -17,8 +17,10 @@ import pytest
 import yaml
 from conftest import ROOT, stack_config
 
-from components import cli, explain, gpu_operator
-from components.loader import load_spec
+from components.cli import main as cli
+from components.cli.loader import load_spec
+from components.explain import trace as explain
+from components.render import gpu_operator
 
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
 TARGET = re.compile(r"^# Target stack: ([a-z0-9-]+)", re.M)
@@ -406,7 +408,7 @@ def test_fixed_managed_pool_cannot_grow():
 def test_karpenter_time_sliced_pool_without_overlay(monkeypatch):
     """§3: Karpenter counts GPUs from EC2 data; a time-sliced pool's node advertises replicas x that. Before the
     fix (no NodeOverlay) explain stops at the provisioner; with the pool's overlay it runs."""
-    from components.aws import karpenter
+    from components.render.aws import karpenter
 
     config = stack_config("dev-aws")
     pool_of(config["gpu-platform:nodePools"], "a10g-spot")["sharing"] = {"strategy": "time-slicing", "replicas": 4}
@@ -447,7 +449,7 @@ def test_bottlerocket_karpenter_sharing_never_reaches_the_node(monkeypatch):
     """§3: Bottlerocket Karpenter nodes need the sharing settings in the EC2NodeClass userData."""
     import dataclasses
 
-    from components.aws import karpenter
+    from components.render.aws import karpenter
 
     config = stack_config("dev-aws")
     p = pool_of(config["gpu-platform:nodePools"], "a10g-spot")
@@ -493,7 +495,7 @@ def test_dcgm_gke_device_names(monkeypatch):
 
 def test_dcgm_bottlerocket_device_ids(monkeypatch):
     """§4: Bottlerocket's plugin must hand out UUIDs (the kueue example's a100-train is Bottlerocket)."""
-    from components import sharing
+    from components.plan import sharing
 
     path = ROOT / "examples" / "kueue-pytorch-training-job.yaml"
     settings = sharing.bottlerocket_device_plugin_settings
@@ -523,7 +525,7 @@ def test_dcgm_rename_by_default_needs_the_resource_name(monkeypatch):
 
 
 def test_flavor_layer_shows_the_cluster_queue_order():
-    from components import kueue
+    from components.render import kueue
 
     spec = spec_of("prod-aws")
     t = trace(spec, pod("research", {"nvidia.com/gpu": 8}, nodeSelector={"gpu-platform/pool": "h100-spot"}))
@@ -642,7 +644,7 @@ def test_without_a_batch_scheduler_the_resource_quota_gates():
 
 
 def test_dcgm_reads_the_exporter_that_is_deployed():
-    from components import monitoring
+    from components.render import monitoring
 
     config = stack_config("dev-aws")
     config["gpu-platform:addons"] = {"gpuOperator": False, "dcgm": True, "kueue": True, "volcano": False}

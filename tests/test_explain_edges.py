@@ -27,9 +27,10 @@ from test_explain import (
     volcano_job,
 )
 
-from components import cli, explain
-from components.explain_facts import pod_security_problems, selection_problems
-from components.explain_workloads import WorkloadError, load
+from components.cli import main as cli
+from components.explain import trace as explain
+from components.explain.facts import pod_security_problems, selection_problems
+from components.explain.workloads import WorkloadError, load
 
 # ------------------------------------------------------------------------------------------ pod security
 

@@ -10,10 +10,10 @@ import yaml
 from conftest import stack_config
 from test_explain import container, pod, pool_of, spec_of, trace
 
-from components import explain_facts as facts
-from components import gpu_operator
-from components.explain_workloads import PodSet, WorkloadError, load, parse
-from components.loader import load_spec
+from components.cli.loader import load_spec
+from components.explain import facts
+from components.explain.workloads import PodSet, WorkloadError, load, parse
+from components.render import gpu_operator
 
 # ------------------------------------------------------------------------------------------ Pod Security
 
@@ -210,7 +210,7 @@ def test_dcgm_attribution(monkeypatch):
 
 
 def test_dcgm_attribution_on_bottlerocket(monkeypatch):
-    from components import sharing
+    from components.plan import sharing
 
     spec = spec_of("prod-aws")
     a100 = spec.pool("a100-train")

@@ -29,8 +29,9 @@ from test_explain import (
     volcano_job,
 )
 
-from components import dra, explain
-from components.loader import SpecError, load_spec
+from components.cli.loader import SpecError, load_spec
+from components.explain import trace as explain
+from components.render import dra
 
 TAS_HOSTNAME = {"kueue.x-k8s.io/podset-required-topology": "kubernetes.io/hostname"}
 TAS_LAYER3 = {"kueue.x-k8s.io/podset-required-topology": "topology.k8s.aws/network-node-layer-3"}
@@ -733,7 +734,7 @@ def test_a_fixed_managed_pool():
 def test_the_cluster_autoscaler_template_must_fit_the_pod(monkeypatch):
     """Scale from zero: the Cluster Autoscaler simulates the pod on the node group's template tags. A template
     without the pool label Kueue injects, or without the time-sliced GPU count, never scales the pool up."""
-    from components.aws import managed_pools
+    from components.plan.aws import managed_pools
 
     tags = managed_pools.autoscaler_tags
     prefix = managed_pools.CA_TEMPLATE + "/"

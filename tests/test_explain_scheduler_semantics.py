@@ -29,10 +29,12 @@ from test_explain import (
     volcano_job,
 )
 
-from components import explain, explain_schedulers, summary
-from components.explain_facts import flavor_selection_problems, selection_problems
-from components.explain_workloads import load, parse
-from components.loader import load_spec
+from components.cli.loader import load_spec
+from components.explain import schedulers as explain_schedulers
+from components.explain import summary
+from components.explain import trace as explain
+from components.explain.facts import flavor_selection_problems, selection_problems
+from components.explain.workloads import load, parse
 
 
 def stop(t: explain.Trace) -> tuple[str, str]:
@@ -392,7 +394,7 @@ def test_the_summary_says_both_caps():
 
 
 def rendered_summary(stack: str) -> str:
-    from components import synth
+    from components.cli import synth
 
     return synth.files(rendered(stack))["summary.md"]
 
@@ -499,7 +501,7 @@ def test_each_pod_of_a_deployment_holds_its_own():
 def test_a_stop_that_is_no_stall_holds_nothing(monkeypatch):
     """Karpenter counting fewer units per node than the node advertises launches too many nodes, yet the pod runs:
     no quota is stranded, so the stop says nothing of Kueue's quota."""
-    from components.aws import karpenter
+    from components.render.aws import karpenter
 
     config = stack_config("dev-aws")
     pool_of(config["gpu-platform:nodePools"], "a10g-spot")["sharing"] = {"strategy": "time-slicing", "replicas": 4}

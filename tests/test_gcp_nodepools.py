@@ -18,9 +18,10 @@ import pytest
 from caching import shared_fixture
 from conftest import ROOT, render_config, rendered, stack_config
 
-from components import derive, synth
-from components.gcp import nodepools
-from components.loader import SpecError, load_spec
+from components.cli import synth
+from components.cli.loader import SpecError, load_spec
+from components.plan import derive
+from components.render.gcp import nodepools
 
 NODE_POOL = "gcp:container/nodePool:NodePool"
 SERVICE_ACCOUNT = "gcp:serviceaccount/account:Account"
@@ -118,7 +119,7 @@ def test_compact_h100_training_pool():
     assert cfg["machineType"] == "a3-highgpu-8g"
     assert (cfg["diskSizeGb"], cfg["diskType"]) == (500, "pd-balanced")
     assert cfg["spot"] is False
-    # the stack's reservation block (components/reservations.py), as GKE spells it
+    # the stack's reservation block (components/plan/reservations.py), as GKE spells it
     assert cfg["reservationAffinity"] == {
         "consumeReservationType": "SPECIFIC_RESERVATION",
         "key": "compute.googleapis.com/reservation-name",
@@ -349,7 +350,7 @@ def test_engine_receives_ignore_changes_and_delete_before_replace(monkeypatch):
 
 def test_gcp_render_never_imports_aws_sdk():
     code = (
-        "import sys, yaml; from components.synth import render; "
+        "import sys, yaml; from components.cli.synth import render; "
         "cfg = yaml.safe_load(open('stacks/Pulumi.prod-gcp.yaml'))['config']; "
         "r = render('prod-gcp', cfg); "
         "assert any(x.type == 'gcp:container/nodePool:NodePool' for x in r.resources); "
@@ -602,7 +603,7 @@ def test_gke_options_rejected_on_other_clouds():
 
 
 def test_cluster_check_refuses_autopilot_and_missing_workload_identity():
-    from components.gcp.cluster import cluster_problems
+    from components.render.gcp.cluster import cluster_problems
 
     spec = rendered("prod-gcp").spec
     assert cluster_problems(spec, False, ["ml-prod-project.svc.id.goog"]) == []

@@ -11,9 +11,9 @@ from __future__ import annotations
 import pytest
 from conftest import stack_config
 
-from components.gcp import nodepools
-from components.loader import load_spec
-from components.spec import SpecError, parse_spec
+from components.cli.loader import load_spec
+from components.render.gcp import nodepools
+from components.spec.model import SpecError, parse_spec
 
 QUEUED_POOL = {
     "name": "p",

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from conftest import stack_config
 
-from components.loader import SpecError, load_spec
+from components.cli.loader import SpecError, load_spec
 
 CLASSES = [
     {"name": "inference", "value": 100000},

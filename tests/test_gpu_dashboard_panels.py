@@ -1,4 +1,4 @@
-"""The GPU Grafana dashboard (components/dashboards/gpu.py), panel by panel: what each panel shows (type,
+"""The GPU Grafana dashboard (components/render/dashboards/gpu.py), panel by panel: what each panel shows (type,
 unit, legend, bounds, thresholds from the stack's alert settings), where it sits on Grafana's 24-column grid,
 and the dashboard-level settings and template variables. The queries themselves are parsed by promtool in
 tests/test_monitoring.py; here each panel must carry the query of its own title.
@@ -15,9 +15,9 @@ import pytest
 from caching import shared_fixture
 from conftest import stack_config
 
-from components import metrics
-from components.dashboards import gpu
-from components.loader import load_spec
+from components.cli.loader import load_spec
+from components.render import metrics
+from components.render.dashboards import gpu
 
 # title: (type, unit, legend, max, red threshold (None: none), stacked, instant table)
 PANELS: dict[str, tuple[str, str, str, int | None, float | None, bool, bool]] = {

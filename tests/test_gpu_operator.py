@@ -23,8 +23,10 @@ from conftest import (
 from jsonschema import Draft202012Validator
 from values_paths import deep_merge, unknown_paths
 
-from components import derive, gpu_operator, sharing, versions
-from components.loader import SpecError, load_spec
+from components.cli.loader import SpecError, load_spec
+from components.data import versions
+from components.plan import derive, sharing
+from components.render import gpu_operator
 
 OPERATOR_STACKS = ["dev-aws", "prod-aws", "dev-gcp", "prod-gcp", "local"]
 GPU_OPERATOR_DIR = UPSTREAM / "gpu-operator"
@@ -574,7 +576,7 @@ def test_mps_is_refused_under_the_mixed_mig_strategy():
 
 
 def test_mps_limit_is_lower_before_turing():
-    from components import catalog
+    from components.data import catalog
 
     assert sharing.mps_max_replicas(catalog.gpu_model("T4")) == 48  # compute capability 7.5
     volta = catalog.GpuModel("V100", 16, "volta", {}, "v100", "nvidia-tesla-v100")
@@ -606,7 +608,7 @@ def test_sharing_needs_the_operator_where_its_plugin_serves():
     cfg = stack_config("dev-aws")
     cfg["gpu-platform:addons"] = {"gpuOperator": False, "dcgm": False}
     found = problems(cfg)
-    # addons.gpuOperator itself: AL2023 pools get no device plugin at all without it (components/aws/rules.py)
+    # addons.gpuOperator itself: AL2023 pools get no device plugin at all without it (components/plan/aws/rules.py)
     assert [path for path, _ in found] == [
         "gpu-platform:addons.gpuOperator",
         "gpu-platform:nodePools[0].sharing.strategy",
@@ -647,7 +649,7 @@ def test_rendered_release_values_are_json_plain():
 
 
 def test_summary_says_who_serves_each_pool():
-    from components.synth import files
+    from components.cli.synth import files
 
     text = files(rendered("prod-aws"))["summary.md"]
     assert "| a100-train | bottlerocket | bottlerocket | whole GPUs | - |" in text

@@ -20,8 +20,9 @@ import yaml
 from conftest import ROOT, STACKS, STACKS_DIR
 from limits import GIB, bounded, preexec
 
-from components import cli, stackfile, validation
-from components.loader import SpecError, load_spec
+from components.cli import main as cli
+from components.cli.loader import SpecError, load_spec
+from components.spec import stackfile, validation
 
 BAD = ROOT / "tests" / "fixtures" / "bad-stacks"
 FIXTURES = sorted(BAD.glob("*.yaml"))
@@ -95,7 +96,7 @@ def test_config_that_is_a_directory(tmp_path: Path, capsys):
 
 
 def test_unexpected_exception_is_one_line_with_its_own_exit_code(monkeypatch, capsys):
-    from components import synth
+    from components.cli import synth
 
     def boom(*_a, **_k):
         raise ZeroDivisionError("x" * 10_000)
@@ -190,8 +191,8 @@ def test_provider_key_is_reported_where_it_was_written():
 
 
 def test_cluster_name_too_long_for_the_autoscaler_role():
-    from components.aws import cluster_autoscaler
-    from components.aws import rules as aws_rules
+    from components.plan.aws import rules as aws_rules
+    from components.render.aws import cluster_autoscaler
 
     cfg = _dev_aws()
     cfg["gpu-platform:cluster"] = {"name": "c" * 50}  # node role fits (59), autoscaler role does not (69)

@@ -1,4 +1,4 @@
-"""``components.k8s.KubeResource`` registers a Kubernetes object or Helm release exactly as pulumi_kubernetes'
+"""``components.render.k8s.KubeResource`` registers a Kubernetes object or Helm release exactly as pulumi_kubernetes'
 typed class would: for every kind the stacks create through it, both are registered under the mock engine
 with the same arguments and the requests the engine receives are compared field by field (type token,
 properties, plugin version, aliases, timeouts, secret outputs, dependencies...)."""
@@ -13,7 +13,7 @@ import pytest
 from conftest import STACKS, rendered
 from google.protobuf.json_format import MessageToDict
 
-from components import k8s
+from components.render import k8s
 
 META = {"name": "x", "namespace": "ns", "labels": {"app.kubernetes.io/managed-by": "gpu-platform"}}
 # (typed class, apiVersion, kind, camelCase fields): every kind the components register with KubeResource, with
@@ -78,7 +78,7 @@ CASES: list[tuple[str, str, str, dict[str, Any]]] = [
         {"metadata": META, "spec": {"spec": {"devices": {"requests": []}}}},
     ),
 ]
-# Every argument the components give a Release (components/k8s.py chart_release, versions.release_args,
+# Every argument the components give a Release (components/render/k8s.py chart_release, versions.release_args,
 # gpu_operator, karpenter).
 RELEASE_ARGS = {
     "name": "r",

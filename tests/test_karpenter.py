@@ -12,9 +12,10 @@ import pytest
 import yaml
 from conftest import HELM_RELEASE, UPSTREAM, release, render_config, rendered, stack_config
 
-from components import derive, versions
-from components.aws import iam_karpenter, karpenter
-from components.loader import SpecError, load_spec
+from components.cli.loader import SpecError, load_spec
+from components.data import versions
+from components.plan import derive
+from components.render.aws import iam_karpenter, karpenter
 
 NODEPOOL = "kubernetes:karpenter.sh/v1:NodePool"
 NODECLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
@@ -915,7 +916,7 @@ def test_fallback_name_collision():
 
 
 def test_summary_lists_the_nodepools_and_their_split():
-    from components import synth
+    from components.cli import synth
 
     text = synth.files(rendered("prod-aws"))["summary.md"]
     assert "| h100-spot | h100-spot | spot | 50 | 16 | 2 | gpu-al2023-200gib |" in text

@@ -446,7 +446,7 @@ def test_policy_json_is_compact_and_key_sorted():
     """Policy documents go to AWS as one canonical string: the same document built in another key order is the
     same string (no spurious update of a deployed policy), and compact (IAM counts characters against its
     6,144-character managed-policy limit)."""
-    from components.aws import iam
+    from components.render.aws import iam
 
     doc = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole"}]}
     expected = '{"Statement":[{"Action":"sts:AssumeRole","Effect":"Allow"}],"Version":"2012-10-17"}'

@@ -20,9 +20,10 @@ import yaml
 from conftest import UPSTREAM, release, render_config, stack_config
 from values_paths import unknown_paths
 
-from components import derive, sharing, versions
-from components.aws import karpenter
-from components.loader import load_spec
+from components.cli.loader import load_spec
+from components.data import versions
+from components.plan import derive, sharing
+from components.render.aws import karpenter
 
 NODEOVERLAY = "kubernetes:karpenter.sh/v1alpha1:NodeOverlay"
 NODECLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
@@ -57,7 +58,7 @@ def _advertised_per_node(spec, pool) -> dict[str, int]:
     """What the device plugin of one node of ``pool`` advertises, read from the documents the node gets."""
     s, n = pool.sharing, pool.gpu.per_node
     if derive.pool_device_plugin(spec, pool) == "bottlerocket":
-        from components.aws import managed_pools
+        from components.plan.aws import managed_pools
 
         nvidia = tomllib.loads(managed_pools.user_data(spec, pool))["settings"]["kubelet-device-plugins"]["nvidia"]
         mode = nvidia[nvidia["device-sharing-strategy"]]
@@ -217,7 +218,7 @@ def test_rendered_overlay_metadata_and_summary_line():
     """The NodeOverlay is named gpu-<pool>, labelled managed-by gpu-platform and with the pool it serves (how
     day-2 tooling finds a pool's objects), and summary.md tells what Karpenter sees per node. For the ts mode
     (4 L4 x 4 time-slicing replicas) the device plugin advertises 16 nvidia.com/gpu per node, read from MODES."""
-    from components import synth
+    from components.cli import synth
 
     r = render_config(_config("ts"))
     [overlay] = r.of_type(NODEOVERLAY)

@@ -25,8 +25,9 @@ from conftest import (
 from jsonschema import Draft7Validator
 from values_paths import unknown_paths
 
-from components import derive, kueue
-from components.loader import SpecError, load_spec
+from components.cli.loader import SpecError, load_spec
+from components.plan import derive
+from components.render import kueue
 
 API = "kueue.x-k8s.io/v1beta2"
 KINDS = ("ResourceFlavor", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass", "Topology")

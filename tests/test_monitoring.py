@@ -26,8 +26,9 @@ from conftest import (
 from jsonschema import Draft7Validator
 from values_paths import unknown_paths
 
-from components import monitoring, versions
-from components.loader import SpecError, load_spec
+from components.cli.loader import SpecError, load_spec
+from components.data import versions
+from components.render import monitoring
 
 PROMTOOL = shutil.which("promtool")
 needs_promtool = pytest.mark.skipif(PROMTOOL is None, reason="promtool not installed (Debian package 'prometheus')")

@@ -13,11 +13,13 @@ from test_examples import FILES, _docs, _pod_specs, _target
 from test_karpenter import _cel_nodeclass, _cel_nodepool, _errors, _schema
 from values_paths import unknown_paths
 
-from components import catalog, derive, reservations, versions
-from components.aws import efa, karpenter
-from components.aws import reservations as aws_reservations
-from components.gcp import nodepools as gke_pools
-from components.loader import SpecError, load_spec
+from components.cli.loader import SpecError, load_spec
+from components.data import catalog, versions
+from components.plan import derive, reservations
+from components.plan.aws import efa
+from components.plan.aws import reservations as aws_reservations
+from components.render.aws import karpenter
+from components.render.gcp import nodepools as gke_pools
 
 EFA_UPSTREAM = ROOT / "upstream" / "aws-efa-k8s-device-plugin"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
@@ -183,7 +185,7 @@ def test_device_plugin_release_runs_on_efa_pools_only():
 
 
 def test_summary_counts_efa_and_says_reservations_are_paid_unused():
-    from components.summary import summary
+    from components.explain.summary import summary
 
     text = summary(rendered("prod-aws"), {})
     assert "| a100-train | p4de.24xlarge | 4 | efa on every card | ml-prod-a100-train-efa (cluster) |" in text

@@ -8,9 +8,9 @@ import json
 import pytest
 from conftest import NAMESPACE, RESOURCE_QUOTA, STACKS, manifest, manifests, render_config, rendered, stack_config
 
-from components import synth
-from components.loader import load_spec
-from components.outputs import monitoring_output
+from components.cli import synth
+from components.cli.loader import load_spec
+from components.render.outputs import monitoring_output
 
 TOP_KEYS = {"tenantNamespaces", "gpuPools", "tenants", "pools", "karpenter", "monitoring", "cost"}
 TENANT_KEYS = {

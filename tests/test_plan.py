@@ -1,4 +1,4 @@
-"""The plan (components/plan.py, issue 28): what the platform decides per pool, tenant and add-on, frozen and
+"""The plan (components/plan/plan.py, issue 28): what the platform decides per pool, tenant and add-on, frozen and
 pure data; each shipped stack's plan committed as a snapshot; the plan agreeing with what the synth renders;
 ``gpu-platform plan`` printing it."""
 
@@ -10,8 +10,10 @@ import json
 import pytest
 from conftest import STACKS, manifest, manifests, rendered, stack_config
 
-from components import cli, plan
-from components.loader import load_spec
+from components.cli import main as cli
+from components.cli import plans
+from components.cli.loader import load_spec
+from components.plan import plan
 
 
 def _local() -> plan.Plan:
@@ -21,10 +23,10 @@ def _local() -> plan.Plan:
 @pytest.mark.parametrize("stack", STACKS)
 def test_each_shipped_stacks_plan_is_its_committed_snapshot(stack):
     """A change to what the platform decides shows up as a diff of tests/snapshots/plans/<stack>.json."""
-    path = plan.snapshot_dir() / f"{stack}.json"
-    assert path.exists(), f"no plan snapshot for {stack}: run {plan.REGENERATE}"
+    path = plans.snapshot_dir() / f"{stack}.json"
+    assert path.exists(), f"no plan snapshot for {stack}: run {plans.REGENERATE}"
     got = plan.build(load_spec(stack_config(stack)), stack).to_json()
-    assert got == path.read_text(encoding="utf-8"), f"{stack}: the plan changed; review it and run {plan.REGENERATE}"
+    assert got == path.read_text(encoding="utf-8"), f"{stack}: the plan changed; review it and run {plans.REGENERATE}"
 
 
 def test_the_local_plan_by_hand():
@@ -86,7 +88,7 @@ def test_the_plan_agrees_with_what_the_synth_renders(stack):
 def test_plan_json_is_the_snapshot_format_and_the_text_names_every_pool_tenant_and_addon(capsys):
     assert cli.main(["plan", "prod-aws", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc == json.loads((plan.snapshot_dir() / "prod-aws.json").read_text())
+    assert doc == json.loads((plans.snapshot_dir() / "prod-aws.json").read_text())
     assert doc["schemaVersion"] == plan.SCHEMA_VERSION
     assert cli.main(["plan", "prod-aws"]) == 0
     text = capsys.readouterr().out

@@ -45,8 +45,11 @@ from pulumi_policy import (
 from pulumi_policy.policy import _PolicyAnalyzerServicer
 from pulumi_policy.proxy import unknown_checking_proxy
 
-from components import cli, derive, tenancy, versions
-from components.rendering import Record
+from components.cli import main as cli
+from components.data import versions
+from components.explain.rendering import Record
+from components.plan import derive
+from components.render import tenancy
 from policies import (
     capacity_policies,
     common,

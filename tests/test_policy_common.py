@@ -543,7 +543,7 @@ def test_gpu_pools_names_and_capacity():
 
 
 def test_default_policy_config_comes_from_the_pinned_charts():
-    # the GPU Operator and dcgm-exporter namespaces (components/versions.py), sorted, no duplicates
+    # the GPU Operator and dcgm-exporter namespaces (components/data/versions.py), sorted, no duplicates
     assert common.DEFAULT_PRIVILEGED_NAMESPACES == tuple(
         sorted({common.GPU_OPERATOR_CHART["namespace"], common.DCGM_EXPORTER_CHART["namespace"]})
     )

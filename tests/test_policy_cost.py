@@ -1,7 +1,7 @@
 """The cost policies (policies/cost_policies.py) on small hand-written cost documents: when a pool's idle nodes or
 a budget are reported, the exact message, and how the policies find the document in the stack.
 
-The document shape is the one components/cost.py renders (camelCase, numbers as the engine hands them: floats);
+The document shape is the one components/plan/cost.py renders (camelCase, numbers as the engine hands them: floats);
 every figure below is worked out by hand (e.g. $10.50/h x 730 h = $7,665 a month).
 """
 

@@ -16,7 +16,7 @@ from conftest import manifest, render_config, rendered, stack_config
 from pulumi_policy import PolicyResource
 from test_policies import GPU_TAINT, _karpenter, _opts, _tenant_ns, check, check_stack, engine_props, k8s
 
-from components import derive
+from components.plan import derive
 from policies import capacity_policies, common, monitoring_policies, offline, scheduling_policies, security_policies
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
@@ -26,7 +26,7 @@ CRITICAL = {"gpu-platform/critical": "true"}
 
 
 def _flavor(name: str, gpu_resource: str, gpu_nominal: str, **gpu: str) -> dict[str, Any]:
-    """A ClusterQueue flavor as the platform renders one (components/kueue.py): the tenant's cpu and memory quota
+    """A ClusterQueue flavor as the platform renders one (components/render/kueue.py): the tenant's cpu and memory quota
     on every flavor, the GPU resource's nominal quota (and borrowingLimit) per pool."""
     return {
         "name": name,
@@ -55,7 +55,7 @@ def _serving(flavors: list[dict[str, Any]], pools: dict[str, str]) -> list[tuple
 
 
 # Every GPU resource name a flavor can carry: whole GPUs, shared replicas, MIG profiles, and the DRA device
-# classes Kueue counts (components/derive.py DRA_GPU_RESOURCE / DRA_MIG_RESOURCE, deviceClassMappings).
+# classes Kueue counts (components/plan/derive.py DRA_GPU_RESOURCE / DRA_MIG_RESOURCE, deviceClassMappings).
 GPU_RESOURCE_NAMES = [
     "nvidia.com/gpu",
     "nvidia.com/gpu.shared",

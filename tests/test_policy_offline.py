@@ -426,7 +426,7 @@ def test_evaluate_names_the_config_file_in_the_report_and_in_errors(tmp_path):
 
 def _rec(type_: str, name: str, chain: str = "", parent=None, provider=None, depends_on=()):
     """A registered resource whose URN carries its parent type chain (``a$b$type``), as the engine writes it."""
-    from components.rendering import Record
+    from components.explain.rendering import Record
 
     qualified = f"{chain}${type_}" if chain else type_
     return Record(

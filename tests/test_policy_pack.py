@@ -96,7 +96,7 @@ def test_the_pack_entry_point_loads_only_its_folder_and_its_requirements():
 
 
 def test_pack_data_is_what_components_generate():
-    from components import policy_data
+    from components.cli import policy_data
 
     assert (PACK / "pack_data.json").read_text(encoding="utf-8") == policy_data.render(), (
         "policies/pack_data.json is out of date: run `make policy-data`"
@@ -104,7 +104,7 @@ def test_pack_data_is_what_components_generate():
 
 
 def test_pack_data_carries_the_facts_the_policies_used_to_import():
-    from components import catalog, versions
+    from components.data import catalog, versions
 
     assert common.DEFAULT_ALLOWED_SOURCES == versions.ALLOWED_SOURCES
     assert set(common.DEFAULT_PRIVILEGED_NAMESPACES) == {
@@ -122,7 +122,7 @@ def test_pack_data_carries_the_facts_the_policies_used_to_import():
 
 
 def test_policy_data_check_fails_on_a_stale_file(tmp_path, monkeypatch):
-    from components import policy_data
+    from components.cli import policy_data
 
     stale = tmp_path / "pack_data.json"
     stale.write_text(policy_data.render().replace('"g5g"', '"g5x"'))
@@ -360,7 +360,7 @@ def test_every_shipped_stack_gets_the_offline_findings_under_the_engine(analyzer
 def test_bundled_charts_pass_by_digest_and_a_tampered_archive_fails_the_same_way(analyzer):
     """`local` with `chartSource: bundled` passes under the engine's analyzer as offline; a release whose
     archive digest differs from every bundled one is refused by both."""
-    from components.synth import render
+    from components.cli.synth import render
 
     subjects = offline.subjects_from_rendering(
         render("local", {**stack_config("local"), "gpu-platform:chartSource": "bundled"})
@@ -445,7 +445,7 @@ def test_a_broken_rendering_gets_the_same_findings(analyzer):
 
 @shared_fixture
 def preview():
-    from components.synth import render
+    from components.cli.synth import render
 
     return render("prod-aws", stack_config("prod-aws"), preview=True)
 
@@ -498,7 +498,7 @@ def test_a_preview_gets_the_same_findings_under_the_engine(analyzer, preview):
 
 
 def test_the_cli_renders_a_preview(capsys):
-    from components import cli
+    from components.cli import main as cli
 
     assert cli.main(["check", "dev-aws", "--preview"]) == 0  # Karpenter: its controller documents hold ARNs
     err = capsys.readouterr().err

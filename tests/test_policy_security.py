@@ -169,7 +169,7 @@ def test_helm_chart_pinned_messages():
 
 
 def test_helm_chart_pinned_default_allow_list_is_the_pack_data():
-    """Without config the allow-list is the one generated from components/versions.py into pack_data.json."""
+    """Without config the allow-list is the one generated from components/data/versions.py into pack_data.json."""
     sources = list(common.PACK_DATA["allowedSources"])
     props = {"chart": "c", "version": "1.0.0", "repositoryOpts": {"repo": sources[0]}}
     assert check(security_policies.helm_chart_pinned, common.HELM_RELEASE, props) == []

@@ -1,4 +1,4 @@
-"""``components.prices``: each answer of a price lookup, known or unknown, with its exact source or reason.
+"""``components.data.prices``: each answer of a price lookup, known or unknown, with its exact source or reason.
 
 Figures are those of the recorded sources (aws/karpenter-provider-aws zz_generated.pricing_aws.go at
 1d927085dd81, p5.48xlarge us-east-1 on-demand 55.04; Cyclenerd/google-cloud-pricing-cost-calculator
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from components import prices
+from components.data import prices
 
 KARPENTER = "aws/karpenter-provider-aws@1d927085dd81 pkg/providers/pricing/zz_generated.pricing_aws.go"
 CYCLENERD = "Cyclenerd/google-cloud-pricing-cost-calculator@fd66b26ff84f pricing.yml"

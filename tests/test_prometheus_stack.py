@@ -20,9 +20,10 @@ from conftest import (
 )
 from values_paths import deep_merge, unknown_paths
 
-from components import prometheus_stack, versions
-from components.loader import SpecError, load_spec
-from components.summary import summary
+from components.cli.loader import SpecError, load_spec
+from components.data import versions
+from components.explain.summary import summary
+from components.render import prometheus_stack
 
 KPS = UPSTREAM / "kube-prometheus-stack"
 SUBCHARTS = ("grafana", "kube-state-metrics", "prometheus-node-exporter")
@@ -347,7 +348,7 @@ def test_every_selector_is_ours_and_cluster_wide():
 def test_grafana_sidecar_finds_our_dashboard_and_its_folder():
     """The sidecar searches every namespace (the dashboard sits in the exporter's) and files dashboards by the
     annotation our ConfigMap carries."""
-    from components import monitoring
+    from components.render import monitoring
 
     spec = load_spec(stack_config("dev-aws"))
     side = prometheus_stack.helm_values(spec)["grafana"]["sidecar"]["dashboards"]

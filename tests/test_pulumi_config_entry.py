@@ -1,4 +1,4 @@
-"""``components.config``: the config map ``pulumi up`` gives the program, and how a bad one ends the program
+"""``components.cli.config``: the config map ``pulumi up`` gives the program, and how a bad one ends the program
 (pulumi.RunError: the engine prints its message without a stack trace)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from conftest import stack_config
 from pulumi.runtime import config as runtime_config
 
-from components import config
+from components.cli import config
 
 
 def test_pulumi_config_merges_the_environment_and_the_set_config(monkeypatch):

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from conftest import STACKS, rendered
 
-from components.rendering import is_manifest
+from components.explain.rendering import is_manifest
 
 # Kinds a chart's values refer to by name (a ClusterQueue or Namespace that happens to share the cluster's
 # name is not a reference).

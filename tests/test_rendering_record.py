@@ -1,4 +1,4 @@
-"""The rendering record (components/rendering.py): lookups by type and name, and which records count as
+"""The rendering record (components/explain/rendering.py): lookups by type and name, and which records count as
 Kubernetes manifests (what the offline policies, the summary and the validation tests read)."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from conftest import stack_config
 
-from components.loader import load_spec
-from components.rendering import Record, Rendering, is_manifest
+from components.cli.loader import load_spec
+from components.explain.rendering import Record, Rendering, is_manifest
 
 
 def _record(type_: str, name: str, inputs: dict) -> Record:

@@ -1,4 +1,4 @@
-"""Reserved capacity read the same way on both clouds (components/reservations.py): how a reservation is
+"""Reserved capacity read the same way on both clouds (components/plan/reservations.py): how a reservation is
 described, what each provisioner turns it into (the summary's 'used as' column), and every rule with its key
 and message. Expected texts are written out from the module's contract, not read back from it."""
 
@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from conftest import stack_config
 
-from components import reservations
-from components.loader import SpecError, load_spec
-from components.reservations import PoolReservation
+from components.cli.loader import SpecError, load_spec
+from components.plan import reservations
+from components.plan.reservations import PoolReservation
 
 G = "gpu-platform:"
 PAID_UNUSED = (

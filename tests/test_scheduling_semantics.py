@@ -6,10 +6,11 @@ import pytest
 import yaml
 from conftest import manifest, manifests, release, rendered, stack_config
 
-from components import derive, kueue
-from components.loader import load_spec
-from components.rendering import Rendering
-from components.summary import summary
+from components.cli.loader import load_spec
+from components.explain.rendering import Rendering
+from components.explain.summary import summary
+from components.plan import derive
+from components.render import kueue
 
 
 def _cq(stack_or_rendering, tenant):

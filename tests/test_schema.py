@@ -10,8 +10,8 @@ import yaml
 from caching import shared_fixture
 from conftest import STACKS, STACKS_DIR
 
-from components import cli
-from components.spec import stack_file_schema
+from components.cli import main as cli
+from components.spec.model import stack_file_schema
 
 
 @shared_fixture

@@ -14,7 +14,7 @@ import pytest
 from conftest import manifest, rendered
 from test_explain import SHARED_OPT_IN, pod, spec_of, trace
 
-from components import derive
+from components.plan import derive
 
 OPT_IN = {"key": "gpu-platform/shared-gpu", "value": "one-unit", "effect": "NoSchedule"}
 

@@ -11,8 +11,8 @@ import pytest
 import yaml
 from conftest import ROOT, stack_config
 
-from components import cli
-from components.loader import SpecError, load_spec
+from components.cli import main as cli
+from components.cli.loader import SpecError, load_spec
 
 
 def _set(cfg: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
@@ -377,7 +377,7 @@ def test_pulumi_run_error_names_stack_file(monkeypatch):
     """Under `pulumi up` the same problems end the program through RunError (no stack trace)."""
     import pulumi
 
-    from components import config
+    from components.cli import config
 
     bad = _set(stack_config("dev-aws"), "gpu-platform:nodePools.0.minNodes", 9)
     monkeypatch.setattr(config, "pulumi_config", lambda: bad)
@@ -388,7 +388,7 @@ def test_pulumi_run_error_names_stack_file(monkeypatch):
 
 
 def test_ordinary_pool_labels_and_taints_are_accepted():
-    from components import derive
+    from components.plan import derive
 
     cfg = stack_config("dev-aws")
     cfg["gpu-platform:nodePools"][0]["labels"] = {"team": "ml", "example.com/cost-center": "42"}

@@ -12,7 +12,7 @@ import pytest
 from caching import shared_fixture
 from conftest import stack_config
 
-from components.spec import (
+from components.spec.model import (
     NAMESPACE,
     Problem,
     SpecError,
@@ -287,7 +287,7 @@ def test_spec_lookups_and_derived_switches():
 )
 def test_pool_caps(limits: dict, node_cap: int, gpu_cap: int):
     """Most nodes and most GPUs of an 8-GPU pool, from maxNodes and/or maxGpus."""
-    from components.spec import NodePool
+    from components.spec.model import NodePool
 
     pool = NodePool.model_validate({"name": "p", "gpu": {"model": "H100", "perNode": 8}, **limits})
     assert (pool.node_cap, pool.gpu_cap) == (node_cap, gpu_cap)
@@ -295,7 +295,7 @@ def test_pool_caps(limits: dict, node_cap: int, gpu_cap: int):
 
 def test_pool_without_limits_has_no_capacity_even_with_one_gpu_per_node():
     """No maxNodes and no maxGpus: no node at all (not one), whatever the GPUs per node."""
-    from components.spec import NodePool
+    from components.spec.model import NodePool
 
     pool = NodePool.model_validate({"name": "p", "gpu": {"model": "L4", "perNode": 1}})
     assert (pool.node_cap, pool.gpu_cap) == (0, 0)
@@ -342,7 +342,7 @@ def test_unknown_keys_suggest_the_near_key_of_their_own_model():
 def test_fields_at_a_path():
     """The keys valid beside the last part of a path: through lists (indices skipped) and nested models; none
     under a free-form mapping or an unknown key."""
-    from components.spec import _fields_at
+    from components.spec.model import _fields_at
 
     assert _fields_at(("nodePools", 0, "gpu", "x")) == ["model", "perNode"]
     assert "maxNodes" in _fields_at(("nodePools", 0, "x"))

@@ -1,13 +1,15 @@
-"""``components.outputs``, a projection of the plan (components/plan.py), from a validated spec alone (no render): the
-outputs of the ``local`` stack (an existing cluster, one MPS-shared L4 workstation, one tenant), worked out by hand
-from its stack file, and the switches (no Karpenter, monitoring off or without Prometheus)."""
+"""``components.render.outputs``, a projection of the plan (components/plan/plan.py), from a validated spec alone
+(no render): the outputs of the ``local`` stack (an existing cluster, one MPS-shared L4 workstation, one
+tenant), worked out by hand from its stack file, and the switches (no Karpenter,
+monitoring off or without Prometheus)."""
 
 from __future__ import annotations
 
 from conftest import stack_config
 
-from components import outputs, plan
-from components.loader import load_spec
+from components.cli.loader import load_spec
+from components.plan import plan
+from components.render import outputs
 
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
 

@@ -1,4 +1,4 @@
-"""The cloud-neutral stack rules (components/rules_core.py), message by message: each problem names the key to
+"""The cloud-neutral stack rules (components/plan/rules_core.py), message by message: each problem names the key to
 fix and says why, so a wrong key, a lost branch or a changed text would leave the user guessing. Stack files
 are the shipped ones with one change each; expected problems are written out from the rule's contract."""
 
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from conftest import stack_config
 
-from components.loader import SpecError, load_spec
+from components.cli.loader import SpecError, load_spec
 
 
 def problems(cfg: dict[str, Any]) -> list[tuple[str, str]]:

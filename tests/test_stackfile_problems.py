@@ -1,4 +1,4 @@
-"""``components.stackfile.read``: the exact problem (key path + message) for each way a stack file is wrong.
+"""``components.spec.stackfile.read``: the exact problem (key path + message) for each way a stack file is wrong.
 
 The bad-stack fixtures check a fragment of each message; these pin the whole text, the boundaries of every
 cut (quote limits, the 160-character YAML error) and the line numbers, on inputs small enough to read here.
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components import stackfile
-from components.spec import Problem, SpecError
+from components.spec import stackfile
+from components.spec.model import Problem, SpecError
 
 NOT_MAPPING = "a stack file is a mapping with a 'config:' key, not "
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components import stackfile
-from components.spec import SpecError
+from components.spec import stackfile
+from components.spec.model import SpecError
 
 
 def test_control_character_is_refused_at_file_level(tmp_path: Path):

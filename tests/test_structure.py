@@ -3,8 +3,9 @@
 - No import circle among ``components/`` and ``policies/`` modules. The graph is read from the source with
   ``ast``: every ``import`` counts, also those inside functions and under ``TYPE_CHECKING`` (a lazy import
   is still a dependency; it only hides it from the reader).
-- The spec model sits at the bottom: it imports nothing of the package but the modules it validates with.
-- ``components/loader.py`` lists every module that defines ``@rule`` functions; a module with rules missing
+- The stages (``components/<stage>/``: data, spec, plan, render, explain, cli) import only their own and earlier
+  ones, and the data, spec and plan stages no pulumi and no cloud SDK.
+- ``components/cli/loader.py`` lists every module that defines ``@rule`` functions; a module with rules missing
   from the list would silently skip them, so that fails here.
 """
 
@@ -156,25 +157,78 @@ def test_the_check_finds_a_circle_hidden_in_a_function(tmp_path):
     assert cycles(graph) == [["components.model", "components.sub.rules", "components.model"]]
 
 
-SPEC_LAYER = {
-    "components.spec",  # the StackSpec root, problems, parsing; re-exports its parts' names
-    "components.spec_base",
-    "components.spec_pools",
-    "components.spec_tenants",
-    "components.spec_options",
-}
+# The stages, in the order data flows (issue 28): a module may import its own stage and earlier ones, never a
+# later one. Each stage's package docstring says the same ("May import: ...").
+STAGES = ("data", "spec", "plan", "render", "explain", "cli")
+
+
+def stage_of(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[0] == "components" and parts[1] in STAGES else None
+
+
+def test_every_components_module_sits_in_a_stage():
+    graph = import_graph(ROOT)
+    loose = sorted(m for m in graph if m.startswith("components.") and stage_of(m) is None)
+    assert loose == [], "put these in a stage package (components/<stage>/)"
+
+
+def test_no_stage_imports_a_later_one():
+    """spec -> plan -> render -> explain -> cli: the import graph (every import, lazy ones too) only points back."""
+    graph = import_graph(ROOT)
+    later = {
+        m: sorted(d for d in deps if stage_of(d) and STAGES.index(stage_of(d)) > STAGES.index(stage_of(m)))
+        for m, deps in graph.items()
+        if stage_of(m)
+    }
+    assert {m: d for m, d in later.items() if d} == {}
+
+
+def test_the_layering_check_sees_a_lazy_import_of_a_later_stage(tmp_path):
+    pkg = tmp_path / "components"
+    for stage in ("plan", "render"):
+        (pkg / stage).mkdir(parents=True)
+        (pkg / stage / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "render" / "kueue.py").write_text("X = 1\n")
+    (pkg / "plan" / "derive.py").write_text("def f():\n    from components.render import kueue\n    return kueue.X\n")
+    graph = import_graph(tmp_path, ["components"])
+    assert "components.render.kueue" in graph["components.plan.derive"]
+    assert STAGES.index(stage_of("components.render.kueue")) > STAGES.index(stage_of("components.plan.derive"))
+
+
+def test_the_data_spec_and_plan_stages_import_no_pulumi_or_cloud_sdk():
+    """The plan is pure data: nothing below the renderers registers (or could register) a resource."""
+    found = {}
+    for name, path in modules(ROOT, ["components"]).items():
+        if stage_of(name) not in ("data", "spec", "plan"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                targets = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+                bad = [
+                    t for t in targets if t.split(".")[0] in ("pulumi", "pulumi_aws", "pulumi_gcp", "pulumi_kubernetes")
+                ]
+                if bad:
+                    found.setdefault(name, []).extend(bad)
+    assert found == {}
+
+
+def test_each_stage_package_says_what_it_may_import():
+    for stage in STAGES:
+        doc = ast.get_docstring(ast.parse((ROOT / "components" / stage / "__init__.py").read_text())) or ""
+        assert "May import:" in doc, stage
 
 
 def test_the_spec_model_imports_nothing_above_it():
-    """The spec layer (spec.py and its parts spec_*.py) is the bottom of the house: the model and its messages,
-    no component, rule or derivation; its parts import only each other, catalog and validation."""
+    """The spec stage is the model and its messages: its modules import only each other and the data stage;
+    derive (the plan's base) reads only the spec."""
     graph = import_graph(ROOT)
-    layer = {m for m in graph if m == "components.spec" or m.startswith("components.spec_")}
-    assert layer == SPEC_LAYER, "a new spec part: add it to SPEC_LAYER (and to spec.py's re-exports)"
-    allowed = {"components", "components.catalog", "components.validation"} | SPEC_LAYER
+    layer = {m for m in graph if stage_of(m) == "spec"}
+    allowed = {"components"} | layer | {m for m in graph if stage_of(m) == "data"} | {"components.data"}
     assert {m: graph[m] - allowed for m in layer} == {m: set() for m in layer}
-    assert "components.spec" not in set().union(*(graph[m] for m in layer - {"components.spec"}))  # root on top
-    assert graph["components.derive"] <= {"components", "components.spec"}
+    spec_only = {"components", "components.spec", "components.spec.model"} | layer
+    assert graph["components.plan.derive"] - {"components.plan"} <= spec_only
 
 
 def test_the_policy_pack_imports_no_component():
@@ -200,19 +254,19 @@ def _rules_in_source(root: Path = ROOT) -> dict[str, list[str]]:
 
 
 def test_every_module_with_rules_is_listed_in_the_loader():
-    from components import loader
+    from components.cli import loader
 
     listed = [m.__name__ for m in loader.rule_modules()]
     assert len(listed) == len(set(listed)), "a module is listed twice"
     in_source = _rules_in_source()
     assert sorted(in_source) == sorted(listed), (
-        f"define rules but are not in components/loader.py rule_modules(): {sorted(set(in_source) - set(listed))}; "
+        f"define rules but are not in components/cli/loader.py rule_modules(): {sorted(set(in_source) - set(listed))}; "
         f"listed without rules: {sorted(set(listed) - set(in_source))}"
     )
 
 
 def test_the_loader_runs_exactly_the_rules_in_the_source():
-    from components import loader
+    from components.cli import loader
 
     in_source = sorted(f"{m}.{f}" for m, fns in _rules_in_source().items() for f in fns)
     assert len(in_source) > 30  # the package has dozens of rules; an empty scan proves nothing

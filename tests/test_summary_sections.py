@@ -1,4 +1,4 @@
-"""``components.summary``: who scales each pool, the warnings, and the summary's fixed parts, from a validated
+"""``components.explain.summary``: who scales each pool, the warnings, and the summary's fixed parts, from a validated
 spec and a stand-in rendering (no engine run: the summary reads only the spec and the rendering's lists)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 from caching import shared_fixture
 from conftest import stack_config
 
-from components import summary
-from components.loader import load_spec
+from components.cli.loader import load_spec
+from components.explain import summary
 
 KUEUE_TWICE = (
     "Kueue holds its cpu/memory quota once per pool (2 pools), the namespace ResourceQuota once in total; running "
@@ -331,7 +331,7 @@ def test_queues_footnote_follows_a_blank_line():
 
 def test_summary_lists_the_pinned_charts():
     """The last line before the extra sections names every pinned chart as 'key version', comma-separated."""
-    from components import versions
+    from components.data import versions
 
     text = summary.summary(_rendering(_spec("dev-gcp")), {})
     (line,) = [x for x in text.splitlines() if x.startswith("Pinned charts available: ")]

@@ -11,7 +11,8 @@ import pytest
 import yaml
 from conftest import K8S_PROVIDER, ROOT, STACKS, rendered, stack_config
 
-from components import cli, synth
+from components.cli import main as cli
+from components.cli import synth
 
 
 def _tree(path):
@@ -181,7 +182,7 @@ def test_only_the_console_script_freezes_its_heap_on_the_way_out(tmp_path, monke
 def test_imports_stay_lazy():
     """Validation and the CLI's error path import no cloud SDK and no pulumi_kubernetes."""
     code = (
-        "import sys; from components.loader import load_spec; import components.cli, components.synth; "
+        "import sys; from components.cli.loader import load_spec; import components.cli, components.cli.synth; "
         "heavy = [m for m in ('pulumi_aws', 'pulumi_gcp', 'pulumi_kubernetes', 'pulumi') if m in sys.modules]; "
         "print(heavy)"
     )
@@ -249,7 +250,7 @@ def test_tenants_named_like_components_do_not_collide():
 def test_a_duplicate_urn_fails_the_synth_as_it_would_fail_the_engine():
     import pulumi
 
-    from components import program
+    from components.render import program
 
     original = program.run
 
@@ -286,7 +287,7 @@ def test_the_collector_is_relaxed_only_while_the_synth_renders(monkeypatch):
     everything after the render keep the interpreter's thresholds."""
     import gc
 
-    from components import program
+    from components.render import program
 
     seen = []
     original = program.run

@@ -1,4 +1,4 @@
-"""``components.synth``'s helpers, each on a small input: where a manifest is written, how numbers and text are
+"""``components.cli.synth``'s helpers, each on a small input: where a manifest is written, how numbers and text are
 written (YAML and JSON), how the output directory is replaced, the placeholders answered for created
 resources, and the settings the synth changes only while it renders. No render runs here."""
 
@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from components import synth
+from components.cli import synth
 
 # ------------------------------------------------------------------------------------------- file names
 
@@ -230,7 +230,7 @@ def _files_rendering(manifests=(), releases=()):
     import yaml
     from conftest import STACKS_DIR
 
-    from components.loader import load_spec
+    from components.cli.loader import load_spec
 
     config = yaml.safe_load((STACKS_DIR / "Pulumi.dev-gcp.yaml").read_text())["config"]
     resource = SimpleNamespace(

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from conftest import PRIORITY_CLASS, manifest, rendered, stack_config
 
-from components import derive
-from components.loader import SpecError, load_spec
-from components.synth import render
-from components.tenancy import FORBIDDEN_PRIORITY_ANNOTATION as FORBIDDEN
+from components.cli.loader import SpecError, load_spec
+from components.cli.synth import render
+from components.plan import derive
+from components.render.tenancy import FORBIDDEN_PRIORITY_ANNOTATION as FORBIDDEN
 
 POOLS = "gpu-platform/pools"
 ONE_UNIT = "gpu-platform/one-unit-pools"
@@ -221,7 +221,7 @@ def test_quota_hard_caps_every_gpu_resource_and_only_given_cpu_memory():
     """notebooks (prod-aws) reaches only l4-notebooks: every other GPU resource of the cluster is capped at 0
     (no way around the quota through a pool it has no entry for); no cpu/memory key without tenants[].quota;
     keys sorted."""
-    from components import tenancy
+    from components.render import tenancy
 
     spec = load_spec(stack_config("prod-aws"))
     notebooks = next(t for t in spec.tenants if t.name == "notebooks")
@@ -238,7 +238,7 @@ def test_quota_hard_caps_every_gpu_resource_and_only_given_cpu_memory():
 def test_critical_tenants_are_labelled_and_the_scheduler_label_is_absent_without_one():
     """serving is critical (the capacity policy reads gpu-platform/critical); with no batch scheduler on, a
     namespace carries no scheduler label at all."""
-    from components import tenancy
+    from components.render import tenancy
 
     spec = load_spec(stack_config("prod-aws"))
     serving = next(t for t in spec.tenants if t.name == "serving")
@@ -303,7 +303,7 @@ def test_pools_whose_containers_may_ask_one_unit_are_listed_apart():
     """prod-aws with notebooks moved to Volcano, and applied-ml given an entry (0) on l4-notebooks beside its
     a100-gang (both Volcano's pools now). l4-notebooks time-slices with failRequestsGreaterThanOne (the
     default): one unit per container; a100-gang shares nothing. Pools are sorted in both annotations."""
-    from components import tenancy
+    from components.render import tenancy
 
     cfg = stack_config("prod-aws")
     cfg["gpu-platform:tenants"][3]["scheduler"] = "volcano"  # notebooks
@@ -332,7 +332,7 @@ def test_pools_whose_containers_may_ask_one_unit_are_listed_apart():
 def test_mps_and_mig_pools_in_the_annotations():
     """local's workstation shares its L4 by MPS (one client per container at most); a MIG pool hands out whole
     slices, any number per container (prod-aws h100-inference, serving moved to Volcano); on GKE likewise."""
-    from components import tenancy
+    from components.render import tenancy
 
     cfg = stack_config("local")
     cfg["gpu-platform:tenants"][0]["scheduler"] = "volcano"
@@ -359,7 +359,7 @@ def test_mps_and_mig_pools_in_the_annotations():
 def test_without_volcano_no_namespace_lists_pools():
     """The annotations are for the Volcano pod policy: a Kueue tenant, or any tenant of a stack without Volcano,
     gets none."""
-    from components import tenancy
+    from components.render import tenancy
 
     for stack in ("dev-aws", "prod-gcp", "local"):
         spec = load_spec(stack_config(stack))

@@ -1,4 +1,4 @@
-"""``components.urns`` on stand-in renderings: the snapshot format, the comparison's three lists, the message,
+"""``components.cli.urns`` on stand-in renderings: the snapshot format, the comparison's three lists, the message,
 and ``main``'s regeneration (what it writes, what it prints, when it refuses). No render runs here."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from components import urns
+from components.cli import urns
 
 A, B, C, D = (f"urn:pulumi:s::gpu-platform::t::{n}" for n in "abcd")
 
@@ -69,7 +69,7 @@ def regen(tmp_path: Path, monkeypatch):
     renderings: dict[str, SimpleNamespace] = {}
     monkeypatch.setattr(urns, "SNAPSHOTS", tmp_path / "snaps")
     monkeypatch.setattr(urns, "changelog_text", lambda: "")
-    from components import synth
+    from components.cli import synth
 
     def render(stack, config):
         assert config == {"path": urns.ROOT / "stacks" / f"Pulumi.{stack}.yaml"}  # the shipped stack file

@@ -1,4 +1,4 @@
-"""URN stability: every shipped stack's URNs against its committed snapshot (components/urns.py).
+"""URN stability: every shipped stack's URNs against its committed snapshot (components/cli/urns.py).
 
 Renaming or reparenting a resource gives it a new URN; in a deployed stack the engine then creates the new
 one and deletes the old. These tests fail on any difference until the snapshot is regenerated, and on a URN
@@ -12,7 +12,7 @@ import dataclasses
 import pytest
 from conftest import NAMESPACE, ROOT, STACKS, render_config, rendered, stack_config
 
-from components import urns
+from components.cli import urns
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -137,7 +137,8 @@ def test_urns_are_the_engines_for_nested_components():
     (pulumi/pulumi pkg/resource/deploy/deployment.go); the mock monitor's own URNs do neither."""
     import pulumi
 
-    from components import program, synth
+    from components.cli import synth
+    from components.render import program
 
     original = program.run
 

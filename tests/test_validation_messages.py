@@ -1,4 +1,4 @@
-"""``components.validation``: the exact message of each rule, each boundary, and the type factories.
+"""``components.spec.validation``: the exact message of each rule, each boundary, and the type factories.
 
 The factories (``go_duration``, ``count``, ``number``, ``bounded_text``, ``_check``) are called here, inside the
 tests, rather than only through the module-level types they built at import (GoDuration, Count, ...): a type
@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
-from components import validation as v
+from components.spec import validation as v
 
 QUALIFIED_HINT = (
     "is not a valid key (letters, digits, '-', '_' and '.', starting and ending with a letter or digit, "

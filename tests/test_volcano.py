@@ -12,8 +12,8 @@ from conftest import STACKS, UPSTREAM, manifest, manifests, release, rendered, s
 from jsonschema import Draft7Validator
 from values_paths import unknown_paths
 
-from components import derive
-from components.loader import SpecError, load_spec
+from components.cli.loader import SpecError, load_spec
+from components.plan import derive
 
 QUEUE_API = "scheduling.volcano.sh/v1beta1"
 VOLCANO_STACKS = [s for s in STACKS if load_spec(stack_config(s)).addons.volcano]
@@ -270,7 +270,7 @@ def _applied_ml(**changes):
 def test_queue_capability_carries_the_tenants_cpu_and_memory_quota():
     """A tenant's cpu/memory quota caps its Volcano queue too (proportion's capability), next to the GPU
     ceilings (worked out in test_applied_ml_queue_guarantee_capability_and_weight), keys sorted."""
-    from components import volcano
+    from components.render import volcano
 
     spec, tenant = _applied_ml(quota={"cpu": "32", "memory": "128Gi"})
     q = volcano.queue_spec(spec, tenant)
@@ -294,7 +294,7 @@ def test_a_queue_without_nominal_gpus_reserves_nothing():
     """With every nominal quota 0 the queue has no guarantee and no deserved share (a guarantee of 0 would be
     written as a reservation), but keeps its capability (a100-gang at its maximum size, 2 x 8: a quota of 0 in
     a cohort may still borrow the whole pool), weight and reclaimability."""
-    from components import volcano
+    from components.render import volcano
 
     spec, tenant = _applied_ml(gpuQuota={"a100-gang": 0}, queueWeight=3)
     q = volcano.queue_spec(spec, tenant)
@@ -337,7 +337,7 @@ def test_queue_policy_refuses_on_create_and_update_and_says_which_queue():
     message names the tenant's queue and the one asked for ('default' when none)."""
     import cel
 
-    from components import volcano
+    from components.render import volcano
 
     policy = volcano.queue_policy()
     assert policy["failurePolicy"] == "Fail"
@@ -361,7 +361,7 @@ def test_queue_policy_refuses_on_create_and_update_and_says_which_queue():
 def test_the_webhook_probe_dry_runs_a_minimal_queue_in_volcanos_namespace():
     """The readiness probe creates (dry-run) a Queue through Volcano's webhooks: group scheduling.volcano.sh,
     resource queues, a spec the webhook accepts, in the release's namespace at the release's version."""
-    from components import volcano
+    from components.render import volcano
 
     probe = volcano.webhook_probe(rendered("prod-aws").spec)
     assert (probe.name, probe.namespace, probe.api_group, probe.resource, probe.chart_version) == (

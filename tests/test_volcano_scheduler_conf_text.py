@@ -4,7 +4,7 @@
 (upstream/volcano/values.yaml, the commented ``scheduler_config_override: |`` example) as block-style YAML:
 ``actions`` then ``tiers``, each tier a ``- plugins:`` list of ``- name: ...`` entries with their options
 below. The text below is written out by hand from that format and the plugin choices documented in
-components/volcano.py, for the shipped ``local`` stack (one L4 pool, MPS without renameByDefault, so the only
+components/render/volcano.py, for the shipped ``local`` stack (one L4 pool, MPS without renameByDefault, so the only
 GPU resource is nvidia.com/gpu).
 """
 

@@ -15,8 +15,9 @@ import yaml
 from conftest import STACKS, UPSTREAM, manifest, render_config, rendered, stack_config
 from jsonschema import Draft7Validator
 
-from components import kueue, versions, volcano, webhooks
-from components.loader import SpecError, load_spec
+from components.cli.loader import SpecError, load_spec
+from components.data import versions
+from components.render import kueue, volcano, webhooks
 
 JOB = "kubernetes:batch/v1:Job"
 GATED = {
@@ -145,7 +146,7 @@ def test_a_chart_upgrade_reruns_the_gate():
     cfg = stack_config("prod-aws")
     cfg["gpu-platform:charts"] = {"kueue": {"version": "0.19.3"}}
     spec = load_spec(cfg)
-    from components import webhooks as w
+    from components.render import webhooks as w
 
     body = w.job_spec(spec, kueue.webhook_probe(spec))
     assert body["template"]["metadata"]["annotations"]["gpu-platform/probed-chart-version"] == "0.19.3"
@@ -240,7 +241,7 @@ def _spec_digest(spec) -> str:
     """sha256 over the spec's canonical JSON (sorted keys, no blanks), first 8 hex digits: worked out here, the
     way the name is documented, not by calling the code that names it. The engine's wire format carries numbers
     as floats (protobuf Struct); the program hashed the ints it wrote (the synth's own conversion undoes that)."""
-    from components.synth import _ints as ints
+    from components.cli.synth import _ints as ints
 
     return hashlib.sha256(json.dumps(ints(spec), sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:8]
 
@@ -266,7 +267,7 @@ def test_a_guarded_object_names_its_gate_and_is_unknown_in_a_preview_until_the_g
     between a release and its gate, the webhooks are registered but may not answer: the guarded objects carry
     the gate Job's name as an annotation, known in an up (and in state once the gate exists) and unknown in a
     preview that still has to create the gate, so that preview does not call the webhooks."""
-    from components.synth import UNKNOWN, render
+    from components.cli.synth import UNKNOWN, render
 
     up = rendered(stack)
     preview = render(stack, stack_config(stack), preview=True)

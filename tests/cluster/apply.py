@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 from controlplane import ControlPlane, ControlPlaneError
 
-from components.rendering import Rendering, is_manifest
+from components.explain.rendering import Rendering, is_manifest
 
 ROOT = Path(__file__).resolve().parents[2]
 UPSTREAM_CRDS = ROOT / "upstream" / "crds"
@@ -59,7 +59,7 @@ def levels(rendering: Rendering) -> list[list[dict[str, Any]]]:
         if is_manifest(r) and r.inputs["kind"] == "CustomResourceDefinition":
             spec = r.inputs["spec"]
             crds[(spec["group"], spec["names"]["kind"])] = r.urn
-    # the records name their dependencies by resource name (components/synth.py): every record of that name
+    # the records name their dependencies by resource name (components/cli/synth.py): every record of that name
     by_name: dict[str, set[str]] = {}
     for r in rendering.resources:
         by_name.setdefault(r.name, set()).add(r.urn)

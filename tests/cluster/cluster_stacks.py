@@ -11,7 +11,7 @@ from typing import Any
 from conftest import STACKS as SHIPPED
 from conftest import STACKS_DIR
 
-from components import stackfile
+from components.spec import stackfile
 
 ROOT = Path(__file__).resolve().parents[2]
 COVERAGE_DIR = ROOT / "tests" / "fixtures" / "coverage"

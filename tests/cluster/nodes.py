@@ -12,8 +12,8 @@ from typing import Any
 
 from controlplane import KWOK_ANNOTATION
 
-from components import derive
-from components.spec import StackSpec
+from components.plan import derive
+from components.spec.model import StackSpec
 
 NODE_CPU = "64"
 NODE_MEMORY = "512Gi"

@@ -23,9 +23,9 @@ from cluster_stacks import ALL, COVERAGE, stack_file_config
 from controlplane import ControlPlane
 from probes import Api, container, cronjob, deployment, job, pod
 
-from components.loader import load_spec
-from components.rendering import Rendering
-from components.synth import render
+from components.cli.loader import load_spec
+from components.cli.synth import render
+from components.explain.rendering import Rendering
 
 ROOT = Path(__file__).resolve().parents[2]
 SYSTEM_CLASSES = ("system-node-critical", "system-cluster-critical")

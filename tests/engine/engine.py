@@ -102,7 +102,7 @@ class Engine:
 
 def _program() -> None:
     """``__main__.py``, unchanged: stack config -> one validated spec -> components."""
-    from components.config import spec_from_pulumi_config
-    from components.program import run
+    from components.cli.config import spec_from_pulumi_config
+    from components.render.program import run
 
     run(spec_from_pulumi_config())

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from engine import Engine
 
-from components.synth import render
+from components.cli.synth import render
 
 STACK = "engine"
 PROJECT = "gpu-platform"
@@ -151,7 +151,7 @@ def test_turning_on_mutable_config_maps_updates_the_provider_in_place(engine, mo
     replaces the provider, and every object with it, only when the cluster's identity changes)."""
     from controlplane import ControlPlane
 
-    from components import k8s
+    from components.render import k8s
 
     with ControlPlane("day2") as cp:  # its own server: cluster-scoped objects (PriorityClasses) would collide
         cfg = _config(str(cp.kubeconfig))

@@ -23,11 +23,11 @@ from typing import Any
 import pytest
 from engine import Engine
 
-from components.loader import load_spec
-from components.synth import render
+from components.cli.loader import load_spec
+from components.cli.synth import render
 
 STACK = "charts"
-GATE_SUFFIX = "-webhook-ready"  # components/webhooks.py job_name: the gate Jobs' resource names
+GATE_SUFFIX = "-webhook-ready"  # components/render/webhooks.py job_name: the gate Jobs' resource names
 WEBHOOK_KINDS = ("validatingwebhookconfigurations", "mutatingwebhookconfigurations")
 
 

@@ -1,2 +1,0 @@
-"""AWS: EKS cluster access, managed GPU node groups and Karpenter. Only this package imports pulumi_aws,
-and only inside the functions that build resources, so other clouds never load it."""

@@ -1,0 +1,29 @@
+"""Reading the stack's config under ``pulumi up``; the only place ``pulumi.Config`` data is read."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+
+from components.cli.loader import SpecError, load_spec
+from components.spec.model import StackSpec
+
+
+def pulumi_config() -> dict[str, Any]:
+    """Every config key the engine gave this program (``namespace:key`` -> raw value)."""
+    from pulumi.runtime import config as runtime_config
+
+    return {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
+
+
+def stack_file() -> str:
+    return f"stacks/Pulumi.{pulumi.get_stack()}.yaml"
+
+
+def spec_from_pulumi_config() -> StackSpec:
+    try:
+        return load_spec(pulumi_config())
+    except SpecError as err:
+        # RunError ends the program with this message and no stack trace.
+        raise pulumi.RunError("invalid stack config:\n" + "\n".join(err.lines(stack_file()))) from None

@@ -1,0 +1,69 @@
+"""Loading a stack: the spec's structure (``spec.parse_spec``), then every rule, each problem on its own line.
+
+Rules are functions marked ``@rule`` next to the code they guard; this module sits above the spec, the
+derivations and those modules, and is the one place that names them (``rule_modules``). A module that
+defines rules and is missing here fails tests/test_structure.py, so a new one cannot be forgotten.
+The modules are imported on the first load, not when this module is: importing the loader (the CLI's
+error path, ``components.cli.config``) stays light.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from types import ModuleType
+from typing import Any
+
+from components.spec.model import Rule, SpecError, StackSpec, is_rule, parse_spec
+
+__all__ = ["SpecError", "load_spec", "rule_modules", "rules"]
+
+
+def rule_modules() -> tuple[ModuleType, ...]:
+    """Every module that defines ``@rule`` functions; add a new one here. None imports a cloud SDK."""
+    from components.plan import cost, reservations, rules_core, sharing
+    from components.plan.aws import efa
+    from components.plan.aws import rules as aws_rules
+    from components.plan.gcp import rules as gcp_rules
+    from components.render import dra, gpu_operator, monitoring, prometheus_stack, scheduling_rules
+    from components.render.aws import rules_karpenter
+
+    return (
+        rules_core,
+        sharing,
+        reservations,
+        scheduling_rules,
+        gpu_operator,
+        dra,
+        monitoring,
+        prometheus_stack,
+        cost,
+        aws_rules,
+        rules_karpenter,
+        efa,
+        gcp_rules,
+    )
+
+
+@functools.cache
+def rules() -> tuple[Rule, ...]:
+    """The rules of ``rule_modules``, each defined there (not merely imported), in source order."""
+    return tuple(
+        fn
+        for module in rule_modules()
+        for fn in vars(module).values()
+        if is_rule(fn) and fn.__module__ == module.__name__
+    )
+
+
+def load_spec(config: Mapping[str, Any]) -> StackSpec:
+    """Build the one validated spec from a stack's config map (``{"gpu-platform:cloud": "aws", ...}``).
+
+    Values may be decoded (YAML) or as Pulumi passes them (strings, objects as JSON).
+    Raises SpecError listing every problem: the structure's, or else every rule's.
+    """
+    spec = parse_spec(config)
+    problems = [p for r in rules() for p in r(spec)]
+    if problems:
+        raise SpecError(problems)
+    return spec

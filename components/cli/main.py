@@ -1,0 +1,308 @@
+"""The ``gpu-platform`` command: synth, check, plan, cost, explain, plugins and schema.
+
+Exit codes: 0 rendered; 1 a mandatory policy is violated; 2 the stack config is invalid (one line per
+problem naming the stack file and key path; nothing is written); 4 internal error (a bug: one line, and
+the traceback with --debug). explain: 0 every workload runs, 3 one stays pending (its verdict on stdout).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+EXIT_OK, EXIT_POLICY, EXIT_INVALID, EXIT_INTERNAL = 0, 1, 2, 4  # 3: explain's 'pending' verdict
+POLICY_CONFIG_HELP = "policy pack config (JSON, the format of pulumi --policy-pack-config): levels and settings"
+PREVIEW_HELP = (
+    "render as a first `pulumi preview` sees it: outputs of resources to be created are unknown (policies that "
+    "meet one report an advisory 'can't run during preview', as under the engine)"
+)
+
+
+def _stack_file(stack: str, config: str | None) -> Path:
+    from components.cli.synth import ROOT
+
+    if config:
+        return Path(config)
+    local = Path("stacks") / f"Pulumi.{stack}.yaml"
+    return local if local.exists() else ROOT / local
+
+
+def _display(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _render(args: argparse.Namespace):
+    from components.cli.synth import read_stack_file, render
+    from components.spec.model import SpecError
+
+    path = _stack_file(args.stack, args.config)
+    try:
+        return render(args.stack, read_stack_file(path), preview=getattr(args, "preview", False)), None
+    except SpecError as err:
+        for line in err.lines(_display(path)):
+            print(line, file=sys.stderr)
+        return None, EXIT_INVALID
+
+
+def cmd_synth(args: argparse.Namespace) -> int:
+    from components.cli import synth
+
+    rendering, code = _render(args)
+    if rendering is None:
+        return code or EXIT_INVALID
+    report, code = _policies(rendering, args.policy_config)
+    if code:
+        return code
+    contents = synth.files(rendering, report.sections if report else {})
+    if report:
+        contents["policy-report.json"] = report.json()
+    out = Path(args.out or f"out/{args.stack}")
+    synth.write(out, contents)
+    print(f"wrote {len(contents)} files to {out} ({len(rendering.resources)} resources)")
+    return _policy_exit(report)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    rendering, code = _render(args)
+    if rendering is None:
+        return code or EXIT_INVALID
+    report, code = _policies(rendering, args.policy_config)
+    if code:
+        return code
+    print(f"{args.stack}: config valid, {len(rendering.resources)} resources")
+    return _policy_exit(report)
+
+
+def _policies(rendering, config_file: str | None = None):
+    """(policy report, None), or (None, EXIT_INVALID) when the policy config is unusable."""
+    try:
+        from policies.offline import PolicyConfigError, evaluate
+    except ImportError:
+        return None, None
+    try:
+        report = evaluate(rendering, config_file=config_file)
+    except PolicyConfigError as err:
+        for problem in err.problems:
+            print(problem, file=sys.stderr)
+        return None, EXIT_INVALID
+    for v in report.violations:
+        print(v.line(), file=sys.stderr)
+    return report, None
+
+
+def _policy_exit(report) -> int:
+    return EXIT_POLICY if report is not None and report.mandatory_violations else EXIT_OK
+
+
+def _spec(args: argparse.Namespace):
+    """The validated spec of the stack file, without running the engine; None after printing its problems."""
+    from components.cli.loader import SpecError, load_spec
+    from components.cli.synth import read_stack_file
+
+    path = _stack_file(args.stack, args.config)
+    try:
+        return load_spec(read_stack_file(path))
+    except SpecError as err:
+        for line in err.lines(_display(path)):
+            print(line, file=sys.stderr)
+        return None
+
+
+def cmd_cost(args: argparse.Namespace) -> int:
+    """The cost table from the spec alone: no engine run, nothing written."""
+    from components.plan import cost
+
+    spec = _spec(args)
+    if spec is None:
+        return EXIT_INVALID
+    doc = cost.report(spec, args.stack)
+    print(cost.to_json(doc) if args.json else "\n".join(cost.markdown(doc)), end="" if args.json else "\n")
+    return EXIT_OK
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    """What the platform decides for the stack (components/plan/plan.py), before any ``pulumi up``."""
+    from components.plan import plan
+
+    spec = _spec(args)
+    if spec is None:
+        return EXIT_INVALID
+    p = plan.build(spec, args.stack)
+    print(p.to_json() if args.json else "\n".join(plan_text(p)), end="" if args.json else "\n")
+    return EXIT_OK
+
+
+def _units(units: Any) -> str:
+    return ", ".join(f"{n} {name}" for name, n in units.items()) or "none"
+
+
+def plan_text(p: Any) -> list[str]:
+    """The plan for a person: a line per pool and add-on, a few per tenant."""
+    lines = [f"Stack {p.stack} ({p.cloud})", "", "Pools"]
+    for pool in p.pools.values():
+        per_gpu = _units(pool.units_per_gpu)
+        price = pool.price["perGpuHour"]
+        lines.append(
+            f"  {pool.name}: {pool.provisioner}, {pool.gpus_per_node} x {pool.gpu_model} {pool.capacity}, "
+            f"{pool.min_nodes}..{pool.max_nodes} nodes; each GPU advertises {per_gpu} (max {_units(pool.max_units)}); "
+            f"handed out by {', '.join(pool.schedulers) or 'nobody'}"
+            + (f"; Kueue flavor {pool.kueue_flavor}" if pool.kueue_flavor else "")
+            + ("; opt-in (shared-gpu toleration)" if pool.one_unit_opt_in else "")
+            + (f"; ${price:.2f}/GPU-hour" if price is not None else "; price unknown")
+        )
+    lines += ["", "Tenants"]
+    for t in p.tenants.values():
+        queue = (
+            f"Kueue LocalQueue {t.local_queue} -> ClusterQueue {t.cluster_queue}"
+            + (f" (cohort {t.cohort})" if t.cohort else "")
+            if t.cluster_queue
+            else f"Volcano queue {t.volcano_queue}"
+            if t.volcano_queue
+            else "no queue"
+        )
+        lines.append(f"  {t.name}: namespace {t.namespace} (Pod Security {t.pod_security}), {queue}")
+        for pool, units in t.pool_units.items():
+            ceiling = t.pool_ceiling_units.get(pool, {})
+            lines.append(
+                f"    {pool}: {_units(units)}" + (f", up to {_units(ceiling)} borrowing" if ceiling != units else "")
+            )
+        forbidden = ", ".join(t.forbidden_priority_classes) or "none"
+        lines.append(
+            f"    priority ceiling {t.priority_ceiling} (refused: {forbidden}); ResourceQuota {dict(t.quota_hard)}"
+        )
+    lines += ["", "Add-ons"]
+    for a in p.addons.values():
+        state = f"{a.chart.rsplit('/', 1)[-1]} {a.version} from {a.source}, in {a.namespace}" if a.enabled else "off"
+        lines.append(f"  {a.key}: {state}")
+    return lines
+
+
+# The Pulumi package of each provider plugin the program can load, by cloud: kubernetes always, a cloud's only on
+# its stacks (its SDK is imported only there: components/render/program.py, components/aws, components/gcp).
+PLUGIN_PACKAGES = {"kubernetes": "pulumi-kubernetes", "aws": "pulumi-aws", "gcp": "pulumi-gcp"}
+
+
+def stack_plugins(cloud: str) -> list[tuple[str, str]]:
+    """(plugin, version) of every provider plugin a stack of ``cloud`` uses: the version of its SDK installed
+    here (the lock's), which is the plugin version the SDK registers its resources with."""
+    from importlib.metadata import version
+
+    names = ["kubernetes", *([cloud] if cloud in PLUGIN_PACKAGES else [])]
+    return [(n, version(PLUGIN_PACKAGES[n])) for n in names]
+
+
+def cmd_plugins(args: argparse.Namespace) -> int:
+    """``pulumi plugin install`` lines for exactly the plugins the stack uses (none for a cloud it does not)."""
+    spec = _spec(args)
+    if spec is None:
+        return EXIT_INVALID
+    for name, ver in stack_plugins(spec.cloud):
+        print(f"resource {name} {ver}")
+    return EXIT_OK
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    """Trace workloads through the stack, layer by layer: exit 0 all run, 3 one stays pending, 2 bad input."""
+    from components.explain import trace as explain
+
+    spec = _spec(args)
+    if spec is None:
+        return EXIT_INVALID
+    try:
+        text = Path(args.workload).read_text()
+        traces = explain.explain_all(spec, text)
+    except (OSError, UnicodeDecodeError) as err:
+        print(f"{args.workload}: cannot read: {err.strerror if isinstance(err, OSError) else err}", file=sys.stderr)
+        return EXIT_INVALID
+    except explain.WorkloadError as err:
+        print(f"{args.workload}: {err}", file=sys.stderr)
+        return EXIT_INVALID
+    print(explain.render(traces, args.json), end="")
+    return explain.exit_code(traces)
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from components.spec.model import stack_file_schema
+
+    print(json.dumps(stack_file_schema(), indent=2, sort_keys=True))
+    return EXIT_OK
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="gpu-platform", description=__doc__.splitlines()[0])
+    p.add_argument("--debug", action="store_true", help="on an internal error, print the traceback")
+    sub = p.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("synth", help="render a stack offline to a directory")
+    s.add_argument("stack")
+    s.add_argument("--config", help="stack file to use instead of stacks/Pulumi.STACK.yaml")
+    s.add_argument("--out", help="output directory (default out/STACK)")
+    s.add_argument("--policy-config", help=POLICY_CONFIG_HELP)
+    s.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    s.add_argument("--preview", action="store_true", help=PREVIEW_HELP)
+    s.set_defaults(fn=cmd_synth)
+    c = sub.add_parser("check", help="validate a stack and evaluate the policy pack, writing nothing")
+    c.add_argument("stack")
+    c.add_argument("--config", help="stack file to use instead of stacks/Pulumi.STACK.yaml")
+    c.add_argument("--policy-config", help=POLICY_CONFIG_HELP)
+    c.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    c.add_argument("--preview", action="store_true", help=PREVIEW_HELP)
+    c.set_defaults(fn=cmd_check)
+    co = sub.add_parser("cost", help="print what the stack's GPU pools and tenants cost per hour, writing nothing")
+    co.add_argument("stack")
+    co.add_argument("--config", help="stack file to use instead of stacks/Pulumi.STACK.yaml")
+    co.add_argument("--json", action="store_true", help="print cost.json instead of the table")
+    co.set_defaults(fn=cmd_cost)
+    ex = sub.add_parser("explain", help="trace workloads through the stack: would they run, or where do they wait")
+    ex.add_argument("stack")
+    ex.add_argument("workload", help="Kubernetes manifests (multi-document YAML)")
+    ex.add_argument("--config", help="stack file to use instead of stacks/Pulumi.STACK.yaml")
+    ex.add_argument("--json", action="store_true", help="one JSON document per workload")
+    ex.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    ex.set_defaults(fn=cmd_explain)
+    pn = sub.add_parser("plan", help="print what the platform decides per pool, tenant and add-on, writing nothing")
+    pn.add_argument("stack")
+    pn.add_argument("--config", help="stack file to use instead of stacks/Pulumi.STACK.yaml")
+    pn.add_argument("--json", action="store_true", help="print the plan as JSON")
+    pn.set_defaults(fn=cmd_plan)
+    pl = sub.add_parser("plugins", help="print the provider plugins the stack uses: KIND NAME VERSION per line")
+    pl.add_argument("stack")
+    pl.add_argument("--config", help="stack file to use instead of stacks/Pulumi.STACK.yaml")
+    pl.set_defaults(fn=cmd_plugins)
+    sch = sub.add_parser("schema", help="print the JSON Schema of a stack file")
+    sch.set_defaults(fn=cmd_schema)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The command; ``argv`` None: this process's own arguments (the console script), and the process ends
+    after it returns."""
+    args = parser().parse_args(argv)
+    try:
+        code = args.fn(args)
+        if argv is None:
+            # Nothing is left to collect but the process's whole heap, which the interpreter's exit would walk
+            # in full garbage-collection passes (~0.5 s after a 200-tenant synth); freezing it ends the process
+            # at once. Objects are still released as usual (atexit handlers run, files are flushed).
+            gc.freeze()
+        return code
+    except Exception as exc:  # last resort: one line, never a bare traceback
+        if args.debug:
+            raise
+        detail = " ".join(str(exc).split())
+        detail = detail if len(detail) <= 160 else detail[:160] + "…"
+        print(
+            f"gpu-platform: internal error: {type(exc).__name__}: {detail} (a bug; run with --debug for the traceback)",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    sys.exit(main())

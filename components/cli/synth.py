@@ -1,0 +1,563 @@
+"""Offline synth: run the real program (``__main__.py``) under the Pulumi SDK's mock engine and write
+every registered resource, Kubernetes manifest and Helm release to disk.
+
+No Pulumi CLI, provider plugin, network or credentials are used. Lookups of existing cloud objects
+answer with values that are obviously placeholders (``offline-placeholder``); the summary says so.
+
+``preview=True`` renders what a first ``pulumi preview`` hands the policy pack instead: the program runs as a
+dry run and the resources it creates have no outputs yet, so every input computed from one (an IAM document
+holding a role ARN, a launch template id) is unknown, recorded as the engine's wire sentinel
+(``UNKNOWN``), which ``pulumi_policy``'s property proxy turns into ``UnknownValueError``.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import runpy
+import shutil
+import tempfile
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from inspect import isawaitable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from components.cli.loader import load_spec
+from components.explain.rendering import Record, Rendering
+
+ROOT = Path(__file__).resolve().parents[2]  # the project directory
+PROGRAM = ROOT / "__main__.py"
+PROJECT = "gpu-platform"
+PLACEHOLDER = "offline-placeholder"
+ACCOUNT = "000000000000"
+CA_DATA = "T0ZGTElORS1QTEFDRUhPTERFUi1DQQ=="  # base64("OFFLINE-PLACEHOLDER-CA")
+# How the engine sends an unknown value over gRPC (pulumi.runtime.rpc.UNKNOWN, equal to pulumi_policy's
+# UNKNOWN_STRING_VALUE); a preview rendering records unknown inputs with it.
+UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+
+# Answers to lookups of existing cloud objects (invoke token -> result, camelCase as on the wire).
+LOOKUPS: dict[str, dict[str, Any]] = {
+    "aws:eks/getCluster:getCluster": {
+        "endpoint": f"https://{PLACEHOLDER}.eks.amazonaws.com.invalid",
+        "certificateAuthorities": [{"data": CA_DATA}],
+        "arn": f"arn:aws:eks:placeholder:{ACCOUNT}:cluster/{PLACEHOLDER}",
+        "roleArn": f"arn:aws:iam::{ACCOUNT}:role/{PLACEHOLDER}-cluster",
+        "version": "1.33",
+        "identities": [{"oidcs": [{"issuer": f"https://oidc.eks.placeholder.amazonaws.com.invalid/id/{PLACEHOLDER}"}]}],
+        "vpcConfig": {
+            "subnetIds": [f"subnet-{PLACEHOLDER}-a", f"subnet-{PLACEHOLDER}-b"],
+            "securityGroupIds": [],
+            "clusterSecurityGroupId": f"sg-{PLACEHOLDER}",
+            "vpcId": f"vpc-{PLACEHOLDER}",
+        },
+        "accessConfigs": [{"authenticationMode": "API_AND_CONFIG_MAP"}],
+    },
+    "aws:index/getCallerIdentity:getCallerIdentity": {
+        "accountId": ACCOUNT,
+        "arn": f"arn:aws:iam::{ACCOUNT}:user/{PLACEHOLDER}",
+        "userId": PLACEHOLDER,
+        "id": ACCOUNT,
+    },
+    "aws:index/getPartition:getPartition": {"partition": "aws", "dnsSuffix": "amazonaws.com", "id": "aws"},
+    "gcp:container/getCluster:getCluster": {
+        "id": f"projects/{PLACEHOLDER}/locations/{PLACEHOLDER}/clusters/{PLACEHOLDER}",
+        "endpoint": f"{PLACEHOLDER}.gke.invalid",
+        "masterAuths": [{"clusterCaCertificate": CA_DATA}],
+        "network": f"projects/{PLACEHOLDER}/global/networks/{PLACEHOLDER}",
+        "selfLink": PLACEHOLDER,
+        # A Standard cluster with Workload Identity, its nodes in three (placeholder) zones.
+        "enableAutopilot": False,
+        "workloadIdentityConfigs": [{"workloadPool": f"{PLACEHOLDER}.svc.id.goog"}],
+        "nodeLocations": [f"{PLACEHOLDER}-zone-{z}" for z in "abc"],
+    },
+}
+
+
+def _placeholder_outputs(typ: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    """Computed outputs the program reads from resources it creates."""
+    out: dict[str, Any] = {}
+    if typ.startswith("aws:"):
+        kind = typ.split(":")[-1].lower()
+        out["arn"] = f"arn:aws:{typ.split(':')[1].split('/')[0]}::{ACCOUNT}:{kind}/{inputs.get('name', name)}"
+        out.setdefault("name", inputs.get("name", name))
+        if typ == "aws:sqs/queue:Queue":
+            out["url"] = f"https://sqs.placeholder.amazonaws.com.invalid/{ACCOUNT}/{inputs.get('name', name)}"
+        if typ == "aws:ec2/launchTemplate:LaunchTemplate":
+            out["latestVersion"] = 1
+        if typ == "aws:eks/nodeGroup:NodeGroup":
+            out["nodeGroupName"] = f"{inputs.get('nodeGroupNamePrefix', '')}{PLACEHOLDER}"
+    if typ.startswith("gcp:"):
+        out.setdefault("name", inputs.get("name", name))
+        if typ == "gcp:serviceaccount/account:Account":
+            out["email"] = (
+                f"{inputs.get('accountId', name)}@{inputs.get('project', PLACEHOLDER)}.iam.gserviceaccount.com"
+            )
+    return out
+
+
+def _wire_unknowns(value: Any) -> Any:
+    """Inputs with every unknown (``pulumi.output.Unknown`` in a dry run) as the engine's wire sentinel."""
+    from pulumi.output import Unknown
+
+    if isinstance(value, Unknown):
+        return UNKNOWN
+    if isinstance(value, dict):
+        return {k: _wire_unknowns(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_wire_unknowns(v) for v in value]
+    return value
+
+
+def _mock_classes():
+    import pulumi
+    from pulumi.runtime.mocks import MockMonitor
+
+    class Mocks(pulumi.runtime.Mocks):
+        def __init__(self, preview: bool = False, lean: bool = True) -> None:
+            self.preview = preview
+            self.inputs: dict[tuple[str, str], dict[str, Any]] = {}
+            self.lookups: list[str] = []
+            self.unanswered: list[str] = []
+            self.lock = threading.Lock()
+            self.lean = lean and not preview  # a preview sends its inputs back, unknowns included
+
+        def new_resource(self, args: pulumi.runtime.MockResourceArgs):
+            inputs = _wire_unknowns(args.inputs) if self.preview else args.inputs
+            with self.lock:
+                self.inputs[(args.typ, args.name)] = inputs
+            if self.preview:
+                # A resource about to be created has no id and no computed outputs during a preview.
+                return "", inputs
+            placeholders = _placeholder_outputs(args.typ, args.name, args.inputs)
+            if self.lean:
+                # Outside a preview the SDK resolves every output the engine leaves out from the resource's own
+                # input (pulumi/runtime/rpc.py resolve_outputs: "input prop the engine didn't give us a final
+                # value for"), so echoing the inputs back only costs a serialize/deserialize round trip. Only
+                # the placeholders an input does not already set are sent, which keeps "the input wins".
+                state = {k: v for k, v in placeholders.items() if k not in args.inputs}
+            else:
+                state = {**placeholders, **args.inputs}
+            rid = f"{PLACEHOLDER}-{args.name}" if args.custom else ""
+            return rid, state
+
+        def call(self, args: pulumi.runtime.MockCallArgs):
+            with self.lock:
+                self.lookups.append(args.token)
+                if args.token not in LOOKUPS:
+                    self.unanswered.append(args.token)
+            return LOOKUPS.get(args.token, {})
+
+    class RecordingMonitor(MockMonitor):
+        def __init__(self, mocks: Mocks, disabled_default_providers: frozenset[str] = frozenset()) -> None:
+            super().__init__(mocks)
+            self.meta: dict[str, tuple] = {}
+            self.options: dict[str, dict[str, Any]] = {}
+            self.stack_urn: str | None = None
+            self.engine_urns: dict[str, str] = {}  # the mock monitor's URN -> the engine's
+            self.taken: set[str] = set()  # the engine's URNs so far (a duplicate is refused)
+            self.disabled = disabled_default_providers
+            self.stack_name = ""
+            self.lock = threading.Lock()
+
+        def RegisterResource(self, request):
+            package = request.type.split(":")[0]
+            if (
+                request.custom
+                and not request.provider
+                and not request.type.startswith("pulumi:providers:")
+                and (package in self.disabled or "*" in self.disabled)
+            ):
+                # pulumi/pulumi pkg/resource/deploy/default_providers.go (shouldDenyRequest): the engine
+                # refuses a default provider for a package listed in pulumi:disable-default-providers.
+                raise RuntimeError(
+                    f"{request.type} {request.name} names no provider, and default providers for {package!r} "
+                    "are disabled (Pulumi.yaml pulumi:disable-default-providers)"
+                )
+            response = super().RegisterResource(request)
+            if request.type == "pulumi:pulumi:Stack":
+                self.stack_urn = response.urn
+                return response
+            with self.lock:
+                urn = self.engine_urn(request.parent, request.type, request.name)
+                if urn in self.taken:
+                    # the engine refuses a second resource with the same URN; so does the synth
+                    raise RuntimeError(f"duplicate resource URN {urn}")
+                self.taken.add(urn)
+                self.engine_urns[response.urn] = urn
+                self.meta[response.urn] = (
+                    request.type,
+                    request.name,
+                    request.parent or None,
+                    request.provider or None,
+                    list(request.dependencies),
+                    bool(request.custom),
+                    sorted(request.ignoreChanges),
+                )
+                self.options[response.urn] = {
+                    "urn": urn,
+                    "protect": bool(request.protect),
+                    "retain_on_delete": bool(request.retainOnDelete),
+                    "replace_on_changes": sorted(request.replaceOnChanges),
+                    "delete_before_replace": bool(request.deleteBeforeReplace),
+                    "aliases": sorted({*request.aliasURNs, *(self._alias_urn(request, a) for a in request.aliases)}),
+                }
+            return response
+
+        def engine_urn(self, parent: str | None, typ: str, name: str, stack: str = "", project: str = "") -> str:
+            """The URN the engine gives a resource (pulumi/pulumi pkg/resource/deploy/deployment.go: the
+            parent's full qualified type, unless the parent is the root stack). The mock monitor's own URNs
+            keep only the parent's last type and prefix the root stack's, which the engine does not."""
+            if parent and parent != self.stack_urn:
+                typ = f"{self.engine_urns[parent].split('::')[2]}${typ}"
+            return f"urn:pulumi:{stack or self.stack_name}::{project or PROJECT}::{typ}::{name}"
+
+        def _alias_urn(self, request, alias) -> str:
+            """The URN an alias stands for, resolved as the engine does (pulumi/pulumi
+            sdk/go/common/resource/alias.go): unset fields default to the resource's own."""
+            if alias.WhichOneof("alias") == "urn":
+                return alias.urn
+            a = alias.spec
+            parent = None if a.noParent else (a.parentUrn or request.parent or None)
+            return self.engine_urn(parent, a.type or request.type, a.name or request.name, a.stack, a.project)
+
+    return Mocks, RecordingMonitor
+
+
+def _config_for_engine(config: Mapping[str, Any]) -> dict[str, str]:
+    """Config as the Pulumi CLI hands it to a program: strings, objects JSON-encoded."""
+    return {k: v if isinstance(v, str) else json.dumps(v) for k, v in config.items()}
+
+
+@contextmanager
+def _without_stack_traces(lean: bool) -> Iterator[None]:
+    """The SDK walks and converts the Python stack for every resource it registers (the engine shows it as the
+    resource's source position); the mock monitor throws it away. Skipped while the synth runs, restored after,
+    so ``pulumi up`` never sees this."""
+    from pulumi.runtime import resource as sdk_resource
+
+    capture = getattr(sdk_resource, "_get_stack_trace", None)
+    if not lean or capture is None:  # another SDK layout: keep its behaviour
+        yield
+        return
+    from pulumi.runtime.proto import source_pb2
+
+    sdk_resource._get_stack_trace = source_pb2.StackTrace  # an empty trace, what the SDK sends without frames
+    try:
+        yield
+    finally:
+        sdk_resource._get_stack_trace = capture
+
+
+# The collector's thresholds while the synth renders (CPython's defaults: 700, 10, 10): a young-generation
+# collection per 20,000 net allocations, an older one per 50 of those.
+RENDER_GC_THRESHOLDS = (20_000, 50, 50)
+
+
+@contextmanager
+def _collector_relaxed(lean: bool) -> Iterator[None]:
+    """Cyclic garbage collection seldom while the program runs under the mocks (restored after).
+
+    The SDK allocates a few dozen objects per resource (outputs, futures, tasks, requests), nearly all of them
+    live until the end or freed by reference counting, yet each allocation counts towards the collector's
+    thresholds: a 200-tenant render set off ~900 collections, 7 of them full passes over a heap the synth's
+    imports, spec and records make twice the bare SDK's (25 % of the render; 1,000 tenants: 16 full passes,
+    28 %). With these thresholds it does ~80 and no full pass (1,000 tenants: ~1.8 s of collections instead of
+    5.7, ~10 MiB more kept). Only ``synth.render`` does this; ``pulumi up`` runs with the interpreter's settings."""
+    if not lean:
+        yield
+        return
+    before = gc.get_threshold()
+    gc.set_threshold(*RENDER_GC_THRESHOLDS)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
+
+
+def render(stack: str, config: Mapping[str, Any], preview: bool = False, *, lean: bool = True) -> Rendering:
+    """Run ``__main__.py`` under the mock engine with this stack config; return what it registered.
+
+    ``preview``: as a first ``pulumi preview`` would (a dry run; created resources' outputs unknown).
+
+    ``lean`` skips SDK work the mocks make pointless (stack traces per resource, inputs echoed back as outputs)
+    and collects cyclic garbage seldom while the program runs;
+    the output is the same either way (tests/test_synth.py compares them).
+    Raises SpecError (before anything registers) when the config is invalid.
+    """
+    with _collector_relaxed(lean):
+        return _render(stack, config, preview, lean)
+
+
+def _render(stack: str, config: Mapping[str, Any], preview: bool, lean: bool) -> Rendering:
+    spec = load_spec(config)  # fail fast, nothing registered
+    import pulumi
+    from pulumi.runtime import settings
+    from pulumi.runtime.config import set_all_config
+    from pulumi.runtime.settings import get_root_resource
+    from pulumi.runtime.stack import run_pulumi_func
+    from pulumi.runtime.sync_await import _sync_await
+
+    mocks_cls, monitor_cls = _mock_classes()
+    mocks = mocks_cls(preview=preview, lean=lean)
+    monitor = monitor_cls(mocks, disabled_default_providers())
+    monitor.stack_name = stack
+    settings.reset_options(project=PROJECT, stack=stack, preview=preview)
+    set_all_config(_config_for_engine(config))
+    pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=preview, monitor=monitor)
+    # The mock root stack is process-global and registered its (empty) outputs when set_mocks made it;
+    # pulumi.export() collects into its ``outputs``, which is read back below, fresh for every run.
+    root = get_root_resource()
+    root.outputs = {}  # type: ignore[union-attr]
+    try:
+        with _without_stack_traces(lean):
+            _sync_await(run_pulumi_func(lambda: runpy.run_path(str(PROGRAM), run_name="__main__")))
+        outputs = _sync_await(_resolved(root.outputs)) or {}  # type: ignore[union-attr]
+    finally:
+        root.outputs = {}  # type: ignore[union-attr]
+        set_all_config({})
+        settings.reset_options()
+
+    names = {urn: meta[1] for urn, meta in monitor.meta.items()}
+    records = []
+    for mock_urn, (typ, name, parent, provider, deps, custom, ignore) in monitor.meta.items():
+        options = monitor.options[mock_urn]
+        # a provider reference is "<urn>::<id>"
+        provider_name = names.get(provider.rsplit("::", 1)[0]) if provider else None
+        records.append(
+            Record(
+                type=typ,
+                name=name,
+                parent=names.get(parent) if parent else None,
+                provider=provider_name,
+                depends_on=sorted({names.get(d, d) for d in deps}),
+                inputs=mocks.inputs.get((typ, name), {}),
+                custom=custom,
+                ignore_changes=ignore,
+                **options,
+            )
+        )
+    records.sort(key=lambda r: (r.type, r.name, r.urn))
+    return Rendering(
+        spec=spec,
+        stack=stack,
+        resources=records,
+        lookups=sorted(set(mocks.lookups)),
+        unanswered_lookups=sorted(set(mocks.unanswered)),
+        outputs=_plain(outputs),
+    )
+
+
+class _UnknownOutput(Exception):
+    """A stack output holds a value not known yet (a preview): the outputs as a whole are unknown."""
+
+
+async def _resolved(value: Any) -> Any:
+    """The stack outputs with every ``Output`` in them awaited: what ``Output.from_input(value).future()`` gives,
+    None when any value is unknown, without lifting every plain leaf into an ``Output`` of its own (the outputs
+    are mostly plain data derived from the spec: thousands of leaves at 200 tenants, a few real outputs)."""
+    import pulumi
+    from pulumi import _types
+
+    async def walk(v: Any) -> Any:
+        if isinstance(v, pulumi.Output):
+            if not await v.is_known():
+                raise _UnknownOutput
+            return await walk(await v.future())
+        if isawaitable(v):
+            return await walk(await v)
+        if _types.is_input_type(type(v)):  # an args class: leave it to the SDK
+            lifted = pulumi.Output.from_input(v)
+            if not await lifted.is_known():
+                raise _UnknownOutput
+            return await lifted.future()
+        if isinstance(v, dict):
+            return {k: await walk(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [await walk(x) for x in v]
+        if isinstance(v, tuple):
+            return tuple([await walk(x) for x in v])
+        return v
+
+    try:
+        return await walk(value)
+    except _UnknownOutput:
+        return None
+
+
+def disabled_default_providers() -> frozenset[str]:
+    """Packages whose default provider the project disables (``config: pulumi:disable-default-providers``
+    in Pulumi.yaml, which applies to every stack); the synth refuses them as the engine does."""
+    project = yaml.safe_load((ROOT / "Pulumi.yaml").read_text(encoding="utf-8")) or {}
+    value = (project.get("config") or {}).get("pulumi:disable-default-providers") or []
+    if isinstance(value, dict):
+        value = value.get("value") or []
+    return frozenset(value)
+
+
+def _plain(value: Any) -> Any:
+    """Stack outputs as plain JSON data (the engine's wire format turns tuples into lists, and so on)."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+# ------------------------------------------------------------------------------------------ writing
+
+
+class _StockDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+    """libyaml's emitter when PyYAML has it (~10x faster on a 200-tenant synth); multi-line strings (the
+    configs inside ConfigMaps and Helm values) as literal blocks, so they read as the YAML they are."""
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_StockDumper.add_representer(str, _str)
+
+_TAG = "tag:yaml.org,2002:"
+_PLAIN_SCALARS = {
+    str: lambda v: (f"{_TAG}str", v, "|" if "\n" in v else None),  # as _str
+    bool: lambda v: (f"{_TAG}bool", "true" if v else "false", None),  # SafeRepresenter.represent_bool
+    int: lambda v: (f"{_TAG}int", str(v), None),  # represent_int
+    type(None): lambda v: (f"{_TAG}null", "null", None),  # represent_none
+}
+
+
+class _Dumper(_StockDumper):
+    """The same nodes as ``_StockDumper`` builds, built without PyYAML's generic machinery for the JSON-like
+    data the synth writes (the representer and resolver are Python even with libyaml; they were ~60 % of
+    writing the manifests). Anything else (a float, a non-string key, a default style) goes the stock way.
+    No anchors or aliases: PyYAML emits one only for a container met twice in a document, and ``_ints``
+    copies every container, so none is (tests/test_synth.py compares both dumpers)."""
+
+    _scalar_tags: dict[tuple[str, tuple[bool, bool]], str] = {}  # resolve() of plain scalars, class-wide
+
+    def represent_data(self, data: Any) -> yaml.Node:
+        kind = type(data)
+        plain = _PLAIN_SCALARS.get(kind)
+        if plain is not None and self.default_style is None:
+            tag, value, style = plain(data)
+            return yaml.ScalarNode(tag, value, style=style)
+        if self.default_flow_style is not None and self.sort_keys:
+            if kind is dict and all(type(k) is str for k in data):
+                items = [(self.represent_data(k), self.represent_data(data[k])) for k in sorted(data)]
+                return yaml.MappingNode(f"{_TAG}map", items, flow_style=self.default_flow_style)
+            if kind is list:
+                values = [self.represent_data(v) for v in data]
+                return yaml.SequenceNode(f"{_TAG}seq", values, flow_style=self.default_flow_style)
+        return super().represent_data(data)
+
+    def resolve(self, kind: type, value: Any, implicit: Any) -> str:
+        """Which tag a plain scalar would be read back as (the emitter asks twice per scalar, to decide the
+        quoting): a pure function of the value without path resolvers, so remembered."""
+        if kind is not yaml.ScalarNode or self.yaml_path_resolvers:
+            return super().resolve(kind, value, implicit)
+        key = (value, implicit)
+        tag = self._scalar_tags.get(key)
+        if tag is None:
+            tag = self._scalar_tags[key] = super().resolve(kind, value, implicit)
+        return tag
+
+
+def _ints(value: Any) -> Any:
+    """The engine's wire format has one number type, so 2 arrives as 2.0; write whole numbers as
+    integers, as the objects declare them (``value: 1000``, not ``1000.0``, which kubectl would refuse)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _ints(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_ints(v) for v in value]
+    return value
+
+
+def _yaml(doc: Any) -> str:
+    return yaml.dump(_ints(doc), Dumper=_Dumper, sort_keys=True, default_flow_style=False, width=120)
+
+
+def _json(doc: Any) -> str:
+    return json.dumps(_ints(doc), indent=2, sort_keys=True) + "\n"
+
+
+def manifest_path(doc: Mapping[str, Any]) -> str:
+    meta = doc.get("metadata") or {}
+    ns = meta.get("namespace") or "_cluster"
+    group = doc["apiVersion"].split("/")[0] if "/" in doc["apiVersion"] else "core"
+    return f"manifests/{ns}/{doc['kind'].lower()}.{group}-{meta.get('name', 'unnamed')}.yaml"
+
+
+def files(rendering: Rendering, sections: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Every output file (relative path -> text)."""
+    from components.explain.summary import summary
+
+    out: dict[str, str] = {}
+    out["resources.json"] = _json(
+        [
+            {
+                "type": r.type,
+                "name": r.name,
+                "parent": r.parent,
+                "provider": r.provider,
+                "inputs": r.inputs,
+                "dependsOn": r.depends_on,
+            }
+            for r in rendering.resources
+        ]
+    )
+    for doc in rendering.manifests:
+        path = manifest_path(doc)
+        if path in out:
+            raise RuntimeError(f"two objects render to {path}")
+        out[path] = _yaml(doc)
+    for r in rendering.releases:
+        release = r.inputs.get("name", r.name)
+        out[f"helm/{release}/release.json"] = _json(
+            {
+                "chart": r.inputs.get("chart"),
+                "repository": (r.inputs.get("repositoryOpts") or {}).get("repo"),
+                "version": r.inputs.get("version"),
+                "namespace": r.inputs.get("namespace"),
+                "skipCrds": r.inputs.get("skipCrds", False),
+            }
+        )
+        out[f"helm/{release}/values.yaml"] = _yaml(r.inputs.get("values") or {})
+    out["outputs.json"] = _json(rendering.outputs)
+    out["summary.md"] = summary(rendering, sections or {})
+    from components.plan import cost
+
+    out["cost.json"] = cost.to_json(cost.report(rendering.spec, rendering.stack))
+    return out
+
+
+def write(out_dir: Path, contents: Mapping[str, str]) -> None:
+    """Replace ``out_dir`` with exactly these files (written aside first, then swapped in)."""
+    out_dir = out_dir.resolve()
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}-", dir=out_dir.parent))
+    try:
+        for folder in sorted({str(Path(rel).parent) for rel in contents} - {"."}):
+            (staging / folder).mkdir(parents=True, exist_ok=True)  # each once, not once per file
+        for rel, text in sorted(contents.items()):
+            with open(staging / rel, "w", encoding="utf-8") as f:
+                f.write(text)
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        staging.rename(out_dir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def read_stack_file(path: Path) -> dict[str, Any]:
+    """The ``config:`` map of a stack file; raises SpecError for a file that is not one (see stackfile.py)."""
+    from components.spec import stackfile
+
+    return stackfile.read(path)

@@ -1,0 +1,101 @@
+"""The price catalog: list prices per AWS instance type and GCP machine type, per region, each with its source
+and as-of date (``components/data/prices.json``, written by ``scripts/extract_prices.py``; never edited by hand).
+
+A lookup answers a ``Price``: USD per node-hour with where it came from, or ``usd=None`` with the reason
+(unknown is never zero and never guessed). Spot: GCP figures are the catalog's Spot VM prices; AWS Spot
+prices move continuously, so an AWS spot figure is an *estimate*: the on-demand price less the stack's
+``pricing.spotDiscount`` (default ``DEFAULT_AWS_SPOT_DISCOUNT``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+CATALOG_FILE = Path(__file__).with_name("prices.json")
+
+# Default AWS spot discount: 40 % off on-demand. AWS quotes Spot as "up to 90 %" off, a ceiling, not a typical
+# figure, and publishes no dated GPU Spot table. The same catalog's GCP Spot list prices for the same GPU
+# generations in us-central1 are 43-48 % off on-demand (a3-highgpu-8g 50.61 / 88.49 = 0.572, a2-highgpu-8g
+# 15.42 / 29.39 = 0.525, g2-standard-8 0.480 / 0.854 = 0.562, components/data/prices.json). 40 % stays below all of
+# them, so an estimate errs high (a budget check should not pass on optimism). Override per stack with
+# gpu-platform:pricing.spotDiscount, or give real spot figures in pricing.overrides.
+DEFAULT_AWS_SPOT_DISCOUNT = 0.40
+SPOT_DISCOUNT_BASIS = (
+    "assumed discount off on-demand (default 40 %: below the 43-48 % GCP Spot list discounts for the same GPU "
+    "generations; AWS Spot prices move continuously)"
+)
+STACK_CONFIG = "stack config (gpu-platform:pricing.overrides)"
+
+
+@dataclass(frozen=True)
+class Price:
+    """USD per node-hour, or None with ``reason``."""
+
+    usd: float | None
+    source: str = ""
+    as_of: str | None = None
+    estimate: bool = False
+    reason: str | None = None
+
+    @property
+    def known(self) -> bool:
+        return self.usd is not None
+
+    def as_json(self) -> dict[str, Any]:
+        if self.usd is None:
+            return {"usd": None, "unknown": self.reason}
+        out: dict[str, Any] = {"usd": self.usd, "source": self.source, "asOf": self.as_of}
+        if self.estimate:
+            out["estimate"] = True
+        return out
+
+
+def unknown(reason: str) -> Price:
+    return Price(None, reason=reason)
+
+
+@cache
+def catalog() -> dict[str, Any]:
+    return json.loads(CATALOG_FILE.read_text())
+
+
+def source_label(key: str) -> str:
+    s = catalog()["sources"][key]
+    return f"{s['repository']}@{s['commit'][:12]} {s['path']}"
+
+
+def region_of(location: str | None) -> str | None:
+    """A GCP zone (us-central1-a) -> its region; regions and AWS regions pass through."""
+    if not location:
+        return None
+    m = re.match(r"^([a-z]+-[a-z]+[0-9])-[a-z]$", location)
+    return m.group(1) if m else location
+
+
+def list_price(cloud: str, type_name: str, region: str | None, capacity: str = "on-demand") -> Price:
+    """The catalog's list price of one node of ``type_name`` in ``region`` (on-demand, or GCP Spot)."""
+    if cloud not in ("aws", "gcp"):
+        return unknown(f"no price catalog for cloud {cloud!r}")
+    data = catalog()
+    if type_name in data["unknown"][cloud]:
+        return unknown(f"{type_name}: {data['unknown'][cloud][type_name]}")
+    regions = data[cloud].get(type_name)
+    if regions is None:
+        return unknown(f"{type_name} is not in the price catalog")
+    if region is None:
+        return unknown(f"{type_name}: no region set (cluster region/location), prices are per region")
+    fig = regions.get(region)
+    if fig is None:
+        have = ", ".join(sorted(regions)[:6]) + (" ..." if len(regions) > 6 else "")
+        return unknown(f"{type_name}: the source has no price in {region} (it has {have})")
+    if fig.get("gpusIncluded") is False:
+        return unknown(f"{type_name}: {data['unknown']['gcp'].get('nvidia-tesla-t4', 'attached GPUs not priced')}")
+    key = "spot" if capacity == "spot" else "onDemand"
+    if key not in fig:
+        return unknown(f"{type_name}: the source has no {capacity} price in {region}")
+    return Price(fig[key], source=f"{source_label(fig['source'])} ({region})", as_of=fig["asOf"])

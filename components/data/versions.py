@@ -1,0 +1,261 @@
+"""Every Helm chart the platform installs, with its pinned version and official source.
+
+This is the only place chart versions and repositories are written down. Stack files may pin another
+version (``gpu-platform:charts.<key>.version``) and take the charts from somewhere else than their official
+source (``gpu-platform:chartSource`` for all, ``gpu-platform:charts.<key>.source`` for one): a mirror (an OCI
+registry or a Helm repository URL), a folder of packaged charts, or ``bundled``, the archives this repository
+keeps in ``upstream/charts/`` (so a clone deploys with no chart repository reachable). The policy pack checks
+that every release is pinned to an exact version from an allow-listed source, and a local archive by digest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, replace
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+# The project directory (where Pulumi.yaml is): local chart paths are written relative to it, as the Pulumi
+# engine starts the kubernetes provider there and Helm resolves a chart path against the working directory.
+PROJECT_DIR = Path(__file__).resolve().parents[2]
+BUNDLED = "bundled"
+BUNDLED_DIR = "upstream/charts"  # the packaged archives of every pinned chart (upstream/charts/README.md)
+DIGEST_PREFIX = "chart sha256:"  # a local archive's digest, in the release description the policy reads
+
+
+@dataclass(frozen=True)
+class Chart:
+    key: str  # stable id used in stack files and resource names
+    chart: str  # chart name, or a full oci:// reference
+    version: str  # exact chart version (no ranges)
+    repository: str | None  # https Helm repository; None for OCI charts (the registry is in `chart`)
+    namespace: str  # where the release is installed
+    release: str  # Helm release name
+
+    archive: str | None = None  # a packaged chart on disk, relative to the project directory (then no repository)
+
+    @property
+    def name(self) -> str:
+        """The chart's own name (Chart.yaml ``name``): the last segment of an oci:// reference."""
+        return self.chart.rsplit("/", 1)[-1]
+
+    @property
+    def source(self) -> str:
+        """Where the chart comes from, for summaries and policy allow-lists: a Helm repository URL, an oci://
+        registry path (the reference without its last segment), or the folder of a local archive."""
+        if self.archive:
+            return self.archive.rsplit("/", 1)[0]
+        return self.repository or self.chart.rsplit("/", 1)[0]
+
+
+GPU_OPERATOR = Chart(
+    key="gpuOperator",
+    chart="gpu-operator",
+    version="v26.7.0",
+    repository="https://helm.ngc.nvidia.com/nvidia",
+    namespace="gpu-operator",
+    release="gpu-operator",
+)
+DCGM_EXPORTER = Chart(
+    key="dcgmExporter",
+    chart="dcgm-exporter",
+    version="4.8.2",
+    repository="https://nvidia.github.io/dcgm-exporter/helm-charts",
+    namespace="gpu-monitoring",
+    release="dcgm-exporter",
+)
+KUEUE = Chart(
+    key="kueue",
+    chart="oci://registry.k8s.io/kueue/charts/kueue",
+    version="0.19.2",
+    repository=None,
+    namespace="kueue-system",
+    release="kueue",
+)
+VOLCANO = Chart(
+    key="volcano",
+    chart="volcano",
+    version="1.15.1",
+    repository="https://volcano-sh.github.io/helm-charts",
+    namespace="volcano-system",
+    release="volcano",
+)
+KARPENTER = Chart(
+    key="karpenter",
+    chart="oci://public.ecr.aws/karpenter/karpenter",
+    version="1.14.1",
+    repository=None,
+    namespace="kube-system",  # Karpenter's API Priority and Fairness FlowSchemas only cover kube-system
+    release="karpenter",
+)
+KARPENTER_CRD = Chart(
+    key="karpenterCrd",
+    chart="oci://public.ecr.aws/karpenter/karpenter-crd",
+    version="1.14.1",
+    repository=None,
+    namespace="kube-system",
+    release="karpenter-crd",
+)
+CLUSTER_AUTOSCALER = Chart(
+    key="clusterAutoscaler",
+    chart="cluster-autoscaler",
+    version="9.59.0",  # app 1.35.0
+    repository="https://kubernetes.github.io/autoscaler",
+    namespace="kube-system",
+    release="cluster-autoscaler",
+)
+# The EFA Kubernetes device plugin (advertises vpc.amazonaws.com/efa), from AWS' official eks-charts repository
+# (github.com/aws/eks-charts stable/aws-efa-k8s-device-plugin; Chart.yaml and values.yaml recorded in
+# upstream/aws-efa-k8s-device-plugin/).
+EFA_DEVICE_PLUGIN = Chart(
+    key="efaDevicePlugin",
+    chart="aws-efa-k8s-device-plugin",
+    version="v0.5.30",  # app v0.5.20
+    repository="https://aws.github.io/eks-charts",
+    namespace="kube-system",
+    release="aws-efa-k8s-device-plugin",
+)
+
+KUBE_PROMETHEUS_STACK = Chart(
+    key="kubePrometheusStack",
+    chart="kube-prometheus-stack",
+    version="88.5.3",  # prometheus-operator v0.93.1
+    repository="https://prometheus-community.github.io/helm-charts",
+    namespace="monitoring",
+    release="kube-prometheus-stack",  # its objects carry release=<this>: the default serviceMonitorLabels
+)
+# node-exporter (a kube-prometheus-stack sub-chart) needs host network, PID and paths: Pod Security privileged,
+# so it gets a namespace of its own and the rest of the stack stays baseline.
+NODE_EXPORTER_NAMESPACE = "monitoring-node-exporter"
+
+CHARTS: dict[str, Chart] = {
+    c.key: c
+    for c in (
+        GPU_OPERATOR,
+        DCGM_EXPORTER,
+        KUEUE,
+        VOLCANO,
+        KARPENTER,
+        KARPENTER_CRD,
+        CLUSTER_AUTOSCALER,
+        KUBE_PROMETHEUS_STACK,
+        EFA_DEVICE_PLUGIN,
+    )
+}
+
+# Sources a release may come from; the policy pack's default allow-list: the official ones and the bundled archives.
+ALLOWED_SOURCES: tuple[str, ...] = tuple(sorted({c.source for c in CHARTS.values()} | {BUNDLED_DIR}))
+
+
+# kubectl from the official Kubernetes registry, for the webhook readiness probes (components/render/webhooks.py):
+# shell-free, entrypoint kubectl; one minor of skew either side of the API server is supported.
+KUBECTL_IMAGE = "registry.k8s.io/kubectl:v1.34.1"
+
+# API versions of the custom resources the platform writes (pinned with the charts above).
+KUEUE_API = "kueue.x-k8s.io/v1beta2"
+VOLCANO_QUEUE_API = "scheduling.volcano.sh/v1beta1"
+KARPENTER_NODEPOOL_API = "karpenter.sh/v1"
+KARPENTER_NODECLASS_API = "karpenter.k8s.aws/v1"
+KARPENTER_NODEOVERLAY_API = "karpenter.sh/v1alpha1"  # alpha in Karpenter 1.14 (feature gate nodeOverlay)
+MONITORING_API = "monitoring.coreos.com/v1"
+# ProvisioningRequest CRD the Cluster Autoscaler serves (components/render/aws/data/, from cluster-autoscaler 1.35.0).
+PROVISIONING_REQUEST_API = "autoscaling.x-k8s.io/v1"
+
+
+def source_kind(source: str) -> str:
+    """``bundled``, ``oci`` (a registry path), ``repository`` (a Helm repository URL) or ``path`` (a folder
+    of packaged charts, relative to the project directory or absolute)."""
+    if source == BUNDLED:
+        return "bundled"
+    if source.startswith("oci://"):
+        return "oci"
+    if source.startswith(("https://", "http://")):
+        return "repository"
+    return "path"
+
+
+def archive_path(chart: Chart, version: str, source: str) -> str:
+    """Where a local source keeps this chart's packaged archive: ``<folder>/<name>-<version>.tgz`` (the file
+    name ``helm package`` writes)."""
+    folder = BUNDLED_DIR if source == BUNDLED else source.rstrip("/")
+    return f"{folder}/{chart.name}-{version}.tgz"
+
+
+def with_source(chart: Chart, source: str | None) -> Chart:
+    """The chart taken from ``source`` instead of its official one (None: the official one)."""
+    if source is None:
+        return chart
+    kind = source_kind(source)
+    if kind == "oci":
+        return replace(chart, chart=f"{source.rstrip('/')}/{chart.name}", repository=None)
+    if kind == "repository":
+        return replace(chart, chart=chart.name, repository=source.rstrip("/"))
+    path = archive_path(chart, chart.version, source)
+    return replace(chart, chart=path, repository=None, archive=path)
+
+
+def resolve(chart: Chart, overrides: dict | None = None, default_source: str | None = None) -> Chart:
+    """The chart as a stack takes it: its version override (``gpu-platform:charts.<key>.version``) and its
+    source (``charts.<key>.source``, else ``default_source``, the stack's ``chartSource``) applied.
+
+    ``overrides`` is ``spec.charts``; an override without a field keeps the pinned value.
+    """
+    override = (overrides or {}).get(chart.key)
+    version = getattr(override, "version", None) or chart.version
+    source = getattr(override, "source", None) or default_source
+    if version == chart.version and source is None:
+        return chart
+    return with_source(replace(chart, version=version), source)
+
+
+def for_spec(chart: Chart, spec: Any) -> Chart:
+    """``resolve`` with everything a stack spec says about charts."""
+    return resolve(chart, spec.charts, spec.chart_source)
+
+
+@cache
+def archive_digest(path: str) -> str | None:
+    """sha256 of a local chart archive (relative to the project directory), None when it does not exist."""
+    p = Path(path) if Path(path).is_absolute() else PROJECT_DIR / path
+    try:
+        return hashlib.sha256(p.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def release_args(chart: Chart, overrides: Any = None) -> dict:
+    """Keyword arguments for ``helm.v3.Release`` naming the chart, pinned version and source.
+
+    ``overrides`` is a stack spec, or (tests) the ``spec.charts`` mapping alone. A local archive is named by its
+    path; its sha256 goes in the release description, where the policy pack checks it against the digests it
+    allows (Helm itself ignores ``version`` for a chart path: helm.sh/helm/v3 pkg/action/install.go
+    ``LocateChart`` returns an existing path as it is).
+    """
+    c = for_spec(chart, overrides) if hasattr(overrides, "chart_source") else resolve(chart, overrides)
+    args: dict = {
+        "name": c.release,
+        "chart": c.chart,
+        "version": c.version,
+        "namespace": c.namespace,
+    }
+    if c.repository:
+        args["repository_opts"] = {"repo": c.repository}
+    if c.archive:
+        args["description"] = f"{DIGEST_PREFIX}{archive_digest(c.archive) or 'missing'}"
+    return args
+
+
+def image(ref: str, registry: str | None) -> str:
+    """An image the platform sets, from ``registry`` (``gpu-platform:imageRegistry``) when the stack names one.
+
+    The mirror keeps the source registry as the first path segment (``registry.k8s.io/kubectl:v1.34.1`` ->
+    ``<registry>/registry.k8s.io/kubectl:v1.34.1``), the layout ``crane copy`` / ``skopeo sync`` and pull-through
+    caches with one project per upstream use, so images of several registries cannot collide."""
+    return ref if not registry else f"{registry.rstrip('/')}/{ref}"
+
+
+def bundled_digests() -> list[str]:
+    """sha256 of each bundled archive (upstream/charts/): the local archives the policy pack accepts by default."""
+    found = (archive_digest(archive_path(c, c.version, BUNDLED)) for c in CHARTS.values())
+    return sorted(d for d in found if d is not None)

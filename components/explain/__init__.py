@@ -1,0 +1,6 @@
+"""Stage 4, explain and reports: ``gpu-platform explain`` (``trace``: a workload through queue, flavor, pool,
+provisioner, node and monitoring; ``facts``, ``nodes``, ``schedulers``, ``workloads``), the summary
+(``summary``) and the record of what a run registered (``rendering``).
+
+May import: ``components.data``, ``components.spec``, ``components.plan``, ``components.render``. Never
+``components.cli``."""

@@ -1,0 +1,595 @@
+"""``gpu-platform explain``: why a workload would run on this platform, or stay Pending.
+
+A workload manifest (``explain_workloads.KINDS``: Pod, Deployment, StatefulSet, Job, JobSet, PyTorchJob,
+MPIJob, TrainJob, RayJob, RayCluster, LeaderWorkerSet, Volcano Job) is traced through the platform one layer
+at a time, from zero nodes:
+
+    namespace (Pod Security) -> priority (ceiling; Volcano GPU pod policy) -> scheduler (Kueue / Volcano)
+    -> queue (LocalQueue -> ClusterQueue, or Volcano queue) -> operator (the kind's CRD and controller)
+    -> flavors in order (quota, borrowing, TAS) -> admission checks -> pool (node labels and taints)
+    -> provisioner (from zero) -> node (what one node advertises) -> dcgm (can metrics be attributed to the pod)
+
+Every layer reads the functions the components build their objects from (``kueue.cluster_queue_spec`` for
+the ClusterQueue, ``derive.*`` for labels, taints and units, ``managed_pools.autoscaler_tags`` for what the
+Cluster Autoscaler sees, ``karpenter.node_pool_spec`` / ``ec2_node_class_spec`` for Karpenter,
+``gpu_operator.operator_values`` for the DCGM exporter): one source of truth, and no engine run (a trace
+takes milliseconds, so tests can trace many stacks). Reading manifests lives in ``explain_workloads``,
+the checks of a pod against one pool in ``explain_facts``, the labels a pool's nodes carry in ``explain_nodes``,
+what operators, queues and provisioners do in ``explain_schedulers``; this module walks the layers. The only rules
+stated here are upstream behaviour (what Kueue, Karpenter, Pod Security and dcgm-exporter do with those
+objects), cited where they are used.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from components.explain.facts import (
+    _asks_topology,
+    _tenant,
+    _total,
+    _units,
+    autoscaler_sees,
+    dcgm_attribution,
+    flavor_opt_in_problem,
+    flavor_selection_problems,
+    gpu_podsets,
+    node_advertises,
+    node_taints,
+    pod_security_problems,
+    pod_selection,
+    resolve_claims,
+    selection_problems,
+    untolerated,
+    volcano_pods_admission,
+)
+from components.explain.facts import exporter_values as exporter_values  # re-exported: tests read it
+from components.explain.nodes import node_label_values
+from components.explain.schedulers import (
+    Operator,
+    autoscaler_problem,
+    karpenter_problem,
+    kueue_holds_quota,
+    operator_for,
+    operator_installed,
+    operator_missing,
+    provisioning_guarantee,
+    volcano_minimum,
+    volcano_queue_verdict,
+)
+from components.explain.workloads import PSA_ENFORCE, PodSet, Workload, is_gpu, load
+from components.explain.workloads import WorkloadError as WorkloadError  # re-exported: the CLI catches it
+from components.plan import derive
+from components.render import kueue, tenancy
+from components.spec.model import NodePool, StackSpec, Tenant
+from components.spec.options import IMPLICIT_POD_INTEGRATIONS
+
+EXIT_RUNS, EXIT_PENDING = 0, 3
+
+# -------------------------------------------------------------------------------------------- traces
+
+
+@dataclass
+class Layer:
+    name: str
+    ok: bool
+    detail: str
+
+
+@dataclass
+class Trace:
+    workload: Workload
+    layers: list[Layer] = field(default_factory=list)
+    pool: str | None = None
+    provisioner: str | None = None
+    also: list[str] = field(default_factory=list)  # no Kueue, no pool selected: other pools that take the pod
+
+    @property
+    def pending(self) -> Layer | None:
+        return next((layer for layer in self.layers if not layer.ok), None)
+
+    @property
+    def verdict(self) -> str:
+        stop = self.pending
+        if stop:
+            return f"pending at {stop.name}: {stop.detail}"
+        also = f", or on {', '.join(self.also)}: the pod selects no pool" if self.also else ""
+        return f"runs on pool {self.pool} via {self.provisioner}{also}"
+
+    def lines(self) -> list[str]:
+        out = [f"{self.workload.ref}:"]
+        out += [f"  {layer.name:<16} {'ok  ' if layer.ok else 'FAIL'} {layer.detail}" for layer in self.layers]
+        out.append(f"  verdict: {self.verdict}")
+        return out
+
+    def doc(self) -> dict[str, Any]:
+        stop = self.pending
+        return {
+            "workload": {"kind": self.workload.kind, "namespace": self.workload.namespace, "name": self.workload.name},
+            "layers": [{"layer": x.name, "ok": x.ok, "detail": x.detail} for x in self.layers],
+            "verdict": "pending" if stop else "runs",
+            "pendingAt": stop.name if stop else None,
+            "pool": self.pool,
+            "provisioner": self.provisioner,
+            "summary": self.verdict,
+        }
+
+
+class _Stop(Exception):
+    pass
+
+
+class _Tracer:
+    def __init__(self, spec: StackSpec, w: Workload):
+        self.spec, self.w, self.t = spec, w, Trace(w)
+        self.effective: list[dict[str, Any]] = []  # pod specs as admitted (Kueue's flavor injected)
+        self.how = "the pod selects and tolerates"  # without Kueue: how the pod came to the pool (pick_pool)
+        self.stuck = False  # the stop means no node ever runs the pods (fail)
+
+    def ok(self, name: str, detail: str) -> None:
+        self.t.layers.append(Layer(name, True, detail))
+
+    def fail(self, name: str, detail: str, stuck: bool = False) -> None:
+        """Stop the trace at this layer. ``stuck``: no node will ever run the pods (Kueue admits them on quota
+        all the same, ``kueue_holds_quota``), as opposed to a stop that names a waste or a loss."""
+        self.t.layers.append(Layer(name, False, detail))
+        self.stuck = stuck
+        raise _Stop
+
+    def run(self) -> Trace:
+        try:
+            self._trace()
+        except _Stop:
+            pass
+        return self.t
+
+    # -- layers
+    def _trace(self) -> None:
+        w = self.w
+        tenant = self.namespace()
+        self.resolve_claims(tenant)
+        self.priority(tenant)
+        scheduler = self.scheduler(tenant)
+        gpu = _total(w)
+        operator = operator_for(w)
+        if gpu or operator is not None:
+            self.queue(tenant, scheduler, gpu)
+        if operator is not None:
+            self.operator(operator)
+        if not gpu:
+            self.ok("resources", "no GPU requested: nothing GPU-specific to trace")
+            self.t.pool, self.t.provisioner = "-", "non-GPU nodes"
+            return
+        flavor_tolerations: list[dict[str, Any]] = []
+        if scheduler == "kueue":
+            pool = self.kueue_flavors(tenant, gpu)
+            flavor_tolerations = kueue.flavor_spec(self.spec, pool)["tolerations"]
+            self.admission_checks(tenant, pool)
+        else:
+            pool = self.pick_pool(tenant, gpu)
+        try:
+            self.pool_layer(pool, flavor_tolerations, injected=scheduler == "kueue")
+            self.provisioner(pool)
+            self.node(pool)
+        except _Stop:
+            if scheduler == "kueue" and self.stuck:  # admitted on quota all the same: what it holds, how long
+                check = bool(kueue.provisioning_class(self.spec, pool))
+                self.t.layers[-1].detail += kueue_holds_quota(self.spec, pool, gpu, w.per_pod_workloads, check)
+            raise
+        self.dcgm(pool)
+        self.t.pool = pool.name
+
+    def gpu_sets(self) -> list[PodSet]:
+        return gpu_podsets(self.w)
+
+    def namespace(self) -> Tenant:
+        spec, w = self.spec, self.w
+        tenant = _tenant(spec, w.namespace)
+        if tenant is None:
+            names = ", ".join(t.name for t in spec.tenants)
+            self.fail("namespace", f"{w.namespace} is not a tenant namespace (tenants: {names})")
+        level = tenancy.namespace_labels(tenant)[PSA_ENFORCE]
+        problems = [p for ps in w.podsets for p in pod_security_problems(ps.pod, level)]
+        if problems:
+            self.fail(
+                "namespace",
+                f"{w.namespace} enforces Pod Security {level!r}, refused: {'; '.join(sorted(set(problems)))}",
+            )
+        self.ok("namespace", f"{w.namespace} (tenant {tenant.name}), Pod Security {level!r} passes")
+        return tenant
+
+    def resolve_claims(self, tenant: Tenant) -> None:
+        why = resolve_claims(self.spec, tenant, self.w)
+        if why:
+            self.fail("claims", why)
+        if any(ps.claims for ps in self.w.podsets):
+            self.ok("claims", "DRA: " + "; ".join(f"{ps.name} {_units(ps.claims)}" for ps in self.w.podsets))
+
+    def priority(self, tenant: Tenant) -> None:
+        spec, w = self.spec, self.w
+        forbidden = derive.priority_ceiling_excluded(spec, tenant)
+        names = [c for c in (w.priority_class, w.labels.get(tenancy.KUEUE_PRIORITY_LABEL)) if c]
+        known = {c.name for c in spec.priority_classes}
+        for c in names:
+            if c in forbidden or c in tenancy.SYSTEM_PRIORITY_CLASSES:
+                self.fail(
+                    "priority",
+                    f"{c} is above {tenant.name}'s ceiling {tenant.priority}; the admission policy "
+                    f"{tenancy.PRIORITY_CEILING_POLICY} refuses it: use {tenant.priority} or lower",
+                )
+            if c not in known and c not in tenancy.SYSTEM_PRIORITY_CLASSES:
+                self.fail("priority", f"PriorityClass {c} does not exist (classes: {', '.join(sorted(known))})")
+        # the other tenancy admission policy met at creation, a Volcano tenant's GPU pod policy: a refused pod
+        # is never created, so its workload waits here
+        refused, admitted = volcano_pods_admission(spec, tenant, w)
+        if refused:
+            self.fail("priority", refused)
+        if not names:
+            detail = f"no priorityClassName (the cluster default); ceiling {tenant.priority}"
+        else:
+            detail = f"{names[0]} (ceiling {tenant.priority})"
+        self.ok("priority", f"{detail}; {admitted}" if admitted else detail)
+
+    def scheduler(self, tenant: Tenant) -> str | None:
+        spec, w = self.spec, self.w
+        who = derive.tenant_scheduler(spec, tenant)
+        if who == "kueue":
+            if w.integration is None:
+                self.fail(
+                    "scheduler",
+                    f"{tenant.name} is queued by Kueue; a Volcano Job there would be gated pod by pod: "
+                    "use a Kueue-managed kind, or set the tenant's scheduler to volcano",
+                )
+            if w.scheduler_name == "volcano":
+                self.fail("scheduler", "schedulerName volcano in a Kueue namespace: drop it (run by Kueue or Volcano)")
+            frameworks = set(spec.scheduling.kueue_integrations)
+            pod_too = w.integration == "pod" and frameworks & IMPLICIT_POD_INTEGRATIONS
+            if w.integration not in frameworks and not pod_too:
+                self.fail(
+                    "scheduler",
+                    f"Kueue does not manage {w.kind} here: add {w.integration} to scheduling.kueueIntegrations",
+                )
+            self.ok("scheduler", f"Kueue ({w.integration} integration)")
+        elif who == "volcano":
+            if w.scheduler_name != "volcano":
+                self.fail(
+                    "scheduler",
+                    f"{tenant.name} is gang-scheduled by Volcano: set schedulerName: volcano (a Volcano Job)",
+                )
+            self.ok("scheduler", "Volcano (gang)")
+        else:
+            self.ok("scheduler", "no batch scheduler: kube-scheduler, within the namespace ResourceQuota")
+        return who
+
+    def queue(self, tenant: Tenant, scheduler: str | None, gpu: dict[str, int]) -> None:
+        if scheduler == "kueue":
+            self.local_queue(tenant)
+        elif scheduler == "volcano":
+            self.volcano_queue(tenant, gpu)
+        else:
+            self.resource_quota(tenant, gpu)
+
+    def operator(self, operator: Operator) -> None:
+        """The kind's operator: without it (no CRD) the object is refused and no pod exists, whatever the
+        layers after this one would say."""
+        if not operator_installed(self.spec, operator):
+            self.fail("operator", operator_missing(self.spec, operator, self.w))
+        self.ok("operator", f"{operator.name} ({operator.group}) is installed ({operator.installed_by or 'add-on'})")
+
+    def local_queue(self, tenant: Tenant) -> None:
+        spec, w = self.spec, self.w
+        queue = w.labels.get(kueue.QUEUE_NAME_LABEL) or (
+            spec.scheduling.local_queue_name if spec.scheduling.local_queue_name == "default" else None
+        )
+        if queue != spec.scheduling.local_queue_name:
+            self.fail(
+                "queue",
+                f"LocalQueue {queue or '(no queue-name label)'} does not exist in {w.namespace}: label the job "
+                f"{kueue.QUEUE_NAME_LABEL}: {spec.scheduling.local_queue_name}",
+            )
+        self.ok("queue", f"LocalQueue {queue} -> ClusterQueue {kueue.local_queue_spec(tenant)['clusterQueue']}")
+
+    def kueue_flavors(self, tenant: Tenant, gpu: dict[str, int]) -> NodePool:
+        spec, w = self.spec, self.w
+        cq = kueue.cluster_queue_spec(spec, tenant)
+        group = next((g for g in cq["resourceGroups"] if set(gpu) <= set(g["coveredResources"])), None)
+        if group is None:
+            covered = [r for g in cq["resourceGroups"] for r in g["coveredResources"] if r not in kueue.CPU_RESOURCES]
+            self.fail(
+                "flavors",
+                f"ClusterQueue {tenant.name} has no quota for {', '.join(gpu)} (it covers {', '.join(covered)}): "
+                "request a resource one of the tenant's pools advertises",
+            )
+        ceilings = derive.tenant_pool_ceiling_units(spec, tenant)
+        topology = _asks_topology(w)
+        tried: list[str] = []
+        fits: list[tuple[NodePool, dict[str, int]]] = []  # flavors that fit, in order, with what they borrow
+        for flavor in group["flavors"]:
+            fname = flavor["name"]
+            if fname == kueue.DEFAULT_FLAVOR:
+                continue
+            pool = spec.pool(fname)
+            labels = (flavor_doc := kueue.flavor_spec(spec, pool))["nodeLabels"]
+            nominal = {q["name"]: int(q["nominalQuota"]) for q in flavor["resources"] if q["name"] in gpu}
+            # only the flavor's own label keys count here (flavor_selection_problems); the node checks the rest
+            why = next((p for ps in self.gpu_sets() for p in flavor_selection_problems(ps.pod, labels)), None)
+            why = why or flavor_opt_in_problem(self.gpu_sets(), flavor_doc)  # its nodeTaints, tolerated or not
+            if why:
+                tried.append(f"{fname}: {why}")
+                continue
+            if pool.topology_aware and not topology:
+                tried.append(f"{fname}: topology-aware, the pod template asks for no topology")
+                continue
+            if topology and not pool.topology_aware:
+                tried.append(f"{fname}: not topology-aware")
+                continue
+            ceiling = ceilings.get(fname, {})
+            short = {r: n for r, n in gpu.items() if n > ceiling.get(r, 0)}
+            if short:
+                tried.append(
+                    f"{fname}: needs {_units(short)}, quota {_units({r: nominal.get(r, 0) for r in short})}"
+                    f", at most {_units({r: ceiling.get(r, 0) for r in short})} with borrowing"
+                )
+                continue
+            fits.append((pool, {r: n - nominal.get(r, 0) for r, n in gpu.items() if n > nominal.get(r, 0)}))
+        if not fits:
+            self.fail("flavors", "no flavor fits: " + "; ".join(tried))
+        # flavorFungibility.whenCanBorrow TryNextFlavor: a later flavor within nominal quota beats borrowing on
+        # an earlier one (kueue v0.19.2 flavorassigner); Borrow: the first flavor that fits, borrowing or not.
+        prefer_nominal = (cq.get("flavorFungibility") or {}).get("whenCanBorrow") == "TryNextFlavor"
+        pool, borrow = next((f for f in fits if not f[1]), fits[0]) if prefer_nominal else fits[0]
+        cohort = derive.tenant_cohort(spec, tenant)
+        how = f"borrows {_units(borrow)} from cohort {cohort}" if borrow else "nominal quota"
+        order = " > ".join(f["name"] for f in group["flavors"])
+        skipped = f"; skipped {'; '.join(tried)}" if tried else ""
+        self.ok("flavors", f"{pool.name} ({_units(gpu)}, {how}; order {order}{skipped})")
+        return pool
+
+    def admission_checks(self, tenant: Tenant, pool: NodePool) -> None:
+        spec = self.spec
+        cq = kueue.cluster_queue_spec(spec, tenant)
+        checks = [
+            c["name"]
+            for c in (cq.get("admissionChecksStrategy") or {}).get("admissionChecks", [])
+            if pool.name in c.get("onFlavors", [])
+        ]
+        nodes = self.nodes_needed(pool)
+        if checks:
+            self.ok("admission-checks", f"{', '.join(checks)}: {provisioning_guarantee(spec, pool, nodes)}")
+            return
+        # a pod no node fits is the provisioner layer's verdict ("no node it can launch fits the pod"), not TAS's
+        if pool.topology_aware and nodes is not None and nodes > pool.min_nodes and spec.cloud != "existing":
+            # Kueue TAS counts only ready, schedulable nodes (kueue v0.19.2 topology_aware_scheduling.md).
+            self.fail(
+                "admission-checks",
+                f"{pool.name} is topology-aware and has {pool.min_nodes} node(s) at rest, the gang needs {nodes}: "
+                "TAS counts only existing nodes and nothing asks for more; give the pool a provisioner that "
+                "serves ProvisioningRequests (managed + Cluster Autoscaler, GKE) or turn topologyAware off",
+            )
+        self.ok("admission-checks", "none")
+
+    def volcano_queue(self, tenant: Tenant, gpu: dict[str, int]) -> None:
+        w = self.w
+        if w.volcano_queue != tenant.name:
+            self.fail(
+                "queue",
+                f"Volcano queue {w.volcano_queue}: the namespace's admission policy requires queue {tenant.name}",
+            )
+        why, detail = volcano_queue_verdict(self.spec, tenant, gpu, volcano_minimum(self.spec, w))
+        if why:
+            self.fail("queue", why)
+        self.ok("queue", detail)
+
+    def resource_quota(self, tenant: Tenant, gpu: dict[str, int]) -> None:
+        """No batch scheduler: the namespace ResourceQuota (``tenancy.quota_hard``) is the only gate."""
+        hard = {
+            k.removeprefix("requests."): int(v) for k, v in tenancy.quota_hard(self.spec, tenant).items() if "/" in k
+        }
+        short = {r: n for r, n in gpu.items() if n > hard.get(r, 0)}
+        if short:
+            self.fail(
+                "queue",
+                f"the {tenant.name} ResourceQuota allows {_units({r: hard.get(r, 0) for r in short})}, "
+                f"the workload asks {_units(short)}: its pods are refused at creation",
+            )
+        allows = f"ResourceQuota allows {_units({r: hard.get(r, 0) for r in gpu})}" if gpu else "no GPU asked"
+        self.ok("queue", f"no queue; {allows}")
+
+    def pick_pool(self, tenant: Tenant, gpu: dict[str, int]) -> NodePool:
+        """Without Kueue the pod itself must select a pool: its nodeSelector/affinity and tolerations."""
+        spec = self.spec
+        tried = []
+        sets = self.gpu_sets()
+        for pool in kueue.tenant_pools(spec, tenant):
+            if not set(gpu) <= set(derive.units_per_gpu(spec, pool)):
+                continue
+            labels = node_label_values(spec, pool)
+            why = next((p for ps in sets for p in selection_problems(ps.pod, labels)), None)
+            if why:
+                tried.append(f"{pool.name}: {why}")
+                continue
+            self.how, self.t.also = pod_selection(spec, pool, sets, gpu)
+            return pool
+        reach = ", ".join(p.name for p in kueue.tenant_pools(spec, tenant))
+        self.fail(
+            "pool",
+            f"no pool of {tenant.name} ({reach}) advertises {', '.join(gpu)} and matches the pod"
+            + (f": {'; '.join(tried)}" if tried else ""),
+        )
+        raise AssertionError  # unreachable
+
+    def pool_layer(self, pool: NodePool, flavor_tolerations: list[dict[str, Any]], injected: bool) -> None:
+        """The pod sets that ask for a GPU against the pool's nodes: their labels as far as the stack tells
+        (the pool's own and the well-known ones its provisioner sets, ``explain_nodes``) and taints."""
+        spec, w = self.spec, self.w
+        labels = node_label_values(spec, pool)
+        sets = self.gpu_sets()
+        for ps in sets:
+            pod = dict(ps.pod)
+            if injected:  # Kueue adds the flavor's node labels and tolerations on admission
+                pod["nodeSelector"] = {**(pod.get("nodeSelector") or {}), **kueue.flavor_spec(spec, pool)["nodeLabels"]}
+                pod["tolerations"] = [*(pod.get("tolerations") or []), *flavor_tolerations]
+            self.effective.append(pod)
+            problems = selection_problems(pod, labels)
+            if problems:
+                # Kueue chose the flavor on its own label keys alone (flavor_selection_problems)
+                hint = f" (Kueue picks a flavor by {derive.POOL_LABEL} alone: pin the pool with it)" if injected else ""
+                self.fail("pool", f"{pool.name}'s nodes do not match: {'; '.join(problems)}{hint}", stuck=True)
+            missing = untolerated(pod.get("tolerations") or [], node_taints(pool))
+            if missing:
+                self.fail(
+                    "pool",
+                    f"{pool.name}'s nodes are tainted {', '.join(missing)} and pod set {ps.name} does not "
+                    f"tolerate it: add {derive.tolerations(pool)}",
+                    stuck=True,
+                )
+        how = "Kueue injects the flavor's nodeSelector and tolerations" if injected else self.how
+        cpu = [ps.name for ps in w.podsets if ps.count > 0 and ps not in sets]
+        if cpu:
+            flavor = f"Kueue gives them {kueue.DEFAULT_FLAVOR}, " if injected else ""
+            how += f"; {', '.join(cpu)} ask no GPU: {flavor}they run on non-GPU nodes"
+        self.ok("pool", f"{pool.name}: labels match, taints tolerated ({how})")
+
+    def nodes_needed(self, pool: NodePool) -> int | None:
+        """Nodes the workload needs on the pool, packing whole pods per node (per pod set that asks a GPU: the
+        others go elsewhere, ``gpu_sets``); None when a pod fits no node of the pool (the provisioner layer says
+        so). A pod set of 0 pods needs no node."""
+        per_node, _ = node_advertises(self.spec, pool)
+        total = 0
+        for ps in self.gpu_sets():
+            fit = min(per_node.get(r, 0) // n for r, n in ps.devices().items())
+            if fit == 0:
+                return None
+            total += -(-ps.count // fit)
+        return total
+
+    def provisioner(self, pool: NodePool) -> None:
+        spec = self.spec
+        per_node, _ = node_advertises(spec, pool)
+        for ps in self.gpu_sets():
+            for r, n in ps.devices().items():
+                if per_node.get(r, 0) < n:
+                    self.fail(
+                        "provisioner",
+                        f"pod set {ps.name} asks {n} {r}, one node of {pool.name} brings {per_node.get(r, 0)}: "
+                        "no node it can launch fits the pod; ask for at most that per pod (more pods instead)",
+                        stuck=True,
+                    )
+        nodes = self.nodes_needed(pool)
+        assert nodes is not None  # every pod fits a node: checked just above
+        req = {r: n for ps in self.gpu_sets() for r, n in ps.devices().items()}
+        if spec.cloud == "existing":
+            if nodes > pool.node_cap:
+                self.fail("provisioner", f"existing nodes: {pool.node_cap}, the workload needs {nodes}", stuck=True)
+            self.t.provisioner = "existing nodes"
+            self.ok("provisioner", f"existing nodes ({pool.node_cap}), nothing scales; needs {nodes}")
+            return
+        if nodes > (cap := pool.node_cap):
+            self.fail("provisioner", f"the workload needs {nodes} node(s), {pool.name} has at most {cap}", stuck=True)
+        if spec.cloud == "gcp":
+            if pool.gke.queued_provisioning:
+                self.t.provisioner = "GKE queued provisioning (Dynamic Workload Scheduler)"
+                self.ok("provisioner", f"{self.t.provisioner}: {nodes} node(s) through Kueue's ProvisioningRequest")
+            else:
+                self.t.provisioner = "GKE cluster autoscaler"
+                self.ok(
+                    "provisioner", f"GKE cluster autoscaler: {pool.min_nodes}..{pool.node_cap} nodes, needs {nodes}"
+                )
+            return
+        if pool.provisioner == "karpenter":
+            from components.render.aws import karpenter
+
+            problem = karpenter_problem(spec, pool, req)
+            if problem:
+                self.fail("provisioner", *problem)
+            names = ", ".join(p.name for p in karpenter.nodepool_plans(spec) if p.pool.name == pool.name)
+            self.t.provisioner = f"Karpenter NodePool {names}"
+            self.ok("provisioner", f"Karpenter NodePool(s) {names}: 0..{pool.node_cap} node(s), needs {nodes}")
+            return
+        if not spec.cluster_autoscaler_enabled:
+            if nodes > pool.min_nodes:
+                self.fail(
+                    "provisioner",
+                    f"{pool.name} is fixed at {pool.min_nodes} node(s) (addons.clusterAutoscaler off), needs {nodes}",
+                    stuck=True,
+                )
+            self.t.provisioner = "EKS managed node group (fixed size)"
+            self.ok("provisioner", f"{pool.min_nodes} fixed node(s), needs {nodes}")
+            return
+        why = autoscaler_problem(spec, pool, self.effective, req)
+        if why:
+            self.fail("provisioner", why, stuck=True)
+        template, _, _ = autoscaler_sees(spec, pool)
+        self.t.provisioner = "EKS managed node group + Cluster Autoscaler"
+        self.ok(
+            "provisioner",
+            f"Cluster Autoscaler, template {_units({r: template[r] for r in req})}: "
+            f"{pool.min_nodes}..{pool.node_cap} nodes, needs {nodes}",
+        )
+
+    def node(self, pool: NodePool) -> None:
+        spec = self.spec
+        advertised, mismatch = node_advertises(spec, pool)
+        if mismatch:
+            self.fail("node", mismatch + ": put them in the EC2NodeClass userData")
+        s = pool.sharing
+        for ps in self.gpu_sets():
+            for r, n in ps.devices().items():
+                have = advertised.get(r, 0)
+                if have == 0:
+                    self.fail(
+                        "node",
+                        f"{pool.name}'s nodes advertise {_units(advertised)}, not {r}: request one of those",
+                        stuck=True,
+                    )
+                if n > have:
+                    self.fail("node", f"pod set {ps.name} asks {n} {r}, one node of {pool.name} has {have}", stuck=True)
+                if s and s.strategy == "time-slicing" and s.fail_requests_greater_than_one and is_gpu(r) and n > 1:
+                    self.fail(
+                        "node",
+                        f"{pool.name} time-slices with failRequestsGreaterThanOne: a pod may ask 1 {r}, not {n}",
+                        stuck=True,  # the kubelet refuses it (UnexpectedAdmissionError), the job recreates it
+                    )
+        self.ok(
+            "node",
+            f"one {pool.name} node ({derive.pool_device_plugin(spec, pool)} plugin) advertises {_units(advertised)}",
+        )
+
+    def dcgm(self, pool: NodePool) -> None:
+        spec = self.spec
+        if not spec.addons.dcgm:
+            self.ok("dcgm", "DCGM off: no GPU metrics")
+            return
+        if derive.pool_device_plugin(spec, pool) == "dra":
+            self.ok("dcgm", "DRA devices: whether dcgm-exporter maps claims to pods is not checked here")
+            return
+        resources = sorted({r for ps in self.w.podsets for r in ps.requests()})
+        why = dcgm_attribution(spec, pool, resources)
+        if why:
+            self.fail("dcgm", f"runs, but its GPU metrics lose the pod: {why}")
+        if spec.monitoring.prometheus == "none":
+            self.ok(
+                "dcgm", "dcgm-exporter attributes the GPUs to the pod; monitoring.prometheus none: nothing scrapes it"
+            )
+            return
+        self.ok("dcgm", f"dcgm-exporter attributes the GPUs to the pod (Prometheus: {spec.monitoring.prometheus})")
+
+
+def explain(spec: StackSpec, workload: Workload) -> Trace:
+    return _Tracer(spec, workload).run()
+
+
+def explain_all(spec: StackSpec, text: str) -> list[Trace]:
+    return [explain(spec, w) for w in load(text)]
+
+
+def exit_code(traces: list[Trace]) -> int:
+    return EXIT_PENDING if any(t.pending for t in traces) else EXIT_RUNS
+
+
+def render(traces: list[Trace], as_json: bool = False) -> str:
+    if as_json:
+        return json.dumps([t.doc() for t in traces], indent=2) + "\n"
+    return "\n".join(line for t in traces for line in t.lines()) + "\n"

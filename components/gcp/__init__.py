@@ -1,2 +1,0 @@
-"""GCP: GKE cluster access and GPU node pools. Only this package imports pulumi_gcp, and only inside
-the functions that build resources, so other clouds never load it."""

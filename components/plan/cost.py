@@ -1,0 +1,421 @@
+"""What the platform can cost: per pool, per tenant and for the stack at its maximum size, from the dated list
+prices of ``components/data/prices.py`` and the stack's ``pricing`` overrides. Nothing here calls a cloud API.
+
+- A pool's node price is the dearest of its instance types (Karpenter and EKS may launch any of them), so
+  max-scale figures are upper bounds. If any of its types has no price, the pool's cost is unknown.
+- Spot pools cost their spot price (GCP: catalog Spot; AWS: an estimate, on-demand less ``spotDiscount``); a
+  Karpenter spot pool with ``onDemandFallback`` costs its spot part at spot and its on-demand part at
+  on-demand (``karpenter.fallback_split``).
+- Per GPU-hour: the pool's max-scale cost / its GPU cap. Per scheduler unit: a GPU's cost spread over what it
+  advertises (``derive.units_per_gpu``): 1/replicas for time-slicing and MPS, and for MIG in proportion to
+  each profile's compute slices.
+- Tenants: the GPUs of their nominal quota and of their borrowing ceiling (``derive``) at the pool's per-GPU
+  price.
+
+The same document (``report``) is ``cost.json`` in the synth output, the ``cost`` stack output, and the data
+of the ConfigMap the budget policies read (``CONFIGMAP_NAME``; the policy pack needs no price table of its own).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from components.data import catalog, prices
+from components.data.prices import Price
+from components.plan import derive
+from components.spec.model import NodePool, Problem, StackSpec, Tenant, key, rule
+
+CONFIGMAP_NAME = "gpu-platform-cost"
+CONFIGMAP_NAMESPACE = "kube-system"  # exists on every cluster; tenants cannot read it
+CONFIGMAP_KEY = "cost.json"
+COST_LABEL = "gpu-platform/cost"  # the budget policies find the ConfigMap by this label
+
+
+# ------------------------------------------------------------------------------------------ rules
+
+
+@rule
+def pricing_rules(spec: StackSpec) -> Iterator[Problem]:
+    used = {t for p in spec.node_pools for t in p.instance_types}
+    for name in spec.pricing.overrides:
+        if name not in used:
+            yield Problem(
+                key("pricing", "overrides", name),
+                f"no pool uses {name!r} (pools use: {', '.join(sorted(used)) or 'none'})",
+            )
+    for name, o in spec.pricing.overrides.items():
+        if o.on_demand is None and o.spot is None:
+            yield Problem(key("pricing", "overrides", name), "give onDemand, spot or both")
+    if spec.pricing.spot_discount is not None and spec.cloud != "aws":
+        yield Problem(
+            key("pricing", "spotDiscount"),
+            "applies to aws only (GCP Spot prices come from the catalog; override them per type instead)",
+        )
+    tenants = {t.name for t in spec.tenants}
+    for name in spec.budget.tenants:
+        if name not in tenants:
+            yield Problem(key("budget", "tenants", name), f"unknown tenant (tenants: {', '.join(sorted(tenants))})")
+
+
+# ------------------------------------------------------------------------------------------ prices
+
+
+def region(spec: StackSpec) -> str | None:
+    if spec.cloud == "aws":
+        return spec.cluster.region
+    if spec.cloud == "gcp":
+        return prices.region_of(spec.cluster.location)
+    return None
+
+
+def spot_discount(spec: StackSpec) -> float:
+    d = spec.pricing.spot_discount
+    return prices.DEFAULT_AWS_SPOT_DISCOUNT if d is None else d
+
+
+def type_price(spec: StackSpec, type_name: str, capacity: str) -> Price:
+    """One node of ``type_name``: the stack's override, else the catalog (AWS spot: estimated)."""
+    override = spec.pricing.overrides.get(type_name)
+    if override is not None:
+        value = override.spot if capacity == "spot" else override.on_demand
+        if value is not None:
+            return Price(value, source=prices.STACK_CONFIG)
+    if capacity == "spot" and spec.cloud == "aws":
+        od = type_price(spec, type_name, "on-demand")
+        if od.usd is None:
+            return od
+        discount = spot_discount(spec)
+        return Price(
+            round(od.usd * (1 - discount), 6),
+            source=f"estimate: on-demand {od.usd:g} less {discount:.0%}, {prices.SPOT_DISCOUNT_BASIS}",
+            as_of=od.as_of,
+            estimate=True,
+        )
+    return prices.list_price(spec.cloud, type_name, region(spec), capacity)
+
+
+def node_price(spec: StackSpec, pool: NodePool, capacity: str) -> Price:
+    """The dearest of the pool's instance types (any of them may be launched): an upper bound."""
+    if not pool.instance_types:
+        return prices.unknown("the pool names no instance/machine type")
+    found = [type_price(spec, t, capacity) for t in pool.instance_types]
+    missing = [p for p in found if p.usd is None]
+    if missing:
+        return prices.unknown("; ".join(p.reason or "" for p in missing))
+    return max(found, key=lambda p: p.usd or 0.0)
+
+
+# ------------------------------------------------------------------------------------------ pools
+
+
+@dataclass(frozen=True)
+class PoolCost:
+    pool: NodePool
+    on_demand: Price  # per node-hour
+    spot: Price | None  # per node-hour; spot pools only
+    spot_gpus: int  # at max scale: GPUs on spot capacity
+    on_demand_gpus: int  # at max scale: GPUs on on-demand capacity
+    units_per_gpu: dict[str, int]
+
+    @property
+    def per_gpu_on_demand(self) -> float | None:
+        return None if self.on_demand.usd is None else self.on_demand.usd / self.pool.gpu.per_node
+
+    @property
+    def per_gpu_spot(self) -> float | None:
+        if self.spot is None or self.spot.usd is None:
+            return None
+        return self.spot.usd / self.pool.gpu.per_node
+
+    def hourly(self, spot_gpus: int, on_demand_gpus: int) -> float | None:
+        total = 0.0
+        for gpus, per_gpu in ((spot_gpus, self.per_gpu_spot), (on_demand_gpus, self.per_gpu_on_demand)):
+            if gpus:
+                if per_gpu is None:
+                    return None
+                total += gpus * per_gpu
+        return round(total, 4)
+
+    @property
+    def max_hourly(self) -> float | None:
+        return self.hourly(self.spot_gpus, self.on_demand_gpus)
+
+    @property
+    def min_gpus(self) -> int:
+        return self.pool.min_nodes * self.pool.gpu.per_node
+
+    @property
+    def min_hourly(self) -> float | None:
+        # minimum-size nodes run on the pool's own capacity type
+        if self.pool.capacity == "spot":
+            return self.hourly(self.min_gpus, 0)
+        return self.hourly(0, self.min_gpus)
+
+    @property
+    def max_hourly_on_demand(self) -> float | None:
+        """The pool at max scale if every node were on-demand (what spot capacity saves against)."""
+        return self.hourly(0, self.pool.gpu_cap)
+
+    @property
+    def per_gpu_hour(self) -> float | None:
+        """Per GPU-hour at max scale (the blend of spot and on-demand parts for a fallback pool)."""
+        total = self.max_hourly
+        if total is None or not self.pool.gpu_cap:
+            return self.per_gpu_spot if self.pool.capacity == "spot" else self.per_gpu_on_demand
+        return total / self.pool.gpu_cap
+
+    @property
+    def per_unit_hour(self) -> dict[str, float | None]:
+        return {name: unit_price(self.per_gpu_hour, self.pool, name, n) for name, n in self.units_per_gpu.items()}
+
+
+def unit_price(per_gpu: float | None, pool: NodePool, resource: str, count: int) -> float | None:
+    """A scheduler unit's share of a GPU-hour. MIG (mixed): in proportion to the profile's compute slices among
+    all slices of the GPU's layout; otherwise 1/count (time-slicing / MPS replicas, single-strategy MIG)."""
+    if per_gpu is None:
+        return None
+    layout = pool.sharing.layout if pool.sharing and pool.sharing.strategy == "mig" else None
+    prefix = "nvidia.com/mig-"
+    if layout and resource.startswith(prefix):
+        slices = {p: catalog.gpu_model(pool.gpu.model).mig_profiles[p].compute_slices for p in layout}
+        total = sum(slices[p] * n for p, n in layout.items())
+        return per_gpu * slices[resource[len(prefix) :]] / total
+    return per_gpu / count
+
+
+def pool_cost(spec: StackSpec, pool: NodePool) -> PoolCost:
+    spot_gpus, od_gpus = (pool.gpu_cap, 0) if pool.capacity == "spot" else (0, pool.gpu_cap)
+    if pool.capacity == "spot" and pool.provisioner == "karpenter" and pool.karpenter.on_demand_fallback:
+        from components.plan.aws.capacity import fallback_split
+
+        spot_gpus, od_gpus = fallback_split(pool)
+    return PoolCost(
+        pool=pool,
+        on_demand=node_price(spec, pool, "on-demand"),
+        spot=node_price(spec, pool, "spot") if pool.capacity == "spot" else None,
+        spot_gpus=spot_gpus,
+        on_demand_gpus=od_gpus,
+        units_per_gpu=derive.units_per_gpu(spec, pool),
+    )
+
+
+# ---------------------------------------------------------------------------------------- tenants
+
+
+def _gpus(spec: StackSpec, pool: NodePool, units: dict[str, int]) -> int:
+    per_gpu = derive.units_per_gpu(spec, pool)
+    name = sorted(per_gpu)[0]
+    return units.get(name, 0) // per_gpu[name]
+
+
+def tenant_gpus(spec: StackSpec, tenant: Tenant) -> tuple[dict[str, int], dict[str, int]]:
+    """(nominal, ceiling) physical GPUs per pool."""
+    nominal = dict(sorted(tenant.gpu_quota.items()))
+    ceiling = {
+        name: _gpus(spec, spec.pool(name), units)
+        for name, units in derive.tenant_pool_ceiling_units(spec, tenant).items()
+    }
+    return nominal, ceiling
+
+
+def _sum(gpus: dict[str, int], pools: dict[str, PoolCost]) -> float | None:
+    total = 0.0
+    for name, n in gpus.items():
+        if not n:
+            continue
+        per_gpu = pools[name].per_gpu_hour
+        if per_gpu is None:
+            return None
+        total += n * per_gpu
+    return round(total, 4)
+
+
+# ----------------------------------------------------------------------------------------- report
+
+
+def _r(x: float | None) -> float | None:
+    return None if x is None else round(x, 6)
+
+
+def report(spec: StackSpec, stack: str) -> dict[str, Any]:
+    """The cost document: cost.json, the ``cost`` stack output and the budget policies' input."""
+    pools = {p.name: pool_cost(spec, p) for p in spec.node_pools}
+    quota_gpus = {p.name: sum(t.gpu_quota.get(p.name, 0) for t in spec.tenants) for p in spec.node_pools}
+    pool_docs = []
+    # by name: the document (and the ConfigMap holding it) must not change when pools are reordered
+    for p in sorted(spec.node_pools, key=lambda p: p.name):
+        c = pools[p.name]
+        pool_docs.append(
+            {
+                "name": p.name,
+                "capacity": p.capacity,
+                "onDemandFallback": bool(
+                    p.capacity == "spot" and p.provisioner == "karpenter" and p.karpenter.on_demand_fallback
+                ),
+                "instanceTypes": list(p.instance_types),
+                "gpuModel": p.gpu.model,
+                "gpusPerNode": p.gpu.per_node,
+                "nodes": {"min": p.min_nodes, "max": p.node_cap},
+                "gpus": {"min": c.min_gpus, "max": p.gpu_cap, "spot": c.spot_gpus, "onDemand": c.on_demand_gpus},
+                "tenantQuotaGpus": quota_gpus[p.name],
+                "onDemandPerNodeHour": c.on_demand.as_json(),
+                "spotPerNodeHour": c.spot.as_json() if c.spot else None,
+                "hourlyUsd": {"min": c.min_hourly, "max": c.max_hourly},
+                "maxHourlyUsdAllOnDemand": c.max_hourly_on_demand,
+                "perGpuHourUsd": _r(c.per_gpu_hour),
+                "perUnitHourUsd": {k: _r(v) for k, v in sorted(c.per_unit_hour.items())},
+            }
+        )
+    tenant_docs = []
+    for t in sorted(spec.tenants, key=lambda t: t.name):
+        nominal, ceiling = tenant_gpus(spec, t)
+        tenant_docs.append(
+            {
+                "name": t.name,
+                "nominal": {"gpus": nominal, "hourlyUsd": _sum(nominal, pools)},
+                "ceiling": {"gpus": ceiling, "hourlyUsd": _sum(ceiling, pools)},
+            }
+        )
+    unknown = sorted(n for n, c in pools.items() if c.max_hourly is None)
+    known_max = round(sum(c.max_hourly or 0.0 for c in pools.values()), 4)
+    known_min = round(sum(c.min_hourly or 0.0 for c in pools.values()), 4)
+    return {
+        "stack": stack,
+        "cloud": spec.cloud,
+        "region": region(spec),
+        "currency": "USD",
+        "assumptions": {
+            "awsSpotDiscount": spot_discount(spec) if spec.cloud == "aws" else None,
+            "nodePrice": "the dearest of a pool's instance types (an upper bound)",
+            "catalog": {
+                k: {"generatedAt": v["generatedAt"], "source": prices.source_label(k)}
+                for k, v in sorted(prices.catalog()["sources"].items())
+            },
+        },
+        "pools": pool_docs,
+        "tenants": tenant_docs,
+        "total": {
+            "maxHourlyUsd": None if unknown else known_max,
+            "minHourlyUsd": None if any(c.min_hourly is None for c in pools.values()) else known_min,
+            "knownMaxHourlyUsd": known_max,
+            "unknownPools": unknown,
+        },
+        "budget": {
+            "maxHourlyUsd": spec.budget.max_hourly_usd,
+            "tenants": dict(sorted(spec.budget.tenants.items())),
+        },
+    }
+
+
+def _plain(x: Any) -> Any:
+    """Whole floats as integers (300, not 300.0): the document is also ConfigMap text, kept in one form."""
+    if isinstance(x, float) and x.is_integer():
+        return int(x)
+    if isinstance(x, dict):
+        return {k: _plain(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_plain(v) for v in x]
+    return x
+
+
+def to_json(doc: dict[str, Any]) -> str:
+    return json.dumps(_plain(doc), indent=2, sort_keys=True) + "\n"
+
+
+# --------------------------------------------------------------------------------------- markdown
+
+
+def usd(x: float | None) -> str:
+    if x is None:
+        return "unknown"
+    return f"${x:,.2f}" if x >= 1 or x == 0 else f"${x:.4f}"
+
+
+def _price(doc: dict[str, Any] | None) -> str:
+    if doc is None:
+        return "-"
+    if doc["usd"] is None:
+        return "unknown"
+    return usd(doc["usd"]) + (" (est.)" if doc.get("estimate") else "")
+
+
+def markdown(doc: dict[str, Any]) -> list[str]:
+    lines = [
+        "## Cost",
+        "",
+        f"List prices, USD per hour ({doc['cloud']}, region {doc['region'] or 'unset'}); *unknown*: the catalog "
+        "has no figure (add `gpu-platform:pricing.overrides`), never counted as zero. *(est.)*: an AWS spot "
+        f"estimate: {prices.SPOT_DISCOUNT_BASIS}.",
+        "",
+        "| pool | capacity | node on-demand | node spot | GPUs min..max | $/h at min | $/h at max "
+        "| $/h at max, all on-demand | per GPU-hour | per scheduler unit |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for p in doc["pools"]:
+        units = ", ".join(f"{usd(v)} / {k}" for k, v in p["perUnitHourUsd"].items()) or "-"
+        cap = p["capacity"] + (" (+on-demand fallback)" if p["onDemandFallback"] else "")
+        lines.append(
+            f"| {p['name']} | {cap} | {_price(p['onDemandPerNodeHour'])} | {_price(p['spotPerNodeHour'])} "
+            f"| {p['gpus']['min']}..{p['gpus']['max']} | {usd(p['hourlyUsd']['min'])} | {usd(p['hourlyUsd']['max'])} "
+            f"| {usd(p['maxHourlyUsdAllOnDemand'])} | {usd(p['perGpuHourUsd'])} | {units} |"
+        )
+    if not doc["pools"]:
+        lines.append("| (none) | | | | | | | | | |")
+    total = doc["total"]
+    if total["unknownPools"]:
+        total_text = (
+            f"**unknown**: no price for {', '.join(total['unknownPools'])} (the priced pools alone: "
+            f"{usd(total['knownMaxHourlyUsd'])})"
+        )
+    else:
+        total_text = f"**{usd(total['maxHourlyUsd'])}** per hour"
+    lines += ["", f"Whole stack at max scale: {total_text}; at min size: {usd(total['minHourlyUsd'])} per hour."]
+    budget = doc["budget"]
+    if budget["maxHourlyUsd"] is not None:
+        lines.append(f"Budget (`gpu-platform:budget.maxHourlyUsd`): {usd(budget['maxHourlyUsd'])} per hour.")
+    if doc["tenants"]:
+        lines += [
+            "",
+            "| tenant | nominal quota (GPUs) | $/h nominal | borrowing ceiling (GPUs) | $/h at ceiling | budget |",
+            "|---|---|---|---|---|---|",
+        ]
+        for t in doc["tenants"]:
+            nominal = ", ".join(f"{k}: {v}" for k, v in t["nominal"]["gpus"].items()) or "-"
+            ceiling = ", ".join(f"{k}: {v}" for k, v in t["ceiling"]["gpus"].items()) or "-"
+            tb = budget["tenants"].get(t["name"])
+            lines.append(
+                f"| {t['name']} | {nominal} | {usd(t['nominal']['hourlyUsd'])} | {ceiling} "
+                f"| {usd(t['ceiling']['hourlyUsd'])} | {usd(tb) if tb is not None else '-'} |"
+            )
+    reasons = [
+        f"- {p['name']}: {price['unknown']}"
+        for p in doc["pools"]
+        for price in (p["onDemandPerNodeHour"], p["spotPerNodeHour"])
+        if price and price["usd"] is None
+    ]
+    if reasons:
+        lines += ["", "Unknown prices:", "", *dict.fromkeys(reasons)]
+    sources = "; ".join(f"{v['source']} generated {v['generatedAt']}" for v in doc["assumptions"]["catalog"].values())
+    lines += ["", f"Price sources: {sources} (components/data/prices.json, scripts/extract_prices.py)."]
+    return lines
+
+
+# ------------------------------------------------------------------------------------- component
+
+
+def configmap(doc: dict[str, Any]) -> dict[str, Any]:
+    """The ConfigMap carrying the cost document into the cluster and to the policy pack: the budget policies
+    read budget, stack name and per-pool figures from it, so they need neither the spec nor a price table."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": CONFIGMAP_NAME,
+            "namespace": CONFIGMAP_NAMESPACE,
+            "labels": {**derive.MANAGED_BY, COST_LABEL: "true"},
+        },
+        "data": {CONFIGMAP_KEY: to_json(doc)},
+    }

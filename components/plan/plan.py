@@ -1,0 +1,290 @@
+"""The plan: everything the platform decides for a stack, in one frozen, pure-data value (issue 28).
+
+A compiler's picture: the stack file is the source, ``loader.load_spec`` the front end (parse and check), this
+module the IR, and the components the back ends. One pass (``build``) turns the validated spec into per-pool,
+per-tenant and per-add-on decisions, made by the same functions the components call (``derive``, ``cost``,
+``tenancy``, ``kueue``...), so the plan and what is deployed cannot disagree. ``gpu-platform plan STACK`` prints
+it before any ``pulumi up`` (``--json`` for the document), the stack outputs are a projection of it, and
+``tests/snapshots/plans/<stack>.json`` holds each shipped stack's plan, so a change to what the platform decides
+shows up as a plan diff in review.
+
+Pure data: tuples and read-only mappings (``to_json`` gives plain JSON), no resources, no Pulumi.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from types import MappingProxyType
+from typing import Any
+
+from components.data import versions
+from components.plan import cost, derive
+from components.spec.model import NodePool, StackSpec, Tenant
+
+SCHEMA_VERSION = 1
+
+
+def _freeze(value: Any) -> Any:
+    """Deep read-only copy: dicts become MappingProxyType (keys sorted), lists tuples."""
+    if isinstance(value, Mapping):
+        return MappingProxyType({k: _freeze(value[k]) for k in sorted(value)})
+    if isinstance(value, list | tuple):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+def _thaw(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _thaw(v) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return [_thaw(v) for v in value]
+    if hasattr(value, "__dataclass_fields__"):
+        return {_camel(f.name): _thaw(getattr(value, f.name)) for f in fields(value)}
+    return value
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(w[:1].upper() + w[1:] for w in rest)
+
+
+@dataclass(frozen=True)
+class PoolPlan:
+    """A pool's nodes as the provisioner makes them and a scheduler sees them."""
+
+    name: str
+    provisioner: str  # managed (EKS node group) | karpenter | gke | existing
+    gpu_model: str
+    gpus_per_node: int
+    capacity: str  # on-demand | spot | reserved ...
+    min_nodes: int
+    max_nodes: int
+    node_selector: Mapping[str, str]
+    labels: Mapping[str, str]  # every label a node carries
+    taints: tuple[Mapping[str, Any], ...]
+    tolerations: tuple[Mapping[str, str], ...]
+    device_plugin: str  # who advertises the GPUs: operator | gke | bottlerocket | dra
+    sharing: Mapping[str, Any] | None  # strategy, replicas / layout, and the device-plugin or MIG config name
+    units_per_gpu: Mapping[str, int]  # what one GPU advertises, per resource name
+    units_per_node: Mapping[str, int]
+    max_units: Mapping[str, int]
+    schedulers: tuple[str, ...]  # who hands out its GPUs: kueue | volcano | default
+    kueue_flavor: str | None  # the ResourceFlavor naming it (None: no Kueue, or Volcano's pool)
+    one_unit_opt_in: bool  # shared pool a pod reaches only by tolerating gpu-platform/shared-gpu
+    efa: bool
+    price: Mapping[str, Any]  # USD per node-hour (on-demand, spot), per GPU-hour and per unit-hour
+
+
+@dataclass(frozen=True)
+class TenantPlan:
+    """What a tenant gets: its namespace and guards, quotas per pool, borrowing and lending, queues."""
+
+    name: str
+    namespace: str
+    namespace_labels: Mapping[str, str]
+    namespace_annotations: Mapping[str, str]
+    pod_security: str
+    scheduler: str | None  # kueue | volcano | None
+    priority_ceiling: str
+    forbidden_priority_classes: tuple[str, ...]
+    quota_hard: Mapping[str, str]  # the namespace's ResourceQuota spec.hard
+    gpu_quota: Mapping[str, int]  # nominal units per resource name
+    gpu_limit: Mapping[str, int]  # the ResourceQuota's cap, with borrowing
+    pool_units: Mapping[str, Mapping[str, int]]  # pool -> nominal units
+    pool_ceiling_units: Mapping[str, Mapping[str, int]]  # pool -> units with borrowing
+    lending_limits: Mapping[str, int]
+    cohort: str | None
+    local_queue: str | None
+    cluster_queue: str | None
+    volcano_queue: str | None
+
+
+@dataclass(frozen=True)
+class AddonPlan:
+    """An add-on: on or off, its pinned chart and where it comes from, and the stack options its values read."""
+
+    key: str
+    enabled: bool
+    chart: str
+    version: str
+    source: str
+    namespace: str
+    release: str
+    options: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Plan:
+    stack: str
+    cloud: str
+    pools: Mapping[str, PoolPlan]
+    tenants: Mapping[str, TenantPlan]
+    addons: Mapping[str, AddonPlan]
+    priority_classes: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"schemaVersion": SCHEMA_VERSION, **_thaw(self)}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
+
+
+# ------------------------------------------------------------------------------------------------ pools
+
+
+def provisioner(spec: StackSpec, pool: NodePool) -> str:
+    if spec.cloud == "gcp":
+        return "gke"
+    if spec.cloud == "existing":
+        return "existing"
+    return pool.provisioner  # managed | karpenter
+
+
+def node_labels(spec: StackSpec, pool: NodePool) -> dict[str, str]:
+    """The labels a node of the pool carries: EKS managed node groups add the Cluster Autoscaler's GPU label."""
+    if spec.cloud == "aws" and pool.provisioner == "managed":
+        from components.plan.aws import managed_pools
+
+        return managed_pools.labels(spec, pool)
+    return derive.pool_labels(spec, pool)
+
+
+def _sharing(pool: NodePool) -> dict[str, Any] | None:
+    s = pool.sharing
+    if s is None:
+        return None
+    out: dict[str, Any] = {"strategy": s.strategy, "config": derive.config_name(pool)}
+    if s.strategy == "mig":
+        out["layout"] = dict(s.layout or {})
+    else:
+        out["replicas"] = s.replicas
+    return out
+
+
+def _price(spec: StackSpec, pool: NodePool) -> dict[str, Any]:
+    c = cost.pool_cost(spec, pool)
+    return {
+        "onDemandPerNodeHour": c.on_demand.usd,
+        "spotPerNodeHour": c.spot.usd if c.spot is not None else None,
+        "perGpuHour": c.per_gpu_hour,
+        "perUnitHour": c.per_unit_hour,
+        "maxHourly": c.max_hourly,
+    }
+
+
+def pool_plan(spec: StackSpec, pool: NodePool) -> PoolPlan:
+    from components.plan.aws import efa
+
+    schedulers = derive.pool_schedulers(spec).get(pool.name, ())
+    flavor = pool.name if spec.addons.kueue and pool.name not in derive.volcano_pools(spec) else None
+    return PoolPlan(
+        name=pool.name,
+        provisioner=provisioner(spec, pool),
+        gpu_model=pool.gpu.model,
+        gpus_per_node=pool.gpu.per_node,
+        capacity=pool.capacity,
+        min_nodes=pool.min_nodes,
+        max_nodes=pool.node_cap,
+        node_selector=_freeze({derive.POOL_LABEL: pool.name}),
+        labels=_freeze(node_labels(spec, pool)),
+        taints=_freeze([{"key": t.key, "value": t.value, "effect": t.effect} for t in derive.node_taints(pool)]),
+        tolerations=_freeze(derive.tolerations(pool)),
+        device_plugin=derive.pool_device_plugin(spec, pool),
+        sharing=_freeze(_sharing(pool)),
+        units_per_gpu=_freeze(derive.units_per_gpu(spec, pool)),
+        units_per_node=_freeze(derive.pool_units(spec, pool, pool.gpu.per_node)),
+        max_units=_freeze(derive.pool_capacity(spec, pool)),
+        schedulers=tuple(schedulers),
+        kueue_flavor=flavor,
+        one_unit_opt_in=pool.name in derive.opt_in_shared_pools(spec),
+        efa=efa.efa_enabled(spec, pool),
+        price=_freeze(_price(spec, pool)),
+    )
+
+
+# ---------------------------------------------------------------------------------------------- tenants
+
+
+def tenant_plan(spec: StackSpec, tenant: Tenant) -> TenantPlan:
+    from components.plan import tenancy
+
+    scheduler = derive.tenant_scheduler(spec, tenant)
+    kueue = scheduler == "kueue" and spec.addons.kueue
+    volcano = tenant.name in {t.name for t in derive.volcano_tenants(spec)}
+    return TenantPlan(
+        name=tenant.name,
+        namespace=tenant.name,
+        namespace_labels=_freeze({**tenancy.namespace_labels(tenant), **tenancy.scheduler_label(spec, tenant)}),
+        namespace_annotations=_freeze(tenancy.namespace_annotations(spec, tenant)),
+        pod_security=tenant.pod_security,
+        scheduler=scheduler,
+        priority_ceiling=tenant.priority,
+        forbidden_priority_classes=tuple(derive.priority_ceiling_excluded(spec, tenant)),
+        quota_hard=_freeze(tenancy.quota_hard(spec, tenant)),
+        gpu_quota=_freeze(derive.tenant_units(spec, tenant)),
+        gpu_limit=_freeze({k: v for k, v in derive.tenant_quota_units(spec, tenant).items() if v}),
+        pool_units=_freeze(derive.tenant_pool_units(spec, tenant)),
+        pool_ceiling_units=_freeze(derive.tenant_pool_ceiling_units(spec, tenant)),
+        lending_limits=_freeze(derive.tenant_lending_limits(spec, tenant) if kueue else {}),
+        cohort=derive.tenant_cohort(spec, tenant) if kueue else None,
+        local_queue=spec.scheduling.local_queue_name if kueue else None,
+        cluster_queue=tenant.name if kueue else None,
+        volcano_queue=tenant.name if volcano else None,
+    )
+
+
+# ----------------------------------------------------------------------------------------------- add-ons
+
+
+# add-on key -> (the chart, whether the stack installs it, the stack options its values read)
+def _addons(spec: StackSpec) -> list[tuple[versions.Chart, bool, dict[str, Any]]]:
+    from components.plan import rules_core
+
+    installed = {c.key for c in rules_core.installed_charts(spec)}
+
+    def dump(model: Any) -> dict[str, Any]:
+        return model.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    options = {
+        "gpuOperator": dump(spec.gpu_operator),
+        "kubePrometheusStack": dump(spec.monitoring),
+        "dcgmExporter": dump(spec.monitoring),
+        "kueue": dump(spec.scheduling),
+        "volcano": dump(spec.scheduling),
+        "karpenter": dump(spec.karpenter),
+        "karpenterCrd": {},
+        "clusterAutoscaler": {},
+        "efaDevicePlugin": {},
+    }
+    return [(c, c.key in installed, options.get(c.key, {})) for c in versions.CHARTS.values()]
+
+
+def addon_plan(spec: StackSpec, chart: versions.Chart, enabled: bool, options: dict[str, Any]) -> AddonPlan:
+    c = versions.for_spec(chart, spec)
+    return AddonPlan(
+        key=chart.key,
+        enabled=enabled,
+        chart=c.chart,
+        version=c.version,
+        source=c.source,
+        namespace=c.namespace,
+        release=c.release,
+        options=_freeze(options),
+    )
+
+
+# ------------------------------------------------------------------------------------------------- build
+
+
+def build(spec: StackSpec, stack: str) -> Plan:
+    """The plan of a validated spec (``loader.load_spec``): one pass, no resources."""
+    return Plan(
+        stack=stack,
+        cloud=spec.cloud,
+        pools=_freeze({p.name: pool_plan(spec, p) for p in spec.node_pools}),
+        tenants=_freeze({t.name: tenant_plan(spec, t) for t in spec.tenants}),
+        addons=_freeze({c.key: addon_plan(spec, c, on, o) for c, on, o in _addons(spec)}),
+        priority_classes=_freeze({c.name: c.value for c in spec.priority_classes}),
+    )

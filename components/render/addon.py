@@ -1,0 +1,144 @@
+"""The shape every add-on shares, written once.
+
+A Kubernetes component (``Component``) is a ComponentResource with the stack's spec and the cluster's
+provider; ``child(...)`` gives its resources' options (parent, provider, what they wait for).
+
+A chart add-on (``ChartAddon``) adds the steps every chart repeats:
+
+1. ``create_namespace(NamespacePolicy(...))``: the namespace the chart installs into, with its Pod Security
+   labels and, on GKE, the critical-pods quota (``k8s.chart_namespace``);
+2. ``install(release_name, values, before, probe=...)``: the Helm release of the pinned chart (``CHART``, the
+   stack's version override applied; ``k8s.chart_release``), and when the add-on's admission webhooks guard
+   the kinds it creates next, the webhook readiness gate (``components/render/webhooks.py``) after it;
+3. ``after_release(...)``: the options of every object that needs the release (its CRDs) and, where there is
+   one, the gate (its webhooks answering) -- readiness ordering solved here for every add-on.
+
+So a new add-on is its values, its namespace policy, and its own objects created with ``after_release()``.
+Neither class adds a level to the resource tree: URNs stay those of the subclass's own ``TYPE`` and name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import pulumi
+
+from components.data import versions
+from components.render import k8s, webhooks
+from components.spec.model import StackSpec
+
+
+class Component(pulumi.ComponentResource):
+    """A ComponentResource of type ``TYPE`` holding the stack's spec and the Kubernetes provider."""
+
+    TYPE: ClassVar[str]
+
+    def __init__(
+        self,
+        name: str,
+        spec: StackSpec,
+        provider: pulumi.ProviderResource,
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        super().__init__(self.TYPE, name, None, opts)
+        self.spec = spec
+        self.provider = provider
+        self._setup()
+        self.build(spec)
+
+    def _setup(self) -> None:
+        """What a base class prepares before ``build`` (ChartAddon: the resolved chart)."""
+
+    def build(self, spec: StackSpec) -> None:
+        """The component's own resources (then ``register_outputs``). Components with constructor arguments of
+        their own override ``__init__`` instead, after calling this class's."""
+
+    def child(self, depends_on: Sequence[pulumi.Resource] = (), **options: Any) -> pulumi.ResourceOptions:
+        """Options of a Kubernetes resource of this component: parent, provider, what it waits for."""
+        return pulumi.ResourceOptions(parent=self, provider=self.provider, depends_on=list(depends_on), **options)
+
+
+@dataclass(frozen=True)
+class NamespacePolicy:
+    """A chart namespace: resource names from ``prefix`` (``namespace-<prefix>``, ``critical-pods-<prefix>``),
+    its labels (Pod Security level), and on GKE a quota for ``critical_pods`` system-critical pods."""
+
+    prefix: str
+    labels: dict[str, str]
+    critical_pods: int | None = None
+    quota_name: str = "critical-pods"
+    name: str | None = None  # default: the chart's namespace
+
+
+class ChartAddon(Component):
+    """A component installing the pinned chart ``CHART``: namespace, release, gate, objects after them."""
+
+    CHART: ClassVar[versions.Chart]
+
+    def _setup(self) -> None:
+        self.chart = versions.for_spec(self.CHART, self.spec)
+        self.release: pulumi.Resource | None = None
+        self.webhook_gate: pulumi.Resource | None = None
+        self.gate_name = ""
+
+    def create_namespace(self, policy: NamespacePolicy) -> list[pulumi.Resource]:
+        """The namespace (and GKE quota); returns what the release must wait for."""
+        return k8s.chart_namespace(
+            self,
+            self.provider,
+            self.spec,
+            policy.prefix,
+            policy.name or self.chart.namespace,
+            policy.labels,
+            policy.critical_pods,
+            quota_name=policy.quota_name,
+        )
+
+    def install(
+        self,
+        release_name: str,
+        values: dict[str, Any],
+        before: Sequence[pulumi.Resource],
+        *,
+        probe: webhooks.Probe | None = None,
+        **release_options: Any,
+    ) -> pulumi.Resource:
+        """The release of ``CHART`` after ``before``; with ``probe`` (the add-on's webhooks guard what it creates
+        next) the webhook readiness gate after the release. ``release_options``: ``k8s.chart_release``'s
+        (timeout, protect, extra Release arguments)."""
+        if probe is not None:
+            # The gate below waits until the add-on's webhooks answer, which needs its controller running: the
+            # readiness Helm's own wait would give. And Helm's wait on uninstall can hang a destroy: it polls
+            # until every object of the release is gone, while kube-controller-manager's ClusterRole aggregation
+            # controller re-creates an aggregated ClusterRole (Kueue's kueue-batch-user-role, Volcano's) it was
+            # still applying when Helm deleted it (pkg/controller/clusterroleaggregation applies with server-side
+            # apply, which creates a missing object), seen under the real engine. `helm uninstall` does not wait
+            # by default either; pulumi-kubernetes waits unless skipAwait (provider/pkg/provider/helm_release.go
+            # Delete: `if release.Atomic || !release.SkipAwait { uninstall.Wait = true }`).
+            release_options.setdefault("skip_await", True)
+        self.release = k8s.chart_release(
+            release_name, self, self.provider, self.spec, self.CHART, values, before, **release_options
+        )
+        if probe is not None:
+            self.webhook_gate = webhooks.webhook_gate(self, self.provider, self.spec, probe, [self.release])
+            self.gate_name = webhooks.job_object_name(webhooks.job_spec(self.spec, probe), probe)
+        return self.release
+
+    def ready(self) -> list[pulumi.Resource]:
+        """What an object needing the add-on waits for: the release (its CRDs) and the webhook gate if any."""
+        return [r for r in (self.release, self.webhook_gate) if r is not None]
+
+    def gated(self, metadata: dict[str, Any]) -> dict[str, Any]:
+        """``metadata`` of an object the add-on's webhooks guard, with the gate's annotation when there is a gate
+        (``webhooks.gate_annotation``: no preview dry run through webhooks that may not answer yet)."""
+        if self.webhook_gate is None:
+            return metadata
+        gate = webhooks.gate_annotation(self.webhook_gate, self.gate_name)  # type: ignore[arg-type]
+        annotations = {**metadata.get("annotations", {}), **gate}
+        return {**metadata, "annotations": annotations}
+
+    def after_release(self, *more: pulumi.Resource, **options: Any) -> pulumi.ResourceOptions:
+        """Options of an object that needs the add-on: after ``ready()`` and ``more``."""
+        return self.child([*self.ready(), *more], **options)

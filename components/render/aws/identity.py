@@ -1,0 +1,64 @@
+"""How AWS controllers in the cluster (Karpenter, the Cluster Autoscaler) get credentials: one IAM role per
+controller, trusted either by EKS Pod Identity (an association per ServiceAccount) or by IRSA (the cluster's
+IAM OIDC provider), as ``gpu-platform:karpenter.identity`` chooses for the whole stack. The trust documents
+are ``iam.pod_identity_trust`` / ``iam.irsa_trust``; this module only wires them to resources."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+
+from components.render.aws import iam, sdk
+from components.spec.model import StackSpec
+
+
+def uses_irsa(spec: StackSpec) -> bool:
+    return spec.karpenter.identity == "irsa"
+
+
+def trust_policy(
+    spec: StackSpec, cluster: Any, partition: Any, account: Any, namespace: str, service_account: str, sid: str
+) -> pulumi.Output[str]:
+    """The role's trust policy (JSON) for one ServiceAccount: Pod Identity (default) or IRSA."""
+    if uses_irsa(spec):
+        issuer = cluster.identities[0].oidcs[0].issuer
+        return pulumi.Output.all(partition, account, issuer).apply(
+            lambda a: iam.to_json(iam.irsa_trust(a[0], a[1], a[2], namespace, service_account, f"AllowIrsaFor{sid}"))
+        )
+    return pulumi.Output.from_input(
+        iam.to_json(
+            iam.pod_identity_trust(spec.cluster.name or "", namespace, service_account, f"AllowEksPodIdentityFor{sid}")
+        )
+    )
+
+
+def irsa_annotations(spec: StackSpec, role_arn: Any) -> dict[str, Any]:
+    """ServiceAccount annotations: the role ARN under IRSA, nothing under Pod Identity."""
+    return {"eks.amazonaws.com/role-arn": role_arn} if uses_irsa(spec) else {}
+
+
+def pod_identity_association(
+    resource_name: str,
+    spec: StackSpec,
+    role_arn: Any,
+    namespace: str,
+    service_account: str,
+    tags: dict[str, str],
+    opts: pulumi.ResourceOptions,
+) -> pulumi.Resource | None:
+    """The EKS Pod Identity association binding the role to the ServiceAccount (None under IRSA)."""
+    if uses_irsa(spec):
+        return None
+
+    return sdk.resource(
+        "eks.PodIdentityAssociation",
+        resource_name,
+        cluster_name=spec.cluster.name or "",
+        namespace=namespace,
+        service_account=service_account,
+        region=spec.cluster.region,
+        role_arn=role_arn,
+        tags=tags,
+        opts=opts,
+    )

@@ -1,0 +1,289 @@
+"""Karpenter's AWS side (``components/render/aws/karpenter.py`` wires it in), one function per step, each creating
+its resources under the Karpenter component:
+
+* the node role (worker, CNI, ECR pull-only, SSM) with an ``EC2_LINUX`` access entry, so nodes join
+  without aws-auth edits;
+* an SSE-encrypted SQS queue (300 s retention: interruption notices older than that are useless) and
+  EventBridge rules for the five event kinds Karpenter handles, all targeting the queue;
+* the controller role with the policies of ``iam_karpenter`` and either an EKS Pod Identity association
+  (default) or an IRSA trust, per ``gpu-platform:karpenter.identity``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+
+from components.data import versions
+from components.render.aws import sdk
+from components.spec.model import StackSpec
+
+CONTROLLER_NAMESPACE = versions.KARPENTER.namespace
+SERVICE_ACCOUNT = "karpenter"
+
+# EventBridge rules feeding the interruption queue: (source, detail-type), as in Karpenter's
+# getting-started CloudFormation template for v1.14.
+INTERRUPTION_EVENTS: dict[str, tuple[str, str]] = {
+    "health": ("aws.health", "AWS Health Event"),
+    "spot": ("aws.ec2", "EC2 Spot Instance Interruption Warning"),
+    "rebalance": ("aws.ec2", "EC2 Instance Rebalance Recommendation"),
+    "state-change": ("aws.ec2", "EC2 Instance State-change Notification"),
+    "reservation": ("aws.ec2", "EC2 Capacity Reservation Instance Interruption Warning"),
+}
+QUEUE_RETENTION_SECONDS = 300
+QUEUE_TARGET_ID = "KarpenterInterruptionQueueTarget"
+
+
+# -------------------------------------------------------------------------------------------- names
+
+
+# -------------------------------------------------------------------------------------------- names
+
+
+def name_prefix(spec: StackSpec) -> str:
+    return spec.karpenter.name_prefix or spec.cluster.name or ""
+
+
+def controller_role_name(spec: StackSpec) -> str:
+    return f"{name_prefix(spec)}-karpenter"
+
+
+def node_role_name(spec: StackSpec) -> str:
+    return f"{name_prefix(spec)}-karpenter-node"
+
+
+def queue_name(spec: StackSpec) -> str:
+    return f"{name_prefix(spec)}-karpenter"
+
+
+def policy_name(spec: StackSpec, group: str) -> str:
+    return f"{name_prefix(spec)}-karpenter-{group}"
+
+
+def rule_name(spec: StackSpec, kind: str) -> str:
+    return f"{name_prefix(spec)}-karpenter-{kind}"
+
+
+def aws_tags(spec: StackSpec) -> dict[str, str]:
+    return dict(sorted({**spec.tags, "managed-by": "gpu-platform"}.items()))
+
+
+def event_pattern(kind: str) -> dict[str, list[str]]:
+    source, detail_type = INTERRUPTION_EVENTS[kind]
+    return {"source": [source], "detail-type": [detail_type]}
+
+
+def _arn_parts(arn: str) -> tuple[str, str]:
+    """(partition, account) of an ARN."""
+    parts = arn.split(":")
+    return parts[1], parts[4]
+
+
+# -------------------------------------------------------------------------------------------- steps
+
+
+@dataclass(frozen=True)
+class Account:
+    """What every step needs: the Karpenter component (parent), the stack, the cluster lookup, and the values
+    derived from it (partition and account from its ARN)."""
+
+    parent: pulumi.Resource
+    spec: StackSpec
+    cluster: Any  # the EKS cluster lookup (EksAccess.cluster)
+    partition: Any  # Output[str]
+    account: Any  # Output[str]
+
+    @staticmethod
+    def of(parent: pulumi.Resource, spec: StackSpec, cluster: Any) -> Account:
+        return Account(
+            parent,
+            spec,
+            cluster,
+            cluster.arn.apply(lambda a: _arn_parts(a)[0]),
+            cluster.arn.apply(lambda a: _arn_parts(a)[1]),
+        )
+
+    @property
+    def opts(self) -> pulumi.ResourceOptions:
+        # Regional objects go to the cluster's region (cluster.region, else aws:region), like the lookup.
+        return pulumi.ResourceOptions(parent=self.parent)
+
+
+@dataclass(frozen=True)
+class NodeRole:
+    role: Any
+    attachments: list[Any]
+    access_entry: Any
+
+
+def node_role(a: Account) -> NodeRole:
+    """What Karpenter-launched instances run as (worker, CNI, ECR pull-only, SSM), with an EC2_LINUX access
+    entry so nodes join without aws-auth edits."""
+    from components.render.aws import iam
+
+    spec, partition, aws_child = a.spec, a.partition, a.opts
+    tags = aws_tags(spec)
+    cluster_name = spec.cluster.name or ""
+    region = spec.cluster.region or ""
+    node_role = sdk.resource(
+        "iam.Role",
+        "karpenter-node-role",
+        name=node_role_name(spec),
+        description=f"Nodes Karpenter launches for EKS cluster {cluster_name}",
+        assume_role_policy=partition.apply(
+            lambda p: iam.to_json(iam.service_trust(f"ec2.{iam.dns_suffix(p)}", sid="AllowEc2"))
+        ),
+        tags=tags,
+        opts=aws_child,
+    )
+    node_attachments = [
+        sdk.resource(
+            "iam.RolePolicyAttachment",
+            f"karpenter-node-{policy}",
+            role=node_role.name,
+            policy_arn=partition.apply(lambda p, n=policy: iam.managed_policy_arn(n, p)),
+            opts=aws_child,
+        )
+        for policy in iam.WORKER_NODE_POLICIES
+    ]
+    access_entry = sdk.resource(
+        "eks.AccessEntry",
+        "karpenter-node-access",
+        cluster_name=cluster_name,
+        principal_arn=node_role.arn,
+        type="EC2_LINUX",
+        region=region,
+        tags=tags,
+        opts=aws_child,
+    )
+    return NodeRole(node_role, node_attachments, access_entry)
+
+
+@dataclass(frozen=True)
+class InterruptionQueue:
+    queue: Any
+    policy: Any
+    targets: list[Any]
+
+
+def interruption_queue(a: Account) -> InterruptionQueue:
+    """The SQS queue (300 s retention) and the EventBridge rules of the five event kinds Karpenter handles."""
+    from components.render.aws import iam, iam_karpenter
+
+    spec, aws_child = a.spec, a.opts
+    tags = aws_tags(spec)
+    cluster_name = spec.cluster.name or ""
+    region = spec.cluster.region or ""
+    queue = sdk.resource(
+        "sqs.Queue",
+        "karpenter-interruption-queue",
+        name=queue_name(spec),
+        message_retention_seconds=QUEUE_RETENTION_SECONDS,
+        sqs_managed_sse_enabled=True,
+        region=region,
+        tags=tags,
+        opts=aws_child,
+    )
+    queue_policy = sdk.resource(
+        "sqs.QueuePolicy",
+        "karpenter-interruption-queue-policy",
+        queue_url=queue.url,
+        region=region,
+        policy=queue.arn.apply(lambda arn: iam.to_json(iam_karpenter.queue_policy(arn))),
+        opts=aws_child,
+    )
+    targets = []
+    for kind in INTERRUPTION_EVENTS:
+        rule = sdk.resource(
+            "cloudwatch.EventRule",
+            f"karpenter-{kind}",
+            name=rule_name(spec, kind),
+            description=f"Karpenter interruption handling for {cluster_name}: {INTERRUPTION_EVENTS[kind][1]}",
+            event_pattern=json.dumps(event_pattern(kind), sort_keys=True),
+            region=region,
+            tags=tags,
+            opts=aws_child,
+        )
+        targets.append(
+            sdk.resource(
+                "cloudwatch.EventTarget",
+                f"karpenter-{kind}-target",
+                rule=rule.name,
+                arn=queue.arn,
+                target_id=QUEUE_TARGET_ID,
+                region=region,
+                opts=aws_child,
+            )
+        )
+    return InterruptionQueue(queue, queue_policy, targets)
+
+
+@dataclass(frozen=True)
+class ControllerRole:
+    role: Any
+    deps: list[Any]  # policy attachments and the Pod Identity association: the controller waits for them
+
+
+def controller_role(a: Account, node: NodeRole, interruption: InterruptionQueue) -> ControllerRole:
+    """The controller's role, its policies (scoped to the cluster, node role and queue) and its identity."""
+    from components.render.aws import iam, iam_karpenter, identity
+
+    spec, cluster, partition, account, aws_child = a.spec, a.cluster, a.partition, a.account, a.opts
+    tags = aws_tags(spec)
+    cluster_name = spec.cluster.name or ""
+    region = spec.cluster.region or ""
+    node_role, queue = node.role, interruption.queue
+    trust = identity.trust_policy(
+        spec, cluster, partition, account, CONTROLLER_NAMESPACE, SERVICE_ACCOUNT, sid="Karpenter"
+    )
+    controller_role = sdk.resource(
+        "iam.Role",
+        "karpenter-controller-role",
+        name=controller_role_name(spec),
+        description=f"Karpenter controller of EKS cluster {cluster_name}",
+        assume_role_policy=trust,
+        tags=tags,
+        opts=aws_child,
+    )
+    scope = pulumi.Output.all(partition, account, node_role.arn, queue.arn).apply(
+        lambda a: iam_karpenter.Scope(
+            partition=a[0], region=region, account=a[1], cluster=cluster_name, node_role_arn=a[2], queue_arn=a[3]
+        )
+    )
+    documents = scope.apply(lambda s: iam_karpenter.controller_policies(s, spec.karpenter.zonal_shift))
+    controller_deps: list[pulumi.Resource] = []
+    groups = [g for g in iam_karpenter.POLICY_GROUPS if g != "zonal-shift" or spec.karpenter.zonal_shift]
+    for group in groups:
+        policy = sdk.resource(
+            "iam.Policy",
+            f"karpenter-controller-{group}",
+            name=policy_name(spec, group),
+            description=f"Karpenter controller ({group}) for EKS cluster {cluster_name}",
+            policy=documents.apply(lambda d, g=group: iam.to_json(d[g])),
+            tags=tags,
+            opts=aws_child,
+        )
+        controller_deps.append(
+            sdk.resource(
+                "iam.RolePolicyAttachment",
+                f"karpenter-controller-{group}-attachment",
+                role=controller_role.name,
+                policy_arn=policy.arn,
+                opts=aws_child,
+            )
+        )
+    association = identity.pod_identity_association(
+        "karpenter-pod-identity",
+        spec,
+        controller_role.arn,
+        CONTROLLER_NAMESPACE,
+        SERVICE_ACCOUNT,
+        tags,
+        aws_child,
+    )
+    if association is not None:
+        controller_deps.append(association)
+    return ControllerRole(controller_role, controller_deps)

@@ -1,0 +1,125 @@
+"""How AWS resources are registered and the EKS cluster looked up, without importing pulumi_aws' typed modules.
+
+pulumi_aws' typed classes (``ec2.LaunchTemplate``, ``iam.Role``...) only turn their snake_case arguments into
+camelCase inputs (nested ones too, from their input types' metadata), add the provider plugin's version and
+register the resource under its type token, with every output property set to None so it gets an ``Output``
+(pulumi_aws 7.51.1 ``iam/role.py`` ``Role._internal_init``: ``opts = merge(get_resource_opts_defaults(), opts)``,
+``__props__.__dict__["arn"] = None``, ``super().__init__('aws:iam/role:Role', ...)``); none of the kinds used
+here adds aliases or secret outputs. The lookup functions call ``pulumi.runtime.invoke_output`` with the
+invoke's token, the arguments camelCase and ``get_invoke_opts_defaults()`` (``eks/get_cluster.py``).
+``AwsResource`` and ``eks_cluster`` do the same through ``pulumi.CustomResource`` and ``invoke_output``
+directly: importing ``pulumi_aws.ec2`` alone takes ~0.8 s, and the package root (which ``_utilities`` needs
+anyway) ~0.06 s. tests/test_aws_registration.py registers every kind both ways, and runs the AWS stacks both
+ways, comparing what the engine receives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pulumi
+
+from components.render.k8s import camel  # pulumi_aws names its inputs the same way
+
+# pulumi_aws class (module.Class) -> (type token, the properties the components read, by their Python name: an
+# output, or an input the engine may normalise). The typed classes give every property an Output; only these
+# are kept as attributes (an input not given and an output are sent as None, i.e. left out, as the typed class
+# does).
+KINDS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "cloudwatch.EventRule": ("aws:cloudwatch/eventRule:EventRule", ("arn", "name")),
+    "cloudwatch.EventTarget": ("aws:cloudwatch/eventTarget:EventTarget", ()),
+    "ec2.LaunchTemplate": ("aws:ec2/launchTemplate:LaunchTemplate", ("arn", "latest_version")),
+    "ec2.PlacementGroup": ("aws:ec2/placementGroup:PlacementGroup", ("arn", "name")),
+    "ec2.SecurityGroup": ("aws:ec2/securityGroup:SecurityGroup", ("arn",)),
+    "eks.AccessEntry": ("aws:eks/accessEntry:AccessEntry", ()),
+    "eks.NodeGroup": ("aws:eks/nodeGroup:NodeGroup", ("arn", "node_group_name")),
+    "eks.PodIdentityAssociation": ("aws:eks/podIdentityAssociation:PodIdentityAssociation", ()),
+    "iam.Policy": ("aws:iam/policy:Policy", ("arn", "name")),
+    "iam.Role": ("aws:iam/role:Role", ("arn", "name")),
+    "iam.RolePolicyAttachment": ("aws:iam/rolePolicyAttachment:RolePolicyAttachment", ()),
+    "sqs.Queue": ("aws:sqs/queue:Queue", ("arn", "name", "url")),
+    "sqs.QueuePolicy": ("aws:sqs/queuePolicy:QueuePolicy", ()),
+    "vpc.SecurityGroupEgressRule": ("aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule", ()),
+    "vpc.SecurityGroupIngressRule": ("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule", ()),
+}
+# Inputs whose value is a map of the user's own keys (tags, Kubernetes labels): sent as given, as the typed
+# classes send a ``Mapping[str, str]`` input; every other object's keys are the input types' camelCase names.
+USER_MAPS = frozenset({"tags", "labels"})
+# Output properties of a number type: the typed class turns the engine's float into an int (its output's type,
+# pulumi/runtime/rpc.py translate_output_properties).
+INT_OUTPUTS = frozenset({"latest_version"})
+GET_CLUSTER = "aws:eks/getCluster:getCluster"
+
+
+def wire(value: Any) -> Any:
+    """An argument's value with every object's keys camelCase (user maps' keys as given)."""
+    if isinstance(value, Mapping):
+        return {camel(k): v if k in USER_MAPS else wire(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [wire(v) for v in value]
+    return value
+
+
+def _utilities() -> Any:
+    from pulumi_aws import _utilities
+
+    return _utilities
+
+
+class AwsResource(pulumi.CustomResource):
+    """A pulumi_aws resource registered as its typed class registers it (see the module docstring); ``args`` as
+    the typed class takes them (snake_case). The properties in ``KINDS`` are attributes by their Python names."""
+
+    def __init__(self, kind: str, resource_name: str, opts: pulumi.ResourceOptions | None = None, **args: Any):
+        token, reads = KINDS[kind]
+        props: dict[str, Any] = {camel(k): v if k in USER_MAPS else wire(v) for k, v in args.items()}
+        for name in reads:
+            props.setdefault(camel(name), None)
+        opts = pulumi.ResourceOptions.merge(_utilities().get_resource_opts_defaults(), opts)
+        super().__init__(token, resource_name, props, opts)
+        # The SDK made an Output per property, named as sent (camelCase); the typed class names it in Python.
+        for name in reads:
+            out = self.__dict__[camel(name)]
+            self.__dict__[name] = out.apply(_int) if name in INT_OUTPUTS else out
+
+
+def _int(value: Any) -> Any:
+    return int(value) if isinstance(value, float) else value
+
+
+def resource(kind: str, resource_name: str, opts: pulumi.ResourceOptions | None = None, **args: Any) -> Any:
+    """The pulumi_aws resource ``kind`` (``"ec2.LaunchTemplate"``), registered through ``AwsResource``."""
+    return AwsResource(kind, resource_name, opts, **args)
+
+
+class _Result:
+    """An invoke's result read as the typed result class reads it: attributes by Python name, nested objects
+    and lists of them alike."""
+
+    __slots__ = ("_values",)
+
+    def __init__(self, values: Mapping[str, Any]):
+        self._values = values
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return _result(self._values[camel(name)])
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def _result(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return _Result(value)
+    if isinstance(value, list):
+        return [_result(v) for v in value]
+    return value
+
+
+def eks_cluster(name: str, region: str | None) -> Any:
+    """``aws.eks.get_cluster_output(name=..., region=...)``: Output of the cluster as looked up."""
+    # pulumi_aws eks/get_cluster.py get_cluster_output sends name, region and tags; a None one is left out.
+    args = {"name": name, "region": region}
+    opts = pulumi.InvokeOutputOptions.merge(_utilities().get_invoke_opts_defaults(), None)
+    return pulumi.runtime.invoke_output(GET_CLUSTER, args, opts=opts).apply(_result)

@@ -1,0 +1,114 @@
+"""Access to an existing GKE cluster: look it up, check it can take gpu-platform's node pools, build a
+kubeconfig that authenticates with ``gke-gcloud-auth-plugin``, and the Kubernetes provider every
+Kubernetes resource uses."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pulumi
+
+from components.spec.model import StackSpec
+
+
+def kubeconfig(spec: StackSpec, endpoint: str, ca_data: str) -> str:
+    name = f"gke_{spec.cluster.project}_{spec.cluster.location}_{spec.cluster.name}"
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {"name": name, "cluster": {"server": f"https://{endpoint}", "certificate-authority-data": ca_data}}
+        ],
+        "contexts": [{"name": name, "context": {"cluster": name, "user": name}}],
+        "current-context": name,
+        "users": [
+            {
+                "name": name,
+                "user": {
+                    "exec": {
+                        "apiVersion": "client.authentication.k8s.io/v1beta1",
+                        "command": "gke-gcloud-auth-plugin",
+                        "provideClusterInfo": True,
+                        "installHint": "gcloud components install gke-gcloud-auth-plugin",
+                    }
+                },
+            }
+        ],
+    }
+    return json.dumps(doc, sort_keys=True)
+
+
+def cluster_problems(spec: StackSpec, autopilot: bool | None, workload_pools: list[str]) -> list[str]:
+    """Why the looked-up cluster cannot take gpu-platform's node pools; [] when it can.
+
+    Autopilot clusters have no user node pools. Nodes run with ``workloadMetadataConfig: GKE_METADATA``
+    (pods never see the node's credentials), which GKE accepts only when the cluster has Workload
+    Identity Federation (a workload pool).
+    """
+    where = f"GKE cluster {spec.cluster.name} ({spec.cluster.project}/{spec.cluster.location})"
+    out = []
+    if autopilot:
+        out.append(f"{where} is an Autopilot cluster; gpu-platform creates Standard node pools")
+    elif spec.node_pools and not any(workload_pools):
+        out.append(
+            f"{where} has no Workload Identity Federation; enable it "
+            f"(gcloud container clusters update {spec.cluster.name} --location={spec.cluster.location} "
+            f"--workload-pool={spec.cluster.project}.svc.id.goog)"
+        )
+    return out
+
+
+def _workload_pool(config: Any) -> str:
+    """workloadIdentityConfigs[].workloadPool, whether the SDK hands the entry over as a dict or a result."""
+    if isinstance(config, dict):
+        return config.get("workload_pool") or config.get("workloadPool") or ""
+    return getattr(config, "workload_pool", None) or ""
+
+
+def _check(spec: StackSpec, result: list[Any]) -> bool:
+    autopilot, identity = result
+    pools = [_workload_pool(c) for c in identity or []]
+    problems = cluster_problems(spec, autopilot, pools)
+    if problems:
+        # Stops preview/up before any node pool is sent to the GKE API.
+        raise pulumi.RunError("; ".join(problems))
+    return True
+
+
+class GkeAccess(pulumi.ComponentResource):
+    """The GKE cluster as looked up, and a Kubernetes provider for it."""
+
+    TYPE = "gpu-platform:gcp:GkeAccess"
+
+    def __init__(self, name: str, spec: StackSpec, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(self.TYPE, name, None, opts)
+        import pulumi_gcp as gcp
+        import pulumi_kubernetes as k8s
+
+        from components.render.k8s import PROVIDER_OPTIONS
+
+        c = spec.cluster
+        self.cluster = gcp.container.get_cluster_output(name=c.name or "", location=c.location, project=c.project)
+        self.endpoint = self.cluster.endpoint
+        # Checked when the lookup answers; every node pool waits on it through node_locations.
+        self.ready = pulumi.Output.all(self.cluster.enable_autopilot, self.cluster.workload_identity_configs).apply(
+            lambda r: _check(spec, r)
+        )
+        self.node_locations = pulumi.Output.all(self.ready, self.cluster.node_locations).apply(
+            lambda r: list(r[1] or [])
+        )
+        self.kubeconfig = pulumi.Output.all(
+            self.cluster.endpoint, self.cluster.master_auths[0].cluster_ca_certificate
+        ).apply(lambda a: kubeconfig(spec, a[0], a[1]))
+        self.provider = k8s.Provider(
+            "kubernetes",
+            kubeconfig=self.kubeconfig,
+            # projects/P/locations/L/clusters/N: a credential or control-plane IP rotation changes the
+            # kubeconfig's CA or server, which without this replaces the provider and every Kubernetes
+            # resource (pulumi-kubernetes provider.go DiffConfig); with it, only another cluster does.
+            cluster_identifier=self.cluster.id,
+            opts=pulumi.ResourceOptions(parent=self),
+            **PROVIDER_OPTIONS,
+        )
+        self.register_outputs({"endpoint": self.cluster.endpoint})

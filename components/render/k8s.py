@@ -1,0 +1,231 @@
+"""Kubernetes building blocks the components share: how a Kubernetes object or Helm release is registered,
+Pod Security labels, a chart's namespace (with the quota GKE needs before it admits system-critical pods), a
+Helm release of a pinned chart, and an admission policy with its binding.
+
+Registration: pulumi_kubernetes' typed classes (``core.v1.Namespace``, ``helm.v3.Release``...) only turn their
+snake_case arguments into the object's camelCase fields and register the resource under its type token, with
+the provider plugin's version and, for some kinds, aliases to the API versions the kind was served at before.
+``KubeResource`` registers the same type token, fields and options through ``pulumi.CustomResource`` directly,
+as ``pulumi_kubernetes.apiextensions.CustomResource`` does for custom resources (which go through it too):
+importing a typed package loads every kind of its group (``core.v1`` alone ~0.5 s) and each typed resource
+costs ~1/3 more to register. None of the kinds used here declares a secret output.
+tests/test_k8s_registration.py registers every kind both ways and compares what the engine receives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pulumi
+
+from components.data import versions
+from components.plan import derive
+from components.plan.tenancy import PSA_VERSION, psa_labels  # noqa: F401  (re-exported: the renderers' name)
+from components.spec.model import StackSpec
+
+CRITICAL_PRIORITY_CLASSES = ("system-node-critical", "system-cluster-critical")
+RELEASE = "kubernetes:helm.sh/v3:Release"
+ADMISSION_API = "admissionregistration.k8s.io/v1"
+
+# The aliases a typed class adds to its resources (``alias_opts`` in pulumi_kubernetes 4.34.2
+# scheduling/v1/PriorityClass.py, rbac/v1/ClusterRole.py, rbac/v1/ClusterRoleBinding.py,
+# admissionregistration/v1/ValidatingAdmissionPolicy[Binding].py, apiextensions/v1/CustomResourceDefinition.py,
+# resource/v1/ResourceClaimTemplate.py); the other kinds used here add none.
+TYPE_ALIASES: dict[str, tuple[str, ...]] = {
+    "kubernetes:scheduling.k8s.io/v1:PriorityClass": (
+        "kubernetes:scheduling.k8s.io/v1alpha1:PriorityClass",
+        "kubernetes:scheduling.k8s.io/v1beta1:PriorityClass",
+    ),
+    "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole": (
+        "kubernetes:rbac.authorization.k8s.io/v1alpha1:ClusterRole",
+        "kubernetes:rbac.authorization.k8s.io/v1beta1:ClusterRole",
+    ),
+    "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding": (
+        "kubernetes:rbac.authorization.k8s.io/v1alpha1:ClusterRoleBinding",
+        "kubernetes:rbac.authorization.k8s.io/v1beta1:ClusterRoleBinding",
+    ),
+    "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy": (
+        "kubernetes:admissionregistration.k8s.io/v1alpha1:ValidatingAdmissionPolicy",
+        "kubernetes:admissionregistration.k8s.io/v1beta1:ValidatingAdmissionPolicy",
+    ),
+    "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding": (
+        "kubernetes:admissionregistration.k8s.io/v1alpha1:ValidatingAdmissionPolicyBinding",
+        "kubernetes:admissionregistration.k8s.io/v1beta1:ValidatingAdmissionPolicyBinding",
+    ),
+    "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition": (
+        "kubernetes:apiextensions.k8s.io/v1beta1:CustomResourceDefinition",
+    ),
+    "kubernetes:resource.k8s.io/v1:ResourceClaimTemplate": tuple(
+        f"kubernetes:resource.k8s.io/{v}:ResourceClaimTemplate"
+        for v in ("v1alpha1", "v1alpha2", "v1alpha3", "v1beta1", "v1beta2")
+    ),
+}
+
+
+def type_token(api_version: str, kind: str) -> str:
+    """pulumi_kubernetes' type token of a kind: ``kubernetes:<group>/<version>:<Kind>``, group ``core`` for
+    the core API (``v1``)."""
+    return f"kubernetes:{api_version if '/' in api_version else f'core/{api_version}'}:{kind}"
+
+
+class KubeResource(pulumi.CustomResource):
+    """A pulumi_kubernetes resource registered as its typed class registers it (see the module docstring):
+    ``props`` are the camelCase fields (a None field is left out, as the SDK leaves it out of the request)."""
+
+    def __init__(
+        self, token: str, resource_name: str, props: Mapping[str, Any], opts: pulumi.ResourceOptions | None = None
+    ):
+        from pulumi_kubernetes import _utilities
+
+        # The typed classes: merge(get_resource_opts_defaults(), opts), then merge(opts, alias_opts).
+        opts = pulumi.ResourceOptions.merge(_utilities.get_resource_opts_defaults(), opts)
+        aliases = TYPE_ALIASES.get(token)
+        if aliases:
+            opts = pulumi.ResourceOptions.merge(
+                opts, pulumi.ResourceOptions(aliases=[pulumi.Alias(type_=t) for t in aliases])
+            )
+        super().__init__(token, resource_name, {k: v for k, v in props.items() if v is not None}, opts)
+
+
+def kube_object(
+    resource_name: str, api_version: str, kind: str, opts: pulumi.ResourceOptions | None = None, **fields: Any
+) -> KubeResource:
+    """A Kubernetes object; ``fields``: its top-level fields besides apiVersion and kind, named as in the object
+    (``metadata``, ``spec``, ``data``, ``rules``, ``roleRef``...)."""
+    return KubeResource(
+        type_token(api_version, kind), resource_name, {"apiVersion": api_version, "kind": kind, **fields}, opts
+    )
+
+
+def camel(name: str) -> str:
+    """The Pulumi SDKs' wire name of a Python argument (``skip_crds`` -> ``skipCrds``)."""
+    head, *rest = name.split("_")
+    return head + "".join(w[:1].upper() + w[1:] for w in rest)
+
+
+def helm_release(resource_name: str, opts: pulumi.ResourceOptions | None = None, **args: Any) -> KubeResource:
+    """A ``helm.v3.Release``; ``args`` as the typed class takes them (snake_case: ``repository_opts``,
+    ``skip_crds``...), sent camelCase with the ``compat: "true"`` the typed class always adds
+    (pulumi_kubernetes 4.34.2 helm/v3/Release.py)."""
+    return KubeResource(RELEASE, resource_name, {"compat": "true", **{camel(k): v for k, v in args.items()}}, opts)
+
+
+# Options of every Kubernetes provider the platform creates (aws/cluster.py, gcp/cluster.py, existing.py):
+# server-side apply; and ConfigMaps updated in place. pulumi-kubernetes otherwise replaces a ConfigMap whose data
+# changes, and with a fixed name that is delete-then-create: adding a tenant replaced the cost ConfigMap (its
+# figures change), and a sharing change replaced the device-plugin config the GPU Operator reads, with a window
+# where it did not exist (seen under the real engine: tests/engine).
+PROVIDER_OPTIONS = {"enable_server_side_apply": True, "enable_config_map_mutable": True}
+
+
+def critical_pods_quota(pods: int) -> dict[str, Any]:
+    """``spec`` of the ResourceQuota GKE requires in a namespace before it admits system-node-critical /
+    system-cluster-critical pods outside kube-system."""
+    return {
+        "hard": {"pods": str(pods)},
+        "scopeSelector": {
+            "matchExpressions": [
+                {"scopeName": "PriorityClass", "operator": "In", "values": list(CRITICAL_PRIORITY_CLASSES)}
+            ]
+        },
+    }
+
+
+def chart_namespace(
+    parent: pulumi.Resource,
+    provider: pulumi.ProviderResource,
+    spec: StackSpec,
+    prefix: str,
+    namespace: str,
+    labels: dict[str, str],
+    critical_pods: int | None = None,
+    quota_name: str = "critical-pods",
+) -> list[pulumi.Resource]:
+    """The namespace a chart installs into, created here so it carries Pod Security labels, and on GKE the
+    critical-pods quota when the chart's pods run at a system-critical priority (``critical_pods`` set).
+    Returns what the release must wait for. Resource names start with what they are (``namespace-<prefix>``),
+    so they can never equal a tenant's (``<tenant>-namespace``), whatever a tenant is called."""
+    # Until d22b537 these were '<prefix>-namespace' / '<prefix>-critical-pods' (same parent): the aliases keep
+    # deployed stacks from creating the new ones and deleting the old, and the chart with its namespace.
+    ns = kube_object(
+        f"namespace-{prefix}",
+        "v1",
+        "Namespace",
+        metadata={"name": namespace, "labels": {**derive.MANAGED_BY, **labels}},
+        opts=pulumi.ResourceOptions(
+            parent=parent, provider=provider, aliases=[pulumi.Alias(name=f"{prefix}-namespace")]
+        ),
+    )
+    out: list[pulumi.Resource] = [ns]
+    if spec.cloud == "gcp" and critical_pods is not None:
+        out.append(
+            kube_object(
+                f"critical-pods-{prefix}",
+                "v1",
+                "ResourceQuota",
+                metadata={"name": quota_name, "namespace": namespace, "labels": derive.MANAGED_BY},
+                spec=critical_pods_quota(critical_pods),
+                opts=pulumi.ResourceOptions(
+                    parent=parent,
+                    provider=provider,
+                    depends_on=[ns],
+                    aliases=[pulumi.Alias(name=f"{prefix}-critical-pods")],
+                ),
+            )
+        )
+    return out
+
+
+def chart_release(
+    resource_name: str,
+    parent: pulumi.Resource,
+    provider: pulumi.ProviderResource,
+    spec: StackSpec,
+    chart: versions.Chart,
+    values: dict[str, Any],
+    depends_on: Sequence[pulumi.Resource],
+    timeout: int = 600,
+    protect: bool = False,
+    **extra: Any,
+) -> pulumi.Resource:
+    """A ``helm.v3.Release`` of a pinned chart (the stack's version override applied) into a namespace that
+    already exists; ``protect``: the engine refuses to delete it (uninstall)."""
+    return helm_release(
+        resource_name,
+        **versions.release_args(chart, spec),
+        create_namespace=False,
+        values=values,
+        timeout=timeout,
+        opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=list(depends_on), protect=protect),
+        **extra,
+    )
+
+
+def admission_policy(
+    prefix: str,
+    parent: pulumi.Resource,
+    provider: pulumi.ProviderResource,
+    policy_name: str,
+    policy_spec: dict[str, Any],
+    depends_on: Sequence[pulumi.Resource] = (),
+) -> pulumi.Resource:
+    """A ValidatingAdmissionPolicy and the binding that makes it deny."""
+    meta = {"name": policy_name, "labels": derive.MANAGED_BY}
+    policy = kube_object(
+        f"{prefix}-policy",
+        ADMISSION_API,
+        "ValidatingAdmissionPolicy",
+        metadata=meta,
+        spec=policy_spec,
+        opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=list(depends_on)),
+    )
+    kube_object(
+        f"{prefix}-binding",
+        ADMISSION_API,
+        "ValidatingAdmissionPolicyBinding",
+        metadata=meta,
+        spec={"policyName": policy_name, "validationActions": ["Deny"]},
+        opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=[policy]),
+    )
+    return policy

@@ -1,0 +1,549 @@
+"""GPU monitoring: the DCGM exporter's scrape config, recording and alerting rules, and a Grafana dashboard.
+
+The exporter itself comes from the GPU Operator (``dcgmExporter``) or, when the operator is off but
+``addons.dcgm`` is on, from the standalone dcgm-exporter chart installed here.
+
+Labels the rules rely on (dcgm-exporter ``default-counters.csv`` fields; exporter labels ``gpu``, ``UUID``,
+``device``, ``modelName``, ``Hostname``/``hostname``, ``pci_bus_id``, ``GPU_I_ID``/``GPU_I_PROFILE`` on MIG
+instances, and ``pod``/``namespace``/``container`` only while a GPU is allocated to a pod):
+- ``node``: the host, as the ServiceMonitor sets it from ``__meta_kubernetes_pod_node_name``. Rules and the
+  dashboard never use the exporter's own host label: dcgm-exporter renamed ``Hostname`` to ``hostname``
+  after 4.8.2 (NVIDIA/dcgm-exporter#655, internal/pkg/rendermetrics/render_metrics.go), gpu-operator v26.7.0
+  runs 4.6.0-4.8.3 while the standalone chart here is 4.8.2, and on the host network it is the exporter
+  pod's hostname anyway.
+
+- ``pool``: not a DCGM label. The ServiceMonitor here attaches node metadata (``attachMetadata.node``, the
+  operator's own ServiceMonitor cannot) and copies the node label ``gpu-platform/pool`` into ``pool``, plus
+  the node name into ``node``.
+- ``pod``/``namespace``/``container``: Prometheus would rename the exporter's workload labels to
+  ``exported_*`` because its own target labels (the exporter pod) collide. The ServiceMonitor drops those
+  target labels, so ``pod``/``namespace`` mean the workload holding the GPU, and their absence means
+  "not allocated". The tenant is the namespace.
+- Shared GPUs (time-slicing / MPS): the exporter runs with ``KUBERNETES_VIRTUAL_GPUS=true`` and adds per-pod
+  series (label ``vgpu``) next to the device series; rules deduplicate per device (``UUID``, ``GPU_I_ID``).
+- MIG instances report no ``DCGM_FI_DEV_GPU_UTIL``; their utilization is ``DCGM_FI_PROF_GR_ENGINE_ACTIVE``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+
+from components.data import versions
+from components.plan import derive
+from components.render import addon, gpu_operator, k8s
+from components.render.metrics import ALLOCATED_IDLE_COST, IDLE_COST, UTILIZATION, XID_LAST
+from components.render.metrics import number as _num
+from components.spec.model import NodePool, Problem, StackSpec, key, rule
+
+RULE_NAME = "gpu-platform-gpu-alerts"
+SERVICE_MONITOR_NAME = "gpu-platform-dcgm-exporter"
+DASHBOARD_NAME = "gpu-platform-gpu-dashboard"
+DASHBOARD_FILE = "gpu-platform-gpus.json"
+RULE_GROUP = "gpu-platform.gpu"
+
+COST_GROUP = "gpu-platform.gpu-cost"
+
+# Per-pod and per-MIG-instance labels dropped to get one series per physical GPU (device-level fields).
+WORKLOAD_LABELS = ("pod", "namespace", "container", "vgpu")
+PER_GPU_WITHOUT = (*WORKLOAD_LABELS, "GPU_I_ID", "GPU_I_PROFILE")
+DEVICE_KEY = ("UUID", "GPU_I_ID")  # one GPU, or one MIG instance of it
+
+# Where an alert fires, in its summary.
+WHERE = "{{ $labels.node }} GPU {{ $labels.gpu }} ({{ $labels.modelName }}, pool {{ $labels.pool }})"
+
+NODE_POOL_META = "__meta_kubernetes_node_label_" + re.sub(r"[^a-zA-Z0-9_]", "_", derive.POOL_LABEL)
+
+
+@dataclass(frozen=True)
+class Exporter:
+    """Where the DCGM exporter's Service lives and how to select it."""
+
+    source: str  # "operator" | "standalone"
+    namespace: str
+    selector: dict[str, str]
+    port: str
+    job: str  # Prometheus job label (prometheus-operator: the Service name)
+
+
+def exporter(spec: StackSpec) -> Exporter:
+    if spec.addons.gpu_operator:
+        # gpu-operator assets/state-dcgm-exporter/0600_service.yaml
+        ns = versions.for_spec(versions.GPU_OPERATOR, spec).namespace
+        if spec.gpu_operator.allocation == "dra":
+            # the GPUCluster's exporter: manifests/state-dcgm-exporter/0500_service.yaml (gpu-operator v26.7.0)
+            return Exporter(
+                "operator", ns, {"app": "nvidia-dcgm-exporter-dra"}, "gpu-metrics", "nvidia-dcgm-exporter-dra"
+            )
+        return Exporter("operator", ns, {"app": "nvidia-dcgm-exporter"}, "gpu-metrics", "nvidia-dcgm-exporter")
+    # dcgm-exporter chart templates/service.yaml + _helpers.tpl (fullname = release name here)
+    chart = versions.for_spec(versions.DCGM_EXPORTER, spec)
+    selector = {"app.kubernetes.io/name": "dcgm-exporter", "app.kubernetes.io/instance": chart.release}
+    return Exporter("standalone", chart.namespace, selector, "metrics", chart.release)
+
+
+# ------------------------------------------------------------------------------------------ rules
+
+
+@rule
+def monitoring_rules(spec: StackSpec) -> Iterator[Problem]:
+    if spec.cloud == "gcp" and spec.addons.dcgm and not spec.addons.gpu_operator:
+        yield Problem(
+            key("addons", "dcgm"),
+            "a standalone DCGM exporter cannot reach NVML on GKE nodes (GKE installs it under "
+            "/home/kubernetes/bin/nvidia for its device plugin's containers only): enable addons.gpuOperator, "
+            "or turn dcgm off and use GKE's managed DCGM metrics",
+        )
+
+
+# -------------------------------------------------------------------------------------- durations
+
+
+def prom_duration(d: str) -> str:
+    """A stack-file duration (``90m``, ``1h30m``, ``30m1h``) in the canonical form Prometheus and the
+    PrometheusRule schema accept (``1h30m``)."""
+    seconds = sum(int(n) * {"h": 3600, "m": 60, "s": 1}[u] for n, u in re.findall(r"([0-9]+)([hms])", d))
+    if seconds == 0:
+        return "0s"
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    return "".join(f"{v}{u}" for v, u in ((h, "h"), (m, "m"), (s, "s")) if v)
+
+
+def _fill(text: str, **values: str) -> str:
+    """Alert texts use Prometheus templates ({{ $labels.x }}); thresholds go in as [[name]]."""
+    for k, v in values.items():
+        text = text.replace(f"[[{k}]]", v)
+    return text
+
+
+# ---------------------------------------------------------------------------------- PrometheusRule
+
+
+def utilization_expr() -> str:
+    return (
+        '100 * DCGM_FI_PROF_GR_ENGINE_ACTIVE{GPU_I_ID!=""} or '
+        '(DCGM_FI_DEV_GPU_UTIL unless on (UUID) DCGM_FI_PROF_GR_ENGINE_ACTIVE{GPU_I_ID!=""})'
+    )
+
+
+def rule_groups(spec: StackSpec) -> list[dict[str, Any]]:
+    """The PrometheusRule ``spec.groups``: recording rules first (same group, so alerts see this cycle's
+    values), then the alerts. Thresholds and durations come from ``monitoring.alerts``."""
+    rules = [*recording_rules(), *idle_alerts(spec), *health_alerts(spec), *xid_alerts(spec), *exporter_alerts(spec)]
+    groups = [{"name": RULE_GROUP, "rules": rules}]
+    cost_rules = idle_cost_rules(spec)
+    if cost_rules:
+        groups.append({"name": COST_GROUP, "rules": cost_rules})
+    return groups
+
+
+def recording_rules() -> list[dict[str, Any]]:
+    per_gpu = ", ".join(PER_GPU_WITHOUT)
+    return [
+        {
+            "record": UTILIZATION,
+            # MIG instances have no DCGM_FI_DEV_GPU_UTIL: use the graphics-engine activity ratio there.
+            "expr": utilization_expr(),
+        },
+        {
+            "record": XID_LAST,
+            # one series per GPU with the last XID as a label (the gauge holds the last XID seen)
+            "expr": f'count_values without () ("xid", max without ({per_gpu}) (DCGM_FI_DEV_XID_ERRORS) > 0)',
+        },
+    ]
+
+
+def idle_alerts(spec: StackSpec) -> list[dict[str, Any]]:
+    """GpuIdle (nobody holds the GPU) and GpuAllocatedIdle (a pod holds it and does not use it)."""
+    a = spec.monitoring.alerts
+    idle = _num(a.idle_utilization_percent)
+    device = ", ".join(DEVICE_KEY)
+    return [
+        {
+            "alert": "GpuIdle",
+            "expr": (f'{UTILIZATION}{{pod=""}} < {idle} unless on ({device}) {UTILIZATION}{{pod!=""}}'),
+            "for": prom_duration(a.idle_for),
+            "labels": {"severity": "info"},
+            "annotations": {
+                "summary": _fill(f"Unallocated GPU idle for [[for]] on {WHERE}", **{"for": a.idle_for}),
+                "description": _fill(
+                    "No pod holds this GPU{{ if $labels.GPU_I_PROFILE }} (MIG {{ $labels.GPU_I_PROFILE }}){{ end }} "
+                    "and it has been below [[idle]]% utilization for [[for]]: capacity is paid for and unused. "
+                    "Runbook: 1) if the pool's minNodes keeps this node, this is expected; lower minNodes if "
+                    "the reserve is not needed. 2) Otherwise check why the autoscaler does not remove the node "
+                    "(scale-down blocked by a PodDisruptionBudget, a non-evictable pod, or a karpenter.sh/"
+                    "do-not-disrupt annotation). 3) If GPU jobs are pending at the same time, they cannot use "
+                    "this node: compare their tolerations, node selectors and ResourceQuota/queue with the "
+                    "pool's taints and labels. GPUs held by pods are reported by GpuAllocatedIdle instead.",
+                    idle=idle,
+                    **{"for": a.idle_for},
+                ),
+            },
+        },
+        {
+            "alert": "GpuAllocatedIdle",
+            "expr": (f'max by (pool, namespace, pod, node) ({UTILIZATION}{{pod!=""}}) < {idle}'),
+            "for": prom_duration(a.allocated_idle_for),
+            "labels": {"severity": "warning"},
+            "annotations": {
+                "summary": _fill(
+                    "Pod {{ $labels.namespace }}/{{ $labels.pod }} holds GPUs it has not used for [[for]]",
+                    **{"for": a.allocated_idle_for},
+                ),
+                "description": _fill(
+                    "Every GPU allocated to {{ $labels.namespace }}/{{ $labels.pod }} on {{ $labels.node }} "
+                    "(pool {{ $labels.pool }}) has stayed below [[idle]]% utilization for [[for]] (busiest "
+                    "GPU now {{ $value | humanize }}%). The GPUs count against tenant {{ $labels.namespace }}'s "
+                    "quota and are unavailable to other tenants. Runbook: 1) ask the owner (namespace "
+                    "{{ $labels.namespace }}) whether the pod is waiting on data, a dead dependency or a "
+                    "debugger; 2) idle notebooks and interactive sessions belong on a time-sliced or MPS pool; "
+                    "3) if it is abandoned, delete the pod (its Job or notebook controller first).",
+                    idle=idle,
+                    **{"for": a.allocated_idle_for},
+                ),
+            },
+        },
+    ]
+
+
+def health_alerts(spec: StackSpec) -> list[dict[str, Any]]:
+    """Framebuffer memory and temperature."""
+    a = spec.monitoring.alerts
+    per_gpu = ", ".join(PER_GPU_WITHOUT)
+    return [
+        {
+            "alert": "GpuFramebufferMemoryHigh",
+            "expr": (
+                "100 * DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE) > "
+                f"{_num(a.memory_used_percent)}"
+            ),
+            "for": prom_duration(a.memory_for),
+            "labels": {"severity": "warning"},
+            "annotations": {
+                "summary": _fill(
+                    "GPU memory {{ $value | humanize }}% used on " + WHERE,
+                ),
+                "description": _fill(
+                    "Framebuffer used / (used + free) has been above [[mem]]% for [[for]]"
+                    "{{ if $labels.pod }} (pod {{ $labels.namespace }}/{{ $labels.pod }}){{ end }}"
+                    "{{ if $labels.GPU_I_PROFILE }} on MIG instance {{ $labels.GPU_I_PROFILE }}{{ end }}. "
+                    "The next allocation will fail with CUDA out-of-memory. Runbook: 1) check the workload's "
+                    "batch size / KV-cache settings (servers that pre-allocate, such as vLLM with its default "
+                    "gpu-memory-utilization 0.9, sit just below the default threshold by design); 2) on "
+                    "time-sliced GPUs, pods share memory without isolation: one pod can starve the others, "
+                    "move memory-hungry pods to whole GPUs or MIG; 3) if memory "
+                    "grows steadily, suspect a leak and restart the pod.",
+                    mem=_num(a.memory_used_percent),
+                    **{"for": a.memory_for},
+                ),
+            },
+        },
+        {
+            "alert": "GpuTemperatureHigh",
+            "expr": f"max without ({per_gpu}) (DCGM_FI_DEV_GPU_TEMP) > {_num(a.temperature_celsius)}",
+            "for": prom_duration(a.temperature_for),
+            "labels": {"severity": "warning"},
+            "annotations": {
+                "summary": "GPU at {{ $value | humanize }} C on " + WHERE,
+                "description": _fill(
+                    "The GPU core has been above [[temp]] C for [[for]]; it throttles its clocks (jobs slow "
+                    "down) and hardware faults become likelier. Runbook: 1) check DCGM_FI_DEV_POWER_USAGE and "
+                    "the other GPUs of the node: all hot means cooling or a host problem, one hot GPU means "
+                    "that GPU; 2) on a cloud instance, cordon and drain the node so it is replaced "
+                    "(kubectl cordon {{ $labels.node }}; kubectl drain ...); 3) if it recurs on new "
+                    "nodes, open a support case with the cloud provider with the instance ID.",
+                    temp=_num(a.temperature_celsius),
+                    **{"for": a.temperature_for},
+                ),
+            },
+        },
+    ]
+
+
+def xid_alerts(spec: StackSpec) -> list[dict[str, Any]]:
+    """XIDs NVIDIA lists as hardware / driver faults (critical), and the others."""
+    a = spec.monitoring.alerts
+    critical = "|".join(str(c) for c in sorted(set(a.xid_critical_codes)))
+    return [
+        {
+            "alert": "GpuXidErrorCritical",
+            "expr": f'{XID_LAST}{{xid=~"{critical}"}}',
+            "for": prom_duration(a.xid_for),
+            "labels": {"severity": "critical"},
+            "annotations": {
+                "summary": "XID {{ $labels.xid }} (hardware / driver) on " + WHERE,
+                "description": (
+                    "DCGM_FI_DEV_XID_ERRORS reports XID {{ $labels.xid }}, one NVIDIA lists as needing a GPU "
+                    "reset or hardware service (ECC, NVLink, fallen off the bus, GSP). Jobs on this GPU have "
+                    "failed or will. The gauge keeps the last XID until the driver reloads, so the alert stays "
+                    "until the node is replaced. Runbook: 1) kubectl cordon {{ $labels.node }} so no new "
+                    "pods land there; 2) drain it (kubectl drain --ignore-daemonsets --delete-emptydir-data) "
+                    "once running jobs have checkpointed; 3) terminate the instance so the node group or "
+                    "Karpenter replaces it; 4) if the same XID follows new instances, escalate to the cloud "
+                    "provider with the XID, instance ID and `nvidia-smi -q` output."
+                ),
+            },
+        },
+        {
+            "alert": "GpuXidError",
+            "expr": f'{XID_LAST}{{xid!~"{critical}"}}',
+            "for": prom_duration(a.xid_for),
+            "labels": {"severity": "warning"},
+            "annotations": {
+                "summary": "XID {{ $labels.xid }} on " + WHERE,
+                "description": (
+                    "DCGM_FI_DEV_XID_ERRORS reports XID {{ $labels.xid }}. XIDs outside the critical list are "
+                    "usually raised by an application (13 graphics engine exception, 31 MMU fault, 43 context "
+                    "reset, 45 preemptive cleanup) rather than the hardware. The gauge keeps the last XID until "
+                    "the driver reloads. Runbook: 1) find the pod that held the GPU at that time (GpuAllocatedIdle "
+                    "/ the dashboard's per-namespace panels) and read its logs; 2) if the XID repeats across "
+                    "different workloads on this GPU, treat it as hardware: cordon, drain and replace the node; "
+                    "3) otherwise silence it after the owner has fixed the job."
+                ),
+            },
+        },
+    ]
+
+
+def exporter_alerts(spec: StackSpec) -> list[dict[str, Any]]:
+    """The exporter itself is not scraped: every alert above is blind for that node."""
+    a = spec.monitoring.alerts
+    job = exporter(spec).job
+    return [
+        {
+            "alert": "DcgmExporterDown",
+            "expr": f'up{{job="{job}"}} == 0',
+            "for": prom_duration(a.exporter_down_for),
+            "labels": {"severity": "warning"},
+            "annotations": {
+                "summary": "DCGM exporter on {{ $labels.node }} is not scraped",
+                "description": _fill(
+                    "Prometheus has failed to scrape the DCGM exporter ({{ $labels.instance }}) on node "
+                    "{{ $labels.node }} for [[for]]: every GPU alert above is blind for that node. Runbook: "
+                    "1) kubectl -n [[ns]] get pods -o wide | grep dcgm; 2) read the exporter's logs (a driver / "
+                    "NVML mismatch after a node image upgrade is the usual cause); 3) check that the node's GPU "
+                    "operands are healthy (the operator's validator pod). Nodes without GPUs have no exporter, "
+                    "so pools scaled to zero do not fire this (no target, no alert).",
+                    ns=exporter(spec).namespace,
+                    **{"for": a.exporter_down_for},
+                ),
+            },
+        },
+    ]
+
+
+def _price(x: float) -> str:
+    return repr(round(x, 6))
+
+
+def idle_cost_terms(spec: StackSpec, pool: NodePool) -> list[tuple[str | None, float]] | None:
+    """(MIG profile or None, USD per device-hour) for the devices DCGM reports on the pool: whole GPUs (time-
+    sliced and MPS GPUs report once per GPU), or MIG instances priced by profile (cost.unit_price). None when
+    the pool's price is unknown."""
+    from components.plan import cost
+
+    c = cost.pool_cost(spec, pool)
+    per_gpu = c.per_gpu_hour
+    if per_gpu is None:
+        return None
+    layout = pool.sharing.layout if pool.sharing and pool.sharing.strategy == "mig" else None
+    if not layout:
+        return [(None, per_gpu)]
+    out = []
+    for profile, n in sorted(layout.items()):
+        price = cost.unit_price(per_gpu, pool, f"nvidia.com/mig-{profile}", n)
+        out.append((profile, price or 0.0))
+    return out
+
+
+def _allocated_unit_price(spec: StackSpec, pool: NodePool, profile: str | None, device_price: float) -> float:
+    """A pod's series stands for one scheduler unit: on time-sliced / MPS GPUs each pod's (vgpu) series is one
+    of ``replicas`` shares of the GPU."""
+    if profile is None and pool.sharing and pool.sharing.strategy in ("time-slicing", "mps"):
+        return device_price / (pool.sharing.replicas or 1)
+    return device_price
+
+
+def idle_cost_rules(spec: StackSpec) -> list[dict[str, Any]]:
+    """Per pool with a known price: the hourly cost of its idle devices, the price a constant in the rule (so
+    Prometheus needs no external data). Unallocated: devices under the idle threshold no pod holds (GpuIdle's
+    expression); allocated: per tenant namespace, units its pods hold under the threshold. Pools scaled to zero
+    record 0."""
+    idle = _num(spec.monitoring.alerts.idle_utilization_percent)
+    device = ", ".join(DEVICE_KEY)
+    out: list[dict[str, Any]] = []
+    for pool in sorted(spec.node_pools, key=lambda p: p.name):
+        terms = idle_cost_terms(spec, pool)
+        if terms is None:
+            continue
+        free_parts, held = [], []
+        for profile, price in terms:
+            m = f'pool="{pool.name}"' + (f', GPU_I_PROFILE="{profile}"' if profile else "")
+            free_parts.append(
+                f'count({UTILIZATION}{{{m}, pod=""}} < {idle} unless on ({device}) {UTILIZATION}{{pod!=""}}) '
+                f"* {_price(price)} or vector(0)"
+            )
+            unit = _allocated_unit_price(spec, pool, profile, price)
+            labels = {"pool": pool.name, **({"profile": profile} if profile else {})}
+            held.append(
+                {
+                    "record": ALLOCATED_IDLE_COST,
+                    "expr": f'count by (namespace) ({UTILIZATION}{{{m}, pod!=""}} < {idle}) * {_price(unit)}',
+                    "labels": labels,
+                }
+            )
+        expr = " + ".join(f"({part})" for part in free_parts) if len(free_parts) > 1 else free_parts[0]
+        out.append({"record": IDLE_COST, "expr": expr, "labels": {"pool": pool.name}})
+        out += held
+    return out
+
+
+def prometheus_rule(spec: StackSpec) -> dict[str, Any]:
+    ex = exporter(spec)
+    return {
+        "apiVersion": versions.MONITORING_API,
+        "kind": "PrometheusRule",
+        "metadata": {
+            "name": RULE_NAME,
+            "namespace": ex.namespace,
+            "labels": {**derive.MANAGED_BY, **spec.monitoring.service_monitor_labels},
+        },
+        "spec": {"groups": rule_groups(spec)},
+    }
+
+
+def service_monitor(spec: StackSpec) -> dict[str, Any]:
+    ex = exporter(spec)
+    interval = prom_duration(spec.monitoring.scrape_interval)
+    return {
+        "apiVersion": versions.MONITORING_API,
+        "kind": "ServiceMonitor",
+        "metadata": {
+            "name": SERVICE_MONITOR_NAME,
+            "namespace": ex.namespace,
+            "labels": {**derive.MANAGED_BY, **spec.monitoring.service_monitor_labels},
+        },
+        "spec": {
+            "selector": {"matchLabels": ex.selector},
+            "namespaceSelector": {"matchNames": [ex.namespace]},
+            # exposes __meta_kubernetes_node_label_* (Prometheus >= 2.37, needs list/watch on nodes)
+            "attachMetadata": {"node": True},
+            "endpoints": [
+                {
+                    "port": ex.port,
+                    "path": "/metrics",
+                    "interval": interval,
+                    "scrapeTimeout": "10s" if _seconds(interval) >= 10 else interval,
+                    "honorLabels": False,
+                    "relabelings": [
+                        {
+                            "action": "replace",
+                            "sourceLabels": ["__meta_kubernetes_pod_node_name"],
+                            "targetLabel": "node",
+                        },
+                        {"action": "replace", "sourceLabels": [NODE_POOL_META], "targetLabel": "pool"},
+                        # the exporter pod's own target labels; the metrics' pod/namespace/container (the
+                        # workload holding the GPU) then keep their names instead of becoming exported_*
+                        {"action": "labeldrop", "regex": "pod|namespace|container"},
+                    ],
+                }
+            ],
+        },
+    }
+
+
+def _seconds(d: str) -> int:
+    return sum(int(n) * {"h": 3600, "m": 60, "s": 1}[u] for n, u in re.findall(r"([0-9]+)([hms])", d))
+
+
+def dashboard_configmap(spec: StackSpec) -> dict[str, Any]:
+    from components.render.dashboards import gpu
+
+    ns = spec.monitoring.dashboard_namespace or exporter(spec).namespace
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": DASHBOARD_NAME,
+            "namespace": ns,
+            "labels": {**derive.MANAGED_BY, **spec.monitoring.dashboard_labels},
+            "annotations": {"grafana_folder": "GPU"},
+        },
+        "data": {DASHBOARD_FILE: json.dumps(gpu.dashboard(spec), indent=1, sort_keys=True)},
+    }
+
+
+# ------------------------------------------------------------------------- standalone exporter
+
+
+def dcgm_exporter_values(spec: StackSpec) -> dict[str, Any]:
+    """Values of the standalone dcgm-exporter chart (paths checked against its values.yaml)."""
+    values: dict[str, Any] = {
+        "nodeSelector": {derive.GPU_PRESENT_LABEL: "true"},
+        "tolerations": gpu_operator.gpu_tolerations(spec),
+        "serviceMonitor": {"enabled": False},  # ours below carries the pool label
+    }
+    if gpu_operator.exporter_env(spec):
+        values["extraEnv"] = gpu_operator.exporter_env(spec)
+    return values
+
+
+# ------------------------------------------------------------------------------------- component
+
+
+class GpuMonitoring(addon.ChartAddon):
+    """ServiceMonitor + PrometheusRule + Grafana dashboard for the DCGM exporter (and the exporter itself
+    when the GPU Operator is off). Needs the prometheus-operator CRDs: installed with kube-prometheus-stack
+    (``monitoring.prometheus: install``, components/render/prometheus_stack.py) or already there (``existing``)."""
+
+    TYPE = "gpu-platform:monitoring:GpuMonitoring"
+    CHART = versions.DCGM_EXPORTER  # installed only when the GPU Operator is off (standalone exporter)
+
+    def __init__(
+        self,
+        name: str,
+        spec: StackSpec,
+        provider: pulumi.ProviderResource,
+        exporter_release: pulumi.Resource | None = None,
+        opts: pulumi.ResourceOptions | None = None,
+        prometheus_release: pulumi.Resource | None = None,
+    ):
+        """``prometheus_release``: the kube-prometheus-stack release (``monitoring.prometheus: install``); the
+        ServiceMonitor, PrometheusRule and dashboard wait for it (its CRDs, its Grafana sidecar). With
+        ``monitoring.prometheus: none`` only the exporter (standalone, when the operator is off) is made."""
+        super().__init__(name, spec, provider, opts)
+
+        ex = exporter(spec)
+        upstream: list[pulumi.Resource] = []
+        if ex.source == "standalone":
+            # (never on gcp: monitoring_rules; so no critical-pods ResourceQuota is needed here)
+            ns = self.create_namespace(
+                addon.NamespacePolicy("gpu-monitoring", gpu_operator.namespace_labels(), name=ex.namespace)
+            )
+            self.install("dcgm-exporter", dcgm_exporter_values(spec), ns)
+        elif exporter_release is not None:
+            upstream.append(exporter_release)
+        if spec.monitoring.prometheus == "none":
+            self.register_outputs({"namespace": ex.namespace, "source": ex.source})
+            return
+        if prometheus_release is not None:
+            upstream.append(prometheus_release)
+        after = self.after_release(*upstream)
+        for doc in (service_monitor(spec), prometheus_rule(spec)):
+            k8s.kube_object(
+                doc["metadata"]["name"],
+                api_version=doc["apiVersion"],
+                kind=doc["kind"],
+                metadata=doc["metadata"],
+                spec=doc["spec"],
+                opts=after,
+            )
+        board = dashboard_configmap(spec)
+        k8s.kube_object(DASHBOARD_NAME, "v1", "ConfigMap", after, metadata=board["metadata"], data=board["data"])
+        self.register_outputs({"namespace": ex.namespace, "source": ex.source})

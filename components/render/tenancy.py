@@ -1,0 +1,149 @@
+"""Cloud-neutral tenancy: PriorityClasses, and per tenant a Namespace, a ResourceQuota and a LimitRange.
+
+Per tenant this registers three objects: the namespace with Pod Security Admission labels, one
+ResourceQuota that caps every GPU resource name the cluster advertises (0 where the tenant reaches no
+such pool) and cpu/memory when given, and a LimitRange so pods without requests still get sane ones.
+
+Priority ceilings cost no object per tenant: the namespace carries the PriorityClasses above its
+tenant's ceiling in an annotation, and one cluster-wide ValidatingAdmissionPolicy refuses them there,
+as pod priority, as a pod template's or a CronJob's job template's priority, as Kueue's
+``kueue.x-k8s.io/priority-class`` label (Kueue orders and preempts workloads by that, so a ceiling on pods
+alone would not hold) and in Kueue Workloads; it refuses the built-in ``system-*`` classes in every tenant
+namespace.
+"""
+
+from __future__ import annotations
+
+import pulumi
+
+from components.plan import derive
+from components.plan.tenancy import (
+    CRITICAL_LABEL as CRITICAL_LABEL,
+)
+
+# re-exported: what the tenants' objects are made of (components/plan/tenancy.py)
+from components.plan.tenancy import (
+    FORBIDDEN_PRIORITY_ANNOTATION as FORBIDDEN_PRIORITY_ANNOTATION,
+)
+from components.plan.tenancy import (
+    KUEUE_PRIORITY_LABEL as KUEUE_PRIORITY_LABEL,
+)
+from components.plan.tenancy import (
+    POOLS_ANNOTATION as POOLS_ANNOTATION,
+)
+from components.plan.tenancy import (
+    PRIORITY_CEILING_POLICY as PRIORITY_CEILING_POLICY,
+)
+from components.plan.tenancy import (
+    SHARED_POOLS_ANNOTATION as SHARED_POOLS_ANNOTATION,
+)
+from components.plan.tenancy import (
+    SYSTEM_PRIORITY_CLASSES as SYSTEM_PRIORITY_CLASSES,
+)
+from components.plan.tenancy import (
+    all_gpu_resources as all_gpu_resources,
+)
+from components.plan.tenancy import (
+    namespace_annotations as namespace_annotations,
+)
+from components.plan.tenancy import (
+    namespace_labels as namespace_labels,
+)
+from components.plan.tenancy import (
+    priority_ceiling_policy as priority_ceiling_policy,
+)
+from components.plan.tenancy import (
+    quota_hard as quota_hard,
+)
+from components.plan.tenancy import (
+    scheduler_label as scheduler_label,
+)
+from components.render import addon, k8s
+from components.spec.model import StackSpec
+
+
+class PriorityClasses(addon.Component):
+    TYPE = "gpu-platform:index:PriorityClasses"
+
+    def build(self, spec: StackSpec) -> None:
+        child = self.child()
+        self.names: list[str] = []
+        for pc in spec.priority_classes:
+            k8s.kube_object(
+                f"priority-{pc.name}",
+                "scheduling.k8s.io/v1",
+                "PriorityClass",
+                metadata={"name": pc.name, "labels": derive.MANAGED_BY},
+                value=pc.value,
+                preemptionPolicy=pc.preemption_policy,
+                globalDefault=pc.global_default,
+                description=pc.description or f"gpu-platform priority tier {pc.name}",
+                opts=child,
+            )
+            self.names.append(pc.name)
+        self.register_outputs({"names": self.names})
+
+
+class Tenancy(addon.Component):
+    """Per tenant: its namespace (protected), GPU ResourceQuota and container defaults; the priority-ceiling
+    admission policy."""
+
+    TYPE = "gpu-platform:index:Tenancy"
+
+    def build(self, spec: StackSpec) -> None:
+        # Deleting a namespace deletes every workload and volume claim in it: removing a tenant from the stack
+        # file (or destroying the stack) fails instead, until gpu-platform:protect.tenantNamespaces is false.
+        # protect, not retainOnDelete: a retained namespace would live on without the quota and LimitRange
+        # deleted with the tenant, and nobody would be told. The quota and LimitRange are protected with it: the
+        # engine deletes them before the namespace that holds them, so with the namespace alone protected, a
+        # removed tenant's `pulumi up` failed on the namespace after deleting its guards, leaving its workloads
+        # running with no quota (seen under the real engine: tests/engine).
+        ns_opts = self.child(protect=spec.protect.tenant_namespaces)
+        self.namespaces: dict[str, pulumi.Output[str]] = {}
+        for tenant in spec.tenants:
+            ns = k8s.kube_object(
+                f"{tenant.name}-namespace",
+                "v1",
+                "Namespace",
+                metadata={
+                    "name": tenant.name,
+                    "labels": {**namespace_labels(tenant), **scheduler_label(spec, tenant)},
+                    "annotations": namespace_annotations(spec, tenant),
+                },
+                opts=ns_opts,
+            )
+            ns_name = ns.metadata.apply(lambda m: m["name"])  # type: ignore[attr-defined]
+            self.namespaces[tenant.name] = ns_name
+            labels = {**derive.MANAGED_BY, derive.TENANT_LABEL: tenant.name}
+            k8s.kube_object(
+                f"{tenant.name}-gpu-quota",
+                "v1",
+                "ResourceQuota",
+                metadata={"name": "gpu-quota", "namespace": ns_name, "labels": labels},
+                spec={"hard": quota_hard(spec, tenant)},
+                opts=ns_opts,
+            )
+            k8s.kube_object(
+                f"{tenant.name}-defaults",
+                "v1",
+                "LimitRange",
+                metadata={"name": "container-defaults", "namespace": ns_name, "labels": labels},
+                spec={
+                    "limits": [
+                        {
+                            "type": "Container",
+                            # requests only: a default limit would be injected into containers that request
+                            # more memory and set no limit, and the API server would refuse those pods
+                            "defaultRequest": {"cpu": "250m", "memory": "512Mi"},
+                        }
+                    ]
+                },
+                opts=ns_opts,
+            )
+        if spec.tenants:
+            # One policy for every tenant: hoarding by self-promotion to a higher class (or to a system-* class,
+            # which every tenant is refused) is refused.
+            k8s.admission_policy(
+                "priority-ceiling", self, self.provider, PRIORITY_CEILING_POLICY, priority_ceiling_policy()
+            )
+        self.register_outputs({"namespaces": self.namespaces})

@@ -1,0 +1,204 @@
+"""The stack spec's node pools (``gpu-platform:nodePools``): the GPUs, sharing, taints and the per-provisioner
+options of each pool (Karpenter, EKS managed node group, GKE node pool) and its reserved capacity.
+Part of the spec layer (``components/spec/model.py``): imports only ``catalog``, ``validation`` and ``spec_base``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, field_validator
+
+from components.data import catalog
+from components.spec.base import DURATION, MAX_GPUS, MAX_NODES, MAX_SHARING_REPLICAS, Duration, Model, Name
+from components.spec.validation import DnsLabel, GcpZone, LabelKey, LabelValue, NoBool, bounded_text, count, go_duration
+
+
+class GpuSpec(Model):
+    model: str = Field(json_schema_extra={"enum": sorted(catalog.GPU_MODELS)})
+    per_node: count(1, 16) = Field(description="GPUs on each node of the pool")
+
+    @field_validator("model")
+    @classmethod
+    def _known_model(cls, v: str) -> str:
+        if v not in catalog.GPU_MODELS:
+            raise ValueError(f"unknown GPU model {v!r} (known: {', '.join(sorted(catalog.GPU_MODELS))})")
+        return v
+
+
+class Sharing(Model):
+    """How a pool's GPUs are shared. Each strategy uses only its own keys (checked in sharing.py).
+
+    Who applies it: the GPU Operator's device plugin and MIG manager (ConfigMaps selected by node labels);
+    on GKE with GKE-installed drivers, GKE's device plugin (gpuSharingConfig; MIG becomes the node pool's
+    gpuPartitionSize: one profile at its maximum count); on Bottlerocket, the host's device plugin
+    (time-slicing / MPS only)."""
+
+    strategy: Literal["time-slicing", "mps", "mig"]
+    replicas: count(2, MAX_SHARING_REPLICAS) | None = Field(
+        default=None, description="time-slicing / mps: units each physical GPU advertises"
+    )
+    rename_by_default: bool = False
+    fail_requests_greater_than_one: bool = Field(
+        default=True,
+        description="time-slicing: reject pods asking for more than one shared unit (they would get no "
+        "more compute, only false isolation)",
+    )
+    layout: dict[str, count(1, 7)] | None = Field(
+        default=None,
+        description="mig: MIG profiles on each GPU, e.g. {'3g.40gb': 2}; on GKE with GKE-installed drivers "
+        "the node pool's gpuPartitionSize (a single profile at its maximum count)",
+    )
+
+
+class Taint(Model):
+    key: LabelKey
+    value: LabelValue | None = None
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = "NoSchedule"
+
+
+class KarpenterPoolOptions(Model):
+    zone: bounded_text(64) | None = Field(
+        default=None,
+        description="the one AZ the pool launches in (an EFA pool's cluster placement group lives in one AZ); "
+        "default: the reservation's availabilityZone, else any",
+    )
+    on_demand_fallback: bool = Field(
+        default=False,
+        description="spot pools: add a lower-weight on-demand NodePool used only when spot is unavailable",
+    )
+    on_demand_max_gpus: count(1, MAX_GPUS) | None = Field(
+        default=None,
+        description="with onDemandFallback: the part of the pool's GPU cap the on-demand NodePool may use (a "
+        "multiple of gpu.perNode); the spot NodePool gets the rest. Default: half the nodes, rounded down",
+    )
+    consolidation_policy: Literal["WhenEmpty", "WhenEmptyOrUnderutilized"] = Field(
+        default="WhenEmpty",
+        description="WhenEmpty: only idle GPU nodes are removed (running jobs are never moved to save cost)",
+    )
+    consolidate_after: Duration = "10m"
+    expire_after: go_duration(DURATION, allow=("Never",)) = "720h"
+    termination_grace_period: Duration = "4h"
+    disruption_budget: Annotated[str, Field(pattern=r"^((100|[0-9]{1,2})%|[0-9]+)$")] = "10%"
+    ami_version: Annotated[str, Field(pattern=r"^(latest|v[0-9]+(\.[0-9]+)*)$")] = Field(
+        default="latest",
+        description="EKS-optimized AMI release: latest, or pinned (al2023: vYYYYMMDD, bottlerocket: vX.Y.Z)",
+    )
+
+
+class GkeNetwork(Model):
+    """A VPC network and subnetwork by name or resource path, as ``--additional-node-network`` takes them."""
+
+    network: Annotated[bounded_text(1024), Field(min_length=1)]
+    subnetwork: Annotated[bounded_text(1024), Field(min_length=1)]
+
+
+class GkePoolOptions(Model):
+    zones: list[GcpZone] = Field(default_factory=list, description="node locations; default: the cluster's")
+    additional_networks: list[GkeNetwork] = Field(
+        default_factory=list,
+        description="A3/A4 GPUDirect: the GPU NICs' VPC networks and subnetworks, in NIC order (node pool "
+        "networkConfig.additionalNodeNetworkConfigs); they and the cluster's multi-networking must exist",
+    )
+    compact_placement: bool = False
+    reservation: Literal["none", "any", "specific"] = "none"
+    reservation_name: DnsLabel | None = None
+    queued_provisioning: bool = Field(
+        default=False, description="Dynamic Workload Scheduler: nodes come only for admitted workloads"
+    )
+
+
+class Reservation(Model):
+    """Reserved capacity a pool launches into, the same block on both clouds (``components/plan/reservations.py``).
+
+    aws: On-Demand Capacity Reservations (``kind: on-demand``) or Capacity Blocks for ML
+    (``kind: capacity-block``), by id (``cr-...``) or, Karpenter pools only, by tags. gcp: a Compute Engine
+    reservation by name (``id``), or ``match: any`` to consume any matching reservation.
+    ``instanceType`` / ``availabilityZone`` declare what the reservation holds so the pool can be checked
+    against it before deploy (a reservation pins both)."""
+
+    kind: Literal["on-demand", "capacity-block"] = Field(
+        default="on-demand", description="aws: on-demand (ODCR) or capacity-block (Capacity Blocks for ML)"
+    )
+    match: Literal["specific", "any"] = Field(
+        default="specific",
+        description="specific: only the named reservation(s); any: gcp ANY_RESERVATION / aws open ODCRs",
+    )
+    ids: list[DnsLabel] = Field(
+        default_factory=list, max_length=30, description="aws: cr-... ids; gcp: the reservation name (exactly one)"
+    )
+    # Karpenter's capacityReservationSelectorTerms.tags: at most 20, no empty key or value (CRD CEL rule);
+    # AWS tag keys are at most 128 characters, values 256.
+    tags: dict[Annotated[bounded_text(128), Field(min_length=1)], Annotated[bounded_text(256), Field(min_length=1)]] = (
+        Field(default_factory=dict, max_length=20, description="aws karpenter pools: select reservations by tags")
+    )
+    instance_type: bounded_text(64) | None = Field(default=None, description="what the reservation holds (checked)")
+    availability_zone: bounded_text(64) | None = Field(default=None, description="where the reservation is (checked)")
+
+
+class EksPoolOptions(Model):
+    """aws, provisioner managed: settings of the pool's EKS managed node group."""
+
+    subnet_ids: list[Annotated[str, Field(pattern=r"^subnet-[0-9a-f]+$")]] = Field(
+        default_factory=list,
+        description="subnets of the node group (e.g. the one AZ holding a capacity reservation); default "
+        "cluster.subnetIds, else the cluster's own subnets",
+    )
+    update_strategy: Literal["minimal", "default"] = Field(
+        default="minimal",
+        description="node replacement on AMI/launch-template updates, one node at a time. minimal: terminate "
+        "the old node first (needs no spare GPU capacity); default: launch the new node first",
+    )
+    imds_hop_limit: Annotated[Literal[1, 2], NoBool] = Field(
+        default=2,
+        description="IMDSv2 PUT response hop limit: 2 (EKS' own default) lets pods on the pod network reach "
+        "IMDS; 1 keeps them off the node role's credentials",
+    )
+    auto_repair: bool = Field(default=True, description="EKS node auto repair replaces nodes that turn unhealthy")
+
+
+class NodePool(Model):
+    name: Name
+    gpu: GpuSpec
+    instance_types: list[str] = Field(
+        default_factory=list, description="aws: instance types; gcp: exactly one machine type"
+    )
+    capacity: Literal["on-demand", "spot"] = "on-demand"
+    provisioner: Literal["managed", "karpenter"] = "managed"
+    os: Literal["al2023", "bottlerocket", "cos", "ubuntu"] | None = Field(
+        default=None, description="node image; default al2023 on aws, cos on gcp"
+    )
+    min_nodes: count(0, MAX_NODES) = 0
+    max_nodes: count(1, MAX_NODES) | None = None
+    max_gpus: count(1, MAX_GPUS) | None = Field(
+        default=None, description="karpenter pools: the GPU spend cap (a multiple of gpu.perNode)"
+    )
+    desired_nodes: count(0, MAX_NODES) | None = None
+    disk_gib: count(50, 16384) = 200
+    sharing: Sharing | None = None
+    taints: list[Taint] = Field(default_factory=list)
+    labels: dict[LabelKey, LabelValue] = Field(default_factory=dict)
+    topology_aware: bool = Field(default=False, description="Kueue topology-aware scheduling")
+    efa: bool | None = Field(
+        default=None,
+        description="aws: EFA network interfaces, a cluster placement group and an EFA security group for "
+        "multi-node NCCL. Default: on for topologyAware managed pools whose instance types all support EFA",
+    )
+    reservation: Reservation | None = Field(
+        default=None, description="reserved capacity (ODCR / Capacity Block on aws, a reservation on gcp)"
+    )
+    karpenter: KarpenterPoolOptions = Field(default_factory=KarpenterPoolOptions)
+    gke: GkePoolOptions = Field(default_factory=GkePoolOptions)
+    eks: EksPoolOptions = Field(default_factory=EksPoolOptions)
+
+    @property
+    def node_cap(self) -> int:
+        """Most nodes the pool may have (max_gpus / perNode for karpenter pools given a GPU cap)."""
+        if self.max_nodes is not None:
+            return self.max_nodes
+        return (self.max_gpus or 0) // self.gpu.per_node
+
+    @property
+    def gpu_cap(self) -> int:
+        """Most physical GPUs the pool may bring."""
+        return self.max_gpus if self.max_gpus is not None else self.node_cap * self.gpu.per_node
