@@ -10,7 +10,7 @@ from typing import Any
 
 from components.explain.nodes import LabelValues, autoscaler_template_labels, node_label_values
 from components.explain.workloads import GPU_PREFIX, PodSet, Workload, _device_resources
-from components.plan import derive
+from components.plan import derive, plan
 from components.render import gpu_operator, kueue
 from components.spec.model import NodePool, StackSpec, Tenant
 
@@ -311,9 +311,7 @@ def volcano_pods_admission(spec: StackSpec, tenant: Tenant, w: Workload) -> tupl
 
 def node_labels(spec: StackSpec, pool: NodePool) -> dict[str, str]:
     """Labels a node of the pool carries (EKS managed groups add the autoscaler's GPU label)."""
-    from components.explain import summary
-
-    return summary._node_labels(spec, pool)
+    return plan.node_labels(spec, pool)
 
 
 def node_taints(pool: NodePool) -> list[dict[str, Any]]:

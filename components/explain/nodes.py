@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from components.data import catalog
+from components.plan import plan
 from components.render import kueue
 from components.spec.model import NodePool, StackSpec
 
@@ -64,10 +65,8 @@ KARPENTER_OTHER_INSTANCE_LABELS = tuple(
 
 def node_label_values(spec: StackSpec, pool: NodePool) -> dict[str, LabelValues]:
     """Every label a node of the pool carries, as far as the stack tells: the well-known ones, then the pool's
-    own (``summary._node_labels``, which ``explain_facts.node_labels`` reads too), which win."""
-    from components.explain import summary
-
-    return {**well_known_labels(spec, pool), **summary._node_labels(spec, pool)}
+    own (``plan.node_labels``, which ``explain_facts.node_labels`` reads too), which win."""
+    return {**well_known_labels(spec, pool), **plan.node_labels(spec, pool)}
 
 
 def well_known_labels(spec: StackSpec, pool: NodePool) -> dict[str, LabelValues]:

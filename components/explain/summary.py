@@ -6,20 +6,11 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from components.data import versions
-from components.plan import derive, sharing
+from components.plan import derive, plan, sharing
 
 if TYPE_CHECKING:
     from components.explain.rendering import Rendering
     from components.spec.model import StackSpec, Tenant
-
-
-def _node_labels(spec: StackSpec, pool) -> dict[str, str]:
-    """What the pool's nodes are labelled with: EKS managed node groups add the autoscaler's GPU label."""
-    if spec.cloud == "aws" and pool.provisioner == "managed":
-        from components.plan.aws import managed_pools
-
-        return managed_pools.labels(spec, pool)
-    return derive.pool_labels(spec, pool)
 
 
 def scaled_by(spec: StackSpec, pool) -> str:
@@ -124,11 +115,12 @@ def _queues(spec: StackSpec) -> list[str]:
         if t.name not in kueue_tenants:  # no ClusterQueue: nothing queued, ordered, lent or borrowed in Kueue
             lines.append(f"| {t.name} | - | - | - | - | - | - | {volcano} |")
             continue
-        cohort = derive.tenant_cohort(spec, t)
-        kueue = f"`{t.name}/{spec.scheduling.local_queue_name}` -> `{t.name}`"
+        tp = plan.tenant_plan(spec, t)  # a Kueue tenant: its queues, cohort and lending are the plan's
+        cohort = tp.cohort
+        kueue = f"`{t.name}/{tp.local_queue}` -> `{tp.cluster_queue}`"
         never = derive.tenant_never_preempts(spec, t)
         preempt = "never" if never else "lower priority; reclaims lent quota"
-        lending = derive.tenant_lending_limits(spec, t)
+        lending = tp.lending_limits
         lines.append(
             f"| {t.name} | {kueue} | {order or '-'} | {preempt} | {cohort or 'none'} | "
             f"{_limits(t, cohort, t.borrowing_limit)} | {_limits(t, cohort, lending)} | {volcano} |"
@@ -220,7 +212,7 @@ def _dra_lines(spec: StackSpec) -> list[str]:
     """The summary.md section of a DRA stack: classes, quota keys, Kueue mappings and claim templates."""
     if not derive.dra(spec):
         return []
-    from components.render import dra, tenancy
+    from components.render import dra
 
     lines = [
         "## GPUs through DRA (ResourceClaims)",
@@ -235,7 +227,7 @@ def _dra_lines(spec: StackSpec) -> list[str]:
         "|---|---|---|",
     ]
     for t in spec.tenants:
-        hard = tenancy.quota_hard(spec, t)
+        hard = plan.tenant_plan(spec, t).quota_hard
         quota = ", ".join(f"`{k}` {v}" for k, v in hard.items() if k.endswith(dra.QUOTA_SUFFIX))
         templates = ", ".join(f"`{n}`" for n in dra.claim_templates(spec, t)) or "-"
         lines.append(f"| {t.name} | {quota} | {templates} |")
@@ -280,7 +272,7 @@ def summary(rendering: Rendering, sections: Mapping[str, str]) -> str:
     ]
     lines += ["", "## Pool labels and taints", "", "| pool | node labels | taints |", "|---|---|---|"]
     for p in spec.node_pools:
-        labels = ", ".join(f"`{k}={v}`" for k, v in _node_labels(spec, p).items())
+        labels = ", ".join(f"`{k}={v}`" for k, v in plan.node_labels(spec, p).items())
         taints = ", ".join(f"`{t.key}={t.value or ''}:{t.effect}`" for t in derive.pool_taints(p))
         lines.append(f"| {p.name} | {labels} | {taints} |")
     lines += _scaling(spec)
@@ -306,12 +298,14 @@ def summary(rendering: Rendering, sections: Mapping[str, str]) -> str:
         "| priority ceiling | pod security |",
         "|---|---|---|---|---|---|---|",
     ]
+    decided = plan.build(spec, rendering.stack)
     for t in spec.tenants:
+        tp = decided.tenants[t.name]
         quota = ", ".join(f"{pool}: {n}" for pool, n in sorted(t.gpu_quota.items())) or "-"
         lines.append(
-            f"| {t.name} | {quota} | {_units(derive.tenant_units(spec, t))} "
-            f"| {_units(derive.tenant_quota_units(spec, t))} | {derive.tenant_scheduler(spec, t) or '-'} "
-            f"| {t.priority} | {t.pod_security} |"
+            f"| {t.name} | {quota} | {_units(tp.gpu_quota)} "
+            f"| {_units(derive.tenant_quota_units(spec, t))} | {tp.scheduler or '-'} "
+            f"| {tp.priority_ceiling} | {tp.pod_security} |"
         )
     lines += _queues(spec)
     from components.plan import cost
