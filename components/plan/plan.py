@@ -26,10 +26,12 @@ from components.spec.model import NodePool, StackSpec, Tenant
 SCHEMA_VERSION = 1
 
 
-def _freeze(value: Any) -> Any:
-    """Deep read-only copy: dicts become MappingProxyType (keys sorted), lists tuples."""
+def _freeze(value: Any, keep_order: bool = False) -> Any:
+    """Deep read-only copy: dicts become MappingProxyType (keys sorted, or in their order: pools and tenants
+    keep the stack file's, which is what the renderers register in), lists tuples."""
     if isinstance(value, Mapping):
-        return MappingProxyType({k: _freeze(value[k]) for k in sorted(value)})
+        keys = list(value) if keep_order else sorted(value)
+        return MappingProxyType({k: _freeze(value[k]) for k in keys})
     if isinstance(value, list | tuple):
         return tuple(_freeze(v) for v in value)
     return value
@@ -116,13 +118,23 @@ class AddonPlan:
 
 
 @dataclass(frozen=True)
+class PriorityClassPlan:
+    name: str
+    value: int
+    preemption_policy: str
+    global_default: bool
+    description: str  # what the PriorityClass object says (a default text when the stack gives none)
+
+
+@dataclass(frozen=True)
 class Plan:
     stack: str
     cloud: str
     pools: Mapping[str, PoolPlan]
     tenants: Mapping[str, TenantPlan]
     addons: Mapping[str, AddonPlan]
-    priority_classes: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    priority_classes: tuple[PriorityClassPlan, ...] = ()
+    protect: Mapping[str, bool] = field(default_factory=lambda: MappingProxyType({}))
 
     def to_dict(self) -> dict[str, Any]:
         return {"schemaVersion": SCHEMA_VERSION, **_thaw(self)}
@@ -283,8 +295,23 @@ def build(spec: StackSpec, stack: str) -> Plan:
     return Plan(
         stack=stack,
         cloud=spec.cloud,
-        pools=_freeze({p.name: pool_plan(spec, p) for p in spec.node_pools}),
-        tenants=_freeze({t.name: tenant_plan(spec, t) for t in spec.tenants}),
+        pools=_freeze({p.name: pool_plan(spec, p) for p in spec.node_pools}, keep_order=True),
+        tenants=_freeze({t.name: tenant_plan(spec, t) for t in spec.tenants}, keep_order=True),
         addons=_freeze({c.key: addon_plan(spec, c, on, o) for c, on, o in _addons(spec)}),
-        priority_classes=_freeze({c.name: c.value for c in spec.priority_classes}),
+        priority_classes=tuple(
+            PriorityClassPlan(
+                name=c.name,
+                value=c.value,
+                preemption_policy=c.preemption_policy,
+                global_default=c.global_default,
+                description=c.description or f"gpu-platform priority tier {c.name}",
+            )
+            for c in spec.priority_classes
+        ),
+        protect=_freeze(
+            {
+                "tenantNamespaces": spec.protect.tenant_namespaces,
+                "schedulerReleases": spec.protect.scheduler_releases,
+            }
+        ),
     )

@@ -26,12 +26,16 @@ from typing import Any, ClassVar
 import pulumi
 
 from components.data import versions
+from components.plan.plan import Plan
+from components.plan.plan import build as build_plan
 from components.render import k8s, webhooks
 from components.spec.model import StackSpec
 
 
 class Component(pulumi.ComponentResource):
-    """A ComponentResource of type ``TYPE`` holding the stack's spec and the Kubernetes provider."""
+    """A ComponentResource of type ``TYPE`` holding the stack's plan (``components.plan.plan``; built once by
+    ``program.run`` and passed in), its spec and the Kubernetes provider. A component that reads only the plan
+    is one step further along issue 28 (tenancy's do)."""
 
     TYPE: ClassVar[str]
 
@@ -41,12 +45,21 @@ class Component(pulumi.ComponentResource):
         spec: StackSpec,
         provider: pulumi.ProviderResource,
         opts: pulumi.ResourceOptions | None = None,
+        plan: Plan | None = None,
     ):
         super().__init__(self.TYPE, name, None, opts)
         self.spec = spec
+        self._plan = plan
         self.provider = provider
         self._setup()
         self.build(spec)
+
+    @property
+    def plan(self) -> Plan:
+        """The plan passed in (``program.run`` builds it once), else built on first use."""
+        if self._plan is None:
+            self._plan = build_plan(self.spec, pulumi.get_stack())
+        return self._plan
 
     def _setup(self) -> None:
         """What a base class prepares before ``build`` (ChartAddon: the resolved chart)."""

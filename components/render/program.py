@@ -24,8 +24,10 @@ def cluster_access(spec: StackSpec) -> pulumi.ComponentResource:
 
 
 def run(spec: StackSpec) -> None:
+    from components.plan import plan
     from components.render.tenancy import PriorityClasses, Tenancy
 
+    decided = plan.build(spec, pulumi.get_stack())  # every decision, once; renderers read it
     access = cluster_access(spec)
     provider = access.provider  # type: ignore[attr-defined]
     # The GPU Operator first: its release installs the nvidia.com CRDs; later components depend on it.
@@ -50,8 +52,8 @@ def run(spec: StackSpec) -> None:
             exporter_release=gpu_operator_release,
             prometheus_release=prometheus_release,
         )
-    PriorityClasses("priority-classes", spec, provider)
-    tenancy = Tenancy("tenancy", spec, provider)
+    PriorityClasses("priority-classes", spec, provider, plan=decided)
+    tenancy = Tenancy("tenancy", spec, provider, plan=decided)
     if spec.gpu_operator.allocation == "dra":
         from components.render.dra import ClaimTemplates
 
@@ -84,8 +86,10 @@ def run(spec: StackSpec) -> None:
             "nodeRoleArn": karpenter.node_role_arn,
             "controllerRoleArn": karpenter.controller_role_arn,
         }
-        for plan in nodepool_plans(spec):
-            pool_names.setdefault(plan.pool.name, {"karpenterNodePools": []})["karpenterNodePools"].append(plan.name)
+        for nodepool in nodepool_plans(spec):
+            pool_names.setdefault(nodepool.pool.name, {"karpenterNodePools": []})["karpenterNodePools"].append(
+                nodepool.name
+            )
     if spec.cloud == "aws":
         from components.plan.aws import efa
 
@@ -108,12 +112,12 @@ def run(spec: StackSpec) -> None:
         for pool_name, np in gke.node_pools.items():
             pool_names[pool_name] = {"gkeNodePool": np.name}
 
-    from components.plan import cost, plan
+    from components.plan import cost
     from components.render.cost_record import CostRecord
     from components.render.outputs import stack_outputs
 
     cost_doc = cost.report(spec, pulumi.get_stack())
     CostRecord("cost", spec, provider, cost_doc)
     pulumi.export("cost", cost_doc)
-    for key, value in stack_outputs(spec, plan.build(spec, pulumi.get_stack()), pool_names, karpenter_out).items():
+    for key, value in stack_outputs(spec, decided, pool_names, karpenter_out).items():
         pulumi.export(key, value)

@@ -63,12 +63,14 @@ from components.spec.model import StackSpec
 
 
 class PriorityClasses(addon.Component):
+    """The plan's PriorityClasses (``Plan.priority_classes``)."""
+
     TYPE = "gpu-platform:index:PriorityClasses"
 
     def build(self, spec: StackSpec) -> None:
         child = self.child()
         self.names: list[str] = []
-        for pc in spec.priority_classes:
+        for pc in self.plan.priority_classes:
             k8s.kube_object(
                 f"priority-{pc.name}",
                 "scheduling.k8s.io/v1",
@@ -77,7 +79,7 @@ class PriorityClasses(addon.Component):
                 value=pc.value,
                 preemptionPolicy=pc.preemption_policy,
                 globalDefault=pc.global_default,
-                description=pc.description or f"gpu-platform priority tier {pc.name}",
+                description=pc.description,
                 opts=child,
             )
             self.names.append(pc.name)
@@ -85,8 +87,8 @@ class PriorityClasses(addon.Component):
 
 
 class Tenancy(addon.Component):
-    """Per tenant: its namespace (protected), GPU ResourceQuota and container defaults; the priority-ceiling
-    admission policy."""
+    """Per tenant of the plan: its namespace (protected), GPU ResourceQuota and container defaults; the
+    priority-ceiling admission policy. Reads the plan only (``Plan.tenants``, ``Plan.protect``)."""
 
     TYPE = "gpu-platform:index:Tenancy"
 
@@ -98,17 +100,17 @@ class Tenancy(addon.Component):
         # engine deletes them before the namespace that holds them, so with the namespace alone protected, a
         # removed tenant's `pulumi up` failed on the namespace after deleting its guards, leaving its workloads
         # running with no quota (seen under the real engine: tests/engine).
-        ns_opts = self.child(protect=spec.protect.tenant_namespaces)
+        ns_opts = self.child(protect=self.plan.protect["tenantNamespaces"])
         self.namespaces: dict[str, pulumi.Output[str]] = {}
-        for tenant in spec.tenants:
+        for tenant in self.plan.tenants.values():
             ns = k8s.kube_object(
                 f"{tenant.name}-namespace",
                 "v1",
                 "Namespace",
                 metadata={
-                    "name": tenant.name,
-                    "labels": {**namespace_labels(tenant), **scheduler_label(spec, tenant)},
-                    "annotations": namespace_annotations(spec, tenant),
+                    "name": tenant.namespace,
+                    "labels": dict(tenant.namespace_labels),
+                    "annotations": dict(tenant.namespace_annotations),
                 },
                 opts=ns_opts,
             )
@@ -120,7 +122,7 @@ class Tenancy(addon.Component):
                 "v1",
                 "ResourceQuota",
                 metadata={"name": "gpu-quota", "namespace": ns_name, "labels": labels},
-                spec={"hard": quota_hard(spec, tenant)},
+                spec={"hard": dict(tenant.quota_hard)},
                 opts=ns_opts,
             )
             k8s.kube_object(
@@ -140,7 +142,7 @@ class Tenancy(addon.Component):
                 },
                 opts=ns_opts,
             )
-        if spec.tenants:
+        if self.plan.tenants:
             # One policy for every tenant: hoarding by self-promotion to a higher class (or to a system-* class,
             # which every tenant is refused) is refused.
             k8s.admission_policy(
