@@ -577,3 +577,34 @@ def test_the_pod_policy_holds_containers_on_shared_pools_to_one_unit():
     ns = {"metadata": {"name": "n", "annotations": {"gpu-platform/one-unit-pools": "l4-notebooks,mps-pool"}}}
     assert _cel(one_unit, {"namespaceObject": ns}) == ["l4-notebooks", "mps-pool"]
     assert _cel(one_unit, {"namespaceObject": {"metadata": {"name": "n"}}}) == []
+
+
+# ------------------------------------------------------------------ admission webhooks that fail closed (issue 31)
+
+
+def _chart_file(name: str) -> str:
+    import tarfile
+
+    from conftest import ROOT
+
+    with tarfile.open(ROOT / "upstream" / "charts" / "volcano-1.15.1.tgz") as tar:
+        return tar.extractfile(f"volcano/templates/{name}").read().decode()
+
+
+def test_volcano_admission_runs_two_spread_replicas_with_a_disruption_budget():
+    """The pinned chart's admission webhooks fail closed and it runs one replica by default; the release asks two,
+    spread over nodes, and a PodDisruptionBudget selecting the chart's admission pods keeps one through drains."""
+    template = _chart_file("admission.yaml")
+    assert "failurePolicy: Fail" in _chart_file("webhooks.yaml")
+    assert "replicas: {{ .Values.custom.admission_replicas }}" in template
+    assert "app: volcano-admission" in template  # the Deployment's selector and pod label
+    values = release(rendered("prod-aws"), "volcano")["values"]["custom"]
+    assert values["admission_replicas"] == 2
+    term = values["admission_affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0]
+    assert term["podAffinityTerm"] == {
+        "labelSelector": {"matchLabels": {"app": "volcano-admission"}},
+        "topologyKey": "kubernetes.io/hostname",
+    }
+    pdb = manifest(rendered("prod-aws"), "PodDisruptionBudget", "volcano-admission", "volcano-system")
+    assert pdb["spec"] == {"minAvailable": 1, "selector": {"matchLabels": {"app": "volcano-admission"}}}
+    assert pdb["spec"]["minAvailable"] < values["admission_replicas"]  # a drain can still evict one

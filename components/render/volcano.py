@@ -102,6 +102,41 @@ def scheduler_config_yaml(spec: StackSpec) -> str:
     return yaml.safe_dump(scheduler_config(spec), sort_keys=False, default_flow_style=False, width=1000)
 
 
+# Volcano's admission webhooks fail closed (failurePolicy: Fail on pods, jobs, podgroups and queues in the pinned
+# chart's templates/admission.yaml); with the chart's one replica (custom.admission_replicas: 1) a node drain or a
+# crash refuses pod creation in every namespace they select. Two replicas on different nodes, and a disruption
+# budget that keeps one through voluntary evictions.
+ADMISSION_REPLICAS = 2
+ADMISSION_LABELS = {"app": "volcano-admission"}  # the chart's Deployment selector (templates/admission.yaml)
+ADMISSION_PDB = "volcano-admission"
+
+
+def admission_affinity() -> dict[str, Any]:
+    """Spread the admission replicas over nodes (preferred: a single system node still runs both)."""
+    return {
+        "podAntiAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 100,
+                    "podAffinityTerm": {
+                        "labelSelector": {"matchLabels": dict(ADMISSION_LABELS)},
+                        "topologyKey": "kubernetes.io/hostname",
+                    },
+                }
+            ]
+        }
+    }
+
+
+def admission_pdb(namespace: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": ADMISSION_PDB, "namespace": namespace, "labels": derive.MANAGED_BY},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": dict(ADMISSION_LABELS)}},
+    }
+
+
 def helm_values(spec: StackSpec) -> dict[str, Any]:
     """Values of the volcano release; every path exists in the pinned chart's values.yaml."""
     return {
@@ -109,6 +144,8 @@ def helm_values(spec: StackSpec) -> dict[str, Any]:
         "custom": {
             "scheduler_config_override": scheduler_config_yaml(spec),
             "default_ns": derive.system_node_selector(spec),  # admission, controller, scheduler
+            "admission_replicas": ADMISSION_REPLICAS,
+            "admission_affinity": admission_affinity(),
         },
     }
 
@@ -271,6 +308,15 @@ class Volcano(addon.ChartAddon):
             "volcano", helm_values(spec), before, probe=webhook_probe(spec), protect=spec.protect.scheduler_releases
         )
         after = self.after_release()
+        pdb = admission_pdb(self.chart.namespace)
+        k8s.kube_object(
+            "volcano-admission-pdb",
+            "policy/v1",
+            "PodDisruptionBudget",
+            metadata=pdb["metadata"],
+            spec=pdb["spec"],
+            opts=self.child([self.release]),
+        )
         self.queues: list[str] = []
         for tenant in derive.volcano_tenants(spec):
             k8s.kube_object(
