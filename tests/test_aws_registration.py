@@ -129,6 +129,14 @@ CASES: list[tuple[str, dict[str, Any]]] = [
         {"name": "e", "description": "d", "event_pattern": '{"source": ["aws.ec2"]}', "region": "r", "tags": TAGS},
     ),
     ("cloudwatch.EventTarget", {"rule": "e", "arn": "arn:q", "target_id": "T", "region": "r"}),
+    (
+        "autoscaling.Tag",
+        {
+            "autoscaling_group_name": "eks-pool-abc",
+            "tag": {"key": "gpu-platform/pool", "value": "p", "propagate_at_launch": False},
+            "region": "r",
+        },
+    ),
 ]
 # What the mock engine answers for a created resource, beyond the inputs (numbers as the engine sends them).
 OUTPUTS = {"arn": "arn:aws:x", "url": "https://sqs/q", "latestVersion": 3, "nodeGroupName": "pool-abc"}

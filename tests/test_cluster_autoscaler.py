@@ -123,13 +123,34 @@ def test_autodiscovery_by_the_tags_eks_puts_on_managed_node_groups():
     assert values["awsRegion"] == "us-east-1"
     assert values["autoDiscovery"] == {
         "clusterName": "ml-prod",
-        "tags": ["k8s.io/cluster-autoscaler/enabled", "k8s.io/cluster-autoscaler/ml-prod"],
+        "tags": ["k8s.io/cluster-autoscaler/enabled", "k8s.io/cluster-autoscaler/ml-prod", "gpu-platform/pool"],
     }
     # and every managed node group carries both tags, so nothing depends on EKS alone
     for ng in rendered("prod-aws").of_type(NODE_GROUP):
         tags = ng.inputs["tags"]
         assert tags["k8s.io/cluster-autoscaler/enabled"] == "true"
         assert tags["k8s.io/cluster-autoscaler/ml-prod"] == "owned"
+
+
+def test_the_autoscaler_discovers_only_the_platforms_own_node_groups():
+    """EKS tags the Auto Scaling group of every managed node group with the two cluster-autoscaler keys, the
+    cluster's system group too; discovery also needs the pool tag, which an autoscaling.Tag puts on the group of
+    each of the stack's pools (and nothing else), and the chart ANDs the keys (templates/deployment.yaml joins
+    autoDiscovery.tags into one asg:tag= list, every key of which a group must carry)."""
+    import tarfile
+
+    from conftest import ROOT
+
+    with tarfile.open(ROOT / "upstream" / "charts" / "cluster-autoscaler-9.59.0.tgz") as tar:
+        template = tar.extractfile("cluster-autoscaler/templates/deployment.yaml").read().decode()
+    assert 'asg:tag={{ tpl (join "," .Values.autoDiscovery.tags) . }}' in template
+    r = rendered("prod-aws")
+    groups = {ng.name for ng in r.of_type(NODE_GROUP)}
+    tags = {t.name: t.inputs for t in r.of_type("aws:autoscaling/tag:Tag")}
+    assert set(tags) == {f"{g}-asg-pool-tag" for g in groups}
+    for g in groups:
+        assert tags[f"{g}-asg-pool-tag"]["tag"] == {"key": "gpu-platform/pool", "value": g, "propagateAtLaunch": False}
+        assert tags[f"{g}-asg-pool-tag"]["autoscalingGroupName"].startswith("eks-")
 
 
 def test_gpu_and_gang_settings():
@@ -183,7 +204,9 @@ EXPECTED_STATEMENTS = [
             "StringEquals": {
                 "aws:ResourceTag/k8s.io/cluster-autoscaler/ml-prod": "owned",
                 "aws:ResourceTag/k8s.io/cluster-autoscaler/enabled": "true",
-            }
+            },
+            # the pool tag must exist: the cluster's other node groups (EKS tags them all) stay out of reach
+            "Null": {"aws:ResourceTag/gpu-platform/pool": "false"},
         },
     },
 ]
@@ -347,7 +370,7 @@ def test_helm_values_whole_document():
         },
         "autoDiscovery": {
             "clusterName": "ml-dev",
-            "tags": ["k8s.io/cluster-autoscaler/enabled", "k8s.io/cluster-autoscaler/ml-dev"],
+            "tags": ["k8s.io/cluster-autoscaler/enabled", "k8s.io/cluster-autoscaler/ml-dev", "gpu-platform/pool"],
         },
         "awsRegion": "us-east-1",
         "cloudProvider": "aws",

@@ -90,6 +90,9 @@ def _placeholder_outputs(typ: str, name: str, inputs: dict[str, Any]) -> dict[st
             out["latestVersion"] = 1
         if typ == "aws:eks/nodeGroup:NodeGroup":
             out["nodeGroupName"] = f"{inputs.get('nodeGroupNamePrefix', '')}{PLACEHOLDER}"
+            out["resources"] = [
+                {"autoscalingGroups": [{"name": f"eks-{inputs.get('nodeGroupNamePrefix', '')}{PLACEHOLDER}"}]}
+            ]
     if typ.startswith("gcp:"):
         out.setdefault("name", inputs.get("name", name))
         if typ == "gcp:serviceaccount/account:Account":

@@ -122,7 +122,9 @@ def policy_document(cluster: str) -> dict[str, Any]:
                     "StringEquals": {
                         f"aws:ResourceTag/{plan.CA_PREFIX}/{cluster}": "owned",
                         f"aws:ResourceTag/{plan.CA_PREFIX}/enabled": "true",
-                    }
+                    },
+                    # only the platform's own groups, even if discovery were widened by hand
+                    "Null": {f"aws:ResourceTag/{plan.POOL_TAG}": "false"},
                 },
             },
         ]
@@ -133,9 +135,13 @@ def policy_document(cluster: str) -> dict[str, Any]:
 
 
 def discovery_tags(spec: StackSpec) -> list[str]:
-    """ASG tag keys the autoscaler discovers node groups by (any value): the two EKS sets on managed groups,
-    which ``managed_pools.autoscaler_tags`` also puts on the node group."""
-    return [f"{plan.CA_PREFIX}/enabled", f"{plan.CA_PREFIX}/{spec.cluster.name}"]
+    """ASG tag keys the autoscaler discovers node groups by (all of them, any value): the two EKS puts on the
+    Auto Scaling group of *every* managed node group of the cluster, and the platform's pool tag, which only the
+    groups of this stack's pools carry (``nodegroups``: an ``autoscaling.Tag`` on each one's group). Without it
+    the autoscaler also sized the cluster's other node groups (the system group Karpenter and the controllers
+    run on) and would drain and remove their nodes when it found them underused (cluster-autoscaler
+    cloudprovider/aws: ``--node-group-auto-discovery=asg:tag=k1,k2,k3`` matches groups carrying every key)."""
+    return [f"{plan.CA_PREFIX}/enabled", f"{plan.CA_PREFIX}/{spec.cluster.name}", plan.POOL_TAG]
 
 
 def helm_values(spec: StackSpec, role_arn: Any = None) -> dict[str, Any]:

@@ -104,6 +104,18 @@ def efa_network(
     return sg, pg
 
 
+def asg_name(resources: Any) -> str:
+    """The Auto Scaling group of an EKS managed node group (its ``resources[0].autoscalingGroups[0].name``): raw
+    maps from our registration, typed objects from pulumi_aws' class (tests compare both)."""
+    first = resources[0]
+    if isinstance(first, dict):  # the engine's camelCase map; the typed class translates keys to snake_case
+        groups = first.get("autoscalingGroups") or first["autoscaling_groups"]
+    else:
+        groups = first.autoscaling_groups
+    group = groups[0]
+    return group["name"] if isinstance(group, dict) else group.name
+
+
 class KarpenterEfaNetworks(pulumi.ComponentResource):
     """EFA security group and cluster placement group of each EFA Karpenter pool; the pool's own EC2NodeClass
     selects both by name (``efa.karpenter_class_additions``)."""
@@ -204,6 +216,16 @@ class EksGpuNodeGroups(pulumi.ComponentResource):
                     # The Cluster Autoscaler sizes the group between min and max.
                     ignore_changes=["scalingConfig.desiredSize"],
                 ),
+            )
+            # The pool tag on the group's Auto Scaling group (node group tags do not reach it): the Cluster
+            # Autoscaler discovers, and may scale, only groups that carry it (cluster_autoscaler.discovery_tags).
+            sdk.resource(
+                "autoscaling.Tag",
+                f"{pool.name}-asg-pool-tag",
+                autoscaling_group_name=ng.resources.apply(asg_name),
+                tag={"key": plan.POOL_TAG, "value": pool.name, "propagate_at_launch": False},
+                region=region,
+                opts=pulumi.ResourceOptions(parent=self),
             )
             self.launch_templates[pool.name] = lt
             self.node_groups[pool.name] = ng

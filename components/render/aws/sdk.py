@@ -27,13 +27,14 @@ from components.render.k8s import camel  # pulumi_aws names its inputs the same 
 # are kept as attributes (an input not given and an output are sent as None, i.e. left out, as the typed class
 # does).
 KINDS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "autoscaling.Tag": ("aws:autoscaling/tag:Tag", ()),
     "cloudwatch.EventRule": ("aws:cloudwatch/eventRule:EventRule", ("arn", "name")),
     "cloudwatch.EventTarget": ("aws:cloudwatch/eventTarget:EventTarget", ()),
     "ec2.LaunchTemplate": ("aws:ec2/launchTemplate:LaunchTemplate", ("arn", "latest_version")),
     "ec2.PlacementGroup": ("aws:ec2/placementGroup:PlacementGroup", ("arn", "name")),
     "ec2.SecurityGroup": ("aws:ec2/securityGroup:SecurityGroup", ("arn",)),
     "eks.AccessEntry": ("aws:eks/accessEntry:AccessEntry", ()),
-    "eks.NodeGroup": ("aws:eks/nodeGroup:NodeGroup", ("arn", "node_group_name")),
+    "eks.NodeGroup": ("aws:eks/nodeGroup:NodeGroup", ("arn", "node_group_name", "resources")),
     "eks.PodIdentityAssociation": ("aws:eks/podIdentityAssociation:PodIdentityAssociation", ()),
     "iam.Policy": ("aws:iam/policy:Policy", ("arn", "name")),
     "iam.Role": ("aws:iam/role:Role", ("arn", "name")),
