@@ -939,11 +939,18 @@ def test_efa_pool_needs_one_interface_layout_and_one_subnet():
     assert [p for p, _ in efa_problems(cfg)] == [f"{POOLS}[0].instanceTypes"]
     a100["instanceTypes"] = ["p4de.24xlarge"]
     subnet_message = (
-        "an EFA pool is in a cluster placement group, which lives in one AZ: give it exactly one subnet (eks.subnetIds)"
+        "an EFA pool is in a cluster placement group, which lives in one AZ: give it exactly one subnet "
+        "(eks.subnetIds), or set efa: false on the pool to go without EFA "
     )
     for subnets in ([], ["subnet-0aaa", "subnet-0bbb"]):
         a100["eks"] = {"subnetIds": subnets}
-        assert efa_problems(cfg) == [(f"{POOLS}[0].eks.subnetIds", subnet_message)]
+        # EFA came by default (a100-train is topologyAware): the message says so, and how to opt out
+        default = subnet_message + "(EFA is on by default for a topologyAware managed pool of an EFA-capable type)"
+        assert efa_problems(cfg) == [(f"{POOLS}[0].eks.subnetIds", default)]
+    a100["efa"] = True
+    assert efa_problems(cfg) == [(f"{POOLS}[0].eks.subnetIds", subnet_message + "(efa: true)")]
+    a100["efa"] = False  # the way out the message names: no EFA, no placement group, any number of subnets
+    assert efa_problems(cfg) == []
 
 
 # ----------------------------------------------------------------------------------------- reservations

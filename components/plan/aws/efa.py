@@ -203,8 +203,13 @@ def efa(spec: StackSpec) -> Iterator[Problem]:
                 f"({', '.join(f'{t}: {catalog.aws_efa_interfaces(t)}' for t in pool.instance_types)})",
             )
         if pool.provisioner == "managed" and len(pool.eks.subnet_ids) != 1:
+            why = (
+                "EFA is on by default for a topologyAware managed pool of an EFA-capable type"
+                if pool.efa is None
+                else "efa: true"
+            )
             yield Problem(
                 key("nodePools", i, "eks", "subnetIds"),
                 "an EFA pool is in a cluster placement group, which lives in one AZ: give it exactly one subnet "
-                "(eks.subnetIds)",
+                f"(eks.subnetIds), or set efa: false on the pool to go without EFA ({why})",
             )
