@@ -26,6 +26,7 @@ from components.cli.loader import load_spec
 from components.data import versions
 from components.plan.aws import managed_pools as plan
 from components.render.aws import cluster_autoscaler as ca
+from components.spec.model import SpecError
 
 POLICY = "aws:iam/policy:Policy"
 ROLE = "aws:iam/role:Role"
@@ -372,6 +373,7 @@ def test_helm_values_whole_document():
             "clusterName": "ml-dev",
             "tags": ["k8s.io/cluster-autoscaler/enabled", "k8s.io/cluster-autoscaler/ml-dev", "gpu-platform/pool"],
         },
+        "image": {"tag": "v1.35.2"},  # no version known to helm_values alone: the chart's minor, newest patch
         "awsRegion": "us-east-1",
         "cloudProvider": "aws",
         "containerSecurityContext": {
@@ -446,3 +448,46 @@ def test_provisioning_request_crd_is_a_fresh_copy_each_time():
     second = ca.provisioning_request_crd()
     assert second["metadata"]["name"] == "provisioningrequests.autoscaling.x-k8s.io"
     assert second["spec"]["group"] == "autoscaling.x-k8s.io"
+
+
+@pytest.mark.parametrize(
+    ("version", "tag"),
+    [
+        ("1.32", "v1.32.7"),
+        ("1.33", "v1.33.6"),
+        ("1.34.2", "v1.34.5"),
+        ("1.35", "v1.35.2"),
+        ("1.36", "v1.35.2"),
+        ("1.30", "v1.32.7"),
+    ],
+)
+def test_the_autoscaler_image_follows_the_clusters_minor(version, tag):
+    """Upstream supports only the autoscaler release of the cluster's minor: the newest patch of each, by the
+    kubernetes/autoscaler tags (cluster-autoscaler-1.32.7 ... -1.35.2); outside the table, the nearest one."""
+    from components.data import versions
+
+    assert versions.cluster_autoscaler_image_tag(version) == tag
+
+
+def test_the_rendered_autoscaler_runs_the_looked_up_clusters_minor():
+    """dev-aws names no Kubernetes version: the tag comes from the EKS lookup (the synth answers 1.33); a stack
+    that names its version gets that minor's release without a lookup."""
+    values = _release(rendered("dev-aws")).inputs["values"]
+    assert values["image"] == {"tag": "v1.33.6"}
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:cluster"] = {**cfg["gpu-platform:cluster"], "kubernetesVersion": "1.34"}
+    assert ca.helm_values(load_spec(cfg))["image"] == {"tag": "v1.34.5"}
+
+
+def test_a_stack_naming_a_minor_without_a_pinned_autoscaler_is_refused():
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:cluster"] = {**cfg["gpu-platform:cluster"], "kubernetesVersion": "1.36"}
+    with pytest.raises(SpecError) as err:
+        load_spec(cfg)
+    assert [(p.path, p.message) for p in err.value.problems] == [
+        (
+            "gpu-platform:cluster.kubernetesVersion",
+            "no Cluster Autoscaler release is pinned for Kubernetes 1.36 (upstream supports only the matching "
+            "minor; pinned: 1.32, 1.33, 1.34, 1.35)",
+        )
+    ]

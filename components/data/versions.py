@@ -105,6 +105,29 @@ CLUSTER_AUTOSCALER = Chart(
     namespace="kube-system",
     release="cluster-autoscaler",
 )
+# The Cluster Autoscaler release for each Kubernetes minor (upstream supports only the matching minor: the
+# autoscaler's README "Releases"): the newest patch of each, by the kubernetes/autoscaler tags
+# cluster-autoscaler-1.32.7 (2026-02-13), -1.33.6, -1.34.5 and -1.35.2 (2026-07-22); images
+# registry.k8s.io/autoscaling/cluster-autoscaler:<tag>. The chart's default (v1.35.0) is only right on 1.35.
+CLUSTER_AUTOSCALER_IMAGE_TAGS: dict[str, str] = {
+    "1.32": "v1.32.7",
+    "1.33": "v1.33.6",
+    "1.34": "v1.34.5",
+    "1.35": "v1.35.2",
+}
+
+
+def cluster_autoscaler_image_tag(kubernetes_version: str) -> str:
+    """The autoscaler for a cluster of ``kubernetes_version`` ("1.34", or "1.34.2"): its minor's release; a minor
+    outside the table gets the nearest one (the rules refuse that where the stack names its version)."""
+    minor = ".".join(kubernetes_version.split(".")[:2])
+    if minor in CLUSTER_AUTOSCALER_IMAGE_TAGS:
+        return CLUSTER_AUTOSCALER_IMAGE_TAGS[minor]
+    known = sorted(CLUSTER_AUTOSCALER_IMAGE_TAGS, key=lambda v: tuple(int(x) for x in v.split(".")))
+    below = [v for v in known if tuple(int(x) for x in v.split(".")) < tuple(int(x) for x in minor.split("."))]
+    return CLUSTER_AUTOSCALER_IMAGE_TAGS[below[-1] if below else known[0]]
+
+
 # The EFA Kubernetes device plugin (advertises vpc.amazonaws.com/efa), from AWS' official eks-charts repository
 # (github.com/aws/eks-charts stable/aws-efa-k8s-device-plugin; Chart.yaml and values.yaml recorded in
 # upstream/aws-efa-k8s-device-plugin/).

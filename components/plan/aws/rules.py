@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from components.data import catalog
+from components.data import catalog, versions
 from components.plan import derive
 from components.plan.aws import managed_pools as plan
 from components.spec.model import NodePool, Problem, StackSpec, key, rule
@@ -67,6 +67,13 @@ def cluster_autoscaler(spec: StackSpec) -> Iterator[Problem]:
                 f"applies to EKS managed node groups only (cloud aws, not {spec.cloud})",
             )
         return
+    version = spec.cluster.kubernetes_version
+    if spec.cluster_autoscaler_enabled and version and version not in versions.CLUSTER_AUTOSCALER_IMAGE_TAGS:
+        yield Problem(
+            key("cluster", "kubernetesVersion"),
+            f"no Cluster Autoscaler release is pinned for Kubernetes {version} (upstream supports only the "
+            f"matching minor; pinned: {', '.join(versions.CLUSTER_AUTOSCALER_IMAGE_TAGS)})",
+        )
     if spec.cluster_autoscaler_enabled:
         for i, pool in enumerate(spec.node_pools):
             if pool.provisioner == "managed" and plan.ACCELERATOR_LABEL in pool.labels:

@@ -144,7 +144,17 @@ def discovery_tags(spec: StackSpec) -> list[str]:
     return [f"{plan.CA_PREFIX}/enabled", f"{plan.CA_PREFIX}/{spec.cluster.name}", plan.POOL_TAG]
 
 
-def helm_values(spec: StackSpec, role_arn: Any = None) -> dict[str, Any]:
+def image_tag(spec: StackSpec, kubernetes_version: Any = None) -> Any:
+    """The autoscaler image tag for the cluster: the stack's ``cluster.kubernetesVersion`` when given, else the
+    looked-up cluster's version (an Output), else the chart's own (1.35)."""
+    if spec.cluster.kubernetes_version:
+        return versions.cluster_autoscaler_image_tag(spec.cluster.kubernetes_version)
+    if kubernetes_version is not None:
+        return pulumi.Output.from_input(kubernetes_version).apply(versions.cluster_autoscaler_image_tag)
+    return versions.cluster_autoscaler_image_tag("1.35")
+
+
+def helm_values(spec: StackSpec, role_arn: Any = None, kubernetes_version: Any = None) -> dict[str, Any]:
     """Values of the cluster-autoscaler chart; every path exists in its values.yaml (tests check).
 
     Placement: system nodes only (``systemNodeSelector``), never a GPU node (no GPU toleration, GPU pool
@@ -171,6 +181,9 @@ def helm_values(spec: StackSpec, role_arn: Any = None) -> dict[str, Any]:
             }
         },
         "autoDiscovery": {"clusterName": spec.cluster.name, "tags": discovery_tags(spec)},
+        # the release of the cluster's own minor (the lookup's version at deploy time; the stack's when it names
+        # one): versions.CLUSTER_AUTOSCALER_IMAGE_TAGS
+        "image": {"tag": image_tag(spec, kubernetes_version)},
         "awsRegion": spec.cluster.region or "",
         "cloudProvider": "aws",
         "containerSecurityContext": {
@@ -287,7 +300,7 @@ class ClusterAutoscaler(addon.Component):
         self.release = k8s.helm_release(
             "cluster-autoscaler",
             **versions.release_args(CHART, spec),
-            values=helm_values(spec, role.arn),
+            values=helm_values(spec, role.arn, cluster.version),
             opts=self.child([self.crd, *deps]),
         )
         self.register_outputs({"roleArn": role.arn, "release": CHART.release})
