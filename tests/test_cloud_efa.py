@@ -135,3 +135,31 @@ def test_summary_section_per_layout():
     p5 = prod(p1={"efa": True})
     assert "| h100-inference | p5.48xlarge | 32 | ENA primary + efa-only per card |" in "\n".join(efa.summary_lines(p5))
     assert efa.summary_lines(load_spec(stack_config("dev-aws"))) == []
+
+
+def test_the_efa_device_plugin_image_comes_from_the_clusters_region():
+    """The chart's default repository is the us-west-2 copy (upstream values.yaml); EKS replicates it to every
+    Region it supports, under the registries the EKS user guide lists (af-south-1 and the others with an account
+    of their own): the plugin pulls from the cluster's Region, keeping the chart's path and tag."""
+    import yaml
+    from conftest import UPSTREAM, release, rendered, stack_config
+
+    from components.cli.loader import load_spec
+    from components.plan.aws import efa as efa_module
+
+    upstream = yaml.safe_load((UPSTREAM / "aws-efa-k8s-device-plugin" / "values.yaml").read_text())
+    default = upstream["image"]["repository"]
+    assert default == "602401143452.dkr.ecr.us-west-2.amazonaws.com/eks/aws-efa-k8s-device-plugin"
+    values = release(rendered("prod-aws"), "aws-efa-k8s-device-plugin")["values"]
+    assert values["image"] == {
+        "repository": "602401143452.dkr.ecr.us-east-1.amazonaws.com/eks/aws-efa-k8s-device-plugin"
+    }
+    spec = load_spec(stack_config("prod-aws"))
+
+    def in_region(region):
+        return spec.model_copy(update={"cluster": spec.cluster.model_copy(update={"region": region})})
+
+    got = efa_module.device_plugin_values(in_region("af-south-1"))["image"]["repository"]
+    assert got == "877085696533.dkr.ecr.af-south-1.amazonaws.com/eks/aws-efa-k8s-device-plugin"
+    # a Region the guide does not list: the chart's own repository
+    assert "image" not in efa_module.device_plugin_values(in_region("xx-nowhere-1"))

@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from components.data import catalog
+from components.data.aws_registries import EKS_ADDON_REGISTRIES
 from components.plan import derive
 from components.spec.model import NodePool, Problem, StackSpec, key, rule
 
@@ -108,6 +109,9 @@ def pool_zone(pool: NodePool) -> str | None:
 # ------------------------------------------------------------------------------------------- device plugin
 
 
+DEVICE_PLUGIN_REPOSITORY = "eks/aws-efa-k8s-device-plugin"  # the chart's image path under the EKS registry
+
+
 def device_plugin_values(spec: StackSpec) -> dict[str, Any]:
     """Values of the aws-efa-k8s-device-plugin chart (upstream/aws-efa-k8s-device-plugin/values.yaml).
 
@@ -121,10 +125,16 @@ def device_plugin_values(spec: StackSpec) -> dict[str, Any]:
         for tol in derive.tolerations(pool):
             if tol not in tolerations:
                 tolerations.append(tol)
-    return {
+    values: dict[str, Any] = {
         "supportedInstanceLabels": {"keys": [derive.POOL_LABEL], "values": [p.name for p in pools]},
         "tolerations": tolerations,
     }
+    registry = EKS_ADDON_REGISTRIES.get(spec.cluster.region or "")
+    if registry:
+        # The chart pulls from us-west-2 whatever the cluster's Region (values.yaml image.repository): from the
+        # cluster's own Region instead, where EKS replicates the image (data/aws_registries.py).
+        values["image"] = {"repository": f"{registry}/{DEVICE_PLUGIN_REPOSITORY}"}
+    return values
 
 
 def summary_lines(spec: StackSpec) -> list[str]:
