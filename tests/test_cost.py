@@ -658,3 +658,22 @@ def test_the_cost_configmap_sits_where_tenants_cannot_read_it():
     assert cm["data"] == {"cost.json": cost.to_json(doc)}
     rec = rendered("local").find("kubernetes:core/v1:ConfigMap", "gpu-platform-cost")
     assert rec.parent == "cost" and rec.inputs["metadata"]["namespace"] == "kube-system"
+
+
+@pytest.mark.parametrize("stack", ["dev-aws", "dev-gcp", "prod-gcp"])
+def test_per_gpu_prices_keep_the_sources_precision(stack):
+    """A pool without an on-demand fallback costs its node price / GPUs per node, exactly: the per-GPU figure is
+    not derived from the report's total rounded to 4 decimals (dev-gcp's T4 spot was 0.479875 instead of the
+    catalog's 0.479872 per node-hour)."""
+    spec = load_spec(stack_config(stack))
+    checked = 0
+    for pool in spec.node_pools:
+        if pool.karpenter.on_demand_fallback and pool.capacity == "spot" and pool.provisioner == "karpenter":
+            continue
+        capacity = "spot" if pool.capacity == "spot" else "on-demand"
+        node = cost.node_price(spec, pool, capacity).usd
+        if node is None:
+            continue
+        assert cost.pool_cost(spec, pool).per_gpu_hour == pytest.approx(node / pool.gpu.per_node, rel=0, abs=1e-12)
+        checked += 1
+    assert checked

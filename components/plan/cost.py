@@ -130,14 +130,20 @@ class PoolCost:
             return None
         return self.spot.usd / self.pool.gpu.per_node
 
-    def hourly(self, spot_gpus: int, on_demand_gpus: int) -> float | None:
+    def _hourly(self, spot_gpus: int, on_demand_gpus: int) -> float | None:
+        """USD per hour of that many GPUs, at the source's precision (nothing rounded)."""
         total = 0.0
         for gpus, per_gpu in ((spot_gpus, self.per_gpu_spot), (on_demand_gpus, self.per_gpu_on_demand)):
             if gpus:
                 if per_gpu is None:
                     return None
                 total += gpus * per_gpu
-        return round(total, 4)
+        return total
+
+    def hourly(self, spot_gpus: int, on_demand_gpus: int) -> float | None:
+        """The same, rounded to 4 decimals for the report (derived prices use ``_hourly``)."""
+        total = self._hourly(spot_gpus, on_demand_gpus)
+        return None if total is None else round(total, 4)
 
     @property
     def max_hourly(self) -> float | None:
@@ -162,7 +168,8 @@ class PoolCost:
     @property
     def per_gpu_hour(self) -> float | None:
         """Per GPU-hour at max scale (the blend of spot and on-demand parts for a fallback pool)."""
-        total = self.max_hourly
+        # from the unrounded total: a rounded node-hour total divided by the GPUs lost the source's precision
+        total = self._hourly(self.spot_gpus, self.on_demand_gpus)
         if total is None or not self.pool.gpu_cap:
             return self.per_gpu_spot if self.pool.capacity == "spot" else self.per_gpu_on_demand
         return total / self.pool.gpu_cap
