@@ -806,3 +806,16 @@ def test_gke_drivers_message_names_the_operator_alternative():
         "node with the DRA driver's GPU plugin (dra-driver-nvidia-gpu templates/validation.yaml); use driver: "
         "operator (Ubuntu nodes), whose pools carry gke-no-default-nvidia-gpu-device-plugin=true",
     ) in _problems(cfg)
+
+
+def test_the_exporter_attributes_dra_gpus_through_resource_slices_not_quota_names():
+    """dra-existing (an H100 pool and an A100 MIG pool, both through DRA): the exporter gets
+    KUBERNETES_ENABLE_DRA (NVIDIA/dcgm-exporter pkg/cmd/app.go --kubernetes-enable-dra: DRA-allocated GPUs are
+    found through ResourceSlices) and no NVIDIA_RESOURCE_NAMES: the Kueue quota names gpu.nvidia.com/devices and
+    mig.nvidia.com/devices are no device-plugin resources, so listing them there did nothing."""
+    from components.render import gpu_operator
+
+    spec = load_spec(stack_config("dra-existing"))
+    assert gpu_operator.exporter_env(spec) == [{"name": "KUBERNETES_ENABLE_DRA", "value": "true"}]
+    local = load_spec(stack_config("local"))  # no DRA: no such variable
+    assert all(e["name"] != "KUBERNETES_ENABLE_DRA" for e in gpu_operator.exporter_env(local))

@@ -57,6 +57,7 @@ CONTROL_PLANE_TOLERATION = {
 DCGM_VIRTUAL_GPUS_ENV = "KUBERNETES_VIRTUAL_GPUS"  # dcgm-exporter: attribute shared GPUs to their pods
 # dcgm-exporter 4.5.3-4.8.2 pkg/cmd/app.go (flags --kubernetes-gpu-id-type, --nvidia-resource-names):
 DCGM_GPU_ID_TYPE_ENV = "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE"  # "uid" (default) | "device-name"
+DCGM_ENABLE_DRA_ENV = "KUBERNETES_ENABLE_DRA"  # dcgm-exporter: attribute DRA-allocated GPUs to their pods
 DCGM_RESOURCE_NAMES_ENV = "NVIDIA_RESOURCE_NAMES"  # comma-separated (urfave/cli StringSlice)
 
 
@@ -147,12 +148,19 @@ def exporter_env(spec: StackSpec) -> list[dict[str, str]]:
         env.append({"name": DCGM_VIRTUAL_GPUS_ENV, "value": "true"})
     if derive.device_plugin_owner(spec) == "gke":
         env.append({"name": DCGM_GPU_ID_TYPE_ENV, "value": "device-name"})
+    if derive.dra(spec):
+        # GPUs a DRA driver allocates are not in the pod-resources API's device list the exporter joins by
+        # resource name: it finds their pods through ResourceSlices only with KUBERNETES_ENABLE_DRA
+        # (NVIDIA/dcgm-exporter pkg/cmd/app.go --kubernetes-enable-dra; transformation/kubernetes.go).
+        env.append({"name": DCGM_ENABLE_DRA_ENV, "value": "true"})
     extra = sorted(
         {
             name
             for pool in spec.node_pools
             for name in derive.units_per_gpu(spec, pool)
-            if name != derive.GPU_RESOURCE and not name.startswith("nvidia.com/mig-")
+            if name != derive.GPU_RESOURCE
+            and not name.startswith("nvidia.com/mig-")
+            and name not in derive.DRA_CLASS_OF  # Kueue's quota names for DRA devices: nothing the exporter reads
         }
     )
     if extra:
