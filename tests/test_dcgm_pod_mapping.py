@@ -40,6 +40,11 @@ def test_gke_driver_stacks_match_devices_by_name(stack):
     assert env[GPU_ID_TYPE] == "device-name"
     # GKE's plugin never renames shared GPUs, so no extra resource name is needed there
     assert RESOURCE_NAMES not in env
+    # both stacks share GPUs on GKE (dev-gcp l4-shared time-sharing x4, prod-gcp MPS x2): the exporter's sharing
+    # map, which reads GKE's nvidiaN/vgpuM IDs (kubernetes.go toDeviceToSharingPods, "/vgpu" separator), gives
+    # every pod on a shared GPU its metrics; without it one pod per GPU got them, and the idle alert and the
+    # per-namespace cost were wrong
+    assert env[VIRTUAL_GPUS] == "true"
 
 
 @pytest.mark.parametrize("stack", ["dev-aws", "prod-aws"])

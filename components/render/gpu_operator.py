@@ -121,13 +121,12 @@ def critical_pods(spec: StackSpec) -> int:
 
 
 def shares_gpus(spec: StackSpec) -> bool:
-    """True when NVIDIA's device plugin (the operator's or Bottlerocket's) time-slices or MPS-shares some
-    pool's GPUs: the DCGM exporter then maps its replica IDs (<uuid>::<n>) to pods (KUBERNETES_VIRTUAL_GPUS).
-    GKE's plugin names shared devices its own way, so GKE-served pools do not count."""
-    return any(
-        p.sharing and p.sharing.strategy in ("time-slicing", "mps") and derive.pool_device_plugin(spec, p) != "gke"
-        for p in spec.node_pools
-    )
+    """True when a device plugin time-slices or MPS-shares some pool's GPUs: the DCGM exporter then maps every
+    replica to its pod (KUBERNETES_VIRTUAL_GPUS), so each pod sharing a GPU gets its metrics and its share of the
+    cost; without it one pod per GPU does. NVIDIA's plugin names replicas ``<uuid>::<n>``, GKE's ``nvidiaN/vgpuM``,
+    and the exporter's sharing map reads both (NVIDIA/dcgm-exporter internal/pkg/transformation/kubernetes.go
+    ``toDeviceToSharingPods``: the ``::`` and ``gkeVirtualGPUDeviceIDSeparator = "/vgpu"`` branches)."""
+    return any(p.sharing and p.sharing.strategy in ("time-slicing", "mps") for p in spec.node_pools)
 
 
 def exporter_env(spec: StackSpec) -> list[dict[str, str]]:
@@ -135,7 +134,8 @@ def exporter_env(spec: StackSpec) -> list[dict[str, str]]:
     metric can carry the pod holding the GPU. dcgm-exporter reads the kubelet's pod-resources API and
     joins its device IDs to GPUs (internal/pkg/transformation/kubernetes.go):
 
-    * shared GPUs (time-slicing / MPS): replica IDs ``<uuid>::<n>`` need ``KUBERNETES_VIRTUAL_GPUS``;
+    * shared GPUs (time-slicing / MPS): replica IDs (``<uuid>::<n>``, GKE's ``nvidiaN/vgpuM``) need
+      ``KUBERNETES_VIRTUAL_GPUS``;
     * GKE's device plugin names devices ``nvidiaN`` / ``nvidiaN/vgpuM``, not by UUID: the exporter must
       match by device name (``DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE=device-name``);
     * the exporter skips every resource but ``nvidia.com/gpu`` and ``nvidia.com/mig-*`` unless listed in
