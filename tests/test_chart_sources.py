@@ -98,7 +98,8 @@ def test_the_images_the_platform_sets_keep_their_registry_under_the_mirror():
     cfg = {**stack_config("local"), "gpu-platform:imageRegistry": "mirror.internal:5000/proxy"}
     jobs = manifests(render("local", cfg), "Job")
     images = {c["image"] for j in jobs for c in j["spec"]["template"]["spec"]["containers"]}
-    assert images == {"mirror.internal:5000/proxy/registry.k8s.io/kubectl:v1.34.1"}
+    assert images == {f"mirror.internal:5000/proxy/{versions.KUBECTL_IMAGE}"}
+    assert versions.KUBECTL_IMAGE.startswith("registry.k8s.io/kubectl:v1.34.1@sha256:")
 
 
 # ------------------------------------------------------------------------------------------ stack-file rules

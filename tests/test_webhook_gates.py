@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 
 import pytest
 import yaml
@@ -293,3 +294,16 @@ def test_gated_releases_skip_helms_wait_and_the_others_keep_it(stack):
     assert gated == {"kueue", "volcano"} & set(releases) and gated
     for name, inputs in releases.items():
         assert inputs.get("skipAwait", False) is (name in gated), name
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_image_the_platform_sets_itself_is_pinned_by_digest(stack):
+    """The platform's own pods (the webhook gates') run an image named by tag and digest, so a re-pushed tag
+    cannot change what runs (charts' images are the charts')."""
+    images = [
+        c["image"]
+        for m in rendered(stack).manifests
+        for c in (m.get("spec", {}).get("template", {}).get("spec", {}).get("containers") or [])
+    ]
+    assert images, stack
+    assert all(re.fullmatch(r"[a-z0-9.\-/]+:[\w.\-]+@sha256:[0-9a-f]{64}", i) for i in images), images

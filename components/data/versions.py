@@ -172,8 +172,13 @@ ALLOWED_SOURCES: tuple[str, ...] = tuple(sorted({c.source for c in CHARTS.values
 
 
 # kubectl from the official Kubernetes registry, for the webhook readiness probes (components/render/webhooks.py):
-# shell-free, entrypoint kubectl; one minor of skew either side of the API server is supported.
-KUBECTL_IMAGE = "registry.k8s.io/kubectl:v1.34.1"
+# shell-free, entrypoint kubectl; one minor of skew either side of the API server is supported. Pinned by the
+# digest of its multi-arch index as well as the tag, so a re-pushed tag cannot change what runs (the digest that
+# independent public Dockerfiles pin for this tag, consistently; `crane digest registry.k8s.io/kubectl:v1.34.1`
+# where the registry can be reached). A mirror (imageRegistry) keeps digests: crane copy / skopeo sync do.
+KUBECTL_IMAGE = (
+    "registry.k8s.io/kubectl:v1.34.1@sha256:59bafa07ff3a6d4b417e7633ddb9d79a9606ca98bf64bac080b3e65748669250"
+)
 
 # API versions of the custom resources the platform writes (pinned with the charts above).
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
