@@ -259,3 +259,27 @@ def test_mig_and_time_sliced_examples_ask_for_one_unit():
 
 def test_examples_target_shipped_stacks():
     assert {_target(p)["stack"] for p in FILES} <= set(STACKS)
+
+
+# EC2 instances with EFA reserve 5,128 2 MiB hugepages, which libfabric's EFA provider allocates its buffers
+# from; a pod reaches them only by requesting hugepages-2Mi (requests equal to limits, as Kubernetes requires
+# for hugepages). The EKS user guide's EFA page asks 5120Mi per pod.
+EFA_HUGEPAGES = 5128 * 2  # MiB a node of an EFA instance reserves
+
+
+@pytest.mark.parametrize("name", ["kueue-pytorch-training-job.yaml", "volcano-pytorch-job.yaml"])
+def test_efa_examples_request_the_hugepages_the_node_reserves(name):
+    docs = [d for d in yaml.safe_load_all((ROOT / "examples" / name).read_text()) if d]
+    containers = []
+    for d in docs:
+        if d["kind"] != "Job":
+            continue
+        volcano = d["apiVersion"].startswith("batch.volcano.sh/")
+        templates = [t["template"] for t in d["spec"]["tasks"]] if volcano else [d["spec"]["template"]]
+        containers += [c for t in templates for c in t["spec"]["containers"]]
+    efa = [c for c in containers if "vpc.amazonaws.com/efa" in c["resources"]["requests"]]
+    assert efa
+    for c in efa:
+        requests, limits = c["resources"]["requests"], c["resources"]["limits"]
+        assert requests["hugepages-2Mi"] == limits["hugepages-2Mi"] == "5120Mi"
+        assert int(requests["hugepages-2Mi"].removesuffix("Mi")) <= EFA_HUGEPAGES  # fits what one node reserves
