@@ -370,3 +370,27 @@ def test_the_node_exporter_namespace_is_marked_as_an_operator_namespace():
     mon = manifest(r, "Namespace", "monitoring")["metadata"]["labels"]
     assert prometheus_stack.OPERATOR_NAMESPACE_LABEL not in mon
     assert mon["pod-security.kubernetes.io/warn"] == "restricted"
+
+
+def test_the_operators_webhooks_stay_fail_open_so_one_replica_is_enough():
+    """Admission webhooks that fail closed need two replicas and a disruption budget (Kueue's and Volcano's have
+    them); the prometheus-operator's only guard PrometheusRule and AlertmanagerConfig writes, and with the values
+    the platform gives (no failurePolicy, the patch job on) the chart renders them failurePolicy: Ignore
+    (templates/prometheus-operator/admission-webhooks/validatingWebhookConfiguration.yaml), so its single
+    operator replica blocks no write when it is down."""
+    import tarfile
+
+    from conftest import ROOT
+
+    name = "kube-prometheus-stack/templates/prometheus-operator/admission-webhooks/validatingWebhookConfiguration.yaml"
+    with tarfile.open(ROOT / "upstream" / "charts" / "kube-prometheus-stack-88.5.3.tgz") as tar:
+        template = tar.extractfile(name).read().decode()
+    assert (
+        "{{- else if .Values.prometheusOperator.admissionWebhooks.patch.enabled }}\n    failurePolicy: Ignore"
+        in template
+    )
+    upstream = yaml.safe_load((UPSTREAM / "kube-prometheus-stack" / "values.yaml").read_text())
+    assert upstream["prometheusOperator"]["admissionWebhooks"]["failurePolicy"] == ""
+    assert upstream["prometheusOperator"]["admissionWebhooks"]["patch"]["enabled"] is True
+    hooks = release(rendered("local"), "kube-prometheus-stack")["values"]["prometheusOperator"]["admissionWebhooks"]
+    assert "failurePolicy" not in hooks and hooks.get("patch", {}).get("enabled", True) is True
