@@ -370,11 +370,18 @@ def _allocated_unit_price(spec: StackSpec, pool: NodePool, profile: str | None, 
     return device_price
 
 
+def _shared_replicas(pool: NodePool) -> int:
+    """Units one GPU of a time-sliced or MPS pool advertises (0 otherwise)."""
+    if pool.sharing and pool.sharing.strategy in ("time-slicing", "mps"):
+        return pool.sharing.replicas or 1
+    return 0
+
+
 def idle_cost_rules(spec: StackSpec) -> list[dict[str, Any]]:
     """Per pool with a known price: the hourly cost of its idle devices, the price a constant in the rule (so
     Prometheus needs no external data). Unallocated: devices under the idle threshold no pod holds (GpuIdle's
-    expression); allocated: per tenant namespace, units its pods hold under the threshold. Pools scaled to zero
-    record 0."""
+    expression), and on a time-sliced or MPS GPU under the threshold the replicas no pod holds; allocated: per
+    tenant namespace, units its pods hold under the threshold. Pools scaled to zero record 0."""
     idle = _num(spec.monitoring.alerts.idle_utilization_percent)
     device = ", ".join(DEVICE_KEY)
     out: list[dict[str, Any]] = []
@@ -390,6 +397,14 @@ def idle_cost_rules(spec: StackSpec) -> list[dict[str, Any]]:
                 f"* {_price(price)} or vector(0)"
             )
             unit = _allocated_unit_price(spec, pool, profile, price)
+            replicas = _shared_replicas(pool) if profile is None else 0
+            if replicas > 1:
+                # A partly used shared GPU: the replicas no pod holds are paid and idle too (the pods' series
+                # carry the device's utilization, one series per pod: KUBERNETES_VIRTUAL_GPUS).
+                free_parts.append(
+                    f'sum(clamp_min({replicas} - count by ({device}) ({UTILIZATION}{{{m}, pod!=""}} < {idle}), 0)) '
+                    f"* {_price(unit)} or vector(0)"
+                )
             labels = {"pool": pool.name, **({"profile": profile} if profile else {})}
             held.append(
                 {
