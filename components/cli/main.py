@@ -123,8 +123,7 @@ def cmd_cost(args: argparse.Namespace) -> int:
     if spec is None:
         return EXIT_INVALID
     doc = cost.report(spec, args.stack)
-    print(cost.to_json(doc) if args.json else "\n".join(cost.markdown(doc)), end="" if args.json else "\n")
-    return EXIT_OK
+    return _emit(args, lambda: cost.to_json(doc), lambda: cost.markdown(doc))
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -135,7 +134,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if spec is None:
         return EXIT_INVALID
     p = plan.build(spec, args.stack)
-    print(p.to_json() if args.json else "\n".join(plan_text(p)), end="" if args.json else "\n")
+    return _emit(args, p.to_json, lambda: plan_text(p))
+
+
+def _emit(args: argparse.Namespace, as_json: Any, as_lines: Any) -> int:
+    """Print a document: its JSON with --json, else its lines for a person."""
+    print(as_json() if args.json else "\n".join(as_lines()), end="" if args.json else "\n")
     return EXIT_OK
 
 

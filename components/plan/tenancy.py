@@ -1,19 +1,7 @@
-"""What each tenant's namespace gets (pure): its labels and annotations, its ResourceQuota, the priority-ceiling
-policy; the objects themselves are ``components/render/tenancy.py``'s.
-
-Cloud-neutral tenancy: PriorityClasses, and per tenant a Namespace, a ResourceQuota and a LimitRange.
-
-Per tenant this registers three objects: the namespace with Pod Security Admission labels, one
-ResourceQuota that caps every GPU resource name the cluster advertises (0 where the tenant reaches no
-such pool) and cpu/memory when given, and a LimitRange so pods without requests still get sane ones.
-
-Priority ceilings cost no object per tenant: the namespace carries the PriorityClasses above its
-tenant's ceiling in an annotation, and one cluster-wide ValidatingAdmissionPolicy refuses them there,
-as pod priority, as a pod template's or a CronJob's job template's priority, as Kueue's
-``kueue.x-k8s.io/priority-class`` label (Kueue orders and preempts workloads by that, so a ceiling on pods
-alone would not hold) and in Kueue Workloads; it refuses the built-in ``system-*`` classes in every tenant
-namespace.
-"""
+"""What each tenant's namespace gets, as data: its labels (Pod Security, tenant, scheduler, critical) and
+annotations (the PriorityClasses above its ceiling; a Volcano tenant's pools), its ResourceQuota's ``spec.hard``
+(every GPU resource name the cluster advertises, 0 where it reaches no such pool), and the priority-ceiling
+policy's spec. The objects made of them, and why they look so, are ``components/render/tenancy.py``'s."""
 
 from __future__ import annotations
 
