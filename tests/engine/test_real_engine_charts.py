@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 from engine import Engine
+from probes import RESTRICTED_CONTAINER
 
 from components.cli.loader import load_spec
 from components.cli.synth import render
@@ -231,12 +232,7 @@ def test_a_tenant_gpu_job_runs_on_its_pools_node_within_its_quota(deployed):
                             "name": "train",
                             "image": "registry.example/train:1",
                             "resources": {"limits": {"nvidia.com/gpu": "1"}, "requests": {"nvidia.com/gpu": "1"}},
-                            "securityContext": {
-                                "allowPrivilegeEscalation": False,
-                                "capabilities": {"drop": ["ALL"]},
-                                "runAsNonRoot": True,
-                                "seccompProfile": {"type": "RuntimeDefault"},
-                            },
+                            "securityContext": dict(RESTRICTED_CONTAINER),  # tests/cluster/probes.py
                         }
                     ],
                 }
