@@ -130,6 +130,17 @@ CASES: list[tuple[str, dict[str, Any]]] = [
     ),
     ("cloudwatch.EventTarget", {"rule": "e", "arn": "arn:q", "target_id": "T", "region": "r"}),
     (
+        "eks.Addon",
+        {
+            "cluster_name": "c",
+            "addon_name": "eks-node-monitoring-agent",
+            "resolve_conflicts_on_create": "OVERWRITE",
+            "resolve_conflicts_on_update": "PRESERVE",
+            "region": "r",
+            "tags": {"managed-by": "gpu-platform"},
+        },
+    ),
+    (
         "autoscaling.Tag",
         {
             "autoscaling_group_name": "eks-pool-abc",

@@ -968,6 +968,8 @@ def test_controller_values_whole_document():
             "clusterName": "ml-dev",
             "interruptionQueue": "q-name",
             "clusterEndpoint": "https://EP.eks.example",
+            # the node monitoring agent is on (dev-aws has a Karpenter pool): Karpenter repairs on its conditions
+            "featureGates": {"nodeRepair": True},
         },
         "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}],
     }
@@ -985,6 +987,7 @@ def test_controller_values_defaults_and_irsa():
         "clusterName": "ml-dev",
         "interruptionQueue": "ml-dev-karpenter",
         "enableZonalShift": True,
+        "featureGates": {"nodeRepair": True},
     }
     assert values["serviceAccount"] == {
         "name": "karpenter",
@@ -1261,3 +1264,22 @@ def test_which_pools_get_a_node_class_of_their_own():
     br_mps = need(os="bottlerocket", sharing={"strategy": "mps", "replicas": 2})
     assert (br_mps.name, br_mps.owner) == ("gpu-bottlerocket-200gib-a10g-spot", "a10g-spot")
     assert br_mps.alias == "bottlerocket@latest"
+
+
+def test_node_repair_follows_the_node_monitoring_agent():
+    """Karpenter's node repair (alpha, off upstream) acts on the conditions the EKS node monitoring agent sets
+    (AcceleratedHardwareReady among them: karpenter-provider-aws cloudprovider.go RepairPolicies): on with the
+    agent, which a stack with a Karpenter pool gets by default, off with it, and no gate at all without either."""
+    upstream = yaml.safe_load((UPSTREAM / "karpenter" / "values.yaml").read_text())
+    assert upstream["settings"]["featureGates"]["nodeRepair"] is False
+    spec = load_spec(stack_config("dev-aws"))
+    assert spec.node_monitoring_agent_enabled
+    assert karpenter.controller_values(spec)["settings"]["featureGates"] == {"nodeRepair": True}
+    assert [r.name for r in rendered("dev-aws").resources if r.type == "aws:eks/addon:Addon"] == [
+        "eks-node-monitoring-agent"
+    ]
+    cfg = stack_config("dev-aws")
+    cfg["gpu-platform:addons"] = {**cfg.get("gpu-platform:addons", {}), "nodeMonitoringAgent": False}
+    off = load_spec(cfg)
+    assert "featureGates" not in karpenter.controller_values(off)["settings"]
+    assert not [r for r in render_config(cfg).resources if r.type == "aws:eks/addon:Addon"]

@@ -118,9 +118,9 @@ def test_overlay_covers_both_nodepools_of_an_on_demand_fallback_pool():
 
 def test_feature_gate_only_with_overlays_and_on_an_upstream_value_path():
     plain = load_spec(stack_config("dev-aws"))
-    assert "featureGates" not in karpenter.controller_values(plain)["settings"]
+    assert "nodeOverlay" not in karpenter.controller_values(plain)["settings"]["featureGates"]
     values = karpenter.controller_values(load_spec(_config("ts")))
-    assert values["settings"]["featureGates"] == {"nodeOverlay": True}
+    assert values["settings"]["featureGates"] == {"nodeOverlay": True, "nodeRepair": True}
     upstream = yaml.safe_load((UPSTREAM / "karpenter" / "values.yaml").read_text())
     assert upstream["settings"]["featureGates"]["nodeOverlay"] is False  # alpha, off by default upstream
     assert unknown_paths(values, upstream) == []
@@ -171,7 +171,7 @@ def test_rendered_overlays_validate_against_the_strict_schema():
     bad["spec"]["capacity"]["cpu"] = "1"
     bad["spec"]["replicas"] = 2
     assert list(validator.iter_errors(bad)) and _cel_nodeoverlay(bad)
-    assert release(r, "karpenter")["values"]["settings"]["featureGates"] == {"nodeOverlay": True}
+    assert release(r, "karpenter")["values"]["settings"]["featureGates"] == {"nodeOverlay": True, "nodeRepair": True}
 
 
 # ------------------------------------------------------------------------ Bottlerocket EC2NodeClasses

@@ -99,6 +99,10 @@ def run(spec: StackSpec) -> None:
             EfaDevicePlugin("efa-device-plugin", spec, provider)
             if any(p.provisioner == "karpenter" for p in efa.efa_pools(spec)):
                 KarpenterEfaNetworks("karpenter-efa-networks", spec, access.cluster)  # type: ignore[attr-defined]
+    if spec.node_monitoring_agent_enabled:
+        from components.render.aws.node_health import NodeHealth
+
+        NodeHealth("node-health", spec)
     if spec.cloud == "aws" and any(p.provisioner == "managed" for p in spec.node_pools):
         from components.render.aws.nodegroups import EksGpuNodeGroups
 

@@ -175,6 +175,17 @@ class StackSpec(Model):
         return any(p.provisioner == "karpenter" for p in self.node_pools)
 
     @property
+    def node_monitoring_agent_enabled(self) -> bool:
+        """aws only: the EKS node monitoring agent (see ``Addons.node_monitoring_agent``)."""
+        if self.cloud != "aws":
+            return False
+        if self.addons.node_monitoring_agent is not None:
+            return self.addons.node_monitoring_agent
+        return any(
+            (p.provisioner == "managed" and p.eks.auto_repair) or p.provisioner == "karpenter" for p in self.node_pools
+        )
+
+    @property
     def cluster_autoscaler_enabled(self) -> bool:
         """aws only: the Cluster Autoscaler scales the managed node groups (on by default when there are any)."""
         if self.cloud != "aws":

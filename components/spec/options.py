@@ -56,6 +56,12 @@ class Addons(Model):
         description="aws: install the Cluster Autoscaler for the managed node groups (default: on when any pool "
         "has provisioner: managed); off means managed pools keep their minNodes and never scale",
     )
+    node_monitoring_agent: bool | None = Field(
+        default=None,
+        description="aws: the EKS node monitoring agent add-on, which marks a node with a GPU fault "
+        "(AcceleratedHardwareReady=False) for EKS auto repair and Karpenter's node repair (default: on when any "
+        "pool can be repaired: a managed pool with eks.autoRepair, or a Karpenter pool)",
+    )
 
 
 class GpuOperatorOptions(Model):

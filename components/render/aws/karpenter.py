@@ -404,10 +404,18 @@ def controller_values(
         settings["clusterEndpoint"] = cluster_endpoint
     if k.zonal_shift:
         settings["enableZonalShift"] = True
+    gates: dict[str, bool] = {}
     if overlay_pools(spec):
         # NodeOverlay is alpha in 1.14 (chart values.yaml settings.featureGates.nodeOverlay, default false);
         # switched on only when a pool needs one. Helm merges maps, so the other gates keep their defaults.
-        settings["featureGates"] = {"nodeOverlay": True}
+        gates["nodeOverlay"] = True
+    if spec.node_monitoring_agent_enabled:
+        # Node repair (alpha in 1.14, settings.featureGates.nodeRepair, default false) replaces a node whose
+        # AcceleratedHardwareReady condition, which the EKS node monitoring agent sets on a GPU fault, stays False
+        # for 10 minutes (karpenter-provider-aws pkg/cloudprovider/cloudprovider.go RepairPolicies).
+        gates["nodeRepair"] = True
+    if gates:
+        settings["featureGates"] = gates
     service_account: dict[str, Any] = {"name": SERVICE_ACCOUNT}
     if k.identity == "irsa":
         service_account["annotations"] = {"eks.amazonaws.com/role-arn": irsa_role_arn}

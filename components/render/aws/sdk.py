@@ -34,6 +34,7 @@ KINDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "ec2.PlacementGroup": ("aws:ec2/placementGroup:PlacementGroup", ("arn", "name")),
     "ec2.SecurityGroup": ("aws:ec2/securityGroup:SecurityGroup", ("arn",)),
     "eks.AccessEntry": ("aws:eks/accessEntry:AccessEntry", ()),
+    "eks.Addon": ("aws:eks/addon:Addon", ()),
     "eks.NodeGroup": ("aws:eks/nodeGroup:NodeGroup", ("arn", "node_group_name", "resources")),
     "eks.PodIdentityAssociation": ("aws:eks/podIdentityAssociation:PodIdentityAssociation", ()),
     "iam.Policy": ("aws:iam/policy:Policy", ("arn", "name")),

@@ -1,0 +1,42 @@
+"""Node health on EKS: the EKS node monitoring agent add-on (issue 31).
+
+The agent (a DaemonSet on every node, aws/eks-node-monitoring-agent) parses the nodes' logs and sets one
+NodeCondition per category; NVIDIA GPU errors (XID codes, DCGM diagnostics) set ``AcceleratedHardwareReady`` to
+False. Two repair paths act on it: EKS node auto repair of managed node groups (``nodeRepairConfig``, on per pool
+with ``eks.autoRepair``) and Karpenter's node repair (``settings.featureGates.nodeRepair``; after 10 minutes of
+``AcceleratedHardwareReady=False``: karpenter-provider-aws pkg/cloudprovider/cloudprovider.go ``RepairPolicies``).
+Without the agent both react only to a node that stops reporting Ready.
+"""
+
+from __future__ import annotations
+
+import pulumi
+
+from components.plan.aws import managed_pools as plan
+from components.render.aws import sdk
+from components.spec.model import StackSpec
+
+ADDON_NAME = "eks-node-monitoring-agent"  # the EKS add-on's name (EKS user guide, "node-health")
+
+
+class NodeHealth(pulumi.ComponentResource):
+    """The node monitoring agent as an EKS add-on of the cluster (its version: EKS's default for the cluster's
+    Kubernetes version; an add-on update is EKS's to roll out)."""
+
+    TYPE = "gpu-platform:aws:NodeHealth"
+
+    def __init__(self, name: str, spec: StackSpec, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(self.TYPE, name, None, opts)
+        self.addon = sdk.resource(
+            "eks.Addon",
+            ADDON_NAME,
+            cluster_name=spec.cluster.name,
+            addon_name=ADDON_NAME,
+            # the agent's DaemonSet must run on every GPU node: the add-on's own manifest tolerates every taint
+            resolve_conflicts_on_create="OVERWRITE",
+            resolve_conflicts_on_update="PRESERVE",
+            region=spec.cluster.region,
+            tags=plan.base_tags(spec),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.register_outputs({"addon": ADDON_NAME})
