@@ -115,7 +115,7 @@ def _queues(spec: StackSpec) -> list[str]:
         if t.name not in kueue_tenants:  # no ClusterQueue: nothing queued, ordered, lent or borrowed in Kueue
             lines.append(f"| {t.name} | - | - | - | - | - | - | {volcano} |")
             continue
-        tp = plan.tenant_plan(spec, t)  # a Kueue tenant: its queues, cohort and lending are the plan's
+        tp = plan.build(spec, "").tenants[t.name]  # a Kueue tenant: its queues, cohort and lending are the plan's
         cohort = tp.cohort
         kueue = f"`{t.name}/{tp.local_queue}` -> `{tp.cluster_queue}`"
         never = derive.tenant_never_preempts(spec, t)
@@ -227,7 +227,7 @@ def _dra_lines(spec: StackSpec) -> list[str]:
         "|---|---|---|",
     ]
     for t in spec.tenants:
-        hard = plan.tenant_plan(spec, t).quota_hard
+        hard = plan.build(spec, "").tenants[t.name].quota_hard
         quota = ", ".join(f"`{k}` {v}" for k, v in hard.items() if k.endswith(dra.QUOTA_SUFFIX))
         templates = ", ".join(f"`{n}`" for n in dra.claim_templates(spec, t)) or "-"
         lines.append(f"| {t.name} | {quota} | {templates} |")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -291,9 +291,16 @@ def addon_plan(spec: StackSpec, chart: versions.Chart, enabled: bool, options: d
 
 
 def build(spec: StackSpec, stack: str) -> Plan:
-    """The plan of a validated spec (``loader.load_spec``): one pass, no resources."""
+    """The plan of a validated spec (``loader.load_spec``): one pass, no resources; made once per spec (the
+    program, the summary and the outputs read the same one)."""
+    decided = _decide(spec)
+    return decided if decided.stack == stack else replace(decided, stack=stack)
+
+
+@derive.per_spec
+def _decide(spec: StackSpec) -> Plan:
     return Plan(
-        stack=stack,
+        stack="",
         cloud=spec.cloud,
         pools=_freeze({p.name: pool_plan(spec, p) for p in spec.node_pools}, keep_order=True),
         tenants=_freeze({t.name: tenant_plan(spec, t) for t in spec.tenants}, keep_order=True),
