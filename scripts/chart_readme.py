@@ -21,8 +21,8 @@ def readme(built: dict[str, Built], licences: list[str]) -> str:
     lines = [
         "# upstream/charts/: the pinned Helm charts, packaged",
         "",
-        "Every chart `components/versions.py` pins, as a packaged chart archive (`<chart>-<version>.tgz`, the name",
-        "`helm package` writes), so that a clone deploys with no chart repository reachable (stack setting",
+        "Every chart `components/data/versions.py` pins, as a packaged chart archive (`<chart>-<version>.tgz`, the",
+        "name `helm package` writes), so that a clone deploys with no chart repository reachable (stack setting",
         "`gpu-platform:chartSource: bundled`). Upstream data: do not edit these files. Each archive is made from the",
         "upstream git repository at the release commit below, as the upstream release job packages it (the",
         "release-time stamping is applied and listed), by `scripts/package_charts.py`, which produces the same bytes",
