@@ -329,4 +329,14 @@ def _stop_all(*_args: object) -> None:
         cp.stop()
 
 
+def _on_sigterm(signum: int, _frame: object) -> None:
+    """A run killed with SIGTERM (``timeout``, ``pkill``) skips atexit: stop the servers (each in a session of
+    its own, so the signal never reached them), then die of the signal as before."""
+    _stop_all()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
 atexit.register(_stop_all)
+if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+    signal.signal(signal.SIGTERM, _on_sigterm)
