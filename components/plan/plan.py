@@ -47,6 +47,11 @@ def _thaw(value: Any) -> Any:
     return value
 
 
+def plain(value: Any) -> Any:
+    """A plan value as plain dicts and lists (what a resource's inputs are made of)."""
+    return _thaw(value)
+
+
 def _camel(name: str) -> str:
     head, *rest = name.split("_")
     return head + "".join(w[:1].upper() + w[1:] for w in rest)
@@ -101,6 +106,7 @@ class TenantPlan:
     local_queue: str | None
     cluster_queue: str | None
     volcano_queue: str | None
+    volcano_queue_spec: Mapping[str, Any] | None  # the Volcano Queue's spec (weight, capability, guarantee)
 
 
 @dataclass(frozen=True)
@@ -221,6 +227,7 @@ def pool_plan(spec: StackSpec, pool: NodePool) -> PoolPlan:
 
 def tenant_plan(spec: StackSpec, tenant: Tenant) -> TenantPlan:
     from components.plan import tenancy
+    from components.plan import volcano as volcano_plan
 
     scheduler = derive.tenant_scheduler(spec, tenant)
     kueue = scheduler == "kueue" and spec.addons.kueue
@@ -244,6 +251,7 @@ def tenant_plan(spec: StackSpec, tenant: Tenant) -> TenantPlan:
         local_queue=spec.scheduling.local_queue_name if kueue else None,
         cluster_queue=tenant.name if kueue else None,
         volcano_queue=tenant.name if volcano else None,
+        volcano_queue_spec=_freeze(volcano_plan.queue_spec(spec, tenant)) if volcano else None,
     )
 
 

@@ -49,10 +49,12 @@ import yaml
 
 from components.data import versions
 from components.plan import derive
+from components.plan.plan import plain
+from components.plan.volcano import queue_spec as queue_spec  # re-exported: the renderer's name for it
 from components.render import addon, k8s, webhooks
 from components.render.kueue import GKE_CRITICAL_PODS
 from components.render.tenancy import POOLS_ANNOTATION, SHARED_POOLS_ANNOTATION, all_gpu_resources
-from components.spec.model import StackSpec, Tenant
+from components.spec.model import StackSpec
 
 CHART = versions.VOLCANO
 API = versions.VOLCANO_QUEUE_API
@@ -148,28 +150,6 @@ def helm_values(spec: StackSpec) -> dict[str, Any]:
             "admission_affinity": admission_affinity(),
         },
     }
-
-
-def queue_spec(spec: StackSpec, tenant: Tenant) -> dict[str, Any]:
-    nominal = derive.tenant_units(spec, tenant)
-    ceiling = derive.tenant_ceiling_units(spec, tenant)
-    capability: dict[str, str] = {name: str(ceiling.get(name, 0)) for name in all_gpu_resources(spec)}
-    if tenant.quota.cpu:
-        capability["cpu"] = tenant.quota.cpu
-    if tenant.quota.memory:
-        capability["memory"] = tenant.quota.memory
-    out: dict[str, Any] = {
-        "weight": tenant.queue_weight,
-        "reclaimable": True,
-        "capability": dict(sorted(capability.items())),
-    }
-    guarantee = {name: str(n) for name, n in nominal.items() if n > 0}
-    if guarantee:
-        out["guarantee"] = {"resource": guarantee}
-        # Volcano's queue webhook requires guarantee <= deserved <= capability for every guaranteed resource.
-        # proportion computes its own deserved share from the weights; the capacity plugin would read this one.
-        out["deserved"] = dict(guarantee)
-    return out
 
 
 def queue_policy() -> dict[str, Any]:
@@ -318,15 +298,17 @@ class Volcano(addon.ChartAddon):
             opts=self.child([self.release]),
         )
         self.queues: list[str] = []
-        for tenant in derive.volcano_tenants(spec):
+        for tenant in self.plan.tenants.values():  # the plan's Volcano tenants, in stack-file order
+            if tenant.volcano_queue is None:
+                continue
             k8s.kube_object(
                 f"{tenant.name}-volcano-queue",
                 api_version=API,
                 kind="Queue",
                 metadata=self.gated(
-                    {"name": tenant.name, "labels": {**derive.MANAGED_BY, derive.TENANT_LABEL: tenant.name}}
+                    {"name": tenant.volcano_queue, "labels": {**derive.MANAGED_BY, derive.TENANT_LABEL: tenant.name}}
                 ),
-                spec=queue_spec(spec, tenant),
+                spec=plain(tenant.volcano_queue_spec),
                 opts=after,
             )
             self.queues.append(tenant.name)
