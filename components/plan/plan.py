@@ -107,6 +107,8 @@ class TenantPlan:
     cluster_queue: str | None
     volcano_queue: str | None
     volcano_queue_spec: Mapping[str, Any] | None  # the Volcano Queue's spec (weight, capability, guarantee)
+    cluster_queue_spec: Mapping[str, Any] | None  # the Kueue ClusterQueue's spec (flavors, quotas, cohort)
+    local_queue_spec: Mapping[str, Any] | None
 
 
 @dataclass(frozen=True)
@@ -226,6 +228,7 @@ def pool_plan(spec: StackSpec, pool: NodePool) -> PoolPlan:
 
 
 def tenant_plan(spec: StackSpec, tenant: Tenant) -> TenantPlan:
+    from components.plan import kueue as kueue_plan
     from components.plan import tenancy
     from components.plan import volcano as volcano_plan
 
@@ -252,6 +255,8 @@ def tenant_plan(spec: StackSpec, tenant: Tenant) -> TenantPlan:
         cluster_queue=tenant.name if kueue else None,
         volcano_queue=tenant.name if volcano else None,
         volcano_queue_spec=_freeze(volcano_plan.queue_spec(spec, tenant)) if volcano else None,
+        cluster_queue_spec=_freeze(kueue_plan.cluster_queue_spec(spec, tenant)) if kueue else None,
+        local_queue_spec=_freeze(kueue_plan.local_queue_spec(tenant)) if kueue else None,
     )
 
 

@@ -1,0 +1,305 @@
+"""What Kueue decides (pure): the ResourceFlavors, ClusterQueues, LocalQueues and provisioning admission checks
+of a stack, and the constants they use. The objects are ``components/render/kueue.py``'s; the plan carries each
+tenant's ClusterQueue and LocalQueue spec (``TenantPlan.cluster_queue_spec``, ``local_queue_spec``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from components.data import versions
+from components.plan import derive
+from components.spec.model import NodePool, StackSpec, Tenant
+
+CHART = versions.KUEUE
+API = versions.KUEUE_API
+CONFIG_API = "config.kueue.x-k8s.io/v1beta2"
+QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
+PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
+PREFERRED_TOPOLOGY_ANNOTATION = "kueue.x-k8s.io/podset-preferred-topology"
+REQUIRED_TOPOLOGY_ANNOTATION = "kueue.x-k8s.io/podset-required-topology"
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+
+DEFAULT_FLAVOR = "default-flavor"
+TOPOLOGY_NAME = "gpu-topology"
+# cpu/memory quota per flavor when a tenant sets no quota.cpu/memory: above any cluster this platform sizes,
+# so GPUs (not cpu) are what Kueue rations; the namespace ResourceQuota caps cpu/memory when they are set.
+DEFAULT_CPU_QUOTA = "10000"
+DEFAULT_MEMORY_QUOTA = "64Ti"
+CPU_RESOURCES = ("cpu", "memory")
+
+# Topology levels (coarsest first, the node last) each cloud labels GPU nodes with. GKE: dense-deployment
+# VMs (compact placement, reservations) carry gce-topology-block/-subblock/-host; EKS: instance types with
+# network topology (p4d/p4de, p5, trn...) carry network-node-layer-1..3 (layer 3 is nearest the node).
+CLOUD_TOPOLOGY_LEVELS: dict[str, tuple[str, ...]] = {
+    "gcp": (
+        "cloud.google.com/gce-topology-block",
+        "cloud.google.com/gce-topology-subblock",
+        "cloud.google.com/gce-topology-host",
+        HOSTNAME_LABEL,
+    ),
+    "aws": (
+        "topology.k8s.aws/network-node-layer-1",
+        "topology.k8s.aws/network-node-layer-2",
+        "topology.k8s.aws/network-node-layer-3",
+        HOSTNAME_LABEL,
+    ),
+}
+
+# Requests Kueue does not ration (BlockUndeclared would otherwise leave any pod asking for them
+# inadmissible): ephemeral storage, hugepages, EFA interfaces (vpc.amazonaws.com/efa), GKE multi-network
+# interfaces (networking.gke.io.networks/...), RDMA devices.
+EXCLUDED_RESOURCE_PREFIXES = ("ephemeral-storage", "hugepages-", "vpc.amazonaws.com/", "networking.gke.io", "rdma/")
+
+# GKE Dynamic Workload Scheduler (queued provisioning): the ProvisioningRequest class Kueue asks for.
+DWS_PROVISIONING_CLASS = "queued-provisioning.gke.io"
+# The Cluster Autoscaler's best-effort atomic scale-up class (autoscaler FAQ "Supported ProvisioningClasses"):
+# atomic only where the cloud provider implements AtomicIncreaseSize, which the AWS one does not
+# (cluster-autoscaler 1.35.0 cloudprovider/aws/aws_cloud_provider.go:288-291; FAQ.md:650-654).
+ATOMIC_PROVISIONING_CLASS = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
+PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
+
+REQUEUE_BACKOFF_BASE_SECONDS = 60
+REQUEUE_BACKOFF_MAX_SECONDS = 3600
+CONTROLLER_REPLICAS = 2  # webhooks sit on the pod/job admission path: keep one up through node drains
+CONTROLLER_PRIORITY_CLASS = "system-cluster-critical"
+
+
+def topology_levels(spec: StackSpec) -> list[str] | None:
+    """Node labels of the Kueue Topology: ``scheduling.topologyLevels``, else the cloud's; None on existing
+    clusters without explicit levels (a rule rejects topologyAware pools there)."""
+    if spec.scheduling.topology_levels:
+        return list(spec.scheduling.topology_levels)
+    levels = CLOUD_TOPOLOGY_LEVELS.get(spec.cloud)
+    return list(levels) if levels else None
+
+
+def uses_topology(spec: StackSpec) -> bool:
+    return any(p.topology_aware for p in spec.node_pools)
+
+
+def flavor_spec(spec: StackSpec, pool: NodePool) -> dict[str, Any]:
+    """ResourceFlavor spec: pods admitted on this flavor get the pool's node label as nodeSelector and
+    tolerations for exactly the pool's taints (TAS also needs them here: it places pods itself). A shared pool a
+    tenant could confuse with a whole-GPU one (``derive.opt_in_shared_pools``) also carries the opt-in nodeTaint
+    ``derive.SHARED_GPU_TAINT``, which it does not tolerate for the pod: only workloads that tolerate it land there.
+    nodeTaints may change in place on a flavor without a topology (``flavor_immutable``)."""
+    out: dict[str, Any] = {
+        "nodeLabels": {derive.POOL_LABEL: pool.name},
+        "tolerations": derive.tolerations(pool),
+    }
+    if pool.name in derive.opt_in_shared_pools(spec):
+        out["nodeTaints"] = [dict(derive.SHARED_GPU_TAINT)]
+    if pool.topology_aware:
+        out["topologyName"] = TOPOLOGY_NAME
+    return out
+
+
+def provisioning_class(spec: StackSpec, pool: NodePool) -> str | None:
+    """The ProvisioningRequest class Kueue's admission check asks for on this pool's flavor, or None (no check).
+
+    * GKE queued-provisioning pools: ``queued-provisioning.gke.io`` (Dynamic Workload Scheduler); their nodes
+      come only through ProvisioningRequests.
+    * Topology-aware pools that can grow (maxNodes above minNodes) on a provisioner serving ProvisioningRequests:
+      ``best-effort-atomic-scale-up.autoscaling.x-k8s.io``. Kueue's TAS counts only ready, schedulable nodes
+      (kueue v0.19.2 site ``concepts/topology_aware_scheduling.md``), so without the check a TAS workload needing
+      nodes that do not exist yet is never admitted, no pod is created and nothing scales. With it, Kueue
+      reserves quota, the autoscaler scales up for the whole gang (together or not at all on GKE; on AWS not
+      atomically: the ASG accepting the new size marks it Provisioned), and only then does Kueue assign the
+      topology (``tas_flavorassigner.go``: topology assignment is delayed while a ProvisioningRequest check is
+      pending). The criterion is topologyAware because it is the stack's statement that a pool runs
+      multi-node gangs whose placement matters; other pools admit on quota and scale on pending pods.
+      Who serves the class: the Cluster Autoscaler on EKS managed node groups (installed here, with
+      ``--enable-provisioning-requests``), GKE's managed cluster autoscaler on GKE node pools (GKE ships the
+      ProvisioningRequest CRD; its autoscaler processing this class is seen in kubernetes/autoscaler#9805,
+      reported against v1.35.3-gke.2190000 -- an issue report, not a GKE document). Karpenter serves no
+      ProvisioningRequests, so a rule (scheduling_rules.topology_needs_provisioning) refuses TAS there.
+    """
+    if spec.cloud == "gcp" and pool.gke.queued_provisioning:
+        return DWS_PROVISIONING_CLASS
+    if not pool.topology_aware or pool.node_cap <= pool.min_nodes:
+        return None
+    if spec.cloud == "aws" and pool.provisioner == "managed" and spec.cluster_autoscaler_enabled:
+        return ATOMIC_PROVISIONING_CLASS
+    if spec.cloud == "gcp":
+        return ATOMIC_PROVISIONING_CLASS
+    return None
+
+
+# Fields the API server refuses to change in place (the CRDs' CEL x-kubernetes-validations, e.g.
+# upstream/kueue/resourceflavor.kueue.x-k8s.io.v1beta2.json and topology...v1beta2.json). The
+# provider does not know them and would plan an update the API server rejects; they are replaced instead,
+# deleting first (the object keeps its name, so the new one cannot exist beside the old).
+TOPOLOGY_IMMUTABLE = ("spec.levels",)
+FLAVOR_TOPOLOGY_IMMUTABLE = ("spec.nodeLabels", "spec.tolerations", "spec.topologyName")
+
+
+def flavor_immutable(pool: NodePool) -> tuple[str, ...]:
+    """What replaces the pool's flavor. With ``topologyName`` set, its node labels, tolerations and topology
+    are immutable; without it, ``spec.topologyName`` still is, so that turning ``topologyAware`` off (the
+    old object has a topologyName, which may not be removed) is a replacement too. Adding a topologyName
+    to a flavor that had none is allowed in place, and an unchanged field never replaces anything."""
+    return FLAVOR_TOPOLOGY_IMMUTABLE if pool.topology_aware else ("spec.topologyName",)
+
+
+def provisioning_pools(spec: StackSpec) -> list[NodePool]:
+    """Pools whose flavor carries a ProvisioningRequest admission check, by name (stack-file order changes
+    nothing)."""
+    return sorted((p for p in spec.node_pools if provisioning_class(spec, p) is not None), key=lambda p: p.name)
+
+
+def admission_check_name(spec: StackSpec, pool: NodePool) -> str:
+    """``<pool>-dws`` for GKE queued provisioning, ``<pool>-atomic`` for best-effort atomic scale-up."""
+    return f"{pool.name}-dws" if provisioning_class(spec, pool) == DWS_PROVISIONING_CLASS else f"{pool.name}-atomic"
+
+
+def provisioning_request_config_spec(spec: StackSpec, pool: NodePool) -> dict[str, Any]:
+    return {
+        "provisioningClassName": provisioning_class(spec, pool),
+        "managedResources": sorted(derive.units_per_gpu(spec, pool)),
+        # One PodTemplate per distinct scheduling shape (e.g. a PyTorchJob's master and workers).
+        "podSetMergePolicy": "IdenticalWorkloadSchedulingRequirements",
+    }
+
+
+# --------------------------------------------------------------------------------- cluster queues
+
+
+def _cpu_budget(tenant: Tenant) -> dict[str, str]:
+    return {
+        "cpu": tenant.quota.cpu or DEFAULT_CPU_QUOTA,
+        "memory": tenant.quota.memory or DEFAULT_MEMORY_QUOTA,
+    }
+
+
+def _limit_units(spec: StackSpec, pool: NodePool, limits: dict[str, int]) -> dict[str, int] | None:
+    if pool.name not in limits:
+        return None
+    return derive.pool_units(spec, pool, limits[pool.name])
+
+
+def tenant_pools(spec: StackSpec, tenant: Tenant) -> list[NodePool]:
+    """Pools the tenant reaches (a gpuQuota entry, even 0), in the order Kueue tries their flavors
+    (``derive.tenant_flavor_order``: by what a job would want, then by name; never the nodePools order, so
+    reordering a stack file changes nothing. Pin a pool with a nodeSelector on gpu-platform/pool)."""
+    return derive.tenant_flavor_order(spec, tenant)
+
+
+def _partition(spec: StackSpec, pools: Iterable[NodePool]) -> list[tuple[set[str], list[NodePool]]]:
+    """Pools grouped by overlapping resource-name sets; the nvidia.com/gpu group always exists, first.
+    Within a group, pools keep the order of ``pools`` (the flavor order)."""
+    pools = list(pools)
+    rank = {p.name: i for i, p in enumerate(pools)}
+    groups: list[tuple[set[str], list[NodePool]]] = [({derive.primary_gpu_resource(spec)}, [])]
+    for pool in pools:
+        names = set(derive.units_per_gpu(spec, pool))
+        hits = [g for g in groups if g[0] & names]
+        merged_names, merged_pools = set(names), []
+        for g in hits:
+            merged_names |= g[0]
+            merged_pools += g[1]
+        first = groups.index(hits[0]) if hits else len(groups)
+        rest = [g for g in groups if g not in hits]
+        rest.insert(min(first, len(rest)), (merged_names, [*merged_pools, pool]))
+        groups = rest
+    return [(names, sorted(members, key=lambda p: rank[p.name])) for names, members in groups]
+
+
+def _quota(name: str, nominal: int | str, borrow: int | None = None, lend: int | None = None) -> dict[str, Any]:
+    """Quantities as strings (Kubernetes' canonical form; numbers would reach the API as JSON floats)."""
+    out: dict[str, Any] = {"name": name, "nominalQuota": str(nominal)}
+    if borrow is not None:
+        out["borrowingLimit"] = str(borrow)
+    if lend is not None:
+        out["lendingLimit"] = str(lend)
+    return out
+
+
+def resource_groups(spec: StackSpec, tenant: Tenant) -> list[dict[str, Any]]:
+    """The ClusterQueue's resourceGroups (see the module docstring)."""
+    nominal = derive.tenant_pool_units(spec, tenant)
+    has_cohort = derive.tenant_cohort(spec, tenant) is not None
+    budget = _cpu_budget(tenant)
+    out = []
+    for names, pools in _partition(spec, tenant_pools(spec, tenant)):
+        gpu_names = sorted(names)
+        primary = derive.primary_gpu_resource(spec) in names
+        covered = [*CPU_RESOURCES, *gpu_names] if primary else gpu_names
+        flavors = []
+        if primary:
+            flavors.append(
+                {
+                    "name": DEFAULT_FLAVOR,
+                    "resources": [_quota(r, budget[r]) for r in CPU_RESOURCES] + [_quota(n, 0) for n in gpu_names],
+                }
+            )
+        lending = derive.tenant_lending_limits(spec, tenant)  # 0 everywhere for a tenant that never preempts
+        for pool in pools:
+            units = nominal[pool.name]
+            borrow = _limit_units(spec, pool, tenant.borrowing_limit) if has_cohort else None
+            lend = _limit_units(spec, pool, lending) if has_cohort else None
+            resources = [_quota(r, budget[r]) for r in CPU_RESOURCES] if primary else []
+            for n in gpu_names:
+                advertised = n in units
+                resources.append(
+                    _quota(
+                        n,
+                        units.get(n, 0),
+                        borrow.get(n, 0) if borrow is not None and advertised else None,
+                        lend.get(n, 0) if lend is not None and advertised else None,
+                    )
+                )
+            flavors.append({"name": pool.name, "resources": resources})
+        out.append({"coveredResources": covered, "flavors": flavors})
+    return out
+
+
+def cluster_queue_spec(spec: StackSpec, tenant: Tenant) -> dict[str, Any]:
+    cohort = derive.tenant_cohort(spec, tenant)
+    preemption: dict[str, Any] = {"withinClusterQueue": "LowerPriority"}
+    if cohort is not None:
+        preemption["reclaimWithinCohort"] = "Any"
+        preemption["borrowWithinCohort"] = {"policy": "LowerPriority"}
+    if derive.tenant_never_preempts(spec, tenant):
+        # Kueue does not read a PriorityClass's preemptionPolicy: a tenant limited to 'Never' classes
+        # (default: `dev`) gets a ClusterQueue that never preempts, not even to reclaim its lent quota.
+        # (borrowWithinCohort left out: its policy defaults to Never, the only one allowed with this reclaim)
+        preemption = {"withinClusterQueue": "Never", "reclaimWithinCohort": "Never"}
+    out: dict[str, Any] = {
+        "namespaceSelector": {"matchLabels": {derive.TENANT_LABEL: tenant.name, NAMESPACE_NAME_LABEL: tenant.name}},
+        "queueingStrategy": spec.scheduling.queueing_strategy,
+        "resourceGroups": resource_groups(spec, tenant),
+        "flavorFungibility": {"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor"},
+        "preemption": preemption,
+    }
+    if cohort is not None:
+        out["cohortName"] = cohort
+    checks = [
+        {"name": admission_check_name(spec, p), "onFlavors": [p.name]}
+        for p in provisioning_pools(spec)
+        if p.name in tenant.gpu_quota
+    ]
+    if checks:
+        out["admissionChecksStrategy"] = {"admissionChecks": checks}
+    return out
+
+
+def queue_flavors(cluster_queue: Mapping[str, Any]) -> list[str]:
+    """The ResourceFlavors a ClusterQueue spec names (each once, in order): the ones it waits for. Waiting for
+    every flavor instead cost tenants x pools dependency edges (53,000 at 1,000 tenants / 50 pools)."""
+    names = [f["name"] for group in cluster_queue["resourceGroups"] for f in group["flavors"]]
+    return list(dict.fromkeys(names))
+
+
+def queue_checks(cluster_queue: Mapping[str, Any]) -> list[str]:
+    """The AdmissionChecks a ClusterQueue spec names: the ones it waits for."""
+    strategy = cluster_queue.get("admissionChecksStrategy") or {}
+    return [c["name"] for c in strategy.get("admissionChecks", [])]
+
+
+def local_queue_spec(tenant: Tenant) -> dict[str, Any]:
+    return {"clusterQueue": tenant.name}
+
+
+# ------------------------------------------------------------------------------------ component
