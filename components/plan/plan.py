@@ -79,6 +79,8 @@ class PoolPlan:
     max_units: Mapping[str, int]
     schedulers: tuple[str, ...]  # who hands out its GPUs: kueue | volcano | default
     kueue_flavor: str | None  # the ResourceFlavor naming it (None: no Kueue, or Volcano's pool)
+    kueue_flavor_spec: Mapping[str, Any] | None  # that ResourceFlavor's spec (node labels, taints, topology)
+    kueue_flavor_immutable: tuple[str, ...]  # its fields Kueue refuses to change: a change replaces it
     one_unit_opt_in: bool  # shared pool a pod reaches only by tolerating gpu-platform/shared-gpu
     efa: bool
     price: Mapping[str, Any]  # USD per node-hour (on-demand, spot), per GPU-hour and per unit-hour
@@ -195,6 +197,7 @@ def _price(spec: StackSpec, pool: NodePool) -> dict[str, Any]:
 
 
 def pool_plan(spec: StackSpec, pool: NodePool) -> PoolPlan:
+    from components.plan import kueue as kueue_plan
     from components.plan.aws import efa
 
     schedulers = derive.pool_schedulers(spec).get(pool.name, ())
@@ -218,6 +221,8 @@ def pool_plan(spec: StackSpec, pool: NodePool) -> PoolPlan:
         max_units=_freeze(derive.pool_capacity(spec, pool)),
         schedulers=tuple(schedulers),
         kueue_flavor=flavor,
+        kueue_flavor_spec=_freeze(kueue_plan.flavor_spec(spec, pool)) if flavor else None,
+        kueue_flavor_immutable=tuple(kueue_plan.flavor_immutable(pool)) if flavor else (),
         one_unit_opt_in=pool.name in derive.opt_in_shared_pools(spec),
         efa=efa.efa_enabled(spec, pool),
         price=_freeze(_price(spec, pool)),

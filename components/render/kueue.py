@@ -334,7 +334,7 @@ class Kueue(addon.ChartAddon):
                 meta["namespace"] = namespace
             return k8s.kube_object(res_name, api_version=API, kind=kind, metadata=self.gated(meta), spec=body, opts=o)
 
-        for pc in spec.priority_classes:
+        for pc in self.plan.priority_classes:
             # value and description sit at the top level, not under spec
             k8s.kube_object(
                 f"workload-priority-{pc.name}",
@@ -343,7 +343,7 @@ class Kueue(addon.ChartAddon):
                 crs,
                 metadata=self.gated({"name": pc.name, "labels": labels}),
                 value=pc.value,
-                description=pc.description or f"gpu-platform priority tier {pc.name}",
+                description=pc.description,
             )
 
         flavor_deps: list[pulumi.Resource] = list(ready)
@@ -364,11 +364,12 @@ class Kueue(addon.ChartAddon):
         flavors: dict[str, pulumi.Resource] = {
             DEFAULT_FLAVOR: cr("flavor-default", "ResourceFlavor", DEFAULT_FLAVOR, {}, o=flavor_opts)
         }
-        for pool in spec.node_pools:
-            if pool.name in derive.volcano_pools(spec):
+        for pool in self.plan.pools.values():
+            if pool.kueue_flavor is None:
                 continue  # Volcano hands its GPUs out: no ClusterQueue may name it, a flavor would admit nothing
-            opts = pulumi.ResourceOptions.merge(flavor_opts, replacement_options(flavor_immutable(pool)))
-            flavors[pool.name] = cr(f"flavor-{pool.name}", "ResourceFlavor", pool.name, flavor_spec(spec, pool), o=opts)
+            opts = pulumi.ResourceOptions.merge(flavor_opts, replacement_options(pool.kueue_flavor_immutable))
+            body = plain(pool.kueue_flavor_spec)
+            flavors[pool.name] = cr(f"flavor-{pool.name}", "ResourceFlavor", pool.kueue_flavor, body, o=opts)
         checks: dict[str, pulumi.Resource] = {}
         for pool in provisioning_pools(spec):
             check = admission_check_name(spec, pool)
