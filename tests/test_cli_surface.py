@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, STACKS_DIR
 
-from components.cli import main as cli
-from components.cli import synth
+from components.cli import main as cli, synth
 from components.spec.model import Problem, SpecError
 
 DEV_AWS = STACKS_DIR / "Pulumi.dev-aws.yaml"

@@ -16,8 +16,7 @@ import pytest
 from conftest import render_config, rendered, stack_config
 
 from components.cli.loader import load_spec
-from components.plan.aws import managed_pools as plan
-from components.plan.aws import reservations
+from components.plan.aws import managed_pools as plan, reservations
 from components.render.aws import nodegroups, sdk
 
 

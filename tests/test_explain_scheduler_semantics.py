@@ -30,9 +30,7 @@ from test_explain import (
 )
 
 from components.cli.loader import load_spec
-from components.explain import schedulers as explain_schedulers
-from components.explain import summary
-from components.explain import trace as explain
+from components.explain import schedulers as explain_schedulers, summary, trace as explain
 from components.explain.facts import flavor_selection_problems, selection_problems
 from components.explain.workloads import load, parse
 

@@ -16,8 +16,7 @@ from values_paths import unknown_paths
 from components.cli.loader import SpecError, load_spec
 from components.data import catalog, versions
 from components.plan import derive, reservations
-from components.plan.aws import efa
-from components.plan.aws import reservations as aws_reservations
+from components.plan.aws import efa, reservations as aws_reservations
 from components.render.aws import karpenter
 from components.render.gcp import nodepools as gke_pools
 

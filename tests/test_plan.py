@@ -10,8 +10,7 @@ import json
 import pytest
 from conftest import STACKS, manifest, manifests, rendered, stack_config
 
-from components.cli import main as cli
-from components.cli import plans
+from components.cli import main as cli, plans
 from components.cli.loader import load_spec
 from components.plan import plan
 

@@ -11,8 +11,7 @@ import pytest
 import yaml
 from conftest import K8S_PROVIDER, ROOT, STACKS, rendered, stack_config
 
-from components.cli import main as cli
-from components.cli import synth
+from components.cli import main as cli, synth
 
 
 def _tree(path):

@@ -13,11 +13,10 @@ Every layer reads the functions the components build their objects from (``kueue
 the ClusterQueue, ``derive.*`` for labels, taints and units, ``managed_pools.autoscaler_tags`` for what the
 Cluster Autoscaler sees, ``karpenter.node_pool_spec`` / ``ec2_node_class_spec`` for Karpenter,
 ``gpu_operator.operator_values`` for the DCGM exporter): one source of truth, and no engine run (a trace
-takes milliseconds, so tests can trace many stacks). Reading manifests lives in ``explain_workloads``,
-the checks of a pod against one pool in ``explain_facts``, the labels a pool's nodes carry in ``explain_nodes``,
-what operators, queues and provisioners do in ``explain_schedulers``; this module walks the layers. The only rules
-stated here are upstream behaviour (what Kueue, Karpenter, Pod Security and dcgm-exporter do with those
-objects), cited where they are used.
+takes milliseconds, so tests can trace many stacks). Manifests are read in ``workloads``, a pod checked against a
+pool in ``facts``, pool node labels in ``nodes``, operators, queues and provisioners in ``schedulers``; this module
+walks the layers. Its only rules are upstream behaviour (what Kueue, Karpenter, Pod Security and dcgm-exporter
+do with those objects), cited where they are used.
 """
 
 from __future__ import annotations
@@ -33,6 +32,7 @@ from components.explain.facts import (
     _units,
     autoscaler_sees,
     dcgm_attribution,
+    exporter_values as exporter_values,  # re-exported: tests read it
     flavor_opt_in_problem,
     flavor_selection_problems,
     gpu_podsets,
@@ -45,7 +45,6 @@ from components.explain.facts import (
     untolerated,
     volcano_pods_admission,
 )
-from components.explain.facts import exporter_values as exporter_values  # re-exported: tests read it
 from components.explain.nodes import node_label_values
 from components.explain.schedulers import (
     Operator,
@@ -59,8 +58,14 @@ from components.explain.schedulers import (
     volcano_minimum,
     volcano_queue_verdict,
 )
-from components.explain.workloads import PSA_ENFORCE, PodSet, Workload, is_gpu, load
-from components.explain.workloads import WorkloadError as WorkloadError  # re-exported: the CLI catches it
+from components.explain.workloads import (
+    PSA_ENFORCE,
+    PodSet,
+    Workload,
+    WorkloadError as WorkloadError,  # re-exported: the CLI catches it
+    is_gpu,
+    load,
+)
 from components.plan import derive
 from components.render import kueue, tenancy
 from components.spec.model import NodePool, StackSpec, Tenant

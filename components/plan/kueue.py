@@ -7,8 +7,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import yaml
+
 from components.data import versions
-from components.plan import derive
+from components.plan import derive, dra, webhooks
 from components.spec.model import NodePool, StackSpec, Tenant
 
 CHART = versions.KUEUE
@@ -303,3 +305,94 @@ def local_queue_spec(tenant: Tenant) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------ component
+
+
+# -------------------------------------------------------------------------------- manager config
+
+
+def manager_config(spec: StackSpec) -> dict[str, Any]:
+    """The Kueue ``Configuration`` (config.kueue.x-k8s.io/v1beta2) the chart mounts as
+    controller_manager_config.yaml. Replaces the chart's default document, so it restates the serving
+    settings (health, metrics, webhook, leader election) the chart's manifests expect."""
+    s = spec.scheduling
+    requeue: dict[str, Any] = {
+        "timestamp": "Eviction",
+        "backoffBaseSeconds": REQUEUE_BACKOFF_BASE_SECONDS,
+        "backoffMaxSeconds": REQUEUE_BACKOFF_MAX_SECONDS,
+    }
+    if s.requeue_limit is not None:
+        requeue["backoffLimitCount"] = s.requeue_limit
+    return {
+        "apiVersion": CONFIG_API,
+        "kind": "Configuration",
+        "health": {"healthProbeBindAddress": ":8081"},
+        "metrics": {"bindAddress": ":8443", "enableClusterQueueResources": True},
+        "webhook": {"port": 9443},
+        "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
+        "controller": {
+            "groupKindConcurrency": {
+                "ClusterQueue.kueue.x-k8s.io": 5,
+                "Job.batch": 5,
+                "LocalQueue.kueue.x-k8s.io": 5,
+                "Pod": 5,
+                "ResourceFlavor.kueue.x-k8s.io": 1,
+                "Workload.kueue.x-k8s.io": 10,
+            }
+        },
+        "clientConnection": {"qps": 300, "burst": 500},
+        # All-or-nothing start: an admitted workload whose pods are not all running and ready within the
+        # timeout (stuck scale-up, a partly placed gang) is evicted, its quota released, and requeued with
+        # exponential backoff. recoveryTimeout: a running workload that loses a ready pod (a failed pod, a
+        # reclaimed spot node) gets as long to recover, by default the same cold-start budget (fields of
+        # kueue v0.19.2 apis/config/v1beta2/configuration_types.go WaitForPodsReady).
+        "waitForPodsReady": {
+            "timeout": s.wait_for_pods_ready_timeout,
+            "recoveryTimeout": s.wait_for_pods_ready_recovery_timeout or s.wait_for_pods_ready_timeout,
+            "blockAdmission": s.block_admission,
+            "requeuingStrategy": requeue,
+        },
+        # In tenant namespaces every workload goes through Kueue: one without a queue-name label is put in the
+        # namespace's LocalQueue "default" (Kueue's LocalQueue defaulting), or, if the stack renamed it, stays
+        # suspended instead of bypassing the queue. The namespace ResourceQuota allows the borrowing ceiling,
+        # so a bypass would let a team hold borrowed GPUs that Kueue cannot reclaim. Other namespaces are
+        # left alone.
+        "manageJobsWithoutQueueName": True,
+        # Tenant namespaces that chose Volcano are left out: Kueue would gate their Volcano job pods and admit
+        # them one by one, and the gang would never start whole.
+        "managedJobsNamespaceSelector": {
+            "matchExpressions": [
+                {"key": derive.TENANT_LABEL, "operator": "Exists"},
+                {"key": derive.SCHEDULER_LABEL, "operator": "In", "values": ["kueue"]},
+            ],
+        },
+        "integrations": {"frameworks": list(s.kueue_integrations)},
+        "resources": {
+            "excludeResourcePrefixes": list(EXCLUDED_RESOURCE_PREFIXES),
+            # DRA stacks: claimed devices counted per DeviceClass (components/render/dra.py)
+            **({"deviceClassMappings": m} if (m := dra.kueue_device_class_mappings(spec)) else {}),
+        },
+    }
+
+
+def manager_config_yaml(spec: StackSpec) -> str:
+    return yaml.safe_dump(manager_config(spec), sort_keys=False, default_flow_style=False, width=1000)
+
+
+def helm_values(spec: StackSpec) -> dict[str, Any]:
+    """Values of the kueue release; every path exists in the pinned chart's values.yaml."""
+    return {
+        "controllerManager": {
+            "replicas": CONTROLLER_REPLICAS,
+            "podDisruptionBudget": {"enabled": True, "minAvailable": 1},
+            "nodeSelector": derive.system_node_selector(spec),
+            "manager": {"priorityClassName": CONTROLLER_PRIORITY_CLASS},
+        },
+        "managerConfig": {"controllerManagerConfigYaml": manager_config_yaml(spec)},
+    }
+
+
+def webhook_probe(spec: StackSpec) -> webhooks.Probe:
+    """A ResourceFlavor dry-run: it passes Kueue's mutating and validating webhooks, served by the same server as
+    those of ClusterQueues, LocalQueues, Topologies and AdmissionChecks."""
+    chart = versions.for_spec(CHART, spec)
+    return webhooks.custom_resource_probe("kueue", chart, API, "ResourceFlavor", "resourceflavors", {})

@@ -233,9 +233,7 @@ def pool_plan(spec: StackSpec, pool: NodePool) -> PoolPlan:
 
 
 def tenant_plan(spec: StackSpec, tenant: Tenant) -> TenantPlan:
-    from components.plan import kueue as kueue_plan
-    from components.plan import tenancy
-    from components.plan import volcano as volcano_plan
+    from components.plan import kueue as kueue_plan, tenancy, volcano as volcano_plan
 
     scheduler = derive.tenant_scheduler(spec, tenant)
     kueue = scheduler == "kueue" and spec.addons.kueue

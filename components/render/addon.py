@@ -26,8 +26,7 @@ from typing import Any, ClassVar
 import pulumi
 
 from components.data import versions
-from components.plan.plan import Plan
-from components.plan.plan import build as build_plan
+from components.plan.plan import Plan, build as build_plan
 from components.render import k8s, webhooks
 from components.spec.model import StackSpec
 

@@ -52,239 +52,66 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pulumi
-import yaml
 
-from components.data import versions
 from components.plan import derive
-from components.plan.kueue import (
-    API as API,
-)
-from components.plan.kueue import (
-    ATOMIC_PROVISIONING_CLASS as ATOMIC_PROVISIONING_CLASS,
-)
 from components.plan.kueue import (  # re-exported: what the objects are made of
+    API as API,
+    ATOMIC_PROVISIONING_CLASS as ATOMIC_PROVISIONING_CLASS,
     CHART as CHART,
-)
-from components.plan.kueue import (
     CLOUD_TOPOLOGY_LEVELS as CLOUD_TOPOLOGY_LEVELS,
-)
-from components.plan.kueue import (
     CONFIG_API as CONFIG_API,
-)
-from components.plan.kueue import (
     CONTROLLER_PRIORITY_CLASS as CONTROLLER_PRIORITY_CLASS,
-)
-from components.plan.kueue import (
     CONTROLLER_REPLICAS as CONTROLLER_REPLICAS,
-)
-from components.plan.kueue import (
     CPU_RESOURCES as CPU_RESOURCES,
-)
-from components.plan.kueue import (
     DEFAULT_CPU_QUOTA as DEFAULT_CPU_QUOTA,
-)
-from components.plan.kueue import (
     DEFAULT_FLAVOR as DEFAULT_FLAVOR,
-)
-from components.plan.kueue import (
     DEFAULT_MEMORY_QUOTA as DEFAULT_MEMORY_QUOTA,
-)
-from components.plan.kueue import (
     DWS_PROVISIONING_CLASS as DWS_PROVISIONING_CLASS,
-)
-from components.plan.kueue import (
     EXCLUDED_RESOURCE_PREFIXES as EXCLUDED_RESOURCE_PREFIXES,
-)
-from components.plan.kueue import (
     FLAVOR_TOPOLOGY_IMMUTABLE as FLAVOR_TOPOLOGY_IMMUTABLE,
-)
-from components.plan.kueue import (
     HOSTNAME_LABEL as HOSTNAME_LABEL,
-)
-from components.plan.kueue import (
     NAMESPACE_NAME_LABEL as NAMESPACE_NAME_LABEL,
-)
-from components.plan.kueue import (
     PREFERRED_TOPOLOGY_ANNOTATION as PREFERRED_TOPOLOGY_ANNOTATION,
-)
-from components.plan.kueue import (
     PRIORITY_CLASS_LABEL as PRIORITY_CLASS_LABEL,
-)
-from components.plan.kueue import (
     PROVISIONING_CONTROLLER as PROVISIONING_CONTROLLER,
-)
-from components.plan.kueue import (
     QUEUE_NAME_LABEL as QUEUE_NAME_LABEL,
-)
-from components.plan.kueue import (
     REQUEUE_BACKOFF_BASE_SECONDS as REQUEUE_BACKOFF_BASE_SECONDS,
-)
-from components.plan.kueue import (
     REQUEUE_BACKOFF_MAX_SECONDS as REQUEUE_BACKOFF_MAX_SECONDS,
-)
-from components.plan.kueue import (
     REQUIRED_TOPOLOGY_ANNOTATION as REQUIRED_TOPOLOGY_ANNOTATION,
-)
-from components.plan.kueue import (
     TOPOLOGY_IMMUTABLE as TOPOLOGY_IMMUTABLE,
-)
-from components.plan.kueue import (
     TOPOLOGY_NAME as TOPOLOGY_NAME,
-)
-from components.plan.kueue import (
     _cpu_budget as _cpu_budget,
-)
-from components.plan.kueue import (
     _limit_units as _limit_units,
-)
-from components.plan.kueue import (
     _partition as _partition,
-)
-from components.plan.kueue import (
     _quota as _quota,
-)
-from components.plan.kueue import (
     admission_check_name as admission_check_name,
-)
-from components.plan.kueue import (
     cluster_queue_spec as cluster_queue_spec,
-)
-from components.plan.kueue import (
     flavor_immutable as flavor_immutable,
-)
-from components.plan.kueue import (
     flavor_spec as flavor_spec,
-)
-from components.plan.kueue import (
+    helm_values as helm_values,
     local_queue_spec as local_queue_spec,
-)
-from components.plan.kueue import (
+    manager_config as manager_config,
+    manager_config_yaml as manager_config_yaml,
     provisioning_class as provisioning_class,
-)
-from components.plan.kueue import (
     provisioning_pools as provisioning_pools,
-)
-from components.plan.kueue import (
     provisioning_request_config_spec as provisioning_request_config_spec,
-)
-from components.plan.kueue import (
     queue_checks as queue_checks,
-)
-from components.plan.kueue import (
     queue_flavors as queue_flavors,
-)
-from components.plan.kueue import (
     resource_groups as resource_groups,
-)
-from components.plan.kueue import (
     tenant_pools as tenant_pools,
-)
-from components.plan.kueue import (
     topology_levels as topology_levels,
-)
-from components.plan.kueue import (
     uses_topology as uses_topology,
+    webhook_probe as webhook_probe,
 )
 from components.plan.plan import plain
-from components.render import addon, dra, k8s, webhooks
+from components.render import addon, k8s
 from components.spec.model import StackSpec
-
-# -------------------------------------------------------------------------------- manager config
-
-
-def manager_config(spec: StackSpec) -> dict[str, Any]:
-    """The Kueue ``Configuration`` (config.kueue.x-k8s.io/v1beta2) the chart mounts as
-    controller_manager_config.yaml. Replaces the chart's default document, so it restates the serving
-    settings (health, metrics, webhook, leader election) the chart's manifests expect."""
-    s = spec.scheduling
-    requeue: dict[str, Any] = {
-        "timestamp": "Eviction",
-        "backoffBaseSeconds": REQUEUE_BACKOFF_BASE_SECONDS,
-        "backoffMaxSeconds": REQUEUE_BACKOFF_MAX_SECONDS,
-    }
-    if s.requeue_limit is not None:
-        requeue["backoffLimitCount"] = s.requeue_limit
-    return {
-        "apiVersion": CONFIG_API,
-        "kind": "Configuration",
-        "health": {"healthProbeBindAddress": ":8081"},
-        "metrics": {"bindAddress": ":8443", "enableClusterQueueResources": True},
-        "webhook": {"port": 9443},
-        "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
-        "controller": {
-            "groupKindConcurrency": {
-                "ClusterQueue.kueue.x-k8s.io": 5,
-                "Job.batch": 5,
-                "LocalQueue.kueue.x-k8s.io": 5,
-                "Pod": 5,
-                "ResourceFlavor.kueue.x-k8s.io": 1,
-                "Workload.kueue.x-k8s.io": 10,
-            }
-        },
-        "clientConnection": {"qps": 300, "burst": 500},
-        # All-or-nothing start: an admitted workload whose pods are not all running and ready within the
-        # timeout (stuck scale-up, a partly placed gang) is evicted, its quota released, and requeued with
-        # exponential backoff. recoveryTimeout: a running workload that loses a ready pod (a failed pod, a
-        # reclaimed spot node) gets as long to recover, by default the same cold-start budget (fields of
-        # kueue v0.19.2 apis/config/v1beta2/configuration_types.go WaitForPodsReady).
-        "waitForPodsReady": {
-            "timeout": s.wait_for_pods_ready_timeout,
-            "recoveryTimeout": s.wait_for_pods_ready_recovery_timeout or s.wait_for_pods_ready_timeout,
-            "blockAdmission": s.block_admission,
-            "requeuingStrategy": requeue,
-        },
-        # In tenant namespaces every workload goes through Kueue: one without a queue-name label is put in the
-        # namespace's LocalQueue "default" (Kueue's LocalQueue defaulting), or, if the stack renamed it, stays
-        # suspended instead of bypassing the queue. The namespace ResourceQuota allows the borrowing ceiling,
-        # so a bypass would let a team hold borrowed GPUs that Kueue cannot reclaim. Other namespaces are
-        # left alone.
-        "manageJobsWithoutQueueName": True,
-        # Tenant namespaces that chose Volcano are left out: Kueue would gate their Volcano job pods and admit
-        # them one by one, and the gang would never start whole.
-        "managedJobsNamespaceSelector": {
-            "matchExpressions": [
-                {"key": derive.TENANT_LABEL, "operator": "Exists"},
-                {"key": derive.SCHEDULER_LABEL, "operator": "In", "values": ["kueue"]},
-            ],
-        },
-        "integrations": {"frameworks": list(s.kueue_integrations)},
-        "resources": {
-            "excludeResourcePrefixes": list(EXCLUDED_RESOURCE_PREFIXES),
-            # DRA stacks: claimed devices counted per DeviceClass (components/render/dra.py)
-            **({"deviceClassMappings": m} if (m := dra.kueue_device_class_mappings(spec)) else {}),
-        },
-    }
-
-
-def manager_config_yaml(spec: StackSpec) -> str:
-    return yaml.safe_dump(manager_config(spec), sort_keys=False, default_flow_style=False, width=1000)
-
-
-def helm_values(spec: StackSpec) -> dict[str, Any]:
-    """Values of the kueue release; every path exists in the pinned chart's values.yaml."""
-    return {
-        "controllerManager": {
-            "replicas": CONTROLLER_REPLICAS,
-            "podDisruptionBudget": {"enabled": True, "minAvailable": 1},
-            "nodeSelector": derive.system_node_selector(spec),
-            "manager": {"priorityClassName": CONTROLLER_PRIORITY_CLASS},
-        },
-        "managerConfig": {"controllerManagerConfigYaml": manager_config_yaml(spec)},
-    }
-
 
 # ------------------------------------------------------------------------------------- flavors
 
 
 def replacement_options(fields: Iterable[str]) -> pulumi.ResourceOptions:
     return pulumi.ResourceOptions(replace_on_changes=list(fields), delete_before_replace=True)
-
-
-def webhook_probe(spec: StackSpec) -> webhooks.Probe:
-    """A ResourceFlavor dry-run: it passes Kueue's mutating and validating webhooks, served by the same server as
-    those of ClusterQueues, LocalQueues, Topologies and AdmissionChecks."""
-    chart = versions.for_spec(CHART, spec)
-    return webhooks.custom_resource_probe("kueue", chart, API, "ResourceFlavor", "resourceflavors", {})
 
 
 # GKE admits system-cluster-critical pods outside kube-system only in namespaces with a ResourceQuota scoped

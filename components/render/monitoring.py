@@ -37,8 +37,7 @@ import pulumi
 from components.data import versions
 from components.plan import derive
 from components.render import addon, gpu_operator, k8s
-from components.render.metrics import ALLOCATED_IDLE_COST, IDLE_COST, UTILIZATION, XID_LAST
-from components.render.metrics import number as _num
+from components.render.metrics import ALLOCATED_IDLE_COST, IDLE_COST, UTILIZATION, XID_LAST, number as _num
 from components.spec.model import NodePool, Problem, StackSpec, key, rule
 
 RULE_NAME = "gpu-platform-gpu-alerts"

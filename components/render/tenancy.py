@@ -17,45 +17,21 @@ from __future__ import annotations
 import pulumi
 
 from components.plan import derive
-from components.plan.tenancy import (
-    CRITICAL_LABEL as CRITICAL_LABEL,
-)
 
 # re-exported: what the tenants' objects are made of (components/plan/tenancy.py)
 from components.plan.tenancy import (
+    CRITICAL_LABEL as CRITICAL_LABEL,
     FORBIDDEN_PRIORITY_ANNOTATION as FORBIDDEN_PRIORITY_ANNOTATION,
-)
-from components.plan.tenancy import (
     KUEUE_PRIORITY_LABEL as KUEUE_PRIORITY_LABEL,
-)
-from components.plan.tenancy import (
     POOLS_ANNOTATION as POOLS_ANNOTATION,
-)
-from components.plan.tenancy import (
     PRIORITY_CEILING_POLICY as PRIORITY_CEILING_POLICY,
-)
-from components.plan.tenancy import (
     SHARED_POOLS_ANNOTATION as SHARED_POOLS_ANNOTATION,
-)
-from components.plan.tenancy import (
     SYSTEM_PRIORITY_CLASSES as SYSTEM_PRIORITY_CLASSES,
-)
-from components.plan.tenancy import (
     all_gpu_resources as all_gpu_resources,
-)
-from components.plan.tenancy import (
     namespace_annotations as namespace_annotations,
-)
-from components.plan.tenancy import (
     namespace_labels as namespace_labels,
-)
-from components.plan.tenancy import (
     priority_ceiling_policy as priority_ceiling_policy,
-)
-from components.plan.tenancy import (
     quota_hard as quota_hard,
-)
-from components.plan.tenancy import (
     scheduler_label as scheduler_label,
 )
 from components.render import addon, k8s

@@ -8,8 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from conftest import STACKS as SHIPPED
-from conftest import STACKS_DIR
+from conftest import STACKS as SHIPPED, STACKS_DIR
 
 from components.spec import stackfile
 

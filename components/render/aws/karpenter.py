@@ -28,8 +28,7 @@ import pulumi
 
 from components.data import catalog, versions
 from components.plan import derive, sharing
-from components.plan.aws import efa, managed_pools
-from components.plan.aws import reservations as aws_reservations
+from components.plan.aws import efa, managed_pools, reservations as aws_reservations
 from components.plan.aws.capacity import fallback_split
 from components.plan.reservations import pool_reservation
 from components.render import addon, k8s

@@ -23,9 +23,7 @@ from typing import Any
 import pulumi
 
 from components.data import versions
-from components.plan.aws import efa
-from components.plan.aws import managed_pools as plan
-from components.plan.aws import reservations as aws_reservations
+from components.plan.aws import efa, managed_pools as plan, reservations as aws_reservations
 from components.render import addon
 from components.render.aws import iam, sdk
 from components.spec.model import StackSpec
