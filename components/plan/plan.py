@@ -31,9 +31,9 @@ def _freeze(value: Any, keep_order: bool = False) -> Any:
     keep the stack file's, which is what the renderers register in), lists tuples."""
     if isinstance(value, Mapping):
         keys = list(value) if keep_order else sorted(value)
-        return MappingProxyType({k: _freeze(value[k]) for k in keys})
+        return MappingProxyType({k: _freeze(value[k], keep_order) for k in keys})
     if isinstance(value, list | tuple):
-        return tuple(_freeze(v) for v in value)
+        return tuple(_freeze(v, keep_order) for v in value)
     return value
 
 
@@ -125,6 +125,8 @@ class AddonPlan:
     namespace: str
     release: str
     options: Mapping[str, Any]
+    values: Mapping[str, Any] | None = None  # the release's values, where they follow from the spec alone
+    probe: Any = None  # its webhook gate's probe (plan/webhooks.py Probe), for Kueue and Volcano
 
 
 @dataclass(frozen=True)
@@ -290,7 +292,10 @@ def _addons(spec: StackSpec) -> list[tuple[versions.Chart, bool, dict[str, Any]]
 
 
 def addon_plan(spec: StackSpec, chart: versions.Chart, enabled: bool, options: dict[str, Any]) -> AddonPlan:
+    from components.plan import kueue as kueue_plan, volcano as volcano_plan
+
     c = versions.for_spec(chart, spec)
+    decided = {"kueue": kueue_plan, "volcano": volcano_plan}.get(chart.key) if enabled else None
     return AddonPlan(
         key=chart.key,
         enabled=enabled,
@@ -300,6 +305,8 @@ def addon_plan(spec: StackSpec, chart: versions.Chart, enabled: bool, options: d
         namespace=c.namespace,
         release=c.release,
         options=_freeze(options),
+        values=_freeze(decided.helm_values(spec), keep_order=True) if decided else None,
+        probe=decided.webhook_probe(spec) if decided else None,
     )
 
 

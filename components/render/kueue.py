@@ -144,12 +144,13 @@ class Kueue(addon.ChartAddon):
         before = self.create_namespace(addon.NamespacePolicy("kueue", k8s.psa_labels("restricted"), GKE_CRITICAL_PODS))
         # Uninstalling Kueue deletes its CRDs and with them every Workload in the cluster: protected.
         # Everything below needs the CRDs of the release and its webhooks answering (components/render/webhooks.py).
+        decided = self.plan.addons["kueue"]
         self.install(
             "kueue",
-            helm_values(spec),
+            plain(decided.values),
             [*before, *release_deps],
-            probe=webhook_probe(spec),
-            protect=spec.protect.scheduler_releases,
+            probe=decided.probe,
+            protect=self.plan.protect["schedulerReleases"],
         )
         ready = self.ready()
         crs = self.after_release()

@@ -87,8 +87,13 @@ class Volcano(addon.ChartAddon):
         # Uninstalling Volcano deletes its CRDs and with them every Volcano Job and PodGroup: protected.
         # Queues wait for Volcano's admission webhooks to answer (components/render/webhooks.py), not only for the
         # release.
+        decided = self.plan.addons["volcano"]
         self.install(
-            "volcano", helm_values(spec), before, probe=webhook_probe(spec), protect=spec.protect.scheduler_releases
+            "volcano",
+            plain(decided.values),
+            before,
+            probe=decided.probe,
+            protect=self.plan.protect["schedulerReleases"],
         )
         after = self.after_release()
         pdb = admission_pdb(self.chart.namespace)
