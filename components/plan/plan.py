@@ -292,10 +292,11 @@ def _addons(spec: StackSpec) -> list[tuple[versions.Chart, bool, dict[str, Any]]
 
 
 def addon_plan(spec: StackSpec, chart: versions.Chart, enabled: bool, options: dict[str, Any]) -> AddonPlan:
-    from components.plan import kueue as kueue_plan, volcano as volcano_plan
+    from components.plan import kueue as kueue_plan, prometheus_stack, volcano as volcano_plan
 
     c = versions.for_spec(chart, spec)
-    decided = {"kueue": kueue_plan, "volcano": volcano_plan}.get(chart.key) if enabled else None
+    planned = {"kueue": kueue_plan, "volcano": volcano_plan, "kubePrometheusStack": prometheus_stack}
+    decided = planned.get(chart.key) if enabled else None
     return AddonPlan(
         key=chart.key,
         enabled=enabled,
@@ -306,7 +307,7 @@ def addon_plan(spec: StackSpec, chart: versions.Chart, enabled: bool, options: d
         release=c.release,
         options=_freeze(options),
         values=_freeze(decided.helm_values(spec), keep_order=True) if decided else None,
-        probe=decided.webhook_probe(spec) if decided else None,
+        probe=decided.webhook_probe(spec) if decided and hasattr(decided, "webhook_probe") else None,
     )
 
 
