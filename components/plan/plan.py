@@ -292,11 +292,19 @@ def _addons(spec: StackSpec) -> list[tuple[versions.Chart, bool, dict[str, Any]]
 
 
 def addon_plan(spec: StackSpec, chart: versions.Chart, enabled: bool, options: dict[str, Any]) -> AddonPlan:
-    from components.plan import kueue as kueue_plan, prometheus_stack, volcano as volcano_plan
+    from components.plan import gpu_operator, kueue as kueue_plan, prometheus_stack, volcano as volcano_plan
 
     c = versions.for_spec(chart, spec)
-    planned = {"kueue": kueue_plan, "volcano": volcano_plan, "kubePrometheusStack": prometheus_stack}
-    decided = planned.get(chart.key) if enabled else None
+    # the add-ons whose values (and webhook gate) follow from the spec alone; the others take cloud outputs
+    values_of = {
+        "gpuOperator": gpu_operator.operator_values,
+        "kubePrometheusStack": prometheus_stack.helm_values,
+        "kueue": kueue_plan.helm_values,
+        "volcano": volcano_plan.helm_values,
+    }
+    probe_of = {"kueue": kueue_plan.webhook_probe, "volcano": volcano_plan.webhook_probe}
+    values = values_of.get(chart.key) if enabled else None
+    probe = probe_of.get(chart.key) if enabled else None
     return AddonPlan(
         key=chart.key,
         enabled=enabled,
@@ -306,8 +314,8 @@ def addon_plan(spec: StackSpec, chart: versions.Chart, enabled: bool, options: d
         namespace=c.namespace,
         release=c.release,
         options=_freeze(options),
-        values=_freeze(decided.helm_values(spec), keep_order=True) if decided else None,
-        probe=decided.webhook_probe(spec) if decided and hasattr(decided, "webhook_probe") else None,
+        values=_freeze(values(spec), keep_order=True) if values else None,
+        probe=probe(spec) if probe else None,
     )
 
 
