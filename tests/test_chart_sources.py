@@ -80,7 +80,7 @@ def test_a_local_archive_release_carries_its_sha256_and_no_repository(tmp_path):
         (folder / name).write_bytes(b"x")
     (folder / "volcano-1.15.1.tgz").write_bytes(payload)
     spec = _spec(chartSource=str(folder))
-    args = versions.release_args(versions.VOLCANO, spec)
+    args = versions.release_args(versions.for_spec(versions.VOLCANO, spec))
     assert args == {
         "name": "volcano",
         "chart": f"{folder}/volcano-1.15.1.tgz",

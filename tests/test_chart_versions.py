@@ -66,7 +66,9 @@ def test_an_override_changes_the_version_only():
 
 def test_release_args_name_the_repository_only_for_https_charts():
     """https charts get repositoryOpts; OCI charts carry the registry in the chart reference."""
-    assert versions.release_args(versions.VOLCANO, {"volcano": SimpleNamespace(version="1.15.2")}) == {
+    assert versions.release_args(
+        versions.resolve(versions.VOLCANO, {"volcano": SimpleNamespace(version="1.15.2")})
+    ) == {
         "name": "volcano",
         "chart": "volcano",
         "version": "1.15.2",

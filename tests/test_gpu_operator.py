@@ -80,7 +80,7 @@ def test_operator_namespace_is_privileged_and_tenants_are_not(stack):
 
 def test_chart_version_override_is_honoured():
     spec = spec_of("dev-aws", charts={"gpuOperator": {"version": "v26.7.1"}})
-    args = versions.release_args(versions.GPU_OPERATOR, spec.charts)
+    args = versions.release_args(versions.for_spec(versions.GPU_OPERATOR, spec))
     assert args["version"] == "v26.7.1"
     assert args["repository_opts"] == {"repo": "https://helm.ngc.nvidia.com/nvidia"}
 

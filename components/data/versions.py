@@ -252,15 +252,12 @@ def archive_digest(path: str) -> str | None:
         return None
 
 
-def release_args(chart: Chart, overrides: Any = None) -> dict:
-    """Keyword arguments for ``helm.v3.Release`` naming the chart, pinned version and source.
-
-    ``overrides`` is a stack spec, or (tests) the ``spec.charts`` mapping alone. A local archive is named by its
-    path; its sha256 goes in the release description, where the policy pack checks it against the digests it
-    allows (Helm itself ignores ``version`` for a chart path: helm.sh/helm/v3 pkg/action/install.go
-    ``LocateChart`` returns an existing path as it is).
+def release_args(c: Chart) -> dict:
+    """Keyword arguments for ``helm.v3.Release`` naming a chart as a stack takes it (``for_spec``): its pinned
+    version and source. A local archive is named by its path; its sha256 goes in the release description, where
+    the policy pack checks it against the digests it allows (Helm itself ignores ``version`` for a chart path:
+    helm.sh/helm/v3 pkg/action/install.go ``LocateChart`` returns an existing path as it is).
     """
-    c = for_spec(chart, overrides) if hasattr(overrides, "chart_source") else resolve(chart, overrides)
     args: dict = {
         "name": c.release,
         "chart": c.chart,

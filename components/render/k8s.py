@@ -193,7 +193,7 @@ def chart_release(
     already exists; ``protect``: the engine refuses to delete it (uninstall)."""
     return helm_release(
         resource_name,
-        **versions.release_args(chart, spec),
+        **versions.release_args(versions.for_spec(chart, spec)),
         create_namespace=False,
         values=values,
         timeout=timeout,

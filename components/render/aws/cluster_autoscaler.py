@@ -299,7 +299,7 @@ class ClusterAutoscaler(addon.Component):
         )
         self.release = k8s.helm_release(
             "cluster-autoscaler",
-            **versions.release_args(CHART, spec),
+            **versions.release_args(versions.for_spec(CHART, spec)),
             values=helm_values(spec, role.arn, cluster.version),
             opts=self.child([self.crd, *deps]),
         )

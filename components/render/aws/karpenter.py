@@ -498,12 +498,12 @@ class Karpenter(addon.Component):
         spec = self.spec
         crds = k8s.helm_release(
             "karpenter-crd",
-            **versions.release_args(versions.KARPENTER_CRD, spec),
+            **versions.release_args(versions.for_spec(versions.KARPENTER_CRD, spec)),
             opts=self.child(),
         )
         controller = k8s.helm_release(
             "karpenter",
-            **versions.release_args(versions.KARPENTER, spec),
+            **versions.release_args(versions.for_spec(versions.KARPENTER, spec)),
             skip_crds=True,
             values=controller_values(
                 spec,
