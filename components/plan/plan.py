@@ -37,19 +37,16 @@ def _freeze(value: Any, keep_order: bool = False) -> Any:
     return value
 
 
-def _thaw(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {k: _thaw(v) for k, v in value.items()}
-    if isinstance(value, tuple):
-        return [_thaw(v) for v in value]
-    if hasattr(value, "__dataclass_fields__"):
-        return {_camel(f.name): _thaw(getattr(value, f.name)) for f in fields(value)}
-    return value
-
-
 def plain(value: Any) -> Any:
-    """A plan value as plain dicts and lists (what a resource's inputs are made of)."""
-    return _thaw(value)
+    """A plan value as plain dicts and lists (what a resource's inputs and the JSON are made of); a plan's
+    dataclasses become dicts with camelCase keys."""
+    if isinstance(value, Mapping):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return [plain(v) for v in value]
+    if hasattr(value, "__dataclass_fields__"):
+        return {_camel(f.name): plain(getattr(value, f.name)) for f in fields(value)}
+    return value
 
 
 def _camel(name: str) -> str:
@@ -149,7 +146,7 @@ class Plan:
     protect: Mapping[str, bool] = field(default_factory=lambda: MappingProxyType({}))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"schemaVersion": SCHEMA_VERSION, **_thaw(self)}
+        return {"schemaVersion": SCHEMA_VERSION, **plain(self)}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
