@@ -217,8 +217,9 @@ def charts(spec: StackSpec) -> Iterator[Problem]:
         if chart.archive is None or versions.archive_digest(chart.archive) is not None:
             continue
         override = spec.charts.get(c.key)
-        where = key("charts", c.key, "source") if override and override.source else key("chartSource")
-        if versions.source_kind(override.source if override and override.source else spec.chart_source) == "bundled":
+        own = override.source if override else None  # the chart's own source wins over chartSource
+        where = key("charts", c.key, "source") if own else key("chartSource")
+        if versions.source_kind(own or spec.chart_source) == "bundled":
             bundled = sorted(p.name for p in (versions.PROJECT_DIR / versions.BUNDLED_DIR).glob(f"{c.name}-*.tgz"))
             yield Problem(
                 where,
