@@ -34,7 +34,7 @@ from components.spec.model import StackSpec
 class Component(pulumi.ComponentResource):
     """A ComponentResource of type ``TYPE`` holding the stack's plan (``components.plan.plan``; built once by
     ``program.run`` and passed in), its spec and the Kubernetes provider. A component that reads only the plan
-    is one step further along issue 28 (tenancy's do)."""
+    is one step further along issue 28 (the tenants', Kueue's and Volcano's objects do)."""
 
     TYPE: ClassVar[str]
 
@@ -93,7 +93,7 @@ class ChartAddon(Component):
         self.chart = versions.for_spec(self.CHART, self.spec)
         self.release: pulumi.Resource | None = None
         self.webhook_gate: pulumi.Resource | None = None
-        self.gate_name = ""
+        self.gate_annotation: dict[str, Any] = {}
 
     def create_namespace(self, policy: NamespacePolicy) -> list[pulumi.Resource]:
         """The namespace (and GKE quota); returns what the release must wait for."""
@@ -134,8 +134,8 @@ class ChartAddon(Component):
             release_name, self, self.provider, self.spec, self.CHART, values, before, **release_options
         )
         if probe is not None:
-            self.webhook_gate = webhooks.webhook_gate(self, self.provider, self.spec, probe, [self.release])
-            self.gate_name = webhooks.job_object_name(webhooks.job_spec(self.spec, probe), probe)
+            gate = webhooks.webhook_gate(self, self.provider, self.spec, probe, [self.release])
+            self.webhook_gate, self.gate_annotation = gate.job, gate.annotation
         return self.release
 
     def ready(self) -> list[pulumi.Resource]:
@@ -145,10 +145,9 @@ class ChartAddon(Component):
     def gated(self, metadata: dict[str, Any]) -> dict[str, Any]:
         """``metadata`` of an object the add-on's webhooks guard, with the gate's annotation when there is a gate
         (``webhooks.gate_annotation``: no preview dry run through webhooks that may not answer yet)."""
-        if self.webhook_gate is None:
+        if not self.gate_annotation:
             return metadata
-        gate = webhooks.gate_annotation(self.webhook_gate, self.gate_name)  # type: ignore[arg-type]
-        annotations = {**metadata.get("annotations", {}), **gate}
+        annotations = {**metadata.get("annotations", {}), **self.gate_annotation}
         return {**metadata, "annotations": annotations}
 
     def after_release(self, *more: pulumi.Resource, **options: Any) -> pulumi.ResourceOptions:

@@ -38,6 +38,7 @@ of updating in place. The Pulumi resource name stays ``<addon>-webhook-ready``, 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import pulumi
 import yaml
@@ -80,15 +81,20 @@ def gate_annotation(gate: pulumi.CustomResource, name: str) -> dict[str, pulumi.
     return {GATE_ANNOTATION: gate.id.apply(lambda _: name)}
 
 
+class Gate(NamedTuple):
+    job: pulumi.Resource  # what every custom resource the add-on's webhooks guard depends on
+    annotation: dict[str, pulumi.Output[str]]  # what each of them carries (``gate_annotation``)
+
+
 def webhook_gate(
     parent: pulumi.Resource,
     provider: pulumi.ProviderResource,
     spec: StackSpec,
     probe: Probe,
     depends_on: Sequence[pulumi.Resource],
-) -> pulumi.Resource:
-    """The probe's ServiceAccount, RBAC, ConfigMap and Job; returns the Job. Make every custom resource the
-    add-on's webhooks guard depend on it (``depends_on=[gate]``)."""
+) -> Gate:
+    """The probe's ServiceAccount, RBAC, ConfigMap and Job: the Job, and the annotation of the objects behind
+    it. Make every custom resource the add-on's webhooks guard depend on the Job."""
     opts = pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=list(depends_on))
     labels = derive.MANAGED_BY
     sa = k8s.kube_object(
@@ -124,11 +130,12 @@ def webhook_gate(
         opts=opts,
     )
     body = job_spec(spec, probe)
-    return k8s.kube_object(
+    name = job_object_name(body, probe)
+    job = k8s.kube_object(
         job_name(probe),
         "batch/v1",
         "Job",
-        metadata={"name": job_object_name(body, probe), "namespace": probe.namespace, "labels": labels},
+        metadata={"name": name, "namespace": probe.namespace, "labels": labels},
         spec=body,
         opts=pulumi.ResourceOptions(
             parent=parent,
@@ -137,3 +144,4 @@ def webhook_gate(
             custom_timeouts=pulumi.CustomTimeouts(create=AWAIT_TIMEOUT, update=AWAIT_TIMEOUT),
         ),
     )
+    return Gate(job, gate_annotation(job, name))
