@@ -120,12 +120,15 @@ CLUSTER_AUTOSCALER_IMAGE_TAGS: dict[str, str] = {
 def cluster_autoscaler_image_tag(kubernetes_version: str) -> str:
     """The autoscaler for a cluster of ``kubernetes_version`` ("1.34", or "1.34.2"): its minor's release; a minor
     outside the table gets the nearest one (the rules refuse that where the stack names its version)."""
-    minor = ".".join(kubernetes_version.split(".")[:2])
-    if minor in CLUSTER_AUTOSCALER_IMAGE_TAGS:
-        return CLUSTER_AUTOSCALER_IMAGE_TAGS[minor]
-    known = sorted(CLUSTER_AUTOSCALER_IMAGE_TAGS, key=lambda v: tuple(int(x) for x in v.split(".")))
-    below = [v for v in known if tuple(int(x) for x in v.split(".")) < tuple(int(x) for x in minor.split("."))]
-    return CLUSTER_AUTOSCALER_IMAGE_TAGS[below[-1] if below else known[0]]
+    def minor(version: str) -> tuple[int, ...]:
+        return tuple(int(x) for x in version.split(".")[:2])
+
+    tags = {minor(v): tag for v, tag in CLUSTER_AUTOSCALER_IMAGE_TAGS.items()}
+    wanted = minor(kubernetes_version)
+    if wanted in tags:
+        return tags[wanted]
+    below = [m for m in sorted(tags) if m < wanted]
+    return tags[below[-1] if below else min(tags)]
 
 
 # The EFA Kubernetes device plugin (advertises vpc.amazonaws.com/efa), from AWS' official eks-charts repository
