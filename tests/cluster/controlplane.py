@@ -167,10 +167,10 @@ class ControlPlane:
     def start_nodes(self, nodes: list[dict[str, Any]]) -> None:
         """Simulated nodes: kube-scheduler binds pods, kwok (sigs.k8s.io/kwok) plays every node's kubelet.
 
-        kwok manages the nodes annotated ``kwok.x-k8s.io/node: fake`` with its default stages (a node turns Ready
-        and keeps its lease; a pod bound to one turns Running and Ready, a Job's pod Succeeded, a deleted pod
-        goes). Pod addresses come from ``POD_RANGE`` and each node's from 127.0.0.2: whatever the server dials
-        for a pod (a webhook, a proxy) stays on loopback."""
+        kwok manages the nodes annotated ``kwok.x-k8s.io/node: fake`` with the stages scripts/cluster-bins.sh keeps
+        (a node turns Ready and reports a status heartbeat; a pod bound to one turns Running and Ready, a Job's pod
+        Succeeded, a deleted pod goes). Pod addresses come from ``POD_RANGE`` and each node's from 127.0.0.2:
+        whatever the server dials for a pod (a webhook, a proxy) stays on loopback."""
         d = self.dir
         # kwok's "fast" stages, kept beside the binary by scripts/cluster-bins.sh (kwok runs none by itself)
         stages = sorted((self.bin / "kwok-stages").glob("*.yaml"))
@@ -200,8 +200,7 @@ class ControlPlane:
                 "--node-port=0",
             ],
         )
-        for node in nodes:
-            self.kubectl("apply", "-f", "-", stdin=json.dumps(node))
+        self.kubectl("apply", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": nodes}))
 
     def stop(self) -> None:
         for name in reversed(list(self.procs)):

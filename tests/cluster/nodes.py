@@ -35,14 +35,14 @@ def _node(name: str, labels: dict[str, str], taints: list[dict[str, str]], extra
 
 
 def stack_nodes(spec: StackSpec, per_pool: int = 1) -> list[dict[str, Any]]:
-    """A system node, then ``per_pool`` nodes of each pool (at most its maxNodes)."""
+    """A system node, then ``per_pool`` nodes of each pool (at most as many as the pool may have)."""
     nodes = [_node("system-0", derive.system_node_selector(spec), [], {})]
     for pool in spec.node_pools:
-        units = {k: v * pool.gpu.per_node for k, v in derive.units_per_gpu(spec, pool).items()}
+        units = derive.pool_units(spec, pool, pool.gpu.per_node)
         taints = [
             {"key": t.key, "effect": t.effect, **({"value": t.value} if t.value is not None else {})}
             for t in derive.node_taints(pool)
         ]
-        for i in range(min(per_pool, pool.max_nodes)):
+        for i in range(min(per_pool, pool.node_cap)):
             nodes.append(_node(f"{pool.name}-{i}", derive.pool_labels(spec, pool), taints, units))
     return nodes
