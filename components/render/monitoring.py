@@ -364,9 +364,8 @@ def idle_cost_terms(spec: StackSpec, pool: NodePool) -> list[tuple[str | None, f
 def _allocated_unit_price(spec: StackSpec, pool: NodePool, profile: str | None, device_price: float) -> float:
     """A pod's series stands for one scheduler unit: on time-sliced / MPS GPUs each pod's (vgpu) series is one
     of ``replicas`` shares of the GPU."""
-    if profile is None and pool.sharing and pool.sharing.strategy in ("time-slicing", "mps"):
-        return device_price / (pool.sharing.replicas or 1)
-    return device_price
+    replicas = _shared_replicas(pool) if profile is None else 0
+    return device_price / replicas if replicas else device_price
 
 
 def _shared_replicas(pool: NodePool) -> int:
