@@ -13,7 +13,7 @@ from pathlib import Path
 from components.cli.urns import ROOT, shipped_stacks
 from components.plan.plan import Plan, build
 
-REGENERATE = "make plan-snapshots  (or: .venv/bin/python -m components.plan.plan)"
+REGENERATE = "make plan-snapshots  (or: .venv/bin/python -m components.cli.plans)"
 
 
 def snapshot_dir() -> Path:
@@ -32,7 +32,6 @@ def main(argv: list[str] | None = None) -> int:
     """Write (or with --check compare) tests/snapshots/plans/<stack>.json for every shipped stack."""
     check = "--check" in (sys.argv[1:] if argv is None else argv)
     out = snapshot_dir()
-    out.mkdir(parents=True, exist_ok=True)
     stale = []
     for stack in shipped_stacks():
         path = out / f"{stack}.json"
@@ -40,6 +39,7 @@ def main(argv: list[str] | None = None) -> int:
         if (path.read_text(encoding="utf-8") if path.exists() else None) != text:
             stale.append(stack)
             if not check:
+                out.mkdir(parents=True, exist_ok=True)
                 path.write_text(text, encoding="utf-8")
     if check and stale:
         print(f"plan snapshots out of date: {', '.join(stale)}; run {REGENERATE}", file=sys.stderr)
