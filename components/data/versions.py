@@ -120,6 +120,7 @@ CLUSTER_AUTOSCALER_IMAGE_TAGS: dict[str, str] = {
 def cluster_autoscaler_image_tag(kubernetes_version: str) -> str:
     """The autoscaler for a cluster of ``kubernetes_version`` ("1.34", or "1.34.2"): its minor's release; a minor
     outside the table gets the nearest one (the rules refuse that where the stack names its version)."""
+
     def minor(version: str) -> tuple[int, ...]:
         return tuple(int(x) for x in version.split(".")[:2])
 
