@@ -65,9 +65,17 @@ def chart_source(props: Mapping[str, Any]) -> str | None:
     repo = _get(props, "repositoryOpts", "repo")
     if isinstance(repo, str) and repo:
         return repo
-    if isinstance(chart, str) and chart.endswith(".tgz") and "/" in chart:
-        return chart.rsplit("/", 1)[0]
-    return None
+    archive = local_archive(props)
+    return archive.rsplit("/", 1)[0] if archive else None
+
+
+def local_archive(props: Mapping[str, Any]) -> str | None:
+    """The path of a release's chart when it is a local archive (``<folder>/<name>-<version>.tgz``: no oci://
+    reference, no repositoryOpts.repo), else None."""
+    chart = props.get("chart")
+    if not isinstance(chart, str) or chart.startswith("oci://") or _get(props, "repositoryOpts", "repo"):
+        return None
+    return chart if chart.endswith(".tgz") and "/" in chart else None
 
 
 def _norm(source: str) -> str:
@@ -109,9 +117,9 @@ def _helm_chart_pinned(args: ResourceValidationArgs, report: ReportViolation) ->
         return
     if _norm(source) not in allowed:
         report(f"chart {chart!r} comes from {source}, which is not allow-listed ({', '.join(allowed)}).", None)
-    if isinstance(chart, str) and source == chart.rsplit("/", 1)[0] and chart.endswith(".tgz"):
-        if isinstance(version, str) and version.strip():
-            _local_archive(chart, version, report, props, args)
+    archive = local_archive(props)
+    if archive and isinstance(version, str) and version.strip():
+        _local_archive(archive, version, report, props, args)
 
 
 helm_chart_pinned = ResourceValidationPolicy(
