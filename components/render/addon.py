@@ -32,8 +32,8 @@ from components.spec.model import StackSpec
 
 
 class Component(pulumi.ComponentResource):
-    """A ComponentResource of type ``TYPE`` holding the stack's plan (``components.plan.plan``; built once by
-    ``program.run`` and passed in), its spec and the Kubernetes provider. A component that reads only the plan
+    """A ComponentResource of type ``TYPE`` holding the stack's spec, its plan (``components.plan.plan``) and the
+    Kubernetes provider. A component that reads only the plan
     is one step further along issue 28 (the tenants', Kueue's and Volcano's objects do)."""
 
     TYPE: ClassVar[str]
@@ -44,21 +44,17 @@ class Component(pulumi.ComponentResource):
         spec: StackSpec,
         provider: pulumi.ProviderResource,
         opts: pulumi.ResourceOptions | None = None,
-        plan: Plan | None = None,
     ):
         super().__init__(self.TYPE, name, None, opts)
         self.spec = spec
-        self._plan = plan
         self.provider = provider
         self._setup()
         self.build(spec)
 
     @property
     def plan(self) -> Plan:
-        """The plan passed in (``program.run`` builds it once), else built on first use."""
-        if self._plan is None:
-            self._plan = build_plan(self.spec, pulumi.get_stack())
-        return self._plan
+        """The stack's plan: made once per spec (``plan.build``), so every component reads the same one."""
+        return build_plan(self.spec, pulumi.get_stack())
 
     def _setup(self) -> None:
         """What a base class prepares before ``build`` (ChartAddon: the resolved chart)."""

@@ -27,7 +27,6 @@ def run(spec: StackSpec) -> None:
     from components.plan import plan
     from components.render.tenancy import PriorityClasses, Tenancy
 
-    decided = plan.build(spec, pulumi.get_stack())  # every decision, once; renderers read it
     access = cluster_access(spec)
     provider = access.provider  # type: ignore[attr-defined]
     # The GPU Operator first: its release installs the nvidia.com CRDs; later components depend on it.
@@ -52,8 +51,8 @@ def run(spec: StackSpec) -> None:
             exporter_release=gpu_operator_release,
             prometheus_release=prometheus_release,
         )
-    PriorityClasses("priority-classes", spec, provider, plan=decided)
-    tenancy = Tenancy("tenancy", spec, provider, plan=decided)
+    PriorityClasses("priority-classes", spec, provider)
+    tenancy = Tenancy("tenancy", spec, provider)
     if spec.gpu_operator.allocation == "dra":
         from components.render.dra import ClaimTemplates
 
@@ -123,5 +122,5 @@ def run(spec: StackSpec) -> None:
     cost_doc = cost.report(spec, pulumi.get_stack())
     CostRecord("cost", spec, provider, cost_doc)
     pulumi.export("cost", cost_doc)
-    for key, value in stack_outputs(spec, decided, pool_names, karpenter_out).items():
+    for key, value in stack_outputs(spec, plan.build(spec, pulumi.get_stack()), pool_names, karpenter_out).items():
         pulumi.export(key, value)
