@@ -100,6 +100,24 @@ class Engine:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def state_urns(stack) -> set[str]:
+    """The URNs a stack's state holds, its Stack resource aside."""
+    deployment = stack.export_stack().deployment
+    return {r["urn"] for r in deployment.get("resources", []) if r["type"] != "pulumi:pulumi:Stack"}
+
+
+def record_changes(changes: dict[str, list[str]], field: str = "urn"):
+    """An ``on_event`` callback recording, per operation other than ``same`` (create, update, replace...), the
+    ``field`` (urn or type) of each resource the engine is about to touch."""
+
+    def seen(event) -> None:
+        pre = getattr(event, "resource_pre_event", None)
+        if pre is not None and pre.metadata.op.value != "same":
+            changes.setdefault(pre.metadata.op.value, []).append(getattr(pre.metadata, field))
+
+    return seen
+
+
 def _program() -> None:
     """``__main__.py``, unchanged: stack config -> one validated spec -> components."""
     from components.cli.config import spec_from_pulumi_config

@@ -17,7 +17,7 @@ import re
 from typing import Any
 
 import pytest
-from engine import Engine
+from engine import Engine, record_changes, state_urns
 
 from components.cli.synth import render
 
@@ -53,11 +53,6 @@ def _synth_changed(before: dict[str, Any], after: dict[str, Any]) -> set[str]:
     return {u for u in old.keys() & new.keys() if old[u] != new[u]}
 
 
-def _state_urns(stack) -> set[str]:
-    deployment = stack.export_stack().deployment
-    return {r["urn"] for r in deployment.get("resources", []) if r["type"] != "pulumi:pulumi:Stack"}
-
-
 @pytest.fixture(scope="module")
 def engine():
     """A control plane, an engine, and the stack deployed once: every test below reads or previews it and
@@ -80,7 +75,7 @@ def engine():
 def test_up_creates_exactly_what_the_synth_renders(engine):
     stack, cfg, cp = engine["stack"], engine["config"], engine["cp"]
     assert engine["up"].summary.result == "succeeded"
-    assert _state_urns(stack) == _synth_urns(cfg)
+    assert state_urns(stack) == _synth_urns(cfg)
     # and the objects are on the server
     assert cp.kubectl("get", "namespace", "dev", "-o", "name").stdout.strip() == "namespace/dev"
     quota = json.loads(cp.kubectl("get", "resourcequota", "-n", "dev", "gpu-quota", "-o", "json").stdout)
@@ -106,13 +101,7 @@ def test_adding_a_tenant_previews_as_exactly_its_new_resources(engine):
     more["gpu-platform:tenants"] = [*cfg["gpu-platform:tenants"], {"name": "dev2", "gpuQuota": {"workstation": 0}}]
     engine["engine"].stack(STACK, more)  # rewrites the stack file
     ops: dict[str, list[str]] = {}
-
-    def seen(event) -> None:
-        pre = getattr(event, "resource_pre_event", None)
-        if pre is not None and pre.metadata.op.value != "same":
-            ops.setdefault(pre.metadata.op.value, []).append(pre.metadata.urn)
-
-    preview = stack.preview(color="never", on_event=seen)
+    preview = stack.preview(color="never", on_event=record_changes(ops))
     new = _synth_urns(more) - _synth_urns(cfg)
     assert new and all(re.search(r"::dev2-", u) for u in new), sorted(new)
     # the new tenant's objects are created; the only update is the cost record, whose per-tenant figures now
@@ -139,7 +128,7 @@ def test_destroy_completes_after_the_readme_unprotect_step(engine):
         engine["engine"].stack("destroy", {**cfg, "gpu-platform:protect": {"tenantNamespaces": False}})
         assert stack.up(color="never").summary.result == "succeeded"
         assert stack.destroy(color="never").summary.result == "succeeded"
-        assert _state_urns(stack) == set()
+        assert state_urns(stack) == set()
         proc = cp.kubectl("get", "namespace", "dev", "-o", "name", check=False)
         assert proc.returncode != 0 and "NotFound" in proc.stderr
         assert cp.dials_outside_loopback() == []
@@ -162,13 +151,7 @@ def test_turning_on_mutable_config_maps_updates_the_provider_in_place(engine, mo
             k8s, "PROVIDER_OPTIONS", {"enable_server_side_apply": True, "enable_config_map_mutable": True}
         )
         ops: dict[str, list[str]] = {}
-
-        def seen(event) -> None:
-            pre = getattr(event, "resource_pre_event", None)
-            if pre is not None and pre.metadata.op.value != "same":
-                ops.setdefault(pre.metadata.op.value, []).append(pre.metadata.type)
-
-        day2.preview(color="never", on_event=seen)
+        day2.preview(color="never", on_event=record_changes(ops, field="type"))
         assert ops == {"update": ["pulumi:providers:kubernetes"]}
         assert cp.dials_outside_loopback() == []
 

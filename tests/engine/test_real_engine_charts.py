@@ -21,7 +21,7 @@ import time
 from typing import Any
 
 import pytest
-from engine import Engine
+from engine import Engine, record_changes, state_urns
 from probes import RESTRICTED_CONTAINER
 
 from components.cli.loader import load_spec
@@ -48,11 +48,6 @@ def _synth(cfg: dict[str, Any]):
     return render(STACK, copy.deepcopy(cfg))
 
 
-def _state_urns(stack) -> set[str]:
-    deployment = stack.export_stack().deployment
-    return {r["urn"] for r in deployment.get("resources", []) if r["type"] != "pulumi:pulumi:Stack"}
-
-
 def _webhooks(cp) -> dict[str, list[str]]:
     """The webhook configurations, and the aggregated APIs (APIServices backed by a Service: Kueue's visibility
     API), the charts registered: the server would call their Services, which nothing serves here."""
@@ -63,15 +58,6 @@ def _webhooks(cp) -> dict[str, list[str]]:
     services = json.loads(cp.kubectl("get", "apiservices", "-o", "json").stdout)["items"]
     out["apiservices"] = sorted(a["metadata"]["name"] for a in services if a["spec"].get("service"))
     return out
-
-
-def _ops(events: dict[str, list[str]]):
-    def seen(event) -> None:
-        pre = getattr(event, "resource_pre_event", None)
-        if pre is not None and pre.metadata.op.value != "same":
-            events.setdefault(pre.metadata.op.value, []).append(pre.metadata.urn)
-
-    return seen
 
 
 @pytest.fixture(scope="module")
@@ -92,10 +78,10 @@ def deployed():
             started = time.monotonic()
             partial = stack.up(color="never", exclude=gates, exclude_dependents=True)
             partial_s = time.monotonic() - started
-            partial_state = _state_urns(stack)
+            partial_state = state_urns(stack)
             left = _webhooks(cp)
             events: dict[str, list[str]] = {}
-            after_partial = stack.preview(color="never", on_event=_ops(events))
+            after_partial = stack.preview(color="never", on_event=record_changes(events))
             # 2. nothing answers the charts' webhooks here: remove them (and say so), then finish the up
             for kind, names in left.items():
                 for name in names:
@@ -147,7 +133,7 @@ def test_a_preview_after_an_interrupted_up_works_and_plans_the_rest(deployed):
 def test_up_with_the_bundled_charts_creates_exactly_what_the_synth_renders(deployed):
     cp = deployed["cp"]
     assert deployed["up"].summary.result == "succeeded"
-    assert _state_urns(deployed["stack"]) == {r.urn for r in deployed["synth"].resources}
+    assert state_urns(deployed["stack"]) == {r.urn for r in deployed["synth"].resources}
     # every release is installed from its archive and deployed (Helm's release records, one per release)
     releases = json.loads(cp.kubectl("get", "secrets", "-A", "-l", "owner=helm,status=deployed", "-o", "json").stdout)
     got = sorted((s["metadata"]["namespace"], s["metadata"]["labels"]["name"]) for s in releases["items"])
@@ -199,7 +185,7 @@ def test_adding_a_tenant_previews_as_exactly_what_the_synth_adds_and_changes(dep
     eng.stack(STACK, more)
     try:
         events: dict[str, list[str]] = {}
-        stack.preview(color="never", on_event=_ops(events))
+        stack.preview(color="never", on_event=record_changes(events))
     finally:
         eng.stack(STACK, cfg)
     new = set(after) - set(before)
@@ -276,6 +262,6 @@ def test_destroy_completes_after_the_readme_unprotect_step(deployed):
     started = time.monotonic()
     assert stack.destroy(color="never").summary.result == "succeeded"
     assert time.monotonic() - started < 600
-    assert _state_urns(stack) == set()
+    assert state_urns(stack) == set()
     releases = cp.kubectl("get", "secrets", "-A", "-l", "owner=helm", "-o", "name").stdout.split()
     assert releases == []
