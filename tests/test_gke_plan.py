@@ -1,5 +1,5 @@
 """The GKE plan (components/plan/gcp/plan.py, ``Plan.gke``): the cluster, the node service account and every node
-pool's inputs decided from the spec.
+pool's inputs decided from the spec; the GKE renderers (components/render/gcp) registering exactly it.
 
 Expected values are written out from stacks/Pulumi.prod-gcp.yaml and the GKE API's enums: a3-highgpu-8g carries 8
 H100 80GB (``nvidia-h100-80gb``) and boots from Persistent Disk; gcp pools run COS unless told otherwise, and
@@ -9,16 +9,18 @@ gke-latest on COS is the LATEST driver; a named reservation is SPECIFIC_RESERVAT
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 
 import pytest
-from conftest import stack_config
+from conftest import ROOT, rendered, stack_config
 
 from components.cli import main as cli
 from components.cli.loader import load_spec
 from components.plan import plan
 from components.plan.gcp import plan as gke_plan
 
+NODE_POOL = "gcp:container/nodePool:NodePool"
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}
 
 
@@ -152,6 +154,43 @@ def test_the_gke_plan_is_frozen():
     with pytest.raises(TypeError):
         g.node_pools["new"] = g.node_pools["h100-train"]  # type: ignore[index]
     assert isinstance(g.node_pools["h100-train"].additional_networks, tuple)
+
+
+@pytest.mark.parametrize("stack", ["prod-gcp", "dev-gcp"])
+def test_the_registered_gke_resources_are_the_plans(stack):
+    """Service account, role grants and each node pool's spec inputs are the plan's fields."""
+    g, r = _gke(stack), rendered(stack)
+    (sa,) = r.of_type("gcp:serviceaccount/account:Account")
+    assert sa.inputs["accountId"] == g.node_service_account.account_id
+    assert sa.inputs["description"] == g.node_service_account.description
+    roles = sorted(m.inputs["role"] for m in r.of_type("gcp:projects/iAMMember:IAMMember"))
+    assert roles == sorted(g.node_service_account.roles)
+    assert sorted(n.name for n in r.of_type(NODE_POOL)) == [f"gke-{name}" for name in g.node_pools]
+    for p in g.node_pools.values():
+        got = r.find(NODE_POOL, f"gke-{p.name}").inputs
+        n = got["nodeConfig"]
+        assert (got["name"], got["cluster"], got["project"]) == (p.name, g.cluster.name, g.cluster.project)
+        assert got["autoscaling"]["locationPolicy"] == p.location_policy
+        assert (n["machineType"], n["diskSizeGb"], n["spot"]) == (p.machine_type, p.disk_size_gb, p.spot)
+        assert n["guestAccelerators"] == [plan.plain(p.accelerator)]
+        assert n["labels"] == dict(p.labels) and n["taints"] == plan.plain(p.taints)
+        assert got.get("nodeLocations", []) == list(p.zones)
+
+
+def _spec_reads(path) -> list[str]:
+    """``spec.<attribute>`` reads in a module: the spec read directly instead of through the plan."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [
+        f"line {node.lineno}: spec.{node.attr}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "spec"
+    ]
+
+
+@pytest.mark.parametrize("module", ["nodepools.py", "cluster.py"])
+def test_the_gke_renderers_read_no_spec_attribute(module):
+    """Below the plan nothing reads the spec: the GKE renderers take every decision from ``Plan.gke``."""
+    assert _spec_reads(ROOT / "components" / "render" / "gcp" / module) == []
 
 
 def test_plan_text_has_a_line_per_gke_node_pool(capsys):
