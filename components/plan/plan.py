@@ -17,11 +17,14 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from components.data import versions
 from components.plan import cost, derive
 from components.spec.model import NodePool, StackSpec, Tenant
+
+if TYPE_CHECKING:
+    from components.plan.gcp.plan import GkePlan
 
 SCHEMA_VERSION = 1
 
@@ -144,6 +147,7 @@ class Plan:
     addons: Mapping[str, AddonPlan]
     priority_classes: tuple[PriorityClassPlan, ...] = ()
     protect: Mapping[str, bool] = field(default_factory=lambda: MappingProxyType({}))
+    gke: GkePlan | None = None  # gcp stacks: the GKE cluster, node service account and node pools
 
     def to_dict(self) -> dict[str, Any]:
         return {"schemaVersion": SCHEMA_VERSION, **plain(self)}
@@ -328,6 +332,8 @@ def build(spec: StackSpec, stack: str) -> Plan:
 
 @derive.per_spec
 def _decide(spec: StackSpec) -> Plan:
+    from components.plan.gcp import plan as gcp_plan
+
     return Plan(
         stack="",
         cloud=spec.cloud,
@@ -350,4 +356,5 @@ def _decide(spec: StackSpec) -> Plan:
                 "schedulerReleases": spec.protect.scheduler_releases,
             }
         ),
+        gke=gcp_plan.build(spec),
     )

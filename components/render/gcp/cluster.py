@@ -9,11 +9,24 @@ from typing import Any
 
 import pulumi
 
+from components.plan.gcp.plan import GkeClusterPlan, cluster_plan
+from components.plan.plan import build as build_plan
 from components.spec.model import StackSpec
 
 
 def kubeconfig(spec: StackSpec, endpoint: str, ca_data: str) -> str:
-    name = f"gke_{spec.cluster.project}_{spec.cluster.location}_{spec.cluster.name}"
+    """``kubeconfig_of`` the stack's cluster, for callers holding the spec."""
+    return kubeconfig_of(cluster_plan(spec), endpoint, ca_data)
+
+
+def cluster_problems(spec: StackSpec, autopilot: bool | None, workload_pools: list[str]) -> list[str]:
+    """``problems_of`` the stack's cluster, for callers holding the spec."""
+    return problems_of(cluster_plan(spec), autopilot, workload_pools)
+
+
+def kubeconfig_of(cluster: GkeClusterPlan, endpoint: str, ca_data: str) -> str:
+    """The kubeconfig of the looked-up cluster (its endpoint and CA come from the lookup)."""
+    name = cluster.kubeconfig_name
     doc = {
         "apiVersion": "v1",
         "kind": "Config",
@@ -39,22 +52,23 @@ def kubeconfig(spec: StackSpec, endpoint: str, ca_data: str) -> str:
     return json.dumps(doc, sort_keys=True)
 
 
-def cluster_problems(spec: StackSpec, autopilot: bool | None, workload_pools: list[str]) -> list[str]:
+def problems_of(cluster: GkeClusterPlan, autopilot: bool | None, workload_pools: list[str]) -> list[str]:
     """Why the looked-up cluster cannot take gpu-platform's node pools; [] when it can.
 
     Autopilot clusters have no user node pools. Nodes run with ``workloadMetadataConfig: GKE_METADATA``
     (pods never see the node's credentials), which GKE accepts only when the cluster has Workload
     Identity Federation (a workload pool).
     """
-    where = f"GKE cluster {spec.cluster.name} ({spec.cluster.project}/{spec.cluster.location})"
+    c = cluster
+    where = f"GKE cluster {c.name} ({c.project}/{c.location})"
     out = []
     if autopilot:
         out.append(f"{where} is an Autopilot cluster; gpu-platform creates Standard node pools")
-    elif spec.node_pools and not any(workload_pools):
+    elif c.needs_workload_identity and not any(workload_pools):
         out.append(
             f"{where} has no Workload Identity Federation; enable it "
-            f"(gcloud container clusters update {spec.cluster.name} --location={spec.cluster.location} "
-            f"--workload-pool={spec.cluster.project}.svc.id.goog)"
+            f"(gcloud container clusters update {c.name} --location={c.location} "
+            f"--workload-pool={c.project}.svc.id.goog)"
         )
     return out
 
@@ -67,9 +81,14 @@ def _workload_pool(config: Any) -> str:
 
 
 def _check(spec: StackSpec, result: list[Any]) -> bool:
+    """``_check_cluster`` of the stack's cluster, for callers holding the spec."""
+    return _check_cluster(cluster_plan(spec), result)
+
+
+def _check_cluster(cluster: GkeClusterPlan, result: list[Any]) -> bool:
     autopilot, identity = result
     pools = [_workload_pool(c) for c in identity or []]
-    problems = cluster_problems(spec, autopilot, pools)
+    problems = problems_of(cluster, autopilot, pools)
     if problems:
         # Stops preview/up before any node pool is sent to the GKE API.
         raise pulumi.RunError("; ".join(problems))
@@ -88,19 +107,21 @@ class GkeAccess(pulumi.ComponentResource):
 
         from components.render.k8s import PROVIDER_OPTIONS
 
-        c = spec.cluster
+        gke = build_plan(spec, pulumi.get_stack()).gke
+        assert gke is not None  # a gcp stack's
+        c = gke.cluster
         self.cluster = gcp.container.get_cluster_output(name=c.name or "", location=c.location, project=c.project)
         self.endpoint = self.cluster.endpoint
         # Checked when the lookup answers; every node pool waits on it through node_locations.
         self.ready = pulumi.Output.all(self.cluster.enable_autopilot, self.cluster.workload_identity_configs).apply(
-            lambda r: _check(spec, r)
+            lambda r: _check_cluster(c, r)
         )
         self.node_locations = pulumi.Output.all(self.ready, self.cluster.node_locations).apply(
             lambda r: list(r[1] or [])
         )
         self.kubeconfig = pulumi.Output.all(
             self.cluster.endpoint, self.cluster.master_auths[0].cluster_ca_certificate
-        ).apply(lambda a: kubeconfig(spec, a[0], a[1]))
+        ).apply(lambda a: kubeconfig_of(c, a[0], a[1]))
         self.provider = k8s.Provider(
             "kubernetes",
             kubeconfig=self.kubeconfig,

@@ -1,223 +1,68 @@
 """GKE GPU node pools: one least-privilege node service account per stack and one node pool per spec pool.
 
 Each pool's nodes are tainted ``nvidia.com/gpu=present:NoSchedule`` (plus the pool's own taints) and
-labelled with the shared pool labels, so only GPU workloads land there. Who serves the GPUs follows the
-stack's driver choice (``derive.driver``):
-
-* ``gke-latest`` / ``gke-default``: GKE installs the driver (``gpuDriverVersion`` LATEST / DEFAULT) and runs
-  its own device plugin, so time-sharing, MPS and MIG are node-pool settings here (``gpuSharingConfig``,
-  ``gpuPartitionSize``).
-* ``operator``: GKE installs nothing (``INSTALLATION_DISABLED``); the nodes carry
-  ``gke-no-default-nvidia-gpu-device-plugin=true`` so GKE's device plugin stays off, and the GPU
-  Operator's device plugin / MIG manager apply the sharing configs selected by node labels.
-
-Pure helpers (``node_pool_inputs`` and friends) build the inputs; the component only registers them.
+labelled with the shared pool labels, so only GPU workloads land there. What each node pool gets (machine,
+accelerator and driver, sharing, autoscaling, placement, reservation, networks, labels, taints) is decided in
+``components/plan/gcp/plan.py`` (``Plan.gke``); this module only registers it, adding what the cloud answers:
+the service account's email and, for a pool without ``gke.zones``, the cluster's zones.
 """
 
 from __future__ import annotations
 
-import hashlib
-import math
 from typing import TYPE_CHECKING, Any
 
 import pulumi
 
-from components.plan import derive
-from components.plan.gcp import gke
-from components.plan.gcp.rules import accelerator_type
-from components.plan.reservations import pool_reservation
-from components.spec.model import NodePool, StackSpec
+from components.plan.gcp.plan import (
+    DRIVER_VERSIONS as DRIVER_VERSIONS,
+    NODE_ROLES as NODE_ROLES,
+    OAUTH_SCOPES as OAUTH_SCOPES,
+    RESERVATION_KEY as RESERVATION_KEY,
+    RESERVATION_TYPES as RESERVATION_TYPES,
+    SERVICE_ACCOUNT_PREFIX as SERVICE_ACCOUNT_PREFIX,
+    SHARING_STRATEGIES as SHARING_STRATEGIES,
+    TAINT_EFFECTS as TAINT_EFFECTS,
+    GkeClusterPlan,
+    GkeNodePoolPlan,
+    autoscaling as autoscaling,
+    driver_version as driver_version,
+    guest_accelerator as guest_accelerator,
+    initial_nodes_per_zone as initial_nodes_per_zone,
+    location_policy as location_policy,
+    management as management,
+    node_config as node_config,
+    node_config_of,
+    node_pool_inputs as node_pool_inputs,
+    node_pool_inputs_of,
+    node_service_account_id as node_service_account_id,
+    nodes_per_zone,
+    reservation_affinity as reservation_affinity,
+    resource_labels as resource_labels,
+    taints as taints,
+    zone_count,
+)
+from components.plan.plan import build as build_plan
+from components.spec.model import StackSpec
 
 if TYPE_CHECKING:
     from components.render.gcp.cluster import GkeAccess
-
-# The node service account's project roles. roles/container.defaultNodeServiceAccount is the role
-# Google's "Configure GKE node service accounts" guide names as the minimum for nodes: logging, metrics,
-# resource metadata and autoscaling metrics, without the project-wide monitoring read access of
-# roles/monitoring.viewer. Nodes also pull workload images from Artifact Registry.
-NODE_ROLES = ("roles/artifactregistry.reader", "roles/container.defaultNodeServiceAccount")
-OAUTH_SCOPES = ["https://www.googleapis.com/auth/cloud-platform"]  # access is decided by IAM, not scopes
 
 # The autoscaler owns the node count; initialNodeCount only seeds a new pool (and forces replacement
 # when changed), so neither is reconciled after creation.
 IGNORE_CHANGES = ["initialNodeCount", "nodeCount"]
 
-TAINT_EFFECTS = {"NoSchedule": "NO_SCHEDULE", "PreferNoSchedule": "PREFER_NO_SCHEDULE", "NoExecute": "NO_EXECUTE"}
-RESERVATION_TYPES = {"none": "NO_RESERVATION", "any": "ANY_RESERVATION", "specific": "SPECIFIC_RESERVATION"}
-RESERVATION_KEY = "compute.googleapis.com/reservation-name"
-SHARING_STRATEGIES = {"time-slicing": "TIME_SHARING", "mps": "MPS"}
-DRIVER_VERSIONS = {"gke-latest": "LATEST", "gke-default": "DEFAULT", "operator": "INSTALLATION_DISABLED"}
-
-SERVICE_ACCOUNT_PREFIX = "gpu-nodes-"
-_ACCOUNT_ID_MAX = 30
+_zone_count = zone_count  # the name the tests know
 
 
-def node_service_account_id(cluster_name: str) -> str:
-    """``gpu-nodes-<cluster>``: 6-30 characters as IAM requires; long names get a stable hash suffix."""
-    account_id = f"{SERVICE_ACCOUNT_PREFIX}{cluster_name}"
-    if len(account_id) <= _ACCOUNT_ID_MAX:
-        return account_id
-    digest = hashlib.sha256(cluster_name.encode()).hexdigest()[:6]
-    head = account_id[: _ACCOUNT_ID_MAX - len(digest) - 1].rstrip("-")
-    return f"{head}-{digest}"
-
-
-def driver_version(spec: StackSpec, pool: NodePool) -> str:
-    """gpuDriverInstallationConfig.gpuDriverVersion. LATEST exists on COS only: an Ubuntu pool of a stack
-    that left the driver on auto gets DEFAULT (an explicit gke-latest on Ubuntu is a rule error)."""
-    version = DRIVER_VERSIONS[derive.driver(spec)]
-    if version == "LATEST" and derive.node_os(spec, pool) != "cos":
-        return "DEFAULT"
-    return version
-
-
-def guest_accelerator(spec: StackSpec, pool: NodePool) -> dict[str, Any]:
-    """The pool's guestAccelerators entry (camelCase, as the GKE API names the fields)."""
-    acc: dict[str, Any] = {
-        "type": accelerator_type(pool),
-        "count": pool.gpu.per_node,
-        "gpuDriverInstallationConfig": {"gpuDriverVersion": driver_version(spec, pool)},
-    }
-    s = pool.sharing
-    if s is not None and derive.device_plugin_owner(spec) == "gke":
-        if s.strategy in SHARING_STRATEGIES:
-            acc["gpuSharingConfig"] = {
-                "gpuSharingStrategy": SHARING_STRATEGIES[s.strategy],
-                "maxSharedClientsPerGpu": s.replicas,
-            }
-        elif s.strategy == "mig" and s.layout:
-            (acc["gpuPartitionSize"],) = s.layout  # the rules allow exactly one profile on GKE
-    return acc
-
-
-def taints(pool: NodePool) -> list[dict[str, str]]:
-    """The declared taints (the GPU taint first) in GKE's form. GKE adds the queued-provisioning taint
-    itself, so it is not declared here (``derive.node_taints`` lists it for tolerations)."""
-    return [{"key": t.key, "value": t.value or "", "effect": TAINT_EFFECTS[t.effect]} for t in derive.pool_taints(pool)]
-
-
-def location_policy(pool: NodePool) -> str:
-    """ANY lets the autoscaler take whichever zone has capacity: it prefers unused reservations and lowers
-    the preemption risk of Spot VMs, and queued provisioning obtains a request in one place. BALANCED
-    (spread across zones) otherwise."""
-    if pool.capacity == "spot" or pool.gke.queued_provisioning or pool_reservation(pool) is not None:
-        return "ANY"
-    return "BALANCED"
-
-
-def autoscaling(pool: NodePool) -> dict[str, Any]:
-    return {
-        "totalMinNodeCount": pool.min_nodes,
-        "totalMaxNodeCount": pool.node_cap,
-        "locationPolicy": location_policy(pool),
-    }
-
-
-def initial_nodes_per_zone(pool: NodePool, zones: int) -> int:
-    """initialNodeCount is per zone: enough to reach desiredNodes (else minNodes) in total, without going
-    over maxNodes. Queued-provisioning pools start empty."""
-    target = 0 if pool.gke.queued_provisioning else (pool.desired_nodes or pool.min_nodes)
-    if target <= 0 or zones <= 0:
-        return 0
-    return min(math.ceil(target / zones), pool.node_cap // zones)
-
-
-def reservation_affinity(pool: NodePool) -> dict[str, Any]:
-    """From the pool's reservation (``reservation:`` or the older ``gke.reservation`` keys, read alike by
-    ``components/plan/reservations.py``)."""
-    r = pool_reservation(pool)
-    kind = "none" if r is None else ("any" if r.match == "any" else "specific")
-    out: dict[str, Any] = {"consumeReservationType": RESERVATION_TYPES[kind]}
-    if r is not None and kind == "specific":
-        out["key"] = RESERVATION_KEY
-        out["values"] = list(r.ids)
-    return out
-
-
-def resource_labels(spec: StackSpec, pool: NodePool) -> dict[str, str]:
-    """Compute Engine labels on the node VMs and disks (cost reports): the stack's tags plus the pool."""
-    return dict(sorted({**spec.tags, "gpu-platform-pool": pool.name}.items()))
-
-
-def node_config(spec: StackSpec, pool: NodePool) -> dict[str, Any]:
-    """The pool's nodeConfig without the service account (which is only known once created)."""
-    machine = pool.instance_types[0]
-    os_ = derive.node_os(spec, pool)
-    cfg: dict[str, Any] = {
-        "machineType": machine,
-        "imageType": gke.IMAGE_TYPES[os_],
-        "diskSizeGb": pool.disk_gib,
-        "diskType": gke.boot_disk_type(machine),
-        "guestAccelerators": [guest_accelerator(spec, pool)],
-        "spot": pool.capacity == "spot",
-        "taints": taints(pool),
-        "labels": derive.pool_labels(spec, pool),
-        "resourceLabels": resource_labels(spec, pool),
-        "oauthScopes": OAUTH_SCOPES,
-        "reservationAffinity": reservation_affinity(pool),
-        # Secure boot admits only signed kernel modules: GKE's drivers are signed, drivers the GPU
-        # Operator builds on the node are not.
-        "shieldedInstanceConfig": {
-            "enableSecureBoot": derive.driver(spec) != "operator",
-            "enableIntegrityMonitoring": True,
-        },
-        "workloadMetadataConfig": {"mode": "GKE_METADATA"},  # pods reach Google APIs as themselves, never as the node
-        "metadata": {"disable-legacy-endpoints": "true"},
-    }
-    if os_ == "cos":
-        cfg["gvnic"] = {"enabled": True}
-    return cfg
-
-
-def management(pool: NodePool) -> dict[str, bool]:
-    """Auto-upgrade always; auto-repair except on queued-provisioning pools, which GKE's Dynamic Workload
-    Scheduler guide creates with ``--no-enable-autorepair`` (auto-upgrade left on): their nodes are obtained
-    together for one ProvisioningRequest, and a repair would recreate a node outside that request."""
-    return {"autoRepair": not pool.gke.queued_provisioning, "autoUpgrade": True}
-
-
-def node_pool_inputs(spec: StackSpec, pool: NodePool) -> dict[str, Any]:
-    """Every NodePool input that depends on the spec alone (camelCase; no nodeConfig, initialNodeCount)."""
-    inputs: dict[str, Any] = {
-        "name": pool.name,
-        "cluster": spec.cluster.name,
-        "location": spec.cluster.location,
-        "project": spec.cluster.project,
-        "autoscaling": autoscaling(pool),
-        "management": management(pool),
-        # No surge node: a GPU pool rarely has spare quota or reservation for one; replace in place.
-        "upgradeSettings": {"strategy": "SURGE", "maxSurge": 0, "maxUnavailable": 1},
-    }
-    if pool.gke.zones:
-        inputs["nodeLocations"] = list(pool.gke.zones)
-    if pool.gke.compact_placement:
-        inputs["placementPolicy"] = {"type": "COMPACT"}
-    if pool.gke.queued_provisioning:
-        inputs["queuedProvisioning"] = {"enabled": True}
-    if pool.gke.additional_networks:
-        # GPUDirect: one node NIC per GPU network, in order (components/plan/gcp/rules.py checks the count)
-        inputs["networkConfig"] = {
-            "additionalNodeNetworkConfigs": [
-                {"network": n.network, "subnetwork": n.subnetwork} for n in pool.gke.additional_networks
-            ]
-        }
-    return inputs
-
-
-def _zone_count(location: str, node_locations: list[str] | None) -> int:
-    zones = set(node_locations or [])
-    if gke.is_zone(location):
-        zones.add(location)
-    return max(len(zones), 1)
-
-
-def _args(spec: StackSpec, pool: NodePool, service_account_email: pulumi.Input[str], zones: pulumi.Output[int]):
-    """NodePoolArgs from the helpers above (typed args, so the engine sees exactly the camelCase inputs)."""
+def _args(
+    cluster: GkeClusterPlan, pool: GkeNodePoolPlan, service_account_email: pulumi.Input[str], zones: pulumi.Output[int]
+):
+    """NodePoolArgs from the pool's plan (typed args, so the engine sees exactly the camelCase inputs)."""
     import pulumi_gcp as gcp
 
     c = gcp.container
-    i = node_pool_inputs(spec, pool)
-    n = node_config(spec, pool)
+    i = node_pool_inputs_of(cluster, pool)
+    n = node_config_of(pool)
     acc = n["guestAccelerators"][0]
     sharing = acc.get("gpuSharingConfig")
     ra = n["reservationAffinity"]
@@ -227,7 +72,7 @@ def _args(spec: StackSpec, pool: NodePool, service_account_email: pulumi.Input[s
         location=i["location"],
         project=i["project"],
         node_locations=i.get("nodeLocations"),
-        initial_node_count=zones.apply(lambda z: initial_nodes_per_zone(pool, z)),
+        initial_node_count=zones.apply(lambda z: nodes_per_zone(pool.initial_nodes, pool.max_nodes, z)),
         autoscaling=c.NodePoolAutoscalingArgs(
             total_min_node_count=i["autoscaling"]["totalMinNodeCount"],
             total_max_node_count=i["autoscaling"]["totalMaxNodeCount"],
@@ -307,15 +152,16 @@ class GkeGpuNodePools(pulumi.ComponentResource):
         super().__init__(self.TYPE, name, None, opts)
         import pulumi_gcp as gcp
 
-        c = spec.cluster
+        gke = build_plan(spec, pulumi.get_stack()).gke
+        assert gke is not None  # a gcp stack's
+        c, sa = gke.cluster, gke.node_service_account
         child = pulumi.ResourceOptions(parent=self)
         self.service_account = gcp.serviceaccount.Account(
             "gke-gpu-nodes",
-            account_id=node_service_account_id(c.name or ""),
+            account_id=sa.account_id,
             project=c.project,
-            display_name=f"GKE GPU nodes ({c.name})",
-            description=f"Node service account of gpu-platform's GPU node pools in cluster {c.name}; "
-            f"roles: {', '.join(NODE_ROLES)}",
+            display_name=sa.display_name,
+            description=sa.description,
             opts=child,
         )
         member = self.service_account.email.apply(lambda email: f"serviceAccount:{email}")
@@ -327,19 +173,19 @@ class GkeGpuNodePools(pulumi.ComponentResource):
                 member=member,
                 opts=child,
             )
-            for role in NODE_ROLES
+            for role in sa.roles
         ]
         location = c.location or ""
         # Both wait for the cluster check (GkeAccess.ready): nothing reaches the GKE API for a cluster
         # that cannot take these pools.
-        cluster_zones = cluster.node_locations.apply(lambda zs: _zone_count(location, zs))
+        cluster_zones = cluster.node_locations.apply(lambda zs: zone_count(location, zs))
         self.node_pools: dict[str, Any] = {}
-        for pool in sorted(spec.node_pools, key=lambda p: p.name):
-            own = _zone_count(location, list(pool.gke.zones))
-            zones = cluster.ready.apply(lambda _, n=own: n) if pool.gke.zones else cluster_zones
+        for pool in gke.node_pools.values():
+            own = zone_count(location, list(pool.zones))
+            zones = cluster.ready.apply(lambda _, n=own: n) if pool.zones else cluster_zones
             self.node_pools[pool.name] = gcp.container.NodePool(
                 f"gke-{pool.name}",
-                **_args(spec, pool, self.service_account.email, zones),
+                **_args(c, pool, self.service_account.email, zones),
                 opts=pulumi.ResourceOptions(
                     parent=self,
                     # Nodes boot able to write logs and metrics and pull images.
