@@ -185,7 +185,9 @@ def plan_text(p: Any) -> list[str]:
     for a in p.addons.values():
         state = f"{a.chart.rsplit('/', 1)[-1]} {a.version} from {a.source}, in {a.namespace}" if a.enabled else "off"
         lines.append(f"  {a.key}: {state}")
-    return lines
+    from components.plan.aws import karpenter
+
+    return lines + karpenter.text(p.karpenter)
 
 
 # The Pulumi package of each provider plugin the program can load, by cloud: kubernetes always, a cloud's only on
