@@ -98,7 +98,7 @@ def policy_groups(spec: StackSpec) -> list[str]:
 def helm_values(spec: StackSpec) -> dict[str, Any]:
     """Values of the karpenter chart as far as the stack file decides them: the renderer adds the cluster's
     endpoint, the queue's name as the queue object gives it, and under IRSA the controller role's ARN
-    (``components/render/aws/karpenter.py`` ``with_outputs``). Placement: system nodes only -- never a GPU node
+    (``with_outputs``). Placement: system nodes only -- never a GPU node
     (no GPU toleration; GPU pool nodes excluded by label) and never a node Karpenter launched itself (a
     controller on its own capacity could consolidate itself away)."""
     k = spec.karpenter
@@ -242,6 +242,9 @@ class NodeOverlayPlan:
 
 @dataclass(frozen=True)
 class KarpenterPlan:
+    """Karpenter on the stack's EKS cluster: its AWS objects' names and tags, its charts and values, and the
+    EC2NodeClasses, NodePools and NodeOverlays it gets."""
+
     cluster: str
     region: str
     namespace: str  # the controller's (kube-system)

@@ -52,7 +52,6 @@ from components.plan.aws.karpenter_nodes import (
     SPOT_WEIGHT as SPOT_WEIGHT,
     NodeClassNeed as NodeClassNeed,
     NodePoolPart as NodePoolPart,
-    _reservation_zone as _reservation_zone,
     block_device_mappings as block_device_mappings,
     ec2_node_class_spec as ec2_node_class_spec,
     karpenter_pools as karpenter_pools,
