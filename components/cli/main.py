@@ -189,7 +189,9 @@ def plan_text(p: Any) -> list[str]:
         from components.plan.gcp import plan as gcp_plan
 
         lines += ["", *gcp_plan.text(p.gke)]
-    return lines
+    from components.plan.aws import karpenter
+
+    return lines + karpenter.text(p.karpenter)
 
 
 # The Pulumi package of each provider plugin the program can load, by cloud: kubernetes always, a cloud's only on

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from components.data import versions
 from components.plan import cost, derive
+from components.plan.aws.karpenter import KarpenterPlan, karpenter_plan
 from components.spec.model import NodePool, StackSpec, Tenant
 
 if TYPE_CHECKING:
@@ -148,6 +149,7 @@ class Plan:
     priority_classes: tuple[PriorityClassPlan, ...] = ()
     protect: Mapping[str, bool] = field(default_factory=lambda: MappingProxyType({}))
     gke: GkePlan | None = None  # gcp stacks: the GKE cluster, node service account and node pools
+    karpenter: KarpenterPlan | None = None  # components/plan/aws/karpenter.py; None without Karpenter
 
     def to_dict(self) -> dict[str, Any]:
         return {"schemaVersion": SCHEMA_VERSION, **plain(self)}
@@ -357,4 +359,5 @@ def _decide(spec: StackSpec) -> Plan:
             }
         ),
         gke=gcp_plan.build(spec),
+        karpenter=karpenter_plan(spec),
     )

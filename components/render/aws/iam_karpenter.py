@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from components.plan.aws import karpenter as karpenter_plan
 from components.render.aws.iam import document
 
 
@@ -295,14 +296,7 @@ def controller_policies(s: Scope, with_zonal_shift: bool = False) -> dict[str, d
     return {name: document(statements) for name, statements in groups.items()}
 
 
-POLICY_GROUPS = (
-    "node-lifecycle",
-    "iam-integration",
-    "eks-integration",
-    "interruption",
-    "resource-discovery",
-    "zonal-shift",
-)
+POLICY_GROUPS = karpenter_plan.POLICY_GROUPS  # which of them a stack uses: KarpenterPlan.policies
 
 
 # ------------------------------------------------------------------------------------- queue policy

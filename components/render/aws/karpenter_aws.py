@@ -1,5 +1,6 @@
 """Karpenter's AWS side (``components/render/aws/karpenter.py`` wires it in), one function per step, each creating
-its resources under the Karpenter component:
+its resources under the Karpenter component, named and tagged as the plan says (``KarpenterPlan``:
+``components/plan/aws/karpenter.py``):
 
 * the node role (worker, CNI, ECR pull-only, SSM) with an ``EC2_LINUX`` access entry, so nodes join
   without aws-auth edits;
@@ -17,58 +18,12 @@ from typing import Any
 
 import pulumi
 
-from components.data import versions
+from components.plan.aws.karpenter import INTERRUPTION_EVENTS, KarpenterPlan
 from components.render.aws import sdk
 from components.spec.model import StackSpec
 
-CONTROLLER_NAMESPACE = versions.KARPENTER.namespace
-SERVICE_ACCOUNT = "karpenter"
-
-# EventBridge rules feeding the interruption queue: (source, detail-type), as in Karpenter's
-# getting-started CloudFormation template for v1.14.
-INTERRUPTION_EVENTS: dict[str, tuple[str, str]] = {
-    "health": ("aws.health", "AWS Health Event"),
-    "spot": ("aws.ec2", "EC2 Spot Instance Interruption Warning"),
-    "rebalance": ("aws.ec2", "EC2 Instance Rebalance Recommendation"),
-    "state-change": ("aws.ec2", "EC2 Instance State-change Notification"),
-    "reservation": ("aws.ec2", "EC2 Capacity Reservation Instance Interruption Warning"),
-}
 QUEUE_RETENTION_SECONDS = 300
 QUEUE_TARGET_ID = "KarpenterInterruptionQueueTarget"
-
-
-# -------------------------------------------------------------------------------------------- names
-
-
-# -------------------------------------------------------------------------------------------- names
-
-
-def name_prefix(spec: StackSpec) -> str:
-    return spec.karpenter.name_prefix or spec.cluster.name or ""
-
-
-def controller_role_name(spec: StackSpec) -> str:
-    return f"{name_prefix(spec)}-karpenter"
-
-
-def node_role_name(spec: StackSpec) -> str:
-    return f"{name_prefix(spec)}-karpenter-node"
-
-
-def queue_name(spec: StackSpec) -> str:
-    return f"{name_prefix(spec)}-karpenter"
-
-
-def policy_name(spec: StackSpec, group: str) -> str:
-    return f"{name_prefix(spec)}-karpenter-{group}"
-
-
-def rule_name(spec: StackSpec, kind: str) -> str:
-    return f"{name_prefix(spec)}-karpenter-{kind}"
-
-
-def aws_tags(spec: StackSpec) -> dict[str, str]:
-    return dict(sorted({**spec.tags, "managed-by": "gpu-platform"}.items()))
 
 
 def event_pattern(kind: str) -> dict[str, list[str]]:
@@ -87,20 +42,23 @@ def _arn_parts(arn: str) -> tuple[str, str]:
 
 @dataclass(frozen=True)
 class Account:
-    """What every step needs: the Karpenter component (parent), the stack, the cluster lookup, and the values
-    derived from it (partition and account from its ARN)."""
+    """What every step needs: the Karpenter component (parent), the plan's Karpenter, the cluster lookup, and the
+    values derived from it (partition and account from its ARN). ``spec`` only goes on to ``identity``'s shared
+    functions (Pod Identity or IRSA, which the Cluster Autoscaler uses too); nothing here reads it."""
 
     parent: pulumi.Resource
     spec: StackSpec
+    k: KarpenterPlan
     cluster: Any  # the EKS cluster lookup (EksAccess.cluster)
     partition: Any  # Output[str]
     account: Any  # Output[str]
 
     @staticmethod
-    def of(parent: pulumi.Resource, spec: StackSpec, cluster: Any) -> Account:
+    def of(parent: pulumi.Resource, spec: StackSpec, k: KarpenterPlan, cluster: Any) -> Account:
         return Account(
             parent,
             spec,
+            k,
             cluster,
             cluster.arn.apply(lambda a: _arn_parts(a)[0]),
             cluster.arn.apply(lambda a: _arn_parts(a)[1]),
@@ -124,14 +82,13 @@ def node_role(a: Account) -> NodeRole:
     entry so nodes join without aws-auth edits."""
     from components.render.aws import iam
 
-    spec, partition, aws_child = a.spec, a.partition, a.opts
-    tags = aws_tags(spec)
-    cluster_name = spec.cluster.name or ""
-    region = spec.cluster.region or ""
+    k, partition, aws_child = a.k, a.partition, a.opts
+    tags = dict(k.tags)
+    cluster_name, region = k.cluster, k.region
     node_role = sdk.resource(
         "iam.Role",
         "karpenter-node-role",
-        name=node_role_name(spec),
+        name=k.node_role,
         description=f"Nodes Karpenter launches for EKS cluster {cluster_name}",
         assume_role_policy=partition.apply(
             lambda p: iam.to_json(iam.service_trust(f"ec2.{iam.dns_suffix(p)}", sid="AllowEc2"))
@@ -173,14 +130,13 @@ def interruption_queue(a: Account) -> InterruptionQueue:
     """The SQS queue (300 s retention) and the EventBridge rules of the five event kinds Karpenter handles."""
     from components.render.aws import iam, iam_karpenter
 
-    spec, aws_child = a.spec, a.opts
-    tags = aws_tags(spec)
-    cluster_name = spec.cluster.name or ""
-    region = spec.cluster.region or ""
+    k, aws_child = a.k, a.opts
+    tags = dict(k.tags)
+    cluster_name, region = k.cluster, k.region
     queue = sdk.resource(
         "sqs.Queue",
         "karpenter-interruption-queue",
-        name=queue_name(spec),
+        name=k.queue,
         message_retention_seconds=QUEUE_RETENTION_SECONDS,
         sqs_managed_sse_enabled=True,
         region=region,
@@ -196,11 +152,11 @@ def interruption_queue(a: Account) -> InterruptionQueue:
         opts=aws_child,
     )
     targets = []
-    for kind in INTERRUPTION_EVENTS:
+    for kind, name in k.event_rules.items():
         rule = sdk.resource(
             "cloudwatch.EventRule",
             f"karpenter-{kind}",
-            name=rule_name(spec, kind),
+            name=name,
             description=f"Karpenter interruption handling for {cluster_name}: {INTERRUPTION_EVENTS[kind][1]}",
             event_pattern=json.dumps(event_pattern(kind), sort_keys=True),
             region=region,
@@ -231,18 +187,15 @@ def controller_role(a: Account, node: NodeRole, interruption: InterruptionQueue)
     """The controller's role, its policies (scoped to the cluster, node role and queue) and its identity."""
     from components.render.aws import iam, iam_karpenter, identity
 
-    spec, cluster, partition, account, aws_child = a.spec, a.cluster, a.partition, a.account, a.opts
-    tags = aws_tags(spec)
-    cluster_name = spec.cluster.name or ""
-    region = spec.cluster.region or ""
+    k, cluster, partition, account, aws_child = a.k, a.cluster, a.partition, a.account, a.opts
+    tags = dict(k.tags)
+    cluster_name, region = k.cluster, k.region
     node_role, queue = node.role, interruption.queue
-    trust = identity.trust_policy(
-        spec, cluster, partition, account, CONTROLLER_NAMESPACE, SERVICE_ACCOUNT, sid="Karpenter"
-    )
+    trust = identity.trust_policy(a.spec, cluster, partition, account, k.namespace, k.service_account, sid="Karpenter")
     controller_role = sdk.resource(
         "iam.Role",
         "karpenter-controller-role",
-        name=controller_role_name(spec),
+        name=k.controller_role,
         description=f"Karpenter controller of EKS cluster {cluster_name}",
         assume_role_policy=trust,
         tags=tags,
@@ -253,14 +206,13 @@ def controller_role(a: Account, node: NodeRole, interruption: InterruptionQueue)
             partition=a[0], region=region, account=a[1], cluster=cluster_name, node_role_arn=a[2], queue_arn=a[3]
         )
     )
-    documents = scope.apply(lambda s: iam_karpenter.controller_policies(s, spec.karpenter.zonal_shift))
+    documents = scope.apply(lambda s: iam_karpenter.controller_policies(s, k.zonal_shift))
     controller_deps: list[pulumi.Resource] = []
-    groups = [g for g in iam_karpenter.POLICY_GROUPS if g != "zonal-shift" or spec.karpenter.zonal_shift]
-    for group in groups:
+    for group, name in k.policies.items():
         policy = sdk.resource(
             "iam.Policy",
             f"karpenter-controller-{group}",
-            name=policy_name(spec, group),
+            name=name,
             description=f"Karpenter controller ({group}) for EKS cluster {cluster_name}",
             policy=documents.apply(lambda d, g=group: iam.to_json(d[g])),
             tags=tags,
@@ -277,10 +229,10 @@ def controller_role(a: Account, node: NodeRole, interruption: InterruptionQueue)
         )
     association = identity.pod_identity_association(
         "karpenter-pod-identity",
-        spec,
+        a.spec,
         controller_role.arn,
-        CONTROLLER_NAMESPACE,
-        SERVICE_ACCOUNT,
+        k.namespace,
+        k.service_account,
         tags,
         aws_child,
     )
