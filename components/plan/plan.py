@@ -21,6 +21,7 @@ from typing import Any
 
 from components.data import versions
 from components.plan import cost, derive
+from components.plan.aws import plan as aws_plan
 from components.spec.model import NodePool, StackSpec, Tenant
 
 SCHEMA_VERSION = 1
@@ -144,6 +145,7 @@ class Plan:
     addons: Mapping[str, AddonPlan]
     priority_classes: tuple[PriorityClassPlan, ...] = ()
     protect: Mapping[str, bool] = field(default_factory=lambda: MappingProxyType({}))
+    aws: aws_plan.AwsPlan | None = None  # the EKS cluster, managed node groups, EFA, Cluster Autoscaler (aws only)
 
     def to_dict(self) -> dict[str, Any]:
         return {"schemaVersion": SCHEMA_VERSION, **plain(self)}
@@ -350,4 +352,5 @@ def _decide(spec: StackSpec) -> Plan:
                 "schedulerReleases": spec.protect.scheduler_releases,
             }
         ),
+        aws=aws_plan.build(spec),
     )
