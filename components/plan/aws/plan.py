@@ -80,7 +80,8 @@ class LaunchTemplatePlan:
     metadata_options: Mapping[str, Any]
     tag_specifications: tuple[Mapping[str, Any], ...]
     user_data: str | None  # plain text (the template gets it base64-encoded); None: none
-    reservation: Mapping[str, Any]  # the capacity reservation's template arguments ({}: no reservation)
+    capacity_reservation: Mapping[str, Any] | None  # its capacityReservationSpecification (None: no reservation)
+    instance_market_options: Mapping[str, Any] | None  # a Capacity Block's market type (None: other capacity)
     efa_interfaces: tuple[Mapping[str, Any], ...] | None  # EFA pools: the interfaces, less their security groups
     tags: Mapping[str, str]
 
@@ -167,13 +168,15 @@ def cluster_plan(spec: StackSpec) -> EksClusterPlan:
 
 def launch_template_plan(spec: StackSpec, pool: NodePool) -> LaunchTemplatePlan:
     interfaces = efa.network_interfaces(pool, []) if efa.efa_enabled(spec, pool) else None
+    reservation = aws_reservations.launch_template_args(pool)
     return LaunchTemplatePlan(
         name=mp.launch_template_name(spec, pool),
         block_device_mappings=_freeze(_wire(mp.block_device_mappings(spec, pool))),
         metadata_options=_freeze(_wire(mp.metadata_options(pool))),
         tag_specifications=_freeze(_wire(mp.tag_specifications(spec, pool))),
         user_data=mp.user_data(spec, pool),
-        reservation=_freeze(_wire(aws_reservations.launch_template_args(pool))),
+        capacity_reservation=_freeze(_wire(reservation.get("capacity_reservation_specification"))),
+        instance_market_options=_freeze(_wire(reservation.get("instance_market_options"))),
         efa_interfaces=_freeze(_wire([{k: v for k, v in nic.items() if k != "security_groups"} for nic in interfaces]))
         if interfaces is not None
         else None,
@@ -252,7 +255,8 @@ def _node_group_line(ng: NodeGroupPlan) -> str:
     s, u, lt = ng.scaling, ng.update_config, ng.launch_template
     subnets = ", ".join(ng.subnet_ids) if ng.subnet_ids else "the cluster's"
     extras = [f"EFA ({len(lt.efa_interfaces)} interfaces)"] if lt.efa_interfaces else []
-    extras += ["capacity reservation"] if lt.reservation else []
+    extras += ["capacity reservation"] if lt.capacity_reservation else []
+    extras += ["Capacity Block"] if lt.instance_market_options else []
     extras += ["Bottlerocket settings"] if lt.user_data else []
     return (
         f"  node group {ng.name_prefix}*: {ng.ami_type} {ng.capacity_type} {', '.join(ng.instance_types)}, "
