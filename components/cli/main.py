@@ -185,6 +185,10 @@ def plan_text(p: Any) -> list[str]:
     for a in p.addons.values():
         state = f"{a.chart.rsplit('/', 1)[-1]} {a.version} from {a.source}, in {a.namespace}" if a.enabled else "off"
         lines.append(f"  {a.key}: {state}")
+    if p.aws is not None:
+        from components.plan.aws.plan import text_lines
+
+        lines += ["", "AWS", *text_lines(p.aws)]
     if p.gke is not None:
         from components.plan.gcp import plan as gcp_plan
 

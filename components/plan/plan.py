@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from components.data import versions
 from components.plan import cost, derive
+from components.plan.aws import plan as aws_plan
 from components.plan.aws.karpenter import KarpenterPlan, karpenter_plan
 from components.spec.model import NodePool, StackSpec, Tenant
 
@@ -150,6 +151,7 @@ class Plan:
     protect: Mapping[str, bool] = field(default_factory=lambda: MappingProxyType({}))
     gke: GkePlan | None = None  # gcp stacks: the GKE cluster, node service account and node pools
     karpenter: KarpenterPlan | None = None  # components/plan/aws/karpenter.py; None without Karpenter
+    aws: aws_plan.AwsPlan | None = None  # the EKS cluster, managed node groups, EFA, Cluster Autoscaler (aws only)
 
     def to_dict(self) -> dict[str, Any]:
         return {"schemaVersion": SCHEMA_VERSION, **plain(self)}
@@ -360,4 +362,5 @@ def _decide(spec: StackSpec) -> Plan:
         ),
         gke=gcp_plan.build(spec),
         karpenter=karpenter_plan(spec),
+        aws=aws_plan.build(spec),
     )

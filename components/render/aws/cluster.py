@@ -1,5 +1,6 @@
 """Access to an existing EKS cluster: look it up, build a kubeconfig whose user runs
-``aws eks get-token``, and the Kubernetes provider every Kubernetes resource uses."""
+``aws eks get-token``, and the Kubernetes provider every Kubernetes resource uses. What to look up and the
+token command are the plan's (``AwsPlan.cluster``); the endpoint and CA data are the lookup's."""
 
 from __future__ import annotations
 
@@ -7,28 +8,36 @@ import json
 
 import pulumi
 
+from components.plan.aws.plan import EksClusterPlan, cluster_plan
+from components.plan.plan import Plan, build as build_plan, plain
 from components.render.aws import sdk
 from components.spec.model import StackSpec
 
 
-def kubeconfig(spec: StackSpec, endpoint: str, ca_data: str) -> str:
-    c = spec.cluster
-    args = ["eks", "get-token", "--cluster-name", c.name or "", "--region", c.region or "", "--output", "json"]
-    if c.role_arn:
-        args += ["--role-arn", c.role_arn]
-    env = [{"name": "AWS_PROFILE", "value": c.profile}] if c.profile else None
-    user: dict = {"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1", "command": "aws", "args": args}}
-    if env:
-        user["exec"]["env"] = env
+def stack_plan(spec: StackSpec) -> Plan:
+    """The stack's plan (made once per spec), for the AWS components that are not ``addon.Component``s; the
+    spec goes to the plan builder only."""
+    return build_plan(spec, pulumi.get_stack())
+
+
+def kubeconfig_document(cluster: EksClusterPlan, endpoint: str, ca_data: str) -> str:
+    """The kubeconfig (JSON, keys sorted): one cluster, context and user named after the cluster; the user runs
+    the plan's token command."""
+    name = cluster.name
     doc = {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": c.name, "cluster": {"server": endpoint, "certificate-authority-data": ca_data}}],
-        "contexts": [{"name": c.name, "context": {"cluster": c.name, "user": c.name}}],
-        "current-context": c.name,
-        "users": [{"name": c.name, "user": user}],
+        "clusters": [{"name": name, "cluster": {"server": endpoint, "certificate-authority-data": ca_data}}],
+        "contexts": [{"name": name, "context": {"cluster": name, "user": name}}],
+        "current-context": name,
+        "users": [{"name": name, "user": {"exec": plain(cluster.token_exec)}}],
     }
     return json.dumps(doc, sort_keys=True)
+
+
+def kubeconfig(spec: StackSpec, endpoint: str, ca_data: str) -> str:
+    """``kubeconfig_document`` of the stack's cluster plan (the form tests call with a spec)."""
+    return kubeconfig_document(cluster_plan(spec), endpoint, ca_data)
 
 
 class EksAccess(pulumi.ComponentResource):
@@ -42,12 +51,15 @@ class EksAccess(pulumi.ComponentResource):
 
         from components.render.k8s import PROVIDER_OPTIONS
 
+        aws = stack_plan(spec).aws
+        assert aws is not None, "EksAccess is the aws stacks' cluster access"
+        c = aws.cluster
         # Looked up in the stack's region (cluster.region, else aws:region), which is also the region of
         # the kubeconfig token and of every regional resource gpu-platform creates for the cluster.
-        self.cluster = sdk.eks_cluster(spec.cluster.name or "", spec.cluster.region)
+        self.cluster = sdk.eks_cluster(c.name, c.region)
         self.endpoint = self.cluster.endpoint
         self.kubeconfig = pulumi.Output.all(self.cluster.endpoint, self.cluster.certificate_authorities[0].data).apply(
-            lambda a: kubeconfig(spec, a[0], a[1])
+            lambda a: kubeconfig_document(c, a[0], a[1])
         )
         self.provider = k8s.Provider(
             "kubernetes",

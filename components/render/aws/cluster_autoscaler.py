@@ -1,6 +1,6 @@
 """Cluster Autoscaler for the EKS managed node groups: scale from zero, and ProvisioningRequests for gangs.
 
-What gets registered when ``spec.cluster_autoscaler_enabled`` (aws stacks with managed pools, unless
+What gets registered when the plan has one (``AwsPlan.cluster_autoscaler``: aws stacks with managed pools, unless
 ``addons.clusterAutoscaler: false``):
 
 * The controller role with one policy (``policy_document``), trusted by EKS Pod Identity or IRSA as
@@ -18,7 +18,9 @@ How an empty managed group is sized (autoscaler ``cloudprovider/aws/aws_manager.
 type from the launch template / node group, labels and taints from ``eks:DescribeNodegroup``, extended
 resources from the node group's ``node-template/resources/*`` tags (``managed_pools.autoscaler_tags``).
 
-Pure functions build every document; the component at the bottom wires them to resources.
+What it is (flags, values, role and policy, the chart) is the plan's (``components/plan/aws/cluster_autoscaler.py``,
+re-exported here); the component at the bottom wires it to resources with the cluster's outputs (the role ARN under
+IRSA, the looked-up Kubernetes version for the image tag).
 """
 
 from __future__ import annotations
@@ -32,181 +34,65 @@ import yaml
 
 from components.data import versions
 from components.plan import derive
-from components.plan.aws import managed_pools as plan
+from components.plan.aws import plan as aws_plan
+from components.plan.aws.cluster_autoscaler import (
+    CHART as CHART,
+    CONTROLLER_CPU as CONTROLLER_CPU,
+    CONTROLLER_MEMORY as CONTROLLER_MEMORY,
+    DEFAULT_KUBERNETES_VERSION,
+    EXTRA_ARGS as EXTRA_ARGS,
+    MUTATING_ACTIONS as MUTATING_ACTIONS,
+    NAMESPACE as NAMESPACE,
+    READ_ACTIONS as READ_ACTIONS,
+    SERVICE_ACCOUNT as SERVICE_ACCOUNT,
+    discovery_tags as discovery_tags,
+    policy_document as policy_document,
+)
+from components.plan.plan import plain
 from components.render import addon, k8s
 from components.render.aws import iam, identity, sdk
 from components.spec.model import StackSpec
 
-CHART = versions.CLUSTER_AUTOSCALER
-NAMESPACE = CHART.namespace
-SERVICE_ACCOUNT = "cluster-autoscaler"
 CRD_FILE = Path(__file__).parent / "data" / "provisioningrequests.autoscaling.x-k8s.io.yaml"
 
-# Cluster Autoscaler flags (cluster-autoscaler 1.35.0 config/flags/flags.go; FAQ "What are the parameters
-# to CA?"), as the chart's extraArgs (rendered --key=value).
-EXTRA_ARGS: dict[str, str] = {
-    # Pods reach one pool through their Kueue flavor's nodeSelector (gpu-platform/pool), so there is
-    # usually exactly one candidate group; when several fit (a CPU pod, or a pool spread over groups),
-    # least-waste picks the one that leaves the least idle CPU/memory (FAQ "What are Expanders?"). The
-    # priority expander would need a hand-kept ConfigMap of group-name regexes, which a generated node group
-    # name (name prefix + suffix) makes brittle.
-    "expander": "least-waste",
-    # Spread a pool across its AZ-specific twins when a stack ever splits one (FAQ "I'm running cluster
-    # with nodes in multiple zones for HA purposes. Is that supported by Cluster Autoscaler?").
-    "balance-similar-node-groups": "true",
-    # GPU pods mount emptyDir (/dev/shm, scratch); with the default (true) such a pod would keep an idle
-    # GPU node alive forever (FAQ "What types of pods can prevent CA from removing a node?").
-    "skip-nodes-with-local-storage": "false",
-    # Remove an idle GPU node 10 minutes after it became unneeded, and not earlier than 10 minutes after
-    # a scale-up (FAQ defaults, stated here so a chart change cannot move them): GPU nodes are the
-    # expensive ones, but a cold p4/p5 takes 5-10 minutes to join and load the driver.
-    "scale-down-unneeded-time": "10m",
-    "scale-down-delay-after-add": "10m",
-    # A p4de/p5 from zero (Bottlerocket or AL2023, NVIDIA driver and fabric manager start) can take more
-    # than the default 15 minutes to register; after this the autoscaler gives up on the node and backs
-    # off the group.
-    "max-node-provision-time": "25m",
-    # ProvisioningRequests (best-effort-atomic-scale-up) for Kueue's admission check (FAQ "How can I use
-    # ProvisioningRequest to run batch workloads", steps 2 and 3).
-    "enable-provisioning-requests": "true",
-    "kube-api-content-type": "application/json",
-}
-CONTROLLER_CPU = "100m"
-CONTROLLER_MEMORY = "600Mi"
+
+def _plans(of: aws_plan.AwsPlan | StackSpec | None) -> tuple[aws_plan.AwsPlan, aws_plan.ClusterAutoscalerPlan]:
+    """The aws plan and its Cluster Autoscaler; a ``StackSpec`` (tests) is only handed to the plan builder."""
+    aws = aws_plan.build(of) if isinstance(of, StackSpec) else of
+    assert aws is not None and aws.cluster_autoscaler is not None, "the plan has no Cluster Autoscaler"
+    return aws, aws.cluster_autoscaler
 
 
-def enabled(spec: StackSpec) -> bool:
-    return spec.cluster_autoscaler_enabled
-
-
-def role_name(spec: StackSpec) -> str:
-    return f"{spec.cluster.name}-cluster-autoscaler"
-
-
-# -------------------------------------------------------------------------------------------- IAM
-
-# The "Full Cluster Autoscaler Features Policy (Recommended)" of the autoscaler's AWS README (section "IAM
-# Policy"; upstream/cluster-autoscaler/iam-actions.json): auto-discovery and scale from zero need
-# every read action below, on "*" (Describe* calls have no resource-level permissions).
-READ_ACTIONS = (
-    "autoscaling:DescribeAutoScalingGroups",
-    "autoscaling:DescribeAutoScalingInstances",
-    "autoscaling:DescribeLaunchConfigurations",
-    "autoscaling:DescribeScalingActivities",
-    "ec2:DescribeImages",
-    "ec2:DescribeInstanceTypes",
-    "ec2:DescribeLaunchTemplateVersions",
-    "ec2:GetInstanceTypesFromInstanceRequirements",
-    "eks:DescribeNodegroup",
-)
-# Upstream's second block: the only actions that change anything. Scoped by the tag EKS puts on the Auto
-# Scaling group of every managed node group of this cluster (README: "tag based conditionals").
-MUTATING_ACTIONS = ("autoscaling:SetDesiredCapacity", "autoscaling:TerminateInstanceInAutoScalingGroup")
-
-
-def policy_document(cluster: str) -> dict[str, Any]:
-    return iam.document(
-        [
-            {
-                "Sid": "DescribeForAutoDiscovery",
-                "Effect": "Allow",
-                "Action": list(READ_ACTIONS),
-                "Resource": "*",
-            },
-            {
-                "Sid": "ScaleThisClustersNodeGroups",
-                "Effect": "Allow",
-                "Action": list(MUTATING_ACTIONS),
-                "Resource": "*",
-                "Condition": {
-                    "StringEquals": {
-                        f"aws:ResourceTag/{plan.CA_PREFIX}/{cluster}": "owned",
-                        f"aws:ResourceTag/{plan.CA_PREFIX}/enabled": "true",
-                    },
-                    # only the platform's own groups, even if discovery were widened by hand
-                    "Null": {f"aws:ResourceTag/{plan.POOL_TAG}": "false"},
-                },
-            },
-        ]
-    )
+def role_name(of: aws_plan.AwsPlan | StackSpec) -> str:
+    return _plans(of)[1].role_name
 
 
 # ------------------------------------------------------------------------------------------ Helm
 
 
-def discovery_tags(spec: StackSpec) -> list[str]:
-    """ASG tag keys the autoscaler discovers node groups by (all of them, any value): the two EKS puts on the
-    Auto Scaling group of *every* managed node group of the cluster, and the platform's pool tag, which only the
-    groups of this stack's pools carry (``nodegroups``: an ``autoscaling.Tag`` on each one's group). Without it
-    the autoscaler also sized the cluster's other node groups (the system group Karpenter and the controllers
-    run on) and would drain and remove their nodes when it found them underused (cluster-autoscaler
-    cloudprovider/aws: ``--node-group-auto-discovery=asg:tag=k1,k2,k3`` matches groups carrying every key)."""
-    return [f"{plan.CA_PREFIX}/enabled", f"{plan.CA_PREFIX}/{spec.cluster.name}", plan.POOL_TAG]
-
-
-def image_tag(spec: StackSpec, kubernetes_version: Any = None) -> Any:
-    """The autoscaler image tag for the cluster: the stack's ``cluster.kubernetesVersion`` when given, else the
-    looked-up cluster's version (an Output), else the chart's own (1.35)."""
-    if spec.cluster.kubernetes_version:
-        return versions.cluster_autoscaler_image_tag(spec.cluster.kubernetes_version)
+def image_tag(plan: aws_plan.ClusterAutoscalerPlan, kubernetes_version: Any = None) -> Any:
+    """The autoscaler image tag for the cluster: the plan's (the stack's ``cluster.kubernetesVersion``) when it has
+    one, else the looked-up cluster's version (an Output), else the chart's own (1.35)."""
+    if plan.image_tag is not None:
+        return plan.image_tag
     if kubernetes_version is not None:
         return pulumi.Output.from_input(kubernetes_version).apply(versions.cluster_autoscaler_image_tag)
-    return versions.cluster_autoscaler_image_tag("1.35")
+    return versions.cluster_autoscaler_image_tag(DEFAULT_KUBERNETES_VERSION)
 
 
-def helm_values(spec: StackSpec, role_arn: Any = None, kubernetes_version: Any = None) -> dict[str, Any]:
-    """Values of the cluster-autoscaler chart; every path exists in its values.yaml (tests check).
-
-    Placement: system nodes only (``systemNodeSelector``), never a GPU node (no GPU toleration, GPU pool
-    nodes and Karpenter nodes excluded by label): an autoscaler on a node it may remove would evict itself.
-    """
-    resources = {"cpu": CONTROLLER_CPU, "memory": CONTROLLER_MEMORY}
-    service_account: dict[str, Any] = {"create": True, "name": SERVICE_ACCOUNT}
-    annotations = identity.irsa_annotations(spec, role_arn)
+def helm_values(
+    of: aws_plan.AwsPlan | StackSpec, role_arn: Any = None, kubernetes_version: Any = None
+) -> dict[str, Any]:
+    """Values of the cluster-autoscaler chart: the plan's (``AwsPlan.cluster_autoscaler.values``) with the image tag
+    of the cluster's own minor (the lookup's version at deploy time; the stack's when it names one:
+    versions.CLUSTER_AUTOSCALER_IMAGE_TAGS) and, under IRSA, the role ARN on the ServiceAccount."""
+    aws, plan = _plans(of)
+    values = plain(plan.values)
+    annotations = identity.irsa_annotations(aws.cluster, role_arn)
     if annotations:
-        service_account["annotations"] = annotations
-    return {
-        "affinity": {
-            "nodeAffinity": {
-                "requiredDuringSchedulingIgnoredDuringExecution": {
-                    "nodeSelectorTerms": [
-                        {
-                            "matchExpressions": [
-                                {"key": derive.POOL_LABEL, "operator": "DoesNotExist"},
-                                {"key": "karpenter.sh/nodepool", "operator": "DoesNotExist"},
-                            ]
-                        }
-                    ]
-                }
-            }
-        },
-        "autoDiscovery": {"clusterName": spec.cluster.name, "tags": discovery_tags(spec)},
-        # the release of the cluster's own minor (the lookup's version at deploy time; the stack's when it names
-        # one): versions.CLUSTER_AUTOSCALER_IMAGE_TAGS
-        "image": {"tag": image_tag(spec, kubernetes_version)},
-        "awsRegion": spec.cluster.region or "",
-        "cloudProvider": "aws",
-        "containerSecurityContext": {
-            "allowPrivilegeEscalation": False,
-            "capabilities": {"drop": ["ALL"]},
-            "readOnlyRootFilesystem": True,
-        },
-        "extraArgs": dict(EXTRA_ARGS),
-        "fullnameOverride": "cluster-autoscaler",
-        "nodeSelector": derive.system_node_selector(spec),
-        "priorityClassName": "system-cluster-critical",
-        "rbac": {"serviceAccount": service_account},
-        # One active autoscaler (leader election); a second replica takes over within seconds on a drain.
-        "replicaCount": 2,
-        "resources": {"limits": {"memory": CONTROLLER_MEMORY}, "requests": dict(resources)},
-        "securityContext": {
-            "runAsNonRoot": True,
-            "runAsUser": 65534,
-            "runAsGroup": 65534,
-            "seccompProfile": {"type": "RuntimeDefault"},
-        },
-        "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}],
-    }
+        values["rbac"]["serviceAccount"]["annotations"] = annotations
+    values["image"] = {"tag": image_tag(plan, kubernetes_version)}
+    return values
 
 
 # ------------------------------------------------------------------------------------------- CRD
@@ -247,19 +133,20 @@ class ClusterAutoscaler(addon.Component):
         """``cluster`` is the EKS cluster lookup (``EksAccess.cluster``)."""
         super().__init__(name, spec, provider, opts)
 
+        aws, plan = _plans(self.plan.aws)
         aws_child = pulumi.ResourceOptions(parent=self)
-        tags = plan.base_tags(spec)
-        cluster_name = spec.cluster.name or ""
+        tags = plain(aws.cluster.tags)
+        cluster_name = aws.cluster.name
         parts = cluster.arn.apply(lambda a: a.split(":"))
         partition, account = parts.apply(lambda p: p[1]), parts.apply(lambda p: p[4])
 
         role = sdk.resource(
             "iam.Role",
             "cluster-autoscaler-role",
-            name=role_name(spec),
+            name=plan.role_name,
             description=f"Cluster Autoscaler of EKS cluster {cluster_name} (gpu-platform)",
             assume_role_policy=identity.trust_policy(
-                spec, cluster, partition, account, NAMESPACE, SERVICE_ACCOUNT, sid="ClusterAutoscaler"
+                aws.cluster, cluster, partition, account, plan.namespace, plan.service_account, sid="ClusterAutoscaler"
             ),
             tags=tags,
             opts=aws_child,
@@ -267,9 +154,9 @@ class ClusterAutoscaler(addon.Component):
         policy = sdk.resource(
             "iam.Policy",
             "cluster-autoscaler-policy",
-            name=role_name(spec),
+            name=plan.role_name,
             description=f"Cluster Autoscaler: scale the managed node groups of EKS cluster {cluster_name}",
-            policy=iam.to_json(policy_document(cluster_name)),
+            policy=iam.to_json(plain(plan.policy)),
             tags=tags,
             opts=aws_child,
         )
@@ -283,7 +170,13 @@ class ClusterAutoscaler(addon.Component):
             )
         ]
         association = identity.pod_identity_association(
-            "cluster-autoscaler-pod-identity", spec, role.arn, NAMESPACE, SERVICE_ACCOUNT, tags, aws_child
+            "cluster-autoscaler-pod-identity",
+            aws.cluster,
+            role.arn,
+            plan.namespace,
+            plan.service_account,
+            tags,
+            aws_child,
         )
         if association is not None:
             deps.append(association)
@@ -299,8 +192,8 @@ class ClusterAutoscaler(addon.Component):
         )
         self.release = k8s.helm_release(
             "cluster-autoscaler",
-            **versions.release_args(versions.for_spec(CHART, spec)),
-            values=helm_values(spec, role.arn, cluster.version),
+            **versions.release_args(plan.chart),
+            values=helm_values(aws, role.arn, cluster.version),
             opts=self.child([self.crd, *deps]),
         )
         self.register_outputs({"roleArn": role.arn, "release": CHART.release})

@@ -1,7 +1,11 @@
 """How AWS controllers in the cluster (Karpenter, the Cluster Autoscaler) get credentials: one IAM role per
 controller, trusted either by EKS Pod Identity (an association per ServiceAccount) or by IRSA (the cluster's
-IAM OIDC provider), as ``gpu-platform:karpenter.identity`` chooses for the whole stack. The trust documents
-are ``iam.pod_identity_trust`` / ``iam.irsa_trust``; this module only wires them to resources."""
+IAM OIDC provider), as ``gpu-platform:karpenter.identity`` chooses for the whole stack (the plan's
+``AwsPlan.cluster.identity``). The trust documents are ``iam.pod_identity_trust`` / ``iam.irsa_trust``; this module
+only wires them to resources.
+
+Each function takes the cluster's plan (``EksClusterPlan``); a ``StackSpec`` is accepted too, for the callers that
+still hold one (Karpenter's components, tests): it is only handed to the plan builder."""
 
 from __future__ import annotations
 
@@ -9,38 +13,50 @@ from typing import Any
 
 import pulumi
 
+from components.plan.aws.plan import EksClusterPlan, cluster_plan
 from components.render.aws import iam, sdk
 from components.spec.model import StackSpec
 
 
-def uses_irsa(spec: StackSpec) -> bool:
-    return spec.karpenter.identity == "irsa"
+def _cluster(of: EksClusterPlan | StackSpec) -> EksClusterPlan:
+    return of if isinstance(of, EksClusterPlan) else cluster_plan(of)
+
+
+def uses_irsa(of: EksClusterPlan | StackSpec) -> bool:
+    return _cluster(of).identity == "irsa"
 
 
 def trust_policy(
-    spec: StackSpec, cluster: Any, partition: Any, account: Any, namespace: str, service_account: str, sid: str
+    of: EksClusterPlan | StackSpec,
+    cluster: Any,
+    partition: Any,
+    account: Any,
+    namespace: str,
+    service_account: str,
+    sid: str,
 ) -> pulumi.Output[str]:
-    """The role's trust policy (JSON) for one ServiceAccount: Pod Identity (default) or IRSA."""
-    if uses_irsa(spec):
+    """The role's trust policy (JSON) for one ServiceAccount: Pod Identity (default) or IRSA. ``cluster`` is the
+    EKS cluster lookup (its OIDC issuer, under IRSA)."""
+    if uses_irsa(of):
         issuer = cluster.identities[0].oidcs[0].issuer
         return pulumi.Output.all(partition, account, issuer).apply(
             lambda a: iam.to_json(iam.irsa_trust(a[0], a[1], a[2], namespace, service_account, f"AllowIrsaFor{sid}"))
         )
     return pulumi.Output.from_input(
         iam.to_json(
-            iam.pod_identity_trust(spec.cluster.name or "", namespace, service_account, f"AllowEksPodIdentityFor{sid}")
+            iam.pod_identity_trust(_cluster(of).name, namespace, service_account, f"AllowEksPodIdentityFor{sid}")
         )
     )
 
 
-def irsa_annotations(spec: StackSpec, role_arn: Any) -> dict[str, Any]:
+def irsa_annotations(of: EksClusterPlan | StackSpec, role_arn: Any) -> dict[str, Any]:
     """ServiceAccount annotations: the role ARN under IRSA, nothing under Pod Identity."""
-    return {"eks.amazonaws.com/role-arn": role_arn} if uses_irsa(spec) else {}
+    return {"eks.amazonaws.com/role-arn": role_arn} if uses_irsa(of) else {}
 
 
 def pod_identity_association(
     resource_name: str,
-    spec: StackSpec,
+    of: EksClusterPlan | StackSpec,
     role_arn: Any,
     namespace: str,
     service_account: str,
@@ -48,16 +64,17 @@ def pod_identity_association(
     opts: pulumi.ResourceOptions,
 ) -> pulumi.Resource | None:
     """The EKS Pod Identity association binding the role to the ServiceAccount (None under IRSA)."""
-    if uses_irsa(spec):
+    c = _cluster(of)
+    if uses_irsa(c):
         return None
 
     return sdk.resource(
         "eks.PodIdentityAssociation",
         resource_name,
-        cluster_name=spec.cluster.name or "",
+        cluster_name=c.name,
         namespace=namespace,
         service_account=service_account,
-        region=spec.cluster.region,
+        region=c.region,
         role_arn=role_arn,
         tags=tags,
         opts=opts,

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import pulumi
 
-from components.plan.aws import managed_pools as plan
+from components.plan.plan import plain
 from components.render.aws import sdk
+from components.render.aws.cluster import stack_plan
 from components.spec.model import StackSpec
-
-ADDON_NAME = "eks-node-monitoring-agent"  # the EKS add-on's name (EKS user guide, "node-health")
 
 
 class NodeHealth(pulumi.ComponentResource):
@@ -27,16 +26,19 @@ class NodeHealth(pulumi.ComponentResource):
 
     def __init__(self, name: str, spec: StackSpec, opts: pulumi.ResourceOptions | None = None):
         super().__init__(self.TYPE, name, None, opts)
+        aws = stack_plan(spec).aws
+        assert aws is not None and aws.node_health_addon is not None, "the plan has no node health add-on"
+        addon = aws.node_health_addon
         self.addon = sdk.resource(
             "eks.Addon",
-            ADDON_NAME,
-            cluster_name=spec.cluster.name,
-            addon_name=ADDON_NAME,
+            addon,
+            cluster_name=aws.cluster.name,
+            addon_name=addon,
             # the agent's DaemonSet must run on every GPU node: the add-on's own manifest tolerates every taint
             resolve_conflicts_on_create="OVERWRITE",
             resolve_conflicts_on_update="PRESERVE",
-            region=spec.cluster.region,
-            tags=plan.base_tags(spec),
+            region=aws.cluster.region,
+            tags=plain(aws.cluster.tags),
             opts=pulumi.ResourceOptions(parent=self),
         )
-        self.register_outputs({"addon": ADDON_NAME})
+        self.register_outputs({"addon": addon})

@@ -13,19 +13,24 @@ What gets registered (children of one ``EksGpuNodeGroups`` component):
   and the Cluster Autoscaler tags. The autoscaler owns the desired size after creation, so Pulumi
   ignores it.
 
-Everything the resources say is computed in ``managed_pools`` (pure data, tested directly).
+Everything the resources say is the plan's (``AwsPlan.node_groups``, ``efa_networks``: made by
+``components/plan/aws/plan.py`` from ``managed_pools``, ``efa`` and ``reservations``), combined here with what only
+the cluster lookup knows (partition, subnets, the cluster security group, the VPC).
 """
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import pulumi
 
 from components.data import versions
-from components.plan.aws import efa, managed_pools as plan, reservations as aws_reservations
+from components.plan.aws.plan import EfaNetworkPlan, LaunchTemplatePlan
+from components.plan.plan import plain
 from components.render import addon
 from components.render.aws import iam, sdk
+from components.render.aws.cluster import stack_plan
 from components.spec.model import StackSpec
 
 
@@ -40,29 +45,36 @@ def assume_role_policy(partition: str) -> str:
     return iam.to_json(iam.service_trust(f"ec2.{iam.dns_suffix(partition)}", sid="EksNodes"))
 
 
-def efa_launch_template_args(
-    spec: StackSpec, pool: Any, cluster: Any, region: str | None, tags: dict[str, str], child: pulumi.ResourceOptions
+def launch_template_extras(
+    pool: str, lt: LaunchTemplatePlan, network: EfaNetworkPlan | None, cluster: Any, region: str | None, child: Any
 ) -> dict[str, Any]:
-    """An EFA pool's security group (all traffic to and from itself), cluster placement group, and the launch
-    template's network interfaces and placement ({} for other pools). See ``components/plan/aws/efa.py``."""
-    if not efa.efa_enabled(spec, pool):
-        return {}
-    sg, pg = efa_network(spec, pool, cluster, region, tags, child)
+    """The launch template's capacity reservation arguments and, for an EFA pool, its network interfaces (in the
+    cluster security group and the pool's EFA group) and placement (the pool's cluster placement group)."""
+    extra = {
+        arg: plain(value)
+        for arg, value in (
+            ("capacity_reservation_specification", lt.capacity_reservation),
+            ("instance_market_options", lt.instance_market_options),
+        )
+        if value is not None
+    }
+    if lt.efa_interfaces is None or network is None:
+        return extra
+    sg, pg = efa_network(pool, network, cluster, region, child)
     groups = [cluster.vpc_config.cluster_security_group_id, sg.id]
-    return {"network_interfaces": efa.network_interfaces(pool, groups), "placement": {"group_name": pg.name}}
+    interfaces = [{**plain(nic), "securityGroups": groups} for nic in lt.efa_interfaces]
+    return {"network_interfaces": interfaces, "placement": {"groupName": pg.name}, **extra}
 
 
-def efa_network(
-    spec: StackSpec, pool: Any, cluster: Any, region: str | None, tags: dict[str, str], child: pulumi.ResourceOptions
-) -> tuple[Any, Any]:
+def efa_network(pool: str, network: EfaNetworkPlan, cluster: Any, region: str | None, child: Any) -> tuple[Any, Any]:
     """The pool's EFA security group (all traffic from and to itself, nothing else) and cluster placement group."""
 
-    pool_tags = {**tags, plan.POOL_TAG: pool.name}
+    pool_tags = plain(network.tags)
     sg = sdk.resource(
         "ec2.SecurityGroup",
-        f"{pool.name}-efa",
-        name=efa.security_group_name(spec, pool),
-        description=f"EFA traffic between the nodes of gpu-platform pool {pool.name} (all traffic, itself only)",
+        f"{pool}-efa",
+        name=network.security_group,
+        description=f"EFA traffic between the nodes of gpu-platform pool {pool} (all traffic, itself only)",
         vpc_id=cluster.vpc_config.vpc_id,
         region=region,
         tags=pool_tags,
@@ -70,7 +82,7 @@ def efa_network(
     )
     sdk.resource(
         "vpc.SecurityGroupIngressRule",
-        f"{pool.name}-efa-in",
+        f"{pool}-efa-in",
         security_group_id=sg.id,
         referenced_security_group_id=sg.id,
         ip_protocol="-1",
@@ -81,7 +93,7 @@ def efa_network(
     )
     sdk.resource(
         "vpc.SecurityGroupEgressRule",
-        f"{pool.name}-efa-out",
+        f"{pool}-efa-out",
         security_group_id=sg.id,
         referenced_security_group_id=sg.id,
         ip_protocol="-1",
@@ -92,8 +104,8 @@ def efa_network(
     )
     pg = sdk.resource(
         "ec2.PlacementGroup",
-        f"{pool.name}-efa",
-        name=efa.placement_group_name(spec, pool),
+        f"{pool}-efa",
+        name=network.placement_group,
         strategy="cluster",
         region=region,
         tags=pool_tags,
@@ -122,11 +134,12 @@ class KarpenterEfaNetworks(pulumi.ComponentResource):
 
     def __init__(self, name: str, spec: StackSpec, cluster: Any, opts: pulumi.ResourceOptions | None = None):
         super().__init__(self.TYPE, name, None, opts)
+        aws = stack_plan(spec).aws
+        assert aws is not None, "EFA networks are aws stacks' objects"
         child = pulumi.ResourceOptions(parent=self)
-        pools = sorted((p for p in efa.efa_pools(spec) if p.provisioner == "karpenter"), key=lambda p: p.name)
-        for pool in pools:
-            efa_network(spec, pool, cluster, spec.cluster.region, plan.base_tags(spec), child)
-        self.register_outputs({"pools": [p.name for p in pools]})
+        for pool in aws.karpenter_efa_pools:
+            efa_network(pool, aws.efa_networks[pool], cluster, aws.cluster.region, child)
+        self.register_outputs({"pools": list(aws.karpenter_efa_pools)})
 
 
 class EksGpuNodeGroups(pulumi.ComponentResource):
@@ -138,17 +151,19 @@ class EksGpuNodeGroups(pulumi.ComponentResource):
         """``cluster`` is the EKS cluster lookup (``EksAccess.cluster``): its ARN gives the partition and
         its ``vpcConfig.subnetIds`` the node subnets when the stack names none."""
         super().__init__(self.TYPE, name, None, opts)
+        aws = stack_plan(spec).aws
+        assert aws is not None, "managed node groups are aws stacks' objects"
 
         child = pulumi.ResourceOptions(parent=self)
-        cluster_name = spec.cluster.name or ""
-        region = spec.cluster.region
-        tags = plan.base_tags(spec)
+        cluster_name = aws.cluster.name
+        region = aws.cluster.region
+        tags = plain(aws.cluster.tags)
         partition = cluster.arn.apply(partition_of)
 
         self.node_role = sdk.resource(
             "iam.Role",
             "gpu-node-role",
-            name=plan.node_role_name(spec),
+            name=aws.node_role,
             description=f"GPU nodes of the EKS managed node groups of cluster {cluster_name} (gpu-platform)",
             assume_role_policy=partition.apply(assume_role_policy),
             tags=tags,
@@ -162,50 +177,47 @@ class EksGpuNodeGroups(pulumi.ComponentResource):
                 policy_arn=partition.apply(lambda p, n=policy: iam.managed_policy_arn(n, p)),
                 opts=child,
             )
-            for policy in iam.WORKER_NODE_POLICIES
+            for policy in aws.node_role_policies
         ]
 
         cluster_subnets = cluster.vpc_config.subnet_ids
         self.launch_templates: dict[str, Any] = {}
         self.node_groups: dict[str, Any] = {}
-        for pool in sorted(plan.managed_pools(spec), key=lambda p: p.name):
-            extra = {
-                **efa_launch_template_args(spec, pool, cluster, region, tags, child),
-                **aws_reservations.launch_template_args(pool),
-            }
-            lt = sdk.resource(
+        for pool, ng in aws.node_groups.items():
+            lt = ng.launch_template
+            extra = launch_template_extras(pool, lt, aws.efa_networks.get(pool), cluster, region, child)
+            template = sdk.resource(
                 "ec2.LaunchTemplate",
-                pool.name,
-                name=plan.launch_template_name(spec, pool),
-                description=f"gpu-platform pool {pool.name} of EKS cluster {cluster_name}",
-                block_device_mappings=plan.block_device_mappings(spec, pool),
-                metadata_options=plan.metadata_options(pool),
-                tag_specifications=plan.tag_specifications(spec, pool),
-                user_data=plan.user_data_base64(spec, pool),
+                pool,
+                name=lt.name,
+                description=f"gpu-platform pool {pool} of EKS cluster {cluster_name}",
+                block_device_mappings=plain(lt.block_device_mappings),
+                metadata_options=plain(lt.metadata_options),
+                tag_specifications=plain(lt.tag_specifications),
+                user_data=base64.b64encode(lt.user_data.encode()).decode() if lt.user_data is not None else None,
                 update_default_version=True,
                 **extra,
                 region=region,
-                tags={**tags, plan.POOL_TAG: pool.name},
+                tags=plain(lt.tags),
                 opts=child,
             )
-            subnets = plan.subnet_ids(spec, pool)
-            ng = sdk.resource(
+            group = sdk.resource(
                 "eks.NodeGroup",
-                pool.name,
+                pool,
                 cluster_name=cluster_name,
-                node_group_name_prefix=plan.node_group_name_prefix(pool),
+                node_group_name_prefix=ng.name_prefix,
                 node_role_arn=self.node_role.arn,
-                subnet_ids=subnets if subnets is not None else cluster_subnets,
-                ami_type=plan.ami_type(spec, pool),
-                capacity_type=aws_reservations.node_group_capacity_type(pool, plan.CAPACITY_TYPES[pool.capacity]),
-                instance_types=list(pool.instance_types),
-                scaling_config=plan.scaling(pool),
-                update_config=plan.update_config(pool),
-                node_repair_config={"enabled": pool.eks.auto_repair},
-                launch_template={"id": lt.id, "version": lt.latest_version.apply(str)},
-                labels=plan.labels(spec, pool),
-                taints=plan.eks_taints(pool),
-                tags=plan.node_group_tags(spec, pool),
+                subnet_ids=list(ng.subnet_ids) if ng.subnet_ids is not None else cluster_subnets,
+                ami_type=ng.ami_type,
+                capacity_type=ng.capacity_type,
+                instance_types=list(ng.instance_types),
+                scaling_config=plain(ng.scaling),
+                update_config=plain(ng.update_config),
+                node_repair_config={"enabled": ng.auto_repair},
+                launch_template={"id": template.id, "version": template.latest_version.apply(str)},
+                labels=plain(ng.labels),
+                taints=plain(ng.taints),
+                tags=plain(ng.tags),
                 region=region,
                 opts=pulumi.ResourceOptions(
                     parent=self,
@@ -219,29 +231,31 @@ class EksGpuNodeGroups(pulumi.ComponentResource):
             # Autoscaler discovers, and may scale, only groups that carry it (cluster_autoscaler.discovery_tags).
             sdk.resource(
                 "autoscaling.Tag",
-                f"{pool.name}-asg-pool-tag",
-                autoscaling_group_name=ng.resources.apply(asg_name),
-                tag={"key": plan.POOL_TAG, "value": pool.name, "propagate_at_launch": False},
+                f"{pool}-asg-pool-tag",
+                autoscaling_group_name=group.resources.apply(asg_name),
+                tag=plain(ng.pool_tag),
                 region=region,
                 opts=pulumi.ResourceOptions(parent=self),
             )
-            self.launch_templates[pool.name] = lt
-            self.node_groups[pool.name] = ng
+            self.launch_templates[pool] = template
+            self.node_groups[pool] = group
 
         self.register_outputs(
             {
                 "nodeRoleArn": self.node_role.arn,
-                "nodeGroups": {n: ng.node_group_name for n, ng in self.node_groups.items()},
+                "nodeGroups": {n: g.node_group_name for n, g in self.node_groups.items()},
             }
         )
 
 
 class EfaDevicePlugin(addon.ChartAddon):
-    """The aws-efa-k8s-device-plugin chart on the stack's EFA pools (``efa.device_plugin_values``)."""
+    """The aws-efa-k8s-device-plugin chart on the stack's EFA pools (``AwsPlan.efa_device_plugin``: its values)."""
 
     TYPE = "gpu-platform:aws:EfaDevicePlugin"
     CHART = versions.EFA_DEVICE_PLUGIN  # into kube-system: no namespace of its own
 
     def build(self, spec: StackSpec) -> None:
-        self.install("aws-efa-k8s-device-plugin", efa.device_plugin_values(spec), before=[])
-        self.register_outputs({"pools": [p.name for p in efa.efa_pools(spec)]})
+        aws = self.plan.aws
+        assert aws is not None and aws.efa_device_plugin is not None, "the plan has no EFA pool"
+        self.install("aws-efa-k8s-device-plugin", plain(aws.efa_device_plugin), before=[])
+        self.register_outputs({"pools": list(aws.efa_pools)})
