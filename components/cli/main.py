@@ -185,7 +185,27 @@ def plan_text(p: Any) -> list[str]:
     for a in p.addons.values():
         state = f"{a.chart.rsplit('/', 1)[-1]} {a.version} from {a.source}, in {a.namespace}" if a.enabled else "off"
         lines.append(f"  {a.key}: {state}")
-    return lines
+    return lines + _monitoring_text(p.monitoring)
+
+
+def _monitoring_text(m: Any) -> list[str]:
+    """The GPU monitoring section of ``plan_text`` (none without ``addons.dcgm``)."""
+    if m is None:
+        return []
+    ex, a = m.exporter, m.alerts
+    lines = ["", "Monitoring", f"  DCGM exporter: {ex.source}, Service {ex.job}:{ex.port} in {ex.namespace}"]
+    if m.prometheus == "none":
+        return [*lines, "  not scraped (prometheus none): no ServiceMonitor, PrometheusRule or dashboard"]
+    labels = ", ".join(f"{k}={v}" for k, v in m.labels.items())
+    return [
+        *lines,
+        f"  scraped every {m.scrape_interval} (Prometheus {m.prometheus}, selecting {labels}); "
+        f"dashboard in {m.dashboard_namespace}",
+        f"  alerts: idle < {a.idle_utilization_percent:g}% for {a.idle_for} (held: {a.allocated_idle_for}), "
+        f"memory > {a.memory_used_percent:g}% for {a.memory_for}, temperature > {a.temperature_celsius:g} C for "
+        f"{a.temperature_for}, critical XIDs {', '.join(map(str, a.xid_critical_codes))}",
+        "  idle spend priced for: " + (", ".join(m.idle_cost) or "no pool (no list prices)"),
+    ]
 
 
 # The Pulumi package of each provider plugin the program can load, by cloud: kubernetes always, a cloud's only on

@@ -17,11 +17,14 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from components.data import versions
 from components.plan import cost, derive
 from components.spec.model import NodePool, StackSpec, Tenant
+
+if TYPE_CHECKING:
+    from components.plan.monitoring import MonitoringPlan
 
 SCHEMA_VERSION = 1
 
@@ -169,6 +172,7 @@ class Plan:
     addons: Mapping[str, AddonPlan]
     priority_classes: tuple[PriorityClassPlan, ...] = ()
     protect: Mapping[str, bool] = field(default_factory=lambda: MappingProxyType({}))
+    monitoring: MonitoringPlan | None = None  # the DCGM exporter's scrape, alerts, dashboard (None: addons.dcgm off)
 
     def to_dict(self) -> dict[str, Any]:
         return {"schemaVersion": SCHEMA_VERSION, **plain(self)}
@@ -314,12 +318,20 @@ def _addons(spec: StackSpec) -> list[tuple[versions.Chart, bool, dict[str, Any]]
 
 
 def addon_plan(spec: StackSpec, chart: versions.Chart, enabled: bool, options: dict[str, Any]) -> AddonPlan:
-    from components.plan import gpu_operator, kueue as kueue_plan, prometheus_stack, volcano as volcano_plan, webhooks
+    from components.plan import (
+        gpu_operator,
+        kueue as kueue_plan,
+        monitoring,
+        prometheus_stack,
+        volcano as volcano_plan,
+        webhooks,
+    )
 
     c = versions.for_spec(chart, spec)
     # the add-ons whose values (and webhook gate) follow from the spec alone; the others take cloud outputs
     values_of = {
         "gpuOperator": gpu_operator.operator_values,
+        "dcgmExporter": monitoring.dcgm_exporter_values,
         "kubePrometheusStack": prometheus_stack.helm_values,
         "kueue": kueue_plan.helm_values,
         "volcano": volcano_plan.helm_values,
@@ -360,6 +372,8 @@ def build(spec: StackSpec, stack: str) -> Plan:
 
 @derive.per_spec
 def _decide(spec: StackSpec) -> Plan:
+    from components.plan import monitoring
+
     return Plan(
         stack="",
         cloud=spec.cloud,
@@ -382,4 +396,5 @@ def _decide(spec: StackSpec) -> Plan:
                 "schedulerReleases": spec.protect.scheduler_releases,
             }
         ),
+        monitoring=monitoring.monitoring_plan(spec),
     )
