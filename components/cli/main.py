@@ -185,7 +185,15 @@ def plan_text(p: Any) -> list[str]:
     for a in p.addons.values():
         state = f"{a.chart.rsplit('/', 1)[-1]} {a.version} from {a.source}, in {a.namespace}" if a.enabled else "off"
         lines.append(f"  {a.key}: {state}")
-    return lines + _monitoring_text(p.monitoring)
+    return lines + _monitoring_text(p.monitoring) + _dra_text(p.dra)
+
+
+def _dra_text(d: Any) -> list[str]:
+    """The DRA section of ``plan_text`` (none unless ``gpuOperator.allocation`` is dra)."""
+    if d is None:
+        return []
+    lines = ["", "DRA", f"  DeviceClasses {', '.join(d.device_classes)}; ResourceClaimTemplates per tenant:"]
+    return lines + [f"    {t}: {', '.join(names) or 'none'}" for t, names in d.claim_templates.items()]
 
 
 def _monitoring_text(m: Any) -> list[str]:

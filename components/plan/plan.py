@@ -24,6 +24,7 @@ from components.plan import cost, derive
 from components.spec.model import NodePool, StackSpec, Tenant
 
 if TYPE_CHECKING:
+    from components.plan.dra import DraPlan
     from components.plan.monitoring import MonitoringPlan
 
 SCHEMA_VERSION = 1
@@ -173,6 +174,7 @@ class Plan:
     priority_classes: tuple[PriorityClassPlan, ...] = ()
     protect: Mapping[str, bool] = field(default_factory=lambda: MappingProxyType({}))
     monitoring: MonitoringPlan | None = None  # the DCGM exporter's scrape, alerts, dashboard (None: addons.dcgm off)
+    dra: DraPlan | None = None  # DeviceClasses and claim templates (None: GPUs as extended resources)
 
     def to_dict(self) -> dict[str, Any]:
         return {"schemaVersion": SCHEMA_VERSION, **plain(self)}
@@ -360,6 +362,22 @@ def addon_plan(spec: StackSpec, chart: versions.Chart, enabled: bool, options: d
     )
 
 
+# --------------------------------------------------------------------------------------------------- DRA
+
+
+def dra_plan(spec: StackSpec) -> DraPlan | None:
+    """The stack's DRA decisions (``plan/dra.py``); None unless ``gpuOperator.allocation`` is dra."""
+    from components.plan import dra
+
+    if not derive.dra(spec):
+        return None
+    return dra.DraPlan(
+        device_classes=tuple(dra.device_classes(spec)),
+        kueue_device_class_mappings=_freeze(dra.kueue_device_class_mappings(spec), keep_order=True),
+        claim_templates=_freeze({t.name: dra.claim_templates(spec, t) for t in spec.tenants}, keep_order=True),
+    )
+
+
 # ------------------------------------------------------------------------------------------------- build
 
 
@@ -397,4 +415,5 @@ def _decide(spec: StackSpec) -> Plan:
             }
         ),
         monitoring=monitoring.monitoring_plan(spec),
+        dra=dra_plan(spec),
     )
