@@ -149,7 +149,7 @@ def _units(units: Any) -> str:
 
 def plan_text(p: Any) -> list[str]:
     """The plan for a person: a line per pool and add-on, a few per tenant."""
-    lines = [f"Stack {p.stack} ({p.cloud})", "", "Pools"]
+    lines = [f"Stack {p.stack} ({p.cloud})", *_existing_text(p.existing), "", "Pools"]
     for pool in p.pools.values():
         per_gpu = _units(pool.units_per_gpu)
         price = pool.price["perGpuHour"]
@@ -186,6 +186,14 @@ def plan_text(p: Any) -> list[str]:
         state = f"{a.chart.rsplit('/', 1)[-1]} {a.version} from {a.source}, in {a.namespace}" if a.enabled else "off"
         lines.append(f"  {a.key}: {state}")
     return lines + _monitoring_text(p.monitoring) + _dra_text(p.dra)
+
+
+def _existing_text(e: Any) -> list[str]:
+    """How an existing cluster is reached (none on other clouds)."""
+    if e is None:
+        return []
+    context = f"context {e.context}" if e.context else "the kubeconfig's current context"
+    return [f"  reached through {context} of {e.kubeconfig or 'the default kubeconfig'}"]
 
 
 def _dra_text(d: Any) -> list[str]:

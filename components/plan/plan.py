@@ -25,6 +25,7 @@ from components.spec.model import NodePool, StackSpec, Tenant
 
 if TYPE_CHECKING:
     from components.plan.dra import DraPlan
+    from components.plan.existing import ExistingClusterPlan
     from components.plan.monitoring import MonitoringPlan
 
 SCHEMA_VERSION = 1
@@ -175,6 +176,7 @@ class Plan:
     protect: Mapping[str, bool] = field(default_factory=lambda: MappingProxyType({}))
     monitoring: MonitoringPlan | None = None  # the DCGM exporter's scrape, alerts, dashboard (None: addons.dcgm off)
     dra: DraPlan | None = None  # DeviceClasses and claim templates (None: GPUs as extended resources)
+    existing: ExistingClusterPlan | None = None  # how the provider reaches an existing cluster (None: other clouds)
 
     def to_dict(self) -> dict[str, Any]:
         return {"schemaVersion": SCHEMA_VERSION, **plain(self)}
@@ -390,7 +392,7 @@ def build(spec: StackSpec, stack: str) -> Plan:
 
 @derive.per_spec
 def _decide(spec: StackSpec) -> Plan:
-    from components.plan import monitoring
+    from components.plan import existing, monitoring
 
     return Plan(
         stack="",
@@ -416,4 +418,5 @@ def _decide(spec: StackSpec) -> Plan:
         ),
         monitoring=monitoring.monitoring_plan(spec),
         dra=dra_plan(spec),
+        existing=existing.existing_cluster_plan(spec),
     )
