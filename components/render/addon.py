@@ -3,13 +3,16 @@
 A Kubernetes component (``Component``) is a ComponentResource with the stack's spec and the cluster's
 provider; ``child(...)`` gives its resources' options (parent, provider, what they wait for).
 
-A chart add-on (``ChartAddon``) adds the steps every chart repeats:
+A chart add-on (``ChartAddon``) adds the steps every chart repeats, from the add-on's plan (``addon_plan``, the
+plan's ``AddonPlan`` of ``CHART``), not the spec:
 
 1. ``create_namespace(NamespacePolicy(...))``: the namespace the chart installs into, with its Pod Security
-   labels and, on GKE, the critical-pods quota (``k8s.chart_namespace``);
-2. ``install(release_name, values, before, probe=...)``: the Helm release of the pinned chart (``CHART``, the
-   stack's version override applied; ``k8s.chart_release``), and when the add-on's admission webhooks guard
-   the kinds it creates next, the webhook readiness gate (``components/render/webhooks.py``) after it;
+   labels and, where the cloud needs it (GKE: ``AddonPlan.critical_pods_quota``), the critical-pods quota
+   (``k8s.addon_namespace``);
+2. ``install(release_name, values, before, probe=...)``: the Helm release of the pinned chart (the plan's
+   version and source: ``AddonPlan.chart_ref``; ``k8s.addon_release``), and when the add-on's admission webhooks
+   guard the kinds it creates next, the webhook readiness gate (``components/render/webhooks.py``, its Job the
+   plan's ``AddonPlan.gate_job``) after it;
 3. ``after_release(...)``: the options of every object that needs the release (its CRDs) and, where there is
    one, the gate (its webhooks answering) -- readiness ordering solved here for every add-on.
 
@@ -116,7 +119,7 @@ class ChartAddon(Component):
         **release_options: Any,
     ) -> pulumi.Resource:
         """The release of ``CHART`` after ``before``; with ``probe`` (the add-on's webhooks guard what it creates
-        next) the webhook readiness gate after the release. ``release_options``: ``k8s.chart_release``'s
+        next) the webhook readiness gate after the release. ``release_options``: ``k8s.addon_release``'s
         (timeout, protect, extra Release arguments)."""
         if probe is not None:
             # The gate below waits until the add-on's webhooks answer, which needs its controller running: the
