@@ -149,7 +149,7 @@ def _units(units: Any) -> str:
 
 def plan_text(p: Any) -> list[str]:
     """The plan for a person: a line per pool and add-on, a few per tenant."""
-    lines = [f"Stack {p.stack} ({p.cloud})", "", "Pools"]
+    lines = [f"Stack {p.stack} ({p.cloud})", *_existing_text(p.existing), "", "Pools"]
     for pool in p.pools.values():
         per_gpu = _units(pool.units_per_gpu)
         price = pool.price["perGpuHour"]
@@ -195,7 +195,44 @@ def plan_text(p: Any) -> list[str]:
         lines += ["", *gcp_plan.text(p.gke)]
     from components.plan.aws import karpenter
 
-    return lines + karpenter.text(p.karpenter)
+    lines += karpenter.text(p.karpenter)
+    return lines + _monitoring_text(p.monitoring) + _dra_text(p.dra)
+
+
+def _existing_text(e: Any) -> list[str]:
+    """How an existing cluster is reached (none on other clouds)."""
+    if e is None:
+        return []
+    context = f"context {e.context}" if e.context else "the kubeconfig's current context"
+    return [f"  reached through {context} of {e.kubeconfig or 'the default kubeconfig'}"]
+
+
+def _dra_text(d: Any) -> list[str]:
+    """The DRA section of ``plan_text`` (none unless ``gpuOperator.allocation`` is dra)."""
+    if d is None:
+        return []
+    lines = ["", "DRA", f"  DeviceClasses {', '.join(d.device_classes)}; ResourceClaimTemplates per tenant:"]
+    return lines + [f"    {t}: {', '.join(names) or 'none'}" for t, names in d.claim_templates.items()]
+
+
+def _monitoring_text(m: Any) -> list[str]:
+    """The GPU monitoring section of ``plan_text`` (none without ``addons.dcgm``)."""
+    if m is None:
+        return []
+    ex, a = m.exporter, m.alerts
+    lines = ["", "Monitoring", f"  DCGM exporter: {ex.source}, Service {ex.job}:{ex.port} in {ex.namespace}"]
+    if m.prometheus == "none":
+        return [*lines, "  not scraped (prometheus none): no ServiceMonitor, PrometheusRule or dashboard"]
+    labels = ", ".join(f"{k}={v}" for k, v in m.labels.items())
+    return [
+        *lines,
+        f"  scraped every {m.scrape_interval} (Prometheus {m.prometheus}, selecting {labels}); "
+        f"dashboard in {m.dashboard_namespace}",
+        f"  alerts: idle < {a.idle_utilization_percent:g}% for {a.idle_for} (held: {a.allocated_idle_for}), "
+        f"memory > {a.memory_used_percent:g}% for {a.memory_for}, temperature > {a.temperature_celsius:g} C for "
+        f"{a.temperature_for}, critical XIDs {', '.join(map(str, a.xid_critical_codes))}",
+        "  idle spend priced for: " + (", ".join(m.idle_cost) or "no pool (no list prices)"),
+    ]
 
 
 # The Pulumi package of each provider plugin the program can load, by cloud: kubernetes always, a cloud's only on

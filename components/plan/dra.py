@@ -5,7 +5,8 @@ quota keys, Kueue's device-class mappings and each tenant's ResourceClaimTemplat
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from components.data import catalog
@@ -22,6 +23,17 @@ DRIVER_DOMAIN = "gpu.nvidia.com"  # the driver name and its attribute / capacity
 # (NVML reports e.g. 81559 MiB for an "80GB" H100 and 15360 MiB for a 16 GB T4): enough to tell the 40 GB and
 # 80 GB A100 (and L4 vs L40S, whose product names share "L4") apart.
 MEMORY_TOLERANCE = 0.1
+
+
+@dataclass(frozen=True)
+class DraPlan:
+    """``gpuOperator.allocation: dra``: the DeviceClasses the pools are served through, how Kueue counts them, and
+    each tenant's ResourceClaimTemplates (tenant -> template name -> its spec; a tenant reaching no pool has
+    none)."""
+
+    device_classes: tuple[str, ...]
+    kueue_device_class_mappings: tuple[Mapping[str, Any], ...]
+    claim_templates: Mapping[str, Mapping[str, Mapping[str, Any]]]
 
 
 def kubernetes_minor(spec: StackSpec) -> int | None:

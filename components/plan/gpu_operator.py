@@ -210,4 +210,23 @@ def namespace_labels() -> dict[str, str]:
     return {**derive.MANAGED_BY, **psa_labels("privileged", audit="privileged")}
 
 
+def operator_namespace_labels(spec: StackSpec) -> dict[str, str]:
+    """The operator namespace's labels: privileged, plus what a DRA stack's policies look for."""
+    return {**namespace_labels(), **derive.dra_operator_namespace_labels(spec)}
+
+
+def config_maps(spec: StackSpec) -> dict[str, dict[str, Any]]:
+    """The ConfigMaps the operator reads and the platform writes, by resource name (``{"name", "data"}``): the
+    device plugin's sharing configurations when the operator runs the device plugin, and mig-parted's layouts
+    when its MIG manager runs; made before the release, which names them (``operator_values``)."""
+    out: dict[str, dict[str, Any]] = {}
+    dp_configs = sharing.device_plugin_configs(spec)
+    if dp_configs and derive.device_plugin_owner(spec) == "operator":
+        out["device-plugin-config"] = {"name": DEVICE_PLUGIN_CONFIGMAP, "data": dp_configs}
+    mig_yaml = sharing.mig_config_yaml(spec)
+    if mig_yaml and derive.uses_mig_manager(spec):
+        out["mig-parted-config"] = {"name": MIG_CONFIGMAP, "data": {MIG_CONFIG_KEY: mig_yaml}}
+    return out
+
+
 # -------------------------------------------------------------------------------------- component

@@ -26,7 +26,10 @@ from components.plan.aws.karpenter import KarpenterPlan, karpenter_plan
 from components.spec.model import NodePool, StackSpec, Tenant
 
 if TYPE_CHECKING:
+    from components.plan.dra import DraPlan
+    from components.plan.existing import ExistingClusterPlan
     from components.plan.gcp.plan import GkePlan
+    from components.plan.monitoring import MonitoringPlan
 
 SCHEMA_VERSION = 1
 
@@ -129,6 +132,31 @@ class AddonPlan:
     options: Mapping[str, Any]
     values: Mapping[str, Any] | None = None  # the release's values, where they follow from the spec alone
     probe: Any = None  # its webhook gate's probe (plan/webhooks.py Probe), for Kueue and Volcano
+    gate_job: Mapping[str, Any] | None = None  # the gate's Job spec (system nodes, image registry), with a probe
+    # The cloud admits system-critical pods outside kube-system only under a ResourceQuota (GKE): the add-on's
+    # namespace gets one where its pods run at such a priority.
+    critical_pods_quota: bool = False
+    # What the add-on's namespace carries and holds before its release, where it follows from the spec (the GPU
+    # Operator): its labels, the system-critical pods the GKE quota admits (None: no quota), and ConfigMaps by
+    # resource name ({"name": ..., "data": ...}: the device-plugin and MIG configurations).
+    namespace_labels: Mapping[str, str] | None = None
+    critical_pods: int | None = None
+    config_maps: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: MappingProxyType({}))
+
+    def chart_ref(self) -> versions.Chart:
+        """The chart as the stack takes it (``versions.for_spec``: version override and source applied), what
+        ``versions.release_args`` names a release by; ``source`` says where it comes from (a Helm repository,
+        an oci:// registry, or the folder of a local archive, which ``chart`` then is)."""
+        kind = versions.source_kind(self.source)
+        return versions.Chart(
+            key=self.key,
+            chart=self.chart,
+            version=self.version,
+            repository=self.source if kind == "repository" else None,
+            namespace=self.namespace,
+            release=self.release,
+            archive=self.chart if kind == "path" else None,
+        )
 
 
 @dataclass(frozen=True)
@@ -152,6 +180,9 @@ class Plan:
     gke: GkePlan | None = None  # gcp stacks: the GKE cluster, node service account and node pools
     karpenter: KarpenterPlan | None = None  # components/plan/aws/karpenter.py; None without Karpenter
     aws: aws_plan.AwsPlan | None = None  # the EKS cluster, managed node groups, EFA, Cluster Autoscaler (aws only)
+    monitoring: MonitoringPlan | None = None  # the DCGM exporter's scrape, alerts, dashboard (None: addons.dcgm off)
+    dra: DraPlan | None = None  # DeviceClasses and claim templates (None: GPUs as extended resources)
+    existing: ExistingClusterPlan | None = None  # how the provider reaches an existing cluster (None: other clouds)
 
     def to_dict(self) -> dict[str, Any]:
         return {"schemaVersion": SCHEMA_VERSION, **plain(self)}
@@ -297,19 +328,29 @@ def _addons(spec: StackSpec) -> list[tuple[versions.Chart, bool, dict[str, Any]]
 
 
 def addon_plan(spec: StackSpec, chart: versions.Chart, enabled: bool, options: dict[str, Any]) -> AddonPlan:
-    from components.plan import gpu_operator, kueue as kueue_plan, prometheus_stack, volcano as volcano_plan
+    from components.plan import (
+        gpu_operator,
+        kueue as kueue_plan,
+        monitoring,
+        prometheus_stack,
+        volcano as volcano_plan,
+        webhooks,
+    )
 
     c = versions.for_spec(chart, spec)
     # the add-ons whose values (and webhook gate) follow from the spec alone; the others take cloud outputs
     values_of = {
         "gpuOperator": gpu_operator.operator_values,
+        "dcgmExporter": monitoring.dcgm_exporter_values,
         "kubePrometheusStack": prometheus_stack.helm_values,
         "kueue": kueue_plan.helm_values,
         "volcano": volcano_plan.helm_values,
     }
     probe_of = {"kueue": kueue_plan.webhook_probe, "volcano": volcano_plan.webhook_probe}
     values = values_of.get(chart.key) if enabled else None
-    probe = probe_of.get(chart.key) if enabled else None
+    probe = probe_of.get(chart.key)(spec) if enabled and chart.key in probe_of else None
+    quota = enabled and spec.cloud == "gcp"
+    operator = enabled and chart.key == "gpuOperator"
     return AddonPlan(
         key=chart.key,
         enabled=enabled,
@@ -320,7 +361,28 @@ def addon_plan(spec: StackSpec, chart: versions.Chart, enabled: bool, options: d
         release=c.release,
         options=_freeze(options),
         values=_freeze(values(spec), keep_order=True) if values else None,
-        probe=probe(spec) if probe else None,
+        probe=probe,
+        gate_job=_freeze(webhooks.job_spec(spec, probe), keep_order=True) if probe else None,
+        critical_pods_quota=quota,
+        namespace_labels=_freeze(gpu_operator.operator_namespace_labels(spec), keep_order=True) if operator else None,
+        critical_pods=gpu_operator.critical_pods(spec) if operator and quota else None,
+        config_maps=_freeze(gpu_operator.config_maps(spec) if operator else {}, keep_order=True),
+    )
+
+
+# --------------------------------------------------------------------------------------------------- DRA
+
+
+def dra_plan(spec: StackSpec) -> DraPlan | None:
+    """The stack's DRA decisions (``plan/dra.py``); None unless ``gpuOperator.allocation`` is dra."""
+    from components.plan import dra
+
+    if not derive.dra(spec):
+        return None
+    return dra.DraPlan(
+        device_classes=tuple(dra.device_classes(spec)),
+        kueue_device_class_mappings=_freeze(dra.kueue_device_class_mappings(spec), keep_order=True),
+        claim_templates=_freeze({t.name: dra.claim_templates(spec, t) for t in spec.tenants}, keep_order=True),
     )
 
 
@@ -336,6 +398,7 @@ def build(spec: StackSpec, stack: str) -> Plan:
 
 @derive.per_spec
 def _decide(spec: StackSpec) -> Plan:
+    from components.plan import existing, monitoring
     from components.plan.gcp import plan as gcp_plan
 
     return Plan(
@@ -363,4 +426,7 @@ def _decide(spec: StackSpec) -> Plan:
         gke=gcp_plan.build(spec),
         karpenter=karpenter_plan(spec),
         aws=aws_plan.build(spec),
+        monitoring=monitoring.monitoring_plan(spec),
+        dra=dra_plan(spec),
+        existing=existing.existing_cluster_plan(spec),
     )

@@ -3,13 +3,16 @@
 A Kubernetes component (``Component``) is a ComponentResource with the stack's spec and the cluster's
 provider; ``child(...)`` gives its resources' options (parent, provider, what they wait for).
 
-A chart add-on (``ChartAddon``) adds the steps every chart repeats:
+A chart add-on (``ChartAddon``) adds the steps every chart repeats, from the add-on's plan (``addon_plan``, the
+plan's ``AddonPlan`` of ``CHART``), not the spec:
 
 1. ``create_namespace(NamespacePolicy(...))``: the namespace the chart installs into, with its Pod Security
-   labels and, on GKE, the critical-pods quota (``k8s.chart_namespace``);
-2. ``install(release_name, values, before, probe=...)``: the Helm release of the pinned chart (``CHART``, the
-   stack's version override applied; ``k8s.chart_release``), and when the add-on's admission webhooks guard
-   the kinds it creates next, the webhook readiness gate (``components/render/webhooks.py``) after it;
+   labels and, where the cloud needs it (GKE: ``AddonPlan.critical_pods_quota``), the critical-pods quota
+   (``k8s.addon_namespace``);
+2. ``install(release_name, values, before, probe=...)``: the Helm release of the pinned chart (the plan's
+   version and source: ``AddonPlan.chart_ref``; ``k8s.addon_release``), and when the add-on's admission webhooks
+   guard the kinds it creates next, the webhook readiness gate (``components/render/webhooks.py``, its Job the
+   plan's ``AddonPlan.gate_job``) after it;
 3. ``after_release(...)``: the options of every object that needs the release (its CRDs) and, where there is
    one, the gate (its webhooks answering) -- readiness ordering solved here for every add-on.
 
@@ -26,7 +29,7 @@ from typing import Any, ClassVar
 import pulumi
 
 from components.data import versions
-from components.plan.plan import Plan, build as build_plan
+from components.plan.plan import AddonPlan, Plan, build as build_plan, plain
 from components.render import k8s, webhooks
 from components.spec.model import StackSpec
 
@@ -86,17 +89,19 @@ class ChartAddon(Component):
     CHART: ClassVar[versions.Chart]
 
     def _setup(self) -> None:
-        self.chart = versions.for_spec(self.CHART, self.spec)
+        # the add-on's plan: its chart as the stack takes it, and what its namespace needs on this cloud
+        self.addon_plan: AddonPlan = self.plan.addons[self.CHART.key]
+        self.chart = self.addon_plan.chart_ref()
         self.release: pulumi.Resource | None = None
         self.webhook_gate: pulumi.Resource | None = None
         self.gate_annotation: dict[str, Any] = {}
 
     def create_namespace(self, policy: NamespacePolicy) -> list[pulumi.Resource]:
         """The namespace (and GKE quota); returns what the release must wait for."""
-        return k8s.chart_namespace(
+        return k8s.addon_namespace(
             self,
             self.provider,
-            self.spec,
+            self.addon_plan,
             policy.prefix,
             policy.name or self.chart.namespace,
             policy.labels,
@@ -114,7 +119,7 @@ class ChartAddon(Component):
         **release_options: Any,
     ) -> pulumi.Resource:
         """The release of ``CHART`` after ``before``; with ``probe`` (the add-on's webhooks guard what it creates
-        next) the webhook readiness gate after the release. ``release_options``: ``k8s.chart_release``'s
+        next) the webhook readiness gate after the release. ``release_options``: ``k8s.addon_release``'s
         (timeout, protect, extra Release arguments)."""
         if probe is not None:
             # The gate below waits until the add-on's webhooks answer, which needs its controller running: the
@@ -126,13 +131,19 @@ class ChartAddon(Component):
             # by default either; pulumi-kubernetes waits unless skipAwait (provider/pkg/provider/helm_release.go
             # Delete: `if release.Atomic || !release.SkipAwait { uninstall.Wait = true }`).
             release_options.setdefault("skip_await", True)
-        self.release = k8s.chart_release(
-            release_name, self, self.provider, self.spec, self.CHART, values, before, **release_options
+        self.release = k8s.addon_release(
+            release_name, self, self.provider, self.addon_plan, values, before, **release_options
         )
         if probe is not None:
-            gate = webhooks.webhook_gate(self, self.provider, self.spec, probe, [self.release])
+            gate = webhooks.addon_gate(self, self.provider, probe, self._gate_job(probe), [self.release])
             self.webhook_gate, self.gate_annotation = gate.job, gate.annotation
         return self.release
+
+    def _gate_job(self, probe: webhooks.Probe) -> dict[str, Any]:
+        """The gate Job's spec, the plan's (``AddonPlan.gate_job``): only the plan's probe has one."""
+        if self.addon_plan.gate_job is None or probe != self.addon_plan.probe:
+            raise ValueError(f"{self.CHART.key}: a webhook gate probes the plan's probe (AddonPlan.probe)")
+        return plain(self.addon_plan.gate_job)
 
     def ready(self) -> list[pulumi.Resource]:
         """What an object needing the add-on waits for: the release (its CRDs) and the webhook gate if any."""

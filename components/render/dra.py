@@ -39,6 +39,7 @@ from components.plan.dra import (
     MIN_KUBERNETES_MINOR as MIN_KUBERNETES_MINOR,
     QUOTA_SUFFIX as QUOTA_SUFFIX,
     RESOURCE_API as RESOURCE_API,
+    DraPlan as DraPlan,
     _attr as _attr,
     _slug as _slug,
     _template as _template,
@@ -57,6 +58,7 @@ from components.plan.dra import (
     template_name as template_name,
     whole_gpu_selector as whole_gpu_selector,
 )
+from components.plan.plan import plain
 from components.render import addon, k8s
 from components.spec.model import StackSpec
 
@@ -75,22 +77,23 @@ class ClaimTemplates(addon.Component):
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__(name, spec, provider, opts)
+        decided = self.plan.dra
+        assert decided is not None, "ClaimTemplates are made only with gpuOperator.allocation dra"
         child = self.child()
         self.names: dict[str, list[str]] = {}
-        for tenant in spec.tenants:
-            templates = claim_templates(spec, tenant)
+        for tenant, templates in decided.claim_templates.items():
             for tpl_name, body in templates.items():
                 k8s.kube_object(
-                    f"{tenant.name}-{tpl_name}",
+                    f"{tenant}-{tpl_name}",
                     "resource.k8s.io/v1",
                     "ResourceClaimTemplate",
                     metadata={
                         "name": tpl_name,
-                        "namespace": namespaces[tenant.name],
-                        "labels": {**derive.MANAGED_BY, derive.TENANT_LABEL: tenant.name},
+                        "namespace": namespaces[tenant],
+                        "labels": {**derive.MANAGED_BY, derive.TENANT_LABEL: tenant},
                     },
-                    spec=body,
+                    spec=plain(body),
                     opts=child,
                 )
-            self.names[tenant.name] = list(templates)
+            self.names[tenant] = list(templates)
         self.register_outputs({"templates": self.names})

@@ -14,17 +14,17 @@ class ExistingAccess(pulumi.ComponentResource):
         super().__init__(self.TYPE, name, None, opts)
         import pulumi_kubernetes as k8s
 
+        from components.plan.plan import build
         from components.render.k8s import PROVIDER_OPTIONS
 
+        decided = build(spec, pulumi.get_stack()).existing  # the plan's (plan/existing.py): why these arguments
+        assert decided is not None, "ExistingAccess is made only for cloud existing"
         args = {}
-        if spec.cluster.kubeconfig:
-            args["kubeconfig"] = spec.cluster.kubeconfig
-        if spec.cluster.context:
-            args["context"] = spec.cluster.context
-            # The context names the cluster: editing its server or CA in the kubeconfig updates the provider
-            # instead of replacing it with every Kubernetes resource (pulumi-kubernetes DiffConfig). Without a
-            # context the provider keeps its own heuristic (the active cluster), so switching the ambient
-            # current-context to another cluster is still a replacement, not a silent re-target.
-            args["cluster_identifier"] = f"context:{spec.cluster.context}"
+        if decided.kubeconfig:
+            args["kubeconfig"] = decided.kubeconfig
+        if decided.context:
+            args["context"] = decided.context
+        if decided.cluster_identifier:
+            args["cluster_identifier"] = decided.cluster_identifier
         self.provider = k8s.Provider("kubernetes", opts=pulumi.ResourceOptions(parent=self), **PROVIDER_OPTIONS, **args)
         self.register_outputs({})

@@ -29,7 +29,7 @@ The operator's DCGM exporter is on when ``addons.dcgm`` is; its ServiceMonitor c
 
 from __future__ import annotations
 
-from components.plan import derive, sharing
+from components.plan import derive
 
 # re-exported: the renderer's names for what it is made of (components/plan/gpu_operator.py)
 from components.plan.gpu_operator import (
@@ -46,11 +46,13 @@ from components.plan.gpu_operator import (
     GKE_NVIDIA_DIR as GKE_NVIDIA_DIR,
     MIG_CONFIG_KEY as MIG_CONFIG_KEY,
     MIG_CONFIGMAP as MIG_CONFIGMAP,
+    config_maps as config_maps,
     critical_pods as critical_pods,
     driver_choice as driver_choice,
     exporter_env as exporter_env,
     gpu_tolerations as gpu_tolerations,
     namespace_labels as namespace_labels,
+    operator_namespace_labels as operator_namespace_labels,
     operator_values as operator_values,
     shares_gpus as shares_gpus,
     toolkit_enabled as toolkit_enabled,
@@ -68,42 +70,26 @@ class GpuOperator(addon.ChartAddon):
     CHART = CHART
 
     def build(self, spec: StackSpec) -> None:
-        chart = self.chart
-        self.namespace = chart.namespace
+        decided = self.addon_plan
+        self.namespace = decided.namespace
         before_release = self.create_namespace(
             addon.NamespacePolicy(
                 "gpu-operator",
-                {**namespace_labels(), **derive.dra_operator_namespace_labels(spec)},
-                critical_pods(spec),
+                dict(decided.namespace_labels or {}),
+                decided.critical_pods,
                 quota_name=CRITICAL_QUOTA_NAME,
             )
         )
         in_ns = self.child(before_release[:1])
-        dp_configs = sharing.device_plugin_configs(spec)
-        if dp_configs and derive.device_plugin_owner(spec) == "operator":
+        # the device plugin's sharing configurations and mig-parted's layouts, which the release names
+        for resource_name, cm in decided.config_maps.items():
             before_release.append(
                 k8s.kube_object(
-                    "device-plugin-config",
+                    resource_name,
                     "v1",
                     "ConfigMap",
-                    metadata={
-                        "name": DEVICE_PLUGIN_CONFIGMAP,
-                        "namespace": chart.namespace,
-                        "labels": derive.MANAGED_BY,
-                    },
-                    data=dp_configs,
-                    opts=in_ns,
-                )
-            )
-        mig_yaml = sharing.mig_config_yaml(spec)
-        if mig_yaml and derive.uses_mig_manager(spec):
-            before_release.append(
-                k8s.kube_object(
-                    "mig-parted-config",
-                    "v1",
-                    "ConfigMap",
-                    metadata={"name": MIG_CONFIGMAP, "namespace": chart.namespace, "labels": derive.MANAGED_BY},
-                    data={MIG_CONFIG_KEY: mig_yaml},
+                    metadata={"name": cm["name"], "namespace": decided.namespace, "labels": derive.MANAGED_BY},
+                    data=plain(cm["data"]),
                     opts=in_ns,
                 )
             )
@@ -112,7 +98,7 @@ class GpuOperator(addon.ChartAddon):
         # disableOpenapiValidation is that flag.
         self.install(
             "gpu-operator",
-            plain(self.plan.addons["gpuOperator"].values),
+            plain(decided.values),
             before_release,
             timeout=900,
             disable_openapi_validation=True,

@@ -21,6 +21,7 @@ import pulumi
 
 from components.data import versions
 from components.plan import derive
+from components.plan.plan import AddonPlan
 from components.plan.tenancy import PSA_VERSION, psa_labels  # noqa: F401  (re-exported: the renderers' name)
 from components.spec.model import StackSpec
 
@@ -142,10 +143,40 @@ def chart_namespace(
     critical_pods: int | None = None,
     quota_name: str = "critical-pods",
 ) -> list[pulumi.Resource]:
-    """The namespace a chart installs into, created here so it carries Pod Security labels, and on GKE the
-    critical-pods quota when the chart's pods run at a system-critical priority (``critical_pods`` set).
-    Returns what the release must wait for. Resource names start with what they are (``namespace-<prefix>``),
-    so they can never equal a tenant's (``<tenant>-namespace``), whatever a tenant is called."""
+    """``addon_namespace`` for a caller holding the spec, not the add-on's plan: the quota on GKE."""
+    quota = critical_pods if spec.cloud == "gcp" else None
+    return _namespace(parent, provider, prefix, namespace, labels, quota, quota_name)
+
+
+def addon_namespace(
+    parent: pulumi.Resource,
+    provider: pulumi.ProviderResource,
+    addon: AddonPlan,
+    prefix: str,
+    namespace: str,
+    labels: Mapping[str, str],
+    critical_pods: int | None = None,
+    quota_name: str = "critical-pods",
+) -> list[pulumi.Resource]:
+    """The namespace a chart installs into, created here so it carries Pod Security labels, and the
+    critical-pods quota when the cloud needs one (``addon.critical_pods_quota``: GKE) and the chart's pods run at
+    a system-critical priority (``critical_pods`` set). Returns what the release must wait for. Resource names
+    start with what they are (``namespace-<prefix>``), so they can never equal a tenant's (``<tenant>-namespace``),
+    whatever a tenant is called."""
+    quota = critical_pods if addon.critical_pods_quota else None
+    return _namespace(parent, provider, prefix, namespace, labels, quota, quota_name)
+
+
+def _namespace(
+    parent: pulumi.Resource,
+    provider: pulumi.ProviderResource,
+    prefix: str,
+    namespace: str,
+    labels: Mapping[str, str],
+    critical_pods: int | None,
+    quota_name: str,
+) -> list[pulumi.Resource]:
+    """The namespace, and the critical-pods quota when ``critical_pods`` is set."""
     # Until d22b537 these were '<prefix>-namespace' / '<prefix>-critical-pods' (same parent): the aliases keep
     # deployed stacks from creating the new ones and deleting the old, and the chart with its namespace.
     ns = kube_object(
@@ -158,7 +189,7 @@ def chart_namespace(
         ),
     )
     out: list[pulumi.Resource] = [ns]
-    if spec.cloud == "gcp" and critical_pods is not None:
+    if critical_pods is not None:
         out.append(
             kube_object(
                 f"critical-pods-{prefix}",
@@ -189,11 +220,47 @@ def chart_release(
     protect: bool = False,
     **extra: Any,
 ) -> pulumi.Resource:
-    """A ``helm.v3.Release`` of a pinned chart (the stack's version override applied) into a namespace that
+    """``addon_release`` for a caller holding the spec, not the add-on's plan."""
+    c = versions.for_spec(chart, spec)
+    return _release(resource_name, parent, provider, c, values, depends_on, timeout, protect, **extra)
+
+
+def release_args(addon: AddonPlan) -> dict[str, Any]:
+    """``helm.v3.Release`` arguments naming the add-on's chart as the plan has it (version override and source
+    applied): ``versions.release_args`` of ``addon.chart_ref()``."""
+    return versions.release_args(addon.chart_ref())
+
+
+def addon_release(
+    resource_name: str,
+    parent: pulumi.Resource,
+    provider: pulumi.ProviderResource,
+    addon: AddonPlan,
+    values: dict[str, Any],
+    depends_on: Sequence[pulumi.Resource],
+    timeout: int = 600,
+    protect: bool = False,
+    **extra: Any,
+) -> pulumi.Resource:
+    """A ``helm.v3.Release`` of the add-on's pinned chart (the plan's version and source) into a namespace that
     already exists; ``protect``: the engine refuses to delete it (uninstall)."""
+    return _release(resource_name, parent, provider, addon.chart_ref(), values, depends_on, timeout, protect, **extra)
+
+
+def _release(
+    resource_name: str,
+    parent: pulumi.Resource,
+    provider: pulumi.ProviderResource,
+    chart: versions.Chart,
+    values: dict[str, Any],
+    depends_on: Sequence[pulumi.Resource],
+    timeout: int,
+    protect: bool,
+    **extra: Any,
+) -> pulumi.Resource:
     return helm_release(
         resource_name,
-        **versions.release_args(versions.for_spec(chart, spec)),
+        **versions.release_args(chart),
         create_namespace=False,
         values=values,
         timeout=timeout,

@@ -28,17 +28,33 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import pulumi
 
 from components.data import versions
 from components.plan import derive
+
+# re-exported: the renderer's names for what it is made of (components/plan/monitoring.py)
+from components.plan.monitoring import (
+    AlertThresholds as AlertThresholds,
+    Exporter as Exporter,
+    IdleCostTerm as IdleCostTerm,
+    MonitoringPlan as MonitoringPlan,
+    _allocated_unit_price as _allocated_unit_price,
+    _seconds as _seconds,
+    _shared_replicas as _shared_replicas,
+    dcgm_exporter_values as dcgm_exporter_values,
+    decide,
+    exporter as exporter,
+    idle_cost_terms as idle_cost_terms,
+    monitoring_rules as monitoring_rules,
+    prom_duration as prom_duration,
+)
+from components.plan.plan import plain
 from components.render import addon, gpu_operator, k8s
 from components.render.metrics import ALLOCATED_IDLE_COST, IDLE_COST, UTILIZATION, XID_LAST, number as _num
-from components.spec.model import NodePool, Problem, StackSpec, key, rule
+from components.spec.model import StackSpec
 
 RULE_NAME = "gpu-platform-gpu-alerts"
 SERVICE_MONITOR_NAME = "gpu-platform-dcgm-exporter"
@@ -58,60 +74,12 @@ WHERE = "{{ $labels.node }} GPU {{ $labels.gpu }} ({{ $labels.modelName }}, pool
 
 NODE_POOL_META = "__meta_kubernetes_node_label_" + re.sub(r"[^a-zA-Z0-9_]", "_", derive.POOL_LABEL)
 
-
-@dataclass(frozen=True)
-class Exporter:
-    """Where the DCGM exporter's Service lives and how to select it."""
-
-    source: str  # "operator" | "standalone"
-    namespace: str
-    selector: dict[str, str]
-    port: str
-    job: str  # Prometheus job label (prometheus-operator: the Service name)
+Source = StackSpec | MonitoringPlan
 
 
-def exporter(spec: StackSpec) -> Exporter:
-    if spec.addons.gpu_operator:
-        # gpu-operator assets/state-dcgm-exporter/0600_service.yaml
-        ns = versions.for_spec(versions.GPU_OPERATOR, spec).namespace
-        if spec.gpu_operator.allocation == "dra":
-            # the GPUCluster's exporter: manifests/state-dcgm-exporter/0500_service.yaml (gpu-operator v26.7.0)
-            return Exporter(
-                "operator", ns, {"app": "nvidia-dcgm-exporter-dra"}, "gpu-metrics", "nvidia-dcgm-exporter-dra"
-            )
-        return Exporter("operator", ns, {"app": "nvidia-dcgm-exporter"}, "gpu-metrics", "nvidia-dcgm-exporter")
-    # dcgm-exporter chart templates/service.yaml + _helpers.tpl (fullname = release name here)
-    chart = versions.for_spec(versions.DCGM_EXPORTER, spec)
-    selector = {"app.kubernetes.io/name": "dcgm-exporter", "app.kubernetes.io/instance": chart.release}
-    return Exporter("standalone", chart.namespace, selector, "metrics", chart.release)
-
-
-# ------------------------------------------------------------------------------------------ rules
-
-
-@rule
-def monitoring_rules(spec: StackSpec) -> Iterator[Problem]:
-    if spec.cloud == "gcp" and spec.addons.dcgm and not spec.addons.gpu_operator:
-        yield Problem(
-            key("addons", "dcgm"),
-            "a standalone DCGM exporter cannot reach NVML on GKE nodes (GKE installs it under "
-            "/home/kubernetes/bin/nvidia for its device plugin's containers only): enable addons.gpuOperator, "
-            "or turn dcgm off and use GKE's managed DCGM metrics",
-        )
-
-
-# -------------------------------------------------------------------------------------- durations
-
-
-def prom_duration(d: str) -> str:
-    """A stack-file duration (``90m``, ``1h30m``, ``30m1h``) in the canonical form Prometheus and the
-    PrometheusRule schema accept (``1h30m``)."""
-    seconds = sum(int(n) * {"h": 3600, "m": 60, "s": 1}[u] for n, u in re.findall(r"([0-9]+)([hms])", d))
-    if seconds == 0:
-        return "0s"
-    h, rest = divmod(seconds, 3600)
-    m, s = divmod(rest, 60)
-    return "".join(f"{v}{u}" for v, u in ((h, "h"), (m, "m"), (s, "s")) if v)
+def _of(source: Source) -> MonitoringPlan:
+    """The monitoring plan the objects are made of; a spec (callers not yet handed the plan) gives its plan."""
+    return source if isinstance(source, MonitoringPlan) else decide(source)
 
 
 def _fill(text: str, **values: str) -> str:
@@ -131,12 +99,13 @@ def utilization_expr() -> str:
     )
 
 
-def rule_groups(spec: StackSpec) -> list[dict[str, Any]]:
+def rule_groups(source: Source) -> list[dict[str, Any]]:
     """The PrometheusRule ``spec.groups``: recording rules first (same group, so alerts see this cycle's
     values), then the alerts. Thresholds and durations come from ``monitoring.alerts``."""
-    rules = [*recording_rules(), *idle_alerts(spec), *health_alerts(spec), *xid_alerts(spec), *exporter_alerts(spec)]
+    m = _of(source)
+    rules = [*recording_rules(), *idle_alerts(m), *health_alerts(m), *xid_alerts(m), *exporter_alerts(m)]
     groups = [{"name": RULE_GROUP, "rules": rules}]
-    cost_rules = idle_cost_rules(spec)
+    cost_rules = idle_cost_rules(m)
     if cost_rules:
         groups.append({"name": COST_GROUP, "rules": cost_rules})
     return groups
@@ -158,9 +127,9 @@ def recording_rules() -> list[dict[str, Any]]:
     ]
 
 
-def idle_alerts(spec: StackSpec) -> list[dict[str, Any]]:
+def idle_alerts(source: Source) -> list[dict[str, Any]]:
     """GpuIdle (nobody holds the GPU) and GpuAllocatedIdle (a pod holds it and does not use it)."""
-    a = spec.monitoring.alerts
+    a = _of(source).alerts
     idle = _num(a.idle_utilization_percent)
     device = ", ".join(DEVICE_KEY)
     return [
@@ -211,9 +180,9 @@ def idle_alerts(spec: StackSpec) -> list[dict[str, Any]]:
     ]
 
 
-def health_alerts(spec: StackSpec) -> list[dict[str, Any]]:
+def health_alerts(source: Source) -> list[dict[str, Any]]:
     """Framebuffer memory and temperature."""
-    a = spec.monitoring.alerts
+    a = _of(source).alerts
     per_gpu = ", ".join(PER_GPU_WITHOUT)
     return [
         {
@@ -265,10 +234,10 @@ def health_alerts(spec: StackSpec) -> list[dict[str, Any]]:
     ]
 
 
-def xid_alerts(spec: StackSpec) -> list[dict[str, Any]]:
+def xid_alerts(source: Source) -> list[dict[str, Any]]:
     """XIDs NVIDIA lists as hardware / driver faults (critical), and the others."""
-    a = spec.monitoring.alerts
-    critical = "|".join(str(c) for c in sorted(set(a.xid_critical_codes)))
+    a = _of(source).alerts
+    critical = "|".join(str(c) for c in a.xid_critical_codes)
     return [
         {
             "alert": "GpuXidErrorCritical",
@@ -310,10 +279,11 @@ def xid_alerts(spec: StackSpec) -> list[dict[str, Any]]:
     ]
 
 
-def exporter_alerts(spec: StackSpec) -> list[dict[str, Any]]:
+def exporter_alerts(source: Source) -> list[dict[str, Any]]:
     """The exporter itself is not scraped: every alert above is blind for that node."""
-    a = spec.monitoring.alerts
-    job = exporter(spec).job
+    m = _of(source)
+    a = m.alerts
+    job = m.exporter.job
     return [
         {
             "alert": "DcgmExporterDown",
@@ -329,7 +299,7 @@ def exporter_alerts(spec: StackSpec) -> list[dict[str, Any]]:
                     "NVML mismatch after a node image upgrade is the usual cause); 3) check that the node's GPU "
                     "operands are healthy (the operator's validator pod). Nodes without GPUs have no exporter, "
                     "so pools scaled to zero do not fire this (no target, no alert).",
-                    ns=exporter(spec).namespace,
+                    ns=m.exporter.namespace,
                     **{"for": a.exporter_down_for},
                 ),
             },
@@ -341,61 +311,24 @@ def _price(x: float) -> str:
     return repr(round(x, 6))
 
 
-def idle_cost_terms(spec: StackSpec, pool: NodePool) -> list[tuple[str | None, float]] | None:
-    """(MIG profile or None, USD per device-hour) for the devices DCGM reports on the pool: whole GPUs (time-
-    sliced and MPS GPUs report once per GPU), or MIG instances priced by profile (cost.unit_price). None when
-    the pool's price is unknown."""
-    from components.plan import cost
-
-    c = cost.pool_cost(spec, pool)
-    per_gpu = c.per_gpu_hour
-    if per_gpu is None:
-        return None
-    layout = pool.sharing.layout if pool.sharing and pool.sharing.strategy == "mig" else None
-    if not layout:
-        return [(None, per_gpu)]
-    out = []
-    for profile, n in sorted(layout.items()):
-        price = cost.unit_price(per_gpu, pool, f"nvidia.com/mig-{profile}", n)
-        out.append((profile, price or 0.0))
-    return out
-
-
-def _allocated_unit_price(spec: StackSpec, pool: NodePool, profile: str | None, device_price: float) -> float:
-    """A pod's series stands for one scheduler unit: on time-sliced / MPS GPUs each pod's (vgpu) series is one
-    of ``replicas`` shares of the GPU."""
-    replicas = _shared_replicas(pool) if profile is None else 0
-    return device_price / replicas if replicas else device_price
-
-
-def _shared_replicas(pool: NodePool) -> int:
-    """Units one GPU of a time-sliced or MPS pool advertises (0 otherwise)."""
-    if pool.sharing and pool.sharing.strategy in ("time-slicing", "mps"):
-        return pool.sharing.replicas or 1
-    return 0
-
-
-def idle_cost_rules(spec: StackSpec) -> list[dict[str, Any]]:
+def idle_cost_rules(source: Source) -> list[dict[str, Any]]:
     """Per pool with a known price: the hourly cost of its idle devices, the price a constant in the rule (so
     Prometheus needs no external data). Unallocated: devices under the idle threshold no pod holds (GpuIdle's
     expression), and on a time-sliced or MPS GPU under the threshold the replicas no pod holds; allocated: per
     tenant namespace, units its pods hold under the threshold. Pools scaled to zero record 0."""
-    idle = _num(spec.monitoring.alerts.idle_utilization_percent)
+    decided = _of(source)
+    idle = _num(decided.alerts.idle_utilization_percent)
     device = ", ".join(DEVICE_KEY)
     out: list[dict[str, Any]] = []
-    for pool in sorted(spec.node_pools, key=lambda p: p.name):
-        terms = idle_cost_terms(spec, pool)
-        if terms is None:
-            continue
+    for pool, terms in decided.idle_cost.items():
         free_parts, held = [], []
-        for profile, price in terms:
-            m = f'pool="{pool.name}"' + (f', GPU_I_PROFILE="{profile}"' if profile else "")
+        for term in terms:
+            profile, price, unit, replicas = term.profile, term.device_price, term.unit_price, term.replicas
+            m = f'pool="{pool}"' + (f', GPU_I_PROFILE="{profile}"' if profile else "")
             free_parts.append(
                 f'count({UTILIZATION}{{{m}, pod=""}} < {idle} unless on ({device}) {UTILIZATION}{{pod!=""}}) '
                 f"* {_price(price)} or vector(0)"
             )
-            unit = _allocated_unit_price(spec, pool, profile, price)
-            replicas = _shared_replicas(pool) if profile is None else 0
             if replicas > 1:
                 # A partly used shared GPU: the replicas no pod holds are paid and idle too (the pods' series
                 # carry the device's utilization, one series per pod: KUBERNETES_VIRTUAL_GPUS).
@@ -403,7 +336,7 @@ def idle_cost_rules(spec: StackSpec) -> list[dict[str, Any]]:
                     f'sum(clamp_min({replicas} - count by ({device}) ({UTILIZATION}{{{m}, pod!=""}} < {idle}), 0)) '
                     f"* {_price(unit)} or vector(0)"
                 )
-            labels = {"pool": pool.name, **({"profile": profile} if profile else {})}
+            labels = {"pool": pool, **({"profile": profile} if profile else {})}
             held.append(
                 {
                     "record": ALLOCATED_IDLE_COST,
@@ -412,38 +345,38 @@ def idle_cost_rules(spec: StackSpec) -> list[dict[str, Any]]:
                 }
             )
         expr = " + ".join(f"({part})" for part in free_parts) if len(free_parts) > 1 else free_parts[0]
-        out.append({"record": IDLE_COST, "expr": expr, "labels": {"pool": pool.name}})
+        out.append({"record": IDLE_COST, "expr": expr, "labels": {"pool": pool}})
         out += held
     return out
 
 
-def prometheus_rule(spec: StackSpec) -> dict[str, Any]:
-    ex = exporter(spec)
+def prometheus_rule(source: Source) -> dict[str, Any]:
+    m = _of(source)
     return {
         "apiVersion": versions.MONITORING_API,
         "kind": "PrometheusRule",
         "metadata": {
             "name": RULE_NAME,
-            "namespace": ex.namespace,
-            "labels": {**derive.MANAGED_BY, **spec.monitoring.service_monitor_labels},
+            "namespace": m.exporter.namespace,
+            "labels": dict(m.labels),
         },
-        "spec": {"groups": rule_groups(spec)},
+        "spec": {"groups": rule_groups(m)},
     }
 
 
-def service_monitor(spec: StackSpec) -> dict[str, Any]:
-    ex = exporter(spec)
-    interval = prom_duration(spec.monitoring.scrape_interval)
+def service_monitor(source: Source) -> dict[str, Any]:
+    m = _of(source)
+    ex = m.exporter
     return {
         "apiVersion": versions.MONITORING_API,
         "kind": "ServiceMonitor",
         "metadata": {
             "name": SERVICE_MONITOR_NAME,
             "namespace": ex.namespace,
-            "labels": {**derive.MANAGED_BY, **spec.monitoring.service_monitor_labels},
+            "labels": dict(m.labels),
         },
         "spec": {
-            "selector": {"matchLabels": ex.selector},
+            "selector": {"matchLabels": dict(ex.selector)},
             "namespaceSelector": {"matchNames": [ex.namespace]},
             # exposes __meta_kubernetes_node_label_* (Prometheus >= 2.37, needs list/watch on nodes)
             "attachMetadata": {"node": True},
@@ -451,8 +384,8 @@ def service_monitor(spec: StackSpec) -> dict[str, Any]:
                 {
                     "port": ex.port,
                     "path": "/metrics",
-                    "interval": interval,
-                    "scrapeTimeout": "10s" if _seconds(interval) >= 10 else interval,
+                    "interval": m.scrape_interval,
+                    "scrapeTimeout": m.scrape_timeout,
                     "honorLabels": False,
                     "relabelings": [
                         {
@@ -471,40 +404,21 @@ def service_monitor(spec: StackSpec) -> dict[str, Any]:
     }
 
 
-def _seconds(d: str) -> int:
-    return sum(int(n) * {"h": 3600, "m": 60, "s": 1}[u] for n, u in re.findall(r"([0-9]+)([hms])", d))
-
-
-def dashboard_configmap(spec: StackSpec) -> dict[str, Any]:
+def dashboard_configmap(source: Source) -> dict[str, Any]:
     from components.render.dashboards import gpu
 
-    ns = spec.monitoring.dashboard_namespace or exporter(spec).namespace
+    m = _of(source)
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {
             "name": DASHBOARD_NAME,
-            "namespace": ns,
-            "labels": {**derive.MANAGED_BY, **spec.monitoring.dashboard_labels},
+            "namespace": m.dashboard_namespace,
+            "labels": dict(m.dashboard_labels),
             "annotations": {"grafana_folder": "GPU"},
         },
-        "data": {DASHBOARD_FILE: json.dumps(gpu.dashboard(spec), indent=1, sort_keys=True)},
+        "data": {DASHBOARD_FILE: json.dumps(gpu.dashboard(m), indent=1, sort_keys=True)},
     }
-
-
-# ------------------------------------------------------------------------- standalone exporter
-
-
-def dcgm_exporter_values(spec: StackSpec) -> dict[str, Any]:
-    """Values of the standalone dcgm-exporter chart (paths checked against its values.yaml)."""
-    values: dict[str, Any] = {
-        "nodeSelector": {derive.GPU_PRESENT_LABEL: "true"},
-        "tolerations": gpu_operator.gpu_tolerations(spec),
-        "serviceMonitor": {"enabled": False},  # ours below carries the pool label
-    }
-    if gpu_operator.exporter_env(spec):
-        values["extraEnv"] = gpu_operator.exporter_env(spec)
-    return values
 
 
 # ------------------------------------------------------------------------------------- component
@@ -532,23 +446,25 @@ class GpuMonitoring(addon.ChartAddon):
         ``monitoring.prometheus: none`` only the exporter (standalone, when the operator is off) is made."""
         super().__init__(name, spec, provider, opts)
 
-        ex = exporter(spec)
+        m = self.plan.monitoring
+        assert m is not None, "GpuMonitoring is made only with addons.dcgm on"
+        ex = m.exporter
         upstream: list[pulumi.Resource] = []
         if ex.source == "standalone":
             # (never on gcp: monitoring_rules; so no critical-pods ResourceQuota is needed here)
             ns = self.create_namespace(
                 addon.NamespacePolicy("gpu-monitoring", gpu_operator.namespace_labels(), name=ex.namespace)
             )
-            self.install("dcgm-exporter", dcgm_exporter_values(spec), ns)
+            self.install("dcgm-exporter", plain(self.addon_plan.values), ns)
         elif exporter_release is not None:
             upstream.append(exporter_release)
-        if spec.monitoring.prometheus == "none":
+        if m.prometheus == "none":
             self.register_outputs({"namespace": ex.namespace, "source": ex.source})
             return
         if prometheus_release is not None:
             upstream.append(prometheus_release)
         after = self.after_release(*upstream)
-        for doc in (service_monitor(spec), prometheus_rule(spec)):
+        for doc in (service_monitor(m), prometheus_rule(m)):
             k8s.kube_object(
                 doc["metadata"]["name"],
                 api_version=doc["apiVersion"],
@@ -557,6 +473,6 @@ class GpuMonitoring(addon.ChartAddon):
                 spec=doc["spec"],
                 opts=after,
             )
-        board = dashboard_configmap(spec)
+        board = dashboard_configmap(m)
         k8s.kube_object(DASHBOARD_NAME, "v1", "ConfigMap", after, metadata=board["metadata"], data=board["data"])
         self.register_outputs({"namespace": ex.namespace, "source": ex.source})

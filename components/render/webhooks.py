@@ -38,7 +38,7 @@ of updating in place. The Pulumi resource name stays ``<addon>-webhook-ready``, 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import pulumi
 import yaml
@@ -93,8 +93,20 @@ def webhook_gate(
     probe: Probe,
     depends_on: Sequence[pulumi.Resource],
 ) -> Gate:
-    """The probe's ServiceAccount, RBAC, ConfigMap and Job: the Job, and the annotation of the objects behind
-    it. Make every custom resource the add-on's webhooks guard depend on the Job."""
+    """``addon_gate`` for a caller holding the spec, not the add-on's plan (``AddonPlan.gate_job``)."""
+    return addon_gate(parent, provider, probe, job_spec(spec, probe), depends_on)
+
+
+def addon_gate(
+    parent: pulumi.Resource,
+    provider: pulumi.ProviderResource,
+    probe: Probe,
+    body: dict[str, Any],
+    depends_on: Sequence[pulumi.Resource],
+) -> Gate:
+    """The probe's ServiceAccount, RBAC, ConfigMap and Job (``body``: its spec, ``job_spec``): the Job, and the
+    annotation of the objects behind it. Make every custom resource the add-on's webhooks guard depend on the
+    Job."""
     opts = pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=list(depends_on))
     labels = derive.MANAGED_BY
     sa = k8s.kube_object(
@@ -129,7 +141,6 @@ def webhook_gate(
         data={PROBE_FILE: yaml.safe_dump(probe.obj, sort_keys=False)},
         opts=opts,
     )
-    body = job_spec(spec, probe)
     name = job_object_name(body, probe)
     job = k8s.kube_object(
         job_name(probe),

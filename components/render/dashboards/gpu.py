@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from components.plan.monitoring import AlertThresholds, MonitoringPlan, decide
 from components.render import metrics
 from components.spec.model import StackSpec
 
@@ -33,9 +34,14 @@ HELD = 'pod!=""'
 FREE = 'pod=""'
 
 
-def queries(spec: StackSpec) -> dict[str, str]:
+def _alerts(source: StackSpec | MonitoringPlan) -> AlertThresholds:
+    """The thresholds the panels quote; a spec (callers not yet handed the plan) gives its plan's."""
+    return (source if isinstance(source, MonitoringPlan) else decide(source)).alerts
+
+
+def queries(source: StackSpec | MonitoringPlan) -> dict[str, str]:
     """Every query of the dashboard by panel title (also checked by promtool in the tests)."""
-    idle = metrics.number(spec.monitoring.alerts.idle_utilization_percent)
+    idle = metrics.number(_alerts(source).idle_utilization_percent)
     all_dev = f"max by (pool, {DEV}) ({U}{_sel(POOL)})"
     held_dev = f"max by (pool, {DEV}) ({U}{_sel(POOL, HELD)})"
     ns_dev = f"max by (namespace, {DEV}) ({U}{_sel(POOL, NS, HELD)})"
@@ -158,7 +164,7 @@ def _variable(name: str, label: str, query: str) -> dict[str, Any]:
     }
 
 
-def _utilization_row(lay: _Layout, a: Any, q: dict[str, str]) -> None:
+def _utilization_row(lay: _Layout, a: AlertThresholds, q: dict[str, str]) -> None:
     lay.row("Utilization vs. allocation")
     stats = [
         ("GPU devices", "GPUs (MIG instances count one each) reporting to DCGM.", "none", None),
@@ -204,7 +210,7 @@ def _utilization_row(lay: _Layout, a: Any, q: dict[str, str]) -> None:
     )
 
 
-def _tenants_row(lay: _Layout, a: Any, q: dict[str, str]) -> None:
+def _tenants_row(lay: _Layout, a: AlertThresholds, q: dict[str, str]) -> None:
     lay.row("Tenants (namespaces)")
     lay.add(
         _panel(
@@ -261,7 +267,7 @@ def _tenants_row(lay: _Layout, a: Any, q: dict[str, str]) -> None:
     lay.add(spend, w=24, h=8, x=0)
 
 
-def _health_row(lay: _Layout, a: Any, q: dict[str, str]) -> None:
+def _health_row(lay: _Layout, a: AlertThresholds, q: dict[str, str]) -> None:
     lay.row("Health")
     lay.add(
         _panel(
@@ -320,10 +326,10 @@ def _health_row(lay: _Layout, a: Any, q: dict[str, str]) -> None:
     )
 
 
-def dashboard(spec: StackSpec) -> dict[str, Any]:
+def dashboard(source: StackSpec | MonitoringPlan) -> dict[str, Any]:
     """The Grafana dashboard: one row each for utilization vs. allocation, tenants, and health."""
-    a = spec.monitoring.alerts
-    q = queries(spec)
+    a = _alerts(source)
+    q = queries(source)
     lay = _Layout()
     for row in (_utilization_row, _tenants_row, _health_row):
         row(lay, a, q)
