@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 from components.explain.facts import _units
 from components.explain.workloads import Workload
-from components.plan import derive
+from components.plan.plan import Plan, TenantPlan
 from components.render import kueue
-from components.spec.model import NodePool, StackSpec, Tenant
+from components.spec.model import NodePool, StackSpec
 
 # ------------------------------------------------------------------------------------------- operators
 
@@ -86,7 +86,7 @@ def operator_missing(spec: StackSpec, operator: Operator, w: Workload) -> str:
 # ------------------------------------------------------------------------------------- Volcano's gate
 
 
-def volcano_min_pods(spec: StackSpec, w: Workload) -> dict[str, int]:
+def volcano_min_pods(spec: StackSpec | Plan, w: Workload) -> dict[str, int]:
     """Pods per pod set (task) in the PodGroup's minResources, as Volcano's job controller counts them
     (volcano v1.15.1 pkg/controllers/job/job_controller_actions.go:928-964, job_controller_util.go:336-400):
     tasks by PriorityClass value, highest first; minAvailable defaults to the sum of the tasks' minAvailable
@@ -117,9 +117,9 @@ def volcano_min_pods(spec: StackSpec, w: Workload) -> dict[str, int]:
     return dict(out)
 
 
-def volcano_minimum(spec: StackSpec, w: Workload) -> dict[str, int]:
+def volcano_minimum(decided: Plan, w: Workload) -> dict[str, int]:
     """GPU units in the PodGroup's minResources: a Volcano Job's ``volcano_min_pods``; any other kind's pods."""
-    pods = volcano_min_pods(spec, w) if w.integration is None else {ps.name: ps.count for ps in w.podsets}
+    pods = volcano_min_pods(decided, w) if w.integration is None else {ps.name: ps.count for ps in w.podsets}
     total: dict[str, int] = defaultdict(int)
     for ps in w.podsets:
         for r, n in ps.requests().items():
@@ -127,13 +127,12 @@ def volcano_minimum(spec: StackSpec, w: Workload) -> dict[str, int]:
     return dict(total)
 
 
-def volcano_queue_verdict(
-    spec: StackSpec, tenant: Tenant, gpu: dict[str, int], minimum: dict[str, int]
-) -> tuple[str | None, str]:
+def volcano_queue_verdict(tenant: TenantPlan, gpu: dict[str, int], minimum: dict[str, int]) -> tuple[str | None, str]:
     """(why the tenant's Volcano queue keeps the job Pending, or None; the queue's line).
 
     Volcano's proportion plugin caps a queue at min(capability, cluster total - all guarantees + its own), with
-    the cluster total taken from the nodes that exist (``derive.volcano_queue_cap``). So two limits:
+    the cluster total taken from the nodes that exist (``derive.volcano_queue_cap``, in the plan as
+    ``TenantPlan.volcano_queue_cap``). So two limits:
 
     - at full size (every pool at its maximum) the job's pods (``gpu``) must fit, or some never run;
     - from an idle cluster (pools at minNodes; from zero GPU nodes that is the queue's guarantee) the job's
@@ -141,8 +140,8 @@ def volcano_queue_verdict(
       PodGroup out of Pending (proportion.go:402-436), the job controller creates no pod until it does
       (job_controller_actions.go:406-408), and without pending pods no autoscaler adds the nodes that would
       raise the cap."""
-    full = derive.volcano_queue_cap(spec, tenant)
-    rest = derive.volcano_queue_cap(spec, tenant, at_rest=True)
+    full = dict(tenant.volcano_queue_cap or {})
+    rest = dict(tenant.volcano_queue_cap_at_rest or {})
     name = f"Volcano queue {tenant.name}"
     short = {r: n for r, n in gpu.items() if n > full.get(r, 0)}
     if short:
