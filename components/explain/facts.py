@@ -11,7 +11,7 @@ from typing import Any
 from components.explain.nodes import LabelValues, autoscaler_template_labels, node_label_values
 from components.explain.workloads import GPU_PREFIX, PodSet, Workload, _device_resources
 from components.plan import derive, plan
-from components.plan.plan import Plan, TenantPlan
+from components.plan.plan import Plan, PoolPlan, TenantPlan
 from components.render import gpu_operator, kueue
 from components.spec.model import NodePool, StackSpec, Tenant
 
@@ -318,6 +318,11 @@ def node_labels(spec: StackSpec, pool: NodePool) -> dict[str, str]:
 def node_taints(pool: NodePool) -> list[dict[str, Any]]:
     """The taints of the pool's nodes (``derive.node_taints``; the trace reads ``PoolPlan.taints``, the same)."""
     return [{"key": t.key, "value": t.value, "effect": t.effect} for t in derive.node_taints(pool)]
+
+
+def pool_tolerations(p: PoolPlan) -> list[dict[str, str]]:
+    """The pool's tolerations as a pod spec writes them (key, operator, effect, value), for a message."""
+    return [{k: t[k] for k in ("key", "operator", "effect", "value") if k in t} for t in p.tolerations]
 
 
 def node_advertises(spec: StackSpec, pool: NodePool) -> tuple[dict[str, int], str | None]:

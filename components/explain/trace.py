@@ -39,6 +39,7 @@ from components.explain.facts import (
     node_advertises,
     pod_security_problems,
     pod_selection,
+    pool_tolerations,
     resolve_claims,
     selection_problems,
     untolerated,
@@ -169,15 +170,13 @@ class _Tracer:
             self.ok("resources", "no GPU requested: nothing GPU-specific to trace")
             self.t.pool, self.t.provisioner = "-", "non-GPU nodes"
             return
-        flavor_tolerations: list[dict[str, Any]] = []
         if scheduler == "kueue":
             pool = self.kueue_flavors(tenant, gpu)
-            flavor_tolerations = list(self.pool_plan(pool).kueue_flavor_spec["tolerations"])
             self.admission_checks(tenant, pool)
         else:
             pool = self.pick_pool(tenant, gpu)
         try:
-            self.pool_layer(pool, flavor_tolerations, injected=scheduler == "kueue")
+            self.pool_layer(pool, injected=scheduler == "kueue")
             self.provisioner(pool)
             self.node(pool)
         except _Stop:
@@ -198,8 +197,7 @@ class _Tracer:
         w = self.w
         tenant = next((t for t in self.plan.tenants.values() if t.namespace == w.namespace), None)
         if tenant is None:
-            names = ", ".join(self.plan.tenants)
-            self.fail("namespace", f"{w.namespace} is not a tenant namespace (tenants: {names})")
+            self.fail("namespace", f"{w.namespace} is not a tenant namespace (tenants: {', '.join(self.plan.tenants)})")
         level = tenant.namespace_labels[PSA_ENFORCE]
         problems = [p for ps in w.podsets for p in pod_security_problems(ps.pod, level)]
         if problems:
@@ -427,18 +425,17 @@ class _Tracer:
         )
         raise AssertionError  # unreachable
 
-    def pool_layer(self, pool: NodePool, flavor_tolerations: list[dict[str, Any]], injected: bool) -> None:
+    def pool_layer(self, pool: NodePool, injected: bool) -> None:
         """The pod sets that ask for a GPU against the pool's nodes: their labels as far as the stack tells
         (the pool's own and the well-known ones its provisioner sets, ``explain_nodes``) and taints."""
         spec, w = self.spec, self.w
-        labels = node_label_values(spec, pool)
+        labels, flavor = node_label_values(spec, pool), self.pool_plan(pool).kueue_flavor_spec
         sets = self.gpu_sets()
         for ps in sets:
             pod = dict(ps.pod)
             if injected:  # Kueue adds the flavor's node labels and tolerations on admission
-                flavor_labels = self.pool_plan(pool).kueue_flavor_spec["nodeLabels"]
-                pod["nodeSelector"] = {**(pod.get("nodeSelector") or {}), **flavor_labels}
-                pod["tolerations"] = [*(pod.get("tolerations") or []), *flavor_tolerations]
+                pod["nodeSelector"] = {**(pod.get("nodeSelector") or {}), **flavor["nodeLabels"]}
+                pod["tolerations"] = [*(pod.get("tolerations") or []), *flavor["tolerations"]]
             self.effective.append(pod)
             problems = selection_problems(pod, labels)
             if problems:
@@ -450,7 +447,7 @@ class _Tracer:
                 self.fail(
                     "pool",
                     f"{pool.name}'s nodes are tainted {', '.join(missing)} and pod set {ps.name} does not "
-                    f"tolerate it: add {_tolerations(self.pool_plan(pool))}",
+                    f"tolerate it: add {pool_tolerations(self.pool_plan(pool))}",
                     stuck=True,
                 )
         how = "Kueue injects the flavor's nodeSelector and tolerations" if injected else self.how
@@ -581,11 +578,6 @@ class _Tracer:
             )
             return
         self.ok("dcgm", f"dcgm-exporter attributes the GPUs to the pod (Prometheus: {spec.monitoring.prometheus})")
-
-
-def _tolerations(p: PoolPlan) -> list[dict[str, str]]:
-    """The pool's tolerations as a pod spec writes them (key, operator, effect, value), for a message."""
-    return [{k: t[k] for k in ("key", "operator", "effect", "value") if k in t} for t in p.tolerations]
 
 
 def explain(spec: StackSpec, workload: Workload) -> Trace:
