@@ -22,6 +22,7 @@ def test_a_pool_carries_its_instance_types_class_and_what_a_node_advertises():
     assert spot.instance_types == ("g5.xlarge", "g5.2xlarge", "g5.4xlarge")
     assert (spot.flavor_class, spot.max_gpus, dict(spot.advertises)) == ("spot", 8, {"nvidia.com/gpu": 1})
     assert (shared.flavor_class, dict(shared.advertises)) == ("shared", {"nvidia.com/gpu": 4})
+    assert shared.sharing["failRequestsGreaterThanOne"] is True  # the default: one unit per container
     assert spot.os == shared.os == "al2023"  # the EKS default
     assert spot.cold_start and spot.provisioning_class is None and spot.admission_check is None
 

@@ -200,16 +200,19 @@ def pod_selection(
     ``pool``, the other pools whose nodes take it as well). Other pools of the whole stack count (a
     ResourceQuota counts resource names, not pools): their nodes match it, it tolerates them, and they
     advertise what it asks."""
+    pools = plan.build(spec, "").pools
+    order = sorted(pools.values(), key=lambda p: (derive.FLAVOR_CLASSES.index(p.flavor_class), p.name))
     unselected = [
         p
-        for p in derive.flavor_order(spec)
-        if p.name != pool.name and not any(selection_problems(ps.pod, node_label_values(spec, p)) for ps in podsets)
+        for p in order  # node_label_values still takes the spec's pool (Karpenter's NodePools name its labels)
+        if p.name != pool.name
+        and not any(selection_problems(ps.pod, node_label_values(spec, spec.pool(p.name))) for ps in podsets)
     ]
     also = [
         p.name
         for p in unselected
-        if set(gpu) <= set(derive.units_per_gpu(spec, p))
-        and not any(untolerated(ps.pod.get("tolerations") or [], node_taints(p)) for ps in podsets)
+        if set(gpu) <= set(p.units_per_gpu)
+        and not any(untolerated(ps.pod.get("tolerations") or [], list(p.taints)) for ps in podsets)
     ]
     if not unselected:
         return "the pod selects and tolerates", []
@@ -393,9 +396,9 @@ def autoscaler_sees(
 def exporter_values(spec: StackSpec) -> dict[str, Any]:
     """The dcgm-exporter's settings as deployed: the GPU Operator's ``dcgmExporter`` values, or the standalone
     chart's values without the operator."""
-    if spec.addons.gpu_operator:
+    if plan.build(spec, "").addons["gpuOperator"].enabled:  # its values: the operators' area (tests patch them)
         return gpu_operator.operator_values(spec).get("dcgmExporter") or {}
-    from components.render import monitoring
+    from components.render import monitoring  # the standalone exporter: the monitoring area, not in the plan yet
 
     return monitoring.dcgm_exporter_values(spec)
 
@@ -408,7 +411,7 @@ def dcgm_attribution(spec: StackSpec, pool: NodePool, resources: list[str]) -> s
     it only looks at ``nvidia.com/gpu`` and MIG resources unless told more names."""
     values = exporter_values(spec)
     env = {e["name"]: e.get("value") for e in [*(values.get("env") or []), *(values.get("extraEnv") or [])]}
-    plugin = derive.pool_device_plugin(spec, pool)
+    plugin = plan.build(spec, "").pools[pool.name].device_plugin
     if plugin == "gke" and env.get(gpu_operator.DCGM_GPU_ID_TYPE_ENV) != "device-name":
         return (
             "GKE's device plugin names devices nvidiaN, the exporter matches UUIDs: set its Kubernetes GPU "

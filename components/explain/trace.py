@@ -182,7 +182,8 @@ class _Tracer:
         except _Stop:
             if scheduler == "kueue" and self.stuck:  # admitted on quota all the same: what it holds, how long
                 check = bool(self.pool_plan(pool).provisioning_class)
-                self.t.layers[-1].detail += kueue_holds_quota(self.spec, pool, gpu, w.per_pod_workloads, check)
+                held = kueue_holds_quota(self.plan, self.pool_plan(pool), gpu, w.per_pod_workloads, check)
+                self.t.layers[-1].detail += held
             raise
         self.dcgm(pool)
         self.t.pool = pool.name
@@ -283,7 +284,7 @@ class _Tracer:
         """The kind's operator: without it (no CRD) the object is refused and no pod exists, whatever the
         layers after this one would say."""
         if not operator_installed(self.spec, operator):
-            self.fail("operator", operator_missing(self.spec, operator, self.w))
+            self.fail("operator", operator_missing(self.plan, operator, self.w))
         self.ok("operator", f"{operator.name} ({operator.group}) is installed ({operator.installed_by or 'add-on'})")
 
     def local_queue(self, tenant: TenantPlan) -> None:
@@ -355,7 +356,7 @@ class _Tracer:
         return pool
 
     def admission_checks(self, tenant: TenantPlan, pool: NodePool) -> None:
-        spec, p = self.spec, self.pool_plan(pool)
+        p = self.pool_plan(pool)
         cq = tenant.cluster_queue_spec
         checks = [
             c["name"]
@@ -364,7 +365,7 @@ class _Tracer:
         ]
         nodes = self.nodes_needed(pool)
         if checks:
-            self.ok("admission-checks", f"{', '.join(checks)}: {provisioning_guarantee(spec, pool, nodes)}")
+            self.ok("admission-checks", f"{', '.join(checks)}: {provisioning_guarantee(self.plan, p, nodes)}")
             return
         # a pod no node fits is the provisioner layer's verdict ("no node it can launch fits the pod"), not TAS's
         if p.topology_aware and nodes is not None and nodes > p.min_nodes and p.provisioner != "existing":
@@ -537,7 +538,8 @@ class _Tracer:
         advertised, mismatch = node_advertises(spec, pool)
         if mismatch:
             self.fail("node", mismatch + ": put them in the EC2NodeClass userData")
-        s = pool.sharing  # failRequestsGreaterThanOne: not in the plan's sharing yet
+        s = self.pool_plan(pool).sharing or {}
+        one_unit = s.get("strategy") == "time-slicing" and s.get("failRequestsGreaterThanOne")
         for ps in self.gpu_sets():
             for r, n in ps.devices().items():
                 have = advertised.get(r, 0)
@@ -549,7 +551,7 @@ class _Tracer:
                     )
                 if n > have:
                     self.fail("node", f"pod set {ps.name} asks {n} {r}, one node of {pool.name} has {have}", stuck=True)
-                if s and s.strategy == "time-slicing" and s.fail_requests_greater_than_one and is_gpu(r) and n > 1:
+                if one_unit and is_gpu(r) and n > 1:
                     self.fail(
                         "node",
                         f"{pool.name} time-slices with failRequestsGreaterThanOne: a pod may ask 1 {r}, not {n}",

@@ -205,6 +205,8 @@ def _sharing(pool: NodePool) -> dict[str, Any] | None:
         out["layout"] = dict(s.layout or {})
     else:
         out["replicas"] = s.replicas
+    if s.strategy == "time-slicing":  # the device plugin refuses a container more than one unit
+        out["failRequestsGreaterThanOne"] = s.fail_requests_greater_than_one
     return out
 
 
