@@ -95,10 +95,10 @@ def test_units_cell():
 
 def test_limits_cell():
     """Per pool of the tenant's quota (sorted): its limit or 'any'; no cohort says so; no pools is '-'."""
-    tenant = SimpleNamespace(gpu_quota={"b-pool": 2, "a-pool": 1})
-    assert summary._limits(tenant, "c", {"b-pool": 0}) == "a-pool: any, b-pool: 0"
-    assert summary._limits(tenant, None, {"b-pool": 0}) == "none (no cohort)"
-    assert summary._limits(SimpleNamespace(gpu_quota={}), "c", {}) == "-"
+    pools = {"b-pool": 2, "a-pool": 1}  # the tenant's gpuQuota (TenantPlan.pool_gpus)
+    assert summary._limits(pools, "c", {"b-pool": 0}) == "a-pool: any, b-pool: 0"
+    assert summary._limits(pools, None, {"b-pool": 0}) == "none (no cohort)"
+    assert summary._limits({}, "c", {}) == "-"
 
 
 # ------------------------------------------------------------------------------------------- warnings

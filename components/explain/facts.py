@@ -11,6 +11,7 @@ from typing import Any
 from components.explain.nodes import LabelValues, autoscaler_template_labels, node_label_values
 from components.explain.workloads import GPU_PREFIX, PodSet, Workload, _device_resources
 from components.plan import derive, plan
+from components.plan.plan import Plan, PoolPlan, TenantPlan
 from components.render import gpu_operator, kueue
 from components.spec.model import NodePool, StackSpec, Tenant
 
@@ -199,16 +200,19 @@ def pod_selection(
     ``pool``, the other pools whose nodes take it as well). Other pools of the whole stack count (a
     ResourceQuota counts resource names, not pools): their nodes match it, it tolerates them, and they
     advertise what it asks."""
+    pools = plan.build(spec, "").pools
+    order = sorted(pools.values(), key=lambda p: (derive.FLAVOR_CLASSES.index(p.flavor_class), p.name))
     unselected = [
         p
-        for p in derive.flavor_order(spec)
-        if p.name != pool.name and not any(selection_problems(ps.pod, node_label_values(spec, p)) for ps in podsets)
+        for p in order  # node_label_values still takes the spec's pool (Karpenter's NodePools name its labels)
+        if p.name != pool.name
+        and not any(selection_problems(ps.pod, node_label_values(spec, spec.pool(p.name))) for ps in podsets)
     ]
     also = [
         p.name
         for p in unselected
-        if set(gpu) <= set(derive.units_per_gpu(spec, p))
-        and not any(untolerated(ps.pod.get("tolerations") or [], node_taints(p)) for ps in podsets)
+        if set(gpu) <= set(p.units_per_gpu)
+        and not any(untolerated(ps.pod.get("tolerations") or [], list(p.taints)) for ps in podsets)
     ]
     if not unselected:
         return "the pod selects and tolerates", []
@@ -220,13 +224,13 @@ def pod_selection(
 # ------------------------------------------------------------------- a Volcano tenant's GPU pods
 
 
-def volcano_pods_policy_applies(spec: StackSpec, tenant: Tenant) -> bool:
-    """The admission policy ``volcano.PODS_POLICY_NAME`` exists (Volcano is on and has tenants) and selects the
-    tenant's namespace (labelled ``gpu-platform/scheduler: volcano``, ``tenancy.scheduler_label``)."""
-    from components.render import tenancy, volcano
+def volcano_pods_policy_applies(decided: Plan, tenant: TenantPlan) -> bool:
+    """The admission policy ``volcano.PODS_POLICY_NAME`` exists (Volcano is on and has tenants: some tenant has a
+    Volcano queue) and selects the tenant's namespace (labelled ``gpu-platform/scheduler: volcano``)."""
+    from components.render import volcano
 
-    return bool(derive.volcano_tenants(spec)) and (
-        tenancy.scheduler_label(spec, tenant).get(derive.SCHEDULER_LABEL) == volcano.SCHEDULER_NAME
+    return any(t.volcano_queue for t in decided.tenants.values()) and (
+        tenant.namespace_labels.get(derive.SCHEDULER_LABEL) == volcano.SCHEDULER_NAME
     )
 
 
@@ -242,7 +246,7 @@ def policy_gpu_resources(pod: Mapping[str, Any]) -> list[str]:
 
 
 def volcano_pod_refusal(
-    spec: StackSpec, tenant: Tenant, pod_set: str, pod: Mapping[str, Any], scheduler_name: str | None
+    tenant: TenantPlan, pod_set: str, pod: Mapping[str, Any], scheduler_name: str | None
 ) -> str | None:
     """Why the admission policy ``volcano.PODS_POLICY_NAME`` refuses a GPU pod of ``pod_set`` in the tenant's
     namespace, or None: its validations in their order (``volcano.tenant_pods_policy``), read against the pools
@@ -251,7 +255,7 @@ def volcano_pod_refusal(
     copies it: volcano v1.15.1 pkg/controllers/job/job_controller_util.go, createJobPod)."""
     from components.render import tenancy, volcano
 
-    annotations = tenancy.namespace_annotations(spec, tenant)
+    annotations = tenant.namespace_annotations
 
     def listed(annotation: str) -> list[str]:
         return annotations[annotation].split(",") if annotation in annotations else []
@@ -285,18 +289,18 @@ def volcano_pod_refusal(
     return None
 
 
-def volcano_pods_admission(spec: StackSpec, tenant: Tenant, w: Workload) -> tuple[str | None, str | None]:
+def volcano_pods_admission(decided: Plan, tenant: TenantPlan, w: Workload) -> tuple[str | None, str | None]:
     """(why the policy refuses the workload's first refused GPU pod set, what it admitted): (None, None) where
     it does not look at the workload's pods (another namespace, or no GPU pod)."""
     from components.render import volcano
 
-    if not volcano_pods_policy_applies(spec, tenant):
+    if not volcano_pods_policy_applies(decided, tenant):
         return None, None
     gpu_sets = [ps for ps in w.podsets if ps.count > 0 and policy_gpu_resources(ps.pod)]  # pods that get created
     for ps in gpu_sets:
         # a Volcano Job (no Kueue integration) hands its schedulerName to templates that name none
         scheduler_name = ps.pod.get("schedulerName") or (w.scheduler_name if w.integration is None else None)
-        why = volcano_pod_refusal(spec, tenant, ps.name, ps.pod, scheduler_name)
+        why = volcano_pod_refusal(tenant, ps.name, ps.pod, scheduler_name)
         if why:
             return why, None
     if not gpu_sets:
@@ -310,12 +314,18 @@ def volcano_pods_admission(spec: StackSpec, tenant: Tenant, w: Workload) -> tupl
 
 
 def node_labels(spec: StackSpec, pool: NodePool) -> dict[str, str]:
-    """Labels a node of the pool carries (EKS managed groups add the autoscaler's GPU label)."""
-    return plan.node_labels(spec, pool)
+    """Labels a node of the pool carries (EKS managed groups add the autoscaler's GPU label): the plan's."""
+    return dict(plan.build(spec, "").pools[pool.name].labels)
 
 
 def node_taints(pool: NodePool) -> list[dict[str, Any]]:
+    """The taints of the pool's nodes (``derive.node_taints``; the trace reads ``PoolPlan.taints``, the same)."""
     return [{"key": t.key, "value": t.value, "effect": t.effect} for t in derive.node_taints(pool)]
+
+
+def pool_tolerations(p: PoolPlan) -> list[dict[str, str]]:
+    """The pool's tolerations as a pod spec writes them (key, operator, effect, value), for a message."""
+    return [{k: t[k] for k in ("key", "operator", "effect", "value") if k in t} for t in p.tolerations]
 
 
 def node_advertises(spec: StackSpec, pool: NodePool) -> tuple[dict[str, int], str | None]:
@@ -324,27 +334,21 @@ def node_advertises(spec: StackSpec, pool: NodePool) -> tuple[dict[str, int], st
     Bottlerocket's host device plugin shares GPUs only when the sharing settings reach the node through its
     user data: managed node groups carry them (``managed_pools.user_data``); for Karpenter pools they must be
     in the EC2NodeClass ``userData``, else the node advertises whole GPUs."""
-    units = derive.pool_units(spec, pool, pool.gpu.per_node)
+    p = plan.build(spec, "").pools[pool.name]
+    units = dict(p.units_per_node)
     from components.plan import sharing
 
-    if spec.cloud == "aws" and pool.provisioner == "karpenter" and sharing.bottlerocket_shares_gpus(spec, pool.name):
-        from components.render.aws import karpenter
+    if p.provisioner == "karpenter" and sharing.bottlerocket_shares_gpus(spec, pool.name):
+        from components.render.aws import karpenter  # the EC2NodeClass: Karpenter's area, not in the plan yet
 
         node_class = karpenter.ec2_node_class_spec(spec, karpenter.node_class_need(spec, pool), "role")
         if "device-sharing-strategy" not in str(node_class.get("userData") or ""):
-            whole = {derive.GPU_RESOURCE: pool.gpu.per_node}
+            whole = {derive.GPU_RESOURCE: p.gpus_per_node}
             return whole, (
                 f"the Bottlerocket node advertises {_units(whole)} (its EC2NodeClass has no userData with "
                 f"the sharing settings) while quotas count {_units(units)}"
             )
-    return {**units, **node_efa(spec, pool)}, None
-
-
-def node_efa(spec: StackSpec, pool: NodePool) -> dict[str, int]:
-    """EFA interfaces one node of the pool advertises (the EFA device plugin runs on EFA pools)."""
-    from components.plan.aws import efa
-
-    return {efa.EFA_RESOURCE: efa.interfaces_per_node(pool)} if efa.efa_enabled(spec, pool) else {}
+    return dict(p.advertises), None  # its units and, on EFA pools, the EFA interfaces
 
 
 def karpenter_sees(spec: StackSpec, pool: NodePool) -> dict[str, int]:
@@ -392,9 +396,9 @@ def autoscaler_sees(
 def exporter_values(spec: StackSpec) -> dict[str, Any]:
     """The dcgm-exporter's settings as deployed: the GPU Operator's ``dcgmExporter`` values, or the standalone
     chart's values without the operator."""
-    if spec.addons.gpu_operator:
+    if plan.build(spec, "").addons["gpuOperator"].enabled:  # its values: the operators' area (tests patch them)
         return gpu_operator.operator_values(spec).get("dcgmExporter") or {}
-    from components.render import monitoring
+    from components.render import monitoring  # the standalone exporter: the monitoring area, not in the plan yet
 
     return monitoring.dcgm_exporter_values(spec)
 
@@ -407,7 +411,7 @@ def dcgm_attribution(spec: StackSpec, pool: NodePool, resources: list[str]) -> s
     it only looks at ``nvidia.com/gpu`` and MIG resources unless told more names."""
     values = exporter_values(spec)
     env = {e["name"]: e.get("value") for e in [*(values.get("env") or []), *(values.get("extraEnv") or [])]}
-    plugin = derive.pool_device_plugin(spec, pool)
+    plugin = plan.build(spec, "").pools[pool.name].device_plugin
     if plugin == "gke" and env.get(gpu_operator.DCGM_GPU_ID_TYPE_ENV) != "device-name":
         return (
             "GKE's device plugin names devices nvidiaN, the exporter matches UUIDs: set its Kubernetes GPU "

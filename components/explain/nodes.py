@@ -65,8 +65,8 @@ KARPENTER_OTHER_INSTANCE_LABELS = tuple(
 
 def node_label_values(spec: StackSpec, pool: NodePool) -> dict[str, LabelValues]:
     """Every label a node of the pool carries, as far as the stack tells: the well-known ones, then the pool's
-    own (``plan.node_labels``, which ``explain_facts.node_labels`` reads too), which win."""
-    return {**well_known_labels(spec, pool), **plan.node_labels(spec, pool)}
+    own (``PoolPlan.labels``, which ``explain_facts.node_labels`` reads too), which win."""
+    return {**well_known_labels(spec, pool), **plan.build(spec, "").pools[pool.name].labels}
 
 
 def well_known_labels(spec: StackSpec, pool: NodePool) -> dict[str, LabelValues]:

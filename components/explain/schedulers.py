@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 from components.explain.facts import _units
 from components.explain.workloads import Workload
-from components.plan import derive
+from components.plan.plan import Plan, PoolPlan, TenantPlan
 from components.render import kueue
-from components.spec.model import NodePool, StackSpec, Tenant
+from components.spec.model import NodePool, StackSpec
 
 # ------------------------------------------------------------------------------------------- operators
 
@@ -65,7 +65,7 @@ def operator_installed(spec: StackSpec, operator: Operator) -> bool:
     return False
 
 
-def operator_missing(spec: StackSpec, operator: Operator, w: Workload) -> str:
+def operator_missing(decided: Plan, operator: Operator, w: Workload) -> str:
     """The operator layer's stop: no CRD, so the API server refuses the object and no pod is ever created; Kueue
     defers its integration for the kind until the CRD appears (kueue v0.19.2 pkg/controller/jobframework/
     setup.go:86-97)."""
@@ -75,7 +75,8 @@ def operator_missing(spec: StackSpec, operator: Operator, w: Workload) -> str:
         else f"install {operator.name} (no add-on of this stack installs it yet)"
     )
     kueue_note = ""
-    if w.integration and w.integration in spec.scheduling.kueue_integrations and spec.addons.kueue:
+    kueue_addon = decided.addons["kueue"]
+    if w.integration and w.integration in kueue_addon.options["kueueIntegrations"] and kueue_addon.enabled:
         kueue_note = f"; Kueue's {w.integration} integration waits for the CRD"
     return (
         f"{operator.name} is not installed (no {w.kind} in API group {operator.group}): the API server refuses "
@@ -86,7 +87,7 @@ def operator_missing(spec: StackSpec, operator: Operator, w: Workload) -> str:
 # ------------------------------------------------------------------------------------- Volcano's gate
 
 
-def volcano_min_pods(spec: StackSpec, w: Workload) -> dict[str, int]:
+def volcano_min_pods(spec: StackSpec | Plan, w: Workload) -> dict[str, int]:
     """Pods per pod set (task) in the PodGroup's minResources, as Volcano's job controller counts them
     (volcano v1.15.1 pkg/controllers/job/job_controller_actions.go:928-964, job_controller_util.go:336-400):
     tasks by PriorityClass value, highest first; minAvailable defaults to the sum of the tasks' minAvailable
@@ -117,9 +118,9 @@ def volcano_min_pods(spec: StackSpec, w: Workload) -> dict[str, int]:
     return dict(out)
 
 
-def volcano_minimum(spec: StackSpec, w: Workload) -> dict[str, int]:
+def volcano_minimum(decided: Plan, w: Workload) -> dict[str, int]:
     """GPU units in the PodGroup's minResources: a Volcano Job's ``volcano_min_pods``; any other kind's pods."""
-    pods = volcano_min_pods(spec, w) if w.integration is None else {ps.name: ps.count for ps in w.podsets}
+    pods = volcano_min_pods(decided, w) if w.integration is None else {ps.name: ps.count for ps in w.podsets}
     total: dict[str, int] = defaultdict(int)
     for ps in w.podsets:
         for r, n in ps.requests().items():
@@ -127,13 +128,12 @@ def volcano_minimum(spec: StackSpec, w: Workload) -> dict[str, int]:
     return dict(total)
 
 
-def volcano_queue_verdict(
-    spec: StackSpec, tenant: Tenant, gpu: dict[str, int], minimum: dict[str, int]
-) -> tuple[str | None, str]:
+def volcano_queue_verdict(tenant: TenantPlan, gpu: dict[str, int], minimum: dict[str, int]) -> tuple[str | None, str]:
     """(why the tenant's Volcano queue keeps the job Pending, or None; the queue's line).
 
     Volcano's proportion plugin caps a queue at min(capability, cluster total - all guarantees + its own), with
-    the cluster total taken from the nodes that exist (``derive.volcano_queue_cap``). So two limits:
+    the cluster total taken from the nodes that exist (``derive.volcano_queue_cap``, in the plan as
+    ``TenantPlan.volcano_queue_cap``). So two limits:
 
     - at full size (every pool at its maximum) the job's pods (``gpu``) must fit, or some never run;
     - from an idle cluster (pools at minNodes; from zero GPU nodes that is the queue's guarantee) the job's
@@ -141,8 +141,8 @@ def volcano_queue_verdict(
       PodGroup out of Pending (proportion.go:402-436), the job controller creates no pod until it does
       (job_controller_actions.go:406-408), and without pending pods no autoscaler adds the nodes that would
       raise the cap."""
-    full = derive.volcano_queue_cap(spec, tenant)
-    rest = derive.volcano_queue_cap(spec, tenant, at_rest=True)
+    full = dict(tenant.volcano_queue_cap or {})
+    rest = dict(tenant.volcano_queue_cap_at_rest or {})
     name = f"Volcano queue {tenant.name}"
     short = {r: n for r, n in gpu.items() if n > full.get(r, 0)}
     if short:
@@ -173,7 +173,7 @@ def volcano_queue_verdict(
 # --------------------------------------------------------------------------- provisioning guarantees
 
 
-def provisioning_guarantee(spec: StackSpec, pool: NodePool, nodes: int | None) -> str:
+def provisioning_guarantee(decided: Plan, pool: PoolPlan, nodes: int | None) -> str:
     """What the pool's ProvisioningRequest check guarantees before Kueue admits (the flavor has a check).
 
     - GKE queued provisioning: the Dynamic Workload Scheduler allocates all requested nodes at the same time.
@@ -183,27 +183,27 @@ def provisioning_guarantee(spec: StackSpec, pool: NodePool, nodes: int | None) -
       (core/scaleup/orchestrator/executor.go:144-152; FAQ.md:650-654 "doesn't guarantee atomicity") and
       Provisioned=True means the Auto Scaling group accepted the new size
       (provisioningrequest/besteffortatomic/provisioning_class.go:117-126), not that the nodes came up."""
-    cls = kueue.provisioning_class(spec, pool)
+    cls = pool.provisioning_class
     count = f"{nodes} node(s)" if nodes is not None else "the nodes"
     if cls == kueue.DWS_PROVISIONING_CLASS:
         return (
             f"ProvisioningRequest {cls}: GKE's Dynamic Workload Scheduler brings {count} together before Kueue admits"
         )
-    if spec.cloud == "gcp":
+    if decided.cloud == "gcp":
         return f"ProvisioningRequest {cls}: GKE's autoscaler brings {count} up together or none before Kueue admits"
     return (
         f"ProvisioningRequest {cls}: Kueue admits once the Cluster Autoscaler has asked the Auto Scaling group for "
         f"{count}, not once they run: on AWS the scale-up is not atomic (the AWS provider has no "
         "AtomicIncreaseSize, cluster-autoscaler 1.35.0 cloudprovider/aws/aws_cloud_provider.go:288-291), so "
         f"nodes that never come leave the gang waiting until waitForPodsReady "
-        f"({spec.scheduling.wait_for_pods_ready_timeout}) evicts it"
+        f"({decided.addons['kueue'].options['waitForPodsReadyTimeout']}) evicts it"
     )
 
 
 # ------------------------------------------------------------------------- quota Kueue holds anyway
 
 
-def kueue_holds_quota(spec: StackSpec, pool: NodePool, held: dict[str, int], per_pod: bool, check: bool) -> str:
+def kueue_holds_quota(decided: Plan, pool: PoolPlan, held: dict[str, int], per_pod: bool, check: bool) -> str:
     """Appended to a stop after Kueue's flavor step (pool, provisioner, node): Kueue counts quota per flavor, never
     per node (kueue v0.19.2 pkg/scheduler/flavorassigner/flavorassigner.go:1330-1380, fitsResourceQuota: the pod
     sets' summed requests against the flavor's available quota; no node's size enters), so it reserves the
@@ -215,18 +215,19 @@ def kueue_holds_quota(spec: StackSpec, pool: NodePool, held: dict[str, int], per
     - With one, the quota stays reserved while the check is pending: waitForPodsReady counts only from
       admission (workload_controller.go:1662-1664); the Cluster Autoscaler fails a ProvisioningRequest it
       cannot serve after 7 days (cluster-autoscaler 1.35.0 processors/provreq/processor.go:42, 100-116)."""
-    s = spec.scheduling
+    s = decided.addons["kueue"].options  # the stack's scheduling options
     whose = "each of its pods' workloads" if per_pod else "it"
     units = f"{_units(held)} of {pool.name}'s quota"
     if check:
         until = "while its ProvisioningRequest check stays pending (waitForPodsReady counts only from admission)"
-        if spec.cloud == "aws":
+        if decided.cloud == "aws":
             until += "; the Cluster Autoscaler fails the request after 7 days"
         return f"; Kueue still reserves {units} for {whose} (quota counts per flavor, not per node), {until}"
-    after = f", deactivated after {s.requeue_limit} evictions" if s.requeue_limit is not None else ", requeued forever"
+    limit = s.get("requeueLimit")
+    after = f", deactivated after {limit} evictions" if limit is not None else ", requeued forever"
     return (
         f"; Kueue still admits {whose} (quota counts per flavor, not per node) and holds {units} until "
-        f"waitForPodsReady.timeout ({s.wait_for_pods_ready_timeout}) evicts it, then requeues it with backoff{after}"
+        f"waitForPodsReady.timeout ({s['waitForPodsReadyTimeout']}) evicts it, then requeues it with backoff{after}"
     )
 
 

@@ -2,69 +2,85 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from components.data import versions
-from components.plan import derive, plan, sharing
+from components.plan import derive, plan
 
 if TYPE_CHECKING:
     from components.explain.rendering import Rendering
-    from components.spec.model import StackSpec, Tenant
+    from components.plan.plan import Plan, PoolPlan
+    from components.spec.model import NodePool, StackSpec
 
 
-def scaled_by(spec: StackSpec, pool) -> str:
+def scaled_by(spec: StackSpec, pool: NodePool) -> str:
     """Who adds nodes to the pool (and so whether a pending workload can ever get one)."""
-    if spec.cloud == "existing":
+    decided = plan.build(spec, "")
+    return _scaled_by(decided, decided.pools[pool.name])
+
+
+def _scaled_by(decided: Plan, p: PoolPlan) -> str:
+    if p.provisioner == "existing":
         return "nobody: existing nodes"
-    if spec.cloud == "gcp":
-        if pool.gke.queued_provisioning:
+    if p.provisioner == "gke":
+        if p.queued_provisioning:
             return "GKE Dynamic Workload Scheduler (queued provisioning), through Kueue's ProvisioningRequests"
         return "GKE cluster autoscaler"
-    if pool.provisioner == "karpenter":
+    if p.provisioner == "karpenter":
         return "Karpenter, for pending pods"
-    if spec.cluster_autoscaler_enabled:
-        chart = versions.for_spec(versions.CLUSTER_AUTOSCALER, spec)
-        return f"Cluster Autoscaler (chart {chart.version}), EKS managed node group"
-    return f"nobody: fixed at {pool.min_nodes} node(s) (addons.clusterAutoscaler is off)"
+    autoscaler = decided.addons["clusterAutoscaler"]
+    if autoscaler.enabled:
+        return f"Cluster Autoscaler (chart {autoscaler.version}), EKS managed node group"
+    return f"nobody: fixed at {p.min_nodes} node(s) (addons.clusterAutoscaler is off)"
 
 
-def _scaling(spec: StackSpec) -> list[str]:
-    if not spec.node_pools:
+def _scaling(decided: Plan) -> list[str]:
+    if not decided.pools:
         return []
-    from components.render import kueue
-
     lines = ["", "## Who scales each pool", "", "| pool | scaled by | Kueue admission check |", "|---|---|---|"]
-    for p in spec.node_pools:
-        cls = kueue.provisioning_class(spec, p) if spec.addons.kueue else None
-        check = f"`{kueue.admission_check_name(spec, p)}` ({cls})" if cls else "-"
-        lines.append(f"| {p.name} | {scaled_by(spec, p)} | {check} |")
+    for p in decided.pools.values():
+        check = f"`{p.admission_check}` ({p.provisioning_class})" if p.provisioning_class else "-"
+        lines.append(f"| {p.name} | {_scaled_by(decided, p)} | {check} |")
     return lines
+
+
+def _quota_ratio(p: PoolPlan) -> float:
+    """The tenants' nominal quota on the pool over what it brings at its maximum size (the largest over its
+    resource names; no capacity: infinite)."""
+    quota = p.tenant_quota_units
+    return max((quota.get(k, 0) / v if v else float("inf") for k, v in p.max_units.items()), default=0.0)
+
+
+def _oversubscription_ratio(decided: Plan) -> float:
+    return decided.addons["kueue"].options["oversubscriptionRatio"]  # scheduling.oversubscriptionRatio
 
 
 def warnings(rendering: Rendering) -> list[str]:
     spec = rendering.spec
+    decided = plan.build(spec, rendering.stack)
     out = []
-    ratio = spec.scheduling.oversubscription_ratio
-    for cap in derive.capacity_report(spec):
-        if cap.ratio > ratio:
+    ratio = _oversubscription_ratio(decided)
+    for p in decided.pools.values():
+        if (quota_ratio := _quota_ratio(p)) > ratio:
             out.append(
-                f"pool {cap.pool}: tenant quotas are {cap.ratio:.2f}x what it can bring "
+                f"pool {p.name}: tenant quotas are {quota_ratio:.2f}x what it can bring "
                 f"(allowed {ratio:g}x by scheduling.oversubscriptionRatio)"
             )
-    if spec.addons.kueue:
-        for t in spec.tenants:
-            pools = [p for p in t.gpu_quota if p in {x.name for x in spec.node_pools}]
-            if (t.quota.cpu or t.quota.memory) and len(pools) > 1 and derive.tenant_scheduler(spec, t) == "kueue":
+    if decided.addons["kueue"].enabled:
+        for t in decided.tenants.values():
+            pools = [p for p in t.pool_gpus if p in decided.pools]
+            cpu_or_memory = {"requests.cpu", "requests.memory"} & set(t.quota_hard)
+            if cpu_or_memory and len(pools) > 1 and t.scheduler == "kueue":
                 out.append(
                     f"tenant {t.name}: Kueue holds its cpu/memory quota once per pool ({len(pools)} pools), the "
                     "namespace ResourceQuota once in total; running in several pools at once, it can be admitted "
                     "beyond the total, and then its pods are refused until the total has room (or waitForPodsReady "
                     "requeues the job)"
                 )
-    short = derive.wait_for_pods_ready_too_short(spec)
+    short = derive.wait_for_pods_ready_too_short(spec)  # the scheduling options' decision, not in the plan yet
     if short:
-        pools = ", ".join(p.name for p in derive.cold_start_pools(spec))
+        pools = ", ".join(p.name for p in decided.pools.values() if p.cold_start)
         out.append(
             f"scheduling.{' and '.join(short)} below {derive.COLD_START_SECONDS // 60}m while pools start from zero "
             f"({pools}): node launch, GPU driver validation and a large image pull can outlast it, and Kueue "
@@ -82,16 +98,20 @@ def _ratio(ratio: float, allowed: float) -> str:
     return f"**{text}** (over {allowed:g}x)" if ratio > allowed else text
 
 
-def _limits(tenant: Tenant, cohort: str | None, limits: Mapping[str, int]) -> str:
+def _limits(pools: Iterable[str], cohort: str | None, limits: Mapping[str, int]) -> str:
     """Per pool the tenant reaches: its borrowing/lending limit, 'any' where it sets none."""
     if cohort is None:
         return "none (no cohort)"
-    return ", ".join(f"{pool}: {limits.get(pool, 'any')}" for pool in sorted(tenant.gpu_quota)) or "-"
+    return ", ".join(f"{pool}: {limits.get(pool, 'any')}" for pool in sorted(pools)) or "-"
 
 
 def _queues(spec: StackSpec) -> list[str]:
     """Per tenant: where its jobs queue (Kueue LocalQueue -> ClusterQueue, cohort, limits; Volcano queue)."""
-    if not spec.tenants or not (spec.addons.kueue or spec.addons.volcano):
+    return _queue_lines(plan.build(spec, ""))
+
+
+def _queue_lines(decided: Plan) -> list[str]:
+    if not decided.tenants or not (decided.addons["kueue"].enabled or decided.addons["volcano"].enabled):
         return []
     lines = [
         "",
@@ -101,29 +121,26 @@ def _queues(spec: StackSpec) -> list[str]:
         "| may lend (GPUs) | Volcano queue |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    volcano_tenants = {t.name for t in derive.volcano_tenants(spec)}
-    kueue_tenants = {t.name for t in derive.kueue_tenants(spec)}
-    for t in spec.tenants:
-        order = " > ".join(f"{p.name} ({derive.flavor_class(spec, p)})" for p in derive.tenant_flavor_order(spec, t))
+    for t in decided.tenants.values():
+        order = " > ".join(f"{name} ({decided.pools[name].flavor_class})" for name in t.flavor_order)
         volcano = "-"
-        if t.name in volcano_tenants:
-            rest, full = derive.volcano_queue_cap(spec, t, at_rest=True), derive.volcano_queue_cap(spec, t)
+        if t.volcano_queue is not None:  # a Volcano tenant
+            rest, full = t.volcano_queue_cap_at_rest or {}, t.volcano_queue_cap or {}
+            weight = (t.volcano_queue_spec or {}).get("weight")
             volcano = (
-                f"`{t.name}` (weight {t.queue_weight}; enqueues at most {_units(rest)} from an idle cluster, holds "
+                f"`{t.volcano_queue}` (weight {weight}; enqueues at most {_units(rest)} from an idle cluster, holds "
                 f"at most {_units(full)} at full size)"
             )
-        if t.name not in kueue_tenants:  # no ClusterQueue: nothing queued, ordered, lent or borrowed in Kueue
+        if t.cluster_queue is None:  # no ClusterQueue: nothing queued, ordered, lent or borrowed in Kueue
             lines.append(f"| {t.name} | - | - | - | - | - | - | {volcano} |")
             continue
-        tp = plan.build(spec, "").tenants[t.name]  # a Kueue tenant: its queues, cohort and lending are the plan's
-        cohort = tp.cohort
-        kueue = f"`{t.name}/{tp.local_queue}` -> `{tp.cluster_queue}`"
-        never = derive.tenant_never_preempts(spec, t)
-        preempt = "never" if never else "lower priority; reclaims lent quota"
-        lending = tp.lending_limits
+        cohort = t.cohort
+        kueue = f"`{t.namespace}/{t.local_queue}` -> `{t.cluster_queue}`"
+        preempt = "never" if t.never_preempts else "lower priority; reclaims lent quota"
         lines.append(
             f"| {t.name} | {kueue} | {order or '-'} | {preempt} | {cohort or 'none'} | "
-            f"{_limits(t, cohort, t.borrowing_limit)} | {_limits(t, cohort, lending)} | {volcano} |"
+            f"{_limits(t.pool_gpus, cohort, t.borrowing_limits)} | {_limits(t.pool_gpus, cohort, t.lending_limits)} "
+            f"| {volcano} |"
         )
     lines += [
         "",
@@ -147,19 +164,45 @@ def _units(units: Mapping[str, int]) -> str:
     return ", ".join(f"{n} {name}" for name, n in sorted(units.items())) or "-"
 
 
+def _sharing(p: PoolPlan) -> str:
+    """One line on a pool's sharing (``sharing.describe``, from the plan)."""
+    s = p.sharing
+    units = ", ".join(f"{n}x {r}" for r, n in p.units_per_gpu.items())
+    if s is None:
+        return "whole GPUs"
+    if s["strategy"] == "mig":
+        layout = " + ".join(f"{c}x {profile}" for profile, c in sorted(s["layout"].items()))
+        return f"MIG {layout} per GPU ({units})"
+    return f"{s['strategy']} x{s['replicas']} ({units} per GPU)"
+
+
+def _stack_provisioner(p: PoolPlan) -> str:
+    """The pool's ``provisioner`` as the stack file says it: managed or karpenter (GKE and existing pools keep
+    the default, managed; ``PoolPlan.provisioner`` names who really brings the nodes)."""
+    return "karpenter" if p.provisioner == "karpenter" else "managed"
+
+
+def _declared_taints(p: PoolPlan) -> tuple[Mapping[str, str], ...]:
+    """The taints the stack gives the pool (the GPU taint and its own): its nodes' less the one GKE adds last to
+    queued-provisioning nodes by itself (``derive.node_taints``)."""
+    return p.taints[:-1] if p.queued_provisioning else p.taints
+
+
 def _gpu_operator_lines(spec: StackSpec) -> list[str]:
     """The summary.md section: who serves each pool's GPUs, and what the monitoring alerts on."""
     from components.render import gpu_operator, monitoring
 
-    if not spec.addons.gpu_operator and not spec.addons.dcgm:
+    decided = plan.build(spec, "")
+    operator = decided.addons["gpuOperator"]
+    if not operator.enabled and not spec.addons.dcgm:
         return []
     lines = ["## GPU Operator and monitoring", ""]
-    if spec.addons.gpu_operator:
-        v = gpu_operator.operator_values(spec)
+    if operator.enabled:
+        v = operator.values or {}
         on = {True: "on", False: "off"}
         chart = gpu_operator.CHART
         lines += [
-            f"GPU Operator {versions.for_spec(chart, spec).version} in `{chart.namespace}`: driver "
+            f"GPU Operator {operator.version} in `{chart.namespace}`: driver "
             f"{derive.driver(spec)} (operator's {on[v['driver']['enabled']]}), toolkit {on[v['toolkit']['enabled']]}, "
             f"device plugin {on[v['devicePlugin']['enabled']]}, MIG strategy {v['mig']['strategy']}, "
             f"MIG manager {on[v['migManager']['enabled']]}.",
@@ -167,8 +210,8 @@ def _gpu_operator_lines(spec: StackSpec) -> list[str]:
             "| pool | OS | GPUs served by | sharing | config label |",
             "|---|---|---|---|---|",
         ]
-        for p in spec.node_pools:
-            labels = derive.pool_labels(spec, p)
+        for p in decided.pools.values():
+            labels = p.labels
             label = labels.get(derive.DEVICE_PLUGIN_CONFIG_LABEL) or labels.get(derive.MIG_CONFIG_LABEL)
             kind = (
                 derive.DEVICE_PLUGIN_CONFIG_LABEL
@@ -176,8 +219,7 @@ def _gpu_operator_lines(spec: StackSpec) -> list[str]:
                 else derive.MIG_CONFIG_LABEL
             )
             lines.append(
-                f"| {p.name} | {derive.node_os(spec, p)} | {derive.pool_device_plugin(spec, p)} | "
-                f"{sharing.describe(spec, p.name)} | {f'`{kind}={label}`' if label else '-'} |"
+                f"| {p.name} | {p.os} | {p.device_plugin} | {_sharing(p)} | {f'`{kind}={label}`' if label else '-'} |"
             )
         lines.append("")
     if spec.addons.dcgm and spec.monitoring.prometheus == "none":
@@ -226,8 +268,9 @@ def _dra_lines(spec: StackSpec) -> list[str]:
         "| tenant | quota (devices per DeviceClass) | claim templates |",
         "|---|---|---|",
     ]
-    for t in spec.tenants:
-        hard = plan.build(spec, "").tenants[t.name].quota_hard
+    tenants = plan.build(spec, "").tenants
+    for t in spec.tenants:  # dra.claim_templates still takes the spec's tenant
+        hard = tenants[t.name].quota_hard
         quota = ", ".join(f"`{k}` {v}" for k, v in hard.items() if k.endswith(dra.QUOTA_SUFFIX))
         templates = ", ".join(f"`{n}`" for n in dra.claim_templates(spec, t)) or "-"
         lines.append(f"| {t.name} | {quota} | {templates} |")
@@ -237,10 +280,11 @@ def _dra_lines(spec: StackSpec) -> list[str]:
 
 def summary(rendering: Rendering, sections: Mapping[str, str]) -> str:
     spec = rendering.spec
+    decided = plan.build(spec, rendering.stack)
     lines = [
         f"# gpu-platform synth: {rendering.stack}",
         "",
-        f"Cloud `{spec.cloud}`, cluster `{spec.cluster.name or spec.cluster.context or 'current context'}`. "
+        f"Cloud `{decided.cloud}`, cluster `{spec.cluster.name or spec.cluster.context or 'current context'}`. "
         "**Offline synth**: rendered under the Pulumi mock engine; lookups of existing cloud objects "
         "answered with `offline-placeholder` values, nothing was deployed.",
         "",
@@ -253,16 +297,14 @@ def summary(rendering: Rendering, sections: Mapping[str, str]) -> str:
         "| quota / capacity |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    allowed = spec.scheduling.oversubscription_ratio
-    caps = {c.pool: c for c in derive.capacity_report(spec)}
-    for p in spec.node_pools:
-        c = caps[p.name]
+    allowed = _oversubscription_ratio(decided)
+    for p in decided.pools.values():
         lines.append(
-            f"| {p.name} | {p.gpu.per_node}x {p.gpu.model} | {p.provisioner} | {p.capacity} | "
-            f"{p.min_nodes}..{p.node_cap} | {p.gpu_cap} | {sharing.describe(spec, p.name)} | "
-            f"{_units(c.resource_units)} | {_units(c.quota_units)} | {_ratio(c.ratio, allowed)} |"
+            f"| {p.name} | {p.gpus_per_node}x {p.gpu_model} | {_stack_provisioner(p)} | {p.capacity} | "
+            f"{p.min_nodes}..{p.max_nodes} | {p.max_gpus} | {_sharing(p)} | "
+            f"{_units(p.max_units)} | {_units(p.tenant_quota_units)} | {_ratio(_quota_ratio(p), allowed)} |"
         )
-    if not spec.node_pools:
+    if not decided.pools:
         lines.append("| (none) | | | | | | | | | |")
     lines += [
         "",
@@ -271,16 +313,16 @@ def summary(rendering: Rendering, sections: Mapping[str, str]) -> str:
         f"guarantees); above {allowed:g}x (`scheduling.oversubscriptionRatio`) is a warning.",
     ]
     lines += ["", "## Pool labels and taints", "", "| pool | node labels | taints |", "|---|---|---|"]
-    for p in spec.node_pools:
-        labels = ", ".join(f"`{k}={v}`" for k, v in plan.node_labels(spec, p).items())
-        taints = ", ".join(f"`{t.key}={t.value or ''}:{t.effect}`" for t in derive.pool_taints(p))
+    for p in decided.pools.values():
+        labels = ", ".join(f"`{k}={v}`" for k, v in p.labels.items())
+        taints = ", ".join(f"`{t['key']}={t['value'] or ''}:{t['effect']}`" for t in _declared_taints(p))
         lines.append(f"| {p.name} | {labels} | {taints} |")
-    lines += _scaling(spec)
-    if spec.cloud == "aws" and spec.karpenter_enabled:
+    lines += _scaling(decided)
+    if decided.addons["karpenter"].enabled:  # aws only
         from components.render.aws.karpenter import summary_lines
 
         lines += ["", *summary_lines(spec)]
-    if spec.cloud == "aws":
+    if decided.cloud == "aws":
         from components.plan.aws import efa
 
         lines += efa.summary_lines(spec)
@@ -298,25 +340,25 @@ def summary(rendering: Rendering, sections: Mapping[str, str]) -> str:
         "| priority ceiling | pod security |",
         "|---|---|---|---|---|---|---|",
     ]
-    decided = plan.build(spec, rendering.stack)
-    for t in spec.tenants:
-        tp = decided.tenants[t.name]
-        quota = ", ".join(f"{pool}: {n}" for pool, n in sorted(t.gpu_quota.items())) or "-"
+    for t in decided.tenants.values():
+        quota = ", ".join(f"{pool}: {n}" for pool, n in sorted(t.pool_gpus.items())) or "-"
+        # the ResourceQuota's cap per resource name the tenant's pools advertise (gpuLimit leaves out the zeros)
+        limit = {r: t.gpu_limit.get(r, 0) for units in t.pool_units.values() for r in units}
         lines.append(
-            f"| {t.name} | {quota} | {_units(tp.gpu_quota)} "
-            f"| {_units(derive.tenant_quota_units(spec, t))} | {tp.scheduler or '-'} "
-            f"| {tp.priority_ceiling} | {tp.pod_security} |"
+            f"| {t.name} | {quota} | {_units(t.gpu_quota)} "
+            f"| {_units(limit)} | {t.scheduler or '-'} "
+            f"| {t.priority_ceiling} | {t.pod_security} |"
         )
-    lines += _queues(spec)
+    lines += _queue_lines(decided)
     from components.plan import cost
 
-    lines += ["", *cost.markdown(cost.report(spec, rendering.stack))]
+    lines += ["", *cost.markdown(cost.report_of(decided))]
     from components.plan import reservations
 
     if reservations.reserved_pools(spec):
         lines += ["", *reservations.summary_lines(spec)]
     lines += ["", "## Priority classes", "", "| class | value | preemption | default |", "|---|---|---|---|"]
-    for pc in sorted(spec.priority_classes, key=lambda c: -c.value):
+    for pc in sorted(decided.priority_classes, key=lambda c: -c.value):
         lines.append(f"| {pc.name} | {pc.value} | {pc.preemption_policy} | {'yes' if pc.global_default else ''} |")
     lines += ["", "## Helm releases", "", "| release | chart | version | source |", "|---|---|---|---|"]
     for r in rendering.releases:

@@ -37,9 +37,9 @@ from components.explain.facts import (
     flavor_selection_problems,
     gpu_podsets,
     node_advertises,
-    node_taints,
     pod_security_problems,
     pod_selection,
+    pool_tolerations,
     resolve_claims,
     selection_problems,
     untolerated,
@@ -66,7 +66,8 @@ from components.explain.workloads import (
     is_gpu,
     load,
 )
-from components.plan import derive
+from components.plan import derive, plan
+from components.plan.plan import PoolPlan, TenantPlan
 from components.render import kueue, tenancy
 from components.spec.model import NodePool, StackSpec, Tenant
 from components.spec.options import IMPLICIT_POD_INTEGRATIONS
@@ -129,6 +130,8 @@ class _Stop(Exception):
 class _Tracer:
     def __init__(self, spec: StackSpec, w: Workload):
         self.spec, self.w, self.t = spec, w, Trace(w)
+        self.plan = plan.build(spec, "")  # what the layers read; ``spec`` only where another area still takes it
+        self.kueue_options = self.plan.addons["kueue"].options  # the stack's scheduling options
         self.effective: list[dict[str, Any]] = []  # pod specs as admitted (Kueue's flavor injected)
         self.how = "the pod selects and tolerates"  # without Kueue: how the pod came to the pool (pick_pool)
         self.stuck = False  # the stop means no node ever runs the pods (fail)
@@ -154,7 +157,7 @@ class _Tracer:
     def _trace(self) -> None:
         w = self.w
         tenant = self.namespace()
-        self.resolve_claims(tenant)
+        self.resolve_claims(_tenant(self.spec, tenant.name))  # dra.claim_templates still takes the spec's tenant
         self.priority(tenant)
         scheduler = self.scheduler(tenant)
         gpu = _total(w)
@@ -167,21 +170,20 @@ class _Tracer:
             self.ok("resources", "no GPU requested: nothing GPU-specific to trace")
             self.t.pool, self.t.provisioner = "-", "non-GPU nodes"
             return
-        flavor_tolerations: list[dict[str, Any]] = []
         if scheduler == "kueue":
             pool = self.kueue_flavors(tenant, gpu)
-            flavor_tolerations = kueue.flavor_spec(self.spec, pool)["tolerations"]
             self.admission_checks(tenant, pool)
         else:
             pool = self.pick_pool(tenant, gpu)
         try:
-            self.pool_layer(pool, flavor_tolerations, injected=scheduler == "kueue")
+            self.pool_layer(pool, injected=scheduler == "kueue")
             self.provisioner(pool)
             self.node(pool)
         except _Stop:
             if scheduler == "kueue" and self.stuck:  # admitted on quota all the same: what it holds, how long
-                check = bool(kueue.provisioning_class(self.spec, pool))
-                self.t.layers[-1].detail += kueue_holds_quota(self.spec, pool, gpu, w.per_pod_workloads, check)
+                check = bool(self.pool_plan(pool).provisioning_class)
+                held = kueue_holds_quota(self.plan, self.pool_plan(pool), gpu, w.per_pod_workloads, check)
+                self.t.layers[-1].detail += held
             raise
         self.dcgm(pool)
         self.t.pool = pool.name
@@ -189,13 +191,15 @@ class _Tracer:
     def gpu_sets(self) -> list[PodSet]:
         return gpu_podsets(self.w)
 
-    def namespace(self) -> Tenant:
-        spec, w = self.spec, self.w
-        tenant = _tenant(spec, w.namespace)
+    def pool_plan(self, pool: NodePool) -> PoolPlan:
+        return self.plan.pools[pool.name]
+
+    def namespace(self) -> TenantPlan:
+        w = self.w
+        tenant = next((t for t in self.plan.tenants.values() if t.namespace == w.namespace), None)
         if tenant is None:
-            names = ", ".join(t.name for t in spec.tenants)
-            self.fail("namespace", f"{w.namespace} is not a tenant namespace (tenants: {names})")
-        level = tenancy.namespace_labels(tenant)[PSA_ENFORCE]
+            self.fail("namespace", f"{w.namespace} is not a tenant namespace (tenants: {', '.join(self.plan.tenants)})")
+        level = tenant.namespace_labels[PSA_ENFORCE]
         problems = [p for ps in w.podsets for p in pod_security_problems(ps.pod, level)]
         if problems:
             self.fail(
@@ -212,34 +216,34 @@ class _Tracer:
         if any(ps.claims for ps in self.w.podsets):
             self.ok("claims", "DRA: " + "; ".join(f"{ps.name} {_units(ps.claims)}" for ps in self.w.podsets))
 
-    def priority(self, tenant: Tenant) -> None:
-        spec, w = self.spec, self.w
-        forbidden = derive.priority_ceiling_excluded(spec, tenant)
+    def priority(self, tenant: TenantPlan) -> None:
+        w = self.w
+        forbidden = tenant.forbidden_priority_classes
         names = [c for c in (w.priority_class, w.labels.get(tenancy.KUEUE_PRIORITY_LABEL)) if c]
-        known = {c.name for c in spec.priority_classes}
+        known = {c.name for c in self.plan.priority_classes}
         for c in names:
             if c in forbidden or c in tenancy.SYSTEM_PRIORITY_CLASSES:
                 self.fail(
                     "priority",
-                    f"{c} is above {tenant.name}'s ceiling {tenant.priority}; the admission policy "
-                    f"{tenancy.PRIORITY_CEILING_POLICY} refuses it: use {tenant.priority} or lower",
+                    f"{c} is above {tenant.name}'s ceiling {tenant.priority_ceiling}; the admission policy "
+                    f"{tenancy.PRIORITY_CEILING_POLICY} refuses it: use {tenant.priority_ceiling} or lower",
                 )
             if c not in known and c not in tenancy.SYSTEM_PRIORITY_CLASSES:
                 self.fail("priority", f"PriorityClass {c} does not exist (classes: {', '.join(sorted(known))})")
         # the other tenancy admission policy met at creation, a Volcano tenant's GPU pod policy: a refused pod
         # is never created, so its workload waits here
-        refused, admitted = volcano_pods_admission(spec, tenant, w)
+        refused, admitted = volcano_pods_admission(self.plan, tenant, w)
         if refused:
             self.fail("priority", refused)
         if not names:
-            detail = f"no priorityClassName (the cluster default); ceiling {tenant.priority}"
+            detail = f"no priorityClassName (the cluster default); ceiling {tenant.priority_ceiling}"
         else:
-            detail = f"{names[0]} (ceiling {tenant.priority})"
+            detail = f"{names[0]} (ceiling {tenant.priority_ceiling})"
         self.ok("priority", f"{detail}; {admitted}" if admitted else detail)
 
-    def scheduler(self, tenant: Tenant) -> str | None:
-        spec, w = self.spec, self.w
-        who = derive.tenant_scheduler(spec, tenant)
+    def scheduler(self, tenant: TenantPlan) -> str | None:
+        w = self.w
+        who = tenant.scheduler
         if who == "kueue":
             if w.integration is None:
                 self.fail(
@@ -249,7 +253,7 @@ class _Tracer:
                 )
             if w.scheduler_name == "volcano":
                 self.fail("scheduler", "schedulerName volcano in a Kueue namespace: drop it (run by Kueue or Volcano)")
-            frameworks = set(spec.scheduling.kueue_integrations)
+            frameworks = set(self.kueue_options["kueueIntegrations"])
             pod_too = w.integration == "pod" and frameworks & IMPLICIT_POD_INTEGRATIONS
             if w.integration not in frameworks and not pod_too:
                 self.fail(
@@ -268,7 +272,7 @@ class _Tracer:
             self.ok("scheduler", "no batch scheduler: kube-scheduler, within the namespace ResourceQuota")
         return who
 
-    def queue(self, tenant: Tenant, scheduler: str | None, gpu: dict[str, int]) -> None:
+    def queue(self, tenant: TenantPlan, scheduler: str | None, gpu: dict[str, int]) -> None:
         if scheduler == "kueue":
             self.local_queue(tenant)
         elif scheduler == "volcano":
@@ -280,25 +284,24 @@ class _Tracer:
         """The kind's operator: without it (no CRD) the object is refused and no pod exists, whatever the
         layers after this one would say."""
         if not operator_installed(self.spec, operator):
-            self.fail("operator", operator_missing(self.spec, operator, self.w))
+            self.fail("operator", operator_missing(self.plan, operator, self.w))
         self.ok("operator", f"{operator.name} ({operator.group}) is installed ({operator.installed_by or 'add-on'})")
 
-    def local_queue(self, tenant: Tenant) -> None:
-        spec, w = self.spec, self.w
-        queue = w.labels.get(kueue.QUEUE_NAME_LABEL) or (
-            spec.scheduling.local_queue_name if spec.scheduling.local_queue_name == "default" else None
-        )
-        if queue != spec.scheduling.local_queue_name:
+    def local_queue(self, tenant: TenantPlan) -> None:
+        w = self.w
+        name = self.kueue_options["localQueueName"]
+        queue = w.labels.get(kueue.QUEUE_NAME_LABEL) or (name if name == "default" else None)
+        if queue != name:
             self.fail(
                 "queue",
                 f"LocalQueue {queue or '(no queue-name label)'} does not exist in {w.namespace}: label the job "
-                f"{kueue.QUEUE_NAME_LABEL}: {spec.scheduling.local_queue_name}",
+                f"{kueue.QUEUE_NAME_LABEL}: {name}",
             )
-        self.ok("queue", f"LocalQueue {queue} -> ClusterQueue {kueue.local_queue_spec(tenant)['clusterQueue']}")
+        self.ok("queue", f"LocalQueue {queue} -> ClusterQueue {tenant.local_queue_spec['clusterQueue']}")
 
-    def kueue_flavors(self, tenant: Tenant, gpu: dict[str, int]) -> NodePool:
+    def kueue_flavors(self, tenant: TenantPlan, gpu: dict[str, int]) -> NodePool:
         spec, w = self.spec, self.w
-        cq = kueue.cluster_queue_spec(spec, tenant)
+        cq = tenant.cluster_queue_spec
         group = next((g for g in cq["resourceGroups"] if set(gpu) <= set(g["coveredResources"])), None)
         if group is None:
             covered = [r for g in cq["resourceGroups"] for r in g["coveredResources"] if r not in kueue.CPU_RESOURCES]
@@ -307,7 +310,7 @@ class _Tracer:
                 f"ClusterQueue {tenant.name} has no quota for {', '.join(gpu)} (it covers {', '.join(covered)}): "
                 "request a resource one of the tenant's pools advertises",
             )
-        ceilings = derive.tenant_pool_ceiling_units(spec, tenant)
+        ceilings = tenant.pool_ceiling_units
         topology = _asks_topology(w)
         tried: list[str] = []
         fits: list[tuple[NodePool, dict[str, int]]] = []  # flavors that fit, in order, with what they borrow
@@ -316,7 +319,7 @@ class _Tracer:
             if fname == kueue.DEFAULT_FLAVOR:
                 continue
             pool = spec.pool(fname)
-            labels = (flavor_doc := kueue.flavor_spec(spec, pool))["nodeLabels"]
+            labels = (flavor_doc := self.pool_plan(pool).kueue_flavor_spec)["nodeLabels"]
             nominal = {q["name"]: int(q["nominalQuota"]) for q in flavor["resources"] if q["name"] in gpu}
             # only the flavor's own label keys count here (flavor_selection_problems); the node checks the rest
             why = next((p for ps in self.gpu_sets() for p in flavor_selection_problems(ps.pod, labels)), None)
@@ -324,10 +327,10 @@ class _Tracer:
             if why:
                 tried.append(f"{fname}: {why}")
                 continue
-            if pool.topology_aware and not topology:
+            if self.pool_plan(pool).topology_aware and not topology:
                 tried.append(f"{fname}: topology-aware, the pod template asks for no topology")
                 continue
-            if topology and not pool.topology_aware:
+            if topology and not self.pool_plan(pool).topology_aware:
                 tried.append(f"{fname}: not topology-aware")
                 continue
             ceiling = ceilings.get(fname, {})
@@ -345,16 +348,16 @@ class _Tracer:
         # an earlier one (kueue v0.19.2 flavorassigner); Borrow: the first flavor that fits, borrowing or not.
         prefer_nominal = (cq.get("flavorFungibility") or {}).get("whenCanBorrow") == "TryNextFlavor"
         pool, borrow = next((f for f in fits if not f[1]), fits[0]) if prefer_nominal else fits[0]
-        cohort = derive.tenant_cohort(spec, tenant)
+        cohort = tenant.cohort
         how = f"borrows {_units(borrow)} from cohort {cohort}" if borrow else "nominal quota"
         order = " > ".join(f["name"] for f in group["flavors"])
         skipped = f"; skipped {'; '.join(tried)}" if tried else ""
         self.ok("flavors", f"{pool.name} ({_units(gpu)}, {how}; order {order}{skipped})")
         return pool
 
-    def admission_checks(self, tenant: Tenant, pool: NodePool) -> None:
-        spec = self.spec
-        cq = kueue.cluster_queue_spec(spec, tenant)
+    def admission_checks(self, tenant: TenantPlan, pool: NodePool) -> None:
+        p = self.pool_plan(pool)
+        cq = tenant.cluster_queue_spec
         checks = [
             c["name"]
             for c in (cq.get("admissionChecksStrategy") or {}).get("admissionChecks", [])
@@ -362,36 +365,34 @@ class _Tracer:
         ]
         nodes = self.nodes_needed(pool)
         if checks:
-            self.ok("admission-checks", f"{', '.join(checks)}: {provisioning_guarantee(spec, pool, nodes)}")
+            self.ok("admission-checks", f"{', '.join(checks)}: {provisioning_guarantee(self.plan, p, nodes)}")
             return
         # a pod no node fits is the provisioner layer's verdict ("no node it can launch fits the pod"), not TAS's
-        if pool.topology_aware and nodes is not None and nodes > pool.min_nodes and spec.cloud != "existing":
+        if p.topology_aware and nodes is not None and nodes > p.min_nodes and p.provisioner != "existing":
             # Kueue TAS counts only ready, schedulable nodes (kueue v0.19.2 topology_aware_scheduling.md).
             self.fail(
                 "admission-checks",
-                f"{pool.name} is topology-aware and has {pool.min_nodes} node(s) at rest, the gang needs {nodes}: "
+                f"{pool.name} is topology-aware and has {p.min_nodes} node(s) at rest, the gang needs {nodes}: "
                 "TAS counts only existing nodes and nothing asks for more; give the pool a provisioner that "
                 "serves ProvisioningRequests (managed + Cluster Autoscaler, GKE) or turn topologyAware off",
             )
         self.ok("admission-checks", "none")
 
-    def volcano_queue(self, tenant: Tenant, gpu: dict[str, int]) -> None:
+    def volcano_queue(self, tenant: TenantPlan, gpu: dict[str, int]) -> None:
         w = self.w
         if w.volcano_queue != tenant.name:
             self.fail(
                 "queue",
                 f"Volcano queue {w.volcano_queue}: the namespace's admission policy requires queue {tenant.name}",
             )
-        why, detail = volcano_queue_verdict(self.spec, tenant, gpu, volcano_minimum(self.spec, w))
+        why, detail = volcano_queue_verdict(tenant, gpu, volcano_minimum(self.plan, w))
         if why:
             self.fail("queue", why)
         self.ok("queue", detail)
 
-    def resource_quota(self, tenant: Tenant, gpu: dict[str, int]) -> None:
-        """No batch scheduler: the namespace ResourceQuota (``tenancy.quota_hard``) is the only gate."""
-        hard = {
-            k.removeprefix("requests."): int(v) for k, v in tenancy.quota_hard(self.spec, tenant).items() if "/" in k
-        }
+    def resource_quota(self, tenant: TenantPlan, gpu: dict[str, int]) -> None:
+        """No batch scheduler: the namespace ResourceQuota (``TenantPlan.quota_hard``) is the only gate."""
+        hard = {k.removeprefix("requests."): int(v) for k, v in tenant.quota_hard.items() if "/" in k}
         short = {r: n for r, n in gpu.items() if n > hard.get(r, 0)}
         if short:
             self.fail(
@@ -402,13 +403,13 @@ class _Tracer:
         allows = f"ResourceQuota allows {_units({r: hard.get(r, 0) for r in gpu})}" if gpu else "no GPU asked"
         self.ok("queue", f"no queue; {allows}")
 
-    def pick_pool(self, tenant: Tenant, gpu: dict[str, int]) -> NodePool:
+    def pick_pool(self, tenant: TenantPlan, gpu: dict[str, int]) -> NodePool:
         """Without Kueue the pod itself must select a pool: its nodeSelector/affinity and tolerations."""
         spec = self.spec
         tried = []
         sets = self.gpu_sets()
-        for pool in kueue.tenant_pools(spec, tenant):
-            if not set(gpu) <= set(derive.units_per_gpu(spec, pool)):
+        for pool in (spec.pool(name) for name in tenant.flavor_order):
+            if not set(gpu) <= set(self.pool_plan(pool).units_per_gpu):
                 continue
             labels = node_label_values(spec, pool)
             why = next((p for ps in sets for p in selection_problems(ps.pod, labels)), None)
@@ -417,7 +418,7 @@ class _Tracer:
                 continue
             self.how, self.t.also = pod_selection(spec, pool, sets, gpu)
             return pool
-        reach = ", ".join(p.name for p in kueue.tenant_pools(spec, tenant))
+        reach = ", ".join(tenant.flavor_order)
         self.fail(
             "pool",
             f"no pool of {tenant.name} ({reach}) advertises {', '.join(gpu)} and matches the pod"
@@ -425,29 +426,29 @@ class _Tracer:
         )
         raise AssertionError  # unreachable
 
-    def pool_layer(self, pool: NodePool, flavor_tolerations: list[dict[str, Any]], injected: bool) -> None:
+    def pool_layer(self, pool: NodePool, injected: bool) -> None:
         """The pod sets that ask for a GPU against the pool's nodes: their labels as far as the stack tells
         (the pool's own and the well-known ones its provisioner sets, ``explain_nodes``) and taints."""
         spec, w = self.spec, self.w
-        labels = node_label_values(spec, pool)
+        labels, flavor = node_label_values(spec, pool), self.pool_plan(pool).kueue_flavor_spec
         sets = self.gpu_sets()
         for ps in sets:
             pod = dict(ps.pod)
             if injected:  # Kueue adds the flavor's node labels and tolerations on admission
-                pod["nodeSelector"] = {**(pod.get("nodeSelector") or {}), **kueue.flavor_spec(spec, pool)["nodeLabels"]}
-                pod["tolerations"] = [*(pod.get("tolerations") or []), *flavor_tolerations]
+                pod["nodeSelector"] = {**(pod.get("nodeSelector") or {}), **flavor["nodeLabels"]}
+                pod["tolerations"] = [*(pod.get("tolerations") or []), *flavor["tolerations"]]
             self.effective.append(pod)
             problems = selection_problems(pod, labels)
             if problems:
                 # Kueue chose the flavor on its own label keys alone (flavor_selection_problems)
                 hint = f" (Kueue picks a flavor by {derive.POOL_LABEL} alone: pin the pool with it)" if injected else ""
                 self.fail("pool", f"{pool.name}'s nodes do not match: {'; '.join(problems)}{hint}", stuck=True)
-            missing = untolerated(pod.get("tolerations") or [], node_taints(pool))
+            missing = untolerated(pod.get("tolerations") or [], list(self.pool_plan(pool).taints))
             if missing:
                 self.fail(
                     "pool",
                     f"{pool.name}'s nodes are tainted {', '.join(missing)} and pod set {ps.name} does not "
-                    f"tolerate it: add {derive.tolerations(pool)}",
+                    f"tolerate it: add {pool_tolerations(self.pool_plan(pool))}",
                     stuck=True,
                 )
         how = "Kueue injects the flavor's nodeSelector and tolerations" if injected else self.how
@@ -471,7 +472,7 @@ class _Tracer:
         return total
 
     def provisioner(self, pool: NodePool) -> None:
-        spec = self.spec
+        spec, p = self.spec, self.pool_plan(pool)
         per_node, _ = node_advertises(spec, pool)
         for ps in self.gpu_sets():
             for r, n in ps.devices().items():
@@ -485,43 +486,41 @@ class _Tracer:
         nodes = self.nodes_needed(pool)
         assert nodes is not None  # every pod fits a node: checked just above
         req = {r: n for ps in self.gpu_sets() for r, n in ps.devices().items()}
-        if spec.cloud == "existing":
-            if nodes > pool.node_cap:
-                self.fail("provisioner", f"existing nodes: {pool.node_cap}, the workload needs {nodes}", stuck=True)
+        if p.provisioner == "existing":
+            if nodes > p.max_nodes:
+                self.fail("provisioner", f"existing nodes: {p.max_nodes}, the workload needs {nodes}", stuck=True)
             self.t.provisioner = "existing nodes"
-            self.ok("provisioner", f"existing nodes ({pool.node_cap}), nothing scales; needs {nodes}")
+            self.ok("provisioner", f"existing nodes ({p.max_nodes}), nothing scales; needs {nodes}")
             return
-        if nodes > (cap := pool.node_cap):
+        if nodes > (cap := p.max_nodes):
             self.fail("provisioner", f"the workload needs {nodes} node(s), {pool.name} has at most {cap}", stuck=True)
-        if spec.cloud == "gcp":
-            if pool.gke.queued_provisioning:
+        if p.provisioner == "gke":
+            if p.queued_provisioning:
                 self.t.provisioner = "GKE queued provisioning (Dynamic Workload Scheduler)"
                 self.ok("provisioner", f"{self.t.provisioner}: {nodes} node(s) through Kueue's ProvisioningRequest")
             else:
                 self.t.provisioner = "GKE cluster autoscaler"
-                self.ok(
-                    "provisioner", f"GKE cluster autoscaler: {pool.min_nodes}..{pool.node_cap} nodes, needs {nodes}"
-                )
+                self.ok("provisioner", f"GKE cluster autoscaler: {p.min_nodes}..{p.max_nodes} nodes, needs {nodes}")
             return
-        if pool.provisioner == "karpenter":
-            from components.render.aws import karpenter
+        if p.provisioner == "karpenter":
+            from components.render.aws import karpenter  # nodepool_plans(spec): Karpenter's area, not in the plan yet
 
             problem = karpenter_problem(spec, pool, req)
             if problem:
                 self.fail("provisioner", *problem)
             names = ", ".join(p.name for p in karpenter.nodepool_plans(spec) if p.pool.name == pool.name)
             self.t.provisioner = f"Karpenter NodePool {names}"
-            self.ok("provisioner", f"Karpenter NodePool(s) {names}: 0..{pool.node_cap} node(s), needs {nodes}")
+            self.ok("provisioner", f"Karpenter NodePool(s) {names}: 0..{p.max_nodes} node(s), needs {nodes}")
             return
-        if not spec.cluster_autoscaler_enabled:
-            if nodes > pool.min_nodes:
+        if not self.plan.addons["clusterAutoscaler"].enabled:
+            if nodes > p.min_nodes:
                 self.fail(
                     "provisioner",
-                    f"{pool.name} is fixed at {pool.min_nodes} node(s) (addons.clusterAutoscaler off), needs {nodes}",
+                    f"{pool.name} is fixed at {p.min_nodes} node(s) (addons.clusterAutoscaler off), needs {nodes}",
                     stuck=True,
                 )
             self.t.provisioner = "EKS managed node group (fixed size)"
-            self.ok("provisioner", f"{pool.min_nodes} fixed node(s), needs {nodes}")
+            self.ok("provisioner", f"{p.min_nodes} fixed node(s), needs {nodes}")
             return
         why = autoscaler_problem(spec, pool, self.effective, req)
         if why:
@@ -531,7 +530,7 @@ class _Tracer:
         self.ok(
             "provisioner",
             f"Cluster Autoscaler, template {_units({r: template[r] for r in req})}: "
-            f"{pool.min_nodes}..{pool.node_cap} nodes, needs {nodes}",
+            f"{p.min_nodes}..{p.max_nodes} nodes, needs {nodes}",
         )
 
     def node(self, pool: NodePool) -> None:
@@ -539,7 +538,8 @@ class _Tracer:
         advertised, mismatch = node_advertises(spec, pool)
         if mismatch:
             self.fail("node", mismatch + ": put them in the EC2NodeClass userData")
-        s = pool.sharing
+        s = self.pool_plan(pool).sharing or {}
+        one_unit = s.get("strategy") == "time-slicing" and s.get("failRequestsGreaterThanOne")
         for ps in self.gpu_sets():
             for r, n in ps.devices().items():
                 have = advertised.get(r, 0)
@@ -551,7 +551,7 @@ class _Tracer:
                     )
                 if n > have:
                     self.fail("node", f"pod set {ps.name} asks {n} {r}, one node of {pool.name} has {have}", stuck=True)
-                if s and s.strategy == "time-slicing" and s.fail_requests_greater_than_one and is_gpu(r) and n > 1:
+                if one_unit and is_gpu(r) and n > 1:
                     self.fail(
                         "node",
                         f"{pool.name} time-slices with failRequestsGreaterThanOne: a pod may ask 1 {r}, not {n}",
@@ -559,7 +559,7 @@ class _Tracer:
                     )
         self.ok(
             "node",
-            f"one {pool.name} node ({derive.pool_device_plugin(spec, pool)} plugin) advertises {_units(advertised)}",
+            f"one {pool.name} node ({self.pool_plan(pool).device_plugin} plugin) advertises {_units(advertised)}",
         )
 
     def dcgm(self, pool: NodePool) -> None:
@@ -567,7 +567,7 @@ class _Tracer:
         if not spec.addons.dcgm:
             self.ok("dcgm", "DCGM off: no GPU metrics")
             return
-        if derive.pool_device_plugin(spec, pool) == "dra":
+        if self.pool_plan(pool).device_plugin == "dra":
             self.ok("dcgm", "DRA devices: whether dcgm-exporter maps claims to pods is not checked here")
             return
         resources = sorted({r for ps in self.w.podsets for r in ps.requests()})

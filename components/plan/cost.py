@@ -19,9 +19,9 @@ of the ConfigMap the budget policies read (``CONFIGMAP_NAME``; the policy pack n
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from components.data import catalog, prices
 from components.data.prices import Price
@@ -247,55 +247,135 @@ def _r(x: float | None) -> float | None:
     return None if x is None else round(x, 6)
 
 
+def pool_doc(spec: StackSpec, pool: NodePool) -> dict[str, Any]:
+    """What the plan keeps of a pool's cost (``PoolPlan.cost``): its prices, GPUs at min and max scale and
+    hourly USD; ``report_of`` adds the pool's name, shape and the tenants' quota from the rest of the plan."""
+    c = pool_cost(spec, pool)
+    return {
+        "onDemandFallback": bool(
+            pool.capacity == "spot" and pool.provisioner == "karpenter" and pool.karpenter.on_demand_fallback
+        ),
+        "gpus": {"min": c.min_gpus, "max": pool.gpu_cap, "spot": c.spot_gpus, "onDemand": c.on_demand_gpus},
+        "onDemandPerNodeHour": c.on_demand.as_json(),
+        "spotPerNodeHour": c.spot.as_json() if c.spot else None,
+        "hourlyUsd": {"min": c.min_hourly, "max": c.max_hourly},
+        "maxHourlyUsdAllOnDemand": c.max_hourly_on_demand,
+        "perGpuHourUsd": _r(c.per_gpu_hour),
+        "perUnitHourUsd": {k: _r(v) for k, v in sorted(c.per_unit_hour.items())},
+    }
+
+
+def tenant_doc(spec: StackSpec, tenant: Tenant) -> dict[str, Any]:
+    """A tenant's cost (``TenantPlan.cost``): the GPUs of its nominal quota and of its borrowing ceiling per pool,
+    and what they cost per hour at the pools' per-GPU prices (unrounded, then the sum rounded)."""
+    nominal, ceiling = tenant_gpus(spec, tenant)
+    pools = {name: pool_cost(spec, spec.pool(name)) for name in {*nominal, *ceiling}}
+    return {
+        "nominal": {"gpus": nominal, "hourlyUsd": _sum(nominal, pools)},
+        "ceiling": {"gpus": ceiling, "hourlyUsd": _sum(ceiling, pools)},
+    }
+
+
+def stack_doc(spec: StackSpec) -> dict[str, Any]:
+    """The stack's pricing assumptions and budget (``Plan.cost``)."""
+    return {
+        "region": region(spec),
+        "awsSpotDiscount": spot_discount(spec) if spec.cloud == "aws" else None,
+        "budget": {"maxHourlyUsd": spec.budget.max_hourly_usd, "tenants": dict(sorted(spec.budget.tenants.items()))},
+    }
+
+
 def report(spec: StackSpec, stack: str) -> dict[str, Any]:
-    """The cost document: cost.json, the ``cost`` stack output and the budget policies' input."""
-    pools = {p.name: pool_cost(spec, p) for p in spec.node_pools}
-    quota_gpus = {p.name: sum(t.gpu_quota.get(p.name, 0) for t in spec.tenants) for p in spec.node_pools}
+    """The cost document of a spec, made of the pieces its plan holds (``pool_doc``, ``tenant_doc``,
+    ``stack_doc``); the readers after the plan read it from there (``report_of``). This module cannot build the
+    plan (the plan's pools price themselves here), so it composes the same pieces itself."""
+    pools = [
+        _Pool(p.name, p.capacity, p.instance_types, p.gpu.model, p.gpu.per_node, p.min_nodes, p.node_cap, quota, cost)
+        for p in spec.node_pools
+        for quota, cost in [(sum(t.gpu_quota.get(p.name, 0) for t in spec.tenants), pool_doc(spec, p))]
+    ]
+    return _document(stack, spec.cloud, pools, [(t.name, tenant_doc(spec, t)) for t in spec.tenants], stack_doc(spec))
+
+
+def report_of(decided: Any) -> dict[str, Any]:
+    """The cost document: cost.json, the ``cost`` stack output and the budget policies' input, read from the plan
+    (``plan.Plan``: each pool's and tenant's ``cost``, the stack's ``cost``)."""
+    pools = [
+        _Pool(
+            p.name,
+            p.capacity,
+            p.instance_types,
+            p.gpu_model,
+            p.gpus_per_node,
+            p.min_nodes,
+            p.max_nodes,
+            p.tenant_quota_gpus,
+            p.cost,
+        )
+        for p in decided.pools.values()
+    ]
+    tenants = [(t.name, t.cost) for t in decided.tenants.values()]
+    return _document(decided.stack, decided.cloud, pools, tenants, decided.cost)
+
+
+class _Pool(NamedTuple):
+    """A pool's row of the document: its shape, the tenants' quota on it and its ``pool_doc``."""
+
+    name: str
+    capacity: str
+    instance_types: Any
+    gpu_model: str
+    gpus_per_node: int
+    min_nodes: int
+    max_nodes: int
+    tenant_quota_gpus: int
+    cost: Any  # pool_doc's document, or the plan's read-only copy of it
+
+
+def _thawed(x: Any) -> Any:
+    """A plan value (read-only mappings, tuples) as the plain dicts and lists of the document."""
+    if isinstance(x, Mapping):
+        return {k: _thawed(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_thawed(v) for v in x]
+    return x
+
+
+def _document(
+    stack: str, cloud: str, pools: list[_Pool], tenants: list[tuple[str, Any]], stack_cost: Any
+) -> dict[str, Any]:
     pool_docs = []
     # by name: the document (and the ConfigMap holding it) must not change when pools are reordered
-    for p in sorted(spec.node_pools, key=lambda p: p.name):
-        c = pools[p.name]
+    for p in sorted(pools, key=lambda p: p.name):
+        c = _thawed(p.cost)
         pool_docs.append(
             {
                 "name": p.name,
                 "capacity": p.capacity,
-                "onDemandFallback": bool(
-                    p.capacity == "spot" and p.provisioner == "karpenter" and p.karpenter.on_demand_fallback
-                ),
+                "onDemandFallback": c["onDemandFallback"],
                 "instanceTypes": list(p.instance_types),
-                "gpuModel": p.gpu.model,
-                "gpusPerNode": p.gpu.per_node,
-                "nodes": {"min": p.min_nodes, "max": p.node_cap},
-                "gpus": {"min": c.min_gpus, "max": p.gpu_cap, "spot": c.spot_gpus, "onDemand": c.on_demand_gpus},
-                "tenantQuotaGpus": quota_gpus[p.name],
-                "onDemandPerNodeHour": c.on_demand.as_json(),
-                "spotPerNodeHour": c.spot.as_json() if c.spot else None,
-                "hourlyUsd": {"min": c.min_hourly, "max": c.max_hourly},
-                "maxHourlyUsdAllOnDemand": c.max_hourly_on_demand,
-                "perGpuHourUsd": _r(c.per_gpu_hour),
-                "perUnitHourUsd": {k: _r(v) for k, v in sorted(c.per_unit_hour.items())},
+                "gpuModel": p.gpu_model,
+                "gpusPerNode": p.gpus_per_node,
+                "nodes": {"min": p.min_nodes, "max": p.max_nodes},
+                "gpus": c["gpus"],
+                "tenantQuotaGpus": p.tenant_quota_gpus,
+                **{k: c[k] for k in ("onDemandPerNodeHour", "spotPerNodeHour", "hourlyUsd")},
+                **{k: c[k] for k in ("maxHourlyUsdAllOnDemand", "perGpuHourUsd", "perUnitHourUsd")},
             }
         )
-    tenant_docs = []
-    for t in sorted(spec.tenants, key=lambda t: t.name):
-        nominal, ceiling = tenant_gpus(spec, t)
-        tenant_docs.append(
-            {
-                "name": t.name,
-                "nominal": {"gpus": nominal, "hourlyUsd": _sum(nominal, pools)},
-                "ceiling": {"gpus": ceiling, "hourlyUsd": _sum(ceiling, pools)},
-            }
-        )
-    unknown = sorted(n for n, c in pools.items() if c.max_hourly is None)
-    known_max = round(sum(c.max_hourly or 0.0 for c in pools.values()), 4)
-    known_min = round(sum(c.min_hourly or 0.0 for c in pools.values()), 4)
+    tenant_docs = [{"name": name, **_thawed(cost)} for name, cost in sorted(tenants, key=lambda t: t[0])]
+    hourly = [d["hourlyUsd"] for d in pool_docs]
+    unknown = sorted(d["name"] for d in pool_docs if d["hourlyUsd"]["max"] is None)
+    known_max = round(sum(h["max"] or 0.0 for h in hourly), 4)
+    known_min = round(sum(h["min"] or 0.0 for h in hourly), 4)
+    assumed = _thawed(stack_cost)
     return {
         "stack": stack,
-        "cloud": spec.cloud,
-        "region": region(spec),
+        "cloud": cloud,
+        "region": assumed["region"],
         "currency": "USD",
         "assumptions": {
-            "awsSpotDiscount": spot_discount(spec) if spec.cloud == "aws" else None,
+            "awsSpotDiscount": assumed["awsSpotDiscount"],
             "nodePrice": "the dearest of a pool's instance types (an upper bound)",
             "catalog": {
                 k: {"generatedAt": v["generatedAt"], "source": prices.source_label(k)}
@@ -306,14 +386,11 @@ def report(spec: StackSpec, stack: str) -> dict[str, Any]:
         "tenants": tenant_docs,
         "total": {
             "maxHourlyUsd": None if unknown else known_max,
-            "minHourlyUsd": None if any(c.min_hourly is None for c in pools.values()) else known_min,
+            "minHourlyUsd": None if any(h["min"] is None for h in hourly) else known_min,
             "knownMaxHourlyUsd": known_max,
             "unknownPools": unknown,
         },
-        "budget": {
-            "maxHourlyUsd": spec.budget.max_hourly_usd,
-            "tenants": dict(sorted(spec.budget.tenants.items())),
-        },
+        "budget": assumed["budget"],
     }
 
 

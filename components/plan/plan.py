@@ -89,6 +89,20 @@ class PoolPlan:
     one_unit_opt_in: bool  # shared pool a pod reaches only by tolerating gpu-platform/shared-gpu
     efa: bool
     price: Mapping[str, Any]  # USD per node-hour (on-demand, spot), per GPU-hour and per unit-hour
+    # what explain, the summary and the cost report read of the pool (issue 28: they read the plan)
+    instance_types: tuple[str, ...]
+    max_gpus: int  # the most physical GPUs it may bring
+    os: str  # the nodes' OS: al2023 | bottlerocket | cos | ubuntu ...
+    topology_aware: bool
+    queued_provisioning: bool  # GKE's Dynamic Workload Scheduler brings its nodes
+    flavor_class: str  # dedicated | spot | queued | shared: where tenants' flavor orders put it
+    provisioning_class: str | None  # the ProvisioningRequest class of its Kueue admission check (None: none)
+    admission_check: str | None  # that check's name
+    advertises: Mapping[str, int]  # what one node advertises: its GPU units and EFA interfaces
+    cold_start: bool  # a Kueue-admitted workload may wait for its nodes from zero
+    tenant_quota_units: Mapping[str, int]  # the sum of the tenants' nominal quotas on it
+    tenant_quota_gpus: int  # the same in physical GPUs
+    cost: Mapping[str, Any]  # its entry of the cost report (``cost.pool_doc``): prices, GPUs, hourly USD
 
 
 @dataclass(frozen=True)
@@ -116,6 +130,15 @@ class TenantPlan:
     volcano_queue_spec: Mapping[str, Any] | None  # the Volcano Queue's spec (weight, capability, guarantee)
     cluster_queue_spec: Mapping[str, Any] | None  # the Kueue ClusterQueue's spec (flavors, quotas, cohort)
     local_queue_spec: Mapping[str, Any] | None
+    # what explain, the summary and the cost report read of the tenant (issue 28: they read the plan)
+    pool_gpus: Mapping[str, int]  # pool -> GPUs of its nominal quota (the stack's gpuQuota)
+    pool_ceiling_gpus: Mapping[str, int]  # pool -> GPUs with borrowing
+    borrowing_limits: Mapping[str, int]  # pool -> GPUs it may borrow (a pool left out: no limit)
+    flavor_order: tuple[str, ...]  # its pools in the order Kueue tries their flavors
+    never_preempts: bool  # every class at or below its ceiling is preemptionPolicy Never
+    volcano_queue_cap: Mapping[str, int] | None  # units its Volcano queue holds at most, every pool at its max
+    volcano_queue_cap_at_rest: Mapping[str, int] | None  # units it enqueues at most from an idle cluster
+    cost: Mapping[str, Any]  # its entry of the cost report (``cost.tenant_doc``): GPUs and hourly USD
 
 
 @dataclass(frozen=True)
@@ -183,6 +206,7 @@ class Plan:
     monitoring: MonitoringPlan | None = None  # the DCGM exporter's scrape, alerts, dashboard (None: addons.dcgm off)
     dra: DraPlan | None = None  # DeviceClasses and claim templates (None: GPUs as extended resources)
     existing: ExistingClusterPlan | None = None  # how the provider reaches an existing cluster (None: other clouds)
+    cost: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))  # region, spot discount, budget
 
     def to_dict(self) -> dict[str, Any]:
         return {"schemaVersion": SCHEMA_VERSION, **plain(self)}
@@ -220,6 +244,8 @@ def _sharing(pool: NodePool) -> dict[str, Any] | None:
         out["layout"] = dict(s.layout or {})
     else:
         out["replicas"] = s.replicas
+    if s.strategy == "time-slicing":  # the device plugin refuses a container more than one unit
+        out["failRequestsGreaterThanOne"] = s.fail_requests_greater_than_one
     return out
 
 
@@ -240,6 +266,10 @@ def pool_plan(spec: StackSpec, pool: NodePool) -> PoolPlan:
 
     schedulers = derive.pool_schedulers(spec).get(pool.name, ())
     flavor = pool.name if spec.addons.kueue and pool.name not in derive.volcano_pools(spec) else None
+    check = kueue_plan.provisioning_class(spec, pool) if spec.addons.kueue else None
+    units_per_node = derive.pool_units(spec, pool, pool.gpu.per_node)
+    efa_interfaces = {efa.EFA_RESOURCE: efa.interfaces_per_node(pool)} if efa.efa_enabled(spec, pool) else {}
+    quota = next(c for c in derive.capacity_report(spec) if c.pool == pool.name)
     return PoolPlan(
         name=pool.name,
         provisioner=provisioner(spec, pool),
@@ -255,7 +285,7 @@ def pool_plan(spec: StackSpec, pool: NodePool) -> PoolPlan:
         device_plugin=derive.pool_device_plugin(spec, pool),
         sharing=_freeze(_sharing(pool)),
         units_per_gpu=_freeze(derive.units_per_gpu(spec, pool)),
-        units_per_node=_freeze(derive.pool_units(spec, pool, pool.gpu.per_node)),
+        units_per_node=_freeze(units_per_node),
         max_units=_freeze(derive.pool_capacity(spec, pool)),
         schedulers=tuple(schedulers),
         kueue_flavor=flavor,
@@ -264,6 +294,19 @@ def pool_plan(spec: StackSpec, pool: NodePool) -> PoolPlan:
         one_unit_opt_in=pool.name in derive.opt_in_shared_pools(spec),
         efa=efa.efa_enabled(spec, pool),
         price=_freeze(_price(spec, pool)),
+        instance_types=tuple(pool.instance_types),
+        max_gpus=pool.gpu_cap,
+        os=derive.node_os(spec, pool),
+        topology_aware=pool.topology_aware,
+        queued_provisioning=spec.cloud == "gcp" and pool.gke.queued_provisioning,
+        flavor_class=derive.flavor_class(spec, pool),
+        provisioning_class=check,
+        admission_check=kueue_plan.admission_check_name(spec, pool) if check else None,
+        advertises=_freeze({**units_per_node, **efa_interfaces}),
+        cold_start=pool.name in {p.name for p in derive.cold_start_pools(spec)},
+        tenant_quota_units=_freeze(quota.quota_units),
+        tenant_quota_gpus=sum(t.gpu_quota.get(pool.name, 0) for t in spec.tenants),
+        cost=_freeze(cost.pool_doc(spec, pool)),
     )
 
 
@@ -298,6 +341,14 @@ def tenant_plan(spec: StackSpec, tenant: Tenant) -> TenantPlan:
         volcano_queue_spec=_freeze(volcano_plan.queue_spec(spec, tenant)) if volcano else None,
         cluster_queue_spec=_freeze(kueue_plan.cluster_queue_spec(spec, tenant)) if kueue else None,
         local_queue_spec=_freeze(kueue_plan.local_queue_spec(tenant)) if kueue else None,
+        pool_gpus=_freeze(dict(tenant.gpu_quota)),
+        pool_ceiling_gpus=_freeze(cost.tenant_gpus(spec, tenant)[1]),
+        borrowing_limits=_freeze(dict(tenant.borrowing_limit)),
+        flavor_order=tuple(p.name for p in derive.tenant_flavor_order(spec, tenant)),
+        never_preempts=derive.tenant_never_preempts(spec, tenant),
+        volcano_queue_cap=_freeze(derive.volcano_queue_cap(spec, tenant)) if volcano else None,
+        volcano_queue_cap_at_rest=_freeze(derive.volcano_queue_cap(spec, tenant, at_rest=True)) if volcano else None,
+        cost=_freeze(cost.tenant_doc(spec, tenant)),
     )
 
 
@@ -429,4 +480,5 @@ def _decide(spec: StackSpec) -> Plan:
         monitoring=monitoring.monitoring_plan(spec),
         dra=dra_plan(spec),
         existing=existing.existing_cluster_plan(spec),
+        cost=_freeze(cost.stack_doc(spec)),
     )
