@@ -12,6 +12,7 @@ import pytest
 from conftest import K8S_PROVIDER, render_config, rendered, stack_config
 
 from components.cli.loader import load_spec
+from components.plan.aws.plan import cluster_plan
 from components.render.aws import cluster
 
 ROLE_ARN = "arn:aws:iam::111122223333:role/ml-platform-deployer"  # placeholder account
@@ -66,7 +67,7 @@ def test_profile_and_role_reach_the_token_command():
 )
 def test_profile_and_role_are_independent(fields, role_args, env):
     spec = load_spec(_dev(**fields))
-    exec_ = _exec(json.loads(cluster.kubeconfig(spec, "https://endpoint.invalid", "Q0E=")))
+    exec_ = _exec(json.loads(cluster.kubeconfig_document(cluster_plan(spec), "https://endpoint.invalid", "Q0E=")))
     assert exec_["args"] == BASE_ARGS + role_args
     assert exec_.get("env") == env
 
@@ -76,7 +77,7 @@ def test_whole_kubeconfig_document():
     cluster, the endpoint and CA data passed through unchanged, keys sorted (a stable text, so the provider's
     kubeconfig input does not change between runs)."""
     spec = load_spec(_dev())
-    text = cluster.kubeconfig(spec, "https://ABC.gr7.us-east-1.eks.amazonaws.com", "Q0E=")
+    text = cluster.kubeconfig_document(cluster_plan(spec), "https://ABC.gr7.us-east-1.eks.amazonaws.com", "Q0E=")
     assert json.loads(text) == {
         "apiVersion": "v1",
         "kind": "Config",

@@ -20,6 +20,7 @@ from conftest import render_config, rendered, stack_config
 
 from components.cli.loader import load_spec
 from components.plan.gcp import gke
+from components.plan.gcp.plan import cluster_plan as gcp_cluster_plan
 from components.render.gcp import cluster, nodepools
 
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}
@@ -46,7 +47,7 @@ def test_kubeconfig_is_a_gke_gcloud_auth_plugin_config():
     """The whole document: a v1 Config whose one cluster, context and user are named like gcloud names them
     (gke_<project>_<location>_<name>), and whose user runs gke-gcloud-auth-plugin (client.authentication
     v1beta1, cluster info provided, install hint). Keys are sorted, so the text is stable across runs."""
-    text = cluster.kubeconfig(prod(), "203.0.113.7", "Q0EtREFUQQ==")
+    text = cluster.kubeconfig_of(gcp_cluster_plan(prod()), "203.0.113.7", "Q0EtREFUQQ==")
     name = "gke_ml-prod-project_us-central1_ml-prod"
     assert json.loads(text) == {
         "apiVersion": "v1",
@@ -81,16 +82,16 @@ def test_cluster_problems_messages():
     the exact gcloud command that enables Workload Identity Federation; an empty pool name counts as none."""
     spec = prod()
     where = "GKE cluster ml-prod (ml-prod-project/us-central1)"
-    assert cluster.cluster_problems(spec, True, []) == [
+    assert cluster.problems_of(gcp_cluster_plan(spec), True, []) == [
         f"{where} is an Autopilot cluster; gpu-platform creates Standard node pools"
     ]
     no_wi = [
         f"{where} has no Workload Identity Federation; enable it (gcloud container clusters update ml-prod "
         "--location=us-central1 --workload-pool=ml-prod-project.svc.id.goog)"
     ]
-    assert cluster.cluster_problems(spec, False, []) == no_wi
-    assert cluster.cluster_problems(spec, None, [""]) == no_wi
-    assert cluster.cluster_problems(spec, False, ["", "ml-prod-project.svc.id.goog"]) == []
+    assert cluster.problems_of(gcp_cluster_plan(spec), False, []) == no_wi
+    assert cluster.problems_of(gcp_cluster_plan(spec), None, [""]) == no_wi
+    assert cluster.problems_of(gcp_cluster_plan(spec), False, ["", "ml-prod-project.svc.id.goog"]) == []
 
 
 def test_cluster_without_node_pools_needs_no_workload_identity():
@@ -98,7 +99,7 @@ def test_cluster_without_node_pools_needs_no_workload_identity():
     cfg = stack_config("dev-gcp")
     cfg["gpu-platform:nodePools"] = []
     cfg["gpu-platform:tenants"] = []
-    assert cluster.cluster_problems(load_spec(cfg), False, []) == []
+    assert cluster.problems_of(gcp_cluster_plan(load_spec(cfg)), False, []) == []
 
 
 class _Config:
@@ -120,12 +121,15 @@ def test_workload_pool_from_dicts_and_results():
 def test_check_stops_the_deploy_with_every_problem():
     """A cluster that can take the pools passes (True); otherwise the deploy stops with the problems."""
     spec = prod()
-    assert cluster._check(spec, [False, [{"workloadPool": "ml-prod-project.svc.id.goog"}]]) is True
+    assert (
+        cluster._check_cluster(gcp_cluster_plan(spec), [False, [{"workloadPool": "ml-prod-project.svc.id.goog"}]])
+        is True
+    )
     with pytest.raises(pulumi.RunError) as err:
-        cluster._check(spec, [False, None])
-    assert str(err.value) == cluster.cluster_problems(spec, False, [])[0]
+        cluster._check_cluster(gcp_cluster_plan(spec), [False, None])
+    assert str(err.value) == cluster.problems_of(gcp_cluster_plan(spec), False, [])[0]
     with pytest.raises(pulumi.RunError, match="is an Autopilot cluster"):
-        cluster._check(spec, [True, [_Config("ml-prod-project.svc.id.goog")]])
+        cluster._check_cluster(gcp_cluster_plan(spec), [True, [_Config("ml-prod-project.svc.id.goog")]])
 
 
 # -------------------------------------------------------------------------------------------- gke facts

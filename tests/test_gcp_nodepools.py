@@ -603,13 +603,14 @@ def test_gke_options_rejected_on_other_clouds():
 
 
 def test_cluster_check_refuses_autopilot_and_missing_workload_identity():
-    from components.render.gcp.cluster import cluster_problems
+    from components.plan.gcp.plan import cluster_plan as gcp_cluster_plan
+    from components.render.gcp.cluster import problems_of
 
     spec = rendered("prod-gcp").spec
-    assert cluster_problems(spec, False, ["ml-prod-project.svc.id.goog"]) == []
-    (autopilot,) = cluster_problems(spec, True, ["ml-prod-project.svc.id.goog"])
+    assert problems_of(gcp_cluster_plan(spec), False, ["ml-prod-project.svc.id.goog"]) == []
+    (autopilot,) = problems_of(gcp_cluster_plan(spec), True, ["ml-prod-project.svc.id.goog"])
     assert "ml-prod (ml-prod-project/us-central1) is an Autopilot cluster" in autopilot
-    (no_wi,) = cluster_problems(spec, False, [])
+    (no_wi,) = problems_of(gcp_cluster_plan(spec), False, [])
     assert "has no Workload Identity Federation" in no_wi
     assert "--workload-pool=ml-prod-project.svc.id.goog" in no_wi
 

@@ -14,6 +14,10 @@ from components.render import outputs
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
 
 
+def _plan(spec):
+    return plan.build(spec, "test")
+
+
 def _local():
     return load_spec(stack_config("local"))
 
@@ -96,15 +100,15 @@ def test_stack_outputs_are_sorted_maps_with_the_given_names():
     Karpenter's entry only when there is one (an empty mapping is none)."""
     spec = load_spec(stack_config("dev-gcp"))
     p = plan.build(spec, "dev-gcp")
-    out = outputs.stack_outputs(spec, p, {"t4-spot": {"gkeNodePool": "np-t4"}}, karpenter={})
+    out = outputs.stack_outputs(p, {"t4-spot": {"gkeNodePool": "np-t4"}}, karpenter={})
     assert (out["gpuPools"], out["tenantNamespaces"]) == (["l4-shared", "t4-spot"], ["ml-dev"])
     assert list(out["pools"]) == ["l4-shared", "t4-spot"] and list(out["tenants"]) == ["ml-dev"]
     assert out["pools"]["t4-spot"]["gkeNodePool"] == "np-t4" and "gkeNodePool" not in out["pools"]["l4-shared"]
     none = {"namespace": None, "interruptionQueue": None, "nodeRoleArn": None, "controllerRoleArn": None}
     assert out["karpenter"] == none  # fixed keys, null inside: a null top-level output vanishes under the engine
     k = {"interruptionQueue": "q"}
-    assert outputs.stack_outputs(spec, p, {}, karpenter=k)["karpenter"] == {**none, "interruptionQueue": "q"}
-    assert outputs.stack_outputs(spec, p, {})["karpenter"] == none
+    assert outputs.stack_outputs(p, {}, karpenter=k)["karpenter"] == {**none, "interruptionQueue": "q"}
+    assert outputs.stack_outputs(p, {})["karpenter"] == none
 
 
 def test_monitoring_output_per_mode():
@@ -116,7 +120,7 @@ def test_monitoring_output_per_mode():
         "service": "nvidia-dcgm-exporter",
         "port": "gpu-metrics",
     }
-    assert outputs.monitoring_output(_local()) == {
+    assert outputs.monitoring_output(_plan(_local())) == {
         "prometheus": "install",
         "exporter": expected_exporter,
         "serviceMonitor": {"namespace": "gpu-operator", "name": "gpu-platform-dcgm-exporter"},
@@ -125,11 +129,11 @@ def test_monitoring_output_per_mode():
     }
     cfg = stack_config("local")
     cfg["gpu-platform:monitoring"] = {"prometheus": "existing"}  # the cluster's own operator: objects still made
-    existing = outputs.monitoring_output(load_spec(cfg))
+    existing = outputs.monitoring_output(_plan(load_spec(cfg)))
     assert existing["prometheus"] == "existing"
     assert existing["serviceMonitor"] == {"namespace": "gpu-operator", "name": "gpu-platform-dcgm-exporter"}
     cfg["gpu-platform:monitoring"] = {"prometheus": "none"}
-    assert outputs.monitoring_output(load_spec(cfg)) == {
+    assert outputs.monitoring_output(_plan(load_spec(cfg))) == {
         "prometheus": "none",
         "exporter": expected_exporter,
         "serviceMonitor": None,
@@ -137,6 +141,6 @@ def test_monitoring_output_per_mode():
         "dashboard": None,
     }
     cfg["gpu-platform:addons"]["dcgm"] = False
-    assert outputs.monitoring_output(load_spec(cfg)) == dict.fromkeys(
+    assert outputs.monitoring_output(_plan(load_spec(cfg))) == dict.fromkeys(
         ["prometheus", "exporter", "serviceMonitor", "prometheusRule", "dashboard"]
     )

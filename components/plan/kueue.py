@@ -5,6 +5,8 @@ tenant's ClusterQueue and LocalQueue spec (``TenantPlan.cluster_queue_spec``, ``
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import yaml
@@ -163,6 +165,41 @@ def provisioning_request_config_spec(spec: StackSpec, pool: NodePool) -> dict[st
         # One PodTemplate per distinct scheduling shape (e.g. a PyTorchJob's master and workers).
         "podSetMergePolicy": "IdenticalWorkloadSchedulingRequirements",
     }
+
+
+@dataclass(frozen=True)
+class ProvisioningCheck:
+    """A pool's ProvisioningRequest admission check and its ProvisioningRequestConfig (same name)."""
+
+    pool: str
+    name: str
+    config_spec: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class KueueObjects:
+    """Kueue's cluster-wide objects beyond flavors and queues: the Topology (``topology_levels``, None when no
+    pool is topology-aware) and the pools' ProvisioningRequest admission checks, by pool name."""
+
+    topology_levels: tuple[str, ...] | None
+    provisioning_checks: tuple[ProvisioningCheck, ...]
+
+
+def kueue_objects(spec: StackSpec) -> KueueObjects | None:
+    """``Plan.kueue``: None without Kueue."""
+    if not spec.addons.kueue:
+        return None
+    return KueueObjects(
+        topology_levels=tuple(topology_levels(spec) or ()) if uses_topology(spec) else None,
+        provisioning_checks=tuple(
+            ProvisioningCheck(
+                pool=p.name,
+                name=admission_check_name(spec, p),
+                config_spec=MappingProxyType(provisioning_request_config_spec(spec, p)),
+            )
+            for p in provisioning_pools(spec)
+        ),
+    )
 
 
 # --------------------------------------------------------------------------------- cluster queues

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from components.plan.dra import DraPlan
     from components.plan.existing import ExistingClusterPlan
     from components.plan.gcp.plan import GkePlan
+    from components.plan.kueue import KueueObjects
     from components.plan.monitoring import MonitoringPlan
 
 SCHEMA_VERSION = 1
@@ -207,6 +208,7 @@ class Plan:
     dra: DraPlan | None = None  # DeviceClasses and claim templates (None: GPUs as extended resources)
     existing: ExistingClusterPlan | None = None  # how the provider reaches an existing cluster (None: other clouds)
     cost: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))  # region, spot discount, budget
+    kueue: KueueObjects | None = None  # Kueue's Topology and admission checks (None: no Kueue)
 
     def to_dict(self) -> dict[str, Any]:
         return {"schemaVersion": SCHEMA_VERSION, **plain(self)}
@@ -449,7 +451,7 @@ def build(spec: StackSpec, stack: str) -> Plan:
 
 @derive.per_spec
 def _decide(spec: StackSpec) -> Plan:
-    from components.plan import existing, monitoring
+    from components.plan import existing, kueue as kueue_plan, monitoring
     from components.plan.gcp import plan as gcp_plan
 
     return Plan(
@@ -481,4 +483,5 @@ def _decide(spec: StackSpec) -> Plan:
         dra=dra_plan(spec),
         existing=existing.existing_cluster_plan(spec),
         cost=_freeze(cost.stack_doc(spec)),
+        kueue=kueue_plan.kueue_objects(spec),
     )

@@ -1,10 +1,10 @@
 """The shape every add-on shares, written once.
 
-A Kubernetes component (``Component``) is a ComponentResource with the stack's spec and the cluster's
+A Kubernetes component (``Component``) is a ComponentResource with the stack's plan and the cluster's
 provider; ``child(...)`` gives its resources' options (parent, provider, what they wait for).
 
 A chart add-on (``ChartAddon``) adds the steps every chart repeats, from the add-on's plan (``addon_plan``, the
-plan's ``AddonPlan`` of ``CHART``), not the spec:
+plan's ``AddonPlan`` of ``CHART``):
 
 1. ``create_namespace(NamespacePolicy(...))``: the namespace the chart installs into, with its Pod Security
    labels and, where the cloud needs it (GKE: ``AddonPlan.critical_pods_quota``), the critical-pods quota
@@ -29,40 +29,33 @@ from typing import Any, ClassVar
 import pulumi
 
 from components.data import versions
-from components.plan.plan import AddonPlan, Plan, build as build_plan, plain
+from components.plan.plan import AddonPlan, Plan, plain
 from components.render import k8s, webhooks
-from components.spec.model import StackSpec
 
 
 class Component(pulumi.ComponentResource):
-    """A ComponentResource of type ``TYPE`` holding the stack's spec, its plan (``components.plan.plan``) and the
-    Kubernetes provider. A component that reads only the plan
-    is one step further along issue 28 (the tenants', Kueue's and Volcano's objects do)."""
+    """A ComponentResource of type ``TYPE`` holding the stack's plan (``components.plan.plan``) and the Kubernetes
+    provider. Components read only the plan: the spec stays above it (issue 28)."""
 
     TYPE: ClassVar[str]
 
     def __init__(
         self,
         name: str,
-        spec: StackSpec,
+        plan: Plan,
         provider: pulumi.ProviderResource,
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__(self.TYPE, name, None, opts)
-        self.spec = spec
+        self.plan = plan
         self.provider = provider
         self._setup()
-        self.build(spec)
-
-    @property
-    def plan(self) -> Plan:
-        """The stack's plan: made once per spec (``plan.build``), so every component reads the same one."""
-        return build_plan(self.spec, pulumi.get_stack())
+        self.build()
 
     def _setup(self) -> None:
         """What a base class prepares before ``build`` (ChartAddon: the resolved chart)."""
 
-    def build(self, spec: StackSpec) -> None:
+    def build(self) -> None:
         """The component's own resources (then ``register_outputs``). Components with constructor arguments of
         their own override ``__init__`` instead, after calling this class's."""
 

@@ -7,7 +7,6 @@ from typing import Any
 import pulumi
 
 from components.plan.cost import CONFIGMAP_NAME, configmap
-from components.spec.model import StackSpec
 
 
 class CostRecord(pulumi.ComponentResource):
@@ -15,7 +14,7 @@ class CostRecord(pulumi.ComponentResource):
 
     TYPE = "gpu-platform:cost:CostRecord"
 
-    def __init__(self, name: str, spec: StackSpec, provider: pulumi.ProviderResource, doc: dict[str, Any]):
+    def __init__(self, name: str, provider: pulumi.ProviderResource, doc: dict[str, Any]):
         from components.render.k8s import kube_object
 
         super().__init__(self.TYPE, name, None, None)

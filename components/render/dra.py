@@ -58,9 +58,8 @@ from components.plan.dra import (
     template_name as template_name,
     whole_gpu_selector as whole_gpu_selector,
 )
-from components.plan.plan import plain
+from components.plan.plan import Plan, plain
 from components.render import addon, k8s
-from components.spec.model import StackSpec
 
 
 class ClaimTemplates(addon.Component):
@@ -71,12 +70,12 @@ class ClaimTemplates(addon.Component):
     def __init__(
         self,
         name: str,
-        spec: StackSpec,
+        plan: Plan,
         provider: pulumi.ProviderResource,
         namespaces: dict[str, pulumi.Output[str]],
         opts: pulumi.ResourceOptions | None = None,
     ):
-        super().__init__(name, spec, provider, opts)
+        super().__init__(name, plan, provider, opts)
         decided = self.plan.dra
         assert decided is not None, "ClaimTemplates are made only with gpuOperator.allocation dra"
         child = self.child()

@@ -4,20 +4,19 @@ from __future__ import annotations
 
 import pulumi
 
-from components.spec.model import StackSpec
+from components.plan.plan import Plan
 
 
 class ExistingAccess(pulumi.ComponentResource):
     TYPE = "gpu-platform:index:ExistingClusterAccess"
 
-    def __init__(self, name: str, spec: StackSpec, opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, plan: Plan, opts: pulumi.ResourceOptions | None = None):
         super().__init__(self.TYPE, name, None, opts)
         import pulumi_kubernetes as k8s
 
-        from components.plan.plan import build
         from components.render.k8s import PROVIDER_OPTIONS
 
-        decided = build(spec, pulumi.get_stack()).existing  # the plan's (plan/existing.py): why these arguments
+        decided = plan.existing  # the plan's (plan/existing.py): why these arguments
         assert decided is not None, "ExistingAccess is made only for cloud existing"
         args = {}
         if decided.kubeconfig:

@@ -59,7 +59,6 @@ from components.plan.gpu_operator import (
 )
 from components.plan.plan import plain
 from components.render import addon, k8s
-from components.spec.model import StackSpec
 
 
 class GpuOperator(addon.ChartAddon):
@@ -69,7 +68,7 @@ class GpuOperator(addon.ChartAddon):
     TYPE = "gpu-platform:gpu:GpuOperator"
     CHART = CHART
 
-    def build(self, spec: StackSpec) -> None:
+    def build(self) -> None:
         decided = self.addon_plan
         self.namespace = decided.namespace
         before_release = self.create_namespace(

@@ -103,9 +103,8 @@ from components.plan.kueue import (  # re-exported: what the objects are made of
     uses_topology as uses_topology,
     webhook_probe as webhook_probe,
 )
-from components.plan.plan import plain
+from components.plan.plan import Plan, plain
 from components.render import addon, k8s
-from components.spec.model import StackSpec
 
 # ------------------------------------------------------------------------------------- flavors
 
@@ -128,7 +127,7 @@ class Kueue(addon.ChartAddon):
     def __init__(
         self,
         name: str,
-        spec: StackSpec,
+        plan: Plan,
         provider: pulumi.ProviderResource,
         opts: pulumi.ResourceOptions | None = None,
         namespaces: Mapping[str, pulumi.Input[str]] | None = None,
@@ -138,7 +137,7 @@ class Kueue(addon.ChartAddon):
         waits for its namespace. ``release_deps``: what the controller must find when it starts (the
         ProvisioningRequest CRD: Kueue sets up its ProvisioningRequest admission check only if the API exists
         at start-up, kueue v0.19.2 ``cmd/kueue/main.go``)."""
-        super().__init__(name, spec, provider, opts)
+        super().__init__(name, plan, provider, opts)
 
         # The controller runs non-root, read-only, without capabilities: Pod Security 'restricted' fits.
         before = self.create_namespace(addon.NamespacePolicy("kueue", k8s.psa_labels("restricted"), GKE_CRITICAL_PODS))
@@ -175,15 +174,16 @@ class Kueue(addon.ChartAddon):
             )
 
         flavor_deps: list[pulumi.Resource] = list(ready)
-        if uses_topology(spec):
-            levels = topology_levels(spec) or []
+        objects = self.plan.kueue
+        assert objects is not None  # Kueue is installed: the plan has its objects
+        if objects.topology_levels is not None:
             topology_opts = pulumi.ResourceOptions.merge(crs, replacement_options(TOPOLOGY_IMMUTABLE))
             flavor_deps.append(
                 cr(
                     "topology",
                     "Topology",
                     TOPOLOGY_NAME,
-                    {"levels": [{"nodeLabel": lbl} for lbl in levels]},
+                    {"levels": [{"nodeLabel": lbl} for lbl in objects.topology_levels]},
                     o=topology_opts,
                 )
             )
@@ -199,21 +199,15 @@ class Kueue(addon.ChartAddon):
             body = plain(pool.kueue_flavor_spec)
             flavors[pool.name] = cr(f"flavor-{pool.name}", "ResourceFlavor", pool.kueue_flavor, body, o=opts)
         checks: dict[str, pulumi.Resource] = {}
-        for pool in provisioning_pools(spec):
-            check = admission_check_name(spec, pool)
-            prc = cr(
-                f"{pool.name}-provisioning-config",
-                "ProvisioningRequestConfig",
-                check,
-                provisioning_request_config_spec(spec, pool),
-            )
-            checks[check] = cr(
-                f"{pool.name}-admission-check",
+        for ac in objects.provisioning_checks:
+            prc = cr(f"{ac.pool}-provisioning-config", "ProvisioningRequestConfig", ac.name, plain(ac.config_spec))
+            checks[ac.name] = cr(
+                f"{ac.pool}-admission-check",
                 "AdmissionCheck",
-                check,
+                ac.name,
                 {
                     "controllerName": PROVISIONING_CONTROLLER,
-                    "parameters": {"apiGroup": API.split("/")[0], "kind": "ProvisioningRequestConfig", "name": check},
+                    "parameters": {"apiGroup": API.split("/")[0], "kind": "ProvisioningRequestConfig", "name": ac.name},
                 },
                 o=self.after_release(prc),
             )

@@ -51,7 +51,7 @@ from components.plan.monitoring import (
     monitoring_rules as monitoring_rules,
     prom_duration as prom_duration,
 )
-from components.plan.plan import plain
+from components.plan.plan import Plan, plain
 from components.render import addon, gpu_operator, k8s
 from components.render.metrics import ALLOCATED_IDLE_COST, IDLE_COST, UTILIZATION, XID_LAST, number as _num
 from components.spec.model import StackSpec
@@ -435,7 +435,7 @@ class GpuMonitoring(addon.ChartAddon):
     def __init__(
         self,
         name: str,
-        spec: StackSpec,
+        plan: Plan,
         provider: pulumi.ProviderResource,
         exporter_release: pulumi.Resource | None = None,
         opts: pulumi.ResourceOptions | None = None,
@@ -444,7 +444,7 @@ class GpuMonitoring(addon.ChartAddon):
         """``prometheus_release``: the kube-prometheus-stack release (``monitoring.prometheus: install``); the
         ServiceMonitor, PrometheusRule and dashboard wait for it (its CRDs, its Grafana sidecar). With
         ``monitoring.prometheus: none`` only the exporter (standalone, when the operator is off) is made."""
-        super().__init__(name, spec, provider, opts)
+        super().__init__(name, plan, provider, opts)
 
         m = self.plan.monitoring
         assert m is not None, "GpuMonitoring is made only with addons.dcgm on"

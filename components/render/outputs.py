@@ -12,7 +12,6 @@ from typing import Any
 
 from components.plan.plan import Plan, PoolPlan, TenantPlan
 from components.render import monitoring
-from components.spec.model import StackSpec
 
 
 def tenant_output(t: TenantPlan) -> dict[str, Any]:
@@ -59,26 +58,26 @@ KARPENTER_KEYS = ("namespace", "interruptionQueue", "nodeRoleArn", "controllerRo
 MONITORING_KEYS = ("prometheus", "exporter", "serviceMonitor", "prometheusRule", "dashboard")
 
 
-def monitoring_output(spec: StackSpec) -> dict[str, Any]:
-    if not spec.addons.dcgm:
+def monitoring_output(plan: Plan) -> dict[str, Any]:
+    m = plan.monitoring
+    if m is None:
         return dict.fromkeys(MONITORING_KEYS)
 
     def ref(doc: dict[str, Any]) -> dict[str, str]:
         return {"namespace": doc["metadata"]["namespace"], "name": doc["metadata"]["name"]}
 
-    ex = monitoring.exporter(spec)
-    on = spec.monitoring.prometheus != "none"  # none: no ServiceMonitor, PrometheusRule or dashboard
+    ex = m.exporter
+    on = m.prometheus != "none"  # none: no ServiceMonitor, PrometheusRule or dashboard
     return {
-        "prometheus": spec.monitoring.prometheus,
+        "prometheus": m.prometheus,
         "exporter": {"source": ex.source, "namespace": ex.namespace, "service": ex.job, "port": ex.port},
-        "serviceMonitor": ref(monitoring.service_monitor(spec)) if on else None,
-        "prometheusRule": ref(monitoring.prometheus_rule(spec)) if on else None,
-        "dashboard": ref(monitoring.dashboard_configmap(spec)) if on else None,
+        "serviceMonitor": ref(monitoring.service_monitor(m)) if on else None,
+        "prometheusRule": ref(monitoring.prometheus_rule(m)) if on else None,
+        "dashboard": ref(monitoring.dashboard_configmap(m)) if on else None,
     }
 
 
 def stack_outputs(
-    spec: StackSpec,
     plan: Plan,
     pool_names: Mapping[str, Mapping[str, Any]],
     karpenter: Mapping[str, Any] | None = None,
@@ -91,5 +90,5 @@ def stack_outputs(
         "tenants": {name: tenant_output(plan.tenants[name]) for name in sorted(plan.tenants)},
         "pools": {name: pool_output(plan.pools[name], pool_names.get(name, {})) for name in sorted(plan.pools)},
         "karpenter": {k: (karpenter or {}).get(k) for k in KARPENTER_KEYS},
-        "monitoring": monitoring_output(spec),
+        "monitoring": monitoring_output(plan),
     }

@@ -1,126 +1,142 @@
-"""The program: one validated spec in, every component out. ``__main__.py`` calls ``run``; so does the
-offline synth (through ``__main__.py`` itself), so both take exactly this path."""
+"""The program: one validated spec in, its plan made once, every component out of the plan. ``__main__.py``
+calls ``run``; so does the offline synth (through ``__main__.py`` itself), so both take exactly this path.
+
+Below ``run`` nothing reads the spec: each component is handed the plan (``components/plan/plan.py``) and adds
+only what the cloud answers (ARNs, endpoints, generated names). Which components exist is the plan's too: an
+add-on is installed when its ``AddonPlan`` is enabled, a cloud's objects when its section is there."""
 
 from __future__ import annotations
 
 import pulumi
 
+from components.plan.plan import Plan
 from components.spec.model import StackSpec
 
 
-def cluster_access(spec: StackSpec) -> pulumi.ComponentResource:
+def cluster_access(plan: Plan) -> pulumi.ComponentResource:
     """The cluster's access component; its ``provider`` is passed to every Kubernetes resource."""
-    if spec.cloud == "aws":
+    if plan.aws is not None:
         from components.render.aws.cluster import EksAccess
 
-        return EksAccess("cluster", spec)
-    if spec.cloud == "gcp":
+        return EksAccess("cluster", plan)
+    if plan.gke is not None:
         from components.render.gcp.cluster import GkeAccess
 
-        return GkeAccess("cluster", spec)
+        return GkeAccess("cluster", plan)
     from components.render.existing import ExistingAccess
 
-    return ExistingAccess("cluster", spec)
+    return ExistingAccess("cluster", plan)
 
 
 def run(spec: StackSpec) -> None:
+    """The stack's plan (``plan.build``, once per spec), rendered."""
     from components.plan import plan
+
+    render(plan.build(spec, pulumi.get_stack()))
+
+
+def render(p: Plan) -> None:
     from components.render.tenancy import PriorityClasses, Tenancy
 
-    access = cluster_access(spec)
+    access = cluster_access(p)
     provider = access.provider  # type: ignore[attr-defined]
+    on = {key: addon.enabled for key, addon in p.addons.items()}
     # The GPU Operator first: its release installs the nvidia.com CRDs; later components depend on it.
     gpu_operator_release = None
-    if spec.addons.gpu_operator:
+    if on["gpuOperator"]:
         from components.render.gpu_operator import GpuOperator
 
-        gpu_operator_release = GpuOperator("gpu-operator", spec, provider).release
+        gpu_operator_release = GpuOperator("gpu-operator", p, provider).release
     # monitoring.prometheus: install brings the prometheus-operator CRDs our ServiceMonitor and PrometheusRule need
     prometheus_release = None
-    if spec.monitoring.prometheus == "install":
+    if on["kubePrometheusStack"]:
         from components.render.prometheus_stack import PrometheusStack
 
-        prometheus_release = PrometheusStack("prometheus-stack", spec, provider).release
-    if spec.addons.dcgm:
+        prometheus_release = PrometheusStack("prometheus-stack", p, provider).release
+    if p.monitoring is not None:
         from components.render.monitoring import GpuMonitoring
 
         GpuMonitoring(
             "gpu-monitoring",
-            spec,
+            p,
             provider,
             exporter_release=gpu_operator_release,
             prometheus_release=prometheus_release,
         )
-    PriorityClasses("priority-classes", spec, provider)
-    tenancy = Tenancy("tenancy", spec, provider)
-    if spec.gpu_operator.allocation == "dra":
+    PriorityClasses("priority-classes", p, provider)
+    tenancy = Tenancy("tenancy", p, provider)
+    if p.dra is not None:
         from components.render.dra import ClaimTemplates
 
-        ClaimTemplates("dra-claim-templates", spec, provider, tenancy.namespaces)
+        ClaimTemplates("dra-claim-templates", p, provider, tenancy.namespaces)
     # The Cluster Autoscaler installs the ProvisioningRequest CRD, which Kueue must find when it starts.
     kueue_deps: list[pulumi.Resource] = []
-    if spec.cluster_autoscaler_enabled:
+    if on["clusterAutoscaler"]:
         from components.render.aws.cluster_autoscaler import ClusterAutoscaler
 
-        autoscaler = ClusterAutoscaler("cluster-autoscaler", spec, provider, access.cluster)  # type: ignore[attr-defined]
+        autoscaler = ClusterAutoscaler("cluster-autoscaler", p, provider, access.cluster)  # type: ignore[attr-defined]
         kueue_deps.append(autoscaler.crd)
-    if spec.addons.kueue:
+    if on["kueue"]:
         from components.render.kueue import Kueue
 
-        Kueue("kueue", spec, provider, namespaces=tenancy.namespaces, release_deps=kueue_deps)
-    if spec.addons.volcano:
+        Kueue("kueue", p, provider, namespaces=tenancy.namespaces, release_deps=kueue_deps)
+    if on["volcano"]:
         from components.render.volcano import Volcano
 
-        Volcano("volcano", spec, provider)
-    # pool -> the names of the cloud objects that bring its nodes (stack outputs)
+        Volcano("volcano", p, provider)
+    pool_names, karpenter_out = _cloud_pools(p, access, provider)
+
+    from components.plan import cost
+    from components.render.cost_record import CostRecord
+    from components.render.outputs import stack_outputs
+
+    cost_doc = cost.report_of(p)
+    CostRecord("cost", provider, cost_doc)
+    pulumi.export("cost", cost_doc)
+    for key, value in stack_outputs(p, pool_names, karpenter_out).items():
+        pulumi.export(key, value)
+
+
+def _cloud_pools(
+    p: Plan, access: pulumi.ComponentResource, provider: pulumi.ProviderResource
+) -> tuple[dict[str, dict[str, object]], dict[str, object] | None]:
+    """The cloud objects that bring the pools' nodes: pool -> their names (stack outputs), and Karpenter's."""
     pool_names: dict[str, dict[str, object]] = {}
     karpenter_out = None
-    if spec.cloud == "aws" and spec.karpenter_enabled:
-        from components.render.aws.karpenter import CONTROLLER_NAMESPACE, Karpenter, nodepool_plans
+    cluster = getattr(access, "cluster", None)  # the EKS cluster lookup (EksAccess)
+    if p.karpenter is not None:
+        from components.render.aws.karpenter import CONTROLLER_NAMESPACE, Karpenter
 
-        karpenter = Karpenter("karpenter", spec, provider, access.cluster)  # type: ignore[attr-defined]
+        karpenter = Karpenter("karpenter", p, provider, cluster)
         karpenter_out = {
             "namespace": CONTROLLER_NAMESPACE,
             "interruptionQueue": karpenter.queue_name,
             "nodeRoleArn": karpenter.node_role_arn,
             "controllerRoleArn": karpenter.controller_role_arn,
         }
-        for nodepool in nodepool_plans(spec):
-            pool_names.setdefault(nodepool.pool.name, {"karpenterNodePools": []})["karpenterNodePools"].append(
-                nodepool.name
-            )
-    if spec.cloud == "aws":
-        from components.plan.aws import efa
-
-        if efa.efa_pools(spec):
+        for nodepool in p.karpenter.node_pools:
+            pool_names.setdefault(nodepool.pool, {"karpenterNodePools": []})["karpenterNodePools"].append(nodepool.name)
+    if p.aws is not None:
+        if p.aws.efa_pools:
             from components.render.aws.nodegroups import EfaDevicePlugin, KarpenterEfaNetworks
 
-            EfaDevicePlugin("efa-device-plugin", spec, provider)
-            if any(p.provisioner == "karpenter" for p in efa.efa_pools(spec)):
-                KarpenterEfaNetworks("karpenter-efa-networks", spec, access.cluster)  # type: ignore[attr-defined]
-    if spec.node_monitoring_agent_enabled:
-        from components.render.aws.node_health import NodeHealth
+            EfaDevicePlugin("efa-device-plugin", p, provider)
+            if p.aws.karpenter_efa_pools:
+                KarpenterEfaNetworks("karpenter-efa-networks", p, cluster)
+        if p.aws.node_health_addon is not None:
+            from components.render.aws.node_health import NodeHealth
 
-        NodeHealth("node-health", spec)
-    if spec.cloud == "aws" and any(p.provisioner == "managed" for p in spec.node_pools):
-        from components.render.aws.nodegroups import EksGpuNodeGroups
+            NodeHealth("node-health", p)
+        if p.aws.node_groups:
+            from components.render.aws.nodegroups import EksGpuNodeGroups
 
-        groups = EksGpuNodeGroups("eks-gpu-node-groups", spec, access.cluster)  # type: ignore[attr-defined]
-        for pool_name, ng in groups.node_groups.items():
-            pool_names[pool_name] = {"nodeGroup": ng.node_group_name}
-    if spec.cloud == "gcp":
+            groups = EksGpuNodeGroups("eks-gpu-node-groups", p, cluster)
+            for pool_name, ng in groups.node_groups.items():
+                pool_names[pool_name] = {"nodeGroup": ng.node_group_name}
+    if p.gke is not None:
         from components.render.gcp.nodepools import GkeGpuNodePools
 
-        gke = GkeGpuNodePools("gke-gpu-node-pools", spec, access)  # type: ignore[arg-type]
+        gke = GkeGpuNodePools("gke-gpu-node-pools", p, access)  # type: ignore[arg-type]
         for pool_name, np in gke.node_pools.items():
             pool_names[pool_name] = {"gkeNodePool": np.name}
-
-    from components.plan import cost
-    from components.render.cost_record import CostRecord
-    from components.render.outputs import stack_outputs
-
-    cost_doc = cost.report(spec, pulumi.get_stack())
-    CostRecord("cost", spec, provider, cost_doc)
-    pulumi.export("cost", cost_doc)
-    for key, value in stack_outputs(spec, plan.build(spec, pulumi.get_stack()), pool_names, karpenter_out).items():
-        pulumi.export(key, value)
+    return pool_names, karpenter_out

@@ -53,7 +53,6 @@ from components.plan.prometheus_stack import (
     prometheus_rules as prometheus_rules,
 )
 from components.render import addon, k8s
-from components.spec.model import StackSpec
 
 
 class PrometheusStack(addon.ChartAddon):
@@ -62,7 +61,7 @@ class PrometheusStack(addon.ChartAddon):
     TYPE = "gpu-platform:monitoring:PrometheusStack"
     CHART = CHART
 
-    def build(self, spec: StackSpec) -> None:
+    def build(self) -> None:
         before = self.create_namespace(addon.NamespacePolicy("monitoring", k8s.psa_labels("baseline")))
         before += self.create_namespace(
             addon.NamespacePolicy(

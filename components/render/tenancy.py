@@ -35,7 +35,6 @@ from components.plan.tenancy import (
     scheduler_label as scheduler_label,
 )
 from components.render import addon, k8s
-from components.spec.model import StackSpec
 
 
 class PriorityClasses(addon.Component):
@@ -43,7 +42,7 @@ class PriorityClasses(addon.Component):
 
     TYPE = "gpu-platform:index:PriorityClasses"
 
-    def build(self, spec: StackSpec) -> None:
+    def build(self) -> None:
         child = self.child()
         self.names: list[str] = []
         for pc in self.plan.priority_classes:
@@ -68,7 +67,7 @@ class Tenancy(addon.Component):
 
     TYPE = "gpu-platform:index:Tenancy"
 
-    def build(self, spec: StackSpec) -> None:
+    def build(self) -> None:
         # Deleting a namespace deletes every workload and volume claim in it: removing a tenant from the stack
         # file (or destroying the stack) fails instead, until gpu-platform:protect.tenantNamespaces is false.
         # protect, not retainOnDelete: a retained namespace would live on without the quota and LimitRange

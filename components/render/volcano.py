@@ -70,7 +70,6 @@ from components.plan.volcano import (  # re-exported: what the objects are made 
 )
 from components.render import addon, k8s
 from components.render.kueue import GKE_CRITICAL_PODS
-from components.spec.model import StackSpec
 
 
 class Volcano(addon.ChartAddon):
@@ -79,8 +78,7 @@ class Volcano(addon.ChartAddon):
     TYPE = "gpu-platform:scheduling:Volcano"
     CHART = CHART
 
-    def build(self, spec: StackSpec) -> None:
-
+    def build(self) -> None:
         # Volcano's containers add DAC_OVERRIDE (chart default_csc): Pod Security 'baseline', warn on restricted.
         # Its pods are system-cluster-critical: on GKE the namespace needs the critical-pods quota.
         before = self.create_namespace(addon.NamespacePolicy("volcano", k8s.psa_labels("baseline"), GKE_CRITICAL_PODS))
@@ -120,9 +118,9 @@ class Volcano(addon.ChartAddon):
                 opts=after,
             )
             self.queues.append(tenant.name)
-        if derive.volcano_tenants(spec):
+        if any(t.volcano_queue is not None for t in self.plan.tenants.values()):
             k8s.admission_policy("volcano-tenant-pods", self, self.provider, PODS_POLICY_NAME, tenant_pods_policy())
-        if spec.tenants:
+        if self.plan.tenants:
             k8s.admission_policy(
                 "volcano-tenant-queue",
                 self,

@@ -8,16 +8,9 @@ import json
 
 import pulumi
 
-from components.plan.aws.plan import EksClusterPlan, cluster_plan
-from components.plan.plan import Plan, build as build_plan, plain
+from components.plan.aws.plan import EksClusterPlan
+from components.plan.plan import Plan, plain
 from components.render.aws import sdk
-from components.spec.model import StackSpec
-
-
-def stack_plan(spec: StackSpec) -> Plan:
-    """The stack's plan (made once per spec), for the AWS components that are not ``addon.Component``s; the
-    spec goes to the plan builder only."""
-    return build_plan(spec, pulumi.get_stack())
 
 
 def kubeconfig_document(cluster: EksClusterPlan, endpoint: str, ca_data: str) -> str:
@@ -35,23 +28,18 @@ def kubeconfig_document(cluster: EksClusterPlan, endpoint: str, ca_data: str) ->
     return json.dumps(doc, sort_keys=True)
 
 
-def kubeconfig(spec: StackSpec, endpoint: str, ca_data: str) -> str:
-    """``kubeconfig_document`` of the stack's cluster plan (the form tests call with a spec)."""
-    return kubeconfig_document(cluster_plan(spec), endpoint, ca_data)
-
-
 class EksAccess(pulumi.ComponentResource):
     """The EKS cluster as looked up, and a Kubernetes provider for it."""
 
     TYPE = "gpu-platform:aws:EksAccess"
 
-    def __init__(self, name: str, spec: StackSpec, opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, plan: Plan, opts: pulumi.ResourceOptions | None = None):
         super().__init__(self.TYPE, name, None, opts)
         import pulumi_kubernetes as k8s
 
         from components.render.k8s import PROVIDER_OPTIONS
 
-        aws = stack_plan(spec).aws
+        aws = plan.aws
         assert aws is not None, "EksAccess is the aws stacks' cluster access"
         c = aws.cluster
         # Looked up in the stack's region (cluster.region, else aws:region), which is also the region of

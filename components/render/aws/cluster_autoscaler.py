@@ -48,7 +48,7 @@ from components.plan.aws.cluster_autoscaler import (
     discovery_tags as discovery_tags,
     policy_document as policy_document,
 )
-from components.plan.plan import plain
+from components.plan.plan import Plan, plain
 from components.render import addon, k8s
 from components.render.aws import iam, identity, sdk
 from components.spec.model import StackSpec
@@ -125,13 +125,13 @@ class ClusterAutoscaler(addon.Component):
     def __init__(
         self,
         name: str,
-        spec: StackSpec,
+        plan: Plan,
         provider: pulumi.ProviderResource,
         cluster: Any,
         opts: pulumi.ResourceOptions | None = None,
     ):
         """``cluster`` is the EKS cluster lookup (``EksAccess.cluster``)."""
-        super().__init__(name, spec, provider, opts)
+        super().__init__(name, plan, provider, opts)
 
         aws, plan = _plans(self.plan.aws)
         aws_child = pulumi.ResourceOptions(parent=self)

@@ -74,10 +74,9 @@ from components.plan.aws.karpenter_nodes import (
     subnet_selector_terms as subnet_selector_terms,
     taints as taints,
 )
-from components.plan.plan import plain
+from components.plan.plan import Plan, plain
 from components.render import addon, k8s
 from components.render.aws import karpenter_aws
-from components.spec.model import StackSpec
 
 
 def node_class_body(c: NodeClassPlan, role: Any) -> dict[str, Any]:
@@ -96,7 +95,7 @@ class Karpenter(addon.Component):
     def __init__(
         self,
         name: str,
-        spec: StackSpec,
+        plan: Plan,
         provider: pulumi.ProviderResource,
         cluster: Any,
         opts: pulumi.ResourceOptions | None = None,
@@ -104,11 +103,12 @@ class Karpenter(addon.Component):
         """``cluster`` is the EKS cluster lookup (``EksAccess.cluster``). Steps: the AWS side (node role,
         interruption queue, controller role: ``karpenter_aws``), the two releases, then the GPU capacity
         (EC2NodeClasses, NodePools, NodeOverlays) after the controller."""
-        super().__init__(name, spec, provider, opts)
+        super().__init__(name, plan, provider, opts)
         k = self.plan.karpenter
         if k is None:
             raise ValueError("Karpenter: the stack's plan has no Karpenter (aws, with karpenter pools or addon)")
-        account = karpenter_aws.Account.of(self, spec, k, cluster)
+        assert self.plan.aws is not None  # Karpenter is an aws stack's
+        account = karpenter_aws.Account.of(self, self.plan.aws.cluster, k, cluster)
         node = karpenter_aws.node_role(account)
         interruption = karpenter_aws.interruption_queue(account)
         controller_role = karpenter_aws.controller_role(account, node, interruption)

@@ -19,8 +19,8 @@ from typing import Any
 import pulumi
 
 from components.plan.aws.karpenter import INTERRUPTION_EVENTS, KarpenterPlan
+from components.plan.aws.plan import EksClusterPlan
 from components.render.aws import sdk
-from components.spec.model import StackSpec
 
 QUEUE_RETENTION_SECONDS = 300
 QUEUE_TARGET_ID = "KarpenterInterruptionQueueTarget"
@@ -43,21 +43,21 @@ def _arn_parts(arn: str) -> tuple[str, str]:
 @dataclass(frozen=True)
 class Account:
     """What every step needs: the Karpenter component (parent), the plan's Karpenter, the cluster lookup, and the
-    values derived from it (partition and account from its ARN). ``spec`` only goes on to ``identity``'s shared
-    functions (Pod Identity or IRSA, which the Cluster Autoscaler uses too); nothing here reads it."""
+    values derived from it (partition and account from its ARN). ``eks`` is the plan's EKS cluster, which
+    ``identity``'s shared functions (Pod Identity or IRSA, the Cluster Autoscaler's too) read."""
 
     parent: pulumi.Resource
-    spec: StackSpec
+    eks: EksClusterPlan
     k: KarpenterPlan
     cluster: Any  # the EKS cluster lookup (EksAccess.cluster)
     partition: Any  # Output[str]
     account: Any  # Output[str]
 
     @staticmethod
-    def of(parent: pulumi.Resource, spec: StackSpec, k: KarpenterPlan, cluster: Any) -> Account:
+    def of(parent: pulumi.Resource, eks: EksClusterPlan, k: KarpenterPlan, cluster: Any) -> Account:
         return Account(
             parent,
-            spec,
+            eks,
             k,
             cluster,
             cluster.arn.apply(lambda a: _arn_parts(a)[0]),
@@ -191,7 +191,7 @@ def controller_role(a: Account, node: NodeRole, interruption: InterruptionQueue)
     tags = dict(k.tags)
     cluster_name, region = k.cluster, k.region
     node_role, queue = node.role, interruption.queue
-    trust = identity.trust_policy(a.spec, cluster, partition, account, k.namespace, k.service_account, sid="Karpenter")
+    trust = identity.trust_policy(a.eks, cluster, partition, account, k.namespace, k.service_account, sid="Karpenter")
     controller_role = sdk.resource(
         "iam.Role",
         "karpenter-controller-role",
@@ -229,7 +229,7 @@ def controller_role(a: Account, node: NodeRole, interruption: InterruptionQueue)
         )
     association = identity.pod_identity_association(
         "karpenter-pod-identity",
-        a.spec,
+        a.eks,
         controller_role.arn,
         k.namespace,
         k.service_account,

@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import pulumi
 
-from components.plan.plan import plain
+from components.plan.plan import Plan, plain
 from components.render.aws import sdk
-from components.render.aws.cluster import stack_plan
-from components.spec.model import StackSpec
 
 
 class NodeHealth(pulumi.ComponentResource):
@@ -24,9 +22,9 @@ class NodeHealth(pulumi.ComponentResource):
 
     TYPE = "gpu-platform:aws:NodeHealth"
 
-    def __init__(self, name: str, spec: StackSpec, opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, plan: Plan, opts: pulumi.ResourceOptions | None = None):
         super().__init__(self.TYPE, name, None, opts)
-        aws = stack_plan(spec).aws
+        aws = plan.aws
         assert aws is not None and aws.node_health_addon is not None, "the plan has no node health add-on"
         addon = aws.node_health_addon
         self.addon = sdk.resource(

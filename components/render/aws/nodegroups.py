@@ -27,11 +27,9 @@ import pulumi
 
 from components.data import versions
 from components.plan.aws.plan import EfaNetworkPlan, LaunchTemplatePlan
-from components.plan.plan import plain
+from components.plan.plan import Plan, plain
 from components.render import addon
 from components.render.aws import iam, sdk
-from components.render.aws.cluster import stack_plan
-from components.spec.model import StackSpec
 
 
 def partition_of(arn: str) -> str:
@@ -132,9 +130,9 @@ class KarpenterEfaNetworks(pulumi.ComponentResource):
 
     TYPE = "gpu-platform:aws:KarpenterEfaNetworks"
 
-    def __init__(self, name: str, spec: StackSpec, cluster: Any, opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, plan: Plan, cluster: Any, opts: pulumi.ResourceOptions | None = None):
         super().__init__(self.TYPE, name, None, opts)
-        aws = stack_plan(spec).aws
+        aws = plan.aws
         assert aws is not None, "EFA networks are aws stacks' objects"
         child = pulumi.ResourceOptions(parent=self)
         for pool in aws.karpenter_efa_pools:
@@ -147,11 +145,11 @@ class EksGpuNodeGroups(pulumi.ComponentResource):
 
     TYPE = "gpu-platform:aws:EksGpuNodeGroups"
 
-    def __init__(self, name: str, spec: StackSpec, cluster: Any, opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, plan: Plan, cluster: Any, opts: pulumi.ResourceOptions | None = None):
         """``cluster`` is the EKS cluster lookup (``EksAccess.cluster``): its ARN gives the partition and
         its ``vpcConfig.subnetIds`` the node subnets when the stack names none."""
         super().__init__(self.TYPE, name, None, opts)
-        aws = stack_plan(spec).aws
+        aws = plan.aws
         assert aws is not None, "managed node groups are aws stacks' objects"
 
         child = pulumi.ResourceOptions(parent=self)
@@ -254,7 +252,7 @@ class EfaDevicePlugin(addon.ChartAddon):
     TYPE = "gpu-platform:aws:EfaDevicePlugin"
     CHART = versions.EFA_DEVICE_PLUGIN  # into kube-system: no namespace of its own
 
-    def build(self, spec: StackSpec) -> None:
+    def build(self) -> None:
         aws = self.plan.aws
         assert aws is not None and aws.efa_device_plugin is not None, "the plan has no EFA pool"
         self.install("aws-efa-k8s-device-plugin", plain(aws.efa_device_plugin), before=[])

@@ -9,19 +9,8 @@ from typing import Any
 
 import pulumi
 
-from components.plan.gcp.plan import GkeClusterPlan, cluster_plan
-from components.plan.plan import build as build_plan
-from components.spec.model import StackSpec
-
-
-def kubeconfig(spec: StackSpec, endpoint: str, ca_data: str) -> str:
-    """``kubeconfig_of`` the stack's cluster, for callers holding the spec."""
-    return kubeconfig_of(cluster_plan(spec), endpoint, ca_data)
-
-
-def cluster_problems(spec: StackSpec, autopilot: bool | None, workload_pools: list[str]) -> list[str]:
-    """``problems_of`` the stack's cluster, for callers holding the spec."""
-    return problems_of(cluster_plan(spec), autopilot, workload_pools)
+from components.plan.gcp.plan import GkeClusterPlan
+from components.plan.plan import Plan
 
 
 def kubeconfig_of(cluster: GkeClusterPlan, endpoint: str, ca_data: str) -> str:
@@ -80,11 +69,6 @@ def _workload_pool(config: Any) -> str:
     return getattr(config, "workload_pool", None) or ""
 
 
-def _check(spec: StackSpec, result: list[Any]) -> bool:
-    """``_check_cluster`` of the stack's cluster, for callers holding the spec."""
-    return _check_cluster(cluster_plan(spec), result)
-
-
 def _check_cluster(cluster: GkeClusterPlan, result: list[Any]) -> bool:
     autopilot, identity = result
     pools = [_workload_pool(c) for c in identity or []]
@@ -100,14 +84,14 @@ class GkeAccess(pulumi.ComponentResource):
 
     TYPE = "gpu-platform:gcp:GkeAccess"
 
-    def __init__(self, name: str, spec: StackSpec, opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, plan: Plan, opts: pulumi.ResourceOptions | None = None):
         super().__init__(self.TYPE, name, None, opts)
         import pulumi_gcp as gcp
         import pulumi_kubernetes as k8s
 
         from components.render.k8s import PROVIDER_OPTIONS
 
-        gke = build_plan(spec, pulumi.get_stack()).gke
+        gke = plan.gke
         assert gke is not None  # a gcp stack's
         c = gke.cluster
         self.cluster = gcp.container.get_cluster_output(name=c.name or "", location=c.location, project=c.project)

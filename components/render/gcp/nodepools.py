@@ -41,8 +41,7 @@ from components.plan.gcp.plan import (
     taints as taints,
     zone_count,
 )
-from components.plan.plan import build as build_plan
-from components.spec.model import StackSpec
+from components.plan.plan import Plan
 
 if TYPE_CHECKING:
     from components.render.gcp.cluster import GkeAccess
@@ -148,11 +147,11 @@ class GkeGpuNodePools(pulumi.ComponentResource):
 
     TYPE = "gpu-platform:gcp:GkeGpuNodePools"
 
-    def __init__(self, name: str, spec: StackSpec, cluster: GkeAccess, opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, plan: Plan, cluster: GkeAccess, opts: pulumi.ResourceOptions | None = None):
         super().__init__(self.TYPE, name, None, opts)
         import pulumi_gcp as gcp
 
-        gke = build_plan(spec, pulumi.get_stack()).gke
+        gke = plan.gke
         assert gke is not None  # a gcp stack's
         c, sa = gke.cluster, gke.node_service_account
         child = pulumi.ResourceOptions(parent=self)
