@@ -17,9 +17,8 @@ from typing import Any
 import pytest
 from conftest import stack_config
 
-from components.plan.aws import rules as aws_rules
+from components.plan.aws import rules as aws_rules, rules_karpenter
 from components.plan.gcp import rules as gke_rules
-from components.render.aws import rules_karpenter
 from components.spec.model import parse_spec
 
 POOLS = "gpu-platform:nodePools"

@@ -21,11 +21,19 @@ __all__ = ["SpecError", "load_spec", "rule_modules", "rules"]
 
 def rule_modules() -> tuple[ModuleType, ...]:
     """Every module that defines ``@rule`` functions; add a new one here. None imports a cloud SDK."""
-    from components.plan import cost, dra, gpu_operator, monitoring, prometheus_stack, reservations, rules_core, sharing
-    from components.plan.aws import efa, rules as aws_rules
+    from components.plan import (
+        cost,
+        dra,
+        gpu_operator,
+        monitoring,
+        prometheus_stack,
+        reservations,
+        rules_core,
+        scheduling_rules,
+        sharing,
+    )
+    from components.plan.aws import efa, rules as aws_rules, rules_karpenter
     from components.plan.gcp import rules as gcp_rules
-    from components.render import scheduling_rules
-    from components.render.aws import rules_karpenter
 
     return (
         rules_core,

@@ -1,7 +1,7 @@
 """Karpenter's node documents, decided from the stack file: one EC2NodeClass per distinct node need
 (``NodeClassNeed``), one NodePool per karpenter pool (two with on-demand fallback: ``nodepool_plans``) with its
 limits, requirements and taints, and a NodeOverlay per pool whose nodes advertise what Karpenter cannot know.
-``components/plan/aws/karpenter.py`` puts them in the plan; the rules (``render/aws/rules_karpenter.py``) and
+``components/plan/aws/karpenter.py`` puts them in the plan; the rules (``plan/aws/rules_karpenter.py``) and
 ``explain`` call these functions with the spec.
 """
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from components.render.aws import karpenter as nodes
+from components.plan.aws import karpenter_nodes as nodes
 from components.spec.model import Problem, StackSpec, key, rule
 from components.spec.validation import a_or_an
 

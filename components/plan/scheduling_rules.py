@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from components.plan import derive
-from components.render import kueue, volcano, webhooks
+from components.plan import derive, kueue, volcano, webhooks
 from components.spec.model import Problem, StackSpec, key, rule
 from components.spec.options import IMPLICIT_POD_INTEGRATIONS
 from components.spec.validation import a_or_an
