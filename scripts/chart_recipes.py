@@ -293,6 +293,65 @@ KUBE_PROMETHEUS_STACK = Recipe(
     "`Chart.lock`; git has none, and this archive neither (the dependency versions are those of Chart.yaml).",
 )
 
+JOBSET = Recipe(
+    name="jobset",
+    version="0.12.0",
+    source=Source(
+        "kubernetes-sigs/jobset", "v0.12.0", "f22e565ac3cc3265c7c45ef67ecffdc689af5d77", "charts/jobset", "2026-05-08"
+    ),
+    # hack/helm-chart-package.sh (at the tag): a tag matching ^v[0-9]+(\.[0-9]+){1,2}$ sets IMAGE_REGISTRY to
+    # registry.k8s.io/jobset, then yq sets .image.repository/.tag/.pullPolicy and runs `helm package --version
+    # 0.12.0 --app-version v0.12.0` (Chart.yaml in git has version 0.12.0 and no appVersion: Helm adds it).
+    chart_version="0.12.0",
+    app_version="v0.12.0",
+    edits=(
+        ("values.yaml", ("image", "repository"), "registry.k8s.io/jobset/jobset"),
+        ("values.yaml", ("image", "tag"), "v0.12.0"),
+        ("values.yaml", ("image", "pullPolicy"), "IfNotPresent"),
+    ),
+    stamping="values.yaml `image.repository` -> `registry.k8s.io/jobset/jobset`, `image.tag` -> `v0.12.0`, "
+    "`image.pullPolicy` -> `IfNotPresent` (yq in `hack/helm-chart-package.sh`); `helm package --version 0.12.0 "
+    "--app-version v0.12.0` (Chart.yaml gains `appVersion: v0.12.0`)",
+    reference="`values.yaml` differs from `upstream/jobset/` by the 3 stamped lines only; `Chart.yaml` by the "
+    "added `appVersion` line only",
+)
+LEADER_WORKER_SET = Recipe(
+    name="lws",
+    version="v0.9.0",
+    source=Source(
+        "kubernetes-sigs/lws", "v0.9.0", "f056f611ae7721f9983ac35f26bfbae8547fd9f3", "charts/lws", "2026-06-17"
+    ),
+    # hack/push-chart.sh (run by cloudbuild.yaml `make helm-chart-push` with EXTRA_TAG = the pushed tag): a tag
+    # matching ^v([0-9]+)(\.[0-9]+){1,2}$ makes the image registry.k8s.io/lws/lws and the chart version the tag
+    # itself; yq sets .image.manager.repository/.tag/.pullPolicy, then `helm package --version v0.9.0
+    # --app-version v0.9.0`. (The docs install it with `--version=0.9.0`: Helm matches the tag as a semver.)
+    chart_version="v0.9.0",
+    app_version="v0.9.0",
+    edits=(
+        ("values.yaml", ("image", "manager", "repository"), "registry.k8s.io/lws/lws"),
+        ("values.yaml", ("image", "manager", "tag"), "v0.9.0"),
+        ("values.yaml", ("image", "manager", "pullPolicy"), "IfNotPresent"),
+    ),
+    stamping="values.yaml `image.manager.repository` -> `registry.k8s.io/lws/lws` (already so), `image.manager.tag` "
+    "-> `v0.9.0`, `image.manager.pullPolicy` -> `IfNotPresent` (yq in `hack/push-chart.sh`); `helm package "
+    '--version v0.9.0 --app-version v0.9.0` (Chart.yaml `version: 0.1.0` -> `v0.9.0`, `appVersion: "v0.9.0"` kept)',
+    reference="`values.yaml` differs from `upstream/lws/` by the 2 stamped lines only; `Chart.yaml` by the "
+    "stamped `version` line only",
+)
+KUBERAY = Recipe(
+    name="kuberay-operator",
+    version="1.6.2",
+    source=Source(
+        "ray-project/kuberay",
+        "v1.6.2",
+        "598eb66aa077c55ae04fa87b192238a3ec184e88",
+        "helm-chart/kuberay-operator",
+        "2026-06-17",
+    ),
+    # .github/workflows/helm.yaml: chart-releaser packages helm-chart/* as committed into ray-project/kuberay-helm;
+    # at the tag Chart.yaml says 1.6.2 and values.yaml `image.tag: v1.6.2`.
+)
+
 # Every chart components/data/versions.py pins, by chart name. (dra-driver-nvidia-gpu is not installed as a chart:
 # components/render/dra.py runs the GPU Operator's DRA driver instead.)
 RECIPES: dict[str, Recipe] = {
@@ -307,5 +366,8 @@ RECIPES: dict[str, Recipe] = {
         CLUSTER_AUTOSCALER,
         EFA_DEVICE_PLUGIN,
         KUBE_PROMETHEUS_STACK,
+        JOBSET,
+        LEADER_WORKER_SET,
+        KUBERAY,
     )
 }

@@ -33,6 +33,20 @@ def spec_of(stack: str, **changes: Any):
     return load_spec(config)
 
 
+RAY_ADDONS = {"gpuOperator": True, "dcgm": True, "kueue": True, "volcano": False, "kuberay": True}
+# Every operator kind explain models, with its integration on (the Kubeflow ones named explicitly: no add-on
+# installs their operators, issue 31)
+ALL_KINDS = {
+    "addons": {"gpuOperator": True, "dcgm": True, "kueue": True, "volcano": True, "jobset": True, "kuberay": True,
+               "leaderWorkerSet": True},
+    "scheduling": {"oversubscriptionRatio": 1.5, "kueueIntegrations": [
+        "batch/job", "jobset.x-k8s.io/jobset", "kubeflow.org/pytorchjob", "kubeflow.org/mpijob",
+        "trainer.kubeflow.org/trainjob", "ray.io/rayjob", "ray.io/raycluster", "pod", "deployment", "statefulset",
+        "leaderworkerset.x-k8s.io/leaderworkerset",
+    ]},
+}  # fmt: skip
+
+
 def trace(spec, text: str) -> explain.Trace:
     (t,) = explain.explain_all(spec, textwrap.dedent(text))
     return t
@@ -292,12 +306,13 @@ def test_kueue_integration_not_enabled(monkeypatch):
     }
     t = trace(spec, yaml.safe_dump(rayjob))
     assert t.pending.name == "scheduler" and "add ray.io/rayjob to scheduling.kueueIntegrations" in t.pending.detail
-    # with the integration on (the default), the same RayJob passes Kueue's layers and stops where the cluster
-    # does: no add-on installs KubeRay, so the API server has no RayJob (issue 26 §4.8)
-    assert trace(spec_of("dev-aws"), yaml.safe_dump(rayjob)).pending.name == "operator"
-    # with the operator installed, it runs
-    monkeypatch.setattr(explain, "operator_installed", lambda spec, operator: True)
-    assert trace(spec_of("dev-aws"), yaml.safe_dump(rayjob)).pending is None
+    # with the integration on but KubeRay not installed, the same RayJob passes Kueue's layers and stops where
+    # the cluster does: the API server has no RayJob (issue 26 §4.8)
+    monkeypatch.setattr(explain, "operator_installed", lambda spec, operator: False)
+    assert trace(spec_of("dev-aws", addons=RAY_ADDONS), yaml.safe_dump(rayjob)).pending.name == "operator"
+    # with the operator installed (addons.kuberay, which also turns the integration on), it runs
+    monkeypatch.undo()
+    assert trace(spec_of("dev-aws", addons=RAY_ADDONS), yaml.safe_dump(rayjob)).pending is None
 
 
 def test_wrong_volcano_queue():
@@ -701,7 +716,7 @@ def operators_installed(monkeypatch):
 
 
 def test_pytorchjob_and_jobset_count_every_replica(operators_installed):
-    spec = spec_of("prod-aws")
+    spec = spec_of("prod-aws", **ALL_KINDS)
     ptj = {
         "apiVersion": "kubeflow.org/v1",
         "kind": "PyTorchJob",

@@ -21,7 +21,16 @@ __all__ = ["SpecError", "load_spec", "rule_modules", "rules"]
 
 def rule_modules() -> tuple[ModuleType, ...]:
     """Every module that defines ``@rule`` functions; add a new one here. None imports a cloud SDK."""
-    from components.plan import cost, dra, gpu_operator, prometheus_stack, reservations, rules_core, sharing
+    from components.plan import (
+        cost,
+        dra,
+        gpu_operator,
+        operators,
+        prometheus_stack,
+        reservations,
+        rules_core,
+        sharing,
+    )
     from components.plan.aws import efa, rules as aws_rules
     from components.plan.gcp import rules as gcp_rules
     from components.render import monitoring, scheduling_rules
@@ -41,6 +50,7 @@ def rule_modules() -> tuple[ModuleType, ...]:
         rules_karpenter,
         efa,
         gcp_rules,
+        operators,
     )
 
 

@@ -31,9 +31,9 @@ class Operator:
     installed_by: str | None = None  # the stack setting that installs it; None: nothing in the stack does yet
 
 
-KUBERAY = Operator("the KubeRay operator", "ray.io")
-JOBSET = Operator("the JobSet controller", "jobset.x-k8s.io")
-LWS = Operator("the LeaderWorkerSet controller", "leaderworkerset.x-k8s.io")
+KUBERAY = Operator("the KubeRay operator", "ray.io", "addons.kuberay")
+JOBSET = Operator("the JobSet controller", "jobset.x-k8s.io", "addons.jobset")
+LWS = Operator("the LeaderWorkerSet controller", "leaderworkerset.x-k8s.io", "addons.leaderWorkerSet")
 TRAINING_OPERATOR = Operator("the Kubeflow Training Operator", "kubeflow.org")
 MPI_OPERATOR = Operator("the Kubeflow MPI Operator", "kubeflow.org")
 TRAINER = Operator("Kubeflow Trainer", "trainer.kubeflow.org")
@@ -57,12 +57,16 @@ def operator_for(w: Workload) -> Operator | None:
 
 
 def operator_installed(spec: StackSpec, operator: Operator) -> bool:
-    """Whether the stack installs the operator. Volcano: ``addons.volcano``. No add-on installs KubeRay, JobSet,
-    LeaderWorkerSet or Kubeflow yet, though Kueue's integrations for them are on by default: False. An add-on
-    that installs one answers True here, and explain then traces the kind through every layer."""
-    if operator is VOLCANO:
-        return spec.addons.volcano
-    return False
+    """Whether the stack installs the operator: Volcano ``addons.volcano``, KubeRay ``addons.kuberay``, JobSet
+    ``addons.jobset``, LeaderWorkerSet ``addons.leaderWorkerSet``; no add-on installs the Kubeflow operators (False).
+    An installed one lets explain trace the kind through every layer."""
+    installed = {
+        VOLCANO: spec.addons.volcano,
+        KUBERAY: spec.addons.kuberay,
+        JOBSET: spec.addons.jobset,
+        LWS: spec.addons.leader_worker_set,
+    }
+    return installed.get(operator, False)
 
 
 def operator_missing(spec: StackSpec, operator: Operator, w: Workload) -> str:

@@ -284,12 +284,21 @@ def _addons(spec: StackSpec) -> list[tuple[versions.Chart, bool, dict[str, Any]]
         "karpenterCrd": {},
         "clusterAutoscaler": {},
         "efaDevicePlugin": {},
+        "jobset": {},
+        "leaderWorkerSet": {},
+        "kuberay": {},
     }
     return [(c, c.key in installed, options.get(c.key, {})) for c in versions.CHARTS.values()]
 
 
 def addon_plan(spec: StackSpec, chart: versions.Chart, enabled: bool, options: dict[str, Any]) -> AddonPlan:
-    from components.plan import gpu_operator, kueue as kueue_plan, prometheus_stack, volcano as volcano_plan
+    from components.plan import (
+        gpu_operator,
+        kueue as kueue_plan,
+        operators,
+        prometheus_stack,
+        volcano as volcano_plan,
+    )
 
     c = versions.for_spec(chart, spec)
     # the add-ons whose values (and webhook gate) follow from the spec alone; the others take cloud outputs
@@ -298,6 +307,7 @@ def addon_plan(spec: StackSpec, chart: versions.Chart, enabled: bool, options: d
         "kubePrometheusStack": prometheus_stack.helm_values,
         "kueue": kueue_plan.helm_values,
         "volcano": volcano_plan.helm_values,
+        **operators.VALUES,
     }
     probe_of = {"kueue": kueue_plan.webhook_probe, "volcano": volcano_plan.webhook_probe}
     values = values_of.get(chart.key) if enabled else None

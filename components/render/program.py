@@ -72,6 +72,10 @@ def run(spec: StackSpec) -> None:
         from components.render.volcano import Volcano
 
         Volcano("volcano", spec, provider)
+    # Workload operators: independent of Kueue (it waits for their CRDs itself: components/plan/operators.py)
+    from components.render import operators
+
+    operators.install(spec, provider)
     # pool -> the names of the cloud objects that bring its nodes (stack outputs)
     pool_names: dict[str, dict[str, object]] = {}
     karpenter_out = None
