@@ -305,7 +305,17 @@ def test_kueue_integration_not_enabled(monkeypatch):
         },
     }
     t = trace(spec, yaml.safe_dump(rayjob))
-    assert t.pending.name == "scheduler" and "add ray.io/rayjob to scheduling.kueueIntegrations" in t.pending.detail
+    # KubeRay is not installed: the fix is its add-on, not the integration alone (the rule would refuse that)
+    assert t.pending.name == "scheduler"
+    assert t.pending.detail == (
+        "Kueue does not manage RayJob here: set addons.kuberay: true "
+        "(and list ray.io/rayjob if scheduling.kueueIntegrations is set)"
+    )
+    # with KubeRay installed but the integration left out of a list the stack names, the fix is the list
+    spec = spec_of("dev-aws", addons=RAY_ADDONS, scheduling={"kueueIntegrations": ["batch/job", "pod"]})
+    assert trace(spec, yaml.safe_dump(rayjob)).pending.detail == (
+        "Kueue does not manage RayJob here: add ray.io/rayjob to scheduling.kueueIntegrations"
+    )
     # with the integration on but KubeRay not installed, the same RayJob passes Kueue's layers and stops where
     # the cluster does: the API server has no RayJob (issue 26 §4.8)
     monkeypatch.setattr(explain, "operator_installed", lambda spec, operator: False)
