@@ -352,6 +352,58 @@ KUBERAY = Recipe(
     # at the tag Chart.yaml says 1.6.2 and values.yaml `image.tag: v1.6.2`.
 )
 
+# The Kubeflow trainer's dependencies, the released charts its Chart.yaml asks for (jobset 0.11.0, lws 0.8.0), each
+# stamped as its own release job stamps it (as JOBSET / LEADER_WORKER_SET above, at their tags).
+TRAINER_JOBSET = Recipe(
+    name="jobset",
+    version="0.11.0",
+    source=Source(
+        "kubernetes-sigs/jobset", "v0.11.0", "f7035a420bb6ebfe7f05494ce2fdff12ade319bf", "charts/jobset", "2026-01-23"
+    ),
+    chart_version="0.11.0",  # hack/helm-chart-package.sh at v0.11.0, as at v0.12.0
+    app_version="v0.11.0",
+    edits=(
+        ("values.yaml", ("image", "repository"), "registry.k8s.io/jobset/jobset"),
+        ("values.yaml", ("image", "tag"), "v0.11.0"),
+        ("values.yaml", ("image", "pullPolicy"), "IfNotPresent"),
+    ),
+)
+TRAINER_LWS = Recipe(
+    name="lws",
+    # hack/push-chart.sh at v0.8.0, as at v0.9.0: the chart version is the tag, "v" kept; Helm resolves the
+    # trainer's `version: 0.8.0` to it (a "v" prefix parses as the same semver)
+    version="v0.8.0",
+    source=Source(
+        "kubernetes-sigs/lws", "v0.8.0", "fc19b9ae9b0113d228ba15f4b62b06bea434b510", "charts/lws", "2026-01-27"
+    ),
+    chart_version="v0.8.0",
+    app_version="v0.8.0",
+    edits=(
+        ("values.yaml", ("image", "manager", "repository"), "registry.k8s.io/lws/lws"),
+        ("values.yaml", ("image", "manager", "tag"), "v0.8.0"),
+        ("values.yaml", ("image", "manager", "pullPolicy"), "IfNotPresent"),
+    ),
+)
+TRAINER = Recipe(
+    name="kubeflow-trainer",
+    version="2.2.1",
+    source=Source(
+        "kubeflow/trainer",
+        "v2.2.1",
+        "c505fc7ccec98bb326cee56144bc5ee92be5048d",
+        "charts/kubeflow-trainer",
+        "2026-06-17",
+    ),
+    # .github/workflows/publish-helm-charts.yaml (at the tag): `helm dependency build`, then `helm package --version
+    # <Chart.yaml's version>` (2.2.1 as committed: nothing stamped), pushed to oci://ghcr.io/kubeflow/charts.
+    deps=(TRAINER_JOBSET, TRAINER_LWS),
+    reference="`Chart.yaml` and `values.yaml` byte-identical to `upstream/kubeflow-trainer/`",
+    notes="`helm dependency build` without a `Chart.lock` in git resolves the dependencies and packages a generated "
+    "`Chart.lock`; this archive has none (the dependency versions are those of Chart.yaml). Both dependencies are "
+    "off as the platform installs it (`jobset.install: false`: the platform's own JobSet, `addons.jobset`; "
+    "`dataCache.enabled: false`, the chart's default) but Helm needs them in the archive to install it.",
+)
+
 # Every chart components/data/versions.py pins, by chart name. (dra-driver-nvidia-gpu is not installed as a chart:
 # components/render/dra.py runs the GPU Operator's DRA driver instead.)
 RECIPES: dict[str, Recipe] = {
@@ -369,5 +421,6 @@ RECIPES: dict[str, Recipe] = {
         JOBSET,
         LEADER_WORKER_SET,
         KUBERAY,
+        TRAINER,
     )
 }

@@ -219,7 +219,9 @@ def test_bundled_subcharts_are_the_reference_copies(parent, sub, files):
 
 def _satisfies(version: str, constraint: str) -> bool:
     if re.fullmatch(r"v?\d+\.\d+\.\d+", constraint):
-        return version == constraint
+        # an exact version; Helm parses a "v" prefix as the same semver (kubeflow-trainer asks for lws 0.8.0, whose
+        # release chart is v0.8.0)
+        return version.removeprefix("v") == constraint.removeprefix("v")
     m = re.fullmatch(r"(\d+)\.(\d+)\.\*", constraint)
     if m:
         return re.fullmatch(rf"{m[1]}\.{m[2]}\.\d+", version) is not None

@@ -32,6 +32,7 @@ def test_allowed_sources_are_every_charts_source_once_sorted():
         "https://prometheus-community.github.io/helm-charts",
         "https://ray-project.github.io/kuberay-helm",
         "https://volcano-sh.github.io/helm-charts",
+        "oci://ghcr.io/kubeflow/charts",
         "oci://public.ecr.aws/karpenter",
         "oci://registry.k8s.io/jobset/charts",
         "oci://registry.k8s.io/kueue/charts",
@@ -51,6 +52,7 @@ def test_allowed_sources_are_every_charts_source_once_sorted():
         "jobset",
         "leaderWorkerSet",
         "kuberay",
+        "trainer",
     }
     assert all(key == c.key for key, c in versions.CHARTS.items())
 

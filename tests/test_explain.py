@@ -34,11 +34,11 @@ def spec_of(stack: str, **changes: Any):
 
 
 RAY_ADDONS = {"gpuOperator": True, "dcgm": True, "kueue": True, "volcano": False, "kuberay": True}
-# Every operator kind explain models, with its integration on (the Kubeflow ones named explicitly: no add-on
-# installs their operators, issue 31)
+# Every operator kind explain models, with its integration on (the Kubeflow Training and MPI ones named explicitly:
+# no add-on installs their operators, issue 31)
 ALL_KINDS = {
     "addons": {"gpuOperator": True, "dcgm": True, "kueue": True, "volcano": True, "jobset": True, "kuberay": True,
-               "leaderWorkerSet": True},
+               "leaderWorkerSet": True, "trainer": True},
     "scheduling": {"oversubscriptionRatio": 1.5, "kueueIntegrations": [
         "batch/job", "jobset.x-k8s.io/jobset", "kubeflow.org/pytorchjob", "kubeflow.org/mpijob",
         "trainer.kubeflow.org/trainjob", "ray.io/rayjob", "ray.io/raycluster", "pod", "deployment", "statefulset",

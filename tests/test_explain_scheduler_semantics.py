@@ -595,20 +595,20 @@ def _doc(kind: str, namespace: str = "research") -> str:
     return yaml.safe_dump({**KIND_DOCS[kind], "kind": kind, "metadata": {"name": "w", "namespace": namespace}})
 
 
-KUBEFLOW_KINDS = ("MPIJob", "PyTorchJob", "TrainJob")
+KUBEFLOW_KINDS = ("MPIJob", "PyTorchJob")  # no add-on installs their operators (TrainJob's: addons.trainer)
 
 
 @pytest.mark.parametrize("kind", KUBEFLOW_KINDS)
 def test_a_kind_without_its_operator_is_traced_to_the_operator_layer(kind):
-    """No add-on installs the Kubeflow operators, so the API server has no such resource and nothing creates the
-    pods; Kueue defers its integration until the CRD exists (kueue v0.19.2 pkg/controller/jobframework/setup.go:
-    86-97). explain still checks namespace, priority, scheduler and queue first (the integrations named in the
-    stack: a stack may list a kind whose operator it installs itself)."""
+    """No add-on installs the Kubeflow Training and MPI Operators, so the API server has no such resource and nothing
+    creates the pods; Kueue defers its integration until the CRD exists (kueue v0.19.2
+    pkg/controller/jobframework/setup.go: 86-97). explain still checks namespace, priority, scheduler and queue
+    first (the integrations named in the stack: a stack may list a kind whose operator it installs itself)."""
     name, group, integration = OPERATOR_OF[kind]
-    kinds = {**ALL_KINDS, "addons": {**ALL_KINDS["addons"], "leaderWorkerSet": False}}
+    kinds = {**ALL_KINDS, "addons": {**ALL_KINDS["addons"], "leaderWorkerSet": False, "trainer": False}}
     kinds["scheduling"] = {
         "kueueIntegrations": [
-            i for i in ALL_KINDS["scheduling"]["kueueIntegrations"] if not i.startswith("leaderworkerset")
+            i for i in ALL_KINDS["scheduling"]["kueueIntegrations"] if not i.startswith(("leaderworkerset", "trainer"))
         ]
     }
     t = trace(spec_of("prod-aws", **kinds), _doc(kind))
@@ -622,7 +622,7 @@ def test_a_kind_without_its_operator_is_traced_to_the_operator_layer(kind):
     )
 
 
-@pytest.mark.parametrize("kind", ["JobSet", "LeaderWorkerSet", "RayCluster"])
+@pytest.mark.parametrize("kind", ["JobSet", "LeaderWorkerSet", "RayCluster", "TrainJob"])
 def test_a_kind_of_an_operator_the_stack_does_not_install_stops_at_the_scheduler(kind):
     """dev-aws installs no workload operator, so Kueue's integrations for their kinds are off (issue 31), and a
     stack cannot turn one on without its operator (the rule refuses it): such a kind stops at the scheduler."""

@@ -1,6 +1,7 @@
-"""Workload operators as add-ons (issue 31.1): JobSet, LeaderWorkerSet and KubeRay. Their values against the
-pinned charts' own values.yaml, the webhook replicas and PodDisruptionBudgets, Kueue's default integrations
-following the installed operators, and the rule that refuses an integration without its operator."""
+"""Workload operators as add-ons (issue 31.1): JobSet, LeaderWorkerSet, KubeRay and Kubeflow Trainer. Their values
+against the pinned charts' own values.yaml, the webhook replicas and PodDisruptionBudgets, Kueue's default
+integrations following the installed operators, and the rules that refuse an integration without its operator and
+the trainer without JobSet."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import tarfile
 
 import pytest
 import yaml
-from conftest import UPSTREAM, manifest, release, render_config, rendered, stack_config
+from conftest import HELM_RELEASE, UPSTREAM, manifest, release, render_config, rendered, stack_config
 from values_paths import unknown_paths
 
 from components.cli import main as cli
@@ -21,11 +22,13 @@ BASE = ["batch/job", "pod", "deployment", "statefulset"]
 JOBSET_KINDS = ["jobset.x-k8s.io/jobset"]
 LWS_KINDS = ["leaderworkerset.x-k8s.io/leaderworkerset"]
 RAY_KINDS = ["ray.io/rayjob", "ray.io/raycluster"]
+TRAINER_KINDS = ["trainer.kubeflow.org/trainjob"]
 # addons key (as the stack file spells it) -> the upstream/ folder of its chart and its Helm release name
 CHARTS = {
     "jobset": ("jobset", "jobset"),
     "leaderWorkerSet": ("lws", "lws"),
     "kuberay": ("kuberay-operator", "kuberay-operator"),
+    "trainer": ("kubeflow-trainer", "kubeflow-trainer"),
 }
 
 
@@ -37,8 +40,8 @@ def _with_addons(stack: str = "dev-aws", **addons: bool) -> dict:
 
 @functools.cache
 def _all_operators():
-    """dev-aws with all three operators installed (no shipped stack installs LeaderWorkerSet)."""
-    return render_config(_with_addons(jobset=True, leaderWorkerSet=True, kuberay=True), "dev-aws")
+    """dev-aws with every operator installed (no shipped stack installs LeaderWorkerSet or the trainer)."""
+    return render_config(_with_addons(jobset=True, leaderWorkerSet=True, kuberay=True, trainer=True), "dev-aws")
 
 
 @functools.cache
@@ -64,7 +67,12 @@ PASSED_WHOLE = {
         ),
     },
 }
-ARCHIVES = {"jobset": "jobset-0.12.0.tgz", "leaderWorkerSet": "lws-v0.9.0.tgz", "kuberay": "kuberay-operator-1.6.2.tgz"}
+ARCHIVES = {
+    "jobset": "jobset-0.12.0.tgz",
+    "leaderWorkerSet": "lws-v0.9.0.tgz",
+    "kuberay": "kuberay-operator-1.6.2.tgz",
+    "trainer": "kubeflow-trainer-2.2.1.tgz",
+}
 
 
 @pytest.mark.parametrize("addon", sorted(CHARTS))
@@ -123,6 +131,45 @@ def test_lws_controller_runs_two_replicas_with_the_platforms_pdb():
     }
 
 
+def test_trainer_manager_runs_two_replicas_with_the_platforms_pdb():
+    """The trainer's webhooks fail closed (values.yaml webhook.failurePolicy: Fail) and its chart has no PDB: two
+    replicas (manager.replicas) and a PDB of the platform's whose selector is the Deployment's
+    (charts/kubeflow-trainer/templates/manager/ at v2.2.1: trainer.manager.selectorLabels)."""
+    r = _all_operators()
+    assert release(r, "kubeflow-trainer")["values"]["manager"]["replicas"] == 2
+    upstream = yaml.safe_load((UPSTREAM / "kubeflow-trainer" / "values.yaml").read_text())
+    assert upstream["webhook"]["failurePolicy"] == "Fail"
+    archive = "kubeflow-trainer-2.2.1.tgz"
+    assert "replicas: {{ .Values.manager.replicas }}" in _chart_file(
+        archive, "kubeflow-trainer/templates/manager/deployment.yaml"
+    )
+    helpers = _chart_file(archive, "kubeflow-trainer/templates/manager/_helpers.tpl")
+    assert "app.kubernetes.io/part-of: kubeflow\napp.kubernetes.io/component: manager" in helpers
+    pdb = manifest(r, "PodDisruptionBudget", "kubeflow-trainer-manager", "kubeflow-system")
+    assert pdb["spec"] == {
+        "minAvailable": 1,
+        "selector": {
+            "matchLabels": {
+                "app.kubernetes.io/name": "kubeflow-trainer",
+                "app.kubernetes.io/instance": "kubeflow-trainer",
+                "app.kubernetes.io/part-of": "kubeflow",
+                "app.kubernetes.io/component": "manager",
+            }
+        },
+    }
+
+
+def test_the_trainer_installs_no_second_jobset_and_waits_for_the_platforms():
+    """The chart's JobSet dependency is on by default and must be off when JobSet is installed already
+    (values.yaml jobset.install); the trainer's release waits for the platform's JobSet release."""
+    upstream = yaml.safe_load((UPSTREAM / "kubeflow-trainer" / "values.yaml").read_text())
+    assert upstream["jobset"]["install"] is True
+    r = _all_operators()
+    assert release(r, "kubeflow-trainer")["values"]["jobset"] == {"install": False}
+    releases = {x.inputs.get("name"): x for x in r.resources if x.type == HELM_RELEASE}
+    assert releases["jobset"].name in releases["kubeflow-trainer"].depends_on
+
+
 def test_lws_pdb_only_with_the_addon():
     with pytest.raises(KeyError):
         manifest(rendered("prod-aws"), "PodDisruptionBudget", "lws-controller-manager", "lws-system")
@@ -138,9 +185,13 @@ def test_lws_pdb_only_with_the_addon():
         ({"jobset": True}, BASE + JOBSET_KINDS),
         ({"leaderWorkerSet": True}, BASE + LWS_KINDS),
         ({"kuberay": True}, BASE + RAY_KINDS),
-        ({"jobset": True, "leaderWorkerSet": True, "kuberay": True}, BASE + JOBSET_KINDS + LWS_KINDS + RAY_KINDS),
+        ({"jobset": True, "trainer": True}, BASE + JOBSET_KINDS + TRAINER_KINDS),
+        (
+            {"jobset": True, "leaderWorkerSet": True, "kuberay": True, "trainer": True},
+            BASE + JOBSET_KINDS + LWS_KINDS + RAY_KINDS + TRAINER_KINDS,
+        ),
     ],
-    ids=["none", "jobset", "lws", "kuberay", "all"],
+    ids=["none", "jobset", "lws", "kuberay", "trainer", "all"],
 )
 def test_default_integrations_follow_the_installed_operators(addons, expected):
     assert load_spec(_with_addons(**addons)).scheduling.kueue_integrations == expected
@@ -163,6 +214,7 @@ def test_a_named_integration_list_is_kept_as_written():
         ("ray.io/rayjob", "kuberay"),
         ("ray.io/raycluster", "kuberay"),
         ("ray.io/rayservice", "kuberay"),
+        ("trainer.kubeflow.org/trainjob", "trainer"),
     ],
 )
 def test_an_integration_without_its_operator_is_refused(integration, addon):
@@ -177,11 +229,23 @@ def test_an_integration_without_its_operator_is_refused(integration, addon):
         )
     ]
     cfg["gpu-platform:addons"][addon] = True
+    if addon == "trainer":
+        cfg["gpu-platform:addons"]["jobset"] = True
     assert load_spec(cfg).scheduling.kueue_integrations == ["batch/job", "pod", integration]
 
 
+def test_the_trainer_needs_jobset():
+    """TrainJobs run as JobSets and the chart's own JobSet stays off: the trainer alone is refused."""
+    with pytest.raises(SpecError) as err:
+        load_spec(_with_addons(trainer=True))
+    assert [(p.path, p.message) for p in err.value.problems] == [
+        ("gpu-platform:addons.trainer", "Kubeflow Trainer runs each TrainJob as a JobSet: set addons.jobset: true too")
+    ]
+    assert load_spec(_with_addons(trainer=True, jobset=True)).addons.trainer
+
+
 def test_kubeflow_kinds_are_not_refused():
-    """The Kubeflow operators are not add-ons: their kinds may be listed (installed by the user)."""
+    """The Kubeflow Training and MPI Operators are not add-ons: their kinds may be listed (installed by the user)."""
     cfg = _with_addons()
     cfg["gpu-platform:scheduling"] = {"kueueIntegrations": ["batch/job", "pod", "kubeflow.org/pytorchjob"]}
     assert load_spec(cfg).scheduling.kueue_integrations[-1] == "kubeflow.org/pytorchjob"

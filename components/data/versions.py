@@ -181,7 +181,18 @@ KUBERAY = Chart(
     namespace="kuberay-system",
     release="kuberay-operator",
 )
-OPERATOR_CHARTS = (JOBSET, LEADER_WORKER_SET, KUBERAY)
+# Kubeflow Trainer v2 (TrainJob): v2.2.1, the release Kueue 0.19.2's trainjob integration is built against (go.mod:
+# github.com/kubeflow/trainer/v2 v2.2.1). Its chart bundles JobSet 0.11.0 and LeaderWorkerSet v0.8.0 as optional
+# dependencies; the platform runs neither (jobset.install: false, the platform's own addons.jobset instead).
+TRAINER = Chart(
+    key="trainer",
+    chart="oci://ghcr.io/kubeflow/charts/kubeflow-trainer",
+    version="2.2.1",  # .github/workflows/publish-helm-charts.yaml: Chart.yaml's version at the tag
+    repository=None,
+    namespace="kubeflow-system",  # the namespace upstream's manifests and docs install it in
+    release="kubeflow-trainer",
+)
+OPERATOR_CHARTS = (JOBSET, LEADER_WORKER_SET, KUBERAY, TRAINER)
 
 # node-exporter (a kube-prometheus-stack sub-chart) needs host network, PID and paths: Pod Security privileged,
 # so it gets a namespace of its own and the rest of the stack stays baseline.

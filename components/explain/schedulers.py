@@ -36,7 +36,7 @@ JOBSET = Operator("the JobSet controller", "jobset.x-k8s.io", "addons.jobset")
 LWS = Operator("the LeaderWorkerSet controller", "leaderworkerset.x-k8s.io", "addons.leaderWorkerSet")
 TRAINING_OPERATOR = Operator("the Kubeflow Training Operator", "kubeflow.org")
 MPI_OPERATOR = Operator("the Kubeflow MPI Operator", "kubeflow.org")
-TRAINER = Operator("Kubeflow Trainer", "trainer.kubeflow.org")
+TRAINER = Operator("Kubeflow Trainer", "trainer.kubeflow.org", "addons.trainer")
 VOLCANO = Operator("Volcano's job controller", "batch.volcano.sh", "addons.volcano")
 
 # (API group, kind) -> the operator that serves it; built-in kinds (Pod, Deployment, Job...) need none.
@@ -58,13 +58,15 @@ def operator_for(w: Workload) -> Operator | None:
 
 def operator_installed(spec: StackSpec, operator: Operator) -> bool:
     """Whether the stack installs the operator: Volcano ``addons.volcano``, KubeRay ``addons.kuberay``, JobSet
-    ``addons.jobset``, LeaderWorkerSet ``addons.leaderWorkerSet``; no add-on installs the Kubeflow operators (False).
+    ``addons.jobset``, LeaderWorkerSet ``addons.leaderWorkerSet``, Kubeflow Trainer ``addons.trainer``; no add-on
+    installs the Kubeflow Training and MPI Operators (False).
     An installed one lets explain trace the kind through every layer."""
     installed = {
         VOLCANO: spec.addons.volcano,
         KUBERAY: spec.addons.kuberay,
         JOBSET: spec.addons.jobset,
         LWS: spec.addons.leader_worker_set,
+        TRAINER: spec.addons.trainer,
     }
     return installed.get(operator, False)
 

@@ -1,10 +1,11 @@
-"""Workload operators (issue 31): JobSet, LeaderWorkerSet and KubeRay as add-ons, and the rule that keeps Kueue's
-integrations and the installed operators in step (pure).
+"""Workload operators (issue 31): JobSet, LeaderWorkerSet, KubeRay and Kubeflow Trainer as add-ons, and the rules
+that keep Kueue's integrations and the installed operators in step (pure).
 
 Each is the official chart at the version Kueue 0.19.2 is built against (``components/data/versions.py``), on when
-the stack sets ``addons.jobset`` / ``addons.leaderWorkerSet`` / ``addons.kuberay``. Kueue's integration for a kind
-is in its default ``integrations.frameworks`` only with the kind's operator (``spec.options.OPERATOR_INTEGRATIONS``),
-and a stack that lists one without its operator is refused (``integrations_need_their_operator``).
+the stack sets ``addons.jobset`` / ``addons.leaderWorkerSet`` / ``addons.kuberay`` / ``addons.trainer``. Kueue's
+integration for a kind is in its default ``integrations.frameworks`` only with the kind's operator
+(``spec.options.OPERATOR_INTEGRATIONS``), and a stack that lists one without its operator is refused
+(``integrations_need_their_operator``).
 
 Order: none is needed. Kueue does not need an operator's CRD when it starts: for an enabled framework whose API the
 server does not serve yet, it registers the webhook and sets the controller up once the CRD appears (kueue v0.19.2
@@ -22,6 +23,16 @@ PodDisruptionBudget):
   template: two replicas, and the platform adds the PDB (``lws_pdb``).
 - KubeRay v1.6.2 ``helm-chart/kuberay-operator/templates/``: no webhook (the chart ships none), so one replica with
   leader election, as upstream sets it.
+- Kubeflow Trainer v2.2.1 ``charts/kubeflow-trainer/templates/webhook/``: validating webhooks on TrainJobs and
+  (Cluster)TrainingRuntimes and a mutating one on TrainJobs, ``failurePolicy`` from ``webhook.failurePolicy``,
+  ``Fail`` in values.yaml: closed. The chart has ``manager.replicas`` (leader election on) but no PDB template: two
+  replicas, and the platform adds the PDB (``trainer_pdb``).
+
+Kubeflow Trainer runs each TrainJob as a JobSet, so it needs JobSet (``trainer_needs_jobset``). Its chart can install
+JobSet 0.11.0 itself, a dependency on by default (values.yaml ``jobset.install: true``: "This must be set to `false`
+if jobset controller/webhook has already been installed into the cluster"); the platform sets it false and uses its
+own (``addons.jobset``: the version Kueue is built against, two replicas and a PDB). Its LeaderWorkerSet dependency is
+only for the data cache (Chart.yaml condition ``dataCache.enabled,dataCache.lws.install``), off by default and here.
 """
 
 from __future__ import annotations
@@ -54,12 +65,27 @@ JOBSET_CONTROLLER_LABELS = {
     "app.kubernetes.io/instance": JOBSET.release,
     "app.kubernetes.io/component": "controller",
 }
+TRAINER = versions.TRAINER
+# The pods of the trainer's manager (charts/kubeflow-trainer/templates/manager/_helpers.tpl selectorLabels:
+# trainer.selectorLabels, name = the chart name, instance = the release name, plus part-of and component).
+TRAINER_MANAGER_LABELS = {
+    "app.kubernetes.io/name": "kubeflow-trainer",
+    "app.kubernetes.io/instance": TRAINER.release,
+    "app.kubernetes.io/part-of": "kubeflow",
+    "app.kubernetes.io/component": "manager",
+}
+TRAINER_PDB = "kubeflow-trainer-manager"
 
 
 def enabled(spec: StackSpec) -> dict[str, bool]:
     """addons key -> whether the stack installs that operator."""
     a = spec.addons
-    return {JOBSET.key: a.jobset, LEADER_WORKER_SET.key: a.leader_worker_set, KUBERAY.key: a.kuberay}
+    return {
+        JOBSET.key: a.jobset,
+        LEADER_WORKER_SET.key: a.leader_worker_set,
+        KUBERAY.key: a.kuberay,
+        TRAINER.key: a.trainer,
+    }
 
 
 def spread(labels: dict[str, str]) -> dict[str, Any]:
@@ -102,14 +128,24 @@ def lws_values(spec: StackSpec) -> dict[str, Any]:
     }
 
 
-def lws_pdb(namespace: str) -> dict[str, Any]:
-    """The lws controller's PodDisruptionBudget (its chart has none)."""
+def pdb(name: str, namespace: str, labels: dict[str, str]) -> dict[str, Any]:
+    """A PodDisruptionBudget keeping one of a controller's replicas (for the charts that have none)."""
     return {
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",
-        "metadata": {"name": LWS_PDB, "namespace": namespace, "labels": derive.MANAGED_BY},
-        "spec": {"minAvailable": 1, "selector": {"matchLabels": dict(LWS_CONTROLLER_LABELS)}},
+        "metadata": {"name": name, "namespace": namespace, "labels": derive.MANAGED_BY},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": dict(labels)}},
     }
+
+
+def lws_pdb(namespace: str) -> dict[str, Any]:
+    """The lws controller's PodDisruptionBudget (its chart has none)."""
+    return pdb(LWS_PDB, namespace, LWS_CONTROLLER_LABELS)
+
+
+def trainer_pdb(namespace: str) -> dict[str, Any]:
+    """The trainer manager's PodDisruptionBudget (its chart has none)."""
+    return pdb(TRAINER_PDB, namespace, TRAINER_MANAGER_LABELS)
 
 
 def kuberay_values(spec: StackSpec) -> dict[str, Any]:
@@ -117,9 +153,31 @@ def kuberay_values(spec: StackSpec) -> dict[str, Any]:
     return {"nodeSelector": derive.system_node_selector(spec)}
 
 
-VALUES = {JOBSET.key: jobset_values, LEADER_WORKER_SET.key: lws_values, KUBERAY.key: kuberay_values}
+def trainer_values(spec: StackSpec) -> dict[str, Any]:
+    """Values of the kubeflow-trainer release; every path exists in the pinned chart's values.yaml."""
+    return {
+        "jobset": {"install": False},  # the platform's JobSet (addons.jobset), not a second one (module docstring)
+        "manager": {
+            "replicas": WEBHOOK_REPLICAS,
+            "nodeSelector": derive.system_node_selector(spec),
+            "affinity": spread(TRAINER_MANAGER_LABELS),
+        },
+    }
+
+
+VALUES = {
+    JOBSET.key: jobset_values,
+    LEADER_WORKER_SET.key: lws_values,
+    KUBERAY.key: kuberay_values,
+    TRAINER.key: trainer_values,
+}
 # the addons key as the stack file spells it, for messages
-ADDON_KEYS = {JOBSET.key: "jobset", LEADER_WORKER_SET.key: "leaderWorkerSet", KUBERAY.key: "kuberay"}
+ADDON_KEYS = {
+    JOBSET.key: "jobset",
+    LEADER_WORKER_SET.key: "leaderWorkerSet",
+    KUBERAY.key: "kuberay",
+    TRAINER.key: "trainer",
+}
 
 
 @rule
@@ -136,3 +194,14 @@ def integrations_need_their_operator(spec: StackSpec) -> Iterator[Problem]:
                 key("scheduling", "kueueIntegrations", i),
                 f"{name} needs its operator: set addons.{ADDON_KEYS[operator]}: true, or drop it from the list",
             )
+
+
+@rule
+def trainer_needs_jobset(spec: StackSpec) -> Iterator[Problem]:
+    """Kubeflow Trainer runs each TrainJob as a JobSet, and its chart's own JobSet stays off (module docstring):
+    without addons.jobset nobody would run them."""
+    if spec.addons.trainer and not spec.addons.jobset:
+        yield Problem(
+            key("addons", "trainer"),
+            "Kubeflow Trainer runs each TrainJob as a JobSet: set addons.jobset: true too",
+        )

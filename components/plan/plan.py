@@ -287,6 +287,7 @@ def _addons(spec: StackSpec) -> list[tuple[versions.Chart, bool, dict[str, Any]]
         "jobset": {},
         "leaderWorkerSet": {},
         "kuberay": {},
+        "trainer": {},
     }
     return [(c, c.key in installed, options.get(c.key, {})) for c in versions.CHARTS.values()]
 

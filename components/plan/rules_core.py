@@ -204,6 +204,7 @@ def installed_charts(spec: StackSpec) -> list[versions.Chart]:
         (versions.JOBSET, spec.addons.jobset),
         (versions.LEADER_WORKER_SET, spec.addons.leader_worker_set),
         (versions.KUBERAY, spec.addons.kuberay),
+        (versions.TRAINER, spec.addons.trainer),
     ]
     return [c for c, on in wanted if on]
 

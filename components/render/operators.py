@@ -1,16 +1,20 @@
-"""Workload operators (issue 31): JobSet, LeaderWorkerSet and KubeRay, each the pinned official chart in its own
-namespace (decisions, values and the webhook failure policies: ``components/plan/operators.py``)."""
+"""Workload operators (issue 31): JobSet, LeaderWorkerSet, KubeRay and Kubeflow Trainer, each the pinned official
+chart in its own namespace (decisions, values and the webhook failure policies: ``components/plan/operators.py``)."""
 
 from __future__ import annotations
 
 from typing import ClassVar
+
+import pulumi
 
 from components.data import versions
 from components.plan.operators import (  # re-exported: what the objects are made of
     JOBSET as JOBSET,
     KUBERAY as KUBERAY,
     LEADER_WORKER_SET as LEADER_WORKER_SET,
+    TRAINER as TRAINER,
     lws_pdb as lws_pdb,
+    trainer_pdb as trainer_pdb,
 )
 from components.plan.plan import plain
 from components.render import addon, k8s
@@ -29,12 +33,27 @@ class Operator(addon.ChartAddon):
         # no system-critical priority class on these pods: no GKE critical-pods quota
         before = self.create_namespace(addon.NamespacePolicy(self.PREFIX, k8s.psa_labels(self.POD_SECURITY)))
         decided = self.plan.addons[self.CHART.key]
-        self.install(self.PREFIX, plain(decided.values), before)
+        self.install(self.PREFIX, plain(decided.values), [*before, *self.waits_for()])
         self.extra()
         self.register_outputs({"namespace": self.chart.namespace})
 
     def extra(self) -> None:
         """Objects beside the release (none by default)."""
+
+    def waits_for(self) -> list[pulumi.Resource]:
+        """What the release waits for beside its namespace (nothing by default)."""
+        return []
+
+    def add_pdb(self, name: str, pdb: dict) -> None:
+        """A PodDisruptionBudget the chart lacks, after the release."""
+        k8s.kube_object(
+            name,
+            "policy/v1",
+            "PodDisruptionBudget",
+            metadata=pdb["metadata"],
+            spec=pdb["spec"],
+            opts=self.child([self.release]),
+        )
 
 
 class JobSet(Operator):
@@ -50,15 +69,7 @@ class LeaderWorkerSet(Operator):
 
     def extra(self) -> None:
         # the chart has no PodDisruptionBudget; its webhooks fail closed (plan/operators.py)
-        pdb = lws_pdb(self.chart.namespace)
-        k8s.kube_object(
-            "lws-controller-pdb",
-            "policy/v1",
-            "PodDisruptionBudget",
-            metadata=pdb["metadata"],
-            spec=pdb["spec"],
-            opts=self.child([self.release]),
-        )
+        self.add_pdb("lws-controller-pdb", lws_pdb(self.chart.namespace))
 
 
 class KubeRay(Operator):
@@ -67,12 +78,32 @@ class KubeRay(Operator):
     PREFIX = "kuberay"
 
 
+class Trainer(Operator):
+    TYPE = "gpu-platform:operators:Trainer"
+    CHART: ClassVar[versions.Chart] = TRAINER
+    PREFIX = "trainer"
+
+    def __init__(self, name: str, spec: StackSpec, provider, jobset: JobSet):
+        self.jobset = jobset  # read by waits_for, during the base class's build
+        super().__init__(name, spec, provider)
+
+    def waits_for(self) -> list[pulumi.Resource]:
+        # its manager watches the JobSets it creates: JobSet's CRD and webhook first
+        return [r for r in (self.jobset.release,) if r is not None]
+
+    def extra(self) -> None:
+        # the chart has no PodDisruptionBudget; its webhooks fail closed (plan/operators.py)
+        self.add_pdb("trainer-manager-pdb", trainer_pdb(self.chart.namespace))
+
+
 def install(spec: StackSpec, provider) -> None:
-    """Every operator the stack enables."""
+    """Every operator the stack enables (the trainer needs JobSet: a rule refuses it alone)."""
+    jobset = JobSet(JobSet.PREFIX, spec, provider) if spec.addons.jobset else None
     for on, cls in (
-        (spec.addons.jobset, JobSet),
         (spec.addons.leader_worker_set, LeaderWorkerSet),
         (spec.addons.kuberay, KubeRay),
     ):
         if on:
             cls(cls.PREFIX, spec, provider)
+    if spec.addons.trainer and jobset is not None:
+        Trainer(Trainer.PREFIX, spec, provider, jobset)

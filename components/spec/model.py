@@ -170,7 +170,7 @@ class StackSpec(Model):
         if "kueue_integrations" in self.scheduling.model_fields_set:
             return self
         a = self.addons
-        wanted = default_kueue_integrations(a.jobset, a.leader_worker_set, a.kuberay)
+        wanted = default_kueue_integrations(a.jobset, a.leader_worker_set, a.kuberay, a.trainer)
         if wanted != self.scheduling.kueue_integrations:
             object.__setattr__(self, "scheduling", self.scheduling.model_copy(update={"kueue_integrations": wanted}))
         return self

@@ -63,6 +63,9 @@ class Addons(Model):
         default=False, description="install LeaderWorkerSet (leaderworkerset.x-k8s.io; Kueue manages them)"
     )
     kuberay: bool = Field(default=False, description="install the KubeRay operator (RayJobs and RayClusters)")
+    trainer: bool = Field(
+        default=False, description="install Kubeflow Trainer (trainer.kubeflow.org TrainJobs; needs addons.jobset)"
+    )
     node_monitoring_agent: bool | None = Field(
         default=None,
         description="aws: the EKS node monitoring agent add-on, which marks a node with a GPU fault "
@@ -170,11 +173,13 @@ KueueIntegration = Literal[
 BASE_KUEUE_INTEGRATIONS: tuple[str, ...] = ("batch/job", "pod", "deployment", "statefulset")
 # addons.<key> -> the Kueue integrations.frameworks names of its kinds, on by default with it (the FrameworkName
 # constants of kueue v0.19.2 pkg/controller/jobs/jobset/jobset_controller.go, leaderworkerset/
-# leaderworkerset_controller.go, rayjob/rayjob_controller.go, raycluster/raycluster_controller.go).
+# leaderworkerset_controller.go, rayjob/rayjob_controller.go, raycluster/raycluster_controller.go,
+# trainjob/trainjob_controller.go).
 OPERATOR_INTEGRATIONS: dict[str, tuple[str, ...]] = {
     "jobset": ("jobset.x-k8s.io/jobset",),
     "leaderWorkerSet": ("leaderworkerset.x-k8s.io/leaderworkerset",),
     "kuberay": ("ray.io/rayjob", "ray.io/raycluster"),
+    "trainer": ("trainer.kubeflow.org/trainjob",),
 }
 # integration -> the add-on serving its kind: listing one without it is refused (components/plan/operators.py).
 # ray.io/rayservice is KubeRay's too, but not on by default (a RayService is a long-running server).
@@ -184,9 +189,11 @@ INTEGRATION_OPERATOR: dict[str, str] = {
 }
 
 
-def default_kueue_integrations(jobset: bool, leader_worker_set: bool, kuberay: bool) -> list[str]:
+def default_kueue_integrations(
+    jobset: bool, leader_worker_set: bool, kuberay: bool, trainer: bool = False
+) -> list[str]:
     """The integrations a stack gets when it names none: the base kinds and those of its installed operators."""
-    on = {"jobset": jobset, "leaderWorkerSet": leader_worker_set, "kuberay": kuberay}
+    on = {"jobset": jobset, "leaderWorkerSet": leader_worker_set, "kuberay": kuberay, "trainer": trainer}
     return [*BASE_KUEUE_INTEGRATIONS, *(i for key, kinds in OPERATOR_INTEGRATIONS.items() if on[key] for i in kinds)]
 
 
@@ -241,8 +248,8 @@ class Scheduling(Model):
         min_length=1,
         description="job kinds Kueue manages (integrations.frameworks); default batch/job, pod, deployment, "
         "statefulset and the kinds of the workload operators the stack installs (addons.jobset, "
-        "addons.leaderWorkerSet, addons.kuberay); a kind of an operator that is not installed is refused; "
-        "deployment, statefulset and leaderworkerset turn pod on implicitly",
+        "addons.leaderWorkerSet, addons.kuberay, addons.trainer); a kind of an operator that is not installed is "
+        "refused; deployment, statefulset and leaderworkerset turn pod on implicitly",
     )
     topology_levels: list[LabelKey] | None = Field(
         default=None,
