@@ -17,9 +17,10 @@ from dataclasses import dataclass
 
 from components.explain.facts import _units
 from components.explain.workloads import Workload
-from components.plan import derive
+from components.plan import derive, operators
 from components.render import kueue
 from components.spec.model import NodePool, StackSpec, Tenant
+from components.spec.options import INTEGRATION_OPERATOR
 
 # ------------------------------------------------------------------------------------------- operators
 
@@ -284,3 +285,12 @@ def autoscaler_problem(spec: StackSpec, pool: NodePool, pods: list[dict], req: d
             f"k8s.io/cluster-autoscaler/node-template/resources/<resource> (managed_pools.autoscaler_tags)"
         )
     return None
+
+
+def integration_fix(spec: StackSpec, integration: str) -> str:
+    """How to turn on Kueue's integration for a kind: its operator's add-on when that is off (the rule refuses the
+    integration without it), else the integration itself."""
+    addon = INTEGRATION_OPERATOR.get(integration)
+    if addon is not None and not operators.enabled(spec)[addon]:
+        return f"set addons.{addon}: true (and list {integration} if scheduling.kueueIntegrations is set)"
+    return f"add {integration} to scheduling.kueueIntegrations"

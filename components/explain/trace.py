@@ -49,6 +49,7 @@ from components.explain.nodes import node_label_values
 from components.explain.schedulers import (
     Operator,
     autoscaler_problem,
+    integration_fix,
     karpenter_problem,
     kueue_holds_quota,
     operator_for,
@@ -66,10 +67,10 @@ from components.explain.workloads import (
     is_gpu,
     load,
 )
-from components.plan import derive, operators
+from components.plan import derive
 from components.render import kueue, tenancy
 from components.spec.model import NodePool, StackSpec, Tenant
-from components.spec.options import IMPLICIT_POD_INTEGRATIONS, INTEGRATION_OPERATOR
+from components.spec.options import IMPLICIT_POD_INTEGRATIONS
 
 EXIT_RUNS, EXIT_PENDING = 0, 3
 
@@ -252,12 +253,7 @@ class _Tracer:
             frameworks = set(spec.scheduling.kueue_integrations)
             pod_too = w.integration == "pod" and frameworks & IMPLICIT_POD_INTEGRATIONS
             if w.integration not in frameworks and not pod_too:
-                addon = INTEGRATION_OPERATOR.get(w.integration)
-                if addon is not None and not operators.enabled(spec)[addon]:  # the integration needs the operator
-                    fix = f"set addons.{addon}: true (and list {w.integration} if scheduling.kueueIntegrations is set)"
-                else:
-                    fix = f"add {w.integration} to scheduling.kueueIntegrations"
-                self.fail("scheduler", f"Kueue does not manage {w.kind} here: {fix}")
+                self.fail("scheduler", f"Kueue does not manage {w.kind} here: {integration_fix(spec, w.integration)}")
             self.ok("scheduler", f"Kueue ({w.integration} integration)")
         elif who == "volcano":
             if w.scheduler_name != "volcano":
