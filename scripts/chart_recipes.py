@@ -293,6 +293,117 @@ KUBE_PROMETHEUS_STACK = Recipe(
     "`Chart.lock`; git has none, and this archive neither (the dependency versions are those of Chart.yaml).",
 )
 
+JOBSET = Recipe(
+    name="jobset",
+    version="0.12.0",
+    source=Source(
+        "kubernetes-sigs/jobset", "v0.12.0", "f22e565ac3cc3265c7c45ef67ecffdc689af5d77", "charts/jobset", "2026-05-08"
+    ),
+    # hack/helm-chart-package.sh (at the tag): a tag matching ^v[0-9]+(\.[0-9]+){1,2}$ sets IMAGE_REGISTRY to
+    # registry.k8s.io/jobset, then yq sets .image.repository/.tag/.pullPolicy and runs `helm package --version
+    # 0.12.0 --app-version v0.12.0` (Chart.yaml in git has version 0.12.0 and no appVersion: Helm adds it).
+    chart_version="0.12.0",
+    app_version="v0.12.0",
+    edits=(
+        ("values.yaml", ("image", "repository"), "registry.k8s.io/jobset/jobset"),
+        ("values.yaml", ("image", "tag"), "v0.12.0"),
+        ("values.yaml", ("image", "pullPolicy"), "IfNotPresent"),
+    ),
+    stamping="values.yaml `image.repository` -> `registry.k8s.io/jobset/jobset`, `image.tag` -> `v0.12.0`, "
+    "`image.pullPolicy` -> `IfNotPresent` (yq in `hack/helm-chart-package.sh`); `helm package --version 0.12.0 "
+    "--app-version v0.12.0` (Chart.yaml gains `appVersion: v0.12.0`)",
+    reference="`values.yaml` differs from `upstream/jobset/` by the 3 stamped lines only; `Chart.yaml` by the "
+    "added `appVersion` line only",
+)
+LEADER_WORKER_SET = Recipe(
+    name="lws",
+    version="v0.9.0",
+    source=Source(
+        "kubernetes-sigs/lws", "v0.9.0", "f056f611ae7721f9983ac35f26bfbae8547fd9f3", "charts/lws", "2026-06-17"
+    ),
+    # hack/push-chart.sh (run by cloudbuild.yaml `make helm-chart-push` with EXTRA_TAG = the pushed tag): a tag
+    # matching ^v([0-9]+)(\.[0-9]+){1,2}$ makes the image registry.k8s.io/lws/lws and the chart version the tag
+    # itself; yq sets .image.manager.repository/.tag/.pullPolicy, then `helm package --version v0.9.0
+    # --app-version v0.9.0`. (The docs install it with `--version=0.9.0`: Helm matches the tag as a semver.)
+    chart_version="v0.9.0",
+    app_version="v0.9.0",
+    edits=(
+        ("values.yaml", ("image", "manager", "repository"), "registry.k8s.io/lws/lws"),
+        ("values.yaml", ("image", "manager", "tag"), "v0.9.0"),
+        ("values.yaml", ("image", "manager", "pullPolicy"), "IfNotPresent"),
+    ),
+    stamping="values.yaml `image.manager.repository` -> `registry.k8s.io/lws/lws` (already so), `image.manager.tag` "
+    "-> `v0.9.0`, `image.manager.pullPolicy` -> `IfNotPresent` (yq in `hack/push-chart.sh`); `helm package "
+    '--version v0.9.0 --app-version v0.9.0` (Chart.yaml `version: 0.1.0` -> `v0.9.0`, `appVersion: "v0.9.0"` kept)',
+    reference="`values.yaml` differs from `upstream/lws/` by the 2 stamped lines only; `Chart.yaml` by the "
+    "stamped `version` line only",
+)
+KUBERAY = Recipe(
+    name="kuberay-operator",
+    version="1.6.2",
+    source=Source(
+        "ray-project/kuberay",
+        "v1.6.2",
+        "598eb66aa077c55ae04fa87b192238a3ec184e88",
+        "helm-chart/kuberay-operator",
+        "2026-06-17",
+    ),
+    # .github/workflows/helm.yaml: chart-releaser packages helm-chart/* as committed into ray-project/kuberay-helm;
+    # at the tag Chart.yaml says 1.6.2 and values.yaml `image.tag: v1.6.2`.
+)
+
+# The Kubeflow trainer's dependencies, the released charts its Chart.yaml asks for (jobset 0.11.0, lws 0.8.0), each
+# stamped as its own release job stamps it (as JOBSET / LEADER_WORKER_SET above, at their tags).
+TRAINER_JOBSET = Recipe(
+    name="jobset",
+    version="0.11.0",
+    source=Source(
+        "kubernetes-sigs/jobset", "v0.11.0", "f7035a420bb6ebfe7f05494ce2fdff12ade319bf", "charts/jobset", "2026-01-23"
+    ),
+    chart_version="0.11.0",  # hack/helm-chart-package.sh at v0.11.0, as at v0.12.0
+    app_version="v0.11.0",
+    edits=(
+        ("values.yaml", ("image", "repository"), "registry.k8s.io/jobset/jobset"),
+        ("values.yaml", ("image", "tag"), "v0.11.0"),
+        ("values.yaml", ("image", "pullPolicy"), "IfNotPresent"),
+    ),
+)
+TRAINER_LWS = Recipe(
+    name="lws",
+    # hack/push-chart.sh at v0.8.0, as at v0.9.0: the chart version is the tag, "v" kept; Helm resolves the
+    # trainer's `version: 0.8.0` to it (a "v" prefix parses as the same semver)
+    version="v0.8.0",
+    source=Source(
+        "kubernetes-sigs/lws", "v0.8.0", "fc19b9ae9b0113d228ba15f4b62b06bea434b510", "charts/lws", "2026-01-27"
+    ),
+    chart_version="v0.8.0",
+    app_version="v0.8.0",
+    edits=(
+        ("values.yaml", ("image", "manager", "repository"), "registry.k8s.io/lws/lws"),
+        ("values.yaml", ("image", "manager", "tag"), "v0.8.0"),
+        ("values.yaml", ("image", "manager", "pullPolicy"), "IfNotPresent"),
+    ),
+)
+TRAINER = Recipe(
+    name="kubeflow-trainer",
+    version="2.2.1",
+    source=Source(
+        "kubeflow/trainer",
+        "v2.2.1",
+        "c505fc7ccec98bb326cee56144bc5ee92be5048d",
+        "charts/kubeflow-trainer",
+        "2026-06-17",
+    ),
+    # .github/workflows/publish-helm-charts.yaml (at the tag): `helm dependency build`, then `helm package --version
+    # <Chart.yaml's version>` (2.2.1 as committed: nothing stamped), pushed to oci://ghcr.io/kubeflow/charts.
+    deps=(TRAINER_JOBSET, TRAINER_LWS),
+    reference="`Chart.yaml` and `values.yaml` byte-identical to `upstream/kubeflow-trainer/`",
+    notes="`helm dependency build` without a `Chart.lock` in git resolves the dependencies and packages a generated "
+    "`Chart.lock`; this archive has none (the dependency versions are those of Chart.yaml). Both dependencies are "
+    "off as the platform installs it (`jobset.install: false`: the platform's own JobSet, `addons.jobset`; "
+    "`dataCache.enabled: false`, the chart's default) but Helm needs them in the archive to install it.",
+)
+
 # Every chart components/data/versions.py pins, by chart name. (dra-driver-nvidia-gpu is not installed as a chart:
 # components/render/dra.py runs the GPU Operator's DRA driver instead.)
 RECIPES: dict[str, Recipe] = {
@@ -307,5 +418,9 @@ RECIPES: dict[str, Recipe] = {
         CLUSTER_AUTOSCALER,
         EFA_DEVICE_PLUGIN,
         KUBE_PROMETHEUS_STACK,
+        JOBSET,
+        LEADER_WORKER_SET,
+        KUBERAY,
+        TRAINER,
     )
 }

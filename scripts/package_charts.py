@@ -328,7 +328,12 @@ def stamp(recipe: Recipe | None, files: dict[str, bytes]) -> dict[str, bytes]:
     if recipe.chart_version is not None:
         chart = set_scalar(chart, ("version",), recipe.chart_version)
     if recipe.app_version is not None:
-        chart = set_scalar(chart, ("appVersion",), recipe.app_version)
+        if top_level_scalar(chart, "appVersion") is None:
+            # `helm package --app-version` on a Chart.yaml without one (jobset's): the key is added; Helm writes it
+            # after `version`, here at the end (the text otherwise stays as committed)
+            chart = chart + ("" if chart.endswith("\n") else "\n") + f"appVersion: {recipe.app_version}\n"
+        else:
+            chart = set_scalar(chart, ("appVersion",), recipe.app_version)
     files["Chart.yaml"] = chart.encode()
     return files
 

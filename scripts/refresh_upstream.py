@@ -27,7 +27,7 @@ DEFAULT_SOURCE = ROOT.parent / "shared" / "upstream"
 README = "README.md"
 # Folders this project records itself, straight from an upstream repository, beside the snapshot's: a refresh
 # leaves them alone (neither compared nor deleted); each names its source in its own README.md.
-PROJECT_ADDED = ("aws-efa-k8s-device-plugin", "charts", "crds")
+PROJECT_ADDED = ("aws-efa-k8s-device-plugin", "charts", "crds", "jobset", "kuberay-operator", "kubeflow-trainer", "lws")
 
 PREFACE = """\
 # upstream/: this project's copy of the upstream contracts

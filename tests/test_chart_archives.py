@@ -111,6 +111,20 @@ KUEUE_VALUES_STAMPING = [  # hack/helm-chart-package.sh: registry.k8s.io images 
     ("      tag: release-0.19\n", "      tag: v0.19.2\n"),  # three times: manager, kueueViz backend and frontend
     ("      pullPolicy: Always\n", "      pullPolicy: IfNotPresent\n"),  # three times
 ]  # fmt: skip
+# hack/helm-chart-package.sh (jobset v0.12.0), hack/push-chart.sh (lws v0.9.0): yq sets the promoted image, the tag
+# and IfNotPresent when the release chart is packaged
+VALUES_STAMPING = {
+    "jobset": [
+        ("  repository: us-central1-docker.pkg.dev/k8s-staging-images/jobset/jobset\n",
+         "  repository: registry.k8s.io/jobset/jobset\n"),
+        ("  pullPolicy: Always\n", "  pullPolicy: IfNotPresent\n"),
+        ("  tag: main\n", "  tag: v0.12.0\n"),
+    ],
+    "lws": [
+        ("    tag: main\n", "    tag: v0.9.0\n"),
+        ("    pullPolicy: Always\n", "    pullPolicy: IfNotPresent\n"),
+    ],
+}  # fmt: skip
 KARPENTER_UNRELEASED = (  # on main after the v1.14.1 tag (0156bcf5e); the 1.14.1 templates do not read it
     "  # -- AWS-specific Feature Gate configuration values.\n"
     "  awsFeatureGates:\n"
@@ -126,6 +140,9 @@ def expected_values(name: str) -> str:
         for old, new in KUEUE_VALUES_STAMPING:
             assert old in text
             text = text.replace(old, new)
+    for old, new in VALUES_STAMPING.get(name, []):
+        assert text.count(old) == 1
+        text = text.replace(old, new)
     if name == "karpenter":
         assert text.count(KARPENTER_UNRELEASED) == 1
         text = text.replace(KARPENTER_UNRELEASED, "")
@@ -155,12 +172,16 @@ def test_the_stamped_images_are_the_released_ones():
 
 
 # Chart.yaml: the reference copy byte for byte, but for gpu-operator's version/appVersion, which git leaves as
-# placeholders and `helm package --version v26.7.0 --app-version v26.7.0` stamps.
+# placeholders and `helm package --version v26.7.0 --app-version v26.7.0` stamps (lws's version, jobset's
+# appVersion likewise).
 CHART_YAML_STAMPING = {
     "gpu-operator": [
         ("version: v1.0.0-devel\n", "version: v26.7.0\n"),
         ('appVersion: "main-latest"\n', 'appVersion: "v26.7.0"\n'),
     ],
+    "lws": [("version: 0.1.0\n", "version: v0.9.0\n")],
+    # `helm package --app-version v0.12.0` on a Chart.yaml without one: the key added (at the end here)
+    "jobset": [("  url: https://github.com/kannon92\n", "  url: https://github.com/kannon92\nappVersion: v0.12.0\n")],
 }
 
 
@@ -198,7 +219,9 @@ def test_bundled_subcharts_are_the_reference_copies(parent, sub, files):
 
 def _satisfies(version: str, constraint: str) -> bool:
     if re.fullmatch(r"v?\d+\.\d+\.\d+", constraint):
-        return version == constraint
+        # an exact version; Helm parses a "v" prefix as the same semver (kubeflow-trainer asks for lws 0.8.0, whose
+        # release chart is v0.8.0)
+        return version.removeprefix("v") == constraint.removeprefix("v")
     m = re.fullmatch(r"(\d+)\.(\d+)\.\*", constraint)
     if m:
         return re.fullmatch(rf"{m[1]}\.{m[2]}\.\d+", version) is not None

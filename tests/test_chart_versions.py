@@ -30,9 +30,13 @@ def test_allowed_sources_are_every_charts_source_once_sorted():
         "https://kubernetes.github.io/autoscaler",
         "https://nvidia.github.io/dcgm-exporter/helm-charts",
         "https://prometheus-community.github.io/helm-charts",
+        "https://ray-project.github.io/kuberay-helm",
         "https://volcano-sh.github.io/helm-charts",
+        "oci://ghcr.io/kubeflow/charts",
         "oci://public.ecr.aws/karpenter",
+        "oci://registry.k8s.io/jobset/charts",
         "oci://registry.k8s.io/kueue/charts",
+        "oci://registry.k8s.io/lws/charts",
         "upstream/charts",
     )
     assert set(versions.CHARTS) == {
@@ -45,6 +49,10 @@ def test_allowed_sources_are_every_charts_source_once_sorted():
         "clusterAutoscaler",
         "kubePrometheusStack",
         "efaDevicePlugin",
+        "jobset",
+        "leaderWorkerSet",
+        "kuberay",
+        "trainer",
     }
     assert all(key == c.key for key, c in versions.CHARTS.items())
 

@@ -56,6 +56,10 @@ def _pod_specs(doc) -> list[dict[str, Any]]:
         return [doc["spec"]["template"]]
     if kind == VOLCANO_JOB:
         return [t["template"] for t in doc["spec"]["tasks"]]
+    if kind == ("jobset.x-k8s.io/v1alpha2", "JobSet"):  # each replicated Job's pod template
+        return [r["template"]["spec"]["template"] for r in doc["spec"]["replicatedJobs"]]
+    if kind == ("ray.io/v1", "RayJob"):  # each GPU worker group's pod template (the CPU head: _operator_pods)
+        return [g["template"] for g in doc["spec"]["rayClusterSpec"]["workerGroupSpecs"]]
     return []
 
 
@@ -103,6 +107,8 @@ def test_there_are_examples_for_kueue_volcano_mig_and_time_slicing():
         "dra-training-job.yaml",
         "dra-mig-inference-deployment.yaml",
         "dra-notebook-shared-claim.yaml",
+        "jobset-training.yaml",
+        "ray-training-job.yaml",
     }
 
 
@@ -123,6 +129,12 @@ def test_core_objects_validate_strictly(path, version):
         if (d["apiVersion"], d["kind"]) == VOLCANO_JOB:
             for t in d["spec"]["tasks"]:
                 docs.append({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": t["name"]}, **t["template"]})
+        elif not _core(d):  # operator kinds (JobSet, RayJob): their pod templates are core PodSpecs
+            templates = _pod_specs(d)
+            if d["kind"] == "RayJob":
+                templates = [d["spec"]["rayClusterSpec"]["headGroupSpec"]["template"], *templates]
+            for i, t in enumerate(templates):
+                docs.append({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"t{i}"}, "spec": t["spec"]})
     assert docs
     for doc in docs:
         kubernetes_validate.validate(doc, version, strict=True)

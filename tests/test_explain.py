@@ -33,6 +33,20 @@ def spec_of(stack: str, **changes: Any):
     return load_spec(config)
 
 
+RAY_ADDONS = {"gpuOperator": True, "dcgm": True, "kueue": True, "volcano": False, "kuberay": True}
+# Every operator kind explain models, with its integration on (the Kubeflow Training and MPI ones named explicitly:
+# no add-on installs their operators, issue 31)
+ALL_KINDS = {
+    "addons": {"gpuOperator": True, "dcgm": True, "kueue": True, "volcano": True, "jobset": True, "kuberay": True,
+               "leaderWorkerSet": True, "trainer": True},
+    "scheduling": {"oversubscriptionRatio": 1.5, "kueueIntegrations": [
+        "batch/job", "jobset.x-k8s.io/jobset", "kubeflow.org/pytorchjob", "kubeflow.org/mpijob",
+        "trainer.kubeflow.org/trainjob", "ray.io/rayjob", "ray.io/raycluster", "pod", "deployment", "statefulset",
+        "leaderworkerset.x-k8s.io/leaderworkerset",
+    ]},
+}  # fmt: skip
+
+
 def trace(spec, text: str) -> explain.Trace:
     (t,) = explain.explain_all(spec, textwrap.dedent(text))
     return t
@@ -291,13 +305,24 @@ def test_kueue_integration_not_enabled(monkeypatch):
         },
     }
     t = trace(spec, yaml.safe_dump(rayjob))
-    assert t.pending.name == "scheduler" and "add ray.io/rayjob to scheduling.kueueIntegrations" in t.pending.detail
-    # with the integration on (the default), the same RayJob passes Kueue's layers and stops where the cluster
-    # does: no add-on installs KubeRay, so the API server has no RayJob (issue 26 §4.8)
-    assert trace(spec_of("dev-aws"), yaml.safe_dump(rayjob)).pending.name == "operator"
-    # with the operator installed, it runs
-    monkeypatch.setattr(explain, "operator_installed", lambda spec, operator: True)
-    assert trace(spec_of("dev-aws"), yaml.safe_dump(rayjob)).pending is None
+    # KubeRay is not installed: the fix is its add-on, not the integration alone (the rule would refuse that)
+    assert t.pending.name == "scheduler"
+    assert t.pending.detail == (
+        "Kueue does not manage RayJob here: set addons.kuberay: true "
+        "(and list ray.io/rayjob if scheduling.kueueIntegrations is set)"
+    )
+    # with KubeRay installed but the integration left out of a list the stack names, the fix is the list
+    spec = spec_of("dev-aws", addons=RAY_ADDONS, scheduling={"kueueIntegrations": ["batch/job", "pod"]})
+    assert trace(spec, yaml.safe_dump(rayjob)).pending.detail == (
+        "Kueue does not manage RayJob here: add ray.io/rayjob to scheduling.kueueIntegrations"
+    )
+    # with the integration on but KubeRay not installed, the same RayJob passes Kueue's layers and stops where
+    # the cluster does: the API server has no RayJob (issue 26 §4.8)
+    monkeypatch.setattr(explain, "operator_installed", lambda decided, operator: False)
+    assert trace(spec_of("dev-aws", addons=RAY_ADDONS), yaml.safe_dump(rayjob)).pending.name == "operator"
+    # with the operator installed (addons.kuberay, which also turns the integration on), it runs
+    monkeypatch.undo()
+    assert trace(spec_of("dev-aws", addons=RAY_ADDONS), yaml.safe_dump(rayjob)).pending is None
 
 
 def test_wrong_volcano_queue():
@@ -697,11 +722,11 @@ def jobset(namespace: str, *replicated_jobs: dict[str, Any]) -> str:
 def operators_installed(monkeypatch):
     """As if an add-on installed KubeRay, JobSet, LeaderWorkerSet and Kubeflow (none does yet, so explain stops
     those kinds at the operator layer, issue 26 §4.8): the layers after it, as they will read once one does."""
-    monkeypatch.setattr(explain, "operator_installed", lambda spec, operator: True)
+    monkeypatch.setattr(explain, "operator_installed", lambda decided, operator: True)
 
 
 def test_pytorchjob_and_jobset_count_every_replica(operators_installed):
-    spec = spec_of("prod-aws")
+    spec = spec_of("prod-aws", **ALL_KINDS)
     ptj = {
         "apiVersion": "kubeflow.org/v1",
         "kind": "PyTorchJob",

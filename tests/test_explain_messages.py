@@ -362,7 +362,8 @@ def _deployment(namespace: str) -> str:
 def test_pods_are_managed_by_the_pod_integration_or_one_built_on_it(framework):
     """Kueue's Deployment, StatefulSet and LeaderWorkerSet integrations manage their pods through the pod
     integration (each turns it on): any of them lets Kueue take a Deployment's pods."""
-    spec = spec_of("dev-aws", scheduling={"kueueIntegrations": ["batch/job", framework]})
+    addons = {"gpuOperator": True, "dcgm": True, "kueue": True, "leaderWorkerSet": True}
+    spec = spec_of("dev-aws", addons=addons, scheduling={"kueueIntegrations": ["batch/job", framework]})
     t = trace(spec, _deployment("ml-dev"))
     assert layer(t, "scheduler").detail == "Kueue (pod integration)", t.lines()
 

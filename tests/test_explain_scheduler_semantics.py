@@ -12,6 +12,7 @@ import pytest
 import yaml
 from conftest import rendered, stack_config
 from test_explain import (
+    ALL_KINDS,
     GANG_POOL,
     GPU_TOLERATION,
     SAFE_POD,
@@ -33,6 +34,7 @@ from components.cli.loader import load_spec
 from components.explain import schedulers as explain_schedulers, summary, trace as explain
 from components.explain.facts import flavor_selection_problems, selection_problems
 from components.explain.workloads import load, parse
+from components.plan import plan
 
 
 def stop(t: explain.Trace) -> tuple[str, str]:
@@ -594,14 +596,23 @@ def _doc(kind: str, namespace: str = "research") -> str:
     return yaml.safe_dump({**KIND_DOCS[kind], "kind": kind, "metadata": {"name": "w", "namespace": namespace}})
 
 
-@pytest.mark.parametrize("kind", sorted(KIND_DOCS))
+KUBEFLOW_KINDS = ("MPIJob", "PyTorchJob")  # no add-on installs their operators (TrainJob's: addons.trainer)
+
+
+@pytest.mark.parametrize("kind", KUBEFLOW_KINDS)
 def test_a_kind_without_its_operator_is_traced_to_the_operator_layer(kind):
-    """No add-on installs these operators, so the API server has no such resource and nothing creates the pods;
-    Kueue defers its integration until the CRD exists (kueue v0.19.2 pkg/controller/jobframework/setup.go:86-97).
-    explain still checks namespace, priority, scheduler and queue first (all on by default:
-    spec_options.DEFAULT_KUEUE_INTEGRATIONS)."""
+    """No add-on installs the Kubeflow Training and MPI Operators, so the API server has no such resource and nothing
+    creates the pods; Kueue defers its integration until the CRD exists (kueue v0.19.2
+    pkg/controller/jobframework/setup.go: 86-97). explain still checks namespace, priority, scheduler and queue
+    first (the integrations named in the stack: a stack may list a kind whose operator it installs itself)."""
     name, group, integration = OPERATOR_OF[kind]
-    t = trace(spec_of("prod-aws"), _doc(kind))
+    kinds = {**ALL_KINDS, "addons": {**ALL_KINDS["addons"], "leaderWorkerSet": False, "trainer": False}}
+    kinds["scheduling"] = {
+        "kueueIntegrations": [
+            i for i in ALL_KINDS["scheduling"]["kueueIntegrations"] if not i.startswith(("leaderworkerset", "trainer"))
+        ]
+    }
+    t = trace(spec_of("prod-aws", **kinds), _doc(kind))
     assert [x.name for x in t.layers] == ["namespace", "priority", "scheduler", "queue", "operator"]
     assert all(x.ok for x in t.layers[:-1])
     assert layer(t, "scheduler").detail == f"Kueue ({integration} integration)"
@@ -612,12 +623,25 @@ def test_a_kind_without_its_operator_is_traced_to_the_operator_layer(kind):
     )
 
 
-def test_the_operator_function_answers_false_for_all_today():
-    spec = spec_of("prod-aws")
-    for operator in set(explain_schedulers.OPERATORS.values()) - {explain_schedulers.VOLCANO}:
-        assert explain_schedulers.operator_installed(spec, operator) is False, operator.name
-    assert explain_schedulers.operator_installed(spec, explain_schedulers.VOLCANO) is True  # addons.volcano
-    assert explain_schedulers.operator_installed(spec_of("dev-aws"), explain_schedulers.VOLCANO) is False
+@pytest.mark.parametrize("kind", ["JobSet", "LeaderWorkerSet", "RayCluster", "TrainJob"])
+def test_a_kind_of_an_operator_the_stack_does_not_install_stops_at_the_scheduler(kind):
+    """dev-aws installs no workload operator, so Kueue's integrations for their kinds are off (issue 31), and a
+    stack cannot turn one on without its operator (the rule refuses it): such a kind stops at the scheduler."""
+    t = trace(spec_of("dev-aws"), _doc(kind, namespace="ml-dev"))
+    assert t.pending is not None and t.pending.name == "scheduler", t.lines()
+
+
+def test_the_operator_function_follows_the_addons():
+    spec = spec_of("prod-aws")  # addons.volcano, addons.jobset and addons.kuberay
+    installed = {
+        o.name
+        for o in set(explain_schedulers.OPERATORS.values())
+        if explain_schedulers.operator_installed(plan.build(spec, "test"), o)
+    }
+    assert installed == {"Volcano's job controller", "the JobSet controller", "the KubeRay operator"}
+    for operator in set(explain_schedulers.OPERATORS.values()):
+        dev = plan.build(spec_of("dev-aws"), "test")
+        assert explain_schedulers.operator_installed(dev, operator) is False, operator.name
 
 
 def test_the_layers_before_the_operator_still_stop_a_workload():
@@ -626,10 +650,17 @@ def test_the_layers_before_the_operator_still_stop_a_workload():
     spec = spec_of("prod-aws", scheduling={"kueueIntegrations": ["batch/job", "pod"]})
     assert stop(trace(spec, _doc("RayCluster")))[0] == "scheduler"
     assert stop(trace(spec_of("prod-aws"), _doc("RayCluster", namespace="nope")))[0] == "namespace"
-    # a CPU-only RayCluster cannot be created either
-    cpu = yaml.safe_load(_doc("RayCluster"))
+    # a CPU-only RayCluster cannot be created either without KubeRay (dev-aws lists the Kubeflow kinds itself)
+    cpu = yaml.safe_load(_doc("RayCluster", namespace="ml-dev"))
     cpu["spec"]["workerGroupSpecs"] = []
-    assert stop(trace(spec_of("prod-aws"), yaml.safe_dump(cpu)))[0] == "operator"
+    kinds = {"kueueIntegrations": ["batch/job", "pod", "kubeflow.org/pytorchjob"]}
+    cpu["kind"], cpu["apiVersion"] = "PyTorchJob", "kubeflow.org/v1"
+    cpu["spec"] = {
+        "pytorchReplicaSpecs": {
+            "Master": {"replicas": 1, "template": {"spec": {"containers": [{"name": "m", "image": "x"}]}}}
+        }
+    }
+    assert stop(trace(spec_of("dev-aws", scheduling=kinds), yaml.safe_dump(cpu)))[0] == "operator"
 
 
 def test_a_volcano_job_without_volcano_stops_at_the_operator():
@@ -649,12 +680,13 @@ def test_with_the_operator_installed_the_kinds_run(monkeypatch):
     """The structure for an add-on that installs them: every layer after the operator, from the pod sets read.
     LeaderWorkerSet: 2 groups of a leader and 1 worker, 8 H100s each; Kueue admits each group as one workload of
     16 (leaderworkerset integration), 4 pods on h100-spot need 4 nodes."""
-    t = trace(spec_of("prod-aws"), _doc("LeaderWorkerSet"))
+    t = trace(spec_of("prod-aws", **ALL_KINDS), _doc("LeaderWorkerSet"))
     assert (
-        layer(t, "operator").detail == "the LeaderWorkerSet controller (leaderworkerset.x-k8s.io) is installed (add-on)"
+        layer(t, "operator").detail
+        == "the LeaderWorkerSet controller (leaderworkerset.x-k8s.io) is installed (addons.leaderWorkerSet)"
     )
     assert layer(t, "flavors").detail.startswith("h100-spot (16 nvidia.com/gpu, nominal quota;")
     assert runs(t).startswith("runs on pool h100-spot") and layer(t, "provisioner").detail.endswith("needs 4")
     # MPIJob: the CPU launcher needs no GPU node (§4.3)
-    t = trace(spec_of("prod-aws"), _doc("MPIJob"))
+    t = trace(spec_of("prod-aws", **ALL_KINDS), _doc("MPIJob"))
     assert runs(t).startswith("runs on pool h100-spot") and layer(t, "provisioner").detail.endswith("needs 2")

@@ -126,18 +126,25 @@ def test_wait_for_pods_ready_gives_all_or_nothing_start_with_backoff():
 
 
 def test_integrations_cover_the_job_kinds_users_need():
+    """prod-aws installs JobSet and KubeRay (addons.jobset, addons.kuberay): their kinds' integrations are on, as
+    are the built-in kinds'; LeaderWorkerSet and the Kubeflow kinds, whose operators it does not install, are off
+    (issue 31: an integration only with its operator)."""
     frameworks = _manager_config(rendered("prod-aws"))["integrations"]["frameworks"]
-    for needed in (
+    assert frameworks == [
         "batch/job",
-        "jobset.x-k8s.io/jobset",
-        "kubeflow.org/pytorchjob",
-        "trainer.kubeflow.org/trainjob",
-        "ray.io/rayjob",
-        "ray.io/raycluster",
         "pod",
         "deployment",
-    ):
-        assert needed in frameworks
+        "statefulset",
+        "jobset.x-k8s.io/jobset",
+        "ray.io/rayjob",
+        "ray.io/raycluster",
+    ]
+    assert _manager_config(rendered("dev-aws"))["integrations"]["frameworks"] == [
+        "batch/job",
+        "pod",
+        "deployment",
+        "statefulset",
+    ]
 
 
 def test_pod_integrations_are_confined_to_tenant_namespaces():
@@ -697,8 +704,9 @@ def test_kueue_tenants_need_the_pod_integration():
     """Kueue gates a plain Pod only through its pod integration: with Kueue tenants the integration list must
     name it, or one of the integrations that turn it on."""
     cfg = stack_config("dev-aws")
-    cfg["gpu-platform:scheduling"] = {"kueueIntegrations": ["batch/job", "jobset.x-k8s.io/jobset"]}
+    cfg["gpu-platform:scheduling"] = {"kueueIntegrations": ["batch/job", "kubeflow.org/mpijob"]}
     assert _problems(cfg) == {"gpu-platform:scheduling.kueueIntegrations": POD_INTEGRATION_MESSAGE}
+    cfg["gpu-platform:addons"] = {**cfg["gpu-platform:addons"], "leaderWorkerSet": True}
     for implied in ("pod", "deployment", "statefulset", "leaderworkerset.x-k8s.io/leaderworkerset"):
         cfg["gpu-platform:scheduling"] = {"kueueIntegrations": ["batch/job", implied]}
         assert load_spec(cfg).scheduling.kueue_integrations == ["batch/job", implied]

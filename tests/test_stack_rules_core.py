@@ -307,8 +307,8 @@ def test_references_list_what_exists():
     assert problems(cfg) == [
         (
             G + "charts.kueu",
-            "unknown chart (charts: clusterAutoscaler, dcgmExporter, efaDevicePlugin, gpuOperator, karpenter, "
-            "karpenterCrd, kubePrometheusStack, kueue, volcano)",
+            "unknown chart (charts: clusterAutoscaler, dcgmExporter, efaDevicePlugin, gpuOperator, jobset, karpenter, "
+            "karpenterCrd, kubePrometheusStack, kuberay, kueue, leaderWorkerSet, trainer, volcano)",
         )
     ]
     cfg = stack_config("dev-aws")

@@ -26,6 +26,7 @@ def rule_modules() -> tuple[ModuleType, ...]:
         dra,
         gpu_operator,
         monitoring,
+        operators,
         prometheus_stack,
         reservations,
         rules_core,
@@ -49,6 +50,7 @@ def rule_modules() -> tuple[ModuleType, ...]:
         rules_karpenter,
         efa,
         gcp_rules,
+        operators,
     )
 
 

@@ -152,6 +152,48 @@ KUBE_PROMETHEUS_STACK = Chart(
     namespace="monitoring",
     release="kube-prometheus-stack",  # its objects carry release=<this>: the default serviceMonitorLabels
 )
+# Workload operators (issue 31): the versions Kueue 0.19.2 is built and tested against (its go.mod at v0.19.2:
+# sigs.k8s.io/jobset v0.12.0, sigs.k8s.io/lws v0.9.0, github.com/ray-project/kuberay/ray-operator v1.6.2), so
+# the API Kueue's integration reads is the one the operator serves. Each is an add-on (addons.jobset,
+# addons.leaderWorkerSet, addons.kuberay); Kueue's integration for a kind is on only with its operator
+# (components/plan/operators.py).
+JOBSET = Chart(
+    key="jobset",
+    chart="oci://registry.k8s.io/jobset/charts/jobset",
+    version="0.12.0",  # app v0.12.0 (hack/helm-chart-package.sh: chart version = tag without "v")
+    repository=None,
+    namespace="jobset-system",
+    release="jobset",
+)
+LEADER_WORKER_SET = Chart(
+    key="leaderWorkerSet",
+    chart="oci://registry.k8s.io/lws/charts/lws",
+    version="v0.9.0",  # hack/push-chart.sh: chart version = the release tag, "v" kept (as gpu-operator's)
+    repository=None,
+    namespace="lws-system",
+    release="lws",
+)
+KUBERAY = Chart(
+    key="kuberay",
+    chart="kuberay-operator",
+    version="1.6.2",
+    repository="https://ray-project.github.io/kuberay-helm",
+    namespace="kuberay-system",
+    release="kuberay-operator",
+)
+# Kubeflow Trainer v2 (TrainJob): v2.2.1, the release Kueue 0.19.2's trainjob integration is built against (go.mod:
+# github.com/kubeflow/trainer/v2 v2.2.1). Its chart bundles JobSet 0.11.0 and LeaderWorkerSet v0.8.0 as optional
+# dependencies; the platform runs neither (jobset.install: false, the platform's own addons.jobset instead).
+TRAINER = Chart(
+    key="trainer",
+    chart="oci://ghcr.io/kubeflow/charts/kubeflow-trainer",
+    version="2.2.1",  # .github/workflows/publish-helm-charts.yaml: Chart.yaml's version at the tag
+    repository=None,
+    namespace="kubeflow-system",  # the namespace upstream's manifests and docs install it in
+    release="kubeflow-trainer",
+)
+OPERATOR_CHARTS = (JOBSET, LEADER_WORKER_SET, KUBERAY, TRAINER)
+
 # node-exporter (a kube-prometheus-stack sub-chart) needs host network, PID and paths: Pod Security privileged,
 # so it gets a namespace of its own and the rest of the stack stays baseline.
 NODE_EXPORTER_NAMESPACE = "monitoring-node-exporter"
@@ -168,6 +210,7 @@ CHARTS: dict[str, Chart] = {
         CLUSTER_AUTOSCALER,
         KUBE_PROMETHEUS_STACK,
         EFA_DEVICE_PLUGIN,
+        *OPERATOR_CHARTS,
     )
 }
 
@@ -193,6 +236,9 @@ KARPENTER_NODEOVERLAY_API = "karpenter.sh/v1alpha1"  # alpha in Karpenter 1.14 (
 MONITORING_API = "monitoring.coreos.com/v1"
 # ProvisioningRequest CRD the Cluster Autoscaler serves (components/render/aws/data/, from cluster-autoscaler 1.35.0).
 PROVISIONING_REQUEST_API = "autoscaling.x-k8s.io/v1"
+JOBSET_API = "jobset.x-k8s.io/v1alpha2"
+LEADER_WORKER_SET_API = "leaderworkerset.x-k8s.io/v1"
+RAY_API = "ray.io/v1"
 
 
 def source_kind(source: str) -> str:

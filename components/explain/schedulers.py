@@ -20,6 +20,7 @@ from components.explain.workloads import Workload
 from components.plan.plan import Plan, PoolPlan, TenantPlan
 from components.render import kueue
 from components.spec.model import NodePool, StackSpec
+from components.spec.options import INTEGRATION_OPERATOR
 
 # ------------------------------------------------------------------------------------------- operators
 
@@ -31,12 +32,12 @@ class Operator:
     installed_by: str | None = None  # the stack setting that installs it; None: nothing in the stack does yet
 
 
-KUBERAY = Operator("the KubeRay operator", "ray.io")
-JOBSET = Operator("the JobSet controller", "jobset.x-k8s.io")
-LWS = Operator("the LeaderWorkerSet controller", "leaderworkerset.x-k8s.io")
+KUBERAY = Operator("the KubeRay operator", "ray.io", "addons.kuberay")
+JOBSET = Operator("the JobSet controller", "jobset.x-k8s.io", "addons.jobset")
+LWS = Operator("the LeaderWorkerSet controller", "leaderworkerset.x-k8s.io", "addons.leaderWorkerSet")
 TRAINING_OPERATOR = Operator("the Kubeflow Training Operator", "kubeflow.org")
 MPI_OPERATOR = Operator("the Kubeflow MPI Operator", "kubeflow.org")
-TRAINER = Operator("Kubeflow Trainer", "trainer.kubeflow.org")
+TRAINER = Operator("Kubeflow Trainer", "trainer.kubeflow.org", "addons.trainer")
 VOLCANO = Operator("Volcano's job controller", "batch.volcano.sh", "addons.volcano")
 
 # (API group, kind) -> the operator that serves it; built-in kinds (Pod, Deployment, Job...) need none.
@@ -56,13 +57,14 @@ def operator_for(w: Workload) -> Operator | None:
     return OPERATORS.get((w.group, w.kind))
 
 
-def operator_installed(spec: StackSpec, operator: Operator) -> bool:
-    """Whether the stack installs the operator. Volcano: ``addons.volcano``. No add-on installs KubeRay, JobSet,
-    LeaderWorkerSet or Kubeflow yet, though Kueue's integrations for them are on by default: False. An add-on
-    that installs one answers True here, and explain then traces the kind through every layer."""
-    if operator is VOLCANO:
-        return spec.addons.volcano
-    return False
+def operator_installed(decided: Plan, operator: Operator) -> bool:
+    """Whether the plan installs the operator: Volcano ``addons.volcano``, KubeRay ``addons.kuberay``, JobSet
+    ``addons.jobset``, LeaderWorkerSet ``addons.leaderWorkerSet``, Kubeflow Trainer ``addons.trainer``; no add-on
+    installs the Kubeflow Training and MPI Operators (False).
+    An installed one lets explain trace the kind through every layer."""
+    chart = {VOLCANO: "volcano", KUBERAY: "kuberay", JOBSET: "jobset", LWS: "leaderWorkerSet", TRAINER: "trainer"}
+    key = chart.get(operator)
+    return key is not None and decided.addons[key].enabled
 
 
 def operator_missing(decided: Plan, operator: Operator, w: Workload) -> str:
@@ -279,3 +281,12 @@ def autoscaler_problem(spec: StackSpec, pool: NodePool, pods: list[dict], req: d
             f"k8s.io/cluster-autoscaler/node-template/resources/<resource> (managed_pools.autoscaler_tags)"
         )
     return None
+
+
+def integration_fix(decided: Plan, integration: str) -> str:
+    """How to turn on Kueue's integration for a kind: its operator's add-on when that is off (the rule refuses the
+    integration without it), else the integration itself."""
+    addon = INTEGRATION_OPERATOR.get(integration)
+    if addon is not None and not decided.addons[addon].enabled:
+        return f"set addons.{addon}: true (and list {integration} if scheduling.kueueIntegrations is set)"
+    return f"add {integration} to scheduling.kueueIntegrations"

@@ -49,6 +49,7 @@ from components.explain.nodes import node_label_values
 from components.explain.schedulers import (
     Operator,
     autoscaler_problem,
+    integration_fix,
     karpenter_problem,
     kueue_holds_quota,
     operator_for,
@@ -257,8 +258,7 @@ class _Tracer:
             pod_too = w.integration == "pod" and frameworks & IMPLICIT_POD_INTEGRATIONS
             if w.integration not in frameworks and not pod_too:
                 self.fail(
-                    "scheduler",
-                    f"Kueue does not manage {w.kind} here: add {w.integration} to scheduling.kueueIntegrations",
+                    "scheduler", f"Kueue does not manage {w.kind} here: {integration_fix(self.plan, w.integration)}"
                 )
             self.ok("scheduler", f"Kueue ({w.integration} integration)")
         elif who == "volcano":
@@ -283,7 +283,7 @@ class _Tracer:
     def operator(self, operator: Operator) -> None:
         """The kind's operator: without it (no CRD) the object is refused and no pod exists, whatever the
         layers after this one would say."""
-        if not operator_installed(self.spec, operator):
+        if not operator_installed(self.plan, operator):
             self.fail("operator", operator_missing(self.plan, operator, self.w))
         self.ok("operator", f"{operator.name} ({operator.group}) is installed ({operator.installed_by or 'add-on'})")
 

@@ -376,6 +376,10 @@ def _addons(spec: StackSpec) -> list[tuple[versions.Chart, bool, dict[str, Any]]
         "karpenterCrd": {},
         "clusterAutoscaler": {},
         "efaDevicePlugin": {},
+        "jobset": {},
+        "leaderWorkerSet": {},
+        "kuberay": {},
+        "trainer": {},
     }
     return [(c, c.key in installed, options.get(c.key, {})) for c in versions.CHARTS.values()]
 
@@ -385,6 +389,7 @@ def addon_plan(spec: StackSpec, chart: versions.Chart, enabled: bool, options: d
         gpu_operator,
         kueue as kueue_plan,
         monitoring,
+        operators,
         prometheus_stack,
         volcano as volcano_plan,
         webhooks,
@@ -398,6 +403,7 @@ def addon_plan(spec: StackSpec, chart: versions.Chart, enabled: bool, options: d
         "kubePrometheusStack": prometheus_stack.helm_values,
         "kueue": kueue_plan.helm_values,
         "volcano": volcano_plan.helm_values,
+        **operators.VALUES,
     }
     probe_of = {"kueue": kueue_plan.webhook_probe, "volcano": volcano_plan.webhook_probe}
     values = values_of.get(chart.key) if enabled else None

@@ -201,6 +201,10 @@ def installed_charts(spec: StackSpec) -> list[versions.Chart]:
         (versions.KARPENTER_CRD, spec.cloud == "aws" and spec.karpenter_enabled),
         (versions.KARPENTER, spec.cloud == "aws" and spec.karpenter_enabled),
         (versions.EFA_DEVICE_PLUGIN, spec.cloud == "aws" and bool(efa.efa_pools(spec))),
+        (versions.JOBSET, spec.addons.jobset),
+        (versions.LEADER_WORKER_SET, spec.addons.leader_worker_set),
+        (versions.KUBERAY, spec.addons.kuberay),
+        (versions.TRAINER, spec.addons.trainer),
     ]
     return [c for c, on in wanted if on]
 

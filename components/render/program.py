@@ -84,6 +84,10 @@ def render(p: Plan) -> None:
         from components.render.volcano import Volcano
 
         Volcano("volcano", p, provider)
+    # Workload operators: independent of Kueue (it waits for their CRDs itself: components/plan/operators.py)
+    from components.render import operators
+
+    operators.install(p, provider)
     pool_names, karpenter_out = _cloud_pools(p, access, provider)
 
     from components.plan import cost

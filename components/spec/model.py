@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from components.spec.base import (
     DNS_LABEL,
@@ -61,6 +61,7 @@ from components.spec.options import (
     Pricing,
     Protection,
     Scheduling,
+    default_kueue_integrations,
 )
 from components.spec.pools import (
     EksPoolOptions,
@@ -160,6 +161,19 @@ class StackSpec(Model):
     protect: Protection = Field(default_factory=Protection)
     pricing: Pricing = Field(default_factory=Pricing)
     budget: Budget = Field(default_factory=Budget)
+
+    @model_validator(mode="after")
+    def _kueue_integrations_follow_the_operators(self) -> StackSpec:
+        """A stack that names no ``scheduling.kueueIntegrations`` gets the base kinds and those of the workload
+        operators it installs (``options.default_kueue_integrations``): a kind's integration is on only with its
+        operator. A list the stack names is kept as written (the rules refuse a kind without its operator)."""
+        if "kueue_integrations" in self.scheduling.model_fields_set:
+            return self
+        a = self.addons
+        wanted = default_kueue_integrations(a.jobset, a.leader_worker_set, a.kuberay, a.trainer)
+        if wanted != self.scheduling.kueue_integrations:
+            object.__setattr__(self, "scheduling", self.scheduling.model_copy(update={"kueue_integrations": wanted}))
+        return self
 
     # -- lookups used across components ---------------------------------------------------------
     def pool(self, name: str) -> NodePool:

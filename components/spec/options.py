@@ -56,6 +56,16 @@ class Addons(Model):
         description="aws: install the Cluster Autoscaler for the managed node groups (default: on when any pool "
         "has provisioner: managed); off means managed pools keep their minNodes and never scale",
     )
+    # Workload operators (pinned charts, components/data/versions.py); Kueue manages their kinds only when they
+    # are installed (scheduling.kueueIntegrations, OPERATOR_INTEGRATIONS below)
+    jobset: bool = Field(default=False, description="install JobSet (jobset.x-k8s.io JobSets; Kueue manages them)")
+    leader_worker_set: bool = Field(
+        default=False, description="install LeaderWorkerSet (leaderworkerset.x-k8s.io; Kueue manages them)"
+    )
+    kuberay: bool = Field(default=False, description="install the KubeRay operator (RayJobs and RayClusters)")
+    trainer: bool = Field(
+        default=False, description="install Kubeflow Trainer (trainer.kubeflow.org TrainJobs; needs addons.jobset)"
+    )
     node_monitoring_agent: bool | None = Field(
         default=None,
         description="aws: the EKS node monitoring agent add-on, which marks a node with a GPU fault "
@@ -158,21 +168,37 @@ KueueIntegration = Literal[
     "statefulset",
     "leaderworkerset.x-k8s.io/leaderworkerset",
 ]
-# Batch Job, JobSet, Kubeflow training (v1 operator and Trainer v2), Ray, and pod-based kinds (inference
-# Deployments/StatefulSets and LeaderWorkerSets must be queued too, or Kueue would lend GPUs they occupy).
-DEFAULT_KUEUE_INTEGRATIONS: tuple[str, ...] = (
-    "batch/job",
-    "jobset.x-k8s.io/jobset",
-    "kubeflow.org/pytorchjob",
-    "kubeflow.org/mpijob",
-    "trainer.kubeflow.org/trainjob",
-    "ray.io/rayjob",
-    "ray.io/raycluster",
-    "pod",
-    "deployment",
-    "statefulset",
-    "leaderworkerset.x-k8s.io/leaderworkerset",
-)
+# Batch Job and pod-based kinds (inference Deployments/StatefulSets must be queued too, or Kueue would lend GPUs
+# they occupy), plus the kinds of every workload operator the stack installs (OPERATOR_INTEGRATIONS).
+BASE_KUEUE_INTEGRATIONS: tuple[str, ...] = ("batch/job", "pod", "deployment", "statefulset")
+# addons.<key> -> the Kueue integrations.frameworks names of its kinds, on by default with it (the FrameworkName
+# constants of kueue v0.19.2 pkg/controller/jobs/jobset/jobset_controller.go, leaderworkerset/
+# leaderworkerset_controller.go, rayjob/rayjob_controller.go, raycluster/raycluster_controller.go,
+# trainjob/trainjob_controller.go).
+OPERATOR_INTEGRATIONS: dict[str, tuple[str, ...]] = {
+    "jobset": ("jobset.x-k8s.io/jobset",),
+    "leaderWorkerSet": ("leaderworkerset.x-k8s.io/leaderworkerset",),
+    "kuberay": ("ray.io/rayjob", "ray.io/raycluster"),
+    "trainer": ("trainer.kubeflow.org/trainjob",),
+}
+# integration -> the add-on serving its kind: listing one without it is refused (components/plan/operators.py).
+# ray.io/rayservice is KubeRay's too, but not on by default (a RayService is a long-running server).
+INTEGRATION_OPERATOR: dict[str, str] = {
+    **{i: key for key, kinds in OPERATOR_INTEGRATIONS.items() for i in kinds},
+    "ray.io/rayservice": "kuberay",
+}
+
+
+def default_kueue_integrations(
+    jobset: bool, leader_worker_set: bool, kuberay: bool, trainer: bool = False
+) -> list[str]:
+    """The integrations a stack gets when it names none: the base kinds and those of its installed operators."""
+    on = {"jobset": jobset, "leaderWorkerSet": leader_worker_set, "kuberay": kuberay, "trainer": trainer}
+    return [*BASE_KUEUE_INTEGRATIONS, *(i for key, kinds in OPERATOR_INTEGRATIONS.items() if on[key] for i in kinds)]
+
+
+# The default before issue 31 (every kind, whether or not its operator was installed), for reference in tests.
+DEFAULT_KUEUE_INTEGRATIONS: tuple[str, ...] = tuple(default_kueue_integrations(False, False, False))
 
 # Integrations that turn Kueue's pod integration on implicitly (the description of kueue_integrations below).
 IMPLICIT_POD_INTEGRATIONS = frozenset({"deployment", "statefulset", "leaderworkerset.x-k8s.io/leaderworkerset"})
@@ -220,8 +246,10 @@ class Scheduling(Model):
     kueue_integrations: list[KueueIntegration] = Field(
         default_factory=lambda: list(DEFAULT_KUEUE_INTEGRATIONS),
         min_length=1,
-        description="job kinds Kueue manages (integrations.frameworks); deployment, statefulset and "
-        "leaderworkerset turn pod on implicitly",
+        description="job kinds Kueue manages (integrations.frameworks); default batch/job, pod, deployment, "
+        "statefulset and the kinds of the workload operators the stack installs (addons.jobset, "
+        "addons.leaderWorkerSet, addons.kuberay, addons.trainer); a kind of an operator that is not installed is "
+        "refused; deployment, statefulset and leaderworkerset turn pod on implicitly",
     )
     topology_levels: list[LabelKey] | None = Field(
         default=None,

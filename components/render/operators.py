@@ -1,0 +1,106 @@
+"""Workload operators (issue 31): JobSet, LeaderWorkerSet, KubeRay and Kubeflow Trainer, each the pinned official
+chart in its own namespace (decisions, values and the webhook failure policies: ``components/plan/operators.py``)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import pulumi
+
+from components.data import versions
+from components.plan.operators import (  # re-exported: what the objects are made of
+    JOBSET as JOBSET,
+    KUBERAY as KUBERAY,
+    LEADER_WORKER_SET as LEADER_WORKER_SET,
+    TRAINER as TRAINER,
+    lws_pdb as lws_pdb,
+    trainer_pdb as trainer_pdb,
+)
+from components.plan.plan import Plan, plain
+from components.render import addon, k8s
+
+
+class Operator(addon.ChartAddon):
+    """Namespace and release of one operator chart (its values from the plan)."""
+
+    PREFIX: ClassVar[str]
+    # Pod Security: every operator pod drops all capabilities, runs as non-root with RuntimeDefault seccomp
+    # (chart securityContexts; lws's pod context completed in its values): 'restricted'.
+    POD_SECURITY: ClassVar[str] = "restricted"
+
+    def build(self) -> None:
+        # no system-critical priority class on these pods: no GKE critical-pods quota
+        before = self.create_namespace(addon.NamespacePolicy(self.PREFIX, k8s.psa_labels(self.POD_SECURITY)))
+        decided = self.plan.addons[self.CHART.key]
+        self.install(self.PREFIX, plain(decided.values), [*before, *self.waits_for()])
+        self.extra()
+        self.register_outputs({"namespace": self.chart.namespace})
+
+    def extra(self) -> None:
+        """Objects beside the release (none by default)."""
+
+    def waits_for(self) -> list[pulumi.Resource]:
+        """What the release waits for beside its namespace (nothing by default)."""
+        return []
+
+    def add_pdb(self, name: str, pdb: dict) -> None:
+        """A PodDisruptionBudget the chart lacks, after the release."""
+        k8s.kube_object(
+            name,
+            "policy/v1",
+            "PodDisruptionBudget",
+            metadata=pdb["metadata"],
+            spec=pdb["spec"],
+            opts=self.child([self.release]),
+        )
+
+
+class JobSet(Operator):
+    TYPE = "gpu-platform:operators:JobSet"
+    CHART: ClassVar[versions.Chart] = JOBSET
+    PREFIX = "jobset"
+
+
+class LeaderWorkerSet(Operator):
+    TYPE = "gpu-platform:operators:LeaderWorkerSet"
+    CHART: ClassVar[versions.Chart] = LEADER_WORKER_SET
+    PREFIX = "lws"
+
+    def extra(self) -> None:
+        # the chart has no PodDisruptionBudget; its webhooks fail closed (plan/operators.py)
+        self.add_pdb("lws-controller-pdb", lws_pdb(self.chart.namespace))
+
+
+class KubeRay(Operator):
+    TYPE = "gpu-platform:operators:KubeRay"
+    CHART: ClassVar[versions.Chart] = KUBERAY
+    PREFIX = "kuberay"
+
+
+class Trainer(Operator):
+    TYPE = "gpu-platform:operators:Trainer"
+    CHART: ClassVar[versions.Chart] = TRAINER
+    PREFIX = "trainer"
+
+    def __init__(self, name: str, plan: Plan, provider: pulumi.ProviderResource, jobset: JobSet):
+        self.jobset = jobset  # read by waits_for, during the base class's build
+        super().__init__(name, plan, provider)
+
+    def waits_for(self) -> list[pulumi.Resource]:
+        # its manager watches the JobSets it creates: JobSet's CRD and webhook first
+        return [r for r in (self.jobset.release,) if r is not None]
+
+    def extra(self) -> None:
+        # the chart has no PodDisruptionBudget; its webhooks fail closed (plan/operators.py)
+        self.add_pdb("trainer-manager-pdb", trainer_pdb(self.chart.namespace))
+
+
+def install(plan: Plan, provider: pulumi.ProviderResource) -> None:
+    """Every operator the plan installs (the trainer needs JobSet: a rule refuses it alone)."""
+    on = {key: addon.enabled for key, addon in plan.addons.items()}
+    jobset = JobSet(JobSet.PREFIX, plan, provider) if on[JOBSET.key] else None
+    for cls in (LeaderWorkerSet, KubeRay):
+        if on[cls.CHART.key]:
+            cls(cls.PREFIX, plan, provider)
+    if on[TRAINER.key] and jobset is not None:
+        Trainer(Trainer.PREFIX, plan, provider, jobset)
