@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STACK  ?= prod-aws
 
-.PHONY: plugins lock setup synth synth-all check test cluster-test engine-test lint fmt bench schema refresh-upstream policy-venv policy-data clean urn-snapshots plan-snapshots mutate mutate-sample
+.PHONY: plugins lock setup synth synth-all check test cluster-test engine-test lint fmt docs docs-check bench schema refresh-upstream policy-venv policy-data clean urn-snapshots plan-snapshots mutate mutate-sample
 
 # Everything installed comes from a hashed lock (`make lock` refreshes them from the ranges in pyproject.toml and
 # policies/requirements.in): requirements/dev.txt for the tests and tools, requirements.txt for the program (what
@@ -50,7 +50,7 @@ engine-test: setup
 	  GPU_PLATFORM_KUBE_BIN="$$kube" GPU_PLATFORM_ENGINE_BIN="$$engine" $(BIN)/python -m pytest -p no:xdist tests/engine
 
 ## The provider plugins one stack uses, at the lock's versions (kubernetes; aws or gcp only on their stacks), for
-## a deploy with PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true (README, "Deploy for real").
+## a deploy with PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true (docs/deploy.md).
 plugins: setup
 	@test -n "$(STACK)" || { echo "usage: make plugins STACK=<stack>" >&2; exit 2; }
 	@$(BIN)/gpu-platform plugins $(STACK) | while read -r kind name version; do \
@@ -63,6 +63,16 @@ lint: setup
 fmt: setup
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
+
+## The documentation site (docs/, mkdocs.yml) into site/: --strict fails on a broken link or anchor inside the site
+## and on a page missing from the nav (external links are not checked: CI is offline)
+docs: setup
+	$(BIN)/mkdocs build --strict --quiet
+
+## The generated pages (stack-file reference, policy table) equal what the schema and the pack give, and the site builds
+docs-check: setup
+	$(BIN)/python -m components.cli.docs --check
+	$(BIN)/mkdocs build --strict --quiet
 
 ## Synth generated specs (20, 200 and 1000 tenants) against a fair floor: the same resources, plain classes; and,
 ## when the engine is built, a real-engine preview against a floor of the same resources (tests/bench_engine.py)
@@ -130,4 +140,4 @@ refresh-upstream:
 	$(PYTHON) scripts/refresh_upstream.py
 
 clean:
-	rm -rf out mutants $(VENV) $(POLICY_VENV) stack.schema.json
+	rm -rf out mutants site $(VENV) $(POLICY_VENV) stack.schema.json

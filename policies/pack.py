@@ -1,9 +1,10 @@
 """The pack: every policy, in the order the engine and the offline report list them, and what each reads.
 
 This is the one list: ``__main__.py`` builds the ``PolicyPack`` from it, ``policies.offline`` runs it, and the
-README's policy table (name, level, what it guards, why, settings) is checked against it and ``DOCS``
-(tests/test_policy_pack.py). A new policy module (one per concern,
-``*_policies.py``, helpers in ``common.py``) adds its policies here, and its row to the README table.
+docs' policy table (docs/reference/policies.md: name, level, what it guards, why, settings) is generated from it
+and ``DOCS`` (``python -m components.cli.docs``; tests/test_docs.py and tests/test_policy_pack.py check it). A new
+policy module (one per concern, ``*_policies.py``, helpers in ``common.py``) adds its policies here, and their
+``DOCS`` entries.
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ WORKLOAD_POLICIES: tuple[ResourceValidationPolicy, ...] = (
     gpu_container_hardening,
 )
 
-# Which resource types each policy reads (for the README table and for tests), in POLICIES order.
+# Which resource types each policy reads (for tests), in POLICIES order.
 _TARGETS = {
     **capacity_policies.TARGETS,
     **scheduling_policies.TARGETS,
@@ -94,7 +95,7 @@ def level_of(policy: ResourceValidationPolicy | StackValidationPolicy) -> Enforc
 
 
 class Doc(NamedTuple):
-    """A policy's row in the README table (tests/test_policy_pack.py checks the table against it)."""
+    """A policy's row in the docs' policy table (docs/reference/policies.md, generated from it)."""
 
     checks: str  # what it guards (markdown)
     why: str  # what goes wrong without it

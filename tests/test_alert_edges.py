@@ -2,7 +2,7 @@
 configured threshold, evaluated by `promtool test rules` on the PrometheusRule a stack renders.
 
 The series values come from the stack's configured thresholds (``monitoring.alerts``); which of them fire is
-written here by hand from the documented behaviour (README, "GPU monitoring": idle is *below* the threshold,
+written here by hand from the documented behaviour (docs/concepts/monitoring.md: idle is *below* the threshold,
 memory and temperature *above* it, both strict). The documented defaults are pinned separately, so a default
 changed without changing these expectations fails a test.
 """
@@ -20,7 +20,7 @@ from test_monitoring import MONITORED, PROMTOOL, needs_promtool
 
 from components.render import monitoring
 
-# README "GPU monitoring" alert table and components/spec/options.py AlertThresholds, written out by hand.
+# docs/concepts/monitoring.md alert table and components/spec/options.py AlertThresholds, written out by hand.
 DOCUMENTED_DEFAULTS = {
     "idle_utilization_percent": 10,
     "idle_for": "30m",
@@ -64,7 +64,7 @@ def test_the_configured_thresholds_are_the_documented_defaults():
     for stack in MONITORED:
         a = rendered(stack).spec.monitoring.alerts
         assert {k: getattr(a, k) for k in DOCUMENTED_DEFAULTS} == DOCUMENTED_DEFAULTS, stack
-    readme = (ROOT / "README.md").read_text()
+    page = (ROOT / "docs" / "concepts" / "monitoring.md").read_text()
     for row in (
         "| `GpuIdle` | a GPU / MIG instance no pod holds is below 10 % utilization for 30 m | info |",
         "| `GpuAllocatedIdle` | every GPU a pod holds is below 10 % for 30 m (one alert per pod) | warning |",
@@ -72,7 +72,7 @@ def test_the_configured_thresholds_are_the_documented_defaults():
         "| `GpuTemperatureHigh` | GPU above 85 °C for 5 m | warning |",
         "| `DcgmExporterDown` | an exporter target fails to scrape for 10 m | warning |",
     ):
-        assert row in readme
+        assert row in page
 
 
 def _minutes(duration: str) -> int:

@@ -124,13 +124,13 @@ def test_make_lock_compiles_all_three_locks_with_uv():
     assert all("--generate-hashes" in ln and "--universal" in ln for ln in compiles)
 
 
-def test_readme_records_the_sdk_and_provider_versions_the_lock_pins():
-    """The README names the Pulumi CLI version beside the SDK and provider packages; those must be the lock's."""
-    readme = (ROOT / "README.md").read_text()
+def test_the_deploy_page_records_the_sdk_and_provider_versions_the_lock_pins():
+    """docs/deploy.md names the Pulumi CLI version beside the SDK and provider packages; those must be the lock's."""
+    page = (ROOT / "docs" / "deploy.md").read_text()
     program = _pins(LOCKS["program"])
-    row = re.search(r"^\| Pulumi CLI \| `v(3\.\d+\.\d+)` \|.*$", readme, re.M)
-    assert row, "README: no '| Pulumi CLI | `v3.x.y` |' row"
+    row = re.search(r"^\| Pulumi CLI \| `v(3\.\d+\.\d+)` \|.*$", page, re.M)
+    assert row, "docs/deploy.md: no '| Pulumi CLI | `v3.x.y` |' row"
     for package in ("pulumi", "pulumi-kubernetes", "pulumi-aws", "pulumi-gcp", "pulumi-policy"):
-        m = re.search(rf"^\| `{package}` \| `([^`]+)` \|", readme, re.M)
-        assert m, f"README: no row for {package}"
-        assert m.group(1) == program[package][0], f"README says {package} {m.group(1)}, the lock {program[package][0]}"
+        m = re.search(rf"^\| `{package}` \| `([^`]+)` \|", page, re.M)
+        assert m, f"docs/deploy.md: no row for {package}"
+        assert m.group(1) == program[package][0], f"page: {package} {m.group(1)}, lock: {program[package][0]}"

@@ -146,11 +146,11 @@ def test_make_policy_venv_builds_the_packs_own_virtualenv_from_its_requirements(
     assert re.search(r"^\s+virtualenv: \.venv$", policy_yaml, re.M)  # policies/.venv is the one the CLI uses
 
 
-# ============================================================================ the README's policy table
+# ============================================================================ the policy reference's table
 
 
-def _readme_policy_rows() -> list[list[str]]:
-    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+def _reference_policy_rows() -> list[list[str]]:
+    lines = (ROOT / "docs" / "reference" / "policies.md").read_text(encoding="utf-8").splitlines()
     start = lines.index("| policy | level | checks | why | settings |")
     rows = []
     for line in lines[start + 2 :]:
@@ -160,11 +160,12 @@ def _readme_policy_rows() -> list[list[str]]:
     return rows
 
 
-def test_the_readme_policy_table_is_the_pack_list():
+def test_the_reference_policy_table_is_the_pack_list():
     """One row per policy of pack.POLICIES, in its order, with its level (``(stack)`` for stack policies), what
     it guards and why as pack.DOCS says, and every setting its config schema declares; a policy added, removed,
-    renamed or re-levelled, or a README text edited without the pack's (or the other way), fails here."""
-    rows = _readme_policy_rows()
+    renamed or re-levelled, or a page text edited without the pack's (or the other way), fails here (the page is
+    generated from the pack, tests/test_docs.py keeps it current; this reads it as a person would)."""
+    rows = _reference_policy_rows()
     assert [r[0] for r in rows] == [f"`{p.name}`" for p in pack.POLICIES]
     assert list(pack.DOCS) == [p.name for p in pack.POLICIES], "pack.DOCS: one entry per policy, in POLICIES order"
     for (_, level, checks, why, settings), policy in zip(rows, pack.POLICIES, strict=True):
@@ -172,7 +173,7 @@ def test_the_readme_policy_table_is_the_pack_list():
         assert level == pack.level_of(policy).value + stack, policy.name
         doc = pack.DOCS[policy.name]
         assert doc.checks.strip() and doc.why.strip(), policy.name
-        assert (checks, why) == (doc.checks, doc.why), f"{policy.name}: the README row and pack.DOCS differ"
+        assert (checks, why) == (doc.checks, doc.why), f"{policy.name}: the page's row and pack.DOCS differ"
         declared = sorted(policy.config_schema.properties) if policy.config_schema else []
         named = re.findall(r"`([^`]+)`", re.sub(r"\([^)]*\)", "", settings))  # (defaults) set aside
         assert sorted(named) == declared, policy.name
