@@ -10,6 +10,7 @@ from conftest import NAMESPACE, RESOURCE_QUOTA, STACKS, manifest, manifests, ren
 
 from components.cli import synth
 from components.cli.loader import load_spec
+from components.plan import plan
 from components.render.outputs import monitoring_output
 
 TOP_KEYS = {"tenantNamespaces", "gpuPools", "tenants", "pools", "karpenter", "monitoring", "cost"}
@@ -255,8 +256,7 @@ def test_monitoring_outputs_point_at_rendered_objects(stack):
 def test_monitoring_without_prometheus_names_no_objects():
     cfg = stack_config("dev-aws")
     cfg["gpu-platform:monitoring"] = {"prometheus": "none"}
-    spec = load_spec(cfg)
-    m = monitoring_output(spec)
+    m = monitoring_output(plan.build(load_spec(cfg), "").monitoring)
     assert m["prometheus"] == "none"
     assert m["serviceMonitor"] is None and m["prometheusRule"] is None and m["dashboard"] is None
     assert outputs("dev-aws")["monitoring"]["prometheus"] == "install"

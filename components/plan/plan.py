@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from components.plan.existing import ExistingClusterPlan
     from components.plan.gcp.plan import GkePlan
     from components.plan.monitoring import MonitoringPlan
+    from components.plan.reservations import ReservationPlan
 
 SCHEMA_VERSION = 1
 
@@ -207,6 +208,8 @@ class Plan:
     dra: DraPlan | None = None  # DeviceClasses and claim templates (None: GPUs as extended resources)
     existing: ExistingClusterPlan | None = None  # how the provider reaches an existing cluster (None: other clouds)
     cost: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))  # region, spot discount, budget
+    # pool -> its reserved capacity (plan/reservations.py; explain and the summary read it); None: no reservation
+    reservations: Mapping[str, ReservationPlan] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"schemaVersion": SCHEMA_VERSION, **plain(self)}
@@ -434,6 +437,7 @@ def dra_plan(spec: StackSpec) -> DraPlan | None:
         device_classes=tuple(dra.device_classes(spec)),
         kueue_device_class_mappings=_freeze(dra.kueue_device_class_mappings(spec), keep_order=True),
         claim_templates=_freeze({t.name: dra.claim_templates(spec, t) for t in spec.tenants}, keep_order=True),
+        kubernetes_version=spec.cluster.kubernetes_version,
     )
 
 
@@ -449,7 +453,7 @@ def build(spec: StackSpec, stack: str) -> Plan:
 
 @derive.per_spec
 def _decide(spec: StackSpec) -> Plan:
-    from components.plan import existing, monitoring
+    from components.plan import existing, monitoring, reservations
     from components.plan.gcp import plan as gcp_plan
 
     return Plan(
@@ -481,4 +485,5 @@ def _decide(spec: StackSpec) -> Plan:
         dra=dra_plan(spec),
         existing=existing.existing_cluster_plan(spec),
         cost=_freeze(cost.stack_doc(spec)),
+        reservations=_freeze(reservations.reservations_plan(spec), keep_order=True),
     )
