@@ -116,13 +116,13 @@ def _spec(args: argparse.Namespace):
 
 
 def cmd_cost(args: argparse.Namespace) -> int:
-    """The cost table from the spec alone: no engine run, nothing written."""
-    from components.plan import cost
+    """The cost table from the plan alone: no engine run, nothing written."""
+    from components.plan import cost, plan
 
     spec = _spec(args)
     if spec is None:
         return EXIT_INVALID
-    doc = cost.report(spec, args.stack)
+    doc = cost.report_of(plan.build(spec, args.stack))
     return _emit(args, lambda: cost.to_json(doc), lambda: cost.markdown(doc))
 
 
