@@ -14,6 +14,7 @@ from typing import Any
 from conftest import stack_config
 
 from components.cli.loader import load_spec
+from components.plan import plan
 from components.plan.aws import efa
 from components.spec.model import parse_spec
 
@@ -112,7 +113,7 @@ def test_summary_section_per_layout():
         p2={"efa": True, "karpenter": {"zone": "us-east-1a"}},
         p3={"efa": True, "instanceTypes": ["g6.12xlarge"]},
     )
-    lines = efa.summary_lines(spec)
+    lines = efa.summary(plan.build(spec, ""))
     assert lines[:5] == [
         "",
         "## EFA (multi-node training network)",
@@ -133,8 +134,10 @@ def test_summary_section_per_layout():
         "`FI_PROVIDER=efa`; see examples/. The EFA device plugin runs on these pools only.",
     ]
     p5 = prod(p1={"efa": True})
-    assert "| h100-inference | p5.48xlarge | 32 | ENA primary + efa-only per card |" in "\n".join(efa.summary_lines(p5))
-    assert efa.summary_lines(load_spec(stack_config("dev-aws"))) == []
+    assert "| h100-inference | p5.48xlarge | 32 | ENA primary + efa-only per card |" in "\n".join(
+        efa.summary(plan.build(p5, ""))
+    )
+    assert efa.summary(plan.build(load_spec(stack_config("dev-aws")), "")) == []
 
 
 def test_the_efa_device_plugin_image_comes_from_the_clusters_region():

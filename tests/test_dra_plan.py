@@ -60,6 +60,6 @@ def test_the_rendered_claim_templates_are_the_plans():
 
 def test_the_plan_text_lists_the_templates_per_tenant():
     text = cli.plan_text(plan.build(load_spec(stack_config(STACK)), STACK))
-    assert "  DeviceClasses gpu.nvidia.com, mig.nvidia.com; ResourceClaimTemplates per tenant:" in text
+    assert "  Kubernetes 1.34; DeviceClasses gpu.nvidia.com, mig.nvidia.com; ResourceClaimTemplates per tenant:" in text
     assert "    notebooks: gpu-h100" in text
     assert not any(line == "DRA" for line in cli.plan_text(plan.build(load_spec(stack_config("local")), "local")))

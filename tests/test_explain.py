@@ -7,6 +7,7 @@ milliseconds; only the CLI cases spawn nothing either (``cli.main`` in-process).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import textwrap
@@ -20,6 +21,9 @@ from conftest import ROOT, stack_config
 from components.cli import main as cli
 from components.cli.loader import load_spec
 from components.explain import trace as explain
+from components.explain.workloads import load
+from components.plan import plan
+from components.plan.plan import Plan, plain
 from components.render import gpu_operator
 
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
@@ -50,6 +54,28 @@ ALL_KINDS = {
 def trace(spec, text: str) -> explain.Trace:
     (t,) = explain.explain_all(spec, textwrap.dedent(text))
     return t
+
+
+def plan_of(spec) -> Plan:
+    return plan.build(spec, "")
+
+
+def trace_plan(decided: Plan, text: str) -> explain.Trace:
+    """The trace of one workload through a plan as given (a decision of it changed, to see what explain says of
+    a platform that decided otherwise)."""
+    (t,) = [explain.explain_plan(decided, w) for w in load(textwrap.dedent(text))]
+    return t
+
+
+def without_overlays(decided: Plan) -> Plan:
+    """The plan without Karpenter NodeOverlays (the pre-fix platform: Karpenter counts EC2's GPUs)."""
+    return dataclasses.replace(decided, karpenter=dataclasses.replace(decided.karpenter, node_overlays=()))
+
+
+def with_values(decided: Plan, addon: str, values: dict[str, Any]) -> Plan:
+    """The plan with an add-on's release values replaced."""
+    addons = {**decided.addons, addon: dataclasses.replace(decided.addons[addon], values=values)}
+    return dataclasses.replace(decided, addons=addons)
 
 
 def pool_of(config_pools: list[dict], name: str) -> dict:
@@ -430,11 +456,9 @@ def test_fixed_managed_pool_cannot_grow():
     assert trace(spec, pods[0]).provisioner == "EKS managed node group (fixed size)"
 
 
-def test_karpenter_time_sliced_pool_without_overlay(monkeypatch):
+def test_karpenter_time_sliced_pool_without_overlay():
     """§3: Karpenter counts GPUs from EC2 data; a time-sliced pool's node advertises replicas x that. Before the
     fix (no NodeOverlay) explain stops at the provisioner; with the pool's overlay it runs."""
-    from components.render.aws import karpenter
-
     config = stack_config("dev-aws")
     pool_of(config["gpu-platform:nodePools"], "a10g-spot")["sharing"] = {"strategy": "time-slicing", "replicas": 4}
     spec = load_spec(config)
@@ -443,8 +467,7 @@ def test_karpenter_time_sliced_pool_without_overlay(monkeypatch):
     )
     fixed = trace(spec, text)
     assert fixed.pending is None and fixed.provisioner.startswith("Karpenter NodePool a10g-spot"), fixed.lines()
-    monkeypatch.setattr(karpenter, "needs_overlay", lambda s, p: False)  # the pre-fix platform: no overlay
-    t = trace(spec, text)
+    t = trace_plan(without_overlays(plan_of(spec)), text)  # the pre-fix platform: no overlay
     assert (t.pending.name, t.pending.detail) == (
         "provisioner",
         "Karpenter counts 1 nvidia.com/gpu per node, the node advertises 4: it launches nodes for pods that would "
@@ -458,7 +481,7 @@ def test_karpenter_time_sliced_pool_without_overlay(monkeypatch):
         {"nvidia.com/gpu.shared": 1},
         nodeSelector={"gpu-platform/pool": "a10g-spot"},
     )
-    t = trace(renamed, shared)
+    t = trace_plan(without_overlays(plan_of(renamed)), shared)
     assert (t.pending.name, t.pending.detail) == (
         "provisioner",
         "Karpenter cannot see nvidia.com/gpu.shared on any instance type (it knows 1 nvidia.com/gpu per node from "
@@ -466,16 +489,11 @@ def test_karpenter_time_sliced_pool_without_overlay(monkeypatch):
         # no node ever comes, and Kueue has admitted the pod on quota (issue 26 §4.7)
         + kueue_holds("1 nvidia.com/gpu.shared", "a10g-spot"),
     )
-    monkeypatch.undo()
     assert trace(renamed, shared).pending is None
 
 
-def test_bottlerocket_karpenter_sharing_never_reaches_the_node(monkeypatch):
+def test_bottlerocket_karpenter_sharing_never_reaches_the_node():
     """§3: Bottlerocket Karpenter nodes need the sharing settings in the EC2NodeClass userData."""
-    import dataclasses
-
-    from components.render.aws import karpenter
-
     config = stack_config("dev-aws")
     p = pool_of(config["gpu-platform:nodePools"], "a10g-spot")
     p["os"] = "bottlerocket"
@@ -486,12 +504,14 @@ def test_bottlerocket_karpenter_sharing_never_reaches_the_node(monkeypatch):
     )
     assert trace(spec, text).pending is None  # the fix: userData carries the settings, the overlay says 4
     # the pre-fix platform: a class without userData and no overlay
-    need = karpenter.node_class_need
-    monkeypatch.setattr(
-        karpenter, "node_class_need", lambda s, pool: dataclasses.replace(need(s, pool), user_data=None)
+    decided = without_overlays(plan_of(spec))
+    classes = tuple(
+        dataclasses.replace(c, spec={k: v for k, v in c.spec.items() if k != "userData"})
+        for c in decided.karpenter.node_classes
     )
-    monkeypatch.setattr(karpenter, "needs_overlay", lambda s, pool: False)
-    t = trace(spec, text)
+    t = trace_plan(
+        dataclasses.replace(decided, karpenter=dataclasses.replace(decided.karpenter, node_classes=classes)), text
+    )
     # Karpenter and the node agree (1 unit per GPU); quotas count 4: the node layer names the gap
     assert (t.pending.name, t.pending.detail) == (
         "node",
@@ -500,17 +520,13 @@ def test_bottlerocket_karpenter_sharing_never_reaches_the_node(monkeypatch):
     )
 
 
-def test_dcgm_gke_device_names(monkeypatch):
+def test_dcgm_gke_device_names():
     """§4: GKE's device plugin names devices nvidiaN; the exporter must match by device name."""
     text = pod("ml-dev", {"nvidia.com/gpu": 1}, nodeSelector={"gpu-platform/pool": "t4-spot"})
-    assert trace(spec_of("dev-gcp"), text).pending is None
-    values = gpu_operator.operator_values
-    monkeypatch.setattr(
-        gpu_operator,
-        "operator_values",
-        lambda spec: {**values(spec), "dcgmExporter": {"enabled": True}},  # the pre-fix exporter settings
-    )
-    t = trace(spec_of("dev-gcp"), text)
+    spec = spec_of("dev-gcp")
+    assert trace(spec, text).pending is None
+    values = {**gpu_operator.operator_values(spec), "dcgmExporter": {"enabled": True}}  # the pre-fix exporter
+    t = trace_plan(with_values(plan_of(spec), "gpuOperator", values), text)
     assert (t.pending.name, t.pending.detail) == (
         "dcgm",
         "runs, but its GPU metrics lose the pod: GKE's device plugin names devices nvidiaN, the exporter matches "
@@ -535,17 +551,14 @@ def test_dcgm_bottlerocket_device_ids(monkeypatch):
     assert t.pending.name == "dcgm" and "device-id-strategy = uuid" in t.pending.detail
 
 
-def test_dcgm_rename_by_default_needs_the_resource_name(monkeypatch):
+def test_dcgm_rename_by_default_needs_the_resource_name():
     config = stack_config("dev-aws")
     pool_of(config["gpu-platform:nodePools"], "l4-shared")["sharing"]["renameByDefault"] = True
     spec = load_spec(config)
     text = pod("ml-dev", {"nvidia.com/gpu.shared": 1})
     assert trace(spec, text).pending is None
-    values = gpu_operator.operator_values
-    monkeypatch.setattr(
-        gpu_operator, "operator_values", lambda s: {**values(s), "dcgmExporter": {"enabled": True, "env": []}}
-    )
-    t = trace(spec, text)
+    values = {**gpu_operator.operator_values(spec), "dcgmExporter": {"enabled": True, "env": []}}
+    t = trace_plan(with_values(plan_of(spec), "gpuOperator", values), text)
     assert t.pending.name == "dcgm" and "nvidia.com/gpu.shared" in t.pending.detail
 
 
@@ -676,9 +689,9 @@ def test_dcgm_reads_the_exporter_that_is_deployed():
     for p in config["gpu-platform:nodePools"]:
         p["os"] = "bottlerocket"  # its host runs the device plugin: no operator needed
     standalone = load_spec(config)
-    assert explain.exporter_values(standalone) == monitoring.dcgm_exporter_values(standalone)
+    assert plain(explain.exporter_values(plan_of(standalone))) == monitoring.dcgm_exporter_values(standalone)
     operator = spec_of("dev-aws")
-    assert explain.exporter_values(operator) == gpu_operator.operator_values(operator)["dcgmExporter"]
+    assert plain(explain.exporter_values(plan_of(operator))) == gpu_operator.operator_values(operator)["dcgmExporter"]
 
 
 def test_own_quota_on_a_later_flavor_beats_borrowing_on_an_earlier_one():

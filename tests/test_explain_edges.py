@@ -31,6 +31,7 @@ from components.cli import main as cli
 from components.explain import trace as explain
 from components.explain.facts import pod_security_problems, selection_problems
 from components.explain.workloads import WorkloadError, load
+from components.plan import plan
 
 # ------------------------------------------------------------------------------------------ pod security
 
@@ -241,11 +242,11 @@ def test_without_a_batch_scheduler_the_pod_selects_its_pool():
 def test_nodes_needed_packs_whole_pods_and_knows_a_pod_that_fits_no_node():
     """a100-train nodes bring 8 GPUs: 3 pods of 8 need 3 nodes, 3 pods of 4 need 2 (two per node, rounded up); a pod
     of 16 fits no node (None: the provisioner layer's verdict, not a node count)."""
-    spec = spec_of("prod-aws")
-    pool = spec.pool("a100-train")
+    decided = plan.build(spec_of("prod-aws"), "")
+    pool = decided.pools["a100-train"]
     for pods, gpus, expected in ((3, 8, 3), (3, 4, 2), (1, 16, None)):
         (w,) = load(job("research", pods, {"nvidia.com/gpu": gpus}))
-        assert explain._Tracer(spec, w).nodes_needed(pool) == expected, (pods, gpus)
+        assert explain._Tracer(decided, w).nodes_needed(pool) == expected, (pods, gpus)
 
 
 def test_a_pod_set_of_zero_pods_needs_no_node():
@@ -271,7 +272,8 @@ def test_a_pod_set_of_zero_pods_needs_no_node():
         },
     }
     (w,) = load(yaml.safe_dump(doc))
-    assert explain._Tracer(spec, w).nodes_needed(spec.pool("a100-train")) == 2
+    decided = plan.build(spec, "")
+    assert explain._Tracer(decided, w).nodes_needed(decided.pools["a100-train"]) == 2
 
 
 # ------------------------------------------------------------------------------- provisioner and node

@@ -5,10 +5,12 @@ become pod sets. Expected values come from the Kubernetes and upstream rules cit
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import yaml
 from conftest import stack_config
-from test_explain import container, pod, pool_of, spec_of, trace
+from test_explain import container, plan_of, pod, pool_of, spec_of, trace, with_values
 
 from components.cli.loader import load_spec
 from components.explain import facts
@@ -151,9 +153,9 @@ def test_what_the_cluster_autoscaler_reads_from_the_node_group_tags():
     region and zone from the ASG's first AZ, which the stack does not name; the hostname), the node-template
     label tags, then the managed node group's labels from DescribeNodegroup (aws_wrapper.go:98-108: capacity
     type SPOT, the node group's name, which EKS suffixes)."""
-    spec = spec_of("dev-aws")
-    pool = spec.pool("l4-shared")
-    resources, labels, taints = facts.autoscaler_sees(spec, pool)
+    decided = plan_of(spec_of("dev-aws"))
+    pool = decided.pools["l4-shared"]
+    resources, labels, taints = facts.autoscaler_sees(decided, pool)
     assert resources == {"nvidia.com/gpu": 4}
     assert labels == {
         "kubernetes.io/arch": ("amd64",),
@@ -163,11 +165,11 @@ def test_what_the_cluster_autoscaler_reads_from_the_node_group_tags():
         "topology.kubernetes.io/zone": None,
         "topology.ebs.csi.aws.com/zone": None,
         "kubernetes.io/hostname": None,
-        **facts.node_labels(spec, pool),
+        **pool.labels,
         "eks.amazonaws.com/capacityType": "SPOT",
         "eks.amazonaws.com/nodegroup": None,
     }
-    assert taints == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}] == facts.node_taints(pool)
+    assert taints == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}] == list(pool.taints)
 
 
 def test_karpenter_sees_efa_interfaces_from_ec2_data():
@@ -176,16 +178,21 @@ def test_karpenter_sees_efa_interfaces_from_ec2_data():
     h100 = pool_of(config["gpu-platform:nodePools"], "h100-spot")
     h100["efa"], h100["karpenter"]["zone"] = True, "us-east-1a"
     spec = load_spec(config)
-    assert facts.karpenter_sees(spec, spec.pool("h100-spot")) == {"nvidia.com/gpu": 8, "vpc.amazonaws.com/efa": 32}
+    decided = plan_of(spec)
+    assert facts.karpenter_sees(decided, decided.pools["h100-spot"]) == {
+        "nvidia.com/gpu": 8,
+        "vpc.amazonaws.com/efa": 32,
+    }
     t = trace(spec, pod("research", {"nvidia.com/gpu": 8, "vpc.amazonaws.com/efa": 32}))
     assert t.pending is None and t.pool == "h100-spot", t.lines()
 
 
-def test_dcgm_attribution(monkeypatch):
+def test_dcgm_attribution():
     """dcgm-exporter matches GPU UUIDs and counts nvidia.com/gpu and MIG resources only, unless told more names
     (NVIDIA_RESOURCE_NAMES, comma-separated) and, on GKE, device names."""
-    gcp = spec_of("dev-gcp")
-    t4 = gcp.pool("t4-spot")
+    gcp = plan_of(spec_of("dev-gcp"))
+    t4 = gcp.pools["t4-spot"]
+    operator = dict(gcp.addons["gpuOperator"].values)
     ids = {"name": gpu_operator.DCGM_GPU_ID_TYPE_ENV, "value": "device-name"}
     names = {"name": gpu_operator.DCGM_RESOURCE_NAMES_ENV, "value": "nvidia.com/a,nvidia.com/gpu.shared"}
     for values, resources, why in [
@@ -205,23 +212,20 @@ def test_dcgm_attribution(monkeypatch):
             "NVIDIA_RESOURCE_NAMES",
         ),
     ]:
-        monkeypatch.setattr(facts, "exporter_values", lambda spec, v=values: v)
-        assert facts.dcgm_attribution(gcp, t4, resources) == why, values
+        deployed = with_values(gcp, "gpuOperator", {**operator, "dcgmExporter": values})
+        assert facts.dcgm_attribution(deployed, t4, resources) == why, values
 
 
-def test_dcgm_attribution_on_bottlerocket(monkeypatch):
-    from components.plan import sharing
-
-    spec = spec_of("prod-aws")
-    a100 = spec.pool("a100-train")
-    assert facts.dcgm_attribution(spec, a100, ["nvidia.com/gpu"]) is None
-    settings = sharing.bottlerocket_device_plugin_settings
-    monkeypatch.setattr(
-        sharing,
-        "bottlerocket_device_plugin_settings",
-        lambda s, name: {k: v for k, v in settings(s, name).items() if k != sharing.BOTTLEROCKET_DEVICE_ID_STRATEGY},
-    )
-    assert facts.dcgm_attribution(spec, a100, ["nvidia.com/gpu"]) == (
+def test_dcgm_attribution_on_bottlerocket():
+    """a100-train's Bottlerocket device plugin hands out UUIDs (its user data says so); without that setting its
+    device IDs are indexes, which the exporter cannot match."""
+    decided = plan_of(spec_of("prod-aws"))
+    a100 = decided.pools["a100-train"]
+    assert decided.aws.bottlerocket_device_plugins["a100-train"] == {"device-id-strategy": "uuid"}
+    assert facts.dcgm_attribution(decided, a100, ["nvidia.com/gpu"]) is None
+    plugins = {**decided.aws.bottlerocket_device_plugins, "a100-train": {}}  # the pre-fix settings
+    indexes = dataclasses.replace(decided, aws=dataclasses.replace(decided.aws, bottlerocket_device_plugins=plugins))
+    assert facts.dcgm_attribution(indexes, a100, ["nvidia.com/gpu"]) == (
         "Bottlerocket's device plugin hands out device indexes, the exporter matches UUIDs: set "
         "settings.kubelet-device-plugins.nvidia.device-id-strategy = uuid"
     )

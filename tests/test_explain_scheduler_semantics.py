@@ -23,11 +23,14 @@ from test_explain import (
     kueue_reserves,
     layer,
     operators_installed,  # noqa: F401  (a fixture)
+    plan_of,
     pod,
     pool_of,
     spec_of,
     trace,
+    trace_plan,
     volcano_job,
+    without_overlays,
 )
 
 from components.cli.loader import load_spec
@@ -375,18 +378,18 @@ def test_volcano_min_pods_follow_the_job_controller():
         doc["spec"]["minAvailable"] = min_available
         worker["minAvailable"] = task_min
         w = parse(doc)
-        assert explain_schedulers.volcano_min_pods(spec, w) == expected, (min_available, task_min)
+        assert explain_schedulers.volcano_min_pods(plan_of(spec), w) == expected, (min_available, task_min)
 
 
 def test_the_summary_says_both_caps():
     """prod-aws: applied-ml's guarantee and capability are both 16 (a100-gang, 2 x 8)."""
-    text = summary._queues(load_spec(stack_config("prod-aws")))
+    text = summary._queue_lines(plan_of(load_spec(stack_config("prod-aws"))))
     row = next(line for line in text if line.startswith("| applied-ml |"))
     assert row.endswith(
         "| `applied-ml` (weight 2; enqueues at most 16 nvidia.com/gpu from an idle cluster, holds at most 16 "
         "nvidia.com/gpu at full size) |"
     )
-    half = summary._queues(load_spec(_half_guarantee()))
+    half = summary._queue_lines(plan_of(load_spec(_half_guarantee())))
     assert "enqueues at most 8 nvidia.com/gpu from an idle cluster, holds at most 16 nvidia.com/gpu at full size" in (
         next(line for line in half if line.startswith("| applied-ml |"))
     )
@@ -498,16 +501,13 @@ def test_each_pod_of_a_deployment_holds_its_own():
     )
 
 
-def test_a_stop_that_is_no_stall_holds_nothing(monkeypatch):
+def test_a_stop_that_is_no_stall_holds_nothing():
     """Karpenter counting fewer units per node than the node advertises launches too many nodes, yet the pod runs:
     no quota is stranded, so the stop says nothing of Kueue's quota."""
-    from components.render.aws import karpenter
-
     config = stack_config("dev-aws")
     pool_of(config["gpu-platform:nodePools"], "a10g-spot")["sharing"] = {"strategy": "time-slicing", "replicas": 4}
-    monkeypatch.setattr(karpenter, "needs_overlay", lambda s, p: False)
-    t = trace(
-        load_spec(config),
+    t = trace_plan(
+        without_overlays(plan_of(load_spec(config))),
         pod(
             "ml-dev", {"nvidia.com/gpu": 1}, nodeSelector={"gpu-platform/pool": "a10g-spot"}, tolerations=SHARED_OPT_IN
         ),

@@ -256,8 +256,7 @@ def test_monitoring_outputs_point_at_rendered_objects(stack):
 def test_monitoring_without_prometheus_names_no_objects():
     cfg = stack_config("dev-aws")
     cfg["gpu-platform:monitoring"] = {"prometheus": "none"}
-    spec = load_spec(cfg)
-    m = monitoring_output(plan.build(spec, "dev-aws"))
+    m = monitoring_output(plan.build(load_spec(cfg), "").monitoring)
     assert m["prometheus"] == "none"
     assert m["serviceMonitor"] is None and m["prometheusRule"] is None and m["dashboard"] is None
     assert outputs("dev-aws")["monitoring"]["prometheus"] == "install"

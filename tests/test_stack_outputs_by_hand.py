@@ -120,7 +120,7 @@ def test_monitoring_output_per_mode():
         "service": "nvidia-dcgm-exporter",
         "port": "gpu-metrics",
     }
-    assert outputs.monitoring_output(_plan(_local())) == {
+    assert outputs.monitoring_output(plan.build(_local(), "").monitoring) == {
         "prometheus": "install",
         "exporter": expected_exporter,
         "serviceMonitor": {"namespace": "gpu-operator", "name": "gpu-platform-dcgm-exporter"},
@@ -129,11 +129,11 @@ def test_monitoring_output_per_mode():
     }
     cfg = stack_config("local")
     cfg["gpu-platform:monitoring"] = {"prometheus": "existing"}  # the cluster's own operator: objects still made
-    existing = outputs.monitoring_output(_plan(load_spec(cfg)))
+    existing = outputs.monitoring_output(plan.build(load_spec(cfg), "").monitoring)
     assert existing["prometheus"] == "existing"
     assert existing["serviceMonitor"] == {"namespace": "gpu-operator", "name": "gpu-platform-dcgm-exporter"}
     cfg["gpu-platform:monitoring"] = {"prometheus": "none"}
-    assert outputs.monitoring_output(_plan(load_spec(cfg))) == {
+    assert outputs.monitoring_output(plan.build(load_spec(cfg), "").monitoring) == {
         "prometheus": "none",
         "exporter": expected_exporter,
         "serviceMonitor": None,
@@ -141,6 +141,6 @@ def test_monitoring_output_per_mode():
         "dashboard": None,
     }
     cfg["gpu-platform:addons"]["dcgm"] = False
-    assert outputs.monitoring_output(_plan(load_spec(cfg))) == dict.fromkeys(
+    assert outputs.monitoring_output(plan.build(load_spec(cfg), "").monitoring) == dict.fromkeys(
         ["prometheus", "exporter", "serviceMonitor", "prometheusRule", "dashboard"]
     )

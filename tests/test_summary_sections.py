@@ -1,5 +1,5 @@
 """``components.explain.summary``: who scales each pool, the warnings, and the summary's fixed parts, from a validated
-spec and a stand-in rendering (no engine run: the summary reads only the spec and the rendering's lists)."""
+spec and a stand-in rendering (no engine run: the summary reads only the plan and the rendering's lists)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from conftest import stack_config
 
 from components.cli.loader import load_spec
 from components.explain import summary
+from components.plan import plan
 
 KUEUE_TWICE = (
     "Kueue holds its cpu/memory quota once per pool (2 pools), the namespace ResourceQuota once in total; running "
@@ -38,8 +39,8 @@ def _rendering(spec, stack: str = "s", lookups: tuple[str, ...] = (), releases: 
     )
 
 
-def _pool(spec, name: str):
-    return next(p for p in spec.node_pools if p.name == name)
+def _plan(stack: str, **changes: Any):
+    return plan.build(_spec(stack, **changes), "")
 
 
 # ------------------------------------------------------------------------------------------- scaled by
@@ -48,17 +49,17 @@ def _pool(spec, name: str):
 def test_who_scales_each_pool_per_cloud():
     """EKS: Karpenter pools by Karpenter, managed node groups by the Cluster Autoscaler (its chart named);
     GKE: its autoscaler, or DWS for queued provisioning; an existing cluster's nodes by nobody."""
-    aws = _spec("dev-aws")
-    assert summary.scaled_by(aws, _pool(aws, "a10g-spot")) == "Karpenter, for pending pods"
-    assert summary.scaled_by(aws, _pool(aws, "l4-shared")).startswith("Cluster Autoscaler (chart ")
-    assert summary.scaled_by(aws, _pool(aws, "l4-shared")).endswith("), EKS managed node group")
-    gcp = _spec("prod-gcp")
-    assert summary.scaled_by(gcp, _pool(gcp, "h100-train")) == "GKE cluster autoscaler"
-    assert summary.scaled_by(gcp, _pool(gcp, "h100-burst")) == (
+    aws = _plan("dev-aws")
+    assert summary.scaled_by(aws, aws.pools["a10g-spot"]) == "Karpenter, for pending pods"
+    assert summary.scaled_by(aws, aws.pools["l4-shared"]).startswith("Cluster Autoscaler (chart ")
+    assert summary.scaled_by(aws, aws.pools["l4-shared"]).endswith("), EKS managed node group")
+    gcp = _plan("prod-gcp")
+    assert summary.scaled_by(gcp, gcp.pools["h100-train"]) == "GKE cluster autoscaler"
+    assert summary.scaled_by(gcp, gcp.pools["h100-burst"]) == (
         "GKE Dynamic Workload Scheduler (queued provisioning), through Kueue's ProvisioningRequests"
     )
-    local = _spec("local")
-    assert summary.scaled_by(local, local.node_pools[0]) == "nobody: existing nodes"
+    local = _plan("local")
+    assert summary.scaled_by(local, local.pools["workstation"]) == "nobody: existing nodes"
 
 
 def test_managed_pool_without_the_autoscaler_is_fixed_at_its_minimum():
@@ -66,8 +67,8 @@ def test_managed_pool_without_the_autoscaler_is_fixed_at_its_minimum():
     cfg = stack_config("dev-aws")
     cfg["gpu-platform:addons"] = {**cfg.get("gpu-platform:addons", {}), "clusterAutoscaler": False}
     cfg["gpu-platform:nodePools"][0]["minNodes"] = 2  # else refused: nothing would ever add a node
-    spec = load_spec(cfg)
-    assert summary.scaled_by(spec, _pool(spec, "l4-shared")) == (
+    decided = plan.build(load_spec(cfg), "")
+    assert summary.scaled_by(decided, decided.pools["l4-shared"]) == (
         "nobody: fixed at 2 node(s) (addons.clusterAutoscaler is off)"
     )
 
@@ -106,12 +107,12 @@ def test_limits_cell():
 
 def test_no_warnings_for_a_consistent_stack():
     """dev-gcp hands out no more than its pools bring and has no multi-pool Kueue tenant with cpu/memory."""
-    assert summary.warnings(_rendering(_spec("dev-gcp"))) == []
+    assert summary.warnings(_plan("dev-gcp")) == []
 
 
 def test_unanswered_lookups_are_warned_about():
     """A lookup the synth had no placeholder for answered empty: the reader must know."""
-    assert summary.warnings(_rendering(_spec("dev-gcp"), lookups=("aws:x/y:z", "gcp:a/b:c"))) == [
+    assert summary.warnings(_plan("dev-gcp"), ("aws:x/y:z", "gcp:a/b:c")) == [
         "lookup aws:x/y:z has no offline placeholder; it answered empty",
         "lookup gcp:a/b:c has no offline placeholder; it answered empty",
     ]
@@ -119,13 +120,13 @@ def test_unanswered_lookups_are_warned_about():
 
 def test_kueue_tenant_with_cpu_quota_in_several_pools_is_warned_about():
     """A Kueue tenant with a cpu/memory quota in two pools can be admitted beyond its namespace total."""
-    assert summary.warnings(_rendering(_spec("dev-aws"))) == [f"tenant ml-dev: {KUEUE_TWICE}"]
+    assert summary.warnings(_plan("dev-aws")) == [f"tenant ml-dev: {KUEUE_TWICE}"]
     for quota in ({"cpu": "64"}, {"memory": "256Gi"}):  # either one is held per pool
         cfg = stack_config("dev-aws")
         cfg["gpu-platform:tenants"][0]["quota"] = quota
-        assert summary.warnings(_rendering(load_spec(cfg))) == [f"tenant ml-dev: {KUEUE_TWICE}"], quota
+        assert summary.warnings(plan.build(load_spec(cfg), "")) == [f"tenant ml-dev: {KUEUE_TWICE}"], quota
     cfg["gpu-platform:tenants"][0].pop("quota")
-    assert summary.warnings(_rendering(load_spec(cfg))) == []
+    assert summary.warnings(plan.build(load_spec(cfg), "")) == []
 
 
 def test_oversubscription_beyond_the_ratio_is_warned_about():
@@ -133,17 +134,17 @@ def test_oversubscription_beyond_the_ratio_is_warned_about():
     ratios: 6 L4s of quota on a pool of at most 4 nodes x 1 L4 is 1.50x; at 1.5 allowed it is not over."""
     cfg = stack_config("dev-gcp")
     cfg["gpu-platform:tenants"][0]["gpuQuota"] = {"l4-shared": 6, "t4-spot": 2}
-    assert summary.warnings(_rendering(load_spec(cfg))) == [
+    assert summary.warnings(plan.build(load_spec(cfg), "")) == [
         "pool l4-shared: tenant quotas are 1.50x what it can bring (allowed 1x by scheduling.oversubscriptionRatio)"
     ]
     cfg["gpu-platform:scheduling"] = {"oversubscriptionRatio": 1.5}
-    assert summary.warnings(_rendering(load_spec(cfg))) == []
+    assert summary.warnings(plan.build(load_spec(cfg), "")) == []
 
 
 def test_short_wait_for_pods_ready_with_cold_start_pools_is_warned_about():
     """A waitForPodsReady timeout below 15 minutes while a pool starts from zero evicts jobs that would run."""
     spec = _spec("dev-aws", scheduling={"waitForPodsReadyTimeout": "10m"})
-    warns = [w for w in summary.warnings(_rendering(spec)) if w.startswith("scheduling.")]
+    warns = [w for w in summary.warnings(plan.build(spec, "")) if w.startswith("scheduling.")]
     pools = ", ".join(p.name for p in spec.node_pools if p.provisioner == "karpenter" or p.min_nodes == 0)
     assert warns == [
         f"scheduling.waitForPodsReadyTimeout below 15m while pools start from zero ({pools}): node launch, GPU "
@@ -156,7 +157,7 @@ def test_dcgm_without_prometheus_is_warned_about():
     """DCGM on but monitoring.prometheus none: the GPU alerts are off."""
     spec = _spec("dev-gcp", monitoring={"prometheus": "none"})
     assert "GPU alerts are off: monitoring.prometheus is none (no ServiceMonitor, PrometheusRule or dashboard)" in (
-        summary.warnings(_rendering(spec))
+        summary.warnings(plan.build(spec, ""))
     )
 
 
@@ -266,8 +267,7 @@ DCGM_ON = (
 def test_monitoring_paragraph_per_prometheus_mode(prometheus: str, tail: list[str]):
     """What the monitoring delivers, per monitoring.prometheus: the alerts with their thresholds (the
     defaults), and where Prometheus comes from; with none, that the alerts are off."""
-    spec = _spec("dev-gcp", monitoring={"prometheus": prometheus})
-    lines = summary._gpu_operator_lines(spec)
+    lines = summary._gpu_operator_lines(_plan("dev-gcp", monitoring={"prometheus": prometheus}))
     assert lines[:2] == ["## GPU Operator and monitoring", ""]
     assert lines[-len(tail) :] == tail
     assert lines[-len(tail) - 1] == ""  # after the pools table
@@ -275,7 +275,7 @@ def test_monitoring_paragraph_per_prometheus_mode(prometheus: str, tail: list[st
 
 def test_gpu_operator_paragraph_and_pool_rows():
     """Who serves each pool's GPUs: the operator's components on/off and one row per pool."""
-    lines = summary._gpu_operator_lines(_spec("dev-gcp"))
+    lines = summary._gpu_operator_lines(_plan("dev-gcp"))
     assert lines[2].endswith(
         ": driver gke-latest (operator's off), toolkit on, device plugin off, MIG strategy single, MIG manager off."
     )
@@ -292,7 +292,7 @@ def test_operator_section_without_dcgm_has_no_monitoring_paragraph():
     """The operator without DCGM: the operator's table, and nothing about alerts."""
     cfg = stack_config("dev-gcp")
     cfg["gpu-platform:addons"]["dcgm"] = False
-    lines = summary._gpu_operator_lines(load_spec(cfg))
+    lines = summary._gpu_operator_lines(plan.build(load_spec(cfg), ""))
     assert lines[0] == "## GPU Operator and monitoring"
     assert lines[-2:] == ["| t4-spot | cos | gke | whole GPUs | - |", ""]
 
@@ -303,12 +303,12 @@ def test_no_gpu_operator_section_without_operator_and_dcgm():
     cfg["gpu-platform:addons"] = {"gpuOperator": False, "dcgm": False, "kueue": False, "volcano": False}
     cfg.pop("gpu-platform:gpuOperator", None)
     del cfg["gpu-platform:nodePools"][0]["sharing"]  # MPS needs the operator's device plugin
-    assert summary._gpu_operator_lines(load_spec(cfg)) == []
+    assert summary._gpu_operator_lines(plan.build(load_spec(cfg), "")) == []
 
 
 def test_dra_section():
     """A DRA stack says how pods get GPUs (ResourceClaims, no device plugin) and what Kueue counts."""
-    lines = summary._dra_lines(_spec("dra-existing"))
+    lines = summary._dra_lines(_plan("dra-existing"))
     assert lines[:3] == ["## GPUs through DRA (ResourceClaims)", "", lines[2]]
     assert lines[2] == (
         "Kubernetes 1.34; the GPU Operator's GPUCluster deploys the NVIDIA DRA driver (no device plugin). Pods ask "
@@ -318,12 +318,12 @@ def test_dra_section():
     )
     assert lines[3:6] == ["", "| tenant | quota (devices per DeviceClass) | claim templates |", "|---|---|---|"]
     assert lines[-1] == ""
-    assert summary._dra_lines(_spec("dev-gcp")) == []
+    assert summary._dra_lines(_plan("dev-gcp")) == []
 
 
 def test_queues_footnote_follows_a_blank_line():
     """The queues table ends before its footnote (a blank line, so Markdown does not run them together)."""
-    lines = summary._queues(_spec("dev-gcp"))
+    lines = summary._queue_lines(_plan("dev-gcp"))
     note = next(i for i, line in enumerate(lines) if line.startswith("*any*: no limit;"))
     assert lines[note - 1] == "" and lines[note - 2].startswith("| ml-dev |")
     assert lines[:4] == ["", "## Queues", "", lines[3]] and lines[3].startswith("| tenant | Kueue LocalQueue")
@@ -350,7 +350,7 @@ def test_queue_rows_name_kueue_and_volcano_queues():
     at 2 x 8 = 16, its capability); the others show '-' (issue 26 §4.5)."""
     rows = {
         line.split(" | ")[0][2:]: line.split(" | ")
-        for line in summary._queues(_spec("prod-aws"))
+        for line in summary._queue_lines(_plan("prod-aws"))
         if line.startswith("| ")
     }
     assert rows["research"][1] == "`research/default` -> `research`"
@@ -368,7 +368,7 @@ def test_queue_rows_name_kueue_and_volcano_queues():
         p.pop("topologyAware", None)  # done by Kueue
     rows = [
         line.split(" | ")
-        for line in summary._queues(load_spec(kueue_off))
+        for line in summary._queue_lines(plan.build(load_spec(kueue_off), ""))
         if line.startswith("| ") and "tenant" not in line
     ]
     assert rows and all(r[1] == "-" and r[3] == "-" for r in rows)  # no Kueue queue, no Kueue preemption

@@ -116,13 +116,13 @@ def _spec(args: argparse.Namespace):
 
 
 def cmd_cost(args: argparse.Namespace) -> int:
-    """The cost table from the spec alone: no engine run, nothing written."""
-    from components.plan import cost
+    """The cost table from the plan alone: no engine run, nothing written."""
+    from components.plan import cost, plan
 
     spec = _spec(args)
     if spec is None:
         return EXIT_INVALID
-    doc = cost.report(spec, args.stack)
+    doc = cost.report_of(plan.build(spec, args.stack))
     return _emit(args, lambda: cost.to_json(doc), lambda: cost.markdown(doc))
 
 
@@ -196,7 +196,18 @@ def plan_text(p: Any) -> list[str]:
     from components.plan.aws import karpenter
 
     lines += karpenter.text(p.karpenter)
-    return lines + _monitoring_text(p.monitoring) + _dra_text(p.dra)
+    return lines + _monitoring_text(p.monitoring) + _dra_text(p.dra) + _reservations_text(p.reservations)
+
+
+def _reservations_text(reserved: Any) -> list[str]:
+    """The reserved-capacity section of ``plan_text`` (none without a pool that reserves capacity)."""
+    if not reserved:
+        return []
+    lines = ["", "Reserved capacity"]
+    for pool, r in reserved.items():
+        where = ", ".join(x for x in (r.instance_type, r.availability_zone) if x)
+        lines.append(f"  {pool}: {r.description}" + (f" ({where})" if where else "") + f", as {r.used_as}")
+    return lines
 
 
 def _existing_text(e: Any) -> list[str]:
@@ -211,7 +222,12 @@ def _dra_text(d: Any) -> list[str]:
     """The DRA section of ``plan_text`` (none unless ``gpuOperator.allocation`` is dra)."""
     if d is None:
         return []
-    lines = ["", "DRA", f"  DeviceClasses {', '.join(d.device_classes)}; ResourceClaimTemplates per tenant:"]
+    lines = [
+        "",
+        "DRA",
+        f"  Kubernetes {d.kubernetes_version}; DeviceClasses {', '.join(d.device_classes)}; "
+        "ResourceClaimTemplates per tenant:",
+    ]
     return lines + [f"    {t}: {', '.join(names) or 'none'}" for t, names in d.claim_templates.items()]
 
 

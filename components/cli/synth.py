@@ -534,9 +534,9 @@ def files(rendering: Rendering, sections: Mapping[str, str] | None = None) -> di
         out[f"helm/{release}/values.yaml"] = _yaml(r.inputs.get("values") or {})
     out["outputs.json"] = _json(rendering.outputs)
     out["summary.md"] = summary(rendering, sections or {})
-    from components.plan import cost
+    from components.plan import cost, plan
 
-    out["cost.json"] = cost.to_json(cost.report(rendering.spec, rendering.stack))
+    out["cost.json"] = cost.to_json(cost.report_of(plan.build(rendering.spec, rendering.stack)))
     return out
 
 

@@ -10,10 +10,9 @@ from typing import Any
 
 from components.explain.nodes import LabelValues, autoscaler_template_labels, node_label_values
 from components.explain.workloads import GPU_PREFIX, PodSet, Workload, _device_resources
-from components.plan import derive, plan
+from components.plan import derive
 from components.plan.plan import Plan, PoolPlan, TenantPlan
 from components.render import gpu_operator, kueue
-from components.spec.model import NodePool, StackSpec, Tenant
 
 
 def _units(units: Mapping[str, int]) -> str:
@@ -194,19 +193,18 @@ def flavor_opt_in_problem(podsets: list[PodSet], flavor: Mapping[str, Any]) -> s
 
 
 def pod_selection(
-    spec: StackSpec, pool: NodePool, podsets: list[PodSet], gpu: Mapping[str, int]
+    decided: Plan, pool: PoolPlan, podsets: list[PodSet], gpu: Mapping[str, int]
 ) -> tuple[str, list[str]]:
     """Without Kueue nothing pins a pod but its own nodeSelector, affinity and tolerations: (how it came to
     ``pool``, the other pools whose nodes take it as well). Other pools of the whole stack count (a
     ResourceQuota counts resource names, not pools): their nodes match it, it tolerates them, and they
     advertise what it asks."""
-    pools = plan.build(spec, "").pools
+    pools = decided.pools
     order = sorted(pools.values(), key=lambda p: (derive.FLAVOR_CLASSES.index(p.flavor_class), p.name))
     unselected = [
         p
-        for p in order  # node_label_values still takes the spec's pool (Karpenter's NodePools name its labels)
-        if p.name != pool.name
-        and not any(selection_problems(ps.pod, node_label_values(spec, spec.pool(p.name))) for ps in podsets)
+        for p in order
+        if p.name != pool.name and not any(selection_problems(ps.pod, node_label_values(decided, p)) for ps in podsets)
     ]
     also = [
         p.name
@@ -313,70 +311,64 @@ def volcano_pods_admission(decided: Plan, tenant: TenantPlan, w: Workload) -> tu
 # One function per fact; each reads what the component renders from.
 
 
-def node_labels(spec: StackSpec, pool: NodePool) -> dict[str, str]:
-    """Labels a node of the pool carries (EKS managed groups add the autoscaler's GPU label): the plan's."""
-    return dict(plan.build(spec, "").pools[pool.name].labels)
-
-
-def node_taints(pool: NodePool) -> list[dict[str, Any]]:
-    """The taints of the pool's nodes (``derive.node_taints``; the trace reads ``PoolPlan.taints``, the same)."""
-    return [{"key": t.key, "value": t.value, "effect": t.effect} for t in derive.node_taints(pool)]
-
-
 def pool_tolerations(p: PoolPlan) -> list[dict[str, str]]:
     """The pool's tolerations as a pod spec writes them (key, operator, effect, value), for a message."""
     return [{k: t[k] for k in ("key", "operator", "effect", "value") if k in t} for t in p.tolerations]
 
 
-def node_advertises(spec: StackSpec, pool: NodePool) -> tuple[dict[str, int], str | None]:
+def bottlerocket_plugin(decided: Plan, pool: PoolPlan) -> Mapping[str, Any]:
+    """The settings of Bottlerocket's host device plugin on the pool's nodes (``AwsPlan.bottlerocket_device_plugins``,
+    from its node group's or EC2NodeClass's user data); empty where Bottlerocket's plugin does not serve it."""
+    return decided.aws.bottlerocket_device_plugins.get(pool.name, {}) if decided.aws is not None else {}
+
+
+def node_advertises(decided: Plan, pool: PoolPlan) -> tuple[dict[str, int], str | None]:
     """(resources one node of the pool advertises, why it differs from what quotas count or None).
 
     Bottlerocket's host device plugin shares GPUs only when the sharing settings reach the node through its
     user data: managed node groups carry them (``managed_pools.user_data``); for Karpenter pools they must be
     in the EC2NodeClass ``userData``, else the node advertises whole GPUs."""
-    p = plan.build(spec, "").pools[pool.name]
-    units = dict(p.units_per_node)
-    from components.plan import sharing
-
-    if p.provisioner == "karpenter" and sharing.bottlerocket_shares_gpus(spec, pool.name):
-        from components.render.aws import karpenter  # the EC2NodeClass: Karpenter's area, not in the plan yet
-
-        node_class = karpenter.ec2_node_class_spec(spec, karpenter.node_class_need(spec, pool), "role")
-        if "device-sharing-strategy" not in str(node_class.get("userData") or ""):
-            whole = {derive.GPU_RESOURCE: p.gpus_per_node}
+    units = dict(pool.units_per_node)
+    if pool.provisioner == "karpenter" and "device-sharing-strategy" in bottlerocket_plugin(decided, pool):
+        assert decided.karpenter is not None
+        node_class = next(c for c in decided.karpenter.node_classes if pool.name in c.pools)
+        if "device-sharing-strategy" not in str(node_class.spec.get("userData") or ""):
+            whole = {derive.GPU_RESOURCE: pool.gpus_per_node}
             return whole, (
                 f"the Bottlerocket node advertises {_units(whole)} (its EC2NodeClass has no userData with "
                 f"the sharing settings) while quotas count {_units(units)}"
             )
-    return dict(p.advertises), None  # its units and, on EFA pools, the EFA interfaces
+    return dict(pool.advertises), None  # its units and, on EFA pools, the EFA interfaces
 
 
-def karpenter_sees(spec: StackSpec, pool: NodePool) -> dict[str, int]:
+def karpenter_sees(decided: Plan, pool: PoolPlan) -> dict[str, int]:
     """Extended resources Karpenter believes a node of the pool brings before it exists: nvidia.com/gpu from
     EC2 instance data (the GPU count), overridden key by key by the pool's NodeOverlay capacity when it has
-    one (Karpenter applies it with lo.Assign; see ``karpenter.node_overlay_spec``)."""
+    one (Karpenter applies it with lo.Assign; ``KarpenterPlan.node_overlays``)."""
     from components.plan.aws import efa
-    from components.render.aws import karpenter
 
-    sees = {derive.GPU_RESOURCE: pool.gpu.per_node}
-    if efa.efa_capable(pool):  # Karpenter's instance types carry vpc.amazonaws.com/efa from EC2 network info
-        sees[efa.EFA_RESOURCE] = efa.interfaces_per_node(pool)
-    if karpenter.needs_overlay(spec, pool):
-        sees.update({name: int(n) for name, n in karpenter.node_overlay_spec(spec, pool)["capacity"].items()})
+    sees = {derive.GPU_RESOURCE: pool.gpus_per_node}
+    if efa.efa_capable_types(pool.instance_types):  # Karpenter's instance types carry it from EC2 network info
+        sees[efa.EFA_RESOURCE] = efa.interfaces_of_types(pool.instance_types)
+    overlays = decided.karpenter.node_overlays if decided.karpenter is not None else ()
+    for overlay in (o for o in overlays if o.pool == pool.name):
+        sees.update({name: int(n) for name, n in overlay.capacity.items()})
     return sees
 
 
 def autoscaler_sees(
-    spec: StackSpec, pool: NodePool
+    decided: Plan, pool: PoolPlan
 ) -> tuple[dict[str, int], dict[str, LabelValues], list[dict[str, Any]]]:
     """What the Cluster Autoscaler's scale-from-zero template says of a managed pool's node: resources,
-    labels and taints, read back from the node group's ``k8s.io/cluster-autoscaler/node-template/*`` tags;
-    its labels joined with those the autoscaler adds itself (``explain_nodes.autoscaler_template_labels``)."""
+    labels and taints, read back from the node group's ``k8s.io/cluster-autoscaler/node-template/*`` tags
+    (``NodeGroupPlan.tags``); its labels joined with those the autoscaler adds itself
+    (``explain_nodes.autoscaler_template_labels``)."""
     from components.plan.aws import managed_pools
 
-    tags = managed_pools.autoscaler_tags(spec, pool)
+    assert decided.aws is not None
+    tags = decided.aws.node_groups[pool.name].tags
     prefix = managed_pools.CA_TEMPLATE + "/"
-    resources: dict[str, int] = {derive.GPU_RESOURCE: pool.gpu.per_node}  # from the instance type
+    resources: dict[str, int] = {derive.GPU_RESOURCE: pool.gpus_per_node}  # from the instance type
     labels: dict[str, str] = {}
     taints: list[dict[str, Any]] = []
     for k, v in tags.items():
@@ -390,37 +382,36 @@ def autoscaler_sees(
         elif kind == "taint":
             value, _, effect = v.rpartition(":")
             taints.append({"key": name, "value": value or None, "effect": effect})
-    return resources, autoscaler_template_labels(spec, pool, labels), taints
+    return resources, autoscaler_template_labels(decided, pool, labels), taints
 
 
-def exporter_values(spec: StackSpec) -> dict[str, Any]:
+def exporter_values(decided: Plan) -> Mapping[str, Any]:
     """The dcgm-exporter's settings as deployed: the GPU Operator's ``dcgmExporter`` values, or the standalone
-    chart's values without the operator."""
-    if plan.build(spec, "").addons["gpuOperator"].enabled:  # its values: the operators' area (tests patch them)
-        return gpu_operator.operator_values(spec).get("dcgmExporter") or {}
-    from components.render import monitoring  # the standalone exporter: the monitoring area, not in the plan yet
+    chart's values without the operator (the add-ons' values in the plan)."""
+    operator = decided.addons["gpuOperator"]
+    if operator.enabled:
+        return (operator.values or {}).get("dcgmExporter") or {}
+    return decided.addons["dcgmExporter"].values or {}
 
-    return monitoring.dcgm_exporter_values(spec)
 
-
-def dcgm_attribution(spec: StackSpec, pool: NodePool, resources: list[str]) -> str | None:
+def dcgm_attribution(decided: Plan, pool: PoolPlan, resources: list[str]) -> str | None:
     """Why dcgm-exporter cannot tie the pool's GPU metrics to the pod, or None.
 
     dcgm-exporter asks the kubelet's pod-resources API which pod holds which device and matches device IDs
     as GPU UUIDs by default (dcgm-exporter ``internal/pkg/collector/types.go``, ``pkg/.../kubernetes.go``);
     it only looks at ``nvidia.com/gpu`` and MIG resources unless told more names."""
-    values = exporter_values(spec)
+    from components.plan import sharing
+
+    values = exporter_values(decided)
     env = {e["name"]: e.get("value") for e in [*(values.get("env") or []), *(values.get("extraEnv") or [])]}
-    plugin = plan.build(spec, "").pools[pool.name].device_plugin
+    plugin = pool.device_plugin
     if plugin == "gke" and env.get(gpu_operator.DCGM_GPU_ID_TYPE_ENV) != "device-name":
         return (
             "GKE's device plugin names devices nvidiaN, the exporter matches UUIDs: set its Kubernetes GPU "
             "id type to device-name"
         )
     if plugin == "bottlerocket":
-        from components.plan import sharing
-
-        plug = sharing.bottlerocket_device_plugin_settings(spec, pool.name)  # managed and Karpenter user data
+        plug = bottlerocket_plugin(decided, pool)  # managed and Karpenter user data
         if plug.get(sharing.BOTTLEROCKET_DEVICE_ID_STRATEGY) != "uuid":
             return (
                 "Bottlerocket's device plugin hands out device indexes, the exporter matches UUIDs: set "
@@ -439,15 +430,14 @@ def dcgm_attribution(spec: StackSpec, pool: NodePool, resources: list[str]) -> s
 # ------------------------------------------------------------------------------------------------ DRA
 
 
-def resolve_claims(spec: StackSpec, tenant: Tenant, w: Workload) -> str | None:
+def resolve_claims(decided: Plan, tenant: TenantPlan, w: Workload) -> str | None:
     """DRA: each pod's resourceClaims, from a template or claim in the file or one the stack creates for the
-    tenant (``dra.claim_templates``), become device counts under the quota resource Kueue maps their
+    tenant (``DraPlan.claim_templates``), become device counts under the quota resource Kueue maps their
     DeviceClass to (``derive.DRA_CLASS_OF``, the deviceClassMappings), in ``PodSet.claims``; why one cannot be
     resolved, or None."""
-    from components.render import dra
-
     by_class = {c: r for r, c in derive.DRA_CLASS_OF.items()}
-    stack_templates = {n: t["spec"] for n, t in dra.claim_templates(spec, tenant).items()}
+    created = decided.dra.claim_templates.get(tenant.name, {}) if decided.dra is not None else {}
+    stack_templates = {n: t["spec"] for n, t in created.items()}
     for ps in w.podsets:
         for ref in ps.pod.get("resourceClaims") or []:
             if ref.get("resourceClaimTemplateName"):
@@ -473,10 +463,6 @@ def resolve_claims(spec: StackSpec, tenant: Tenant, w: Workload) -> str | None:
 
 
 # ----------------------------------------------------------------------------------------- explain
-
-
-def _tenant(spec: StackSpec, namespace: str) -> Tenant | None:
-    return next((t for t in spec.tenants if t.name == namespace), None)
 
 
 def _total(w: Workload) -> dict[str, int]:

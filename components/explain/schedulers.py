@@ -19,7 +19,6 @@ from components.explain.facts import _units
 from components.explain.workloads import Workload
 from components.plan.plan import Plan, PoolPlan, TenantPlan
 from components.render import kueue
-from components.spec.model import NodePool, StackSpec
 from components.spec.options import INTEGRATION_OPERATOR
 
 # ------------------------------------------------------------------------------------------- operators
@@ -89,13 +88,13 @@ def operator_missing(decided: Plan, operator: Operator, w: Workload) -> str:
 # ------------------------------------------------------------------------------------- Volcano's gate
 
 
-def volcano_min_pods(spec: StackSpec | Plan, w: Workload) -> dict[str, int]:
+def volcano_min_pods(decided: Plan, w: Workload) -> dict[str, int]:
     """Pods per pod set (task) in the PodGroup's minResources, as Volcano's job controller counts them
     (volcano v1.15.1 pkg/controllers/job/job_controller_actions.go:928-964, job_controller_util.go:336-400):
     tasks by PriorityClass value, highest first; minAvailable defaults to the sum of the tasks' minAvailable
     (each defaulting to its replicas; pkg/webhooks/admission/jobs/mutate/mutate_job.go:169-181). Below that
     sum, the first minAvailable pods; else each task's minAvailable, topped up from the remaining replicas."""
-    values = {c.name: c.value for c in spec.priority_classes}
+    values = {c.name: c.value for c in decided.priority_classes}
     tasks = sorted(w.podsets, key=lambda ps: -values.get(ps.pod.get("priorityClassName") or "", 0))
     task_min = {}
     for ps in tasks:
@@ -236,14 +235,14 @@ def kueue_holds_quota(decided: Plan, pool: PoolPlan, held: dict[str, int], per_p
 # -------------------------------------------------------------------------------------------- provisioners
 
 
-def karpenter_problem(spec: StackSpec, pool: NodePool, req: dict[str, int]) -> tuple[str, bool] | None:
+def karpenter_problem(decided: Plan, pool: PoolPlan, req: dict[str, int]) -> tuple[str, bool] | None:
     """(what is wrong, whether no node ever comes for the pod), or None: Karpenter must see every device-plugin
     resource the pod asks for on the instance type (``explain_facts.karpenter_sees``), as the node advertises it;
     seeing fewer, it never launches a node; seeing a different count, it launches too many."""
     from components.explain.facts import karpenter_sees, node_advertises
 
-    sees = karpenter_sees(spec, pool)
-    advertised, _ = node_advertises(spec, pool)
+    sees = karpenter_sees(decided, pool)
+    advertised, _ = node_advertises(decided, pool)
     for r, n in req.items():
         if sees.get(r, 0) < n:
             return (
@@ -260,12 +259,12 @@ def karpenter_problem(spec: StackSpec, pool: NodePool, req: dict[str, int]) -> t
     return None
 
 
-def autoscaler_problem(spec: StackSpec, pool: NodePool, pods: list[dict], req: dict[str, int]) -> str | None:
+def autoscaler_problem(decided: Plan, pool: PoolPlan, pods: list[dict], req: dict[str, int]) -> str | None:
     """Why the Cluster Autoscaler never scales the managed pool up from zero for the pods, or None: it simulates
     each pending pod on its node template (labels, taints, resources; ``explain_facts.autoscaler_sees``)."""
     from components.explain.facts import autoscaler_sees, selection_problems, untolerated
 
-    resources, labels, taints = autoscaler_sees(spec, pool)
+    resources, labels, taints = autoscaler_sees(decided, pool)
     for pod in pods:
         problems = selection_problems(pod, labels) + untolerated(pod.get("tolerations") or [], taints)
         if problems:

@@ -11,16 +11,10 @@ from components.plan import derive, plan
 if TYPE_CHECKING:
     from components.explain.rendering import Rendering
     from components.plan.plan import Plan, PoolPlan
-    from components.spec.model import NodePool, StackSpec
 
 
-def scaled_by(spec: StackSpec, pool: NodePool) -> str:
+def scaled_by(decided: Plan, p: PoolPlan) -> str:
     """Who adds nodes to the pool (and so whether a pending workload can ever get one)."""
-    decided = plan.build(spec, "")
-    return _scaled_by(decided, decided.pools[pool.name])
-
-
-def _scaled_by(decided: Plan, p: PoolPlan) -> str:
     if p.provisioner == "existing":
         return "nobody: existing nodes"
     if p.provisioner == "gke":
@@ -41,7 +35,7 @@ def _scaling(decided: Plan) -> list[str]:
     lines = ["", "## Who scales each pool", "", "| pool | scaled by | Kueue admission check |", "|---|---|---|"]
     for p in decided.pools.values():
         check = f"`{p.admission_check}` ({p.provisioning_class})" if p.provisioning_class else "-"
-        lines.append(f"| {p.name} | {_scaled_by(decided, p)} | {check} |")
+        lines.append(f"| {p.name} | {scaled_by(decided, p)} | {check} |")
     return lines
 
 
@@ -56,9 +50,8 @@ def _oversubscription_ratio(decided: Plan) -> float:
     return decided.addons["kueue"].options["oversubscriptionRatio"]  # scheduling.oversubscriptionRatio
 
 
-def warnings(rendering: Rendering) -> list[str]:
-    spec = rendering.spec
-    decided = plan.build(spec, rendering.stack)
+def warnings(decided: Plan, unanswered_lookups: Iterable[str] = ()) -> list[str]:
+    """What a reviewer should not miss: the plan's risky decisions, and the lookups the synth could not answer."""
     out = []
     ratio = _oversubscription_ratio(decided)
     for p in decided.pools.values():
@@ -78,17 +71,19 @@ def warnings(rendering: Rendering) -> list[str]:
                     "beyond the total, and then its pods are refused until the total has room (or waitForPodsReady "
                     "requeues the job)"
                 )
-    short = derive.wait_for_pods_ready_too_short(spec)  # the scheduling options' decision, not in the plan yet
+    kueue = decided.addons["kueue"]
+    cold = [p.name for p in decided.pools.values() if p.cold_start]
+    short = derive.waits_below_cold_start(kueue.options) if kueue.enabled and cold else []  # as Kueue is told
     if short:
-        pools = ", ".join(p.name for p in decided.pools.values() if p.cold_start)
+        pools = ", ".join(cold)
         out.append(
             f"scheduling.{' and '.join(short)} below {derive.COLD_START_SECONDS // 60}m while pools start from zero "
             f"({pools}): node launch, GPU driver validation and a large image pull can outlast it, and Kueue "
             "then evicts the job just before it would run"
         )
-    if spec.addons.dcgm and spec.monitoring.prometheus == "none":
+    if decided.monitoring is not None and decided.monitoring.prometheus == "none":
         out.append("GPU alerts are off: monitoring.prometheus is none (no ServiceMonitor, PrometheusRule or dashboard)")
-    for token in rendering.unanswered_lookups:
+    for token in unanswered_lookups:
         out.append(f"lookup {token} has no offline placeholder; it answered empty")
     return out
 
@@ -105,12 +100,8 @@ def _limits(pools: Iterable[str], cohort: str | None, limits: Mapping[str, int])
     return ", ".join(f"{pool}: {limits.get(pool, 'any')}" for pool in sorted(pools)) or "-"
 
 
-def _queues(spec: StackSpec) -> list[str]:
-    """Per tenant: where its jobs queue (Kueue LocalQueue -> ClusterQueue, cohort, limits; Volcano queue)."""
-    return _queue_lines(plan.build(spec, ""))
-
-
 def _queue_lines(decided: Plan) -> list[str]:
+    """Per tenant: where its jobs queue (Kueue LocalQueue -> ClusterQueue, cohort, limits; Volcano queue)."""
     if not decided.tenants or not (decided.addons["kueue"].enabled or decided.addons["volcano"].enabled):
         return []
     lines = [
@@ -188,22 +179,22 @@ def _declared_taints(p: PoolPlan) -> tuple[Mapping[str, str], ...]:
     return p.taints[:-1] if p.queued_provisioning else p.taints
 
 
-def _gpu_operator_lines(spec: StackSpec) -> list[str]:
+def _gpu_operator_lines(decided: Plan) -> list[str]:
     """The summary.md section: who serves each pool's GPUs, and what the monitoring alerts on."""
-    from components.render import gpu_operator, monitoring
+    from components.render import gpu_operator
 
-    decided = plan.build(spec, "")
-    operator = decided.addons["gpuOperator"]
-    if not operator.enabled and not spec.addons.dcgm:
+    operator, m = decided.addons["gpuOperator"], decided.monitoring
+    if not operator.enabled and m is None:
         return []
     lines = ["## GPU Operator and monitoring", ""]
     if operator.enabled:
         v = operator.values or {}
         on = {True: "on", False: "off"}
         chart = gpu_operator.CHART
+        driver = derive.driver_of(operator.options["driver"], decided.cloud)
         lines += [
             f"GPU Operator {operator.version} in `{chart.namespace}`: driver "
-            f"{derive.driver(spec)} (operator's {on[v['driver']['enabled']]}), toolkit {on[v['toolkit']['enabled']]}, "
+            f"{driver} (operator's {on[v['driver']['enabled']]}), toolkit {on[v['toolkit']['enabled']]}, "
             f"device plugin {on[v['devicePlugin']['enabled']]}, MIG strategy {v['mig']['strategy']}, "
             f"MIG manager {on[v['migManager']['enabled']]}.",
             "",
@@ -222,16 +213,15 @@ def _gpu_operator_lines(spec: StackSpec) -> list[str]:
                 f"| {p.name} | {p.os} | {p.device_plugin} | {_sharing(p)} | {f'`{kind}={label}`' if label else '-'} |"
             )
         lines.append("")
-    if spec.addons.dcgm and spec.monitoring.prometheus == "none":
-        ex = monitoring.exporter(spec)
+    if m is not None and m.prometheus == "none":
+        ex = m.exporter
         lines.append(
             f"DCGM exporter from the {ex.source} in `{ex.namespace}`. **GPU alerts are off** "
             "(`monitoring.prometheus: none`): no ServiceMonitor, PrometheusRule or Grafana dashboard is deployed."
         )
-    elif spec.addons.dcgm:
-        ex = monitoring.exporter(spec)
-        a = spec.monitoring.alerts
-        selector = ", ".join(f"{k}={v}" for k, v in spec.monitoring.service_monitor_labels.items())
+    elif m is not None:
+        ex, a = m.exporter, m.alerts
+        selector = ", ".join(f"{k}={v}" for k, v in m.service_monitor_labels.items())
         lines.append(
             f"DCGM exporter from the {ex.source} in `{ex.namespace}`; ServiceMonitor and PrometheusRule labelled "
             f"`{selector}`. Alerts: GpuIdle (< {a.idle_utilization_percent:g}% for {a.idle_for}, unallocated), "
@@ -245,46 +235,56 @@ def _gpu_operator_lines(spec: StackSpec) -> list[str]:
                 "sidecar match these labels).",
                 "existing": "Prometheus: the cluster's existing prometheus-operator (its Prometheus must select "
                 "these labels).",
-            }[spec.monitoring.prometheus]
+            }[m.prometheus]
         )
     return lines
 
 
-def _dra_lines(spec: StackSpec) -> list[str]:
+def _dra_lines(decided: Plan) -> list[str]:
     """The summary.md section of a DRA stack: classes, quota keys, Kueue mappings and claim templates."""
-    if not derive.dra(spec):
+    d = decided.dra
+    if d is None:
         return []
     from components.render import dra
 
     lines = [
         "## GPUs through DRA (ResourceClaims)",
         "",
-        f"Kubernetes {spec.cluster.kubernetes_version}; the GPU Operator's GPUCluster deploys the NVIDIA DRA driver "
+        f"Kubernetes {d.kubernetes_version}; the GPU Operator's GPUCluster deploys the NVIDIA DRA driver "
         "(no device plugin). Pods ask for GPUs through `resourceClaims` referencing a ResourceClaimTemplate in "
         "their namespace; Kueue counts the claimed devices (`deviceClassMappings`: "
-        + ", ".join(f"`{m['deviceClassNames'][0]}` as `{m['name']}`" for m in dra.kueue_device_class_mappings(spec))
+        + ", ".join(f"`{m['deviceClassNames'][0]}` as `{m['name']}`" for m in d.kueue_device_class_mappings)
         + ").",
         "",
         "| tenant | quota (devices per DeviceClass) | claim templates |",
         "|---|---|---|",
     ]
-    tenants = plan.build(spec, "").tenants
-    for t in spec.tenants:  # dra.claim_templates still takes the spec's tenant
-        hard = tenants[t.name].quota_hard
-        quota = ", ".join(f"`{k}` {v}" for k, v in hard.items() if k.endswith(dra.QUOTA_SUFFIX))
-        templates = ", ".join(f"`{n}`" for n in dra.claim_templates(spec, t)) or "-"
+    for t in decided.tenants.values():
+        quota = ", ".join(f"`{k}` {v}" for k, v in t.quota_hard.items() if k.endswith(dra.QUOTA_SUFFIX))
+        templates = ", ".join(f"`{n}`" for n in d.claim_templates.get(t.name, {})) or "-"
         lines.append(f"| {t.name} | {quota} | {templates} |")
     lines.append("")
     return lines
 
 
+def _cluster(decided: Plan) -> str:
+    """The cluster the stack deploys to, as the summary header names it: the EKS or GKE cluster's name, else an
+    existing cluster's kubeconfig context."""
+    if decided.aws is not None and decided.aws.cluster.name:
+        return decided.aws.cluster.name
+    if decided.gke is not None and decided.gke.cluster.name:
+        return decided.gke.cluster.name
+    if decided.existing is not None and decided.existing.context:
+        return decided.existing.context
+    return "current context"
+
+
 def summary(rendering: Rendering, sections: Mapping[str, str]) -> str:
-    spec = rendering.spec
-    decided = plan.build(spec, rendering.stack)
+    decided = plan.build(rendering.spec, rendering.stack)
     lines = [
         f"# gpu-platform synth: {rendering.stack}",
         "",
-        f"Cloud `{decided.cloud}`, cluster `{spec.cluster.name or spec.cluster.context or 'current context'}`. "
+        f"Cloud `{decided.cloud}`, cluster `{_cluster(decided)}`. "
         "**Offline synth**: rendered under the Pulumi mock engine; lookups of existing cloud objects "
         "answered with `offline-placeholder` values, nothing was deployed.",
         "",
@@ -319,17 +319,16 @@ def summary(rendering: Rendering, sections: Mapping[str, str]) -> str:
         lines.append(f"| {p.name} | {labels} | {taints} |")
     lines += _scaling(decided)
     if decided.addons["karpenter"].enabled:  # aws only
-        from components.render.aws.karpenter import summary_lines
+        from components.plan.aws import karpenter
 
-        lines += ["", *summary_lines(spec)]
-    if decided.cloud == "aws":
-        from components.plan.aws import efa
+        lines += ["", *karpenter.summary(decided.karpenter)]
+    from components.plan.aws import efa
 
-        lines += efa.summary_lines(spec)
-    gpu_lines = _gpu_operator_lines(spec)
+    lines += efa.summary(decided)
+    gpu_lines = _gpu_operator_lines(decided)
     if gpu_lines:
         lines += ["", *gpu_lines]
-    dra_lines = _dra_lines(spec)
+    dra_lines = _dra_lines(decided)
     if dra_lines:
         lines += ["", *dra_lines]
     lines += [
@@ -355,8 +354,8 @@ def summary(rendering: Rendering, sections: Mapping[str, str]) -> str:
     lines += ["", *cost.markdown(cost.report_of(decided))]
     from components.plan import reservations
 
-    if reservations.reserved_pools(spec):
-        lines += ["", *reservations.summary_lines(spec)]
+    if decided.reservations:
+        lines += ["", *reservations.summary(decided.reservations)]
     lines += ["", "## Priority classes", "", "| class | value | preemption | default |", "|---|---|---|---|"]
     for pc in sorted(decided.priority_classes, key=lambda c: -c.value):
         lines.append(f"| {pc.name} | {pc.value} | {pc.preemption_policy} | {'yes' if pc.global_default else ''} |")
@@ -370,7 +369,7 @@ def summary(rendering: Rendering, sections: Mapping[str, str]) -> str:
     lines += ["", f"Pinned charts available: {', '.join(f'{c.key} {c.version}' for c in versions.CHARTS.values())}."]
     for title, body in sections.items():
         lines += ["", f"## {title}", "", body.rstrip()]
-    warns = warnings(rendering)
+    warns = warnings(decided, rendering.unanswered_lookups)
     lines += ["", "## Warnings", ""]
     lines += [f"- {w}" for w in warns] or ["- none"]
     return "\n".join(lines) + "\n"

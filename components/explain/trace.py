@@ -9,14 +9,15 @@ at a time, from zero nodes:
     -> flavors in order (quota, borrowing, TAS) -> admission checks -> pool (node labels and taints)
     -> provisioner (from zero) -> node (what one node advertises) -> dcgm (can metrics be attributed to the pod)
 
-Every layer reads the functions the components build their objects from (``kueue.cluster_queue_spec`` for
-the ClusterQueue, ``derive.*`` for labels, taints and units, ``managed_pools.autoscaler_tags`` for what the
-Cluster Autoscaler sees, ``karpenter.node_pool_spec`` / ``ec2_node_class_spec`` for Karpenter,
-``gpu_operator.operator_values`` for the DCGM exporter): one source of truth, and no engine run (a trace
-takes milliseconds, so tests can trace many stacks). Manifests are read in ``workloads``, a pod checked against a
-pool in ``facts``, pool node labels in ``nodes``, operators, queues and provisioners in ``schedulers``; this module
-walks the layers. Its only rules are upstream behaviour (what Kueue, Karpenter, Pod Security and dcgm-exporter
-do with those objects), cited where they are used.
+Every layer reads the plan the components build their objects from (``TenantPlan.cluster_queue_spec`` for
+the ClusterQueue, ``PoolPlan`` for labels, taints and units, ``AwsPlan.node_groups`` tags for what the
+Cluster Autoscaler sees, ``KarpenterPlan`` NodePools, EC2NodeClasses and NodeOverlays for Karpenter, the GPU
+Operator's and the exporter's values for the DCGM exporter): one source of truth, and no engine run (a trace
+takes milliseconds, so tests can trace many stacks); only ``explain`` and ``explain_all`` take the spec, to build
+its plan. Manifests are read in ``workloads``, a pod checked against a pool in ``facts``, pool node labels in
+``nodes``, operators, queues and provisioners in ``schedulers``; this module walks the layers. Its only rules are
+upstream behaviour (what Kueue, Karpenter, Pod Security and dcgm-exporter do with those objects), cited where they
+are used.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ from typing import Any
 
 from components.explain.facts import (
     _asks_topology,
-    _tenant,
     _total,
     _units,
     autoscaler_sees,
@@ -68,9 +68,9 @@ from components.explain.workloads import (
     load,
 )
 from components.plan import derive, plan
-from components.plan.plan import PoolPlan, TenantPlan
+from components.plan.plan import Plan, PoolPlan, TenantPlan
 from components.render import kueue, tenancy
-from components.spec.model import NodePool, StackSpec, Tenant
+from components.spec.model import StackSpec
 from components.spec.options import IMPLICIT_POD_INTEGRATIONS
 
 EXIT_RUNS, EXIT_PENDING = 0, 3
@@ -129,9 +129,9 @@ class _Stop(Exception):
 
 
 class _Tracer:
-    def __init__(self, spec: StackSpec, w: Workload):
-        self.spec, self.w, self.t = spec, w, Trace(w)
-        self.plan = plan.build(spec, "")  # what the layers read; ``spec`` only where another area still takes it
+    def __init__(self, decided: Plan, w: Workload):
+        self.w, self.t = w, Trace(w)
+        self.plan = decided  # what every layer reads
         self.kueue_options = self.plan.addons["kueue"].options  # the stack's scheduling options
         self.effective: list[dict[str, Any]] = []  # pod specs as admitted (Kueue's flavor injected)
         self.how = "the pod selects and tolerates"  # without Kueue: how the pod came to the pool (pick_pool)
@@ -158,7 +158,7 @@ class _Tracer:
     def _trace(self) -> None:
         w = self.w
         tenant = self.namespace()
-        self.resolve_claims(_tenant(self.spec, tenant.name))  # dra.claim_templates still takes the spec's tenant
+        self.resolve_claims(tenant)
         self.priority(tenant)
         scheduler = self.scheduler(tenant)
         gpu = _total(w)
@@ -182,8 +182,8 @@ class _Tracer:
             self.node(pool)
         except _Stop:
             if scheduler == "kueue" and self.stuck:  # admitted on quota all the same: what it holds, how long
-                check = bool(self.pool_plan(pool).provisioning_class)
-                held = kueue_holds_quota(self.plan, self.pool_plan(pool), gpu, w.per_pod_workloads, check)
+                check = bool(pool.provisioning_class)
+                held = kueue_holds_quota(self.plan, pool, gpu, w.per_pod_workloads, check)
                 self.t.layers[-1].detail += held
             raise
         self.dcgm(pool)
@@ -191,9 +191,6 @@ class _Tracer:
 
     def gpu_sets(self) -> list[PodSet]:
         return gpu_podsets(self.w)
-
-    def pool_plan(self, pool: NodePool) -> PoolPlan:
-        return self.plan.pools[pool.name]
 
     def namespace(self) -> TenantPlan:
         w = self.w
@@ -210,8 +207,8 @@ class _Tracer:
         self.ok("namespace", f"{w.namespace} (tenant {tenant.name}), Pod Security {level!r} passes")
         return tenant
 
-    def resolve_claims(self, tenant: Tenant) -> None:
-        why = resolve_claims(self.spec, tenant, self.w)
+    def resolve_claims(self, tenant: TenantPlan) -> None:
+        why = resolve_claims(self.plan, tenant, self.w)
         if why:
             self.fail("claims", why)
         if any(ps.claims for ps in self.w.podsets):
@@ -299,8 +296,8 @@ class _Tracer:
             )
         self.ok("queue", f"LocalQueue {queue} -> ClusterQueue {tenant.local_queue_spec['clusterQueue']}")
 
-    def kueue_flavors(self, tenant: TenantPlan, gpu: dict[str, int]) -> NodePool:
-        spec, w = self.spec, self.w
+    def kueue_flavors(self, tenant: TenantPlan, gpu: dict[str, int]) -> PoolPlan:
+        w = self.w
         cq = tenant.cluster_queue_spec
         group = next((g for g in cq["resourceGroups"] if set(gpu) <= set(g["coveredResources"])), None)
         if group is None:
@@ -313,13 +310,13 @@ class _Tracer:
         ceilings = tenant.pool_ceiling_units
         topology = _asks_topology(w)
         tried: list[str] = []
-        fits: list[tuple[NodePool, dict[str, int]]] = []  # flavors that fit, in order, with what they borrow
+        fits: list[tuple[PoolPlan, dict[str, int]]] = []  # flavors that fit, in order, with what they borrow
         for flavor in group["flavors"]:
             fname = flavor["name"]
             if fname == kueue.DEFAULT_FLAVOR:
                 continue
-            pool = spec.pool(fname)
-            labels = (flavor_doc := self.pool_plan(pool).kueue_flavor_spec)["nodeLabels"]
+            pool = self.plan.pools[fname]
+            labels = (flavor_doc := pool.kueue_flavor_spec)["nodeLabels"]
             nominal = {q["name"]: int(q["nominalQuota"]) for q in flavor["resources"] if q["name"] in gpu}
             # only the flavor's own label keys count here (flavor_selection_problems); the node checks the rest
             why = next((p for ps in self.gpu_sets() for p in flavor_selection_problems(ps.pod, labels)), None)
@@ -327,10 +324,10 @@ class _Tracer:
             if why:
                 tried.append(f"{fname}: {why}")
                 continue
-            if self.pool_plan(pool).topology_aware and not topology:
+            if pool.topology_aware and not topology:
                 tried.append(f"{fname}: topology-aware, the pod template asks for no topology")
                 continue
-            if topology and not self.pool_plan(pool).topology_aware:
+            if topology and not pool.topology_aware:
                 tried.append(f"{fname}: not topology-aware")
                 continue
             ceiling = ceilings.get(fname, {})
@@ -355,8 +352,7 @@ class _Tracer:
         self.ok("flavors", f"{pool.name} ({_units(gpu)}, {how}; order {order}{skipped})")
         return pool
 
-    def admission_checks(self, tenant: TenantPlan, pool: NodePool) -> None:
-        p = self.pool_plan(pool)
+    def admission_checks(self, tenant: TenantPlan, pool: PoolPlan) -> None:
         cq = tenant.cluster_queue_spec
         checks = [
             c["name"]
@@ -365,14 +361,14 @@ class _Tracer:
         ]
         nodes = self.nodes_needed(pool)
         if checks:
-            self.ok("admission-checks", f"{', '.join(checks)}: {provisioning_guarantee(self.plan, p, nodes)}")
+            self.ok("admission-checks", f"{', '.join(checks)}: {provisioning_guarantee(self.plan, pool, nodes)}")
             return
         # a pod no node fits is the provisioner layer's verdict ("no node it can launch fits the pod"), not TAS's
-        if p.topology_aware and nodes is not None and nodes > p.min_nodes and p.provisioner != "existing":
+        if pool.topology_aware and nodes is not None and nodes > pool.min_nodes and pool.provisioner != "existing":
             # Kueue TAS counts only ready, schedulable nodes (kueue v0.19.2 topology_aware_scheduling.md).
             self.fail(
                 "admission-checks",
-                f"{pool.name} is topology-aware and has {p.min_nodes} node(s) at rest, the gang needs {nodes}: "
+                f"{pool.name} is topology-aware and has {pool.min_nodes} node(s) at rest, the gang needs {nodes}: "
                 "TAS counts only existing nodes and nothing asks for more; give the pool a provisioner that "
                 "serves ProvisioningRequests (managed + Cluster Autoscaler, GKE) or turn topologyAware off",
             )
@@ -403,20 +399,19 @@ class _Tracer:
         allows = f"ResourceQuota allows {_units({r: hard.get(r, 0) for r in gpu})}" if gpu else "no GPU asked"
         self.ok("queue", f"no queue; {allows}")
 
-    def pick_pool(self, tenant: TenantPlan, gpu: dict[str, int]) -> NodePool:
+    def pick_pool(self, tenant: TenantPlan, gpu: dict[str, int]) -> PoolPlan:
         """Without Kueue the pod itself must select a pool: its nodeSelector/affinity and tolerations."""
-        spec = self.spec
         tried = []
         sets = self.gpu_sets()
-        for pool in (spec.pool(name) for name in tenant.flavor_order):
-            if not set(gpu) <= set(self.pool_plan(pool).units_per_gpu):
+        for pool in (self.plan.pools[name] for name in tenant.flavor_order):
+            if not set(gpu) <= set(pool.units_per_gpu):
                 continue
-            labels = node_label_values(spec, pool)
+            labels = node_label_values(self.plan, pool)
             why = next((p for ps in sets for p in selection_problems(ps.pod, labels)), None)
             if why:
                 tried.append(f"{pool.name}: {why}")
                 continue
-            self.how, self.t.also = pod_selection(spec, pool, sets, gpu)
+            self.how, self.t.also = pod_selection(self.plan, pool, sets, gpu)
             return pool
         reach = ", ".join(tenant.flavor_order)
         self.fail(
@@ -426,11 +421,11 @@ class _Tracer:
         )
         raise AssertionError  # unreachable
 
-    def pool_layer(self, pool: NodePool, injected: bool) -> None:
+    def pool_layer(self, pool: PoolPlan, injected: bool) -> None:
         """The pod sets that ask for a GPU against the pool's nodes: their labels as far as the stack tells
         (the pool's own and the well-known ones its provisioner sets, ``explain_nodes``) and taints."""
-        spec, w = self.spec, self.w
-        labels, flavor = node_label_values(spec, pool), self.pool_plan(pool).kueue_flavor_spec
+        w = self.w
+        labels, flavor = node_label_values(self.plan, pool), pool.kueue_flavor_spec
         sets = self.gpu_sets()
         for ps in sets:
             pod = dict(ps.pod)
@@ -443,12 +438,12 @@ class _Tracer:
                 # Kueue chose the flavor on its own label keys alone (flavor_selection_problems)
                 hint = f" (Kueue picks a flavor by {derive.POOL_LABEL} alone: pin the pool with it)" if injected else ""
                 self.fail("pool", f"{pool.name}'s nodes do not match: {'; '.join(problems)}{hint}", stuck=True)
-            missing = untolerated(pod.get("tolerations") or [], list(self.pool_plan(pool).taints))
+            missing = untolerated(pod.get("tolerations") or [], list(pool.taints))
             if missing:
                 self.fail(
                     "pool",
                     f"{pool.name}'s nodes are tainted {', '.join(missing)} and pod set {ps.name} does not "
-                    f"tolerate it: add {pool_tolerations(self.pool_plan(pool))}",
+                    f"tolerate it: add {pool_tolerations(pool)}",
                     stuck=True,
                 )
         how = "Kueue injects the flavor's nodeSelector and tolerations" if injected else self.how
@@ -458,11 +453,11 @@ class _Tracer:
             how += f"; {', '.join(cpu)} ask no GPU: {flavor}they run on non-GPU nodes"
         self.ok("pool", f"{pool.name}: labels match, taints tolerated ({how})")
 
-    def nodes_needed(self, pool: NodePool) -> int | None:
+    def nodes_needed(self, pool: PoolPlan) -> int | None:
         """Nodes the workload needs on the pool, packing whole pods per node (per pod set that asks a GPU: the
         others go elsewhere, ``gpu_sets``); None when a pod fits no node of the pool (the provisioner layer says
         so). A pod set of 0 pods needs no node."""
-        per_node, _ = node_advertises(self.spec, pool)
+        per_node, _ = node_advertises(self.plan, pool)
         total = 0
         for ps in self.gpu_sets():
             fit = min(per_node.get(r, 0) // n for r, n in ps.devices().items())
@@ -471,9 +466,8 @@ class _Tracer:
             total += -(-ps.count // fit)
         return total
 
-    def provisioner(self, pool: NodePool) -> None:
-        spec, p = self.spec, self.pool_plan(pool)
-        per_node, _ = node_advertises(spec, pool)
+    def provisioner(self, pool: PoolPlan) -> None:
+        per_node, _ = node_advertises(self.plan, pool)
         for ps in self.gpu_sets():
             for r, n in ps.devices().items():
                 if per_node.get(r, 0) < n:
@@ -486,59 +480,58 @@ class _Tracer:
         nodes = self.nodes_needed(pool)
         assert nodes is not None  # every pod fits a node: checked just above
         req = {r: n for ps in self.gpu_sets() for r, n in ps.devices().items()}
-        if p.provisioner == "existing":
-            if nodes > p.max_nodes:
-                self.fail("provisioner", f"existing nodes: {p.max_nodes}, the workload needs {nodes}", stuck=True)
+        if pool.provisioner == "existing":
+            if nodes > pool.max_nodes:
+                self.fail("provisioner", f"existing nodes: {pool.max_nodes}, the workload needs {nodes}", stuck=True)
             self.t.provisioner = "existing nodes"
-            self.ok("provisioner", f"existing nodes ({p.max_nodes}), nothing scales; needs {nodes}")
+            self.ok("provisioner", f"existing nodes ({pool.max_nodes}), nothing scales; needs {nodes}")
             return
-        if nodes > (cap := p.max_nodes):
+        if nodes > (cap := pool.max_nodes):
             self.fail("provisioner", f"the workload needs {nodes} node(s), {pool.name} has at most {cap}", stuck=True)
-        if p.provisioner == "gke":
-            if p.queued_provisioning:
+        if pool.provisioner == "gke":
+            if pool.queued_provisioning:
                 self.t.provisioner = "GKE queued provisioning (Dynamic Workload Scheduler)"
                 self.ok("provisioner", f"{self.t.provisioner}: {nodes} node(s) through Kueue's ProvisioningRequest")
             else:
                 self.t.provisioner = "GKE cluster autoscaler"
-                self.ok("provisioner", f"GKE cluster autoscaler: {p.min_nodes}..{p.max_nodes} nodes, needs {nodes}")
+                self.ok(
+                    "provisioner", f"GKE cluster autoscaler: {pool.min_nodes}..{pool.max_nodes} nodes, needs {nodes}"
+                )
             return
-        if p.provisioner == "karpenter":
-            from components.render.aws import karpenter  # nodepool_plans(spec): Karpenter's area, not in the plan yet
-
-            problem = karpenter_problem(spec, pool, req)
+        if pool.provisioner == "karpenter":
+            problem = karpenter_problem(self.plan, pool, req)
             if problem:
                 self.fail("provisioner", *problem)
-            names = ", ".join(p.name for p in karpenter.nodepool_plans(spec) if p.pool.name == pool.name)
+            names = ", ".join(np.name for np in self.plan.karpenter.node_pools_of(pool.name))  # a karpenter pool
             self.t.provisioner = f"Karpenter NodePool {names}"
-            self.ok("provisioner", f"Karpenter NodePool(s) {names}: 0..{p.max_nodes} node(s), needs {nodes}")
+            self.ok("provisioner", f"Karpenter NodePool(s) {names}: 0..{pool.max_nodes} node(s), needs {nodes}")
             return
         if not self.plan.addons["clusterAutoscaler"].enabled:
-            if nodes > p.min_nodes:
+            if nodes > pool.min_nodes:
                 self.fail(
                     "provisioner",
-                    f"{pool.name} is fixed at {p.min_nodes} node(s) (addons.clusterAutoscaler off), needs {nodes}",
+                    f"{pool.name} is fixed at {pool.min_nodes} node(s) (addons.clusterAutoscaler off), needs {nodes}",
                     stuck=True,
                 )
             self.t.provisioner = "EKS managed node group (fixed size)"
-            self.ok("provisioner", f"{p.min_nodes} fixed node(s), needs {nodes}")
+            self.ok("provisioner", f"{pool.min_nodes} fixed node(s), needs {nodes}")
             return
-        why = autoscaler_problem(spec, pool, self.effective, req)
+        why = autoscaler_problem(self.plan, pool, self.effective, req)
         if why:
             self.fail("provisioner", why, stuck=True)
-        template, _, _ = autoscaler_sees(spec, pool)
+        template, _, _ = autoscaler_sees(self.plan, pool)
         self.t.provisioner = "EKS managed node group + Cluster Autoscaler"
         self.ok(
             "provisioner",
             f"Cluster Autoscaler, template {_units({r: template[r] for r in req})}: "
-            f"{p.min_nodes}..{p.max_nodes} nodes, needs {nodes}",
+            f"{pool.min_nodes}..{pool.max_nodes} nodes, needs {nodes}",
         )
 
-    def node(self, pool: NodePool) -> None:
-        spec = self.spec
-        advertised, mismatch = node_advertises(spec, pool)
+    def node(self, pool: PoolPlan) -> None:
+        advertised, mismatch = node_advertises(self.plan, pool)
         if mismatch:
             self.fail("node", mismatch + ": put them in the EC2NodeClass userData")
-        s = self.pool_plan(pool).sharing or {}
+        s = pool.sharing or {}
         one_unit = s.get("strategy") == "time-slicing" and s.get("failRequestsGreaterThanOne")
         for ps in self.gpu_sets():
             for r, n in ps.devices().items():
@@ -559,35 +552,42 @@ class _Tracer:
                     )
         self.ok(
             "node",
-            f"one {pool.name} node ({self.pool_plan(pool).device_plugin} plugin) advertises {_units(advertised)}",
+            f"one {pool.name} node ({pool.device_plugin} plugin) advertises {_units(advertised)}",
         )
 
-    def dcgm(self, pool: NodePool) -> None:
-        spec = self.spec
-        if not spec.addons.dcgm:
+    def dcgm(self, pool: PoolPlan) -> None:
+        monitoring = self.plan.monitoring
+        if monitoring is None:
             self.ok("dcgm", "DCGM off: no GPU metrics")
             return
-        if self.pool_plan(pool).device_plugin == "dra":
+        if pool.device_plugin == "dra":
             self.ok("dcgm", "DRA devices: whether dcgm-exporter maps claims to pods is not checked here")
             return
         resources = sorted({r for ps in self.w.podsets for r in ps.requests()})
-        why = dcgm_attribution(spec, pool, resources)
+        why = dcgm_attribution(self.plan, pool, resources)
         if why:
             self.fail("dcgm", f"runs, but its GPU metrics lose the pod: {why}")
-        if spec.monitoring.prometheus == "none":
+        if monitoring.prometheus == "none":
             self.ok(
                 "dcgm", "dcgm-exporter attributes the GPUs to the pod; monitoring.prometheus none: nothing scrapes it"
             )
             return
-        self.ok("dcgm", f"dcgm-exporter attributes the GPUs to the pod (Prometheus: {spec.monitoring.prometheus})")
+        self.ok("dcgm", f"dcgm-exporter attributes the GPUs to the pod (Prometheus: {monitoring.prometheus})")
 
 
 def explain(spec: StackSpec, workload: Workload) -> Trace:
-    return _Tracer(spec, workload).run()
+    """A workload traced through the plan of a validated spec (``explain_plan``)."""
+    return explain_plan(plan.build(spec, ""), workload)
 
 
 def explain_all(spec: StackSpec, text: str) -> list[Trace]:
-    return [explain(spec, w) for w in load(text)]
+    """``gpu-platform explain``: every workload of a manifest file, traced through the plan of a validated spec."""
+    return [explain(spec, w) for w in load(text)]  # the plan is built once per spec (plan.build)
+
+
+def explain_plan(decided: Plan, workload: Workload) -> Trace:
+    """A workload traced through the layers, reading only the plan."""
+    return _Tracer(decided, workload).run()
 
 
 def exit_code(traces: list[Trace]) -> int:

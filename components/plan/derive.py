@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -95,10 +95,15 @@ def primary_gpu_resource(spec: StackSpec) -> str:
 
 def driver(spec: StackSpec) -> str:
     """Who installs the NVIDIA driver: preinstalled | operator | gke-default | gke-latest."""
-    choice = spec.gpu_operator.driver
+    return driver_of(spec.gpu_operator.driver, spec.cloud)
+
+
+def driver_of(choice: str, cloud: str) -> str:
+    """``driver`` from ``gpuOperator.driver`` as the stack file says it (auto: the cloud's) and the cloud: what the
+    summary reads from the plan (the GPU Operator add-on's options)."""
     if choice != "auto":
         return choice
-    return {"aws": "preinstalled", "gcp": "gke-latest", "existing": "operator"}[spec.cloud]
+    return {"aws": "preinstalled", "gcp": "gke-latest", "existing": "operator"}[cloud]
 
 
 def device_plugin_owner(spec: StackSpec) -> str:
@@ -564,11 +569,20 @@ def wait_for_pods_ready_too_short(spec: StackSpec) -> list[str]:
     if not spec.addons.kueue or not cold_start_pools(spec):
         return []
     s = spec.scheduling
-    out = []
-    for name, value in (
-        ("waitForPodsReadyTimeout", s.wait_for_pods_ready_timeout),
-        ("waitForPodsReadyRecoveryTimeout", s.wait_for_pods_ready_recovery_timeout),
-    ):
-        if value is not None and _seconds(value) < COLD_START_SECONDS:
-            out.append(name)
-    return out
+    return waits_below_cold_start(
+        {
+            "waitForPodsReadyTimeout": s.wait_for_pods_ready_timeout,
+            "waitForPodsReadyRecoveryTimeout": s.wait_for_pods_ready_recovery_timeout,
+        }
+    )
+
+
+WAIT_FOR_PODS_READY_OPTIONS = ("waitForPodsReadyTimeout", "waitForPodsReadyRecoveryTimeout")
+
+
+def waits_below_cold_start(waits: Mapping[str, str | None]) -> list[str]:
+    """The waitForPodsReady settings (option name -> duration, None: unset) shorter than a cold start, in
+    ``WAIT_FOR_PODS_READY_OPTIONS`` order: ``wait_for_pods_ready_too_short`` once Kueue is on and a pool starts
+    from zero (the summary reads the Kueue add-on's options and ``PoolPlan.cold_start`` from the plan)."""
+    short = [(n, waits.get(n)) for n in WAIT_FOR_PODS_READY_OPTIONS]
+    return [n for n, d in short if d is not None and _seconds(d) < COLD_START_SECONDS]

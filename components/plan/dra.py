@@ -34,6 +34,7 @@ class DraPlan:
     device_classes: tuple[str, ...]
     kueue_device_class_mappings: tuple[Mapping[str, Any], ...]
     claim_templates: Mapping[str, Mapping[str, Mapping[str, Any]]]
+    kubernetes_version: str | None = None  # cluster.kubernetesVersion, which DRA requires (1.34+)
 
 
 def kubernetes_minor(spec: StackSpec) -> int | None:

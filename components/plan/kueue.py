@@ -4,7 +4,7 @@ tenant's ClusterQueue and LocalQueue spec (``TenantPlan.cluster_queue_spec``, ``
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -73,9 +73,15 @@ CONTROLLER_PRIORITY_CLASS = "system-cluster-critical"
 def topology_levels(spec: StackSpec) -> list[str] | None:
     """Node labels of the Kueue Topology: ``scheduling.topologyLevels``, else the cloud's; None on existing
     clusters without explicit levels (a rule rejects topologyAware pools there)."""
-    if spec.scheduling.topology_levels:
-        return list(spec.scheduling.topology_levels)
-    levels = CLOUD_TOPOLOGY_LEVELS.get(spec.cloud)
+    return levels_of(spec.scheduling.topology_levels, spec.cloud)
+
+
+def levels_of(explicit: Sequence[str] | None, cloud: str) -> list[str] | None:
+    """``topology_levels`` from ``scheduling.topologyLevels`` (None or empty: the cloud's) and the cloud: what
+    explain reads from the plan (the Kueue add-on's options)."""
+    if explicit:
+        return list(explicit)
+    levels = CLOUD_TOPOLOGY_LEVELS.get(cloud)
     return list(levels) if levels else None
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
@@ -67,6 +67,8 @@ class MonitoringPlan:
     dashboard_labels: Mapping[str, str]  # the dashboard ConfigMap's (the Grafana sidecar watches them)
     alerts: AlertThresholds
     idle_cost: Mapping[str, tuple[IdleCostTerm, ...]]  # pool -> its devices' prices; pools of unknown price absent
+    # monitoring.serviceMonitorLabels as the stack file gives them (``labels`` adds gpu-platform's managed-by)
+    service_monitor_labels: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
 
 # ------------------------------------------------------------------------------------------ rules
@@ -228,4 +230,5 @@ def decide(spec: StackSpec) -> MonitoringPlan:
         dashboard_labels=MappingProxyType({**derive.MANAGED_BY, **m.dashboard_labels}),
         alerts=alert_thresholds(spec),
         idle_cost=MappingProxyType(idle_cost(spec)),
+        service_monitor_labels=MappingProxyType(dict(m.service_monitor_labels)),
     )

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from components.plan.gcp.plan import GkePlan
     from components.plan.kueue import KueueObjects
     from components.plan.monitoring import MonitoringPlan
+    from components.plan.reservations import ReservationPlan
 
 SCHEMA_VERSION = 1
 
@@ -209,6 +210,8 @@ class Plan:
     existing: ExistingClusterPlan | None = None  # how the provider reaches an existing cluster (None: other clouds)
     cost: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))  # region, spot discount, budget
     kueue: KueueObjects | None = None  # Kueue's Topology and admission checks (None: no Kueue)
+    # pool -> its reserved capacity (plan/reservations.py; explain and the summary read it); None: no reservation
+    reservations: Mapping[str, ReservationPlan] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"schemaVersion": SCHEMA_VERSION, **plain(self)}
@@ -442,6 +445,7 @@ def dra_plan(spec: StackSpec) -> DraPlan | None:
         device_classes=tuple(dra.device_classes(spec)),
         kueue_device_class_mappings=_freeze(dra.kueue_device_class_mappings(spec), keep_order=True),
         claim_templates=_freeze({t.name: dra.claim_templates(spec, t) for t in spec.tenants}, keep_order=True),
+        kubernetes_version=spec.cluster.kubernetes_version,
     )
 
 
@@ -457,7 +461,7 @@ def build(spec: StackSpec, stack: str) -> Plan:
 
 @derive.per_spec
 def _decide(spec: StackSpec) -> Plan:
-    from components.plan import existing, kueue as kueue_plan, monitoring
+    from components.plan import existing, kueue as kueue_plan, monitoring, reservations
     from components.plan.gcp import plan as gcp_plan
 
     return Plan(
@@ -490,4 +494,5 @@ def _decide(spec: StackSpec) -> Plan:
         existing=existing.existing_cluster_plan(spec),
         cost=_freeze(cost.stack_doc(spec)),
         kueue=kueue_plan.kueue_objects(spec),
+        reservations=_freeze(reservations.reservations_plan(spec), keep_order=True),
     )

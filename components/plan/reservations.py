@@ -23,8 +23,9 @@ Stdlib and the spec only: rules import this.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from components.spec.model import NodePool, Problem, StackSpec, key, rule
 
@@ -167,10 +168,47 @@ def _gcp(i: int, pool: NodePool) -> Iterator[Problem]:
         )
 
 
+@dataclass(frozen=True)
+class ReservationPlan:
+    """A pool's reserved capacity as the plan holds it (``Plan.reservations``): what it names and how the cloud
+    object of the pool consumes it."""
+
+    kind: str  # on-demand | capacity-block
+    match: str  # specific | any
+    ids: tuple[str, ...]
+    tags: Mapping[str, str]
+    instance_type: str | None
+    availability_zone: str | None
+    description: str  # ``PoolReservation.describe``: "reservation cr-...", "any matching Capacity Block"...
+    used_as: str  # the setting of the node group, EC2NodeClass and NodePool, or GKE node pool that consumes it
+
+
+def reservations_plan(spec: StackSpec) -> dict[str, ReservationPlan] | None:
+    """Pool -> its reservation, in the stack's order; None when no pool reserves capacity."""
+    out = {
+        pool.name: ReservationPlan(
+            kind=r.kind,
+            match=r.match,
+            ids=tuple(r.ids),
+            tags=MappingProxyType(dict(sorted(r.tags.items()))),
+            instance_type=r.instance_type,
+            availability_zone=r.availability_zone,
+            description=r.describe(),
+            used_as=_used_as(spec, pool, r),
+        )
+        for pool, r in reserved_pools(spec)
+    }
+    return out or None
+
+
 def summary_lines(spec: StackSpec) -> list[str]:
     """summary.md: each pool's reserved capacity, the same table on both clouds."""
-    pools = reserved_pools(spec)
-    if not pools:
+    return summary(reservations_plan(spec))
+
+
+def summary(reserved: Mapping[str, ReservationPlan] | None) -> list[str]:
+    """``summary_lines`` of the plan's reservations (``Plan.reservations``)."""
+    if not reserved:
         return []
     lines = [
         "## Reserved capacity",
@@ -178,10 +216,9 @@ def summary_lines(spec: StackSpec) -> list[str]:
         "| pool | reservation | instance type | zone | used as |",
         "|---|---|---|---|---|",
     ]
-    for pool, r in pools:
+    for pool, r in reserved.items():
         lines.append(
-            f"| {pool.name} | {r.describe()} | {r.instance_type or '-'} | {r.availability_zone or '-'} "
-            f"| {_used_as(spec, pool, r)} |"
+            f"| {pool} | {r.description} | {r.instance_type or '-'} | {r.availability_zone or '-'} | {r.used_as} |"
         )
     lines += [
         "",

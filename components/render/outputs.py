@@ -1,5 +1,5 @@
-"""Stack outputs (``pulumi stack output``): what people script against, derived from the same facts the
-components use (``derive``), so an output can never name a queue or label the cluster does not have.
+"""Stack outputs (``pulumi stack output``): what people script against, a projection of the plan the components
+render from, so an output can never name a queue or label the cluster does not have.
 
 Keys are camelCase and stable; tenants and pools are maps keyed by their stack-file names. Values only the
 cloud knows after creation (an EKS node group's generated name, IAM role ARNs) come in as outputs of the
@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from components.plan.monitoring import MonitoringPlan
 from components.plan.plan import Plan, PoolPlan, TenantPlan
 from components.render import monitoring
 
@@ -58,22 +59,18 @@ KARPENTER_KEYS = ("namespace", "interruptionQueue", "nodeRoleArn", "controllerRo
 MONITORING_KEYS = ("prometheus", "exporter", "serviceMonitor", "prometheusRule", "dashboard")
 
 
-def monitoring_output(plan: Plan) -> dict[str, Any]:
-    m = plan.monitoring
+def monitoring_output(m: MonitoringPlan | None) -> dict[str, Any]:
+    """Where the GPU monitoring lives (``Plan.monitoring``; None: ``addons.dcgm`` off, every key null)."""
     if m is None:
         return dict.fromkeys(MONITORING_KEYS)
-
-    def ref(doc: dict[str, Any]) -> dict[str, str]:
-        return {"namespace": doc["metadata"]["namespace"], "name": doc["metadata"]["name"]}
-
     ex = m.exporter
     on = m.prometheus != "none"  # none: no ServiceMonitor, PrometheusRule or dashboard
     return {
         "prometheus": m.prometheus,
         "exporter": {"source": ex.source, "namespace": ex.namespace, "service": ex.job, "port": ex.port},
-        "serviceMonitor": ref(monitoring.service_monitor(m)) if on else None,
-        "prometheusRule": ref(monitoring.prometheus_rule(m)) if on else None,
-        "dashboard": ref(monitoring.dashboard_configmap(m)) if on else None,
+        "serviceMonitor": {"namespace": ex.namespace, "name": monitoring.SERVICE_MONITOR_NAME} if on else None,
+        "prometheusRule": {"namespace": ex.namespace, "name": monitoring.RULE_NAME} if on else None,
+        "dashboard": {"namespace": m.dashboard_namespace, "name": monitoring.DASHBOARD_NAME} if on else None,
     }
 
 
@@ -82,13 +79,13 @@ def stack_outputs(
     pool_names: Mapping[str, Mapping[str, Any]],
     karpenter: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Every stack output: tenants and pools are the plan's (components/plan/plan.py). ``pool_names``: pool -> its
-    provisioner's object names; ``karpenter``: the interruption queue and role ARNs when Karpenter runs."""
+    """Every stack output, the plan's (components/plan/plan.py). ``pool_names``: pool -> its provisioner's object
+    names; ``karpenter``: the interruption queue and role ARNs when Karpenter runs."""
     return {
         "tenantNamespaces": sorted(plan.tenants),
         "gpuPools": sorted(plan.pools),
         "tenants": {name: tenant_output(plan.tenants[name]) for name in sorted(plan.tenants)},
         "pools": {name: pool_output(plan.pools[name], pool_names.get(name, {})) for name in sorted(plan.pools)},
         "karpenter": {k: (karpenter or {}).get(k) for k in KARPENTER_KEYS},
-        "monitoring": monitoring_output(plan),
+        "monitoring": monitoring_output(plan.monitoring),
     }

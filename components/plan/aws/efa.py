@@ -26,7 +26,7 @@ still land on the pool, without EFA interfaces.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from components.data import catalog
@@ -38,7 +38,12 @@ EFA_RESOURCE = "vpc.amazonaws.com/efa"
 
 
 def efa_capable(pool: NodePool) -> bool:
-    types = [catalog.aws_instance_type(t) for t in pool.instance_types]
+    return efa_capable_types(pool.instance_types)
+
+
+def efa_capable_types(instance_types: Sequence[str]) -> bool:
+    """Whether every one of the instance types has EFA (``efa_capable`` of a pool; explain reads the plan's)."""
+    types = [catalog.aws_instance_type(t) for t in instance_types]
     return bool(types) and all(t is not None and t.efa_interfaces > 0 for t in types)
 
 
@@ -58,7 +63,12 @@ def efa_pools(spec: StackSpec) -> list[NodePool]:
 def interfaces_per_node(pool: NodePool) -> int:
     """EFA devices one node of the pool has, as the EFA device plugin advertises them (``vpc.amazonaws.com/efa``).
     The rules keep an EFA pool's instance types at one interface count."""
-    return min(catalog.aws_efa_interfaces(t) for t in pool.instance_types)
+    return interfaces_of_types(pool.instance_types)
+
+
+def interfaces_of_types(instance_types: Sequence[str]) -> int:
+    """``interfaces_per_node`` of a pool with these instance types."""
+    return min(catalog.aws_efa_interfaces(t) for t in instance_types)
 
 
 def network_interfaces(pool: NodePool, security_groups: list[Any]) -> list[dict[str, Any]]:
@@ -137,10 +147,12 @@ def device_plugin_values(spec: StackSpec) -> dict[str, Any]:
     return values
 
 
-def summary_lines(spec: StackSpec) -> list[str]:
-    """summary.md: each EFA pool's interfaces, placement and what its pods request."""
-    pools = efa_pools(spec)
-    if not pools:
+def summary(decided: Any) -> list[str]:
+    """summary.md: each EFA pool's interfaces, placement and what its pods request, from a ``plan.Plan`` (which
+    this module cannot import: the plan imports it): its EFA pools (``AwsPlan.efa_pools`` and ``efa_networks``), their
+    instance types and the EFA interfaces one node advertises (``PoolPlan.advertises``)."""
+    aws = decided.aws
+    if aws is None or not aws.efa_pools:
         return []
     lines = [
         "",
@@ -149,15 +161,16 @@ def summary_lines(spec: StackSpec) -> list[str]:
         f"| pool | instance types | {EFA_RESOURCE} per node | interface layout | placement group |",
         "|---|---|---|---|---|",
     ]
-    for p in sorted(pools, key=lambda p: p.name):
+    for name in sorted(aws.efa_pools):
+        p = decided.pools[name]
         it = catalog.AWS_INSTANCE_TYPES[p.instance_types[0]]
         if p.provisioner == "karpenter":
             layout = "efa on every card (Karpenter, for pods requesting it)"
         else:
             layout = "ENA primary + efa-only per card" if it.efa_only_secondary else "efa on every card"
         lines.append(
-            f"| {p.name} | {', '.join(p.instance_types)} | {interfaces_per_node(p)} | {layout} | "
-            f"{placement_group_name(spec, p)} (cluster) |"
+            f"| {name} | {', '.join(p.instance_types)} | {p.advertises[EFA_RESOURCE]} | {layout} | "
+            f"{aws.efa_networks[name].placement_group} (cluster) |"
         )
     lines.append("")
     lines.append(

@@ -17,7 +17,7 @@ they are camelCase (``_wire``, as ``components/render/aws/sdk.py`` sends them; t
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
@@ -138,6 +138,9 @@ class AwsPlan:
     efa_device_plugin: Mapping[str, Any] | None  # the aws-efa-k8s-device-plugin chart's values; None: no EFA pool
     cluster_autoscaler: ClusterAutoscalerPlan | None  # None: off
     node_health_addon: str | None  # the EKS add-on reporting GPU node health; None: off
+    # Bottlerocket pool -> its host device plugin's settings.kubelet-device-plugins.nvidia (the user data of its
+    # node group or EC2NodeClass must carry them: explain checks the device IDs and the sharing settings)
+    bottlerocket_device_plugins: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: MappingProxyType({}))
 
 
 # ---------------------------------------------------------------------------------------------- builders
@@ -245,7 +248,16 @@ def build(spec: StackSpec) -> AwsPlan | None:
         efa_device_plugin=_freeze(efa.device_plugin_values(spec)) if efa_pools else None,
         cluster_autoscaler=cluster_autoscaler_plan(spec),
         node_health_addon=NODE_MONITORING_AGENT if spec.node_monitoring_agent_enabled else None,
+        bottlerocket_device_plugins=_freeze(bottlerocket_device_plugins(spec)),
     )
+
+
+def bottlerocket_device_plugins(spec: StackSpec) -> dict[str, dict[str, Any]]:
+    """Per pool served by Bottlerocket's host device plugin, its settings (``sharing``)."""
+    from components.plan import sharing
+
+    settings = {p.name: sharing.bottlerocket_device_plugin_settings(spec, p.name) for p in spec.node_pools}
+    return {name: s for name, s in settings.items() if s}
 
 
 # ------------------------------------------------------------------------------------------------ text
@@ -289,4 +301,10 @@ def text_lines(p: AwsPlan) -> list[str]:
         tags = ", ".join(a.values["autoDiscovery"]["tags"])
         lines.append(f"  Cluster Autoscaler: role {a.role_name}, image tag {tag}, discovers groups tagged {tags}")
     lines.append(f"  node health: {p.node_health_addon or 'off'}")
+    for pool, plugin in p.bottlerocket_device_plugins.items():
+        shared = plugin.get("device-sharing-strategy")
+        lines.append(
+            f"  Bottlerocket device plugin of {pool}: device IDs by {plugin.get('device-id-strategy', 'index')}"
+            + (f", {shared} x{plugin[shared]['replicas']}" if shared else ", whole GPUs")
+        )
     return lines
