@@ -96,3 +96,11 @@ def pytest_collection_modifyitems(config, items):
     module = mutant.rsplit(".", 1)[0].rsplit(".", 1)[-1]  # components.render.aws.iam_karpenter.x_f__mutmut_1
     tokens = {t for t in module.split("_") if len(t) >= 3} | {module}
     items.sort(key=lambda item: not any(t in item.path.name for t in tokens))
+
+
+def monitoring_of(source: Any) -> Any:
+    """The monitoring plan the monitoring renderers take (components/plan/monitoring.py): a test holding a spec gets
+    the plan of it; a plan is passed through."""
+    from components.plan.monitoring import MonitoringPlan, decide
+
+    return source if isinstance(source, MonitoringPlan) else decide(source)

@@ -13,6 +13,7 @@ import pytest
 from conftest import render_config, rendered, stack_config
 
 from components.cli.loader import load_spec
+from components.plan.aws.plan import cluster_plan
 from components.render.aws import iam, identity
 
 ISSUER = "https://oidc.eks.us-east-1.amazonaws.com/id/EXAMPLED539D4633E53DE1B71EXAMPLE"
@@ -111,13 +112,13 @@ def test_irsa_trust_document():
 def test_identity_choice_and_annotations():
     """Pod identity by default (no ServiceAccount annotation); IRSA annotates the role ARN."""
     spec = load_spec(stack_config("dev-aws"))
-    assert identity.uses_irsa(spec) is False
-    assert identity.irsa_annotations(spec, "arn:r") == {}
+    assert identity.uses_irsa(cluster_plan(spec)) is False
+    assert identity.irsa_annotations(cluster_plan(spec), "arn:r") == {}
     cfg = stack_config("dev-aws")
     cfg["gpu-platform:karpenter"] = {"identity": "irsa"}
     spec = load_spec(cfg)
-    assert identity.uses_irsa(spec) is True
-    assert identity.irsa_annotations(spec, "arn:r") == {"eks.amazonaws.com/role-arn": "arn:r"}
+    assert identity.uses_irsa(cluster_plan(spec)) is True
+    assert identity.irsa_annotations(cluster_plan(spec), "arn:r") == {"eks.amazonaws.com/role-arn": "arn:r"}
 
 
 def test_rendered_trust_policies_name_their_controller():

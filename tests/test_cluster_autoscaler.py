@@ -24,7 +24,7 @@ from values_paths import unknown_paths
 
 from components.cli.loader import load_spec
 from components.data import versions
-from components.plan.aws import managed_pools as plan
+from components.plan.aws import managed_pools as plan, plan as aws_plan
 from components.render.aws import cluster_autoscaler as ca
 from components.spec.model import SpecError
 
@@ -111,7 +111,7 @@ def test_values_exist_in_the_upstream_chart(identity):
     upstream = yaml.safe_load((UPSTREAM / "cluster-autoscaler" / "values.yaml").read_text())
     cfg = stack_config("prod-aws")
     cfg["gpu-platform:karpenter"] = {"identity": identity}
-    values = ca.helm_values(load_spec(cfg), "arn:aws:iam::1:role/x")
+    values = ca.helm_values(aws_plan.build(load_spec(cfg)), "arn:aws:iam::1:role/x")
     args = values.pop("extraArgs")
     assert unknown_paths(values, upstream) == []
     assert set(args) <= CA_135_FLAGS
@@ -166,7 +166,7 @@ def test_gpu_and_gang_settings():
 def test_runs_on_system_nodes_never_on_gpu_nodes():
     cfg = stack_config("prod-aws")
     cfg["gpu-platform:systemNodeSelector"] = {"node-role": "system"}
-    values = ca.helm_values(load_spec(cfg))
+    values = ca.helm_values(aws_plan.build(load_spec(cfg)))
     assert values["nodeSelector"] == {"kubernetes.io/os": "linux", "node-role": "system"}
     assert all(t.get("key") != "nvidia.com/gpu" for t in values["tolerations"])
     assert values["tolerations"] == [{"key": "CriticalAddonsOnly", "operator": "Exists"}]
@@ -353,7 +353,7 @@ def test_helm_values_whole_document():
     their reasons (module docstring of cluster_autoscaler.py, FAQ defaults stated explicitly), system nodes only,
     a restricted container (non-root nobody, no privilege escalation, no capabilities, read-only root, runtime
     seccomp), two replicas under leader election, memory limit = request, system-cluster-critical priority."""
-    values = ca.helm_values(load_spec(stack_config("dev-aws")))
+    values = ca.helm_values(aws_plan.build(load_spec(stack_config("dev-aws"))))
     assert values == {
         "affinity": {
             "nodeAffinity": {
@@ -426,7 +426,7 @@ def test_role_and_policy_names_descriptions_and_tags():
         "Cluster Autoscaler: scale the managed node groups of EKS cluster ml-prod",
         tags,
     )
-    assert ca.role_name(load_spec(stack_config("dev-aws"))) == "ml-dev-cluster-autoscaler"
+    assert ca.role_name(aws_plan.build(load_spec(stack_config("dev-aws")))) == "ml-dev-cluster-autoscaler"
 
 
 def test_crd_is_labelled_and_the_release_waits_for_it():
@@ -476,7 +476,7 @@ def test_the_rendered_autoscaler_runs_the_looked_up_clusters_minor():
     assert values["image"] == {"tag": "v1.33.6"}
     cfg = stack_config("dev-aws")
     cfg["gpu-platform:cluster"] = {**cfg["gpu-platform:cluster"], "kubernetesVersion": "1.34"}
-    assert ca.helm_values(load_spec(cfg))["image"] == {"tag": "v1.34.5"}
+    assert ca.helm_values(aws_plan.build(load_spec(cfg)))["image"] == {"tag": "v1.34.5"}
 
 
 def test_a_stack_naming_a_minor_without_a_pinned_autoscaler_is_refused():

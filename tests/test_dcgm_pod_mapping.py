@@ -15,7 +15,7 @@ import tomllib
 
 import pytest
 import yaml
-from conftest import UPSTREAM, release, render_config, rendered, stack_config
+from conftest import UPSTREAM, monitoring_of, release, render_config, rendered, stack_config
 from values_paths import unknown_paths
 
 from components.cli.loader import load_spec
@@ -102,7 +102,7 @@ def test_bottlerocket_managed_nodes_report_uuids():
 
 
 def test_service_monitor_sets_node_from_the_pod_node_name():
-    sm = monitoring.service_monitor(load_spec(stack_config("prod-aws")))
+    sm = monitoring.service_monitor(monitoring_of(load_spec(stack_config("prod-aws"))))
     relabel = sm["spec"]["endpoints"][0]["relabelings"]
     assert {"action": "replace", "sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "node"} in relabel
 
@@ -112,10 +112,10 @@ def test_rules_and_dashboard_never_use_the_exporters_host_label(stack):
     """`Hostname` (exporter <= 4.8.2) became `hostname` after it; grouping or templating by either breaks on
     one of the two exporters this project runs. `node` comes from the ServiceMonitor."""
     spec = load_spec(stack_config(stack))
-    text = json.dumps([monitoring.rule_groups(spec), dashboard.dashboard(spec)])
+    text = json.dumps([monitoring.rule_groups(monitoring_of(spec)), dashboard.dashboard(monitoring_of(spec))])
     assert not re.search(r"\b[Hh]ostname\b", text.replace("kubernetes.io/hostname", ""))
-    groups = monitoring.rule_groups(spec)[0]["rules"]
+    groups = monitoring.rule_groups(monitoring_of(spec))[0]["rules"]
     by_alert = {r.get("alert"): r for r in groups}
     assert "node" in re.search(r"max by \(([^)]*)\)", by_alert["GpuAllocatedIdle"]["expr"]).group(1).split(", ")
     assert "{{ $labels.node }}" in by_alert["GpuXidErrorCritical"]["annotations"]["description"]
-    assert "node, gpu" in dashboard.queries(spec)["GPU temperature"]
+    assert "node, gpu" in dashboard.queries(monitoring_of(spec))["GPU temperature"]

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from caching import shared_fixture
-from conftest import stack_config
+from conftest import monitoring_of, stack_config
 
 from components.cli.loader import load_spec
 from components.render import metrics
@@ -84,7 +84,7 @@ def board() -> dict[str, Any]:
     cfg = stack_config("prod-aws")
     cfg["gpu-platform:monitoring"] = {**cfg.get("gpu-platform:monitoring", {}), "alerts": ALERTS}
     spec = load_spec(cfg)
-    return {"board": gpu.dashboard(spec), "queries": gpu.queries(spec)}
+    return {"board": gpu.dashboard(monitoring_of(spec)), "queries": gpu.queries(monitoring_of(spec))}
 
 
 def _panels(board) -> dict[str, dict[str, Any]]:

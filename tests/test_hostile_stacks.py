@@ -22,6 +22,7 @@ from limits import GIB, bounded, preexec
 
 from components.cli import main as cli
 from components.cli.loader import SpecError, load_spec
+from components.plan.aws import plan as aws_plan
 from components.spec import stackfile, validation
 
 BAD = ROOT / "tests" / "fixtures" / "bad-stacks"
@@ -203,7 +204,7 @@ def test_cluster_name_too_long_for_the_autoscaler_role():
         "false)"
     ) in problems
     spec = load_spec(_dev_aws())
-    assert aws_rules.autoscaler_role_name(spec) == cluster_autoscaler.role_name(spec)
+    assert aws_rules.autoscaler_role_name(spec) == cluster_autoscaler.role_name(aws_plan.build(spec))
 
 
 # ---------------------------------------------------------------------------------------- the types

@@ -18,6 +18,7 @@ from conftest import (
     STACKS,
     UPSTREAM,
     manifest,
+    monitoring_of,
     release,
     render_config,
     rendered,
@@ -288,7 +289,7 @@ def test_promtool_checks_every_rule_and_template(stack, tmp_path):
     write_rules(rule_doc(stack)["spec"], tmp_path / "rules.yaml")
     out = promtool("check", "rules", "rules.yaml", cwd=tmp_path)
     assert out.returncode == 0, out.stdout + out.stderr
-    cost_rules = monitoring.idle_cost_rules(rendered(stack).spec)
+    cost_rules = monitoring.idle_cost_rules(monitoring_of(rendered(stack).spec))
     assert f"SUCCESS: {9 + len(cost_rules)} rules found" in out.stdout
 
 
@@ -331,7 +332,7 @@ def test_promtool_idle_cost_fails_on_a_wrong_price_or_threshold(tmp_path):
 
 def test_pools_without_a_price_get_no_idle_cost_rule():
     spec = rendered("dev-gcp").spec  # t4-spot: N1 + T4, the T4 has no price in the catalog
-    pools = {r["labels"]["pool"] for r in monitoring.idle_cost_rules(spec)}
+    pools = {r["labels"]["pool"] for r in monitoring.idle_cost_rules(monitoring_of(spec))}
     assert pools == {"l4-shared"}
 
 
@@ -425,7 +426,7 @@ def test_dashboard_configmap_is_labelled_for_the_grafana_sidecar():
 def test_dashboard_namespace_and_labels_come_from_the_spec():
     cfg = stack_config("dev-aws")
     cfg["gpu-platform:monitoring"] = {"dashboardNamespace": "monitoring", "dashboardLabels": {"grafana": "gpu"}}
-    cm = monitoring.dashboard_configmap(load_spec(cfg))
+    cm = monitoring.dashboard_configmap(monitoring_of(load_spec(cfg)))
     assert cm["metadata"]["namespace"] == "monitoring"
     assert cm["metadata"]["labels"]["grafana"] == "gpu" and "grafana_dashboard" not in cm["metadata"]["labels"]
 
@@ -512,7 +513,7 @@ def _custom_alerts() -> dict[str, dict[str, Any]]:
             "exporterDownFor": "20m",
         }
     }
-    groups = monitoring.rule_groups(load_spec(cfg))
+    groups = monitoring.rule_groups(monitoring_of(load_spec(cfg)))
     return {r["alert"]: r for g in groups for r in g["rules"] if "alert" in r}
 
 
@@ -590,7 +591,7 @@ def test_scrape_timeout_never_exceeds_the_interval(interval, written, timeout):
     the interval itself is written canonically (90s -> 1m30s)."""
     cfg = stack_config("dev-aws")
     cfg["gpu-platform:monitoring"] = {"scrapeInterval": interval}
-    (ep,) = monitoring.service_monitor(load_spec(cfg))["spec"]["endpoints"]
+    (ep,) = monitoring.service_monitor(monitoring_of(load_spec(cfg)))["spec"]["endpoints"]
     assert ep["scrapeTimeout"] == timeout
     assert ep["interval"] == written
     assert (ep["path"], ep["honorLabels"]) == ("/metrics", False)
@@ -609,7 +610,7 @@ def test_the_dra_exporter_is_the_gpuclusters():
     assert ex == monitoring.Exporter(
         "operator", "gpu-operator", {"app": "nvidia-dcgm-exporter-dra"}, "gpu-metrics", "nvidia-dcgm-exporter-dra"
     )
-    (down,) = monitoring.exporter_alerts(spec)
+    (down,) = monitoring.exporter_alerts(monitoring_of(spec))
     assert down["expr"] == 'up{job="nvidia-dcgm-exporter-dra"} == 0' and down["for"] == "10m"
 
 
@@ -618,7 +619,7 @@ def test_rule_and_monitor_carry_the_labels_prometheus_selects():
     cfg = stack_config("dev-aws")
     cfg["gpu-platform:monitoring"] = {"prometheus": "existing", "serviceMonitorLabels": {"team": "ml"}}
     spec = load_spec(cfg)
-    for doc in (monitoring.prometheus_rule(spec), monitoring.service_monitor(spec)):
+    for doc in (monitoring.prometheus_rule(monitoring_of(spec)), monitoring.service_monitor(monitoring_of(spec))):
         assert doc["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "gpu-platform", "team": "ml"}
         assert doc["metadata"]["namespace"] == "gpu-operator"
         assert doc["apiVersion"] == "monitoring.coreos.com/v1"
@@ -646,14 +647,14 @@ def test_idle_cost_terms_price_each_device_dcgm_reports():
     cfg["gpu-platform:tenants"][0]["gpuQuota"] = {"l4-shared": 4, "a-t4": 2}
     gcp = load_spec(cfg)
     assert monitoring.idle_cost_terms(gcp, gcp.pool("a-t4")) is None
-    assert [r["labels"]["pool"] for r in monitoring.idle_cost_rules(gcp)] == ["l4-shared", "l4-shared"]
+    assert [r["labels"]["pool"] for r in monitoring.idle_cost_rules(monitoring_of(gcp))] == ["l4-shared", "l4-shared"]
 
 
 def test_dashboard_configmap_files_the_board_in_the_gpu_folder():
     """The Grafana sidecar files the board under the folder the grafana_folder annotation names; the board is
     one JSON file with sorted keys (a stable ConfigMap between runs)."""
     spec = load_spec(stack_config("dev-aws"))
-    cm = monitoring.dashboard_configmap(spec)
+    cm = monitoring.dashboard_configmap(monitoring_of(spec))
     assert cm["metadata"]["annotations"] == {"grafana_folder": "GPU"}
     assert (cm["metadata"]["name"], cm["metadata"]["namespace"]) == ("gpu-platform-gpu-dashboard", "gpu-operator")
     (text,) = cm["data"].values()

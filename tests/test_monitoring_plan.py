@@ -8,7 +8,7 @@ import copy
 import json
 
 import pytest
-from conftest import manifest, rendered, stack_config
+from conftest import manifest, monitoring_of, rendered, stack_config
 
 from components.cli.loader import load_spec
 from components.plan import plan
@@ -131,9 +131,9 @@ def test_the_objects_from_the_spec_and_from_the_plan_agree():
     plan."""
     spec = load_spec(stack_config("prod-gcp"))
     m = plan.build(spec, "prod-gcp").monitoring
-    assert monitoring.prometheus_rule(spec) == monitoring.prometheus_rule(m)
-    assert monitoring.service_monitor(spec) == monitoring.service_monitor(m)
-    assert monitoring.dashboard_configmap(spec) == monitoring.dashboard_configmap(m)
+    assert monitoring.prometheus_rule(monitoring_of(spec)) == monitoring.prometheus_rule(monitoring_of(m))
+    assert monitoring.service_monitor(monitoring_of(spec)) == monitoring.service_monitor(monitoring_of(m))
+    assert monitoring.dashboard_configmap(monitoring_of(spec)) == monitoring.dashboard_configmap(monitoring_of(m))
 
 
 def test_the_plan_text_says_where_the_exporter_runs_and_whether_anything_scrapes_it():

@@ -13,6 +13,7 @@ from conftest import (
     UPSTREAM,
     manifest,
     manifests,
+    monitoring_of,
     release,
     render_config,
     rendered,
@@ -354,7 +355,7 @@ def test_grafana_sidecar_finds_our_dashboard_and_its_folder():
     side = prometheus_stack.helm_values(spec)["grafana"]["sidecar"]["dashboards"]
     assert side["enabled"] is True and side["searchNamespace"] == "ALL"
     assert side["provider"] == {"foldersFromFilesStructure": True}
-    assert side["folderAnnotation"] in monitoring.dashboard_configmap(spec)["metadata"]["annotations"]
+    assert side["folderAnnotation"] in monitoring.dashboard_configmap(monitoring_of(spec))["metadata"]["annotations"]
 
 
 def test_the_node_exporter_namespace_is_marked_as_an_operator_namespace():

@@ -45,7 +45,6 @@ from components.plan.monitoring import (
     _seconds as _seconds,
     _shared_replicas as _shared_replicas,
     dcgm_exporter_values as dcgm_exporter_values,
-    decide,
     exporter as exporter,
     idle_cost_terms as idle_cost_terms,
     monitoring_rules as monitoring_rules,
@@ -54,7 +53,6 @@ from components.plan.monitoring import (
 from components.plan.plan import Plan, plain
 from components.render import addon, gpu_operator, k8s
 from components.render.metrics import ALLOCATED_IDLE_COST, IDLE_COST, UTILIZATION, XID_LAST, number as _num
-from components.spec.model import StackSpec
 
 RULE_NAME = "gpu-platform-gpu-alerts"
 SERVICE_MONITOR_NAME = "gpu-platform-dcgm-exporter"
@@ -74,12 +72,14 @@ WHERE = "{{ $labels.node }} GPU {{ $labels.gpu }} ({{ $labels.modelName }}, pool
 
 NODE_POOL_META = "__meta_kubernetes_node_label_" + re.sub(r"[^a-zA-Z0-9_]", "_", derive.POOL_LABEL)
 
-Source = StackSpec | MonitoringPlan
+Source = MonitoringPlan  # what every function here renders from (Plan.monitoring)
 
 
 def _of(source: Source) -> MonitoringPlan:
-    """The monitoring plan the objects are made of; a spec (callers not yet handed the plan) gives its plan."""
-    return source if isinstance(source, MonitoringPlan) else decide(source)
+    """The monitoring plan the objects are made of."""
+    if not isinstance(source, MonitoringPlan):
+        raise TypeError(f"monitoring renders from the plan's MonitoringPlan, not {type(source).__name__}")
+    return source
 
 
 def _fill(text: str, **values: str) -> str:

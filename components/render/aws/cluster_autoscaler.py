@@ -51,20 +51,18 @@ from components.plan.aws.cluster_autoscaler import (
 from components.plan.plan import Plan, plain
 from components.render import addon, k8s
 from components.render.aws import iam, identity, sdk
-from components.spec.model import StackSpec
 
 CRD_FILE = Path(__file__).parent / "data" / "provisioningrequests.autoscaling.x-k8s.io.yaml"
 
 
-def _plans(of: aws_plan.AwsPlan | StackSpec | None) -> tuple[aws_plan.AwsPlan, aws_plan.ClusterAutoscalerPlan]:
-    """The aws plan and its Cluster Autoscaler; a ``StackSpec`` (tests) is only handed to the plan builder."""
-    aws = aws_plan.build(of) if isinstance(of, StackSpec) else of
+def _plans(aws: aws_plan.AwsPlan | None) -> tuple[aws_plan.AwsPlan, aws_plan.ClusterAutoscalerPlan]:
+    """The aws plan and its Cluster Autoscaler."""
     assert aws is not None and aws.cluster_autoscaler is not None, "the plan has no Cluster Autoscaler"
     return aws, aws.cluster_autoscaler
 
 
-def role_name(of: aws_plan.AwsPlan | StackSpec) -> str:
-    return _plans(of)[1].role_name
+def role_name(aws: aws_plan.AwsPlan) -> str:
+    return _plans(aws)[1].role_name
 
 
 # ------------------------------------------------------------------------------------------ Helm
@@ -80,13 +78,11 @@ def image_tag(plan: aws_plan.ClusterAutoscalerPlan, kubernetes_version: Any = No
     return versions.cluster_autoscaler_image_tag(DEFAULT_KUBERNETES_VERSION)
 
 
-def helm_values(
-    of: aws_plan.AwsPlan | StackSpec, role_arn: Any = None, kubernetes_version: Any = None
-) -> dict[str, Any]:
+def helm_values(aws: aws_plan.AwsPlan, role_arn: Any = None, kubernetes_version: Any = None) -> dict[str, Any]:
     """Values of the cluster-autoscaler chart: the plan's (``AwsPlan.cluster_autoscaler.values``) with the image tag
     of the cluster's own minor (the lookup's version at deploy time; the stack's when it names one:
     versions.CLUSTER_AUTOSCALER_IMAGE_TAGS) and, under IRSA, the role ARN on the ServiceAccount."""
-    aws, plan = _plans(of)
+    aws, plan = _plans(aws)
     values = plain(plan.values)
     annotations = identity.irsa_annotations(aws.cluster, role_arn)
     if annotations:

@@ -4,8 +4,7 @@ IAM OIDC provider), as ``gpu-platform:karpenter.identity`` chooses for the whole
 ``AwsPlan.cluster.identity``). The trust documents are ``iam.pod_identity_trust`` / ``iam.irsa_trust``; this module
 only wires them to resources.
 
-Each function takes the cluster's plan (``EksClusterPlan``); a ``StackSpec`` is accepted too, for the callers that
-still hold one (Karpenter's components, tests): it is only handed to the plan builder."""
+Each function takes the cluster's plan (``EksClusterPlan``)."""
 
 from __future__ import annotations
 
@@ -13,21 +12,16 @@ from typing import Any
 
 import pulumi
 
-from components.plan.aws.plan import EksClusterPlan, cluster_plan
+from components.plan.aws.plan import EksClusterPlan
 from components.render.aws import iam, sdk
-from components.spec.model import StackSpec
 
 
-def _cluster(of: EksClusterPlan | StackSpec) -> EksClusterPlan:
-    return of if isinstance(of, EksClusterPlan) else cluster_plan(of)
-
-
-def uses_irsa(of: EksClusterPlan | StackSpec) -> bool:
-    return _cluster(of).identity == "irsa"
+def uses_irsa(of: EksClusterPlan) -> bool:
+    return of.identity == "irsa"
 
 
 def trust_policy(
-    of: EksClusterPlan | StackSpec,
+    of: EksClusterPlan,
     cluster: Any,
     partition: Any,
     account: Any,
@@ -43,20 +37,18 @@ def trust_policy(
             lambda a: iam.to_json(iam.irsa_trust(a[0], a[1], a[2], namespace, service_account, f"AllowIrsaFor{sid}"))
         )
     return pulumi.Output.from_input(
-        iam.to_json(
-            iam.pod_identity_trust(_cluster(of).name, namespace, service_account, f"AllowEksPodIdentityFor{sid}")
-        )
+        iam.to_json(iam.pod_identity_trust(of.name, namespace, service_account, f"AllowEksPodIdentityFor{sid}"))
     )
 
 
-def irsa_annotations(of: EksClusterPlan | StackSpec, role_arn: Any) -> dict[str, Any]:
+def irsa_annotations(of: EksClusterPlan, role_arn: Any) -> dict[str, Any]:
     """ServiceAccount annotations: the role ARN under IRSA, nothing under Pod Identity."""
     return {"eks.amazonaws.com/role-arn": role_arn} if uses_irsa(of) else {}
 
 
 def pod_identity_association(
     resource_name: str,
-    of: EksClusterPlan | StackSpec,
+    of: EksClusterPlan,
     role_arn: Any,
     namespace: str,
     service_account: str,
@@ -64,7 +56,7 @@ def pod_identity_association(
     opts: pulumi.ResourceOptions,
 ) -> pulumi.Resource | None:
     """The EKS Pod Identity association binding the role to the ServiceAccount (None under IRSA)."""
-    c = _cluster(of)
+    c = of
     if uses_irsa(c):
         return None
 

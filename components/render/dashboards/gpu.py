@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.plan.monitoring import AlertThresholds, MonitoringPlan, decide
+from components.plan.monitoring import AlertThresholds, MonitoringPlan
 from components.render import metrics
-from components.spec.model import StackSpec
 
 UID = "gpu-platform-gpus"
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
@@ -34,12 +33,12 @@ HELD = 'pod!=""'
 FREE = 'pod=""'
 
 
-def _alerts(source: StackSpec | MonitoringPlan) -> AlertThresholds:
-    """The thresholds the panels quote; a spec (callers not yet handed the plan) gives its plan's."""
-    return (source if isinstance(source, MonitoringPlan) else decide(source)).alerts
+def _alerts(source: MonitoringPlan) -> AlertThresholds:
+    """The thresholds the panels quote."""
+    return source.alerts
 
 
-def queries(source: StackSpec | MonitoringPlan) -> dict[str, str]:
+def queries(source: MonitoringPlan) -> dict[str, str]:
     """Every query of the dashboard by panel title (also checked by promtool in the tests)."""
     idle = metrics.number(_alerts(source).idle_utilization_percent)
     all_dev = f"max by (pool, {DEV}) ({U}{_sel(POOL)})"
@@ -326,7 +325,7 @@ def _health_row(lay: _Layout, a: AlertThresholds, q: dict[str, str]) -> None:
     )
 
 
-def dashboard(source: StackSpec | MonitoringPlan) -> dict[str, Any]:
+def dashboard(source: MonitoringPlan) -> dict[str, Any]:
     """The Grafana dashboard: one row each for utilization vs. allocation, tenants, and health."""
     a = _alerts(source)
     q = queries(source)
