@@ -59,7 +59,7 @@ def test_the_check_sees_long_methods_and_nested_functions():
 
 # Building blocks only the skeleton calls: an add-on that calls them itself bypasses the namespace policy and
 # the readiness gate ordering written once in components/render/addon.py.
-SKELETON_ONLY = {"chart_namespace", "chart_release", "webhook_gate", "addon_namespace", "addon_release", "addon_gate"}
+SKELETON_ONLY = {"addon_namespace", "addon_release", "addon_gate"}
 SKELETON_MODULES = {"components/render/addon.py", "components/render/k8s.py", "components/render/webhooks.py"}
 
 

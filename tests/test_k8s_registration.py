@@ -78,7 +78,7 @@ CASES: list[tuple[str, str, str, dict[str, Any]]] = [
         {"metadata": META, "spec": {"spec": {"devices": {"requests": []}}}},
     ),
 ]
-# Every argument the components give a Release (components/render/k8s.py chart_release, versions.release_args,
+# Every argument the components give a Release (components/render/k8s.py addon_release, versions.release_args,
 # gpu_operator, karpenter).
 RELEASE_ARGS = {
     "name": "r",

@@ -110,9 +110,9 @@ def test_only_webhook_gated_add_ons_have_a_gate_job():
 
 
 @pytest.mark.parametrize("stack", ["prod-gcp", "local"])
-def test_the_spec_path_and_the_plan_path_register_the_same_namespace_release_and_gate(stack):
-    """Callers not yet handed the plan (k8s.chart_namespace / chart_release, webhooks.webhook_gate) and the chart
-    skeleton (addon_namespace / addon_release / addon_gate, from the plan) send the engine the same requests."""
+def test_the_chart_skeleton_registers_namespace_release_and_gate_from_the_add_ons_plan(stack):
+    """k8s.addon_namespace / addon_release and webhooks.addon_gate take the add-on's plan: the namespace, the GKE
+    critical-pods quota only on GKE, the release of the pinned chart, and the gate Job."""
     import pulumi
     from test_k8s_registration import _requests
 
@@ -121,25 +121,18 @@ def test_the_spec_path_and_the_plan_path_register_the_same_namespace_release_and
     spec = load_spec(stack_config(stack))
     decided = plan.build(spec, stack).addons
 
-    def run(from_plan: bool):
-        def program():
-            provider = pulumi.ProviderResource("kubernetes", "k8s", {})
-            parent = pulumi.ComponentResource("test:index:Parent", "parent")
-            if from_plan:
-                ns = k8s.addon_namespace(parent, provider, decided["kueue"], "kueue", "kueue-system", {"a": "b"}, 10)
-                rel = k8s.addon_release("kueue", parent, provider, decided["kueue"], {"x": 1}, ns, timeout=900)
-                probe = decided["kueue"].probe
-                webhooks.addon_gate(parent, provider, probe, plan.plain(decided["kueue"].gate_job), [rel])
-            else:
-                ns = k8s.chart_namespace(parent, provider, spec, "kueue", "kueue-system", {"a": "b"}, 10)
-                rel = k8s.chart_release("kueue", parent, provider, spec, versions.KUEUE, {"x": 1}, ns, timeout=900)
-                webhooks.webhook_gate(parent, provider, spec, decided["kueue"].probe, [rel])
+    def program():
+        provider = pulumi.ProviderResource("kubernetes", "k8s", {})
+        parent = pulumi.ComponentResource("test:index:Parent", "parent")
+        ns = k8s.addon_namespace(parent, provider, decided["kueue"], "kueue", "kueue-system", {"a": "b"}, 10)
+        rel = k8s.addon_release("kueue", parent, provider, decided["kueue"], {"x": 1}, ns, timeout=900)
+        webhooks.addon_gate(parent, provider, decided["kueue"].probe, plan.plain(decided["kueue"].gate_job), [rel])
 
-        return _requests(program)
-
-    def normal(requests):  # the engine gets dependency URNs from a set: their order is the hash seed's
-        return {k: {**r, "dependencies": sorted(r.get("dependencies", []))} for k, r in requests.items()}
-
-    from_spec, from_plan = normal(run(False)), normal(run(True))
-    assert from_spec == from_plan
-    assert ("critical-pods-kueue" in from_plan) == (stack == "prod-gcp")
+    requests = _requests(program)
+    assert ("critical-pods-kueue" in requests) == (stack == "prod-gcp")
+    release = requests["kueue"]["object"]
+    assert (release["chart"], release["version"]) == ("oci://registry.k8s.io/kueue/charts/kueue", "0.19.2")  # the pin
+    assert release["namespace"] == "kueue-system" and release["timeout"] == 900
+    after = sorted(d.rsplit("::", 1)[-1] for d in requests["kueue"]["dependencies"])  # what the release waits for
+    assert after == (["critical-pods-kueue", "namespace-kueue"] if stack == "prod-gcp" else ["namespace-kueue"])
+    assert {"kueue-webhook-probe", "kueue-webhook-ready"} <= set(requests)  # the gate's objects

@@ -1,4 +1,4 @@
-"""How the add-on releases are installed (components/render/addon.py, k8s.chart_release): into the namespace the
+"""How the add-on releases are installed (components/render/addon.py, k8s.addon_release): into the namespace the
 platform created (never Helm's own), with enough time for what each chart does on a fresh cluster, and the
 scheduler releases protected."""
 

@@ -220,6 +220,20 @@ def test_each_stage_package_says_what_it_may_import():
         assert "May import:" in doc, stage
 
 
+def test_no_render_module_reads_the_spec():
+    """Issue 28: below the plan nothing reads the spec. Render modules import no ``components.spec`` module (lazy
+    imports included); ``render.program`` is the one entry that takes the validated spec, to build the plan."""
+    graph = import_graph(ROOT, ["components"])
+    readers = sorted(
+        m
+        for m, deps in graph.items()
+        if stage_of(m) == "render"
+        and m != "components.render.program"
+        and any(d == "components.spec" or d.startswith("components.spec.") for d in deps)
+    )
+    assert readers == []
+
+
 def test_the_spec_model_imports_nothing_above_it():
     """The spec stage is the model and its messages: its modules import only each other and the data stage;
     derive (the plan's base) reads only the spec."""

@@ -3,5 +3,6 @@
 ``addon``, ``webhooks``), one package per cloud (``aws/``, ``gcp/``, ``existing``), and ``program`` calling them in
 order; ``outputs`` projects the plan into stack outputs.
 
-May import: ``components.data``, ``components.spec``, ``components.plan.plan``, and each other. Never ``explain`` or
-``cli``."""
+May import: ``components.data``, ``components.plan`` (the plan, and the names and pure helpers its modules
+define), and each other. Never ``explain`` or ``cli``, and never ``components.spec``: below the plan nothing reads
+the spec (``program.run`` is the one entry that takes it, to build the plan)."""

@@ -23,7 +23,6 @@ from components.data import versions
 from components.plan import derive
 from components.plan.plan import AddonPlan
 from components.plan.tenancy import PSA_VERSION, psa_labels  # noqa: F401  (re-exported: the renderers' name)
-from components.spec.model import StackSpec
 
 CRITICAL_PRIORITY_CLASSES = ("system-node-critical", "system-cluster-critical")
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -133,21 +132,6 @@ def critical_pods_quota(pods: int) -> dict[str, Any]:
     }
 
 
-def chart_namespace(
-    parent: pulumi.Resource,
-    provider: pulumi.ProviderResource,
-    spec: StackSpec,
-    prefix: str,
-    namespace: str,
-    labels: dict[str, str],
-    critical_pods: int | None = None,
-    quota_name: str = "critical-pods",
-) -> list[pulumi.Resource]:
-    """``addon_namespace`` for a caller holding the spec, not the add-on's plan: the quota on GKE."""
-    quota = critical_pods if spec.cloud == "gcp" else None
-    return _namespace(parent, provider, prefix, namespace, labels, quota, quota_name)
-
-
 def addon_namespace(
     parent: pulumi.Resource,
     provider: pulumi.ProviderResource,
@@ -206,23 +190,6 @@ def _namespace(
             )
         )
     return out
-
-
-def chart_release(
-    resource_name: str,
-    parent: pulumi.Resource,
-    provider: pulumi.ProviderResource,
-    spec: StackSpec,
-    chart: versions.Chart,
-    values: dict[str, Any],
-    depends_on: Sequence[pulumi.Resource],
-    timeout: int = 600,
-    protect: bool = False,
-    **extra: Any,
-) -> pulumi.Resource:
-    """``addon_release`` for a caller holding the spec, not the add-on's plan."""
-    c = versions.for_spec(chart, spec)
-    return _release(resource_name, parent, provider, c, values, depends_on, timeout, protect, **extra)
 
 
 def release_args(addon: AddonPlan) -> dict[str, Any]:

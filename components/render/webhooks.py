@@ -64,7 +64,6 @@ from components.plan.webhooks import (
     service_account_name as service_account_name,
 )
 from components.render import k8s
-from components.spec.model import StackSpec
 
 GATE_ANNOTATION = "gpu-platform/webhook-gate"
 
@@ -84,17 +83,6 @@ def gate_annotation(gate: pulumi.CustomResource, name: str) -> dict[str, pulumi.
 class Gate(NamedTuple):
     job: pulumi.Resource  # what every custom resource the add-on's webhooks guard depends on
     annotation: dict[str, pulumi.Output[str]]  # what each of them carries (``gate_annotation``)
-
-
-def webhook_gate(
-    parent: pulumi.Resource,
-    provider: pulumi.ProviderResource,
-    spec: StackSpec,
-    probe: Probe,
-    depends_on: Sequence[pulumi.Resource],
-) -> Gate:
-    """``addon_gate`` for a caller holding the spec, not the add-on's plan (``AddonPlan.gate_job``)."""
-    return addon_gate(parent, provider, probe, job_spec(spec, probe), depends_on)
 
 
 def addon_gate(
