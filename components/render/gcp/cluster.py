@@ -84,7 +84,16 @@ class GkeAccess(pulumi.ComponentResource):
 
     TYPE = "gpu-platform:gcp:GkeAccess"
 
-    def __init__(self, name: str, plan: Plan, opts: pulumi.ResourceOptions | None = None):
+    def __init__(
+        self,
+        name: str,
+        plan: Plan,
+        opts: pulumi.ResourceOptions | None = None,
+        *,
+        provider: pulumi.ProviderResource | None = None,
+    ):
+        """``provider``: the caller's (``GpuPlatform``); the cluster is still looked up and checked (the node pools
+        need its locations), but no kubeconfig or provider is made."""
         super().__init__(self.TYPE, name, None, opts)
         import pulumi_gcp as gcp
         import pulumi_kubernetes as k8s
@@ -106,6 +115,10 @@ class GkeAccess(pulumi.ComponentResource):
         self.kubeconfig = pulumi.Output.all(
             self.cluster.endpoint, self.cluster.master_auths[0].cluster_ca_certificate
         ).apply(lambda a: kubeconfig_of(c, a[0], a[1]))
+        if provider is not None:
+            self.provider = provider
+            self.register_outputs({"endpoint": self.cluster.endpoint})
+            return
         self.provider = k8s.Provider(
             "kubernetes",
             kubeconfig=self.kubeconfig,
