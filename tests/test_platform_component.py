@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 from caching import cached
-from conftest import K8S_PROVIDER, ROOT
+from conftest import K8S_PROVIDER, ROOT, stack_config
 
 from components.cli import synth
 from components.render import platform
@@ -163,3 +163,53 @@ def test_without_a_kubernetes_provider_the_component_refuses(tmp_path):
     )
     with pytest.raises(Exception, match="needs the cluster's Kubernetes provider"):
         run_example(program)
+
+
+EXPLICIT_CLOUD = """
+import pulumi
+import pulumi_kubernetes as k8s
+from pathlib import Path
+from components.cli.loader import load_spec
+from components.render.platform import GpuPlatform
+from components.spec import stackfile
+
+kube = k8s.Provider("cluster", kubeconfig="{}")
+account = pulumi.ProviderResource(%(package)r, "platform-account", {})
+spec = load_spec(stackfile.read(Path(%(spec)r)))
+GpuPlatform("gpu", {"spec": spec}, pulumi.ResourceOptions(providers={"kubernetes": kube, %(package)r: account}))
+"""
+
+
+@pytest.mark.parametrize(
+    ("package", "stack", "lookup"),
+    [("aws", None, "aws:eks/getCluster:getCluster"), ("gcp", "dev-gcp", "gcp:container/getCluster:getCluster")],
+)
+def test_a_cloud_provider_in_providers_reaches_every_cloud_resource_and_the_cluster_lookup(
+    tmp_path, monkeypatch, package, stack, lookup
+):
+    calls: list[tuple[str, str]] = []
+    real = synth._mock_classes
+
+    def recording():
+        mocks_cls, monitor_cls = real()
+
+        class Recording(mocks_cls):
+            def call(self, args):
+                calls.append((args.token, args.provider))
+                return super().call(args)
+
+        return Recording, monitor_cls
+
+    monkeypatch.setattr(synth, "_mock_classes", recording)
+    spec = EXAMPLE / "gpu-platform.yaml"
+    if stack is not None:
+        spec = tmp_path / "spec.yaml"
+        spec.write_text(yaml.safe_dump({"config": stack_config(stack)}))
+    program = tmp_path / "__main__.py"
+    program.write_text(EXPLICIT_CLOUD % {"package": package, "spec": str(spec)})
+    run = run_example(program)
+    cloud = [r for r in run.resources if r.custom and r.type.startswith(f"{package}:")]
+    assert len(cloud) > 3  # node groups or node pools, roles or service accounts...
+    assert {r.provider for r in cloud} == {"platform-account"}
+    lookups = [provider for token, provider in calls if token == lookup]
+    assert lookups and all("::platform-account::" in p for p in lookups)

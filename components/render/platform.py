@@ -16,8 +16,7 @@ the component makes no provider of its own. The cluster's cloud identity is the 
 a stack file: on AWS the EKS cluster is looked up by ``cluster.name`` (and ``cluster.region``), on GCP by
 ``cluster.name``/``project``/``location``; node groups, Karpenter and the IAM roles read the lookup (ARN, subnets,
 OIDC issuer) as the stack program does. AWS and GCP resources and those lookups use the program's default AWS
-and GCP providers: an explicit one in ``opts.providers`` would reach the resources (children inherit it) but not
-the lookups (``aws/sdk.eks_cluster``, ``gcp/cluster.py``), so it is not supported yet.
+and GCP providers, or those in ``opts.providers`` (every child and both lookups inherit them).
 
 Outputs are typed (``Tenant``, ``TenantQueues``, ``Pool``, ``Cost``): the same values as the stack outputs of a
 stack file's program (``components/render/outputs.py``), keys camelCase as there, so a dashboard or script reads

@@ -53,7 +53,9 @@ class EksAccess(pulumi.ComponentResource):
         c = aws.cluster
         # Looked up in the stack's region (cluster.region, else aws:region), which is also the region of
         # the kubeconfig token and of every regional resource gpu-platform creates for the cluster.
-        self.cluster = sdk.eks_cluster(c.name, c.region)
+        # Under GpuPlatform (a provider given) the lookup takes the AWS provider of the component's ``providers``;
+        # the stack program's stays the default provider's, as it always was.
+        self.cluster = sdk.eks_cluster(c.name, c.region, parent=self if provider is not None else None)
         self.endpoint = self.cluster.endpoint
         if provider is not None:
             self.provider = provider

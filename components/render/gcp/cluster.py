@@ -103,7 +103,11 @@ class GkeAccess(pulumi.ComponentResource):
         gke = plan.gke
         assert gke is not None  # a gcp stack's
         c = gke.cluster
-        self.cluster = gcp.container.get_cluster_output(name=c.name or "", location=c.location, project=c.project)
+        # Under GpuPlatform (a provider given) the lookup takes the GCP provider of the component's ``providers``.
+        lookup = pulumi.InvokeOutputOptions(parent=self) if provider is not None else None
+        self.cluster = gcp.container.get_cluster_output(
+            name=c.name or "", location=c.location, project=c.project, opts=lookup
+        )
         self.endpoint = self.cluster.endpoint
         # Checked when the lookup answers; every node pool waits on it through node_locations.
         self.ready = pulumi.Output.all(self.cluster.enable_autopilot, self.cluster.workload_identity_configs).apply(
