@@ -12,6 +12,7 @@ defaults. The outputs are the Python component's, typed in the schema (``Tenant`
 """
 
 # No ``from __future__ import annotations``: the analyzer reads these annotations as types (see platform.py).
+import inspect
 from typing import TypedDict
 
 import pulumi
@@ -26,14 +27,13 @@ NAMESPACE = "gpu-platform"  # the generated SDKs' scope (@gpu-platform/gpu-platf
 
 class GpuPlatformPackageArgs(TypedDict):
     stack_file: str
-    """The text of a gpu-platform stack file (stacks/Pulumi.<stack>.yaml: a top-level ``config:`` mapping of
-    ``gpu-platform:*`` keys, ``aws:region`` on AWS), validated as the stack program validates its stack file."""
+    """A gpu-platform stack file's text (a top-level config: mapping of gpu-platform:* keys), validated as one."""
 
 
 class GpuPlatform(platform.GpuPlatform):
     """GPU node pools, the GPU Operator, DCGM monitoring, Kueue/Volcano queues and per-tenant quotas on an
     existing Kubernetes cluster, from one gpu-platform stack file. Pass the cluster's Kubernetes provider in the
-    ``providers`` resource option."""
+    `providers` resource option."""
 
     def __init__(self, name: str, args: GpuPlatformPackageArgs, opts: pulumi.ResourceOptions | None = None):
         try:
@@ -41,3 +41,8 @@ class GpuPlatform(platform.GpuPlatform):
         except SpecError as err:
             raise ValueError("invalid stackFile:\n" + "\n".join(err.lines("stackFile"))) from None
         self._construct(name, spec, None, opts)
+
+
+# The schema's description is the class docstring as it is (pulumi 3.272.0 analyzer.py: ``__doc__.strip()``),
+# which Python 3.11 does not dedent.
+GpuPlatform.__doc__ = inspect.cleandoc(GpuPlatform.__doc__ or "")

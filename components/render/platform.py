@@ -67,8 +67,7 @@ class Tenant(TypedDict):
 
 
 class TenantQueues(TypedDict):
-    """The queue a tenant submits to: Kueue's LocalQueue (label ``kueue.x-k8s.io/queue-name``) or Volcano's Queue
-    (``spec.queue``), in the tenant's namespace."""
+    """Where a tenant submits: Kueue's LocalQueue (kueue.x-k8s.io/queue-name) or Volcano's Queue (spec.queue)."""
 
     namespace: str
     scheduler: str
