@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STACK  ?= prod-aws
 
-.PHONY: plugins lock setup synth synth-all check test cluster-test engine-test lint fmt docs docs-check bench schema refresh-upstream policy-venv policy-data clean urn-snapshots plan-snapshots mutate mutate-sample
+.PHONY: component-schema plugins lock setup synth synth-all check test cluster-test engine-test lint fmt docs docs-check bench schema refresh-upstream policy-venv policy-data clean urn-snapshots plan-snapshots mutate mutate-sample
 
 # Everything installed comes from a hashed lock (`make lock` refreshes them from the ranges in pyproject.toml and
 # policies/requirements.in): requirements/dev.txt for the tests and tools, requirements.txt for the program (what
@@ -109,6 +109,11 @@ mutate-sample: setup
 
 schema: setup
 	$(BIN)/gpu-platform schema > stack.schema.json
+
+## provider/schema.json: the component package's schema, from GpuPlatform's typed arguments and outputs
+## (tests/test_component_package.py compares it with what the provider serves over gRPC)
+component-schema: setup
+	cd provider && ../$(BIN)/python write_schema.py
 
 ## The policy pack's own virtualenv, policies/.venv (PulumiPolicy.yaml: virtualenv: .venv), from
 ## policies/requirements.txt. Not `pulumi install` inside policies/: that installs the program (pulumi#16605).

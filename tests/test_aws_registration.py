@@ -181,10 +181,12 @@ def _typed_resource(kind, resource_name, opts=None, **args):
     return _typed(kind)(resource_name, opts=opts, **args)
 
 
-def _typed_cluster(name, region):
+def _typed_cluster(name, region, parent=None):
+    import pulumi
     import pulumi_aws as aws
 
-    return aws.eks.get_cluster_output(name=name, region=region)
+    opts = pulumi.InvokeOutputOptions(parent=parent) if parent is not None else None
+    return aws.eks.get_cluster_output(name=name, region=region, opts=opts)
 
 
 def _run(program, preview: bool = False) -> tuple[list[dict[str, Any]], Any]:

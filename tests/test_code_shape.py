@@ -80,8 +80,9 @@ def test_add_ons_use_the_skeleton(path: Path):
 # Fixtures built once per module hide mutants from `make mutate`: mutmut maps a function to the tests running
 # while it runs, so only the first test that requested the fixture is mapped to the code that built it
 # (tests/caching.py shared_fixture is the once-per-session fixture that maps every reader). The analyzer starts
-# the pack in a subprocess, which mutmut's per-test map cannot see anyway.
-BROAD_FIXTURES_ALLOWED = {("test_policy_pack.py", "analyzer")}
+# the pack in a subprocess, which mutmut's per-test map cannot see anyway; so does served_schema, the component
+# provider's.
+BROAD_FIXTURES_ALLOWED = {("test_policy_pack.py", "analyzer"), ("test_component_package.py", "served_schema")}
 
 
 def test_no_module_or_session_scoped_fixture_hides_code_from_mutation_testing():

@@ -1285,6 +1285,8 @@ def test_advisory_policies_fire_on_rendered_stacks(stack, change, expected):
 def _example_docs() -> list[tuple[str, dict]]:
     docs = []
     for path in sorted(EXAMPLES.rglob("*.y*ml")):
+        if (path.parent / "Pulumi.yaml").exists():
+            continue  # a Pulumi program's folder (examples/component-*): its project and spec, not workloads
         for doc in yaml.safe_load_all(path.read_text()):
             if isinstance(doc, dict):
                 docs.append((str(path.relative_to(ROOT)), doc))

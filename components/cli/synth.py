@@ -20,6 +20,7 @@ import tempfile
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from inspect import isawaitable
 from pathlib import Path
 from typing import Any
@@ -164,6 +165,7 @@ def _mock_classes():
             self.taken: set[str] = set()  # the engine's URNs so far (a duplicate is refused)
             self.disabled = disabled_default_providers
             self.stack_name = ""
+            self.project = PROJECT
             self.lock = threading.Lock()
 
         def RegisterResource(self, request):
@@ -216,7 +218,7 @@ def _mock_classes():
             keep only the parent's last type and prefix the root stack's, which the engine does not."""
             if parent and parent != self.stack_urn:
                 typ = f"{self.engine_urns[parent].split('::')[2]}${typ}"
-            return f"urn:pulumi:{stack or self.stack_name}::{project or PROJECT}::{typ}::{name}"
+            return f"urn:pulumi:{stack or self.stack_name}::{project or self.project}::{typ}::{name}"
 
         def _alias_urn(self, request, alias) -> str:
             """The URN an alias stands for, resolved as the engine does (pulumi/pulumi
@@ -297,6 +299,39 @@ def render(stack: str, config: Mapping[str, Any], preview: bool = False, *, lean
 
 def _render(stack: str, config: Mapping[str, Any], preview: bool, lean: bool) -> Rendering:
     spec = load_spec(config)  # fail fast, nothing registered
+    run = run_program(PROGRAM, stack, config, preview, lean=lean)
+    return Rendering(
+        spec=spec,
+        stack=stack,
+        resources=run.resources,
+        lookups=run.lookups,
+        unanswered_lookups=run.unanswered_lookups,
+        outputs=run.outputs,
+    )
+
+
+@dataclass
+class ProgramRun:
+    """What the mock engine received from one program: its resources (sorted), lookups and stack outputs."""
+
+    resources: list[Record]
+    lookups: list[str]
+    unanswered_lookups: list[str]
+    outputs: dict[str, Any]
+
+
+def run_program(
+    program: Path,
+    stack: str,
+    config: Mapping[str, Any],
+    preview: bool = False,
+    *,
+    lean: bool = True,
+    project: str = PROJECT,
+    project_file: Path | None = None,
+) -> ProgramRun:
+    """Run a Pulumi Python program (``__main__.py``; examples/component-python) under the mock engine with this
+    config; ``project``/``project_file``: its Pulumi.yaml (URNs, disabled default providers)."""
     import pulumi
     from pulumi.runtime import settings
     from pulumi.runtime.config import set_all_config
@@ -306,18 +341,19 @@ def _render(stack: str, config: Mapping[str, Any], preview: bool, lean: bool) ->
 
     mocks_cls, monitor_cls = _mock_classes()
     mocks = mocks_cls(preview=preview, lean=lean)
-    monitor = monitor_cls(mocks, disabled_default_providers())
+    monitor = monitor_cls(mocks, disabled_default_providers(project_file))
     monitor.stack_name = stack
-    settings.reset_options(project=PROJECT, stack=stack, preview=preview)
+    monitor.project = project
+    settings.reset_options(project=project, stack=stack, preview=preview)
     set_all_config(_config_for_engine(config))
-    pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=preview, monitor=monitor)
+    pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=preview, monitor=monitor)
     # The mock root stack is process-global and registered its (empty) outputs when set_mocks made it;
     # pulumi.export() collects into its ``outputs``, which is read back below, fresh for every run.
     root = get_root_resource()
     root.outputs = {}  # type: ignore[union-attr]
     try:
         with _without_stack_traces(lean):
-            _sync_await(run_pulumi_func(lambda: runpy.run_path(str(PROGRAM), run_name="__main__")))
+            _sync_await(run_pulumi_func(lambda: runpy.run_path(str(program), run_name="__main__")))
         outputs = _sync_await(_resolved(root.outputs)) or {}  # type: ignore[union-attr]
     finally:
         root.outputs = {}  # type: ignore[union-attr]
@@ -344,9 +380,7 @@ def _render(stack: str, config: Mapping[str, Any], preview: bool, lean: bool) ->
             )
         )
     records.sort(key=lambda r: (r.type, r.name, r.urn))
-    return Rendering(
-        spec=spec,
-        stack=stack,
+    return ProgramRun(
         resources=records,
         lookups=sorted(set(mocks.lookups)),
         unanswered_lookups=sorted(set(mocks.unanswered)),
@@ -391,10 +425,10 @@ async def _resolved(value: Any) -> Any:
         return None
 
 
-def disabled_default_providers() -> frozenset[str]:
+def disabled_default_providers(project_file: Path | None = None) -> frozenset[str]:
     """Packages whose default provider the project disables (``config: pulumi:disable-default-providers``
     in Pulumi.yaml, which applies to every stack); the synth refuses them as the engine does."""
-    project = yaml.safe_load((ROOT / "Pulumi.yaml").read_text(encoding="utf-8")) or {}
+    project = yaml.safe_load((project_file or ROOT / "Pulumi.yaml").read_text(encoding="utf-8")) or {}
     value = (project.get("config") or {}).get("pulumi:disable-default-providers") or []
     if isinstance(value, dict):
         value = value.get("value") or []

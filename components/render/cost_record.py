@@ -14,10 +14,16 @@ class CostRecord(pulumi.ComponentResource):
 
     TYPE = "gpu-platform:cost:CostRecord"
 
-    def __init__(self, name: str, provider: pulumi.ProviderResource, doc: dict[str, Any]):
+    def __init__(
+        self,
+        name: str,
+        provider: pulumi.ProviderResource,
+        doc: dict[str, Any],
+        opts: pulumi.ResourceOptions | None = None,
+    ):
         from components.render.k8s import kube_object
 
-        super().__init__(self.TYPE, name, None, None)
+        super().__init__(self.TYPE, name, None, opts)
         cm = configmap(doc)
         kube_object(
             CONFIGMAP_NAME,

@@ -10,8 +10,20 @@ from components.plan.plan import Plan
 class ExistingAccess(pulumi.ComponentResource):
     TYPE = "gpu-platform:index:ExistingClusterAccess"
 
-    def __init__(self, name: str, plan: Plan, opts: pulumi.ResourceOptions | None = None):
+    def __init__(
+        self,
+        name: str,
+        plan: Plan,
+        opts: pulumi.ResourceOptions | None = None,
+        *,
+        provider: pulumi.ProviderResource | None = None,
+    ):
+        """``provider``: the caller's (``GpuPlatform``); then none is made from the plan's kubeconfig."""
         super().__init__(self.TYPE, name, None, opts)
+        if provider is not None:
+            self.provider = provider
+            self.register_outputs({})
+            return
         import pulumi_kubernetes as k8s
 
         from components.render.k8s import PROVIDER_OPTIONS

@@ -3,6 +3,7 @@ chart in its own namespace (decisions, values and the webhook failure policies: 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import ClassVar
 
 import pulumi
@@ -82,9 +83,16 @@ class Trainer(Operator):
     CHART: ClassVar[versions.Chart] = TRAINER
     PREFIX = "trainer"
 
-    def __init__(self, name: str, plan: Plan, provider: pulumi.ProviderResource, jobset: JobSet):
+    def __init__(
+        self,
+        name: str,
+        plan: Plan,
+        provider: pulumi.ProviderResource,
+        jobset: JobSet,
+        opts: pulumi.ResourceOptions | None = None,
+    ):
         self.jobset = jobset  # read by waits_for, during the base class's build
-        super().__init__(name, plan, provider)
+        super().__init__(name, plan, provider, opts)
 
     def waits_for(self) -> list[pulumi.Resource]:
         # its manager watches the JobSets it creates: JobSet's CRD and webhook first
@@ -95,12 +103,17 @@ class Trainer(Operator):
         self.add_pdb("trainer-manager-pdb", trainer_pdb(self.chart.namespace))
 
 
-def install(plan: Plan, provider: pulumi.ProviderResource) -> None:
-    """Every operator the plan installs (the trainer needs JobSet: a rule refuses it alone)."""
+def install(
+    plan: Plan,
+    provider: pulumi.ProviderResource,
+    opts: Callable[[], pulumi.ResourceOptions | None] = lambda: None,
+) -> None:
+    """Every operator the plan installs (the trainer needs JobSet: a rule refuses it alone); ``opts`` gives each
+    its options (``GpuPlatform``: its parent)."""
     on = {key: addon.enabled for key, addon in plan.addons.items()}
-    jobset = JobSet(JobSet.PREFIX, plan, provider) if on[JOBSET.key] else None
+    jobset = JobSet(JobSet.PREFIX, plan, provider, opts()) if on[JOBSET.key] else None
     for cls in (LeaderWorkerSet, KubeRay):
         if on[cls.CHART.key]:
-            cls(cls.PREFIX, plan, provider)
+            cls(cls.PREFIX, plan, provider, opts())
     if on[TRAINER.key] and jobset is not None:
-        Trainer(Trainer.PREFIX, plan, provider, jobset)
+        Trainer(Trainer.PREFIX, plan, provider, jobset, opts())

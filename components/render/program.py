@@ -7,38 +7,55 @@ add-on is installed when its ``AddonPlan`` is enabled, a cloud's objects when it
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pulumi
 
 from components.plan.plan import Plan
 from components.spec.model import StackSpec
 
 
-def cluster_access(plan: Plan) -> pulumi.ComponentResource:
-    """The cluster's access component; its ``provider`` is passed to every Kubernetes resource."""
+def cluster_access(
+    plan: Plan, provider: pulumi.ProviderResource | None = None, opts: pulumi.ResourceOptions | None = None
+) -> pulumi.ComponentResource:
+    """The cluster's access component; its ``provider`` is passed to every Kubernetes resource. With ``provider``
+    (a program that has its own, ``GpuPlatform``) it is that one: the access component then only looks the
+    cluster up (EKS, GKE: what the cloud pools and IAM need), it makes no provider of its own."""
     if plan.aws is not None:
         from components.render.aws.cluster import EksAccess
 
-        return EksAccess("cluster", plan)
+        return EksAccess("cluster", plan, opts, provider=provider)
     if plan.gke is not None:
         from components.render.gcp.cluster import GkeAccess
 
-        return GkeAccess("cluster", plan)
+        return GkeAccess("cluster", plan, opts, provider=provider)
     from components.render.existing import ExistingAccess
 
-    return ExistingAccess("cluster", plan)
+    return ExistingAccess("cluster", plan, opts, provider=provider)
 
 
 def run(spec: StackSpec) -> None:
-    """The stack's plan (``plan.build``, once per spec), rendered."""
+    """The stack's plan (``plan.build``, once per spec), rendered at the root; its outputs are the stack's."""
     from components.plan import plan
 
-    render(plan.build(spec, pulumi.get_stack()))
+    for key, value in render(plan.build(spec, pulumi.get_stack())).items():
+        pulumi.export(key, value)
 
 
-def render(p: Plan) -> None:
+def render(
+    p: Plan, *, provider: pulumi.ProviderResource | None = None, parent: pulumi.Resource | None = None
+) -> dict[str, object]:
+    """Every component of the plan; returns the outputs (``cost`` and ``outputs.stack_outputs``).
+
+    The stack program renders at the root (``parent`` None: the URNs of tests/snapshots/urns) and makes its
+    cluster access's provider; ``GpuPlatform`` (``components/render/platform.py``) passes itself as ``parent``
+    and the caller's Kubernetes ``provider``."""
     from components.render.tenancy import PriorityClasses, Tenancy
 
-    access = cluster_access(p)
+    def opts() -> pulumi.ResourceOptions | None:
+        return pulumi.ResourceOptions(parent=parent) if parent is not None else None
+
+    access = cluster_access(p, provider, opts())
     provider = access.provider  # type: ignore[attr-defined]
     on = {key: addon.enabled for key, addon in p.addons.items()}
     # The GPU Operator first: its release installs the nvidia.com CRDs; later components depend on it.
@@ -46,13 +63,13 @@ def render(p: Plan) -> None:
     if on["gpuOperator"]:
         from components.render.gpu_operator import GpuOperator
 
-        gpu_operator_release = GpuOperator("gpu-operator", p, provider).release
+        gpu_operator_release = GpuOperator("gpu-operator", p, provider, opts()).release
     # monitoring.prometheus: install brings the prometheus-operator CRDs our ServiceMonitor and PrometheusRule need
     prometheus_release = None
     if on["kubePrometheusStack"]:
         from components.render.prometheus_stack import PrometheusStack
 
-        prometheus_release = PrometheusStack("prometheus-stack", p, provider).release
+        prometheus_release = PrometheusStack("prometheus-stack", p, provider, opts()).release
     if p.monitoring is not None:
         from components.render.monitoring import GpuMonitoring
 
@@ -62,47 +79,49 @@ def render(p: Plan) -> None:
             provider,
             exporter_release=gpu_operator_release,
             prometheus_release=prometheus_release,
+            opts=opts(),
         )
-    PriorityClasses("priority-classes", p, provider)
-    tenancy = Tenancy("tenancy", p, provider)
+    PriorityClasses("priority-classes", p, provider, opts())
+    tenancy = Tenancy("tenancy", p, provider, opts())
     if p.dra is not None:
         from components.render.dra import ClaimTemplates
 
-        ClaimTemplates("dra-claim-templates", p, provider, tenancy.namespaces)
+        ClaimTemplates("dra-claim-templates", p, provider, tenancy.namespaces, opts())
     # The Cluster Autoscaler installs the ProvisioningRequest CRD, which Kueue must find when it starts.
     kueue_deps: list[pulumi.Resource] = []
     if on["clusterAutoscaler"]:
         from components.render.aws.cluster_autoscaler import ClusterAutoscaler
 
-        autoscaler = ClusterAutoscaler("cluster-autoscaler", p, provider, access.cluster)  # type: ignore[attr-defined]
+        autoscaler = ClusterAutoscaler("cluster-autoscaler", p, provider, access.cluster, opts())  # type: ignore[attr-defined]
         kueue_deps.append(autoscaler.crd)
     if on["kueue"]:
         from components.render.kueue import Kueue
 
-        Kueue("kueue", p, provider, namespaces=tenancy.namespaces, release_deps=kueue_deps)
+        Kueue("kueue", p, provider, namespaces=tenancy.namespaces, release_deps=kueue_deps, opts=opts())
     if on["volcano"]:
         from components.render.volcano import Volcano
 
-        Volcano("volcano", p, provider)
+        Volcano("volcano", p, provider, opts())
     # Workload operators: independent of Kueue (it waits for their CRDs itself: components/plan/operators.py)
     from components.render import operators
 
-    operators.install(p, provider)
-    pool_names, karpenter_out = _cloud_pools(p, access, provider)
+    operators.install(p, provider, opts)
+    pool_names, karpenter_out = _cloud_pools(p, access, provider, opts)
 
     from components.plan import cost
     from components.render.cost_record import CostRecord
     from components.render.outputs import stack_outputs
 
     cost_doc = cost.report_of(p)
-    CostRecord("cost", provider, cost_doc)
-    pulumi.export("cost", cost_doc)
-    for key, value in stack_outputs(p, pool_names, karpenter_out).items():
-        pulumi.export(key, value)
+    CostRecord("cost", provider, cost_doc, opts())
+    return {"cost": cost_doc, **stack_outputs(p, pool_names, karpenter_out)}
 
 
 def _cloud_pools(
-    p: Plan, access: pulumi.ComponentResource, provider: pulumi.ProviderResource
+    p: Plan,
+    access: pulumi.ComponentResource,
+    provider: pulumi.ProviderResource,
+    opts: Callable[[], pulumi.ResourceOptions | None],
 ) -> tuple[dict[str, dict[str, object]], dict[str, object] | None]:
     """The cloud objects that bring the pools' nodes: pool -> their names (stack outputs), and Karpenter's."""
     pool_names: dict[str, dict[str, object]] = {}
@@ -111,7 +130,7 @@ def _cloud_pools(
     if p.karpenter is not None:
         from components.render.aws.karpenter import CONTROLLER_NAMESPACE, Karpenter
 
-        karpenter = Karpenter("karpenter", p, provider, cluster)
+        karpenter = Karpenter("karpenter", p, provider, cluster, opts())
         karpenter_out = {
             "namespace": CONTROLLER_NAMESPACE,
             "interruptionQueue": karpenter.queue_name,
@@ -124,23 +143,23 @@ def _cloud_pools(
         if p.aws.efa_pools:
             from components.render.aws.nodegroups import EfaDevicePlugin, KarpenterEfaNetworks
 
-            EfaDevicePlugin("efa-device-plugin", p, provider)
+            EfaDevicePlugin("efa-device-plugin", p, provider, opts())
             if p.aws.karpenter_efa_pools:
-                KarpenterEfaNetworks("karpenter-efa-networks", p, cluster)
+                KarpenterEfaNetworks("karpenter-efa-networks", p, cluster, opts())
         if p.aws.node_health_addon is not None:
             from components.render.aws.node_health import NodeHealth
 
-            NodeHealth("node-health", p)
+            NodeHealth("node-health", p, opts())
         if p.aws.node_groups:
             from components.render.aws.nodegroups import EksGpuNodeGroups
 
-            groups = EksGpuNodeGroups("eks-gpu-node-groups", p, cluster)
+            groups = EksGpuNodeGroups("eks-gpu-node-groups", p, cluster, opts())
             for pool_name, ng in groups.node_groups.items():
                 pool_names[pool_name] = {"nodeGroup": ng.node_group_name}
     if p.gke is not None:
         from components.render.gcp.nodepools import GkeGpuNodePools
 
-        gke = GkeGpuNodePools("gke-gpu-node-pools", p, access)  # type: ignore[arg-type]
+        gke = GkeGpuNodePools("gke-gpu-node-pools", p, access, opts())  # type: ignore[arg-type]
         for pool_name, np in gke.node_pools.items():
             pool_names[pool_name] = {"gkeNodePool": np.name}
     return pool_names, karpenter_out

@@ -237,6 +237,18 @@ def read(path: Path) -> dict[str, Any]:
         line = body[: exc.start].count(b"\n") + 1
         byte = body[exc.start]
         raise fail(f"line {line}", f"is not UTF-8 text (byte 0x{byte:02x}); save the file as UTF-8") from None
+    return parse(text)
+
+
+def parse(text: str) -> dict[str, Any]:
+    """The ``config:`` map of a stack file's text (``GpuPlatform`` for other languages gets the text, not a path);
+    raises SpecError as ``read`` does."""
+
+    def fail(where: str, message: str) -> SpecError:
+        return SpecError([Problem(where, message)])
+
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
+        raise fail("(file)", f"is larger than {MAX_BYTES // (1024 * 1024)} MiB; not a stack file")
     try:
         problem = _scan(text)
         if problem:

@@ -33,7 +33,16 @@ class EksAccess(pulumi.ComponentResource):
 
     TYPE = "gpu-platform:aws:EksAccess"
 
-    def __init__(self, name: str, plan: Plan, opts: pulumi.ResourceOptions | None = None):
+    def __init__(
+        self,
+        name: str,
+        plan: Plan,
+        opts: pulumi.ResourceOptions | None = None,
+        *,
+        provider: pulumi.ProviderResource | None = None,
+    ):
+        """``provider``: the caller's (``GpuPlatform``); the cluster is still looked up (the node groups, Karpenter
+        and the IAM roles need its ARN, subnets and OIDC issuer), but no kubeconfig or provider is made."""
         super().__init__(self.TYPE, name, None, opts)
         import pulumi_kubernetes as k8s
 
@@ -44,8 +53,14 @@ class EksAccess(pulumi.ComponentResource):
         c = aws.cluster
         # Looked up in the stack's region (cluster.region, else aws:region), which is also the region of
         # the kubeconfig token and of every regional resource gpu-platform creates for the cluster.
-        self.cluster = sdk.eks_cluster(c.name, c.region)
+        # Under GpuPlatform (a provider given) the lookup takes the AWS provider of the component's ``providers``;
+        # the stack program's stays the default provider's, as it always was.
+        self.cluster = sdk.eks_cluster(c.name, c.region, parent=self if provider is not None else None)
         self.endpoint = self.cluster.endpoint
+        if provider is not None:
+            self.provider = provider
+            self.register_outputs({"endpoint": self.endpoint})
+            return
         self.kubeconfig = pulumi.Output.all(self.cluster.endpoint, self.cluster.certificate_authorities[0].data).apply(
             lambda a: kubeconfig_document(c, a[0], a[1])
         )

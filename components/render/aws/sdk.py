@@ -119,9 +119,11 @@ def _result(value: Any) -> Any:
     return value
 
 
-def eks_cluster(name: str, region: str | None) -> Any:
-    """``aws.eks.get_cluster_output(name=..., region=...)``: Output of the cluster as looked up."""
+def eks_cluster(name: str, region: str | None, parent: pulumi.Resource | None = None) -> Any:
+    """``aws.eks.get_cluster_output(name=..., region=...)``: Output of the cluster as looked up. ``parent``: whose
+    ``providers`` choose the AWS provider (``GpuPlatform`` given one); without it, the default provider."""
     # pulumi_aws eks/get_cluster.py get_cluster_output sends name, region and tags; a None one is left out.
     args = {"name": name, "region": region}
-    opts = pulumi.InvokeOutputOptions.merge(_utilities().get_invoke_opts_defaults(), None)
+    given = pulumi.InvokeOutputOptions(parent=parent) if parent is not None else None
+    opts = pulumi.InvokeOutputOptions.merge(_utilities().get_invoke_opts_defaults(), given)
     return pulumi.runtime.invoke_output(GET_CLUSTER, args, opts=opts).apply(_result)

@@ -84,7 +84,16 @@ class GkeAccess(pulumi.ComponentResource):
 
     TYPE = "gpu-platform:gcp:GkeAccess"
 
-    def __init__(self, name: str, plan: Plan, opts: pulumi.ResourceOptions | None = None):
+    def __init__(
+        self,
+        name: str,
+        plan: Plan,
+        opts: pulumi.ResourceOptions | None = None,
+        *,
+        provider: pulumi.ProviderResource | None = None,
+    ):
+        """``provider``: the caller's (``GpuPlatform``); the cluster is still looked up and checked (the node pools
+        need its locations), but no kubeconfig or provider is made."""
         super().__init__(self.TYPE, name, None, opts)
         import pulumi_gcp as gcp
         import pulumi_kubernetes as k8s
@@ -94,7 +103,11 @@ class GkeAccess(pulumi.ComponentResource):
         gke = plan.gke
         assert gke is not None  # a gcp stack's
         c = gke.cluster
-        self.cluster = gcp.container.get_cluster_output(name=c.name or "", location=c.location, project=c.project)
+        # Under GpuPlatform (a provider given) the lookup takes the GCP provider of the component's ``providers``.
+        lookup = pulumi.InvokeOutputOptions(parent=self) if provider is not None else None
+        self.cluster = gcp.container.get_cluster_output(
+            name=c.name or "", location=c.location, project=c.project, opts=lookup
+        )
         self.endpoint = self.cluster.endpoint
         # Checked when the lookup answers; every node pool waits on it through node_locations.
         self.ready = pulumi.Output.all(self.cluster.enable_autopilot, self.cluster.workload_identity_configs).apply(
@@ -106,6 +119,10 @@ class GkeAccess(pulumi.ComponentResource):
         self.kubeconfig = pulumi.Output.all(
             self.cluster.endpoint, self.cluster.master_auths[0].cluster_ca_certificate
         ).apply(lambda a: kubeconfig_of(c, a[0], a[1]))
+        if provider is not None:
+            self.provider = provider
+            self.register_outputs({"endpoint": self.cluster.endpoint})
+            return
         self.provider = k8s.Provider(
             "kubernetes",
             kubeconfig=self.kubeconfig,
