@@ -222,7 +222,8 @@ def test_each_stage_package_says_what_it_may_import():
 
 def test_no_render_module_reads_the_spec():
     """Issue 28: below the plan nothing reads the spec. Render modules import no ``components.spec`` module (lazy
-    imports included); ``render.program`` is the one entry that takes the validated spec, to build the plan."""
+    imports included). The entries take the validated spec to build the plan: ``render.program`` (the stack program)
+    and ``render.platform`` (the GpuPlatform component for other programs)."""
     graph = import_graph(ROOT, ["components"])
     readers = sorted(
         m

@@ -5,4 +5,5 @@ order; ``outputs`` projects the plan into stack outputs.
 
 May import: ``components.data``, ``components.plan`` (the plan, and the names and pure helpers its modules
 define), and each other. Never ``explain`` or ``cli``, and never ``components.spec``: below the plan nothing reads
-the spec (``program.run`` is the one entry that takes it, to build the plan)."""
+the spec (the entries, ``program.run`` and the
+``platform.GpuPlatform`` component, take it to build the plan)."""
