@@ -42,6 +42,14 @@ ALERTS = {
     "GpuXidErrorCritical",
     "GpuXidError",
     "DcgmExporterDown",
+    "GpuDevicesUnhealthy",
+}
+# the node condition each cloud's health agent sets (tests/test_node_health.py)
+NODE_CONDITION_ALERTS = {
+    "dev-aws": {"GpuNodeAcceleratedHardwareNotReady"},
+    "prod-aws": {"GpuNodeAcceleratedHardwareNotReady"},
+    "dev-gcp": {"GpuNodeXidCriticalError"},
+    "prod-gcp": {"GpuNodeXidCriticalError"},
 }
 MONITORED = [s for s in STACKS if s in ("dev-aws", "prod-aws", "dev-gcp", "prod-gcp", "local")]
 
@@ -96,7 +104,7 @@ def test_monitoring_objects_are_rendered_for_the_exporter(stack):
     for doc in (rule_doc(stack), sm_doc(stack)):
         assert doc["apiVersion"] == "monitoring.coreos.com/v1"
         assert doc["metadata"]["labels"]["release"] == labels["release"] == "kube-prometheus-stack"
-    assert alerts(rule_doc(stack)).keys() == ALERTS
+    assert alerts(rule_doc(stack)).keys() == ALERTS | NODE_CONDITION_ALERTS.get(stack, set())
     for rec in r.of_type("kubernetes:monitoring.coreos.com/v1:ServiceMonitor") + r.of_type(
         "kubernetes:monitoring.coreos.com/v1:PrometheusRule"
     ):
@@ -211,6 +219,19 @@ PROD_AWS_ALERTS = [
     ("GpuXidErrorCritical", "0s", "critical", f'{XID}{{xid=~"{CRITICAL_XIDS}"}}'),
     ("GpuXidError", "0s", "warning", f'{XID}{{xid!~"{CRITICAL_XIDS}"}}'),
     ("DcgmExporterDown", "10m", "warning", 'up{job="nvidia-dcgm-exporter"} == 0'),
+    (
+        "GpuDevicesUnhealthy",
+        "0s",
+        "critical",
+        'sum by (node, resource) (kube_node_status_capacity{resource=~"nvidia_com_.+"}) - '
+        'sum by (node, resource) (kube_node_status_allocatable{resource=~"nvidia_com_.+"}) > 0',
+    ),
+    (
+        "GpuNodeAcceleratedHardwareNotReady",
+        "0s",
+        "critical",
+        'kube_node_status_condition{condition="AcceleratedHardwareReady",status="false"} == 1',
+    ),
 ]
 IDLE = "gpu_platform:idle_gpu_cost:usd_per_hour"
 HELD = "gpu_platform:allocated_idle_gpu_cost:usd_per_hour"
@@ -289,7 +310,8 @@ def test_promtool_checks_every_rule_and_template(stack, tmp_path):
     out = promtool("check", "rules", "rules.yaml", cwd=tmp_path)
     assert out.returncode == 0, out.stdout + out.stderr
     cost_rules = monitoring.idle_cost_rules(rendered(stack).spec)
-    assert f"SUCCESS: {9 + len(cost_rules)} rules found" in out.stdout
+    node_rules = 1 + len(NODE_CONDITION_ALERTS.get(stack, ()))  # GpuDevicesUnhealthy, the node condition's alert
+    assert f"SUCCESS: {9 + node_rules + len(cost_rules)} rules found" in out.stdout
 
 
 @needs_promtool
@@ -721,6 +743,25 @@ RUNBOOKS = {
         "grep dcgm; 2) read the exporter's logs (a driver / NVML mismatch after a node image upgrade is the usual "
         "cause); 3) check that the node's GPU operands are healthy (the operator's validator pod). Nodes without "
         "GPUs have no exporter, so pools scaled to zero do not fire this (no target, no alert)."
+    ),
+    "GpuDevicesUnhealthy": (
+        "The node's device plugin has marked {{ $value }} of its {{ $labels.resource }} devices unhealthy (a "
+        "critical XID, or the GPU fell off the bus): the kubelet no longer offers them, and pods that held them have "
+        "failed or will. Runbook: 1) kubectl describe node {{ $labels.node }} (conditions, events) and the XID "
+        "alerts of the node; 2) kubectl cordon {{ $labels.node }}; 3) drain it once running jobs have checkpointed "
+        "(kubectl drain --ignore-daemonsets --delete-emptydir-data); 4) replace the instance (terminate it on EKS, "
+        "recreate it through its managed instance group on GKE) so its node group brings a new one."
+    ),
+    "GpuNodeAcceleratedHardwareNotReady": (
+        "The EKS node monitoring agent has set AcceleratedHardwareReady=False on {{ $labels.node }}: a GPU of the "
+        "node has failed (kubectl describe node {{ $labels.node }} shows the reason). Gangs on the node are evicted "
+        "as it drains and requeued whole (Kueue waitForPodsReady, Volcano RestartJob) and resume from their last "
+        "checkpoint. Runbook: 1) a node that EKS auto repair (a managed node group with eks.autoRepair) or "
+        "Karpenter's node repair covers is replaced once the condition has held for 10 minutes: watch it go; 2) on "
+        "a node of a group without auto repair: kubectl cordon {{ $labels.node }}, drain it once running jobs have "
+        "checkpointed (kubectl drain --ignore-daemonsets --delete-emptydir-data) and terminate its instance (aws ec2 "
+        "terminate-instances) so its group replaces it; 3) if the fault follows new instances, escalate to AWS with "
+        "the instance ID."
     ),
 }
 
