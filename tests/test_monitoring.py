@@ -4,6 +4,7 @@ standalone dcgm-exporter release when the GPU Operator is off."""
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 import subprocess
@@ -63,6 +64,17 @@ def rendered_rule(cfg: dict[str, Any]) -> dict[str, Any]:
     """The PrometheusRule a stack file renders (the whole synth, not monitoring.prometheus_rule alone)."""
     r = render_config(cfg)
     return manifest(r, "PrometheusRule", monitoring.RULE_NAME, monitoring.exporter(r.spec).namespace)
+
+
+@functools.cache
+def idle_cost_rule_doc() -> dict[str, Any]:
+    """prod-aws's PrometheusRule with its Bottlerocket pools (a100-train, a100-gang) on AL2023, where the DCGM
+    exporter runs, so tests/promtool/gpu_idle_cost_test.yaml prices every kind of pool prod-aws has."""
+    cfg = stack_config("prod-aws")
+    for pool in cfg["gpu-platform:nodePools"]:
+        if pool.get("os") == "bottlerocket":
+            pool["os"] = "al2023"
+    return rendered_rule(cfg)
 
 
 def sm_doc(stack: str) -> dict[str, Any]:
@@ -238,10 +250,7 @@ HELD = "gpu_platform:allocated_idle_gpu_cost:usd_per_hour"
 # per priced pool, by name: its idle cost, then one held-idle cost per MIG profile (h100-inference's layout
 # 3g.40gb + 2g.20gb + 2 x 1g.10gb, profiles sorted) or per whole / time-sliced GPU
 PROD_AWS_COST_RECORDS = [
-    (IDLE, {"pool": "a100-gang"}),
-    (HELD, {"pool": "a100-gang"}),
-    (IDLE, {"pool": "a100-train"}),
-    (HELD, {"pool": "a100-train"}),
+    # a100-gang and a100-train run Bottlerocket: no DCGM exporter there, so no idle cost (it would always read 0)
     (IDLE, {"pool": "h100-inference"}),
     (HELD, {"pool": "h100-inference", "profile": "1g.10gb"}),
     (HELD, {"pool": "h100-inference", "profile": "2g.20gb"}),
@@ -329,8 +338,8 @@ def test_promtool_unit_tests_prove_each_alert(tmp_path):
 @needs_promtool
 def test_promtool_idle_cost_rules_price_idle_devices_per_pool_and_tenant(tmp_path):
     """tests/promtool/gpu_idle_cost_test.yaml: idle spend per pool (GpuIdle's devices) and per tenant, the prices
-    worked out by hand from the catalog, on the rules prod-aws renders."""
-    write_rules(rule_doc("prod-aws")["spec"], tmp_path / "gpu-alerts.rules.yaml", keep_descriptions=False)
+    worked out by hand from the catalog, on the rules prod-aws renders with its A100 pools on AL2023."""
+    write_rules(idle_cost_rule_doc()["spec"], tmp_path / "gpu-alerts.rules.yaml", keep_descriptions=False)
     shutil.copy(PROMTOOL_TESTS / "gpu_idle_cost_test.yaml", tmp_path)
     out = promtool("test", "rules", "gpu_idle_cost_test.yaml", cwd=tmp_path)
     assert out.returncode == 0, out.stdout + out.stderr
@@ -340,11 +349,11 @@ def test_promtool_idle_cost_rules_price_idle_devices_per_pool_and_tenant(tmp_pat
 def test_promtool_idle_cost_fails_on_a_wrong_price_or_threshold(tmp_path):
     # a wrong price, a wrong threshold, and a non-strict comparison (the 10 % series would count)
     for old, new in (("* 3.430881", "* 3.5"), ("< 10) * 0.2876", "< 1) * 0.2876"), ("< 10 ", "<= 10 ")):
-        doc = json.loads(json.dumps(rule_doc("prod-aws")["spec"]))
+        doc = json.loads(json.dumps(idle_cost_rule_doc()["spec"]))
         assert doc["groups"][-1]["name"] == monitoring.COST_GROUP
         for r in doc["groups"][-1]["rules"]:
             r["expr"] = r["expr"].replace(old, new)
-        assert json.dumps(doc) != json.dumps(rule_doc("prod-aws")["spec"])
+        assert json.dumps(doc) != json.dumps(idle_cost_rule_doc()["spec"])
         write_rules(doc, tmp_path / "gpu-alerts.rules.yaml", keep_descriptions=False)
         shutil.copy(PROMTOOL_TESTS / "gpu_idle_cost_test.yaml", tmp_path)
         out = promtool("test", "rules", "gpu_idle_cost_test.yaml", cwd=tmp_path)

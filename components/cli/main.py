@@ -234,6 +234,11 @@ def _monitoring_text(m: Any) -> list[str]:
         "  idle spend priced for: " + (", ".join(m.idle_cost) or "no pool (no list prices)"),
         "  GPU faults: devices the device plugin reports unhealthy"
         + "".join(f"; node condition {h.condition}={h.status} ({h.source})" for h in m.node_health),
+        *(
+            [f"  no DCGM exporter (Bottlerocket, operands off): {', '.join(m.unmonitored_pools)}"]
+            if m.unmonitored_pools
+            else []
+        ),
     ]
 
 

@@ -117,6 +117,7 @@ class MonitoringPlan:
     alerts: AlertThresholds
     idle_cost: Mapping[str, tuple[IdleCostTerm, ...]]  # pool -> its devices' prices; pools of unknown price absent
     node_health: tuple[NodeHealthCondition, ...] = ()  # node conditions that mark a GPU fault, each with its alert
+    unmonitored_pools: tuple[str, ...] = ()  # pools no DCGM exporter runs on (Bottlerocket: operands off), by name
 
 
 # ------------------------------------------------------------------------------------------ rules
@@ -219,10 +220,21 @@ def _shared_replicas(pool: NodePool) -> int:
     return 0
 
 
+def unmonitored_pools(spec: StackSpec) -> tuple[str, ...]:
+    """Pools whose nodes run no DCGM exporter: Bottlerocket pools, where the GPU Operator's operands are off
+    (``derive.BOTTLEROCKET_OPERAND_LABELS`` says why) and the standalone exporter is not installed either (it runs
+    only without the operator, which Bottlerocket pools need)."""
+    return tuple(sorted(p.name for p in spec.node_pools if derive.pool_device_plugin(spec, p) == "bottlerocket"))
+
+
 def idle_cost(spec: StackSpec) -> dict[str, tuple[IdleCostTerm, ...]]:
-    """Per pool with a known price, by name: its devices' idle prices."""
+    """Per pool with a known price and a DCGM exporter, by name: its devices' idle prices (a pool without an
+    exporter would always record 0, which reads as "nothing idle")."""
     out: dict[str, tuple[IdleCostTerm, ...]] = {}
+    skip = set(unmonitored_pools(spec))
     for pool in sorted(spec.node_pools, key=lambda p: p.name):
+        if pool.name in skip:
+            continue
         terms = idle_cost_terms(spec, pool)
         if terms is None:
             continue
@@ -294,4 +306,5 @@ def decide(spec: StackSpec) -> MonitoringPlan:
         alerts=alert_thresholds(spec),
         idle_cost=MappingProxyType(idle_cost(spec)),
         node_health=node_health(spec),
+        unmonitored_pools=unmonitored_pools(spec),
     )
