@@ -4,6 +4,7 @@ standalone dcgm-exporter release when the GPU Operator is off."""
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 import subprocess
@@ -43,6 +44,14 @@ ALERTS = {
     "GpuXidErrorCritical",
     "GpuXidError",
     "DcgmExporterDown",
+    "GpuDevicesUnhealthy",
+}
+# the node condition each cloud's health agent sets (tests/test_node_health.py)
+NODE_CONDITION_ALERTS = {
+    "dev-aws": {"GpuNodeAcceleratedHardwareNotReady"},
+    "prod-aws": {"GpuNodeAcceleratedHardwareNotReady"},
+    "dev-gcp": {"GpuNodeXidCriticalError"},
+    "prod-gcp": {"GpuNodeXidCriticalError"},
 }
 MONITORED = [s for s in STACKS if s in ("dev-aws", "prod-aws", "dev-gcp", "prod-gcp", "local")]
 
@@ -56,6 +65,17 @@ def rendered_rule(cfg: dict[str, Any]) -> dict[str, Any]:
     """The PrometheusRule a stack file renders (the whole synth, not monitoring.prometheus_rule alone)."""
     r = render_config(cfg)
     return manifest(r, "PrometheusRule", monitoring.RULE_NAME, monitoring.exporter(r.spec).namespace)
+
+
+@functools.cache
+def idle_cost_rule_doc() -> dict[str, Any]:
+    """prod-aws's PrometheusRule with its Bottlerocket pools (a100-train, a100-gang) on AL2023, where the DCGM
+    exporter runs, so tests/promtool/gpu_idle_cost_test.yaml prices every kind of pool prod-aws has."""
+    cfg = stack_config("prod-aws")
+    for pool in cfg["gpu-platform:nodePools"]:
+        if pool.get("os") == "bottlerocket":
+            pool["os"] = "al2023"
+    return rendered_rule(cfg)
 
 
 def sm_doc(stack: str) -> dict[str, Any]:
@@ -97,7 +117,7 @@ def test_monitoring_objects_are_rendered_for_the_exporter(stack):
     for doc in (rule_doc(stack), sm_doc(stack)):
         assert doc["apiVersion"] == "monitoring.coreos.com/v1"
         assert doc["metadata"]["labels"]["release"] == labels["release"] == "kube-prometheus-stack"
-    assert alerts(rule_doc(stack)).keys() == ALERTS
+    assert alerts(rule_doc(stack)).keys() == ALERTS | NODE_CONDITION_ALERTS.get(stack, set())
     for rec in r.of_type("kubernetes:monitoring.coreos.com/v1:ServiceMonitor") + r.of_type(
         "kubernetes:monitoring.coreos.com/v1:PrometheusRule"
     ):
@@ -212,16 +232,26 @@ PROD_AWS_ALERTS = [
     ("GpuXidErrorCritical", "0s", "critical", f'{XID}{{xid=~"{CRITICAL_XIDS}"}}'),
     ("GpuXidError", "0s", "warning", f'{XID}{{xid!~"{CRITICAL_XIDS}"}}'),
     ("DcgmExporterDown", "10m", "warning", 'up{job="nvidia-dcgm-exporter"} == 0'),
+    (
+        "GpuDevicesUnhealthy",
+        "0s",
+        "critical",
+        'sum by (node, resource) (kube_node_status_capacity{resource=~"nvidia_com_.+"}) - '
+        'sum by (node, resource) (kube_node_status_allocatable{resource=~"nvidia_com_.+"}) > 0',
+    ),
+    (
+        "GpuNodeAcceleratedHardwareNotReady",
+        "0s",
+        "critical",
+        'kube_node_status_condition{condition="AcceleratedHardwareReady",status="false"} == 1',
+    ),
 ]
 IDLE = "gpu_platform:idle_gpu_cost:usd_per_hour"
 HELD = "gpu_platform:allocated_idle_gpu_cost:usd_per_hour"
 # per priced pool, by name: its idle cost, then one held-idle cost per MIG profile (h100-inference's layout
 # 3g.40gb + 2g.20gb + 2 x 1g.10gb, profiles sorted) or per whole / time-sliced GPU
 PROD_AWS_COST_RECORDS = [
-    (IDLE, {"pool": "a100-gang"}),
-    (HELD, {"pool": "a100-gang"}),
-    (IDLE, {"pool": "a100-train"}),
-    (HELD, {"pool": "a100-train"}),
+    # a100-gang and a100-train run Bottlerocket: no DCGM exporter there, so no idle cost (it would always read 0)
     (IDLE, {"pool": "h100-inference"}),
     (HELD, {"pool": "h100-inference", "profile": "1g.10gb"}),
     (HELD, {"pool": "h100-inference", "profile": "2g.20gb"}),
@@ -290,7 +320,8 @@ def test_promtool_checks_every_rule_and_template(stack, tmp_path):
     out = promtool("check", "rules", "rules.yaml", cwd=tmp_path)
     assert out.returncode == 0, out.stdout + out.stderr
     cost_rules = monitoring.idle_cost_rules(monitoring_of(rendered(stack).spec))
-    assert f"SUCCESS: {9 + len(cost_rules)} rules found" in out.stdout
+    node_rules = 1 + len(NODE_CONDITION_ALERTS.get(stack, ()))  # GpuDevicesUnhealthy, the node condition's alert
+    assert f"SUCCESS: {9 + node_rules + len(cost_rules)} rules found" in out.stdout
 
 
 @needs_promtool
@@ -308,8 +339,8 @@ def test_promtool_unit_tests_prove_each_alert(tmp_path):
 @needs_promtool
 def test_promtool_idle_cost_rules_price_idle_devices_per_pool_and_tenant(tmp_path):
     """tests/promtool/gpu_idle_cost_test.yaml: idle spend per pool (GpuIdle's devices) and per tenant, the prices
-    worked out by hand from the catalog, on the rules prod-aws renders."""
-    write_rules(rule_doc("prod-aws")["spec"], tmp_path / "gpu-alerts.rules.yaml", keep_descriptions=False)
+    worked out by hand from the catalog, on the rules prod-aws renders with its A100 pools on AL2023."""
+    write_rules(idle_cost_rule_doc()["spec"], tmp_path / "gpu-alerts.rules.yaml", keep_descriptions=False)
     shutil.copy(PROMTOOL_TESTS / "gpu_idle_cost_test.yaml", tmp_path)
     out = promtool("test", "rules", "gpu_idle_cost_test.yaml", cwd=tmp_path)
     assert out.returncode == 0, out.stdout + out.stderr
@@ -319,11 +350,11 @@ def test_promtool_idle_cost_rules_price_idle_devices_per_pool_and_tenant(tmp_pat
 def test_promtool_idle_cost_fails_on_a_wrong_price_or_threshold(tmp_path):
     # a wrong price, a wrong threshold, and a non-strict comparison (the 10 % series would count)
     for old, new in (("* 3.430881", "* 3.5"), ("< 10) * 0.2876", "< 1) * 0.2876"), ("< 10 ", "<= 10 ")):
-        doc = json.loads(json.dumps(rule_doc("prod-aws")["spec"]))
+        doc = json.loads(json.dumps(idle_cost_rule_doc()["spec"]))
         assert doc["groups"][-1]["name"] == monitoring.COST_GROUP
         for r in doc["groups"][-1]["rules"]:
             r["expr"] = r["expr"].replace(old, new)
-        assert json.dumps(doc) != json.dumps(rule_doc("prod-aws")["spec"])
+        assert json.dumps(doc) != json.dumps(idle_cost_rule_doc()["spec"])
         write_rules(doc, tmp_path / "gpu-alerts.rules.yaml", keep_descriptions=False)
         shutil.copy(PROMTOOL_TESTS / "gpu_idle_cost_test.yaml", tmp_path)
         out = promtool("test", "rules", "gpu_idle_cost_test.yaml", cwd=tmp_path)
@@ -722,6 +753,25 @@ RUNBOOKS = {
         "grep dcgm; 2) read the exporter's logs (a driver / NVML mismatch after a node image upgrade is the usual "
         "cause); 3) check that the node's GPU operands are healthy (the operator's validator pod). Nodes without "
         "GPUs have no exporter, so pools scaled to zero do not fire this (no target, no alert)."
+    ),
+    "GpuDevicesUnhealthy": (
+        "The node's device plugin has marked {{ $value }} of its {{ $labels.resource }} devices unhealthy (a "
+        "critical XID, or the GPU fell off the bus): the kubelet no longer offers them, and pods that held them have "
+        "failed or will. Runbook: 1) kubectl describe node {{ $labels.node }} (conditions, events) and the XID "
+        "alerts of the node; 2) kubectl cordon {{ $labels.node }}; 3) drain it once running jobs have checkpointed "
+        "(kubectl drain --ignore-daemonsets --delete-emptydir-data); 4) replace the instance (terminate it on EKS, "
+        "recreate it through its managed instance group on GKE) so its node group brings a new one."
+    ),
+    "GpuNodeAcceleratedHardwareNotReady": (
+        "The EKS node monitoring agent has set AcceleratedHardwareReady=False on {{ $labels.node }}: a GPU of the "
+        "node has failed (kubectl describe node {{ $labels.node }} shows the reason). Gangs on the node are evicted "
+        "as it drains and requeued whole (Kueue waitForPodsReady, Volcano RestartJob) and resume from their last "
+        "checkpoint. Runbook: 1) a node that EKS auto repair (a managed node group with eks.autoRepair) or "
+        "Karpenter's node repair covers is replaced once the condition has held for 10 minutes: watch it go; 2) on "
+        "a node of a group without auto repair: kubectl cordon {{ $labels.node }}, drain it once running jobs have "
+        "checkpointed (kubectl drain --ignore-daemonsets --delete-emptydir-data) and terminate its instance (aws ec2 "
+        "terminate-instances) so its group replaces it; 3) if the fault follows new instances, escalate to AWS with "
+        "the instance ID."
     ),
 }
 

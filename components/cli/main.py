@@ -248,6 +248,13 @@ def _monitoring_text(m: Any) -> list[str]:
         f"memory > {a.memory_used_percent:g}% for {a.memory_for}, temperature > {a.temperature_celsius:g} C for "
         f"{a.temperature_for}, critical XIDs {', '.join(map(str, a.xid_critical_codes))}",
         "  idle spend priced for: " + (", ".join(m.idle_cost) or "no pool (no list prices)"),
+        "  GPU faults: devices the device plugin reports unhealthy"
+        + "".join(f"; node condition {h.condition}={h.status} ({h.source})" for h in m.node_health),
+        *(
+            [f"  no DCGM exporter (Bottlerocket, operands off): {', '.join(m.unmonitored_pools)}"]
+            if m.unmonitored_pools
+            else []
+        ),
     ]
 
 

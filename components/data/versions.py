@@ -116,6 +116,21 @@ CLUSTER_AUTOSCALER_IMAGE_TAGS: dict[str, str] = {
     "1.35": "v1.35.2",
 }
 
+# Images the platform sets that are pinned by tag only, by repository path (no registry host) and tag, with why;
+# tests/test_image_digests.py keeps this list exact (every other image the platform sets carries a digest). A digest
+# must come from a source that can be cited: for registry.k8s.io images the image promoter's manifest
+# (kubernetes/k8s.io registry.k8s.io/images/k8s-staging-autoscaling/images.yaml), whose stored copies end at
+# cluster-autoscaler v1.33.1, or `crane digest` where the registry can be reached, which this project's machines
+# cannot. To pin one, write the tag as "vX.Y.Z@sha256:<digest>" (the charts render "repository:tag").
+IMAGES_WITHOUT_DIGEST: dict[str, str] = {
+    **{
+        f"autoscaling/cluster-autoscaler:{tag}": "no citable digest: the promoter manifest's copies end at v1.33.1"
+        for tag in CLUSTER_AUTOSCALER_IMAGE_TAGS.values()
+    },
+    "eks/aws-efa-k8s-device-plugin:v0.5.20": "the chart's default tag (aws-efa-k8s-device-plugin v0.5.30): EKS's ECR "
+    "registries publish no digest list, and none can be read from here",
+}
+
 
 def cluster_autoscaler_image_tag(kubernetes_version: str) -> str:
     """The autoscaler for a cluster of ``kubernetes_version`` ("1.34", or "1.34.2"): its minor's release; a minor

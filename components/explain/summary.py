@@ -83,6 +83,14 @@ def warnings(decided: Plan, unanswered_lookups: Iterable[str] = ()) -> list[str]
         )
     if decided.monitoring is not None and decided.monitoring.prometheus == "none":
         out.append("GPU alerts are off: monitoring.prometheus is none (no ServiceMonitor, PrometheusRule or dashboard)")
+    if decided.monitoring is not None and decided.monitoring.unmonitored_pools:
+        out.append(
+            f"no DCGM metrics on Bottlerocket pools {', '.join(decided.monitoring.unmonitored_pools)}: the GPU "
+            "Operator's validator, GPU Feature Discovery and DCGM exporter are off there (not in NVIDIA's supported "
+            "platforms), so the GPU utilization, memory, temperature and XID alerts and idle cost do not cover them; "
+            "GPU faults still page (GpuDevicesUnhealthy, the node monitoring agent's condition). Use os: al2023 for "
+            "a pool that needs them"
+        )
     for token in unanswered_lookups:
         out.append(f"lookup {token} has no offline placeholder; it answered empty")
     return out

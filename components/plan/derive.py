@@ -32,11 +32,20 @@ SCHEDULER_LABEL = "gpu-platform/scheduler"
 # Bottlerocket's NVIDIA variants ship the driver, the container toolkit, the k8s device plugin and a MIG
 # manager on the host (EKS user guide, "EKS Bottlerocket NVIDIA AMIs"). These GPU Operator node labels keep
 # the operator's own copies off such nodes (a second device plugin would fight over nvidia.com/gpu).
+# The operator keeps a deploy label a node already carries with a non-empty value (gpu-operator v26.7.0
+# controllers/state_manager.go addGPUStateLabels), so "false" holds.
+# The remaining operands are off too: NVIDIA's platform support lists no Bottlerocket, and none of them has
+# been run here. The validator, GPU Feature Discovery and the DCGM exporter (with its host engine and the node
+# status exporter) go together: the exporter's init container waits for /run/nvidia/validations/toolkit-ready,
+# which only the validator writes (v26.7.0 assets/state-dcgm-exporter/0800_daemonset.yaml), so the validator
+# cannot be dropped alone; and with the toolkit off on EKS they run under the "nvidia" RuntimeClass that
+# Bottlerocket reports not working for them (bottlerocket-os/bottlerocket#3992: only NFD ran). GPU faults there
+# still mark the node (the host device plugin withdraws the GPU; the EKS node monitoring agent sets
+# AcceleratedHardwareReady), but DCGM metrics, the GPU alerts on them and idle cost do not cover such pools.
+# (``client`` is in v26.7.0's container set, though no operand selects it yet)
+_OPERANDS = "container-toolkit device-plugin driver mig-manager operator-validator gpu-feature-discovery dcgm-exporter"
 BOTTLEROCKET_OPERAND_LABELS = {
-    "nvidia.com/gpu.deploy.container-toolkit": "false",
-    "nvidia.com/gpu.deploy.device-plugin": "false",
-    "nvidia.com/gpu.deploy.driver": "false",
-    "nvidia.com/gpu.deploy.mig-manager": "false",
+    f"nvidia.com/gpu.deploy.{o}": "false" for o in (*_OPERANDS.split(), "dcgm", "node-status-exporter", "client")
 }
 MANAGED_BY = {"app.kubernetes.io/managed-by": "gpu-platform"}
 

@@ -55,6 +55,55 @@ class IdleCostTerm:
 
 
 @dataclass(frozen=True)
+class NodeHealthCondition:
+    """A node condition something on the GPU nodes sets when a GPU fails; an alert watches it through
+    kube-state-metrics (``kube_node_status_condition``, whose ``status`` label is lowercase)."""
+
+    condition: str  # the node condition's type
+    status: str  # the kube-state-metrics status value that means "faulty": true | false
+    alert: str  # the alert's name
+    source: str  # who sets it, for the runbook
+    repair: str  # the runbook's numbered steps: what replaces the node
+
+
+# EKS node monitoring agent: AcceleratedHardwareReady False on GPU / XID faults (EKS user guide "Detect node
+# health issues"); EKS auto repair and Karpenter's node repair act on it.
+EKS_ACCELERATED_HARDWARE = NodeHealthCondition(
+    condition="AcceleratedHardwareReady",
+    status="false",
+    alert="GpuNodeAcceleratedHardwareNotReady",
+    source="the EKS node monitoring agent",
+    repair=(
+        "1) a node that EKS auto repair (a managed node group with eks.autoRepair) or Karpenter's node repair covers "
+        "is replaced once the condition has held for 10 minutes: watch it go; 2) on a node of a group without auto "
+        "repair: kubectl cordon {{ $labels.node }}, drain it once running jobs have checkpointed (kubectl drain "
+        "--ignore-daemonsets --delete-emptydir-data) and terminate its instance (aws ec2 terminate-instances) so "
+        "its group replaces it; 3) if the fault follows new instances, escalate to AWS with the instance ID"
+    ),
+)
+# GKE's NVIDIA device plugin with --enable-health-monitoring sets XidCriticalError (status True, reason a JSON map
+# of the XIDs seen) for XIDs 48, 63, 64, 79, 119, 120, 123, 140 and clears it when the node boots anew
+# (GoogleCloudPlatform/container-engine-accelerators@992db81 pkg/gpu/nvidia/health_check/health_checker.go
+# monitorCriticalXid, resetXIDCondition). GKE node auto-repair acts on NotReady / no status / full boot disk only
+# (GKE docs, node auto-repair), so nothing replaces the node by itself: the runbook does.
+GKE_XID_CRITICAL = NodeHealthCondition(
+    condition="XidCriticalError",
+    status="true",
+    alert="GpuNodeXidCriticalError",
+    source="GKE's NVIDIA device plugin",
+    repair=(
+        "1) GKE node auto-repair does not act on this condition (it repairs nodes that are NotReady), so: kubectl "
+        "cordon {{ $labels.node }}; 2) drain it once running jobs have checkpointed (kubectl drain "
+        "--ignore-daemonsets --delete-emptydir-data); 3) recreate its VM through the node pool's managed instance "
+        "group: gcloud compute instance-groups managed recreate-instances GROUP --instances={{ $labels.node }} "
+        "--zone=ZONE (GROUP: gcloud container node-pools describe POOL --cluster=CLUSTER --location=LOCATION "
+        "--format='value(instanceGroupUrls)'); the new VM boots with a new boot ID, which clears the condition; "
+        "4) if the XID follows new VMs, escalate to Google Cloud with the XIDs (the condition's reason)"
+    ),
+)
+
+
+@dataclass(frozen=True)
 class MonitoringPlan:
     """``addons.dcgm``: the exporter, and unless ``prometheus`` is none, its ServiceMonitor, rules and dashboard."""
 
@@ -69,6 +118,8 @@ class MonitoringPlan:
     idle_cost: Mapping[str, tuple[IdleCostTerm, ...]]  # pool -> its devices' prices; pools of unknown price absent
     # monitoring.serviceMonitorLabels as the stack file gives them (``labels`` adds gpu-platform's managed-by)
     service_monitor_labels: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    node_health: tuple[NodeHealthCondition, ...] = ()  # node conditions that mark a GPU fault, each with its alert
+    unmonitored_pools: tuple[str, ...] = ()  # pools no DCGM exporter runs on (Bottlerocket: operands off), by name
 
 
 # ------------------------------------------------------------------------------------------ rules
@@ -171,10 +222,21 @@ def _shared_replicas(pool: NodePool) -> int:
     return 0
 
 
+def unmonitored_pools(spec: StackSpec) -> tuple[str, ...]:
+    """Pools whose nodes run no DCGM exporter: Bottlerocket pools, where the GPU Operator's operands are off
+    (``derive.BOTTLEROCKET_OPERAND_LABELS`` says why) and the standalone exporter is not installed either (it runs
+    only without the operator, which Bottlerocket pools need)."""
+    return tuple(sorted(p.name for p in spec.node_pools if derive.pool_device_plugin(spec, p) == "bottlerocket"))
+
+
 def idle_cost(spec: StackSpec) -> dict[str, tuple[IdleCostTerm, ...]]:
-    """Per pool with a known price, by name: its devices' idle prices."""
+    """Per pool with a known price and a DCGM exporter, by name: its devices' idle prices (a pool without an
+    exporter would always record 0, which reads as "nothing idle")."""
     out: dict[str, tuple[IdleCostTerm, ...]] = {}
+    skip = set(unmonitored_pools(spec))
     for pool in sorted(spec.node_pools, key=lambda p: p.name):
+        if pool.name in skip:
+            continue
         terms = idle_cost_terms(spec, pool)
         if terms is None:
             continue
@@ -188,6 +250,21 @@ def idle_cost(spec: StackSpec) -> dict[str, tuple[IdleCostTerm, ...]]:
             for profile, price in terms
         )
     return out
+
+
+# -------------------------------------------------------------------------------------- node health
+
+
+def node_health(spec: StackSpec) -> tuple[NodeHealthCondition, ...]:
+    """The node conditions the stack's GPU nodes get when a GPU fails: the EKS node monitoring agent's where it is
+    installed; on GKE, the XidCriticalError condition of GKE's own device plugin (only with GKE-installed drivers:
+    with ``driver: operator`` GKE's plugin is off and NVIDIA's marks the failed GPU unhealthy without a
+    condition). Elsewhere none: the DCGM XID alerts and ``GpuDevicesUnhealthy`` are the signal."""
+    if spec.cloud == "aws" and spec.node_monitoring_agent_enabled:
+        return (EKS_ACCELERATED_HARDWARE,)
+    if spec.cloud == "gcp" and derive.device_plugin_owner(spec) == "gke":
+        return (GKE_XID_CRITICAL,)
+    return ()
 
 
 # --------------------------------------------------------------------------------------------- plan
@@ -231,4 +308,6 @@ def decide(spec: StackSpec) -> MonitoringPlan:
         alerts=alert_thresholds(spec),
         idle_cost=MappingProxyType(idle_cost(spec)),
         service_monitor_labels=MappingProxyType(dict(m.service_monitor_labels)),
+        node_health=node_health(spec),
+        unmonitored_pools=unmonitored_pools(spec),
     )

@@ -20,8 +20,9 @@ needs it even though GKE's device plugin serves the GPUs.
 
 Mixed EKS stacks (AL2023 and Bottlerocket pools): both AMIs ship the driver and the toolkit, so those are
 off cluster-wide; the device plugin and MIG manager stay on for AL2023 nodes and are kept off Bottlerocket
-nodes by the ``nvidia.com/gpu.deploy.*=false`` labels ``derive.pool_labels`` gives Bottlerocket pools
-(the labels also cover the toolkit and driver, should a stack turn those on).
+nodes by the ``nvidia.com/gpu.deploy.*=false`` labels ``derive.pool_labels`` gives Bottlerocket pools. Those
+labels turn every other operand off there too (validator, GFD, DCGM exporter: not in NVIDIA's supported
+platforms; ``derive.BOTTLEROCKET_OPERAND_LABELS`` says why they go together).
 
 The operator's DCGM exporter is on when ``addons.dcgm`` is; its ServiceMonitor comes from
 ``components.render.monitoring`` (it adds node metadata the operator's own ServiceMonitor cannot).

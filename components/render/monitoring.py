@@ -103,7 +103,14 @@ def rule_groups(source: Source) -> list[dict[str, Any]]:
     """The PrometheusRule ``spec.groups``: recording rules first (same group, so alerts see this cycle's
     values), then the alerts. Thresholds and durations come from ``monitoring.alerts``."""
     m = _of(source)
-    rules = [*recording_rules(), *idle_alerts(m), *health_alerts(m), *xid_alerts(m), *exporter_alerts(m)]
+    rules = [
+        *recording_rules(),
+        *idle_alerts(m),
+        *health_alerts(m),
+        *xid_alerts(m),
+        *exporter_alerts(m),
+        *node_health_alerts(m),
+    ]
     groups = [{"name": RULE_GROUP, "rules": rules}]
     cost_rules = idle_cost_rules(m)
     if cost_rules:
@@ -305,6 +312,64 @@ def exporter_alerts(source: Source) -> list[dict[str, Any]]:
             },
         },
     ]
+
+
+# kube-state-metrics names extended resources with '.' and '/' replaced by '_' (nvidia.com/gpu -> nvidia_com_gpu).
+NVIDIA_RESOURCES = 'resource=~"nvidia_com_.+"'
+
+
+def node_health_alerts(source: Source) -> list[dict[str, Any]]:
+    """What marks a node with a failed GPU, from kube-state-metrics (kube-prometheus-stack installs it; an
+    ``existing`` Prometheus needs its own): every device plugin (NVIDIA's, GKE's, Bottlerocket's host copy) reports
+    a failed GPU unhealthy, and the kubelet then counts it in the node's capacity but not in its allocatable
+    (``GpuDevicesUnhealthy``); and per cloud the node condition its health agent sets
+    (``MonitoringPlan.node_health``)."""
+    m = _of(source)
+    a = m.alerts
+    out: list[dict[str, Any]] = [
+        {
+            "alert": "GpuDevicesUnhealthy",
+            "expr": (
+                f"sum by (node, resource) (kube_node_status_capacity{{{NVIDIA_RESOURCES}}}) - "
+                f"sum by (node, resource) (kube_node_status_allocatable{{{NVIDIA_RESOURCES}}}) > 0"
+            ),
+            "for": prom_duration(a.xid_for),
+            "labels": {"severity": "critical"},
+            "annotations": {
+                "summary": "{{ $value }} {{ $labels.resource }} on {{ $labels.node }} reported unhealthy by the "
+                "device plugin",
+                "description": (
+                    "The node's device plugin has marked {{ $value }} of its {{ $labels.resource }} devices "
+                    "unhealthy (a critical XID, or the GPU fell off the bus): the kubelet no longer offers them, "
+                    "and pods that held them have failed or will. Runbook: 1) kubectl describe node "
+                    "{{ $labels.node }} (conditions, events) and the XID alerts of the node; 2) kubectl cordon "
+                    "{{ $labels.node }}; 3) drain it once running jobs have checkpointed (kubectl drain "
+                    "--ignore-daemonsets --delete-emptydir-data); 4) replace the instance (terminate it on EKS, "
+                    "recreate it through its managed instance group on GKE) so its node group brings a new one."
+                ),
+            },
+        }
+    ]
+    for h in m.node_health:
+        out.append(
+            {
+                "alert": h.alert,
+                "expr": f'kube_node_status_condition{{condition="{h.condition}",status="{h.status}"}} == 1',
+                "for": prom_duration(a.xid_for),
+                "labels": {"severity": "critical"},
+                "annotations": {
+                    "summary": f"{{{{ $labels.node }}}}: node condition {h.condition} is {h.status.capitalize()}",
+                    "description": (
+                        f"{h.source[0].upper()}{h.source[1:]} has set {h.condition}={h.status.capitalize()} on "
+                        "{{ $labels.node }}: a GPU of the node has failed (kubectl describe node {{ $labels.node }} "
+                        "shows the reason). Gangs on the node are evicted as it drains and requeued whole (Kueue "
+                        "waitForPodsReady, Volcano RestartJob) and resume from their last checkpoint. "
+                        f"Runbook: {h.repair}."
+                    ),
+                },
+            }
+        )
+    return out
 
 
 def _price(x: float) -> str:
