@@ -196,7 +196,9 @@ def plan_text(p: Any) -> list[str]:
     from components.plan.aws import karpenter
 
     lines += karpenter.text(p.karpenter)
-    return lines + _monitoring_text(p.monitoring) + _dra_text(p.dra)
+    from components.plan import storage
+
+    return lines + _monitoring_text(p.monitoring) + _dra_text(p.dra) + storage.text(p.storage)
 
 
 def _existing_text(e: Any) -> list[str]:

@@ -73,7 +73,16 @@ LOOKUPS: dict[str, dict[str, Any]] = {
         "enableAutopilot": False,
         "workloadIdentityConfigs": [{"workloadPool": f"{PLACEHOLDER}.svc.id.goog"}],
         "nodeLocations": [f"{PLACEHOLDER}-zone-{z}" for z in "abc"],
+        # with the CSI drivers gpu-platform:storage may need (render/gcp/storage.py checks them)
+        "addonsConfigs": [
+            {
+                "gcpFilestoreCsiDriverConfigs": [{"enabled": True}],
+                "gcsFuseCsiDriverConfigs": [{"enabled": True}],
+                "parallelstoreCsiDriverConfigs": [{"enabled": True}],
+            }
+        ],
     },
+    "gcp:organizations/getProject:getProject": {"number": "000000000000", "projectId": PLACEHOLDER},
 }
 
 

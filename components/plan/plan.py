@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from components.plan.gcp.plan import GkePlan
     from components.plan.kueue import KueueObjects
     from components.plan.monitoring import MonitoringPlan
+    from components.plan.storage import StoragePlan
 
 SCHEMA_VERSION = 1
 
@@ -209,6 +210,7 @@ class Plan:
     existing: ExistingClusterPlan | None = None  # how the provider reaches an existing cluster (None: other clouds)
     cost: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))  # region, spot discount, budget
     kueue: KueueObjects | None = None  # Kueue's Topology and admission checks (None: no Kueue)
+    storage: StoragePlan | None = None  # shared file systems: classes, claims, quotas, CSI drivers (None: none)
 
     def to_dict(self) -> dict[str, Any]:
         return {"schemaVersion": SCHEMA_VERSION, **plain(self)}
@@ -457,7 +459,7 @@ def build(spec: StackSpec, stack: str) -> Plan:
 
 @derive.per_spec
 def _decide(spec: StackSpec) -> Plan:
-    from components.plan import existing, kueue as kueue_plan, monitoring
+    from components.plan import existing, kueue as kueue_plan, monitoring, storage
     from components.plan.gcp import plan as gcp_plan
 
     return Plan(
@@ -490,4 +492,5 @@ def _decide(spec: StackSpec) -> Plan:
         existing=existing.existing_cluster_plan(spec),
         cost=_freeze(cost.stack_doc(spec)),
         kueue=kueue_plan.kueue_objects(spec),
+        storage=storage.storage_plan(spec),
     )

@@ -65,6 +65,10 @@ def render(p: Plan) -> None:
         )
     PriorityClasses("priority-classes", p, provider)
     tenancy = Tenancy("tenancy", p, provider)
+    if p.storage is not None:
+        from components.render.storage import SharedStorage
+
+        SharedStorage("shared-storage", p, provider, tenancy.namespaces, access)
     if p.dra is not None:
         from components.render.dra import ClaimTemplates
 
