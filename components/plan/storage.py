@@ -149,7 +149,7 @@ def storage_file_systems(spec: StackSpec) -> Iterator[Problem]:
         seen.add(fs.name)
         cloud = CLOUD_OF[fs.kind]
         if spec.cloud != cloud:
-            yield Problem(key(*at, "kind"), f"{fs.kind} is a {cloud} file system; this stack's cloud is {spec.cloud}")
+            yield Problem(key(*at, "kind"), f"{fs.kind} is for {cloud} stacks; this stack's cloud is {spec.cloud}")
             continue
         for opt, kind in (("fsx", "fsx-lustre"), ("filestore", "filestore"), ("gcs_fuse", "gcs-fuse")):
             if getattr(fs, opt) is not None and fs.kind != kind:

@@ -57,7 +57,9 @@ def buckets(parent: pulumi.Resource, plan: Plan, cluster: Any) -> tuple[dict[str
     file system its bucket, which the tenant's namespace may read and write through Workload Identity Federation."""
     with warnings.catch_warnings():  # pulumi_gcp.storage's own deprecated getTransferProjectServieAccount alias
         warnings.simplefilter("ignore", DeprecationWarning)
-        from pulumi_gcp import organizations, storage as gcs
+        from pulumi_gcp import organizations, storage as gcs  # lazy modules: loaded on first attribute
+
+        bucket_class, member_class = gcs.Bucket, gcs.BucketIAMMember
 
     storage, gke = plan.storage, plan.gke
     assert storage is not None and gke is not None
@@ -72,7 +74,7 @@ def buckets(parent: pulumi.Resource, plan: Plan, cluster: Any) -> tuple[dict[str
         if number is None:
             number = organizations.get_project_output(project_id=project).number
         b = fs.bucket
-        bucket = gcs.Bucket(
+        bucket = bucket_class(
             f"bucket-{fs.name}",
             name=pulumi.Output.all(ready, b["name"]).apply(lambda a: a[1]),
             location=b["location"],
@@ -91,7 +93,7 @@ def buckets(parent: pulumi.Resource, plan: Plan, cluster: Any) -> tuple[dict[str
                 f"workloadIdentityPools/{a[1]}.svc.id.goog/namespace/{ns}"
             )
         )
-        gcs.BucketIAMMember(
+        member_class(
             f"bucket-{fs.name}-{fs.claim.namespace}",
             bucket=bucket.name,
             role=storage_plan.GCS_OBJECT_ROLE,
