@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from caching import cached
 from conftest import manifest, render_config, rendered, stack_config
 
 from components.cli import main as cli
@@ -67,8 +68,13 @@ def _resources(rendering, type_: str) -> list:
 # ---------------------------------------------------------------------------------------------- EKS
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def fsx_rendering():
+    return _fsx_rendering()
+
+
+@cached
+def _fsx_rendering():
     return render_config(_with_storage(AWS_BASE, FSX_TENANT, FSX_SHARED))
 
 
@@ -223,8 +229,13 @@ def test_no_storage_no_storage_objects():
 # ---------------------------------------------------------------------------------------------- GKE
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def gke_rendering():
+    return _gke_rendering()
+
+
+@cached
+def _gke_rendering():
     return render_config(
         _with_storage(
             GCP_BASE,
@@ -383,3 +394,26 @@ def test_rules_refuse_through_the_cli(config, line, tmp_path: Path, capsys):
 def test_the_shipped_stacks_with_storage_pass_the_rules():
     for stack in ("prod-aws", "prod-gcp"):
         assert plan_mod.build(load_spec(stack_config(stack)), stack).storage is not None
+
+
+def test_fsx_claims_wait_long_enough_for_the_file_system():
+    """pulumi-kubernetes waits for an Immediate class's claim to bind, longer than its 5-minute default for FSx."""
+    p = plan_mod.build(load_spec(_with_storage(AWS_BASE, FSX_TENANT)), "t")
+    assert p.storage.file_systems[0].claim.create_timeout == "30m"
+    g = plan_mod.build(
+        load_spec(
+            _with_storage(
+                GCP_BASE,
+                {
+                    "name": "d",
+                    "kind": "gcs-fuse",
+                    "scope": "tenant",
+                    "tenant": "team-a",
+                    "sizeGib": 1,
+                    "gcsFuse": {"bucket": "proj-1-d"},
+                },
+            )
+        ),
+        "t",
+    )
+    assert g.storage.file_systems[0].claim.create_timeout is None  # a static volume binds at once

@@ -71,6 +71,7 @@ FSX_CONTROLLER_NAMESPACE = "kube-system"
 # system access control with Amazon VPC"; awslabs/ai-on-eks@41a979e infra/base/terraform/fsx-for-lustre.tf opens
 # 988 and 1021-1023; the guide names 1018-1023).
 LUSTRE_PORTS = ((988, 988), (1018, 1023))
+FSX_CLAIM_TIMEOUT = "30m"  # a platform-made claim's file system is created before the claim binds (ClaimPlan)
 
 # Filestore: the smallest instance per tier (Filestore service tiers; GoogleCloudPlatform/cluster-toolkit@v1.95.0
 # modules/file-system/filestore/variables.tf: "No Filestore tier supports less than 1024GiB", BASIC_SSD 2.5 TiB);
@@ -90,6 +91,11 @@ class ClaimPlan:
     name: str
     storage: str  # its request, e.g. 1200Gi
     volume: str | None  # gcs-fuse: the static PersistentVolume's name (None: the CSI driver provisions one)
+    # how long ``pulumi up`` waits for it to bind (None: the provider's default). pulumi-kubernetes waits for an
+    # Immediate class's claim to be Bound (a WaitForFirstConsumer one only to be Pending: pulumi/pulumi-kubernetes
+    # PR 3130), and an FSx for Lustre file system takes up to 10 minutes to create (awslabs/ai-on-eks@41a979e
+    # infra/base/terraform/fsx-for-lustre.tf), past the provider's 5 minutes.
+    create_timeout: str | None = None
 
 
 @dataclass(frozen=True)
@@ -292,7 +298,10 @@ def _claim(fs: FileSystem) -> ClaimPlan | None:
     if fs.scope != "tenant" or fs.tenant is None:
         return None
     volume = f"{fs.tenant}-{fs.name}" if fs.kind == "gcs-fuse" else None
-    return ClaimPlan(namespace=fs.tenant, name=fs.name, storage=f"{fs.size_gib}Gi", volume=volume)
+    timeout = FSX_CLAIM_TIMEOUT if fs.kind == "fsx-lustre" else None
+    return ClaimPlan(
+        namespace=fs.tenant, name=fs.name, storage=f"{fs.size_gib}Gi", volume=volume, create_timeout=timeout
+    )
 
 
 def _region(location: str | None) -> str | None:

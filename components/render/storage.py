@@ -104,7 +104,11 @@ class SharedStorage(addon.Component):
                     "labels": {**labels, derive.TENANT_LABEL: c.namespace},
                 },
                 spec=spec,
-                opts=self.child(claim_deps, protect=protect),
+                opts=self.child(
+                    claim_deps,
+                    protect=protect,
+                    custom_timeouts=pulumi.CustomTimeouts(create=c.create_timeout) if c.create_timeout else None,
+                ),
             )
         self.register_outputs({})
 
