@@ -114,6 +114,8 @@ def test_a_tenant_file_system_is_a_protected_claim_in_its_namespace(fsx_renderin
     }
     claim = next(r for r in fsx_rendering.resources if r.name == "claim-team-a-a-ckpt")
     assert claim.protect
+    # sent after its class and after the tenant's quota that admits it
+    assert {"storage-class-a-ckpt", "team-a-gpu-quota", "team-a-namespace"} <= set(claim.depends_on)
     unprotected = render_config(_with_storage(AWS_BASE, FSX_TENANT, protect=False))
     assert not next(r for r in unprotected.resources if r.name == "claim-team-a-a-ckpt").protect
 

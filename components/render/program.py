@@ -68,7 +68,7 @@ def render(p: Plan) -> None:
     if p.storage is not None:
         from components.render.storage import SharedStorage
 
-        SharedStorage("shared-storage", p, provider, tenancy.namespaces, access)
+        SharedStorage("shared-storage", p, provider, tenancy.namespaces, access, tenancy)
     if p.dra is not None:
         from components.render.dra import ClaimTemplates
 

@@ -32,12 +32,15 @@ class SharedStorage(addon.Component):
         provider: pulumi.ProviderResource,
         namespaces: dict[str, Any],
         access: Any,
+        tenancy: pulumi.Resource | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ):
         """``namespaces``: the tenants' namespace names (``Tenancy.namespaces``); ``access``: the cluster access
-        component (its ``cluster`` lookup)."""
+        component (its ``cluster`` lookup); ``tenancy``: the tenants' component, whose ResourceQuotas (with their
+        storage entries) the claims wait for, so a grown claim is never sent before the quota that admits it."""
         self.namespaces = namespaces
         self.access = access
+        self.tenancy = tenancy
         super().__init__(name, plan, provider, opts)
 
     def build(self) -> None:
@@ -57,12 +60,13 @@ class SharedStorage(addon.Component):
         protect = storage.protect
         for fs in storage.file_systems:
             labels = {**derive.MANAGED_BY, "gpu-platform/file-system": fs.name}
+            claim_deps: list[pulumi.Resource] = [self.tenancy] if self.tenancy is not None else []
             if fs.storage_class is not None:
                 sc = plain(fs.storage_class)
                 params = sc.pop("parameters", {})
                 if fs.name in extra:
                     params = pulumi.Output.from_input(extra[fs.name]).apply(lambda e, p=params: {**p, **e})
-                k8s.kube_object(
+                storage_class = k8s.kube_object(
                     f"storage-class-{fs.name}",
                     "storage.k8s.io/v1",
                     "StorageClass",
@@ -71,11 +75,11 @@ class SharedStorage(addon.Component):
                     **sc,
                     opts=self.child(deps),
                 )
+                claim_deps.append(storage_class)  # the provisioner acts on a claim once its class exists
             if fs.claim is None:
                 continue
             c = fs.claim
             namespace = self.namespaces[c.namespace]
-            claim_deps: list[pulumi.Resource] = []
             if c.volume is not None:  # gcs-fuse: the bucket's volume, bound to the claim below
                 claim_deps.append(
                     k8s.kube_object(
