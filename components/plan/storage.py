@@ -54,7 +54,8 @@ GKE_ADDONS = {
 QUOTA_SUFFIX = ".storageclass.storage.k8s.io"  # corev1 ResourceQuota: per-StorageClass storage and claim counts
 
 # FSx for Lustre: SCRATCH_2 and PERSISTENT_2 (SSD) file systems are 1200 GiB or a multiple of 2400 GiB (FSx for
-# Lustre API CreateFileSystem StorageCapacity); PERSISTENT_2 takes 125, 250, 500 or 1000 MB/s per TiB.
+# Lustre API CreateFileSystem StorageCapacity; the driver rounds a claim up to them: kubernetes-sigs/aws-fsx-csi-
+# driver@v1.9.0 pkg/util/util.go RoundUpVolumeSize); PERSISTENT_2 takes 125, 250, 500 or 1000 MB/s per TiB.
 FSX_SMALLEST_GIB = 1200
 FSX_STEP_GIB = 2400
 FSX_THROUGHPUTS = (125, 250, 500, 1000)
@@ -426,11 +427,12 @@ def text(p: StoragePlan | None) -> list[str]:
             else (f"bucket {fs.bucket['name'] if fs.bucket else '?'} through {fs.provisioner} (static volume; Retain)")
         )
         lines.append(f"  {fs.name}: {fs.kind}, {fs.scope} scope, {where}; {kind}")
-        shares = [
-            f"{t} {q[quota_key(fs.name, 'requests.storage')]}/{q[quota_key(fs.name, 'persistentvolumeclaims')]} claims"
-            for t, q in fs.quotas.items()
-            if q[quota_key(fs.name, "persistentvolumeclaims")] != "0"
-        ]
+        shares = []
+        for t, q in fs.quotas.items():
+            n = q[quota_key(fs.name, "persistentvolumeclaims")]
+            if n != "0":
+                gib = q[quota_key(fs.name, "requests.storage")]
+                shares.append(f"{t} {gib} in at most {n} claim{'' if n == '1' else 's'}")
         lines.append(f"    quota: {', '.join(shares) or 'no tenant'} (others 0)")
     if p.fsx_driver is not None:
         d = p.fsx_driver
