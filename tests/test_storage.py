@@ -378,6 +378,13 @@ RULES = [
         "gpu-platform:storage.fileSystems[1].name: file system 'lustre' is declared twice",
     ),
     (
+        _with_storage(
+            GCP_BASE, {"name": "standard-rwx", "kind": "filestore", "quotas": {"team-a": {"storageGib": 2560}}}
+        ),
+        "gpu-platform:storage.fileSystems[0].name: 'standard-rwx' is a StorageClass the cloud makes itself; name it "
+        "otherwise",
+    ),
+    (
         _with_storage(AWS_BASE, {"name": "x", "kind": "fsx-lustre", "scope": "tenant", "tenant": "team-a"}),
         "gpu-platform:storage.fileSystems[0].sizeGib: a tenant-scoped file system gives the size of its claim",
     ),

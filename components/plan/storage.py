@@ -81,6 +81,21 @@ FILESTORE_MIN_GIB = {"BASIC_HDD": 1024, "BASIC_SSD": 2560, "ZONAL": 1024, "ENTER
 FILESTORE_TIERS = {"BASIC_HDD": "standard", "BASIC_SSD": "premium", "ZONAL": "zonal", "ENTERPRISE": "enterprise"}
 # Parallelstore: 12,000 to 100,000 GiB in steps of 4,000 GiB (GKE, "Create and use a volume backed by Parallelstore").
 PARALLELSTORE_MIN_GIB, PARALLELSTORE_MAX_GIB, PARALLELSTORE_STEP_GIB = 12_000, 100_000, 4_000
+# StorageClasses the clouds make themselves (EKS: gp2; GKE: the Compute Engine PD driver's and, with the Filestore
+# add-on on, the Filestore driver's): a file system of that name would fail on create ("already exists").
+CLOUD_CLASSES = {
+    "aws": ("gp2",),
+    "gcp": (
+        "standard",
+        "standard-rwo",
+        "premium-rwo",
+        "standard-rwx",
+        "premium-rwx",
+        "enterprise-rwx",
+        "enterprise-multishare-rwx",
+        "zonal-rwx",
+    ),
+}
 GCS_OBJECT_ROLE = "roles/storage.objectUser"  # read, write and delete objects; no bucket administration
 
 
@@ -153,6 +168,8 @@ def storage_file_systems(spec: StackSpec) -> Iterator[Problem]:
         at = ("storage", "fileSystems", i)
         if fs.name in seen:
             yield Problem(key(*at, "name"), f"file system {fs.name!r} is declared twice")
+        if fs.name in CLOUD_CLASSES.get(spec.cloud, ()):
+            yield Problem(key(*at, "name"), f"{fs.name!r} is a StorageClass the cloud makes itself; name it otherwise")
         seen.add(fs.name)
         cloud = CLOUD_OF[fs.kind]
         if spec.cloud != cloud:
