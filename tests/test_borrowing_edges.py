@@ -43,6 +43,7 @@ def _render():
         {"name": "gang-small", **_SMALL},
         {"name": "gang-sliced", **_SLICED},
     ]
+    cfg.pop("gpu-platform:storage")  # its file systems name prod-aws's tenants, replaced here
     cfg["gpu-platform:tenants"] = [
         # borrowingLimit far past the pools: capped at what each pool brings (Kueue)
         {

@@ -72,6 +72,7 @@ USER_MAPS = {
     "systemNodeSelector",
     "subnetTags",
     "securityGroupTags",
+    "quotas",  # storage.fileSystems[].quotas: tenant -> claim quota
 }
 
 

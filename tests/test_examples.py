@@ -209,8 +209,9 @@ def test_workloads_use_what_the_target_stack_creates(path):
             for tol in derive.tolerations(pool):
                 assert tol in pod["tolerations"], tol
             for vol in pod.get("volumes", []):
-                if "persistentVolumeClaim" in vol:
-                    assert vol["persistentVolumeClaim"]["claimName"] in claims
+                if "persistentVolumeClaim" in vol:  # the example's own claim, or one the stack makes (storage)
+                    name = vol["persistentVolumeClaim"]["claimName"]
+                    assert name in claims or manifest(r, "PersistentVolumeClaim", name, ns), name
         for name in priorities:
             manifest(r, "PriorityClass", name)
             assert name not in derive.priority_ceiling_excluded(spec, tenant), name
@@ -295,3 +296,64 @@ def test_efa_examples_request_the_hugepages_the_node_reserves(name):
         requests, limits = c["resources"]["requests"], c["resources"]["limits"]
         assert requests["hugepages-2Mi"] == limits["hugepages-2Mi"] == "5120Mi"
         assert int(requests["hugepages-2Mi"].removesuffix("Mi")) <= EFA_HUGEPAGES  # fits what one node reserves
+
+
+def _quantity_gib(text: str) -> float:
+    units = {"Gi": 1, "Ti": 1024, "Mi": 1 / 1024}
+    for suffix, factor in units.items():
+        if text.endswith(suffix):
+            return float(text[: -len(suffix)]) * factor
+    raise AssertionError(f"unexpected storage quantity {text}")
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_example_claims_fit_the_tenants_storage_quota(path):
+    """A claim an example makes names a StorageClass its target stack renders, and fits what the tenant's
+    ResourceQuota allows of that class (gpu-platform:storage quotas: else the API server refuses it)."""
+    t = _target(path)
+    r = rendered(t["stack"])
+    claims = [d for d in _docs(path) if d["kind"] == "PersistentVolumeClaim"]
+    for claim in claims:
+        cls = claim["spec"].get("storageClassName")
+        assert cls, f"{claim['metadata']['name']}: name the stack's class (no default class is set)"
+        manifest(r, "StorageClass", cls)
+        hard = manifest(r, "ResourceQuota", "gpu-quota", t["tenant"])["spec"]["hard"]
+        wanted = _quantity_gib(claim["spec"]["resources"]["requests"]["storage"])
+        assert wanted <= _quantity_gib(hard[f"{cls}.storageclass.storage.k8s.io/requests.storage"])
+        assert int(hard[f"{cls}.storageclass.storage.k8s.io/persistentvolumeclaims"]) >= 1
+
+
+TRAINING_EXAMPLES = (
+    "kueue-pytorch-training-job.yaml",
+    "volcano-pytorch-job.yaml",
+    "jobset-training.yaml",
+    "ray-training-job.yaml",
+)
+
+
+@pytest.mark.parametrize("name", TRAINING_EXAMPLES)
+def test_training_examples_checkpoint_to_the_stacks_shared_file_system(name):
+    """Every GPU pod of a training example mounts a claim of a file system its target stack declares
+    (gpu-platform:storage) read-write: the checkpoints a preempted or evicted job resumes from outlive its pods."""
+    path = EXAMPLES / name
+    t = _target(path)
+    r = rendered(t["stack"])
+    storage_classes = {m["metadata"]["name"] for m in r.manifests if m["kind"] == "StorageClass"}
+    assert r.spec.storage.file_systems, "the target stack declares shared storage"
+    local = {d["metadata"]["name"]: d for d in _docs(path) if d["kind"] == "PersistentVolumeClaim"}
+    for doc in _workloads(path):
+        for tpl in _pod_specs(doc):
+            pod = tpl["spec"]
+            mounted = {
+                v["name"]: v["persistentVolumeClaim"]["claimName"]
+                for v in pod["volumes"]
+                if "persistentVolumeClaim" in v
+            }
+            assert mounted, f"{name}: a pod without a checkpoint volume"
+            for claim_name in mounted.values():
+                claim = local.get(claim_name) or manifest(r, "PersistentVolumeClaim", claim_name, t["tenant"])
+                assert claim["spec"]["storageClassName"] in storage_classes
+                assert claim["spec"]["accessModes"] == ["ReadWriteMany"]
+            for c in pod["containers"]:
+                mounts = [m for m in c.get("volumeMounts", []) if m["name"] in mounted]
+                assert mounts and not any(m.get("readOnly") for m in mounts), c["name"]

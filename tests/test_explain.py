@@ -627,6 +627,7 @@ def test_volcano_queue_capped_by_the_guarantees_of_other_queues():
     # without the other two queues nothing else is reserved: min(112, 128 - 64 + 64) = 112 at full size; from an
     # idle cluster the queue enqueues its guarantee, 64, so the 88 wait there
     config["gpu-platform:tenants"] = [t for t in tenants if t["name"] not in ("research", "notebooks")]
+    config.pop("gpu-platform:storage")  # research's file system goes with research
     t = trace(load_spec(config), gang)
     assert t.pending.name == "queue"
     assert t.pending.detail.startswith(

@@ -54,6 +54,48 @@ CASES: list[tuple[str, str, str, dict[str, Any]]] = [
     ),
     ("batch.v1.Job", "batch/v1", "Job", {"metadata": META, "spec": {"backoffLimit": 6}}),
     (
+        "core.v1.PersistentVolumeClaim",
+        "v1",
+        "PersistentVolumeClaim",
+        {
+            "metadata": META,
+            "spec": {
+                "accessModes": ["ReadWriteMany"],
+                "storageClassName": "x",
+                "resources": {"requests": {"storage": "1Gi"}},
+            },
+        },
+    ),
+    (
+        "core.v1.PersistentVolume",
+        "v1",
+        "PersistentVolume",
+        {
+            "metadata": {"name": "x"},
+            "spec": {
+                "accessModes": ["ReadWriteMany"],
+                "capacity": {"storage": "1Gi"},
+                "persistentVolumeReclaimPolicy": "Retain",
+                "claimRef": {"namespace": "ns", "name": "x"},
+                "csi": {"driver": "gcsfuse.csi.storage.gke.io", "volumeHandle": "bucket"},
+            },
+        },
+    ),
+    (
+        "storage.v1.StorageClass",
+        "storage.k8s.io/v1",
+        "StorageClass",
+        {
+            "metadata": {"name": "x"},
+            "provisioner": "fsx.csi.aws.com",
+            "parameters": {"deploymentType": "SCRATCH_2"},
+            "reclaimPolicy": "Retain",
+            "mountOptions": ["flock"],
+            "volumeBindingMode": "Immediate",
+            "allowVolumeExpansion": True,
+        },
+    ),
+    (
         "admissionregistration.v1.ValidatingAdmissionPolicy",
         "admissionregistration.k8s.io/v1",
         "ValidatingAdmissionPolicy",

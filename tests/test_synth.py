@@ -11,7 +11,7 @@ import pytest
 import yaml
 from conftest import K8S_PROVIDER, ROOT, STACKS, rendered, stack_config
 
-from components.cli import main as cli, synth
+from components.cli import main as cli, synth, synth_yaml
 
 
 def _tree(path):
@@ -225,8 +225,8 @@ def test_fast_yaml_writes_what_pyyaml_writes(stack):
     }
     for doc in [*docs, tricky]:
         data = synth._ints(doc)
-        fast = yaml.dump(data, Dumper=synth._Dumper, sort_keys=True, default_flow_style=False, width=120)
-        stock = yaml.dump(data, Dumper=synth._StockDumper, sort_keys=True, default_flow_style=False, width=120)
+        fast = yaml.dump(data, Dumper=synth_yaml._Dumper, sort_keys=True, default_flow_style=False, width=120)
+        stock = yaml.dump(data, Dumper=synth_yaml._StockDumper, sort_keys=True, default_flow_style=False, width=120)
         assert fast == stock
     assert synth._yaml(tricky).startswith(
         "'1': key that looks like a number\nanchors:\n- '*a'\n- '&b'\ncolon: 'a: b'\nmore:\n- '- x'\n"

@@ -230,6 +230,11 @@ def test_quota_hard_caps_every_gpu_resource_and_only_given_cpu_memory():
         "requests.nvidia.com/mig-1g.10gb": "0",
         "requests.nvidia.com/mig-2g.20gb": "0",
         "requests.nvidia.com/mig-3g.40gb": "0",
+        # prod-aws's file systems: notebooks has no share of either (gpu-platform:storage)
+        "research-checkpoints.storageclass.storage.k8s.io/persistentvolumeclaims": "0",
+        "research-checkpoints.storageclass.storage.k8s.io/requests.storage": "0",
+        "shared-lustre.storageclass.storage.k8s.io/persistentvolumeclaims": "0",
+        "shared-lustre.storageclass.storage.k8s.io/requests.storage": "0",
     }
     research = next(t for t in spec.tenants if t.name == "research")
     assert list(tenancy.quota_hard(spec, research)) == sorted(tenancy.quota_hard(spec, research))

@@ -32,6 +32,7 @@ def rule_modules() -> tuple[ModuleType, ...]:
         rules_core,
         scheduling_rules,
         sharing,
+        storage,
     )
     from components.plan.aws import efa, rules as aws_rules, rules_karpenter
     from components.plan.gcp import rules as gcp_rules
@@ -39,6 +40,7 @@ def rule_modules() -> tuple[ModuleType, ...]:
     return (
         rules_core,
         sharing,
+        storage,
         reservations,
         scheduling_rules,
         gpu_operator,

@@ -196,7 +196,15 @@ def plan_text(p: Any) -> list[str]:
     from components.plan.aws import karpenter
 
     lines += karpenter.text(p.karpenter)
-    return lines + _monitoring_text(p.monitoring) + _dra_text(p.dra) + _reservations_text(p.reservations)
+    from components.plan import storage
+
+    return (
+        lines
+        + _monitoring_text(p.monitoring)
+        + _dra_text(p.dra)
+        + _reservations_text(p.reservations)
+        + storage.text(p.storage)
+    )
 
 
 def _reservations_text(reserved: Any) -> list[str]:

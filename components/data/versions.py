@@ -150,6 +150,26 @@ def cluster_autoscaler_image_tag(kubernetes_version: str) -> str:
 # The EFA Kubernetes device plugin (advertises vpc.amazonaws.com/efa), from AWS' official eks-charts repository
 # (github.com/aws/eks-charts stable/aws-efa-k8s-device-plugin; Chart.yaml and values.yaml recorded in
 # upstream/aws-efa-k8s-device-plugin/).
+# The FSx for Lustre CSI driver, as the EKS add-on aws-fsx-csi-driver (components/plan/storage.py). Driver v1.9.0
+# supports every Kubernetes version from 1.20 (kubernetes-sigs/aws-fsx-csi-driver@v1.9.0 docs/README.md, "Kubernetes
+# Version Compatibility Matrix"), so no supported EKS version needs another driver; EKS publishes the add-on's builds
+# per cluster version (aws eks describe-addon-versions --addon-name aws-fsx-csi-driver --kubernetes-version 1.34), and
+# an add-on created without addonVersion gets the default build for the cluster's version. A build is pinned here
+# per minor only once it has been read from that API (none yet: the offline tree cannot ask it).
+FSX_CSI_DRIVER_ADDON = "aws-fsx-csi-driver"
+FSX_CSI_DRIVER_VERSION = "v1.9.0"
+FSX_CSI_DRIVER_MIN_KUBERNETES = "1.20"
+FSX_CSI_DRIVER_ADDON_VERSIONS: dict[str, str] = {}  # Kubernetes minor -> EKS add-on build (e.g. v1.9.0-eksbuild.N)
+
+
+def fsx_csi_driver_addon_version(kubernetes_version: str | None) -> str | None:
+    """The aws-fsx-csi-driver add-on build for a cluster of ``kubernetes_version`` ("1.34"); None: EKS's default
+    build for the cluster's version (no build pinned for that minor, or the version unknown)."""
+    if kubernetes_version is None:
+        return None
+    return FSX_CSI_DRIVER_ADDON_VERSIONS.get(".".join(kubernetes_version.split(".")[:2]))
+
+
 EFA_DEVICE_PLUGIN = Chart(
     key="efaDevicePlugin",
     chart="aws-efa-k8s-device-plugin",

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from components.plan.kueue import KueueObjects
     from components.plan.monitoring import MonitoringPlan
     from components.plan.reservations import ReservationPlan
+    from components.plan.storage import StoragePlan
 
 SCHEMA_VERSION = 1
 
@@ -212,6 +213,7 @@ class Plan:
     kueue: KueueObjects | None = None  # Kueue's Topology and admission checks (None: no Kueue)
     # pool -> its reserved capacity (plan/reservations.py; explain and the summary read it); None: no reservation
     reservations: Mapping[str, ReservationPlan] | None = None
+    storage: StoragePlan | None = None  # shared file systems: classes, claims, quotas, CSI drivers (None: none)
 
     def to_dict(self) -> dict[str, Any]:
         return {"schemaVersion": SCHEMA_VERSION, **plain(self)}
@@ -461,7 +463,7 @@ def build(spec: StackSpec, stack: str) -> Plan:
 
 @derive.per_spec
 def _decide(spec: StackSpec) -> Plan:
-    from components.plan import existing, kueue as kueue_plan, monitoring, reservations
+    from components.plan import existing, kueue as kueue_plan, monitoring, reservations, storage
     from components.plan.gcp import plan as gcp_plan
 
     return Plan(
@@ -495,4 +497,5 @@ def _decide(spec: StackSpec) -> Plan:
         cost=_freeze(cost.stack_doc(spec)),
         kueue=kueue_plan.kueue_objects(spec),
         reservations=_freeze(reservations.reservations_plan(spec), keep_order=True),
+        storage=storage.storage_plan(spec),
     )

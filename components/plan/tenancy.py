@@ -36,13 +36,18 @@ def _all_gpu_resources(spec: StackSpec) -> tuple[str, ...]:  # read per tenant: 
 
 def quota_hard(spec: StackSpec, tenant: Tenant) -> dict[str, str]:
     """The tenant's ResourceQuota ``spec.hard``: GPU caps from ``derive.tenant_quota_units`` (the same
-    derivation Kueue's borrowing limits and Volcano's capability use), cpu/memory when given."""
+    derivation Kueue's borrowing limits and Volcano's capability use), cpu/memory when given, and per shared file
+    system's StorageClass the storage and claims it may hold."""
     units = derive.tenant_quota_units(spec, tenant)
     hard = {quota_key(name): str(units.get(name, 0)) for name in all_gpu_resources(spec)}
     if tenant.quota.cpu:
         hard["requests.cpu"] = tenant.quota.cpu
     if tenant.quota.memory:
         hard["requests.memory"] = tenant.quota.memory
+    # its share of each shared file system's StorageClass (components/plan/storage.py), 0 where it has none
+    from components.plan import storage
+
+    hard.update(storage.quota_entries(spec, tenant))
     return dict(sorted(hard.items()))
 
 

@@ -31,8 +31,9 @@ ADMISSION_API = "admissionregistration.k8s.io/v1"
 # The aliases a typed class adds to its resources (``alias_opts`` in pulumi_kubernetes 4.34.2
 # scheduling/v1/PriorityClass.py, rbac/v1/ClusterRole.py, rbac/v1/ClusterRoleBinding.py,
 # admissionregistration/v1/ValidatingAdmissionPolicy[Binding].py, apiextensions/v1/CustomResourceDefinition.py,
-# resource/v1/ResourceClaimTemplate.py); the other kinds used here add none.
+# resource/v1/ResourceClaimTemplate.py, storage/v1/StorageClass.py); the other kinds used here add none.
 TYPE_ALIASES: dict[str, tuple[str, ...]] = {
+    "kubernetes:storage.k8s.io/v1:StorageClass": ("kubernetes:storage.k8s.io/v1beta1:StorageClass",),
     "kubernetes:scheduling.k8s.io/v1:PriorityClass": (
         "kubernetes:scheduling.k8s.io/v1alpha1:PriorityClass",
         "kubernetes:scheduling.k8s.io/v1beta1:PriorityClass",

@@ -83,6 +83,10 @@ def render(
         )
     PriorityClasses("priority-classes", p, provider, opts())
     tenancy = Tenancy("tenancy", p, provider, opts())
+    if p.storage is not None:
+        from components.render.storage import SharedStorage
+
+        SharedStorage("shared-storage", p, provider, tenancy.namespaces, access, tenancy, opts())
     if p.dra is not None:
         from components.render.dra import ClaimTemplates
 

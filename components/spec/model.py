@@ -74,6 +74,7 @@ from components.spec.pools import (
     Sharing,
     Taint,
 )
+from components.spec.storage import ClaimQuota, Filestore, FileSystem, FsxLustre, GcsFuse, Storage
 from components.spec.tenants import DEFAULT_PRIORITY_CLASSES, PriorityClassSpec, ResourceBudget, Tenant
 from components.spec.validation import QUOTE_MAX, LabelKey, LabelValue, quote
 
@@ -98,9 +99,14 @@ __all__ = [
     "AlertThresholds",
     "Budget",
     "ChartOverride",
+    "ClaimQuota",
     "ClusterRef",
     "Duration",
     "EksPoolOptions",
+    "FileSystem",
+    "Filestore",
+    "FsxLustre",
+    "GcsFuse",
     "GkeNetwork",
     "GkePoolOptions",
     "GpuOperatorOptions",
@@ -125,6 +131,7 @@ __all__ = [
     "Sharing",
     "SpecError",
     "StackSpec",
+    "Storage",
     "Taint",
     "Tenant",
     "decode_config",
@@ -161,6 +168,7 @@ class StackSpec(Model):
     protect: Protection = Field(default_factory=Protection)
     pricing: Pricing = Field(default_factory=Pricing)
     budget: Budget = Field(default_factory=Budget)
+    storage: Storage = Field(default_factory=Storage)
 
     @model_validator(mode="after")
     def _kueue_integrations_follow_the_operators(self) -> StackSpec:
