@@ -28,6 +28,7 @@ from components.spec.model import NodePool, StackSpec, Tenant
 if TYPE_CHECKING:
     from components.plan.dra import DraPlan
     from components.plan.existing import ExistingClusterPlan
+    from components.plan.gcp.cluster_create import GkeCreatePlan
     from components.plan.gcp.plan import GkePlan
     from components.plan.kueue import KueueObjects
     from components.plan.monitoring import MonitoringPlan
@@ -209,6 +210,7 @@ class Plan:
     existing: ExistingClusterPlan | None = None  # how the provider reaches an existing cluster (None: other clouds)
     cost: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))  # region, spot discount, budget
     kueue: KueueObjects | None = None  # Kueue's Topology and admission checks (None: no Kueue)
+    gke_create: GkeCreatePlan | None = None  # components/plan/gcp/cluster_create.py; None: the cluster is found
 
     def to_dict(self) -> dict[str, Any]:
         return {"schemaVersion": SCHEMA_VERSION, **plain(self)}
@@ -458,7 +460,7 @@ def build(spec: StackSpec, stack: str) -> Plan:
 @derive.per_spec
 def _decide(spec: StackSpec) -> Plan:
     from components.plan import existing, kueue as kueue_plan, monitoring
-    from components.plan.gcp import plan as gcp_plan
+    from components.plan.gcp import cluster_create as gcp_create, plan as gcp_plan
 
     return Plan(
         stack="",
@@ -490,4 +492,5 @@ def _decide(spec: StackSpec) -> Plan:
         existing=existing.existing_cluster_plan(spec),
         cost=_freeze(cost.stack_doc(spec)),
         kueue=kueue_plan.kueue_objects(spec),
+        gke_create=gcp_create.build(spec),
     )

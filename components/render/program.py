@@ -19,6 +19,10 @@ def cluster_access(plan: Plan) -> pulumi.ComponentResource:
         from components.render.aws.cluster import EksAccess
 
         return EksAccess("cluster", plan)
+    if plan.gke_create is not None:
+        from components.render.gcp.cluster_create import GkeCluster
+
+        return GkeCluster("cluster", plan)
     if plan.gke is not None:
         from components.render.gcp.cluster import GkeAccess
 
