@@ -389,3 +389,12 @@ def test_a_found_cluster_still_needs_its_gpudirect_networks_named(tmp_path, caps
     del cfg["gpu-platform:cluster"]["create"]
     rc, err = _check(cfg, tmp_path, capsys)
     assert rc == 2 and "a topologyAware pool needs its 8 GPU networks" in err
+
+
+def test_the_created_cluster_passes_the_hardening_policy(small):
+    from test_policies import check
+
+    from policies import common, security_policies
+
+    inputs = small.find("gcp:container/cluster:Cluster", "gke-cluster").inputs
+    assert check(security_policies.gke_cluster_hardening, common.GKE_CLUSTER, inputs) == []
