@@ -398,3 +398,40 @@ def test_the_created_cluster_passes_the_hardening_policy(small):
 
     inputs = small.find("gcp:container/cluster:Cluster", "gke-cluster").inputs
     assert check(security_policies.gke_cluster_hardening, common.GKE_CLUSTER, inputs) == []
+
+
+def test_the_kubernetes_networks_follow_the_toolkit_names():
+    """gVNIC networks gvnic-1, gvnic-2... and RDMA ones rdma-0... (cluster-toolkit gke-cluster k8s_network_names),
+    one per GPU subnet, in the order of the GPU networks."""
+    p = created_plan(coverage_config())
+    names = [n["name"] for n in p.k8s_networks]
+    assert names == [*(f"gvnic-{i}" for i in range(1, 10)), *(f"rdma-{i}" for i in range(8))]
+    assert dict(p.k8s_networks[0]) == {
+        "name": "gvnic-1",
+        "vpc": "ml-train-tcpxo-0",
+        "vpcSubnet": "ml-train-tcpxo-0-sub",
+        "deviceMode": "NetDevice",
+    }
+    assert dict(p.k8s_networks[9]) == {
+        "name": "rdma-0",
+        "vpc": "ml-train-rdma-b",
+        "vpcSubnet": "ml-train-rdma-b-sub-0",
+        "deviceMode": "RDMA",
+    }
+
+
+def test_the_kubernetes_network_objects_are_registered():
+    r = render_config(coverage_config(), "coverage-gcp-create")
+    params = {m["metadata"]["name"]: m for m in r.manifests if m["kind"] == "GKENetworkParamSet"}
+    networks = {m["metadata"]["name"]: m for m in r.manifests if m["kind"] == "Network"}
+    assert set(params) == set(networks) and len(params) == 17
+    assert params["rdma-7"]["spec"] == {
+        "vpc": "ml-train-rdma-b",
+        "vpcSubnet": "ml-train-rdma-b-sub-7",
+        "deviceMode": "RDMA",
+    }
+    assert networks["gvnic-3"]["spec"] == {
+        "type": "Device",
+        "parametersRef": {"group": "networking.gke.io", "kind": "GKENetworkParamSet", "name": "gvnic-3"},
+    }
+    assert render_config(small_config(), "small").of_type("kubernetes:networking.gke.io/v1:Network") == []

@@ -111,6 +111,9 @@ class GkeCreatePlan:
     system_pool: SystemPoolPlan
     gpu_networks: tuple[GpuNetworkPlan, ...]
     pool_networks: Mapping[str, tuple[Mapping[str, str], ...]]  # pool -> its NICs' network/subnetwork, NIC order
+    # The cluster's GKE Network / GKENetworkParamSet objects, one per GPU subnet (name, vpc, vpcSubnet, deviceMode):
+    # what pods name in their networking.gke.io/interfaces annotation.
+    k8s_networks: tuple[Mapping[str, str], ...] = ()
 
 
 # ------------------------------------------------------------------------------------------- decisions
@@ -255,6 +258,27 @@ def pool_networks(spec: StackSpec) -> dict[str, list[dict[str, str]]]:
     return out
 
 
+def k8s_networks(nets: list[GpuNetworkPlan]) -> list[dict[str, str]]:
+    """One Kubernetes network per GPU subnet, named as Cluster Toolkit's gke-cluster names them (variables.tf
+    ``k8s_network_names``: gVNIC networks ``gvnic-1``, ``gvnic-2``...; RDMA ones ``rdma-0``...), which is what
+    Google's GPUDirect guides and the NCCL installers' examples use."""
+    out: list[dict[str, str]] = []
+    counters = {"NetDevice": 1, "RDMA": 0}
+    for net in nets:
+        for s in net.subnets:
+            prefix = "gvnic" if net.device_mode == "NetDevice" else "rdma"
+            out.append(
+                {
+                    "name": f"{prefix}-{counters[net.device_mode]}",
+                    "vpc": net.name,
+                    "vpcSubnet": s.name,
+                    "deviceMode": net.device_mode,
+                }
+            )
+            counters[net.device_mode] += 1
+    return out
+
+
 def _frozen_nics(nics: list[dict[str, str]]) -> tuple[Mapping[str, str], ...]:
     return tuple(MappingProxyType(dict(n)) for n in nics)
 
@@ -313,6 +337,7 @@ def build(spec: StackSpec) -> GkeCreatePlan | None:
         ),
         gpu_networks=tuple(nets),
         pool_networks=MappingProxyType({p: _frozen_nics(n) for p, n in pool_networks(spec).items()}),
+        k8s_networks=_frozen_nics(k8s_networks(nets)),
     )
 
 
@@ -339,6 +364,8 @@ def text(plan: GkeCreatePlan) -> list[str]:
     for n in p.gpu_networks:
         cidrs = ", ".join(f"{x.name} {x.cidr}" for x in n.subnets)
         lines.append(f"  GPU network {n.name} ({n.device_mode}, MTU {n.mtu}): {cidrs}")
+    by_subnet = {n["vpcSubnet"]: n["name"] for n in p.k8s_networks}
     for pool, nics in p.pool_networks.items():
-        lines.append(f"  {pool} attaches {len(nics)} GPU networks")
+        names = [by_subnet.get(n["subnetwork"], "?") for n in nics]
+        lines.append(f"  {pool} attaches {len(nics)} GPU networks (Kubernetes networks {', '.join(names)})")
     return lines

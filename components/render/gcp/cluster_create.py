@@ -242,6 +242,7 @@ class GkeCluster(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
             **PROVIDER_OPTIONS,
         )
+        _k8s_networks(p, self, self.provider)
         self.register_outputs({"endpoint": self.cluster.endpoint, "systemPool": self.system_pool.name})
 
 
@@ -285,3 +286,31 @@ def _system_pool(p: GkeCreatePlan, cluster: Any, email: Any, opts: pulumi.Resour
             opts, pulumi.ResourceOptions(ignore_changes=SYSTEM_POOL_IGNORE, delete_before_replace=True)
         ),
     )
+
+
+def _k8s_networks(p: GkeCreatePlan, parent: pulumi.Resource, provider: Any) -> None:
+    """The cluster's multi-networking objects, one GKENetworkParamSet and Network per GPU subnet
+    (modules/scheduler/gke-cluster/templates/gke-network-paramset.yaml.tftpl, network-object.yaml.tftpl)."""
+    from components.render.k8s import kube_object
+
+    opts = pulumi.ResourceOptions(parent=parent, provider=provider)
+    for n in p.k8s_networks:
+        params = kube_object(
+            f"gke-network-params-{n['name']}",
+            "networking.gke.io/v1",
+            "GKENetworkParamSet",
+            opts,
+            metadata={"name": n["name"]},
+            spec={"vpc": n["vpc"], "vpcSubnet": n["vpcSubnet"], "deviceMode": n["deviceMode"]},
+        )
+        kube_object(
+            f"gke-network-{n['name']}",
+            "networking.gke.io/v1",
+            "Network",
+            pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[params])),
+            metadata={"name": n["name"]},
+            spec={
+                "type": "Device",
+                "parametersRef": {"group": "networking.gke.io", "kind": "GKENetworkParamSet", "name": n["name"]},
+            },
+        )
