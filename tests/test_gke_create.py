@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
+from caching import shared_fixture
 from conftest import ROOT, render_config, stack_config
 
 from components.cli import main as cli
@@ -146,7 +147,7 @@ def test_the_plan_text_names_the_cluster_network_and_pools():
 # ------------------------------------------------------------------------------------------- resources
 
 
-@pytest.fixture(scope="module")
+@shared_fixture
 def small():
     return render_config(small_config(releaseChannel="RAPID", zones=["us-central1-a", "us-central1-b"]), "small")
 
