@@ -436,3 +436,10 @@ def test_the_kubernetes_network_objects_are_registered():
         "parametersRef": {"group": "networking.gke.io", "kind": "GKENetworkParamSet", "name": "gvnic-3"},
     }
     assert render_config(small_config(), "small").of_type("kubernetes:networking.gke.io/v1:Network") == []
+
+
+def test_create_does_not_apply_to_an_existing_cluster(tmp_path, capsys):
+    cfg = stack_config("local")
+    cfg["gpu-platform:cluster"]["create"] = {}
+    rc, err = _check(cfg, tmp_path, capsys)
+    assert rc == 2 and "gpu-platform:cluster.create: does not apply when cloud is existing" in err

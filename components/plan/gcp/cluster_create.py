@@ -359,7 +359,7 @@ def text(plan: GkeCreatePlan) -> list[str]:
         f"  Workload Identity {p.workload_pool}; shielded nodes; {p.datapath_provider}"
         + ("; multi-networking" if p.multi_networking else ""),
         f"  system pool {s.name}: {s.machine_type}, {s.min_nodes}..{s.max_nodes} nodes, service account "
-        f"{s.account_id}" + (f", labels {dict(s.labels)}" if s.labels else ""),
+        f"{s.account_id}" + (f", labels {', '.join(f'{k}={v}' for k, v in s.labels.items())}" if s.labels else ""),
     ]
     for n in p.gpu_networks:
         cidrs = ", ".join(f"{x.name} {x.cidr}" for x in n.subnets)

@@ -49,9 +49,11 @@ def _at(*parts: str | int) -> str:
 
 @rule
 def gke_create_applies(spec: StackSpec) -> Iterator[Problem]:
-    """``create.gke`` is the GCP half of creating a cluster."""
+    """``create.gke`` is the GCP half of creating a cluster; an existing cluster is only reached, never created."""
     create = spec.cluster.create
-    if create is not None and create.gke is not None and spec.cloud != "gcp":
+    if create is not None and spec.cloud == "existing":
+        yield Problem(key("cluster", "create"), "does not apply when cloud is existing")
+    elif create is not None and create.gke is not None and spec.cloud != "gcp":
         yield Problem(key("cluster", "create", "gke"), f"does not apply when cloud is {spec.cloud}")
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import pulumi
 
 from components.plan.gcp.cluster_create import GkeCreatePlan
-from components.plan.gcp.plan import OAUTH_SCOPES, GkeClusterPlan, nodes_per_zone, zone_count
+from components.plan.gcp.plan import OAUTH_SCOPES, nodes_per_zone, zone_count
 from components.plan.plan import Plan
 from components.render.gcp.cluster import kubeconfig_of
 
@@ -225,13 +225,7 @@ class GkeCluster(pulumi.ComponentResource):
         self.node_locations = pulumi.Output.all(self.ready, self.cluster.node_locations).apply(
             lambda r: list(r[1] or [])
         )
-        access = GkeClusterPlan(
-            name=p.name,
-            project=p.project,
-            location=p.location,
-            kubeconfig_name=gke.cluster.kubeconfig_name,
-            needs_workload_identity=True,
-        )
+        access = gke.cluster  # the kubeconfig's names, as for a found cluster
         self.kubeconfig = pulumi.Output.all(
             self.cluster.endpoint, self.cluster.master_auth.cluster_ca_certificate, self.system_pool.id
         ).apply(lambda a: kubeconfig_of(access, a[0], a[1]))
