@@ -32,6 +32,7 @@ from .scheduling_policies import (
     tenant_gpu_quota,
 )
 from .security_policies import (
+    gke_cluster_hardening,
     gke_gpu_node_hardening,
     gpu_container_hardening,
     helm_chart_pinned,
@@ -53,6 +54,7 @@ POLICIES: tuple[ResourceValidationPolicy | StackValidationPolicy, ...] = (
     helm_chart_pinned,
     node_imdsv2_and_encryption,
     gke_gpu_node_hardening,
+    gke_cluster_hardening,
     time_slicing_replicas,
     spot_gpu_disruption,
     critical_tenant_capacity,
@@ -142,6 +144,16 @@ DOCS: dict[str, Doc] = {
         why=(
             "secure boot keeps unsigned kernel modules off the node; `GKE_METADATA` hides the node's service "
             "account from pods"
+        ),
+    ),
+    "gke-cluster-hardening": Doc(
+        checks=(
+            "a GKE cluster the stack creates has private nodes, Workload Identity, shielded nodes, legacy ABAC and "
+            "client certificates off, and a public endpoint only behind authorized networks (no `/0`)"
+        ),
+        why=(
+            "public nodes and an open endpoint are reachable from the internet; without Workload Identity pods act "
+            "as the node's account; ABAC and client certificates grant access RBAC cannot see or revoke"
         ),
     ),
     "time-slicing-replicas": Doc(

@@ -15,6 +15,7 @@ from .common import (
     DEFAULT_ALLOWED_SOURCES,
     DEFAULT_PRIVILEGED_NAMESPACES,
     EC2_NODE_CLASS,
+    GKE_CLUSTER,
     GKE_NODE_POOL,
     HELM_CHART_V4,
     HELM_RELEASE,
@@ -241,6 +242,58 @@ gke_gpu_node_hardening = ResourceValidationPolicy(
 )
 
 
+# --------------------------------------------------------------------------------- GKE cluster hardening
+
+
+def gke_cluster_findings(props: Mapping[str, Any]) -> list[str]:
+    """What leaves a GKE cluster the stack creates open (cluster.create): nodes with public addresses, pods
+    reaching the node's credentials, unverified boot, legacy ABAC, client certificates, a public endpoint open to
+    all. The settings of Google's "Harden your cluster's security" guide that cluster-toolkit's gke-cluster sets."""
+    out = []
+    private = _map(props.get("privateClusterConfig"))
+    if private.get("enablePrivateNodes") is not True:
+        out.append("its nodes get public IP addresses (privateClusterConfig.enablePrivateNodes is not true)")
+    if not _get(props, "workloadIdentityConfig", "workloadPool"):
+        out.append(
+            "it has no Workload Identity (workloadIdentityConfig.workloadPool): pods would use the node's account"
+        )
+    if props.get("enableShieldedNodes") is False:
+        out.append("its nodes are not shielded (enableShieldedNodes: false): no verified boot or node identity")
+    if _truthy(props.get("enableLegacyAbac")):
+        out.append("legacy ABAC is on (enableLegacyAbac): it grants permissions around RBAC")
+    if _get(props, "masterAuth", "clientCertificateConfig", "issueClientCertificate") is True:
+        out.append("it issues a client certificate (masterAuth), a credential that cannot be revoked")
+    if private.get("enablePrivateEndpoint") is not True:
+        authorized = props.get("masterAuthorizedNetworksConfig")
+        blocks = [_map(b).get("cidrBlock") for b in _seq(_map(authorized).get("cidrBlocks"))]
+        if authorized is None:
+            out.append("its public endpoint takes connections from any address (no masterAuthorizedNetworksConfig)")
+        elif any(isinstance(b, str) and b.endswith("/0") for b in blocks):
+            out.append("its public endpoint's authorized networks include the whole internet (a /0 block)")
+        elif _truthy(_map(authorized).get("gcpPublicCidrsAccessEnabled")):
+            out.append("its public endpoint admits every Google Cloud public address (gcpPublicCidrsAccessEnabled)")
+    return out
+
+
+def _gke_cluster_hardening(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type != GKE_CLUSTER:
+        return
+    name = args.props.get("name") or args.name
+    for finding in gke_cluster_findings(args.props):
+        report(f"GKE cluster {name}: {finding}.", None)
+
+
+gke_cluster_hardening = ResourceValidationPolicy(
+    name="gke-cluster-hardening",
+    description="GKE clusters the stack creates have private nodes, Workload Identity, shielded nodes, no legacy "
+    "ABAC or client certificate, and a public endpoint only behind authorized networks.",
+    enforcement_level=MANDATORY,
+    validate=_gke_cluster_hardening,
+    remediation_steps="Keep cluster.create.gke's defaults; list the networks that may reach a public endpoint in "
+    "authorizedNetworks (never 0.0.0.0/0), or set privateEndpoint.",
+)
+
+
 # --------------------------------------------------------------------------------- container hardening
 
 
@@ -395,6 +448,7 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "helm-chart-pinned": (HELM_RELEASE, HELM_CHART_V4),
     "node-imdsv2-and-encryption": (LAUNCH_TEMPLATE, EC2_NODE_CLASS),
     "gke-gpu-node-hardening": (GKE_NODE_POOL,),
+    "gke-cluster-hardening": (GKE_CLUSTER,),
     "gpu-container-hardening": ("Pod, Deployment, StatefulSet, Job, CronJob, Volcano Job, Kubeflow jobs, JobSet",),
     "namespace-pod-security": (NAMESPACE,),
     "iam-no-admin-wildcard": (IAM_POLICY, IAM_ROLE_POLICY, IAM_USER_POLICY, IAM_GROUP_POLICY, IAM_ROLE),

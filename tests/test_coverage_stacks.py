@@ -2,8 +2,9 @@
 file schema offers at least once: every key path, and every value of every enumerated key. The cluster tests
 (`make cluster-test`) put each of them on a real API server, so no option reaches users without meeting one.
 
-Three coverage stacks, because some options exclude each other (a stack has one cloud, one Prometheus mode, one
-driver): `coverage-aws`, `coverage-gcp` and `coverage-existing`.
+Coverage stacks, because some options exclude each other (a stack has one cloud, one Prometheus mode, one
+driver, a cluster found or created): `coverage-aws`, `coverage-gcp`, `coverage-gcp-create` (the GKE cluster
+created, issue 30) and `coverage-existing`.
 """
 
 from __future__ import annotations
@@ -77,7 +78,12 @@ def _stack_files() -> list[Path]:
 
 def test_there_is_a_coverage_stack_per_cloud():
     names = [p.name for p in COVERAGE_FILES]
-    assert names == ["Pulumi.coverage-aws.yaml", "Pulumi.coverage-existing.yaml", "Pulumi.coverage-gcp.yaml"]
+    assert names == [
+        "Pulumi.coverage-aws.yaml",
+        "Pulumi.coverage-existing.yaml",
+        "Pulumi.coverage-gcp-create.yaml",
+        "Pulumi.coverage-gcp.yaml",
+    ]
 
 
 def test_every_schema_option_is_used_by_some_stack():

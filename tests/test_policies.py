@@ -70,6 +70,7 @@ POLICY_LEVELS = {
     "helm-chart-pinned": "mandatory",
     "node-imdsv2-and-encryption": "mandatory",
     "gke-gpu-node-hardening": "advisory",
+    "gke-cluster-hardening": "mandatory",
     "time-slicing-replicas": "advisory",
     "spot-gpu-disruption": "advisory",
     "critical-tenant-capacity": "advisory",

@@ -262,6 +262,57 @@ def test_gke_gpu_node_hardening_messages():
     assert check(p, common.EKS_NODE_GROUP, gpu) == []
 
 
+# ----------------------------------------------------------------------------------- gke-cluster-hardening
+
+HARDENED_GKE = {
+    "name": "ml",
+    "privateClusterConfig": {"enablePrivateNodes": True, "enablePrivateEndpoint": False},
+    "workloadIdentityConfig": {"workloadPool": "p.svc.id.goog"},
+    "enableShieldedNodes": True,
+    "enableLegacyAbac": False,
+    "masterAuthorizedNetworksConfig": {"cidrBlocks": [{"cidrBlock": "203.0.113.0/24"}]},
+}
+
+
+def test_gke_cluster_hardening_accepts_a_hardened_cluster():
+    p = security_policies.gke_cluster_hardening
+    assert check(p, common.GKE_CLUSTER, HARDENED_GKE) == []
+    # a private endpoint needs no authorized networks (only the VPC reaches it)
+    private = {**HARDENED_GKE, "privateClusterConfig": {"enablePrivateNodes": True, "enablePrivateEndpoint": True}}
+    del private["masterAuthorizedNetworksConfig"]
+    assert check(p, common.GKE_CLUSTER, private) == []
+    assert check(p, common.GKE_NODE_POOL, {}) == []  # judges clusters only
+
+
+def test_gke_cluster_hardening_messages():
+    """Each open setting is one finding, in the order a reader checks them: nodes, identity, boot, RBAC, credentials,
+    endpoint."""
+    p = security_policies.gke_cluster_hardening
+    open_ = {
+        "name": "ml",
+        "enableShieldedNodes": False,
+        "enableLegacyAbac": True,
+        "masterAuth": {"clientCertificateConfig": {"issueClientCertificate": True}},
+    }
+    assert check(p, common.GKE_CLUSTER, open_) == [
+        "GKE cluster ml: its nodes get public IP addresses (privateClusterConfig.enablePrivateNodes is not true).",
+        "GKE cluster ml: it has no Workload Identity (workloadIdentityConfig.workloadPool): pods would use the "
+        "node's account.",
+        "GKE cluster ml: its nodes are not shielded (enableShieldedNodes: false): no verified boot or node identity.",
+        "GKE cluster ml: legacy ABAC is on (enableLegacyAbac): it grants permissions around RBAC.",
+        "GKE cluster ml: it issues a client certificate (masterAuth), a credential that cannot be revoked.",
+        "GKE cluster ml: its public endpoint takes connections from any address (no masterAuthorizedNetworksConfig).",
+    ]
+    world = {**HARDENED_GKE, "masterAuthorizedNetworksConfig": {"cidrBlocks": [{"cidrBlock": "0.0.0.0/0"}]}}
+    assert check(p, common.GKE_CLUSTER, world) == [
+        "GKE cluster ml: its public endpoint's authorized networks include the whole internet (a /0 block)."
+    ]
+    google = {**HARDENED_GKE, "masterAuthorizedNetworksConfig": {"gcpPublicCidrsAccessEnabled": True}}
+    assert check(p, common.GKE_CLUSTER, google) == [
+        "GKE cluster ml: its public endpoint admits every Google Cloud public address (gcpPublicCidrsAccessEnabled)."
+    ]
+
+
 # ----------------------------------------------------------------------------------- namespace-pod-security
 
 

@@ -35,7 +35,7 @@ def rule_modules() -> tuple[ModuleType, ...]:
         storage,
     )
     from components.plan.aws import efa, rules as aws_rules, rules_karpenter
-    from components.plan.gcp import rules as gcp_rules
+    from components.plan.gcp import cluster_create_rules as gke_create_rules, rules as gcp_rules
 
     return (
         rules_core,
@@ -52,6 +52,7 @@ def rule_modules() -> tuple[ModuleType, ...]:
         rules_karpenter,
         efa,
         gcp_rules,
+        gke_create_rules,
         operators,
     )
 

@@ -193,6 +193,10 @@ def plan_text(p: Any) -> list[str]:
         from components.plan.gcp import plan as gcp_plan
 
         lines += ["", *gcp_plan.text(p.gke)]
+    if p.gke_create is not None:
+        from components.plan.gcp import cluster_create
+
+        lines += ["", *cluster_create.text(p.gke_create)]
     from components.plan.aws import karpenter
 
     lines += karpenter.text(p.karpenter)

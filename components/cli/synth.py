@@ -106,6 +106,10 @@ def _placeholder_outputs(typ: str, name: str, inputs: dict[str, Any]) -> dict[st
             ]
     if typ.startswith("gcp:"):
         out.setdefault("name", inputs.get("name", name))
+        if typ == "gcp:container/cluster:Cluster":  # a created cluster (cluster.create, issue 30)
+            out["endpoint"] = f"{PLACEHOLDER}.gke.invalid"
+            out["masterAuth"] = {"clusterCaCertificate": CA_DATA}
+            out["nodeLocations"] = inputs.get("nodeLocations") or [f"{PLACEHOLDER}-zone-{z}" for z in "abc"]
         if typ == "gcp:serviceaccount/account:Account":
             out["email"] = (
                 f"{inputs.get('accountId', name)}@{inputs.get('project', PLACEHOLDER)}.iam.gserviceaccount.com"

@@ -28,6 +28,7 @@ from components.spec.model import NodePool, StackSpec, Tenant
 if TYPE_CHECKING:
     from components.plan.dra import DraPlan
     from components.plan.existing import ExistingClusterPlan
+    from components.plan.gcp.cluster_create import GkeCreatePlan
     from components.plan.gcp.plan import GkePlan
     from components.plan.kueue import KueueObjects
     from components.plan.monitoring import MonitoringPlan
@@ -214,6 +215,7 @@ class Plan:
     # pool -> its reserved capacity (plan/reservations.py; explain and the summary read it); None: no reservation
     reservations: Mapping[str, ReservationPlan] | None = None
     storage: StoragePlan | None = None  # shared file systems: classes, claims, quotas, CSI drivers (None: none)
+    gke_create: GkeCreatePlan | None = None  # components/plan/gcp/cluster_create.py; None: the cluster is found
 
     def to_dict(self) -> dict[str, Any]:
         return {"schemaVersion": SCHEMA_VERSION, **plain(self)}
@@ -464,7 +466,7 @@ def build(spec: StackSpec, stack: str) -> Plan:
 @derive.per_spec
 def _decide(spec: StackSpec) -> Plan:
     from components.plan import existing, kueue as kueue_plan, monitoring, reservations, storage
-    from components.plan.gcp import plan as gcp_plan
+    from components.plan.gcp import cluster_create as gcp_create, plan as gcp_plan
 
     return Plan(
         stack="",
@@ -498,4 +500,5 @@ def _decide(spec: StackSpec) -> Plan:
         kueue=kueue_plan.kueue_objects(spec),
         reservations=_freeze(reservations.reservations_plan(spec), keep_order=True),
         storage=storage.storage_plan(spec),
+        gke_create=gcp_create.build(spec),
     )

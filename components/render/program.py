@@ -25,6 +25,10 @@ def cluster_access(
         from components.render.aws.cluster import EksAccess
 
         return EksAccess("cluster", plan, opts, provider=provider)
+    if plan.gke_create is not None:
+        from components.render.gcp.cluster_create import GkeCluster
+
+        return GkeCluster("cluster", plan, opts)
     if plan.gke is not None:
         from components.render.gcp.cluster import GkeAccess
 

@@ -10,6 +10,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from components.spec.base import Duration, Model, Name, Quantity
+from components.spec.gke_create import GkeCreate
 from components.spec.validation import (
     INT32_MAX,
     AwsRegion,
@@ -23,6 +24,25 @@ from components.spec.validation import (
     count,
     number,
 )
+
+
+class SystemNodes(Model):
+    """The created cluster's system node pool: where the controllers run (``systemNodeSelector``)."""
+
+    machine_type: Annotated[str, Field(pattern=r"^[a-z][a-z0-9]*(-[a-z0-9]+)+$", max_length=63)] | None = Field(
+        default=None, description="gcp: the system pool's machine type (default e2-standard-4)"
+    )
+    min: count(1, 1000) = Field(default=1, description="nodes at least (in total over the pool's zones)")
+    max: count(1, 1000) = Field(default=3, description="nodes at most (in total over the pool's zones)")
+
+
+class ClusterCreate(Model):
+    """Create the cluster named ``cluster.name`` instead of finding it (issue 30)."""
+
+    system_nodes: SystemNodes = Field(default_factory=SystemNodes)
+    gke: GkeCreate | None = Field(
+        default=None, description="gcp: the GKE Standard cluster, its VPC, Cloud NAT and GPUDirect networks"
+    )
 
 
 class ClusterRef(Model):
@@ -42,6 +62,9 @@ class ClusterRef(Model):
         default=None,
         description="the cluster's Kubernetes minor version (e.g. '1.34'); the offline synth cannot look it up. "
         "Required with gpuOperator.allocation dra",
+    )
+    create: ClusterCreate | None = Field(
+        default=None, description="create the cluster (and its network) instead of finding an existing one by name"
     )
 
 

@@ -32,7 +32,7 @@ from types import MappingProxyType
 from typing import Any
 
 from components.plan import derive
-from components.plan.gcp import gke
+from components.plan.gcp import cluster_create, gke
 from components.plan.gcp.rules import accelerator_type
 from components.plan.reservations import pool_reservation
 from components.spec.model import NodePool, StackSpec
@@ -283,6 +283,7 @@ def pool_plan(spec: StackSpec, pool: NodePool) -> GkeNodePoolPlan:
         queued_provisioning=pool.gke.queued_provisioning,
         additional_networks=_frozen(
             [{"network": n.network, "subnetwork": n.subnetwork} for n in pool.gke.additional_networks]
+            or cluster_create.pool_networks(spec).get(pool.name, [])
         ),
         taints=_frozen(taints(pool)),
         labels=_frozen(derive.pool_labels(spec, pool)),

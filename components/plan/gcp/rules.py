@@ -255,8 +255,8 @@ def gpudirect(spec: StackSpec) -> Iterator[Problem]:
                     f"not {machine}",
                 )
             continue
-        if not nets and not multi_node(pool):
-            continue
+        if not nets and (not multi_node(pool) or spec.cluster.create is not None):
+            continue  # a created cluster brings a multi-node pool's networks (cluster_create.pool_networks)
         if len(nets) != direct.additional_networks:
             yield Problem(
                 at,
