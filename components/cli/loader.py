@@ -33,7 +33,7 @@ def rule_modules() -> tuple[ModuleType, ...]:
         scheduling_rules,
         sharing,
     )
-    from components.plan.aws import efa, rules as aws_rules, rules_karpenter
+    from components.plan.aws import cluster_create, efa, rules as aws_rules, rules_karpenter
     from components.plan.gcp import rules as gcp_rules
 
     return (
@@ -51,6 +51,7 @@ def rule_modules() -> tuple[ModuleType, ...]:
         efa,
         gcp_rules,
         operators,
+        cluster_create,
     )
 
 

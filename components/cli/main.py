@@ -189,6 +189,14 @@ def plan_text(p: Any) -> list[str]:
         from components.plan.aws.plan import text_lines
 
         lines += ["", "AWS", *text_lines(p.aws)]
+    if p.eks_create is not None:
+        from components.plan.aws import cluster_create
+
+        lines += cluster_create.text_lines(p.eks_create)
+    if p.cluster_stack is not None:
+        from components.plan import cluster_stack
+
+        lines += cluster_stack.text_lines(p.cluster_stack)
     if p.gke is not None:
         from components.plan.gcp import plan as gcp_plan
 

@@ -77,6 +77,29 @@ LOOKUPS: dict[str, dict[str, Any]] = {
 }
 
 
+# What a cluster stack (cluster.fromStack) exports, offline: every output components/plan/cluster_stack.py reads,
+# on both clouds, with the same placeholders as the lookups (the cluster's name is the stack file's).
+STACK_OUTPUTS: dict[str, dict[str, Any]] = {
+    "aws": {
+        "clusterArn": LOOKUPS["aws:eks/getCluster:getCluster"]["arn"],
+        "endpoint": LOOKUPS["aws:eks/getCluster:getCluster"]["endpoint"],
+        "certificateAuthority": CA_DATA,
+        "oidcIssuer": LOOKUPS["aws:eks/getCluster:getCluster"]["identities"][0]["oidcs"][0]["issuer"],
+        "clusterSecurityGroupId": f"sg-{PLACEHOLDER}",
+        "vpcId": f"vpc-{PLACEHOLDER}",
+        "privateSubnetIds": [f"subnet-{PLACEHOLDER}-a", f"subnet-{PLACEHOLDER}-b"],
+        "kubernetesVersion": LOOKUPS["aws:eks/getCluster:getCluster"]["version"],
+    },
+    "gcp": {
+        "endpoint": LOOKUPS["gcp:container/getCluster:getCluster"]["endpoint"],
+        "location": f"{PLACEHOLDER}-location",
+        "project": PLACEHOLDER,
+        "clusterCaCertificate": CA_DATA,
+        "nodeLocations": [f"{PLACEHOLDER}-zone-{z}" for z in "abc"],
+    },
+}
+
+
 def _placeholder_outputs(typ: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
     """Computed outputs the program reads from resources it creates."""
     out: dict[str, Any] = {}
@@ -88,11 +111,23 @@ def _placeholder_outputs(typ: str, name: str, inputs: dict[str, Any]) -> dict[st
             out["url"] = f"https://sqs.placeholder.amazonaws.com.invalid/{ACCOUNT}/{inputs.get('name', name)}"
         if typ == "aws:ec2/launchTemplate:LaunchTemplate":
             out["latestVersion"] = 1
+        if typ == "aws:kms/key:Key":
+            out["keyId"] = f"{PLACEHOLDER}-{name}"
+        if typ == "aws:eks/cluster:Cluster":  # a created cluster (cluster.create): what EKS answers
+            lookup = LOOKUPS["aws:eks/getCluster:getCluster"]
+            out["endpoint"] = lookup["endpoint"]
+            out["certificateAuthority"] = lookup["certificateAuthorities"][0]
+            out["identities"] = lookup["identities"]
+            # merged into the input's vpcConfig (the engine answers the whole object)
+            out["vpcConfig"] = {k: lookup["vpcConfig"][k] for k in ("clusterSecurityGroupId", "vpcId")}
         if typ == "aws:eks/nodeGroup:NodeGroup":
             out["nodeGroupName"] = f"{inputs.get('nodeGroupNamePrefix', '')}{PLACEHOLDER}"
             out["resources"] = [
                 {"autoscalingGroups": [{"name": f"eks-{inputs.get('nodeGroupNamePrefix', '')}{PLACEHOLDER}"}]}
             ]
+    if typ == "pulumi:pulumi:StackReference":  # cluster.fromStack: the cluster stack's (completed per cloud below)
+        out["outputs"] = {}
+        out["secretOutputNames"] = []
     if typ.startswith("gcp:"):
         out.setdefault("name", inputs.get("name", name))
         if typ == "gcp:serviceaccount/account:Account":
@@ -127,6 +162,8 @@ def _mock_classes():
             self.unanswered: list[str] = []
             self.lock = threading.Lock()
             self.lean = lean and not preview  # a preview sends its inputs back, unknowns included
+            self.cluster_name: str | None = None  # a referenced cluster stack's clusterName (the stack file's)
+            self.cloud = ""  # whose outputs a referenced cluster stack answers (STACK_OUTPUTS)
 
         def new_resource(self, args: pulumi.runtime.MockResourceArgs):
             inputs = _wire_unknowns(args.inputs) if self.preview else args.inputs
@@ -136,6 +173,8 @@ def _mock_classes():
                 # A resource about to be created has no id and no computed outputs during a preview.
                 return "", inputs
             placeholders = _placeholder_outputs(args.typ, args.name, args.inputs)
+            if "outputs" in placeholders and args.typ == "pulumi:pulumi:StackReference":
+                placeholders["outputs"] = {"clusterName": self.cluster_name, **STACK_OUTPUTS.get(self.cloud, {})}
             if self.lean:
                 # Outside a preview the SDK resolves every output the engine leaves out from the resource's own
                 # input (pulumi/runtime/rpc.py resolve_outputs: "input prop the engine didn't give us a final
@@ -144,6 +183,14 @@ def _mock_classes():
                 state = {k: v for k, v in placeholders.items() if k not in args.inputs}
             else:
                 state = {**placeholders, **args.inputs}
+            # An object output the engine completes (a created EKS cluster's vpcConfig): the input's keys win.
+            state.update(
+                {
+                    k: {**v, **args.inputs[k]}
+                    for k, v in placeholders.items()
+                    if isinstance(v, dict) and isinstance(args.inputs.get(k), dict)
+                }
+            )
             rid = f"{PLACEHOLDER}-{args.name}" if args.custom else ""
             return rid, state
 
@@ -306,6 +353,7 @@ def _render(stack: str, config: Mapping[str, Any], preview: bool, lean: bool) ->
 
     mocks_cls, monitor_cls = _mock_classes()
     mocks = mocks_cls(preview=preview, lean=lean)
+    mocks.cluster_name, mocks.cloud = spec.cluster.name, spec.cloud
     monitor = monitor_cls(mocks, disabled_default_providers())
     monitor.stack_name = stack
     settings.reset_options(project=PROJECT, stack=stack, preview=preview)

@@ -26,6 +26,8 @@ from components.plan.aws.karpenter import KarpenterPlan, karpenter_plan
 from components.spec.model import NodePool, StackSpec, Tenant
 
 if TYPE_CHECKING:
+    from components.plan.aws.cluster_create import EksCreatePlan
+    from components.plan.cluster_stack import ClusterStackPlan
     from components.plan.dra import DraPlan
     from components.plan.existing import ExistingClusterPlan
     from components.plan.gcp.plan import GkePlan
@@ -209,6 +211,8 @@ class Plan:
     existing: ExistingClusterPlan | None = None  # how the provider reaches an existing cluster (None: other clouds)
     cost: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))  # region, spot discount, budget
     kueue: KueueObjects | None = None  # Kueue's Topology and admission checks (None: no Kueue)
+    eks_create: EksCreatePlan | None = None  # the EKS cluster and VPC the platform creates (None: found or referenced)
+    cluster_stack: ClusterStackPlan | None = None  # the stack whose outputs give the cluster (None: not referenced)
 
     def to_dict(self) -> dict[str, Any]:
         return {"schemaVersion": SCHEMA_VERSION, **plain(self)}
@@ -457,7 +461,8 @@ def build(spec: StackSpec, stack: str) -> Plan:
 
 @derive.per_spec
 def _decide(spec: StackSpec) -> Plan:
-    from components.plan import existing, kueue as kueue_plan, monitoring
+    from components.plan import cluster_stack, existing, kueue as kueue_plan, monitoring
+    from components.plan.aws import cluster_create
     from components.plan.gcp import plan as gcp_plan
 
     return Plan(
@@ -490,4 +495,6 @@ def _decide(spec: StackSpec) -> Plan:
         existing=existing.existing_cluster_plan(spec),
         cost=_freeze(cost.stack_doc(spec)),
         kueue=kueue_plan.kueue_objects(spec),
+        eks_create=cluster_create.eks_create_plan(spec),
+        cluster_stack=cluster_stack.cluster_stack_plan(spec),
     )

@@ -19,6 +19,10 @@ def cluster_access(plan: Plan) -> pulumi.ComponentResource:
         from components.render.aws.cluster import EksAccess
 
         return EksAccess("cluster", plan)
+    if plan.gke is not None and plan.cluster_stack is not None:
+        from components.render.cluster_stack import GkeStackAccess
+
+        return GkeStackAccess("cluster", plan)
     if plan.gke is not None:
         from components.render.gcp.cluster import GkeAccess
 
@@ -130,7 +134,7 @@ def _cloud_pools(
         if p.aws.node_health_addon is not None:
             from components.render.aws.node_health import NodeHealth
 
-            NodeHealth("node-health", p)
+            NodeHealth("node-health", p, cluster=cluster)
         if p.aws.node_groups:
             from components.render.aws.nodegroups import EksGpuNodeGroups
 

@@ -10,6 +10,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from components.spec.base import Duration, Model, Name, Quantity
+from components.spec.cluster import ClusterCreate
 from components.spec.validation import (
     INT32_MAX,
     AwsRegion,
@@ -24,9 +25,24 @@ from components.spec.validation import (
     number,
 )
 
+# A Pulumi stack by its fully qualified name (organization/project/stack), as pulumi.StackReference takes it.
+StackName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$", max_length=300)]
+
 
 class ClusterRef(Model):
-    name: bounded_text(100) | None = Field(default=None, description="aws/gcp: the existing cluster's name")
+    name: bounded_text(100) | None = Field(
+        default=None, description="aws/gcp: the cluster's name: the existing cluster's, or the one created"
+    )
+    create: ClusterCreate | None = Field(
+        default=None,
+        description="aws/gcp: the platform creates the cluster and its network (see create.*); without it the "
+        "cluster exists and is found by name",
+    )
+    from_stack: StackName | None = Field(
+        default=None,
+        description="aws/gcp: organization/project/stack of a Pulumi stack that owns the cluster; its outputs give "
+        "the endpoint, CA, identity and network (not with create)",
+    )
     location: GcpLocation | None = Field(default=None, description="gcp: the cluster's region or zone")
     region: AwsRegion | None = Field(default=None, description="aws: taken from aws:region when unset")
     project: GcpProject | None = Field(default=None, description="gcp: taken from gcp:project when unset")

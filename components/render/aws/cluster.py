@@ -42,13 +42,27 @@ class EksAccess(pulumi.ComponentResource):
         aws = plan.aws
         assert aws is not None, "EksAccess is the aws stacks' cluster access"
         c = aws.cluster
-        # Looked up in the stack's region (cluster.region, else aws:region), which is also the region of
-        # the kubeconfig token and of every regional resource gpu-platform creates for the cluster.
-        self.cluster = sdk.eks_cluster(c.name, c.region)
+        ready: list[pulumi.Resource] = []
+        if plan.eks_create is not None:
+            # Created here (components/render/aws/cluster_create.py): the Kubernetes provider waits for the
+            # system nodes and the add-ons that run on them, so no release starts before its pods can.
+            from components.render.aws.cluster_create import EksCluster
+
+            created = EksCluster("eks", plan.eks_create, pulumi.ResourceOptions(parent=self))
+            self.cluster = created.view
+            ready = created.ready
+        elif plan.cluster_stack is not None:
+            from components.render.cluster_stack import aws_cluster
+
+            self.cluster = aws_cluster(plan.cluster_stack, self)
+        else:
+            # Looked up in the stack's region (cluster.region, else aws:region), which is also the region of
+            # the kubeconfig token and of every regional resource gpu-platform creates for the cluster.
+            self.cluster = sdk.eks_cluster(c.name, c.region)
         self.endpoint = self.cluster.endpoint
-        self.kubeconfig = pulumi.Output.all(self.cluster.endpoint, self.cluster.certificate_authorities[0].data).apply(
-            lambda a: kubeconfig_document(c, a[0], a[1])
-        )
+        self.kubeconfig = pulumi.Output.all(
+            self.cluster.endpoint, self.cluster.certificate_authorities[0].data, *[r.urn for r in ready]
+        ).apply(lambda a: kubeconfig_document(c, a[0], a[1]))
         self.provider = k8s.Provider(
             "kubernetes",
             kubeconfig=self.kubeconfig,
