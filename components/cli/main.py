@@ -49,6 +49,14 @@ def _render(args: argparse.Namespace):
         for line in err.lines(_display(path)):
             print(line, file=sys.stderr)
         return None, EXIT_INVALID
+    except Exception as err:
+        from components.render.cluster_stack import MissingOutputs
+
+        if not isinstance(err, MissingOutputs):
+            raise
+        # the referenced cluster stack lacks an output (or names another cluster): the stack cannot deploy
+        print(f"{_display(path)}: {err}", file=sys.stderr)
+        return None, EXIT_INVALID
 
 
 def cmd_synth(args: argparse.Namespace) -> int:
