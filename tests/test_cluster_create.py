@@ -229,6 +229,7 @@ def problems(cfg: dict[str, Any]) -> list[str]:
             "gpu-platform:cluster.create.eks.availabilityZones[1]: us-west-2b is not a zone of us-east-1",
         ),
         ({"publicAccessCidrs": []}, "gpu-platform:cluster.create.eks.publicAccessCidrs: is required"),
+        ({"logRetentionDays": 100}, "gpu-platform:cluster.create.eks.logRetentionDays: 100 is not a CloudWatch Logs"),
         (
             {"publicAccessCidrs": ["10.0.0.1/8"]},
             "gpu-platform:cluster.create.eks.publicAccessCidrs[0]: 10.0.0.1/8 is not",
@@ -376,3 +377,17 @@ def test_a_missing_output_exits_2_through_the_cli(tmp_path, capsys, monkeypatch)
         f"{path}: gpu-platform:cluster.fromStack: stack acme/clusters/prod has no output endpoint "
         "(the API server's URL)"
     ]
+
+
+def test_a_created_cluster_exports_what_from_stack_reads():
+    """starter-aws is a cluster stack for the next one: its outputs carry every output fromStack needs."""
+    from components.plan.cluster_stack import AWS_OUTPUTS
+
+    outputs = json.loads(synth.files(rendered(STARTER))["outputs.json"])
+    p = ClusterStackPlan("acme/gpu/starter-aws", "aws", "gpu-starter", tuple(AWS_OUTPUTS), ())
+    assert check_outputs(p, outputs) is outputs
+    assert outputs["privateSubnetIds"] == [
+        "offline-placeholder-gpu-starter-private-us-east-1a",
+        "offline-placeholder-gpu-starter-private-us-east-1b",
+    ]
+    assert "clusterName" not in json.loads(synth.files(rendered("dev-aws"))["outputs.json"])

@@ -77,7 +77,13 @@ def _stack_files() -> list[Path]:
 
 def test_there_is_a_coverage_stack_per_cloud():
     names = [p.name for p in COVERAGE_FILES]
-    assert names == ["Pulumi.coverage-aws.yaml", "Pulumi.coverage-existing.yaml", "Pulumi.coverage-gcp.yaml"]
+    assert names == [
+        "Pulumi.coverage-aws-create.yaml",
+        "Pulumi.coverage-aws-from-stack.yaml",
+        "Pulumi.coverage-aws.yaml",
+        "Pulumi.coverage-existing.yaml",
+        "Pulumi.coverage-gcp.yaml",
+    ]
 
 
 def test_every_schema_option_is_used_by_some_stack():

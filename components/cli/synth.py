@@ -27,6 +27,7 @@ from typing import Any
 import yaml
 
 from components.cli.loader import load_spec
+from components.cli.synth_stacks import stack_outputs
 from components.explain.rendering import Record, Rendering
 
 ROOT = Path(__file__).resolve().parents[2]  # the project directory
@@ -77,27 +78,8 @@ LOOKUPS: dict[str, dict[str, Any]] = {
 }
 
 
-# What a cluster stack (cluster.fromStack) exports, offline: every output components/plan/cluster_stack.py reads,
-# on both clouds, with the same placeholders as the lookups (the cluster's name is the stack file's).
-STACK_OUTPUTS: dict[str, dict[str, Any]] = {
-    "aws": {
-        "clusterArn": LOOKUPS["aws:eks/getCluster:getCluster"]["arn"],
-        "endpoint": LOOKUPS["aws:eks/getCluster:getCluster"]["endpoint"],
-        "certificateAuthority": CA_DATA,
-        "oidcIssuer": LOOKUPS["aws:eks/getCluster:getCluster"]["identities"][0]["oidcs"][0]["issuer"],
-        "clusterSecurityGroupId": f"sg-{PLACEHOLDER}",
-        "vpcId": f"vpc-{PLACEHOLDER}",
-        "privateSubnetIds": [f"subnet-{PLACEHOLDER}-a", f"subnet-{PLACEHOLDER}-b"],
-        "kubernetesVersion": LOOKUPS["aws:eks/getCluster:getCluster"]["version"],
-    },
-    "gcp": {
-        "endpoint": LOOKUPS["gcp:container/getCluster:getCluster"]["endpoint"],
-        "location": f"{PLACEHOLDER}-location",
-        "project": PLACEHOLDER,
-        "clusterCaCertificate": CA_DATA,
-        "nodeLocations": [f"{PLACEHOLDER}-zone-{z}" for z in "abc"],
-    },
-}
+# What a cluster stack (cluster.fromStack) exports, offline (components/cli/synth_stacks.py).
+STACK_OUTPUTS: dict[str, dict[str, Any]] = stack_outputs(LOOKUPS, PLACEHOLDER, CA_DATA)
 
 
 def _placeholder_outputs(typ: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
@@ -135,6 +117,25 @@ def _placeholder_outputs(typ: str, name: str, inputs: dict[str, Any]) -> dict[st
                 f"{inputs.get('accountId', name)}@{inputs.get('project', PLACEHOLDER)}.iam.gserviceaccount.com"
             )
     return out
+
+
+def _state(placeholders: dict[str, Any], inputs: dict[str, Any], lean: bool) -> dict[str, Any]:
+    """What the mock engine answers for a created resource."""
+    if lean:
+        # Outside a preview the SDK resolves every output the engine leaves out from the resource's own
+        # input (pulumi/runtime/rpc.py resolve_outputs: "input prop the engine didn't give us a final
+        # value for"), so echoing the inputs back only costs a serialize/deserialize round trip. Only
+        # the placeholders an input does not already set are sent, which keeps "the input wins".
+        state = {k: v for k, v in placeholders.items() if k not in inputs}
+    else:
+        state = {**placeholders, **inputs}
+    # An object output the engine completes (a created EKS cluster's vpcConfig): the input's keys win.
+    merged = {
+        k: {**v, **inputs[k]}
+        for k, v in placeholders.items()
+        if isinstance(v, dict) and isinstance(inputs.get(k), dict)
+    }
+    return {**state, **merged}
 
 
 def _wire_unknowns(value: Any) -> Any:
@@ -175,22 +176,7 @@ def _mock_classes():
             placeholders = _placeholder_outputs(args.typ, args.name, args.inputs)
             if "outputs" in placeholders and args.typ == "pulumi:pulumi:StackReference":
                 placeholders["outputs"] = {"clusterName": self.cluster_name, **STACK_OUTPUTS.get(self.cloud, {})}
-            if self.lean:
-                # Outside a preview the SDK resolves every output the engine leaves out from the resource's own
-                # input (pulumi/runtime/rpc.py resolve_outputs: "input prop the engine didn't give us a final
-                # value for"), so echoing the inputs back only costs a serialize/deserialize round trip. Only
-                # the placeholders an input does not already set are sent, which keeps "the input wins".
-                state = {k: v for k, v in placeholders.items() if k not in args.inputs}
-            else:
-                state = {**placeholders, **args.inputs}
-            # An object output the engine completes (a created EKS cluster's vpcConfig): the input's keys win.
-            state.update(
-                {
-                    k: {**v, **args.inputs[k]}
-                    for k, v in placeholders.items()
-                    if isinstance(v, dict) and isinstance(args.inputs.get(k), dict)
-                }
-            )
+            state = _state(placeholders, args.inputs, self.lean)
             rid = f"{PLACEHOLDER}-{args.name}" if args.custom else ""
             return rid, state
 

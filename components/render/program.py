@@ -103,6 +103,9 @@ def render(p: Plan) -> None:
     pulumi.export("cost", cost_doc)
     for key, value in stack_outputs(p, pool_names, karpenter_out).items():
         pulumi.export(key, value)
+    # a created cluster's outputs, which another stack's cluster.fromStack reads (components/plan/cluster_stack.py)
+    for key, value in getattr(access, "cluster_outputs", {}).items():
+        pulumi.export(key, value)
 
 
 def _cloud_pools(

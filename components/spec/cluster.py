@@ -83,8 +83,8 @@ class EksCreate(Model):
     log_types: list[EksLogType] = Field(
         default_factory=lambda: list(EKS_LOG_TYPES), description="control-plane logs sent to CloudWatch Logs"
     )
-    log_retention_days: Literal[1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1827, 3653] = Field(
-        default=90, description="how long CloudWatch keeps the control-plane logs"
+    log_retention_days: count(1, 3653) = Field(
+        default=90, description="days CloudWatch keeps the control-plane logs (one of the retentions it offers)"
     )
     nat_gateways: Literal["one", "per-zone"] = Field(
         default="one",

@@ -47,6 +47,31 @@ NODE_MONITORING_AGENT = "eks-node-monitoring-agent"
 # EKS's limits on a cluster's network (EKS user guide "VPC and subnet requirements"; CreateCluster API
 # serviceIpv4Cidr: "between /12 and /24"): a VPC CIDR is /16../28 (VPC user guide), subnets /28 or larger.
 VPC_PREFIXES = (16, 24)
+# The retentions CloudWatch Logs offers (PutRetentionPolicy retentionInDays).
+LOG_RETENTION_DAYS = (
+    1,
+    3,
+    5,
+    7,
+    14,
+    30,
+    60,
+    90,
+    120,
+    150,
+    180,
+    365,
+    400,
+    545,
+    731,
+    1096,
+    1827,
+    2192,
+    2557,
+    2922,
+    3288,
+    3653,
+)
 SERVICE_PREFIXES = (12, 24)
 
 
@@ -310,6 +335,11 @@ def eks_create_rules(spec: StackSpec) -> Iterator[Problem]:
         )
     if not eks.endpoint_public_access and not eks.endpoint_private_access:
         yield Problem(key("cluster", "create", "eks", "endpointPrivateAccess"), "one endpoint must be on")
+    if eks.log_retention_days not in LOG_RETENTION_DAYS:
+        yield Problem(
+            key("cluster", "create", "eks", "logRetentionDays"),
+            f"{eks.log_retention_days} is not a CloudWatch Logs retention (e.g. 30, 90, 365, 731)",
+        )
     for i, cidr in enumerate(eks.public_access_cidrs):
         if _net(cidr) is None:
             yield Problem(key("cluster", "create", "eks", "publicAccessCidrs", i), f"{cidr} is not a network CIDR")

@@ -50,6 +50,7 @@ class EksAccess(pulumi.ComponentResource):
 
             created = EksCluster("eks", plan.eks_create, pulumi.ResourceOptions(parent=self))
             self.cluster = created.view
+            self.cluster_outputs = created.outputs
             ready = created.ready
         elif plan.cluster_stack is not None:
             from components.render.cluster_stack import aws_cluster

@@ -157,6 +157,19 @@ class EksCluster(pulumi.ComponentResource):
                 )
             ),
         )
+        # The outputs a stack reading this one through cluster.fromStack needs (components/plan/cluster_stack.py):
+        # the created cluster is a cluster stack for the next one.
+        self.outputs = {
+            "clusterName": cluster.name,
+            "clusterArn": cluster.arn,
+            "endpoint": cluster.endpoint,
+            "certificateAuthority": cluster.certificate_authority.apply(lambda ca: sdk.field(ca, "data")),
+            "oidcIssuer": self.view.identities[0].oidcs[0].issuer,
+            "clusterSecurityGroupId": security_group,
+            "vpcId": self.vpc.id,
+            "privateSubnetIds": [s.id for s in private],
+            "kubernetesVersion": cluster.version,
+        }
         self.register_outputs({"name": cluster.name, "vpcId": self.vpc.id})
 
     def _network(self, c: EksCreatePlan, child: Any) -> tuple[list[Any], list[Any]]:

@@ -1,0 +1,30 @@
+"""What a cluster stack (``cluster.fromStack``) answers the offline synth: every output
+``components/plan/cluster_stack.py`` reads, per cloud, with the same placeholders as the lookups
+(``synth.LOOKUPS``); the cluster's name is the stack file's (the synth adds it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def stack_outputs(lookups: dict[str, dict[str, Any]], placeholder: str, ca_data: str) -> dict[str, dict[str, Any]]:
+    eks = lookups["aws:eks/getCluster:getCluster"]
+    return {
+        "aws": {
+            "clusterArn": eks["arn"],
+            "endpoint": eks["endpoint"],
+            "certificateAuthority": ca_data,
+            "oidcIssuer": eks["identities"][0]["oidcs"][0]["issuer"],
+            "clusterSecurityGroupId": f"sg-{placeholder}",
+            "vpcId": f"vpc-{placeholder}",
+            "privateSubnetIds": [f"subnet-{placeholder}-a", f"subnet-{placeholder}-b"],
+            "kubernetesVersion": eks["version"],
+        },
+        "gcp": {
+            "endpoint": lookups["gcp:container/getCluster:getCluster"]["endpoint"],
+            "location": f"{placeholder}-location",
+            "project": placeholder,
+            "clusterCaCertificate": ca_data,
+            "nodeLocations": [f"{placeholder}-zone-{z}" for z in "abc"],
+        },
+    }
