@@ -34,6 +34,7 @@ CASES: list[tuple[str, dict[str, Any]]] = [
     ("iam.Role", {"name": "r", "description": "d", "assume_role_policy": '{"Version": "2012-10-17"}', "tags": TAGS}),
     ("iam.Policy", {"name": "p", "description": "d", "policy": '{"Statement": []}', "tags": TAGS}),
     ("iam.RolePolicyAttachment", {"role": "r", "policy_arn": "arn:aws:iam::aws:policy/X"}),
+    ("iam.OpenIdConnectProvider", {"url": "https://oidc/id/X", "client_id_lists": ["sts.amazonaws.com"], "tags": TAGS}),
     (
         "eks.AccessEntry",
         {"cluster_name": "c", "principal_arn": "arn:r", "type": "EC2_LINUX", "region": "us-east-1", "tags": TAGS},

@@ -391,3 +391,19 @@ def test_a_created_cluster_exports_what_from_stack_reads():
         "offline-placeholder-gpu-starter-private-us-east-1b",
     ]
     assert "clusterName" not in json.loads(synth.files(rendered("dev-aws"))["outputs.json"])
+
+
+def test_irsa_on_a_created_cluster_gets_an_oidc_provider_its_roles_trust():
+    cfg = starter()
+    cfg["gpu-platform:karpenter"] = {"identity": "irsa"}
+    r = render_config(cfg, "irsa")
+    (provider,) = r.of_type("aws:iam/openIdConnectProvider:OpenIdConnectProvider")
+    issuer = "https://oidc.eks.placeholder.amazonaws.com.invalid/id/offline-placeholder"
+    assert provider.inputs["url"] == issuer and provider.inputs["clientIdLists"] == ["sts.amazonaws.com"]
+    role = r.find("aws:iam/role:Role", "karpenter-controller-role")
+    trust = json.loads(role.inputs["assumeRolePolicy"])["Statement"][0]
+    assert trust["Principal"]["Federated"].endswith(
+        ":oidc-provider/oidc.eks.placeholder.amazonaws.com.invalid/id/offline-placeholder"
+    )
+    assert "oidc" in role.depends_on
+    assert rendered(STARTER).of_type("aws:iam/openIdConnectProvider:OpenIdConnectProvider") == []

@@ -130,6 +130,7 @@ class EksCreatePlan:
     addons: tuple[EksAddonPlan, ...]
     system_nodes: SystemNodeGroupPlan
     node_monitoring_agent_version: str | None  # the node health add-on's (components/render/aws/node_health.py)
+    oidc_provider: bool  # an IAM OIDC provider for the cluster's issuer: the controllers use IRSA
     tags: Mapping[str, str]
 
 
@@ -275,6 +276,7 @@ def eks_create_plan(spec: StackSpec) -> EksCreatePlan | None:
         addons=tuple(addons(spec)),
         system_nodes=system_node_group(spec),
         node_monitoring_agent_version=node_monitoring_agent_version(spec),
+        oidc_provider=spec.karpenter.identity == "irsa",
         tags=_freeze(mp.base_tags(spec)),
     )
 
@@ -421,6 +423,7 @@ def text_lines(p: EksCreatePlan) -> list[str]:
         endpoint.append("private")
     ng = p.system_nodes
     addons = ", ".join(f"{a.name} {a.version or '(EKS default)'}" for a in p.addons)
+    addons += "; IAM OIDC provider for IRSA" if p.oidc_provider else ""
     return [
         f"  creates EKS cluster {p.name} {p.kubernetes_version} in {p.region or '(aws:region)'}: "
         f"authentication {p.authentication_mode}, admins {', '.join(p.admin_role_arns) or 'none'}, Secrets "

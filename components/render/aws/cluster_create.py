@@ -135,6 +135,19 @@ class EksCluster(pulumi.ComponentResource):
         nodes = self._system_nodes(c, cluster, private, partition, before, child)
         after = self._addons(c, cluster, partition, child, before_nodes=False, depends_on=[nodes])
         ready_name = pulumi.Output.all(cluster.name, *[a.id for a in before]).apply(lambda a: a[0])
+        identities = cluster.identities
+        if c.oidc_provider:
+            # IRSA: IAM trusts the cluster's issuer only through a provider; the roles' trust waits for it
+            issuer = identities.apply(lambda ids: sdk.result(ids)[0].oidcs[0].issuer)
+            provider = sdk.resource(
+                "iam.OpenIdConnectProvider",
+                "oidc",
+                url=issuer,
+                client_id_lists=["sts.amazonaws.com"],
+                tags=plain(c.tags),
+                opts=child,
+            )
+            identities = pulumi.Output.all(identities, provider.arn).apply(lambda a: a[0])
         self.ready = [nodes, *after]
         self.view = sdk.ClusterView(
             name=ready_name,
@@ -142,7 +155,7 @@ class EksCluster(pulumi.ComponentResource):
             endpoint=cluster.endpoint,
             version=cluster.version,
             certificate_authorities=cluster.certificate_authority.apply(lambda ca: [sdk.result(ca)]),
-            identities=cluster.identities.apply(sdk.result),
+            identities=identities.apply(sdk.result),
             vpc_config=pulumi.Output.all(
                 subnet_ids=[s.id for s in private],
                 vpc_id=self.vpc.id,

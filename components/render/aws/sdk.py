@@ -53,6 +53,7 @@ KINDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "eks.NodeGroup": ("aws:eks/nodeGroup:NodeGroup", ("arn", "node_group_name", "resources")),
     "eks.PodIdentityAssociation": ("aws:eks/podIdentityAssociation:PodIdentityAssociation", ()),
     "iam.Policy": ("aws:iam/policy:Policy", ("arn", "name")),
+    "iam.OpenIdConnectProvider": ("aws:iam/openIdConnectProvider:OpenIdConnectProvider", ("arn",)),
     "iam.Role": ("aws:iam/role:Role", ("arn", "name")),
     "iam.RolePolicyAttachment": ("aws:iam/rolePolicyAttachment:RolePolicyAttachment", ()),
     "kms.Alias": ("aws:kms/alias:Alias", ()),
