@@ -1,6 +1,7 @@
-"""Access to an existing EKS cluster: look it up, build a kubeconfig whose user runs
-``aws eks get-token``, and the Kubernetes provider every Kubernetes resource uses. What to look up and the
-token command are the plan's (``AwsPlan.cluster``); the endpoint and CA data are the lookup's."""
+"""Access to the EKS cluster: look it up by name (or create it: ``Plan.eks_create``, ``cluster_create.py``; or read
+it from its stack: ``Plan.cluster_stack``, ``components/render/cluster_stack.py``), build a kubeconfig whose user
+runs ``aws eks get-token``, and the Kubernetes provider every Kubernetes resource uses. What to look up and the
+token command are the plan's (``AwsPlan.cluster``); the endpoint and CA data are the cluster's."""
 
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ def kubeconfig_document(cluster: EksClusterPlan, endpoint: str, ca_data: str) ->
 
 
 class EksAccess(pulumi.ComponentResource):
-    """The EKS cluster as looked up, and a Kubernetes provider for it."""
+    """The EKS cluster (looked up, created or referenced: ``cluster``, with the lookup's attributes either way), and
+    a Kubernetes provider for it."""
 
     TYPE = "gpu-platform:aws:EksAccess"
 

@@ -49,11 +49,59 @@ class EksCluster(pulumi.ComponentResource):
     TYPE = "gpu-platform:aws:EksCluster"
 
     def __init__(self, name: str, c: EksCreatePlan, opts: pulumi.ResourceOptions | None = None):
+        """In order: the network, the cluster (with its key, log group and role), access entries, the add-ons
+        nodes need, the system nodes, the add-ons that run on them; then ``view``, ``ready`` and ``outputs``."""
         super().__init__(self.TYPE, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         self.plan = c
         partition = partition_of(c.region)
         private, _public = self._network(c, child)
+        self.cluster = cluster = self._cluster(c, private, partition, child)
+        security_group = cluster.vpc_config.apply(lambda v: sdk.field(v, "cluster_security_group_id"))
+        # Karpenter finds the nodes' security group by its discovery tag (components/plan/aws/karpenter_nodes.py).
+        sdk.resource(
+            "ec2.Tag",
+            "cluster-security-group-discovery",
+            resource_id=security_group,
+            key=DISCOVERY_TAG,
+            value=c.name,
+            region=c.region,
+            opts=child,
+        )
+        self._access_entries(c, cluster, partition, child)
+        before = self._addons(c, cluster, partition, child, before_nodes=True)
+        nodes = self._system_nodes(c, cluster, private, partition, before, child)
+        after = self._addons(c, cluster, partition, child, before_nodes=False, depends_on=[nodes])
+        self.ready = [nodes, *after]
+        self.view = sdk.ClusterView(
+            # resolves once the cluster and the add-ons nodes need exist: what names the cluster waits for them
+            name=pulumi.Output.all(cluster.name, *[a.id for a in before]).apply(lambda a: a[0]),
+            arn=cluster.arn,
+            endpoint=cluster.endpoint,
+            version=cluster.version,
+            certificate_authorities=cluster.certificate_authority.apply(lambda ca: [sdk.result(ca)]),
+            identities=self._identities(c, cluster, child).apply(sdk.result),
+            vpc_config=pulumi.Output.all([s.id for s in private], self.vpc.id, security_group).apply(
+                lambda v: sdk.result({"subnetIds": v[0], "vpcId": v[1], "clusterSecurityGroupId": v[2]})
+            ),
+        )
+        # The outputs a stack reading this one through cluster.fromStack needs (components/plan/cluster_stack.py):
+        # the created cluster is a cluster stack for the next one.
+        self.outputs = {
+            "clusterName": cluster.name,
+            "clusterArn": cluster.arn,
+            "endpoint": cluster.endpoint,
+            "certificateAuthority": cluster.certificate_authority.apply(lambda ca: sdk.field(ca, "data")),
+            "oidcIssuer": self.view.identities[0].oidcs[0].issuer,
+            "clusterSecurityGroupId": security_group,
+            "vpcId": self.vpc.id,
+            "privateSubnetIds": [s.id for s in private],
+            "kubernetesVersion": cluster.version,
+        }
+        self.register_outputs({"name": cluster.name, "vpcId": self.vpc.id})
+
+    def _cluster(self, c: EksCreatePlan, private: list[Any], partition: str, child: Any) -> Any:
+        """The EKS cluster, after its Secrets key, its log group and its role."""
         key = sdk.resource(
             "kms.Key",
             "secrets",
@@ -97,7 +145,7 @@ class EksCluster(pulumi.ComponentResource):
         }
         if c.endpoint_public_access:
             vpc_config["public_access_cidrs"] = list(c.public_access_cidrs)
-        cluster = sdk.resource(
+        return sdk.resource(
             "eks.Cluster",
             "cluster",
             name=c.name,
@@ -117,73 +165,22 @@ class EksCluster(pulumi.ComponentResource):
             tags=plain(c.tags),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[logs, *role_attachments]),
         )
-        self.cluster = cluster
-        vpc_out = cluster.vpc_config
-        security_group = vpc_out.apply(lambda v: sdk.field(v, "cluster_security_group_id"))
-        # Karpenter finds the nodes' security group by its discovery tag (components/plan/aws/karpenter_nodes.py).
-        sdk.resource(
-            "ec2.Tag",
-            "cluster-security-group-discovery",
-            resource_id=security_group,
-            key=DISCOVERY_TAG,
-            value=c.name,
-            region=c.region,
+
+    def _identities(self, c: EksCreatePlan, cluster: Any, child: Any) -> Any:
+        """The cluster's identities output; under IRSA it waits for the IAM OIDC provider of its issuer (IAM trusts
+        the issuer only through one), so the IRSA roles' trust does too."""
+        identities = cluster.identities
+        if not c.oidc_provider:
+            return identities
+        provider = sdk.resource(
+            "iam.OpenIdConnectProvider",
+            "oidc",
+            url=identities.apply(lambda ids: sdk.result(ids)[0].oidcs[0].issuer),
+            client_id_lists=["sts.amazonaws.com"],
+            tags=plain(c.tags),
             opts=child,
         )
-        self._access_entries(c, cluster, partition, child)
-        before = self._addons(c, cluster, partition, child, before_nodes=True)
-        nodes = self._system_nodes(c, cluster, private, partition, before, child)
-        after = self._addons(c, cluster, partition, child, before_nodes=False, depends_on=[nodes])
-        ready_name = pulumi.Output.all(cluster.name, *[a.id for a in before]).apply(lambda a: a[0])
-        identities = cluster.identities
-        if c.oidc_provider:
-            # IRSA: IAM trusts the cluster's issuer only through a provider; the roles' trust waits for it
-            issuer = identities.apply(lambda ids: sdk.result(ids)[0].oidcs[0].issuer)
-            provider = sdk.resource(
-                "iam.OpenIdConnectProvider",
-                "oidc",
-                url=issuer,
-                client_id_lists=["sts.amazonaws.com"],
-                tags=plain(c.tags),
-                opts=child,
-            )
-            identities = pulumi.Output.all(identities, provider.arn).apply(lambda a: a[0])
-        self.ready = [nodes, *after]
-        self.view = sdk.ClusterView(
-            name=ready_name,
-            arn=cluster.arn,
-            endpoint=cluster.endpoint,
-            version=cluster.version,
-            certificate_authorities=cluster.certificate_authority.apply(lambda ca: [sdk.result(ca)]),
-            identities=identities.apply(sdk.result),
-            vpc_config=pulumi.Output.all(
-                subnet_ids=[s.id for s in private],
-                vpc_id=self.vpc.id,
-                cluster_security_group_id=security_group,
-            ).apply(
-                lambda v: sdk.result(
-                    {
-                        "subnetIds": v["subnet_ids"],
-                        "vpcId": v["vpc_id"],
-                        "clusterSecurityGroupId": v["cluster_security_group_id"],
-                    }
-                )
-            ),
-        )
-        # The outputs a stack reading this one through cluster.fromStack needs (components/plan/cluster_stack.py):
-        # the created cluster is a cluster stack for the next one.
-        self.outputs = {
-            "clusterName": cluster.name,
-            "clusterArn": cluster.arn,
-            "endpoint": cluster.endpoint,
-            "certificateAuthority": cluster.certificate_authority.apply(lambda ca: sdk.field(ca, "data")),
-            "oidcIssuer": self.view.identities[0].oidcs[0].issuer,
-            "clusterSecurityGroupId": security_group,
-            "vpcId": self.vpc.id,
-            "privateSubnetIds": [s.id for s in private],
-            "kubernetesVersion": cluster.version,
-        }
-        self.register_outputs({"name": cluster.name, "vpcId": self.vpc.id})
+        return pulumi.Output.all(identities, provider.arn).apply(lambda a: a[0])
 
     def _network(self, c: EksCreatePlan, child: Any) -> tuple[list[Any], list[Any]]:
         """The VPC, its subnets, the internet gateway, NAT gateway(s) and route tables."""
