@@ -280,6 +280,18 @@ def test_a_network_that_fits_exactly_passes():
     assert problems(cfg) == []
 
 
+def test_the_created_roles_must_fit_iam_names():
+    """IAM role names take at most 64 characters: the longest created role is <name>-system-nodes (13 more)."""
+    cfg = starter()
+    cfg["gpu-platform:karpenter"] = {"namePrefix": "gpu"}  # Karpenter's own names have their rule
+    cfg[CLUSTER]["name"] = "c" * 51
+    assert problems(cfg) == []
+    cfg[CLUSTER]["name"] = "c" * 52
+    (got,) = problems(cfg)
+    assert got.startswith("gpu-platform:cluster.name: makes the created cluster's IAM role 'cccc")
+    assert got.endswith("-system-nodes' (65 characters); IAM role names take at most 64 (shorten the cluster name)")
+
+
 def test_version_rules():
     cfg = starter()
     cfg[CLUSTER]["kubernetesVersion"] = "1.29"

@@ -342,6 +342,14 @@ def eks_create_rules(spec: StackSpec) -> Iterator[Problem]:
             key("cluster", "create", "eks", "logRetentionDays"),
             f"{eks.log_retention_days} is not a CloudWatch Logs retention (e.g. 30, 90, 365, 731)",
         )
+    roles = [f"{spec.cluster.name or ''}{suffix}" for suffix in ("-cluster", "-system-nodes", "-ebs-csi")]
+    longest = max(roles, key=len)
+    if len(longest) > mp.IAM_ROLE_NAME_MAX:
+        yield Problem(
+            key("cluster", "name"),
+            f"makes the created cluster's IAM role {longest!r} ({len(longest)} characters); IAM role names take at "
+            f"most {mp.IAM_ROLE_NAME_MAX} (shorten the cluster name)",
+        )
     for i, cidr in enumerate(eks.public_access_cidrs):
         if _net(cidr) is None:
             yield Problem(key("cluster", "create", "eks", "publicAccessCidrs", i), f"{cidr} is not a network CIDR")
