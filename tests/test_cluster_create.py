@@ -339,7 +339,9 @@ def _from_stack(stack: str) -> dict[str, Any]:
 
 
 def test_missing_outputs_are_named_with_the_stack():
-    p = ClusterStackPlan("acme/clusters/prod", "aws", "ml-dev", ("clusterName", "endpoint", "vpcId"), ())
+    p = ClusterStackPlan(
+        "acme/clusters/prod", "aws", "ml-dev", {"clusterName": "ml-dev"}, ("clusterName", "endpoint", "vpcId"), ()
+    )
     with pytest.raises(MissingOutputs) as err:
         check_outputs(p, {"clusterName": "ml-dev", "endpoint": "https://e"})
     assert str(err.value) == (
@@ -374,8 +376,18 @@ def test_a_referenced_gke_cluster_feeds_the_provider():
     r = render_config(_from_stack("dev-gcp"), "fs")
     assert "gcp:container/getCluster:getCluster" not in r.lookups
     (provider,) = [x for x in r.resources if x.type == "pulumi:providers:kubernetes"]
-    assert provider.inputs["clusterIdentifier"] == (
-        "projects/offline-placeholder/locations/offline-placeholder-location/clusters/ml-dev"
+    assert provider.inputs["clusterIdentifier"] == "projects/ml-dev-project/locations/us-central1/clusters/ml-dev"
+
+
+def test_a_referenced_gke_cluster_must_be_where_the_stack_file_says():
+    p = plan_mod.build(load_spec(_from_stack("dev-gcp")), "t").cluster_stack
+    assert dict(p.identity) == {"clusterName": "ml-dev", "location": "us-central1", "project": "ml-dev-project"}
+    outputs = {o: "x" for o in p.required} | dict(p.identity) | {"project": "other"}
+    with pytest.raises(MissingOutputs) as err:
+        check_outputs(p, outputs)
+    assert str(err.value) == (
+        "gpu-platform:cluster.fromStack: stack acme/clusters/prod exports project 'other', but "
+        "gpu-platform:cluster.project is 'ml-dev-project'"
     )
 
 
@@ -403,7 +415,9 @@ def test_a_created_cluster_exports_what_from_stack_reads():
     from components.plan.cluster_stack import AWS_OUTPUTS
 
     outputs = json.loads(synth.files(rendered(STARTER))["outputs.json"])
-    p = ClusterStackPlan("acme/gpu/starter-aws", "aws", "gpu-starter", tuple(AWS_OUTPUTS), ())
+    p = ClusterStackPlan(
+        "acme/gpu/starter-aws", "aws", "gpu-starter", {"clusterName": "gpu-starter"}, tuple(AWS_OUTPUTS), ()
+    )
     assert check_outputs(p, outputs) is outputs
     assert outputs["privateSubnetIds"] == [
         "offline-placeholder-gpu-starter-private-us-east-1a",

@@ -27,7 +27,7 @@ from typing import Any
 import yaml
 
 from components.cli.loader import load_spec
-from components.cli.synth_stacks import stack_outputs
+from components.cli.synth_stacks import stack_identity, stack_outputs
 from components.explain.rendering import Record, Rendering
 
 ROOT = Path(__file__).resolve().parents[2]  # the project directory
@@ -163,7 +163,7 @@ def _mock_classes():
             self.unanswered: list[str] = []
             self.lock = threading.Lock()
             self.lean = lean and not preview  # a preview sends its inputs back, unknowns included
-            self.cluster_name: str | None = None  # a referenced cluster stack's clusterName (the stack file's)
+            self.stack_identity: dict[str, Any] = {}  # a referenced cluster stack's name, location, project
             self.cloud = ""  # whose outputs a referenced cluster stack answers (STACK_OUTPUTS)
 
         def new_resource(self, args: pulumi.runtime.MockResourceArgs):
@@ -175,7 +175,7 @@ def _mock_classes():
                 return "", inputs
             placeholders = _placeholder_outputs(args.typ, args.name, args.inputs)
             if "outputs" in placeholders and args.typ == "pulumi:pulumi:StackReference":
-                placeholders["outputs"] = {"clusterName": self.cluster_name, **STACK_OUTPUTS.get(self.cloud, {})}
+                placeholders["outputs"] = {**STACK_OUTPUTS.get(self.cloud, {}), **self.stack_identity}
             state = _state(placeholders, args.inputs, self.lean)
             rid = f"{PLACEHOLDER}-{args.name}" if args.custom else ""
             return rid, state
@@ -339,7 +339,7 @@ def _render(stack: str, config: Mapping[str, Any], preview: bool, lean: bool) ->
 
     mocks_cls, monitor_cls = _mock_classes()
     mocks = mocks_cls(preview=preview, lean=lean)
-    mocks.cluster_name, mocks.cloud = spec.cluster.name, spec.cloud
+    mocks.stack_identity, mocks.cloud = stack_identity(spec), spec.cloud
     monitor = monitor_cls(mocks, disabled_default_providers())
     monitor.stack_name = stack
     settings.reset_options(project=PROJECT, stack=stack, preview=preview)

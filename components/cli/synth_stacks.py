@@ -1,6 +1,7 @@
 """What a cluster stack (``cluster.fromStack``) answers the offline synth: every output
 ``components/plan/cluster_stack.py`` reads, per cloud, with the same placeholders as the lookups
-(``synth.LOOKUPS``); the cluster's name is the stack file's (the synth adds it)."""
+(``synth.LOOKUPS``); the cluster's name (and on gcp its location and project) are the stack file's
+(``stack_identity``), which the platform requires them to be."""
 
 from __future__ import annotations
 
@@ -22,9 +23,14 @@ def stack_outputs(lookups: dict[str, dict[str, Any]], placeholder: str, ca_data:
         },
         "gcp": {
             "endpoint": lookups["gcp:container/getCluster:getCluster"]["endpoint"],
-            "location": f"{placeholder}-location",
-            "project": placeholder,
             "clusterCaCertificate": ca_data,
             "nodeLocations": [f"{placeholder}-zone-{z}" for z in "abc"],
         },
     }
+
+
+def stack_identity(spec: Any) -> dict[str, Any]:
+    """The outputs a referenced cluster stack must answer as the stack file says them (``cluster_stack.identity``)."""
+    from components.plan.cluster_stack import identity
+
+    return identity(spec)

@@ -4,12 +4,15 @@ The usual layering keeps the network and cluster in one stack and what runs on i
 cluster stack's outputs through a ``pulumi.StackReference`` (``components/render/cluster_stack.py``) instead of
 looking the cluster up by name. The outputs it needs are fixed per cloud (below); a missing one fails the
 deployment with an error naming it and the stack. ``cluster.name`` stays required: the plan's names (IAM roles,
-discovery tags, the kubeconfig's context) are made from it, and the stack's ``clusterName`` must equal it.
+discovery tags, the kubeconfig's context) are made from it, and the stack's ``clusterName`` must equal it (on
+gcp its ``location`` and ``project`` too: the node pools go there).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from components.spec.model import StackSpec
 
@@ -40,8 +43,18 @@ class ClusterStackPlan:
     stack: str  # organization/project/stack
     cloud: str
     name: str  # the clusterName output must equal it
+    identity: Mapping[str, str]  # outputs that must equal the stack file's (clusterName; gcp: location, project)
     required: tuple[str, ...]  # outputs read, in order; a missing one is an error naming it
     optional: tuple[str, ...]
+
+
+def identity(spec: StackSpec) -> dict[str, str]:
+    """The outputs that must say what the stack file says: the plan's names, and on gcp where its node pools go,
+    are made from these."""
+    out = {"clusterName": spec.cluster.name or ""}
+    if spec.cloud == "gcp":
+        out |= {"location": spec.cluster.location or "", "project": spec.cluster.project or ""}
+    return out
 
 
 def cluster_stack_plan(spec: StackSpec) -> ClusterStackPlan | None:
@@ -58,6 +71,7 @@ def cluster_stack_plan(spec: StackSpec) -> ClusterStackPlan | None:
         stack=ref,
         cloud=spec.cloud,
         name=spec.cluster.name or "",
+        identity=MappingProxyType(identity(spec)),
         required=tuple(o for o in outputs if o not in optional),
         optional=tuple(optional),
     )

@@ -26,11 +26,13 @@ def check_outputs(p: ClusterStackPlan, outputs: dict[str, Any] | None) -> dict[s
     if missing:
         what = "; ".join(f"{o} ({described[o]})" for o in missing)
         raise MissingOutputs(f"gpu-platform:cluster.fromStack: stack {p.stack} has no output {what}")
-    if outputs["clusterName"] != p.name:
-        raise MissingOutputs(
-            f"gpu-platform:cluster.fromStack: stack {p.stack} exports clusterName {outputs['clusterName']!r}, "
-            f"but gpu-platform:cluster.name is {p.name!r}"
-        )
+    keys = {"clusterName": "cluster.name", "location": "cluster.location", "project": "cluster.project"}
+    for output, want in p.identity.items():
+        if outputs[output] != want:
+            raise MissingOutputs(
+                f"gpu-platform:cluster.fromStack: stack {p.stack} exports {output} {outputs[output]!r}, "
+                f"but gpu-platform:{keys[output]} is {want!r}"
+            )
     return outputs
 
 
