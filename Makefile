@@ -25,7 +25,7 @@ synth: setup
 	$(BIN)/gpu-platform synth $(STACK)
 
 synth-all: setup
-	for s in dev-aws prod-aws dev-gcp prod-gcp local dra-existing; do $(BIN)/gpu-platform synth $$s || exit $$?; done
+	for s in dev-aws prod-aws dev-gcp prod-gcp local dra-existing starter-aws; do $(BIN)/gpu-platform synth $$s || exit $$?; done
 
 ## Validate a stack and evaluate the policy pack, writing nothing
 check: setup

@@ -73,6 +73,7 @@ IAM_ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
 IAM_USER_POLICY = "aws:iam/userPolicy:UserPolicy"
 IAM_GROUP_POLICY = "aws:iam/groupPolicy:GroupPolicy"
 IAM_ROLE = "aws:iam/role:Role"
+EKS_CLUSTER = "aws:eks/cluster:Cluster"
 
 DEFAULT_MAX_TIME_SLICING_REPLICAS = 8
 # Namespaces whose operators need privileged pods: the GPU Operator (driver, toolkit, device plugin,

@@ -32,6 +32,7 @@ from .scheduling_policies import (
     tenant_gpu_quota,
 )
 from .security_policies import (
+    eks_cluster_hardening,
     gke_cluster_hardening,
     gke_gpu_node_hardening,
     gpu_container_hardening,
@@ -65,6 +66,7 @@ POLICIES: tuple[ResourceValidationPolicy | StackValidationPolicy, ...] = (
     dcgm_monitoring,
     namespace_pod_security,
     iam_no_admin_wildcard,
+    eks_cluster_hardening,
     *cost_policies.POLICIES,
     *dra_policies.POLICIES,
 )
@@ -208,6 +210,16 @@ DOCS: dict[str, Doc] = {
     "iam-no-admin-wildcard": Doc(
         checks="IAM policies grant no `*` action on `*` resource (nor `NotAction` on `*`)",
         why="an admin grant turns one compromised controller or node into control of the whole account",
+    ),
+    "eks-cluster-hardening": Doc(
+        checks=(
+            "an EKS cluster the stack creates (`cluster.create`) encrypts Secrets with a KMS key, sends the `api`, "
+            "`audit` and `authenticator` control-plane logs, and opens its public endpoint only to named networks"
+        ),
+        why=(
+            "EKS's defaults leave Secrets without envelope encryption, no audit trail of who did what, and the API "
+            "server reachable from the whole internet"
+        ),
     ),
     "gpu-budget": Doc(
         checks=(

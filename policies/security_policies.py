@@ -15,6 +15,7 @@ from .common import (
     DEFAULT_ALLOWED_SOURCES,
     DEFAULT_PRIVILEGED_NAMESPACES,
     EC2_NODE_CLASS,
+    EKS_CLUSTER,
     GKE_CLUSTER,
     GKE_NODE_POOL,
     HELM_CHART_V4,
@@ -443,6 +444,69 @@ iam_no_admin_wildcard = ResourceValidationPolicy(
 )
 
 
+# ------------------------------------------------------------------------------------- EKS clusters
+
+# Control-plane logs a created cluster must send (audit: who did what through the API; authenticator: which IAM
+# principal a request came from; api: the API server's own log).
+DEFAULT_REQUIRED_LOG_TYPES: tuple[str, ...] = ("api", "audit", "authenticator")
+OPEN_CIDRS = ("0.0.0.0/0", "::/0")
+
+
+def eks_cluster_findings(props: Mapping[str, Any], required_logs: list[str]) -> list[str]:
+    """What an EKS cluster the stack creates lacks: Secrets envelope encryption, its control-plane logs, a
+    public endpoint restricted to named networks (or off). EKS's defaults are the unsafe side of each: no
+    encryption, no logs, a public endpoint open to 0.0.0.0/0 (EKS API CreateCluster ``publicAccessCidrs``)."""
+    out = []
+    encrypted = [
+        r
+        for c in _seq(props.get("encryptionConfig")) or [props.get("encryptionConfig")]
+        for r in _strs(_get(c, "resources"))
+    ]
+    if "secrets" not in encrypted:
+        out.append("Secrets are not envelope-encrypted (encryptionConfig.resources lacks 'secrets' with a KMS key)")
+    logs = set(_strs(props.get("enabledClusterLogTypes")))
+    missing = [t for t in required_logs if t not in logs]
+    if missing:
+        out.append(f"control-plane logs {', '.join(missing)} are off (enabledClusterLogTypes)")
+    vpc = _map(props.get("vpcConfig"))
+    public = vpc.get("endpointPublicAccess")
+    if public is None or _truthy(public):
+        cidrs = _strs(vpc.get("publicAccessCidrs"))
+        if not cidrs or any(c in OPEN_CIDRS for c in cidrs):
+            out.append(
+                "the public API endpoint is open to every address (vpcConfig.publicAccessCidrs empty or 0.0.0.0/0); "
+                "name the networks that may reach it, or turn endpointPublicAccess off"
+            )
+    return out
+
+
+def _eks_cluster_hardening(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type != EKS_CLUSTER:
+        return
+    required = _config_strs(args, "requiredLogTypes", DEFAULT_REQUIRED_LOG_TYPES)
+    for finding in eks_cluster_findings(args.props, list(required)):
+        report(f"EKS cluster {args.props.get('name') or args.name}: {finding}.", None)
+
+
+eks_cluster_hardening = ResourceValidationPolicy(
+    name="eks-cluster-hardening",
+    description="EKS clusters the stack creates encrypt Secrets with KMS, send their control-plane logs and "
+    "restrict (or turn off) the public API endpoint.",
+    enforcement_level=MANDATORY,
+    validate=_eks_cluster_hardening,
+    config_schema=PolicyConfigSchema(
+        properties={
+            "requiredLogTypes": {
+                "type": "array",
+                "items": {"type": "string"},
+                "default": list(DEFAULT_REQUIRED_LOG_TYPES),
+                "description": "Control-plane log types every created EKS cluster must enable.",
+            }
+        }
+    ),
+)
+
+
 # Which resource types each policy reads (pack.TARGETS: for the README table and for tests).
 TARGETS: dict[str, tuple[str, ...]] = {
     "helm-chart-pinned": (HELM_RELEASE, HELM_CHART_V4),
@@ -452,4 +516,5 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "gpu-container-hardening": ("Pod, Deployment, StatefulSet, Job, CronJob, Volcano Job, Kubeflow jobs, JobSet",),
     "namespace-pod-security": (NAMESPACE,),
     "iam-no-admin-wildcard": (IAM_POLICY, IAM_ROLE_POLICY, IAM_USER_POLICY, IAM_GROUP_POLICY, IAM_ROLE),
+    "eks-cluster-hardening": (EKS_CLUSTER,),
 }

@@ -34,6 +34,7 @@ CASES: list[tuple[str, dict[str, Any]]] = [
     ("iam.Role", {"name": "r", "description": "d", "assume_role_policy": '{"Version": "2012-10-17"}', "tags": TAGS}),
     ("iam.Policy", {"name": "p", "description": "d", "policy": '{"Statement": []}', "tags": TAGS}),
     ("iam.RolePolicyAttachment", {"role": "r", "policy_arn": "arn:aws:iam::aws:policy/X"}),
+    ("iam.OpenIdConnectProvider", {"url": "https://oidc/id/X", "client_id_lists": ["sts.amazonaws.com"], "tags": TAGS}),
     (
         "eks.AccessEntry",
         {"cluster_name": "c", "principal_arn": "arn:r", "type": "EC2_LINUX", "region": "us-east-1", "tags": TAGS},
@@ -147,6 +148,47 @@ CASES: list[tuple[str, dict[str, Any]]] = [
             "tag": {"key": "gpu-platform/pool", "value": "p", "propagate_at_launch": False},
             "region": "r",
         },
+    ),
+    # a created cluster (components/render/aws/cluster_create.py)
+    ("ec2.Vpc", {"cidr_block": "10.0.0.0/16", "enable_dns_hostnames": True, "enable_dns_support": True, "tags": TAGS}),
+    (
+        "ec2.Subnet",
+        {"vpc_id": "vpc-1", "cidr_block": "10.0.0.0/19", "availability_zone": "r-1a", "map_public_ip_on_launch": False},
+    ),
+    ("ec2.InternetGateway", {"vpc_id": "vpc-1", "region": "r", "tags": TAGS}),
+    ("ec2.Eip", {"domain": "vpc", "region": "r", "tags": TAGS}),
+    ("ec2.NatGateway", {"allocation_id": "eip-1", "subnet_id": "s-1", "region": "r", "tags": TAGS}),
+    ("ec2.RouteTable", {"vpc_id": "vpc-1", "region": "r", "tags": TAGS}),
+    ("ec2.Route", {"route_table_id": "rt-1", "destination_cidr_block": "0.0.0.0/0", "nat_gateway_id": "nat-1"}),
+    ("ec2.RouteTableAssociation", {"subnet_id": "s-1", "route_table_id": "rt-1", "region": "r"}),
+    ("ec2.Tag", {"resource_id": "sg-1", "key": "karpenter.sh/discovery", "value": "c", "region": "r"}),
+    ("kms.Key", {"description": "d", "enable_key_rotation": True, "deletion_window_in_days": 30, "tags": TAGS}),
+    ("kms.Alias", {"name": "alias/c-eks-secrets", "target_key_id": "k-1", "region": "r"}),
+    ("cloudwatch.LogGroup", {"name": "/aws/eks/c/cluster", "retention_in_days": 90, "region": "r", "tags": TAGS}),
+    (
+        "eks.Cluster",
+        {
+            "name": "c",
+            "role_arn": "arn:r",
+            "version": "1.34",
+            "vpc_config": {
+                "subnet_ids": ["s-1", "s-2"],
+                "endpoint_private_access": True,
+                "endpoint_public_access": True,
+                "public_access_cidrs": ["203.0.113.0/24"],
+            },
+            "access_config": {"authentication_mode": "API", "bootstrap_cluster_creator_admin_permissions": False},
+            "bootstrap_self_managed_addons": False,
+            "encryption_config": {"provider": {"key_arn": "arn:k"}, "resources": ["secrets"]},
+            "enabled_cluster_log_types": ["api", "audit"],
+            "kubernetes_network_config": {"service_ipv4_cidr": "172.20.0.0/16"},
+            "region": "r",
+            "tags": TAGS,
+        },
+    ),
+    (
+        "eks.AccessPolicyAssociation",
+        {"cluster_name": "c", "principal_arn": "arn:r", "policy_arn": "arn:p", "access_scope": {"type": "cluster"}},
     ),
 ]
 # What the mock engine answers for a created resource, beyond the inputs (numbers as the engine sends them).
@@ -405,8 +447,10 @@ def _irsa_autoscaled(stack: str) -> dict[str, Any]:
         ("prod-aws", None, True),
         ("dev-aws", None, False),
         ("prod-aws", "irsa", False),
+        ("starter-aws", None, False),
+        ("starter-aws", None, True),
     ],
-    ids=["prod-aws", "prod-aws-preview", "dev-aws", "prod-aws-irsa"],
+    ids=["prod-aws", "prod-aws-preview", "dev-aws", "prod-aws-irsa", "starter-aws", "starter-aws-preview"],
 )
 def test_an_aws_stack_renders_as_with_the_typed_classes(monkeypatch, stack, config, preview):
     cfg = _irsa_autoscaled(stack) if config == "irsa" else stack_config(stack)

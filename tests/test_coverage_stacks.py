@@ -79,6 +79,8 @@ def _stack_files() -> list[Path]:
 def test_there_is_a_coverage_stack_per_cloud():
     names = [p.name for p in COVERAGE_FILES]
     assert names == [
+        "Pulumi.coverage-aws-create.yaml",
+        "Pulumi.coverage-aws-from-stack.yaml",
         "Pulumi.coverage-aws.yaml",
         "Pulumi.coverage-existing.yaml",
         "Pulumi.coverage-gcp-create.yaml",

@@ -109,6 +109,7 @@ def test_there_are_examples_for_kueue_volcano_mig_and_time_slicing():
         "dra-notebook-shared-claim.yaml",
         "jobset-training.yaml",
         "ray-training-job.yaml",
+        "starter-finetune-job.yaml",
     }
 
 

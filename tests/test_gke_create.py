@@ -69,7 +69,7 @@ def test_defaults_of_a_created_cluster_without_gpudirect():
     assert p.gpu_networks == () and dict(p.pool_networks) == {}
     assert p.multi_networking is False and p.datapath_provider == "LEGACY_DATAPATH"
     s = p.system_pool
-    assert (s.name, s.machine_type, s.min_nodes, s.max_nodes, dict(s.labels)) == ("system", "e2-standard-4", 1, 3, {})
+    assert (s.name, s.machine_type, s.min_nodes, s.max_nodes, dict(s.labels)) == ("system", "e2-standard-4", 2, 4, {})
     assert (s.image_type, s.disk_type, s.disk_size_gb) == ("COS_CONTAINERD", "pd-balanced", 100)
     assert s.account_id == "gke-system-ml-dev"
     assert s.roles == ("roles/artifactregistry.reader", "roles/container.defaultNodeServiceAccount")
@@ -231,7 +231,7 @@ def test_the_system_pool_and_its_account(small):
     assert pool["name"] == "system" and pool["cluster"] == "ml-dev" and pool["location"] == "us-central1"
     assert pool["nodeLocations"] == ["us-central1-a", "us-central1-b"]
     assert pool["initialNodeCount"] == 1  # ceil(min 1 / 2 zones), within max 3 // 2
-    assert pool["autoscaling"] == {"totalMinNodeCount": 1, "totalMaxNodeCount": 3, "locationPolicy": "BALANCED"}
+    assert pool["autoscaling"] == {"totalMinNodeCount": 2, "totalMaxNodeCount": 4, "locationPolicy": "BALANCED"}
     assert pool["management"] == {"autoRepair": True, "autoUpgrade": True}
     cfg = pool["nodeConfig"]
     assert cfg["serviceAccount"] == "gke-system-ml-dev@ml-dev-project.iam.gserviceaccount.com"

@@ -14,6 +14,18 @@ from components.plan import plan
 from components.render.outputs import monitoring_output
 
 TOP_KEYS = {"tenantNamespaces", "gpuPools", "tenants", "pools", "karpenter", "monitoring", "cost"}
+# a stack that creates its cluster also exports what another stack's cluster.fromStack reads
+CREATED_CLUSTER_KEYS = {
+    "clusterName",
+    "clusterArn",
+    "endpoint",
+    "certificateAuthority",
+    "oidcIssuer",
+    "clusterSecurityGroupId",
+    "vpcId",
+    "privateSubnetIds",
+    "kubernetesVersion",
+}
 TENANT_KEYS = {
     "namespace",
     "scheduler",
@@ -48,7 +60,7 @@ def outputs(stack: str):
 @pytest.mark.parametrize("stack", STACKS)
 def test_keys_are_stable_and_camel_case(stack):
     out = outputs(stack)
-    assert set(out) == TOP_KEYS
+    assert set(out) == TOP_KEYS | (CREATED_CLUSTER_KEYS if stack == "starter-aws" else set())
     for t in out["tenants"].values():
         assert set(t) == TENANT_KEYS
     for p in out["pools"].values():
@@ -287,7 +299,9 @@ def test_the_outputs_page_documents_every_output_key():
     from conftest import ROOT
 
     section = (ROOT / "docs" / "reference" / "outputs.md").read_text()
-    keys = TOP_KEYS | TENANT_KEYS | POOL_KEYS | {"nodeGroup", "karpenterNodePools", "gkeNodePool"}
+    keys = (
+        TOP_KEYS | TENANT_KEYS | POOL_KEYS | CREATED_CLUSTER_KEYS | {"nodeGroup", "karpenterNodePools", "gkeNodePool"}
+    )
     keys |= set(outputs("prod-aws")["karpenter"]) | set(outputs("prod-aws")["monitoring"])
     missing = sorted(k for k in keys if not any(f"{p}{k}{e}" in section for p in "`." for e in "`.,"))
     assert not missing, missing

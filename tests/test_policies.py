@@ -81,6 +81,7 @@ POLICY_LEVELS = {
     "dcgm-monitoring": "advisory",
     "namespace-pod-security": "mandatory",
     "iam-no-admin-wildcard": "mandatory",
+    "eks-cluster-hardening": "mandatory",
     "gpu-budget": "mandatory",
     "idle-gpu-nodes": "advisory",
     "dra-gpu-claims": "mandatory",

@@ -400,6 +400,23 @@ def test_a_policy_config_changes_both_the_same_way(analyzer):
     assert analyzer.findings(subjects) == want
 
 
+def test_a_created_cluster_without_its_security_settings_gets_the_same_findings(analyzer):
+    """starter-aws's EKS cluster with Secrets encryption, its logs and the endpoint restriction taken away: the
+    three findings, offline and under the engine alike."""
+    subjects = []
+    for s in offline.subjects_from_rendering(rendered("starter-aws")):
+        props = copy.deepcopy(dict(s.props))
+        if s.type == common.EKS_CLUSTER:
+            props.pop("encryptionConfig")
+            props["enabledClusterLogTypes"] = ["api"]
+            props["vpcConfig"]["publicAccessCidrs"] = ["0.0.0.0/0"]
+        subjects.append(replace(s, props=props))
+    analyzer.configure()
+    want = offline_findings(subjects)
+    assert [f[:2] for f in want if f[0] == "eks-cluster-hardening"] == [("eks-cluster-hardening", "mandatory")] * 3
+    assert analyzer.findings(subjects) == want
+
+
 def _broken(subjects: list[offline.Subject]) -> list[offline.Subject]:
     """prod-aws with one violation of several policies planted in its resources."""
     out = []

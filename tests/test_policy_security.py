@@ -446,3 +446,59 @@ def test_iam_no_admin_wildcard_messages_per_resource_type():
     assert check(p, common.IAM_POLICY, {"policy": "[1]"}) == []  # JSON, but no document to judge
     assert check(p, common.IAM_ROLE, {"policy": admin}) == []  # a Role's own field is not read
     assert check(p, common.NAMESPACE, {"policy": admin}) == []
+
+
+# ------------------------------------------------------------------------------------ eks-cluster-hardening
+
+CLUSTER = {
+    "name": "c",
+    "encryptionConfig": {"provider": {"keyArn": "arn:k"}, "resources": ["secrets"]},
+    "enabledClusterLogTypes": ["api", "audit", "authenticator", "controllerManager", "scheduler"],
+    "vpcConfig": {"endpointPublicAccess": True, "publicAccessCidrs": ["203.0.113.0/24"], "subnetIds": ["s"]},
+}
+
+
+def _eks(**changes: Any) -> list[str]:
+    return check(security_policies.eks_cluster_hardening, common.EKS_CLUSTER, {**CLUSTER, **changes})
+
+
+def test_a_hardened_cluster_passes_and_a_private_one_needs_no_cidrs():
+    assert _eks() == []
+    assert _eks(vpcConfig={"endpointPublicAccess": False, "endpointPrivateAccess": True}) == []
+
+
+def test_eks_cluster_hardening_messages():
+    """EKS's defaults fail all three: no encryptionConfig, no logs, the endpoint public to everyone when
+    endpointPublicAccess and publicAccessCidrs are left out."""
+    bare = {"name": "c", "vpcConfig": {"subnetIds": ["s"]}}
+    assert check(security_policies.eks_cluster_hardening, common.EKS_CLUSTER, bare) == [
+        "EKS cluster c: Secrets are not envelope-encrypted (encryptionConfig.resources lacks 'secrets' with a KMS "
+        "key).",
+        "EKS cluster c: control-plane logs api, audit, authenticator are off (enabledClusterLogTypes).",
+        "EKS cluster c: the public API endpoint is open to every address (vpcConfig.publicAccessCidrs empty or "
+        "0.0.0.0/0); name the networks that may reach it, or turn endpointPublicAccess off.",
+    ]
+
+
+@pytest.mark.parametrize("cidrs", [["0.0.0.0/0"], ["10.0.0.0/8", "0.0.0.0/0"], []])
+def test_an_open_public_endpoint_is_refused(cidrs):
+    got = _eks(vpcConfig={"endpointPublicAccess": True, "publicAccessCidrs": cidrs})
+    assert len(got) == 1 and "open to every address" in got[0]
+
+
+def test_the_required_logs_are_configurable():
+    logs = {"enabledClusterLogTypes": ["audit"]}
+    assert _eks(**logs) == ["EKS cluster c: control-plane logs api, authenticator are off (enabledClusterLogTypes)."]
+    assert (
+        check(
+            security_policies.eks_cluster_hardening,
+            common.EKS_CLUSTER,
+            {**CLUSTER, **logs},
+            {"requiredLogTypes": ["audit"]},
+        )
+        == []
+    )
+
+
+def test_other_resources_are_not_eks_clusters():
+    assert check(security_policies.eks_cluster_hardening, common.IAM_ROLE, {"name": "r"}) == []

@@ -35,7 +35,15 @@ def test_read_snapshot_skips_comments_and_blank_lines(tmp_path: Path, monkeypatc
 
 def test_shipped_stacks_are_the_stack_files():
     """Every stacks/Pulumi.<name>.yaml, by name, sorted."""
-    assert urns.shipped_stacks() == ["dev-aws", "dev-gcp", "dra-existing", "local", "prod-aws", "prod-gcp"]
+    assert urns.shipped_stacks() == [
+        "dev-aws",
+        "dev-gcp",
+        "dra-existing",
+        "local",
+        "prod-aws",
+        "prod-gcp",
+        "starter-aws",
+    ]
 
 
 def test_compare_sorts_added_removed_and_unexplained():

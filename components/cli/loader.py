@@ -34,7 +34,7 @@ def rule_modules() -> tuple[ModuleType, ...]:
         sharing,
         storage,
     )
-    from components.plan.aws import efa, rules as aws_rules, rules_karpenter
+    from components.plan.aws import cluster_create, efa, rules as aws_rules, rules_karpenter
     from components.plan.gcp import cluster_create_rules as gke_create_rules, rules as gcp_rules
 
     return (
@@ -54,6 +54,7 @@ def rule_modules() -> tuple[ModuleType, ...]:
         gcp_rules,
         gke_create_rules,
         operators,
+        cluster_create,
     )
 
 

@@ -49,6 +49,14 @@ def _render(args: argparse.Namespace):
         for line in err.lines(_display(path)):
             print(line, file=sys.stderr)
         return None, EXIT_INVALID
+    except Exception as err:
+        from components.render.cluster_stack import MissingOutputs
+
+        if not isinstance(err, MissingOutputs):
+            raise
+        # the referenced cluster stack lacks an output (or names another cluster): the stack cannot deploy
+        print(f"{_display(path)}: {err}", file=sys.stderr)
+        return None, EXIT_INVALID
 
 
 def cmd_synth(args: argparse.Namespace) -> int:
@@ -189,6 +197,14 @@ def plan_text(p: Any) -> list[str]:
         from components.plan.aws.plan import text_lines
 
         lines += ["", "AWS", *text_lines(p.aws)]
+    if p.eks_create is not None:
+        from components.plan.aws import cluster_create
+
+        lines += cluster_create.text_lines(p.eks_create)
+    if p.cluster_stack is not None:
+        from components.plan import cluster_stack
+
+        lines += cluster_stack.text_lines(p.cluster_stack)
     if p.gke is not None:
         from components.plan.gcp import plan as gcp_plan
 

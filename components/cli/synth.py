@@ -28,6 +28,7 @@ from typing import Any
 import yaml
 
 from components.cli.loader import load_spec
+from components.cli.synth_stacks import stack_identity, stack_outputs
 from components.cli.synth_yaml import _ints as _ints, _json as _json, _yaml as _yaml
 from components.explain.rendering import Record, Rendering
 
@@ -88,6 +89,10 @@ LOOKUPS: dict[str, dict[str, Any]] = {
 }
 
 
+# What a cluster stack (cluster.fromStack) exports, offline (components/cli/synth_stacks.py).
+STACK_OUTPUTS: dict[str, dict[str, Any]] = stack_outputs(LOOKUPS, PLACEHOLDER, CA_DATA)
+
+
 def _placeholder_outputs(typ: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
     """Computed outputs the program reads from resources it creates."""
     out: dict[str, Any] = {}
@@ -99,11 +104,23 @@ def _placeholder_outputs(typ: str, name: str, inputs: dict[str, Any]) -> dict[st
             out["url"] = f"https://sqs.placeholder.amazonaws.com.invalid/{ACCOUNT}/{inputs.get('name', name)}"
         if typ == "aws:ec2/launchTemplate:LaunchTemplate":
             out["latestVersion"] = 1
+        if typ == "aws:kms/key:Key":
+            out["keyId"] = f"{PLACEHOLDER}-{name}"
+        if typ == "aws:eks/cluster:Cluster":  # a created cluster (cluster.create): what EKS answers
+            lookup = LOOKUPS["aws:eks/getCluster:getCluster"]
+            out["endpoint"] = lookup["endpoint"]
+            out["certificateAuthority"] = lookup["certificateAuthorities"][0]
+            out["identities"] = lookup["identities"]
+            # merged into the input's vpcConfig (the engine answers the whole object)
+            out["vpcConfig"] = {k: lookup["vpcConfig"][k] for k in ("clusterSecurityGroupId", "vpcId")}
         if typ == "aws:eks/nodeGroup:NodeGroup":
             out["nodeGroupName"] = f"{inputs.get('nodeGroupNamePrefix', '')}{PLACEHOLDER}"
             out["resources"] = [
                 {"autoscalingGroups": [{"name": f"eks-{inputs.get('nodeGroupNamePrefix', '')}{PLACEHOLDER}"}]}
             ]
+    if typ == "pulumi:pulumi:StackReference":  # cluster.fromStack: the cluster stack's (completed per cloud below)
+        out["outputs"] = {}
+        out["secretOutputNames"] = []
     if typ.startswith("gcp:"):
         out.setdefault("name", inputs.get("name", name))
         if typ == "gcp:container/cluster:Cluster":  # a created cluster (cluster.create, issue 30)
@@ -115,6 +132,25 @@ def _placeholder_outputs(typ: str, name: str, inputs: dict[str, Any]) -> dict[st
                 f"{inputs.get('accountId', name)}@{inputs.get('project', PLACEHOLDER)}.iam.gserviceaccount.com"
             )
     return out
+
+
+def _state(placeholders: dict[str, Any], inputs: dict[str, Any], lean: bool) -> dict[str, Any]:
+    """What the mock engine answers for a created resource."""
+    if lean:
+        # Outside a preview the SDK resolves every output the engine leaves out from the resource's own
+        # input (pulumi/runtime/rpc.py resolve_outputs: "input prop the engine didn't give us a final
+        # value for"), so echoing the inputs back only costs a serialize/deserialize round trip. Only
+        # the placeholders an input does not already set are sent, which keeps "the input wins".
+        state = {k: v for k, v in placeholders.items() if k not in inputs}
+    else:
+        state = {**placeholders, **inputs}
+    # An object output the engine completes (a created EKS cluster's vpcConfig): the input's keys win.
+    merged = {
+        k: {**v, **inputs[k]}
+        for k, v in placeholders.items()
+        if isinstance(v, dict) and isinstance(inputs.get(k), dict)
+    }
+    return {**state, **merged}
 
 
 def _wire_unknowns(value: Any) -> Any:
@@ -142,6 +178,8 @@ def _mock_classes():
             self.unanswered: list[str] = []
             self.lock = threading.Lock()
             self.lean = lean and not preview  # a preview sends its inputs back, unknowns included
+            self.stack_identity: dict[str, Any] = {}  # a referenced cluster stack's name, location, project
+            self.cloud = ""  # whose outputs a referenced cluster stack answers (STACK_OUTPUTS)
 
         def new_resource(self, args: pulumi.runtime.MockResourceArgs):
             inputs = _wire_unknowns(args.inputs) if self.preview else args.inputs
@@ -151,14 +189,9 @@ def _mock_classes():
                 # A resource about to be created has no id and no computed outputs during a preview.
                 return "", inputs
             placeholders = _placeholder_outputs(args.typ, args.name, args.inputs)
-            if self.lean:
-                # Outside a preview the SDK resolves every output the engine leaves out from the resource's own
-                # input (pulumi/runtime/rpc.py resolve_outputs: "input prop the engine didn't give us a final
-                # value for"), so echoing the inputs back only costs a serialize/deserialize round trip. Only
-                # the placeholders an input does not already set are sent, which keeps "the input wins".
-                state = {k: v for k, v in placeholders.items() if k not in args.inputs}
-            else:
-                state = {**placeholders, **args.inputs}
+            if "outputs" in placeholders and args.typ == "pulumi:pulumi:StackReference":
+                placeholders["outputs"] = {**STACK_OUTPUTS.get(self.cloud, {}), **self.stack_identity}
+            state = _state(placeholders, args.inputs, self.lean)
             rid = f"{PLACEHOLDER}-{args.name}" if args.custom else ""
             return rid, state
 
@@ -313,7 +346,7 @@ def render(stack: str, config: Mapping[str, Any], preview: bool = False, *, lean
 
 def _render(stack: str, config: Mapping[str, Any], preview: bool, lean: bool) -> Rendering:
     spec = load_spec(config)  # fail fast, nothing registered
-    run = run_program(PROGRAM, stack, config, preview, lean=lean)
+    run = run_program(PROGRAM, stack, config, preview, lean=lean, spec=spec)
     return Rendering(
         spec=spec,
         stack=stack,
@@ -343,9 +376,11 @@ def run_program(
     lean: bool = True,
     project: str = PROJECT,
     project_file: Path | None = None,
+    spec: Any = None,
 ) -> ProgramRun:
     """Run a Pulumi Python program (``__main__.py``; examples/component-python) under the mock engine with this
-    config; ``project``/``project_file``: its Pulumi.yaml (URNs, disabled default providers)."""
+    config; ``project``/``project_file``: its Pulumi.yaml (URNs, disabled default providers); ``spec``: the stack
+    file's validated spec, so a referenced cluster stack answers as it names the cluster."""
     import pulumi
     from pulumi.runtime import settings
     from pulumi.runtime.config import set_all_config
@@ -355,6 +390,8 @@ def run_program(
 
     mocks_cls, monitor_cls = _mock_classes()
     mocks = mocks_cls(preview=preview, lean=lean)
+    if spec is not None:  # a referenced cluster stack answers as the stack file names it (cluster.fromStack)
+        mocks.stack_identity, mocks.cloud = stack_identity(spec), spec.cloud
     monitor = monitor_cls(mocks, disabled_default_providers(project_file))
     monitor.stack_name = stack
     monitor.project = project

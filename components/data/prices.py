@@ -99,3 +99,52 @@ def list_price(cloud: str, type_name: str, region: str | None, capacity: str = "
     if key not in fig:
         return unknown(f"{type_name}: the source has no {capacity} price in {region}")
     return Price(fig[key], source=f"{source_label(fig['source'])} ({region})", as_of=fig["asOf"])
+
+
+# ------------------------------------------------------------------------- fixed costs (issue 30)
+# What a cluster the platform creates costs besides its GPU nodes, USD per hour, by hand from the providers'
+# pricing pages (they publish no machine-readable table the extractor reads), each with its page and the date read.
+FIXED_AS_OF = "2026-11-26"
+FIXED: dict[str, tuple[float, str, frozenset[str] | None]] = {
+    # (USD per hour, source, the regions the figure holds for; None: every commercial region)
+    "eks-control-plane": (
+        0.10,
+        "https://aws.amazon.com/eks/pricing/ ($0.10 per cluster per hour, standard support)",
+        None,
+    ),
+    "nat-gateway": (
+        0.045,
+        "https://aws.amazon.com/vpc/pricing/ (NAT gateway $0.045 per hour in US East (N. Virginia); data processed "
+        "$0.045 per GB on top)",
+        frozenset({"us-east-1"}),
+    ),
+}
+# On-demand prices of the system node types a created cluster may use, copied with their digits from the same
+# Karpenter table as the GPU types (KARPENTER_SOURCE below; us-east-1, generated 2026-07-20T13:44:30Z).
+KARPENTER_SOURCE = "karpenter"
+SYSTEM_NODE_ON_DEMAND: dict[str, float] = {
+    "m5.large": 0.096,
+    "m5.xlarge": 0.192,
+    "m6i.large": 0.096,
+    "m6i.xlarge": 0.192,
+    "m6i.2xlarge": 0.384,
+}
+SYSTEM_NODE_REGION = "us-east-1"
+
+
+def fixed_price(item: str, region: str | None) -> Price:
+    """A created cluster's hourly fixed cost (``FIXED``): its figure, or unknown outside the regions it holds for."""
+    usd, source, regions = FIXED[item]
+    if regions is not None and region not in regions:
+        return unknown(f"{item}: priced for {', '.join(sorted(regions))} only (region {region or 'unset'})")
+    return Price(usd, source=source, as_of=FIXED_AS_OF)
+
+
+def system_node_price(instance_type: str, region: str | None) -> Price:
+    if region != SYSTEM_NODE_REGION:
+        return unknown(f"{instance_type}: system node prices are for {SYSTEM_NODE_REGION} only")
+    usd = SYSTEM_NODE_ON_DEMAND.get(instance_type)
+    if usd is None:
+        return unknown(f"{instance_type} is not in the system node price table (components/data/prices.py)")
+    generated = catalog()["sources"][KARPENTER_SOURCE]["generatedAt"][:10]
+    return Price(usd, source=f"{source_label(KARPENTER_SOURCE)} ({region})", as_of=generated)

@@ -369,3 +369,32 @@ def bundled_digests() -> list[str]:
     """sha256 of each bundled archive (upstream/charts/): the local archives the policy pack accepts by default."""
     found = (archive_digest(archive_path(c, c.version, BUNDLED)) for c in CHARTS.values())
     return sorted(d for d in found if d is not None)
+
+
+# ------------------------------------------------------------------------------- EKS add-ons (issue 30)
+# The EKS add-ons a created cluster gets (components/plan/aws/cluster_create.py), per Kubernetes minor: the
+# Amazon EKS add-on type's latest version in the EKS user guide's tables (docs.aws.amazon.com/eks/latest/userguide:
+# managing-vpc-cni.html "Amazon VPC CNI versions" v1.20.1-eksbuild.3 for every minor; managing-coredns.html
+# v1.12.4-eksbuild.1 for 1.33 and 1.34; managing-kube-proxy.html v1.33.5-eksbuild.2 / v1.34.1-eksbuild.2; read
+# 2026-11). None: the guide publishes no per-version table for the add-on (eks-pod-identity-agent,
+# aws-ebs-csi-driver, eks-node-monitoring-agent), so EKS installs its default version for the cluster's minor
+# (``aws eks describe-addon-versions --kubernetes-version <minor>`` names it; pin one through the table).
+# The minors listed are the ones a created cluster may run: a version missing here is refused before deploy.
+EKS_ADDON_VERSIONS: dict[str, dict[str, str | None]] = {
+    "1.33": {
+        "vpc-cni": "v1.20.1-eksbuild.3",
+        "coredns": "v1.12.4-eksbuild.1",
+        "kube-proxy": "v1.33.5-eksbuild.2",
+        "eks-pod-identity-agent": None,
+        "aws-ebs-csi-driver": None,
+        "eks-node-monitoring-agent": None,
+    },
+    "1.34": {
+        "vpc-cni": "v1.20.1-eksbuild.3",
+        "coredns": "v1.12.4-eksbuild.1",
+        "kube-proxy": "v1.34.1-eksbuild.2",
+        "eks-pod-identity-agent": None,
+        "aws-ebs-csi-driver": None,
+        "eks-node-monitoring-agent": None,
+    },
+}

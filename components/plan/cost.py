@@ -277,12 +277,47 @@ def tenant_doc(spec: StackSpec, tenant: Tenant) -> dict[str, Any]:
 
 
 def stack_doc(spec: StackSpec) -> dict[str, Any]:
-    """The stack's pricing assumptions and budget (``Plan.cost``)."""
+    """The stack's pricing assumptions and budget (``Plan.cost``), and the fixed costs of a created cluster."""
+    fixed = fixed_costs(spec)
     return {
         "region": region(spec),
         "awsSpotDiscount": spot_discount(spec) if spec.cloud == "aws" else None,
         "budget": {"maxHourlyUsd": spec.budget.max_hourly_usd, "tenants": dict(sorted(spec.budget.tenants.items()))},
+        **({"fixed": fixed} if fixed else {}),
     }
+
+
+def fixed_costs(spec: StackSpec) -> list[dict[str, Any]]:
+    """What a cluster the platform creates costs whatever the pools do (aws ``cluster.create``): the EKS control
+    plane, the NAT gateway(s) and the system nodes (at their min and max count). None for a found cluster: its
+    costs are not this stack's."""
+    c = spec.cluster.create
+    if spec.cloud != "aws" or c is None or c.eks is None:
+        return []
+    where = region(spec)
+    nat = 1 if c.eks.nat_gateways == "one" else len(set(c.eks.availability_zones))
+    s = c.system_nodes
+    items = [
+        ("EKS control plane", 1, 1, prices.fixed_price("eks-control-plane", where)),
+        ("NAT gateway", nat, nat, prices.fixed_price("nat-gateway", where)),
+        (
+            f"system nodes ({s.instance_type}, on-demand)",
+            s.min,
+            max(s.min, s.max),
+            prices.system_node_price(s.instance_type, where),
+        ),
+    ]
+    return [
+        {
+            "item": item,
+            "count": {"min": lo, "max": hi},
+            "usdPerHour": price.as_json(),
+            "hourlyUsd": {"min": _r(price.usd * lo), "max": _r(price.usd * hi)}
+            if price.usd is not None
+            else {"min": None, "max": None},
+        }
+        for item, lo, hi, price in items
+    ]
 
 
 def report(spec: StackSpec, stack: str) -> dict[str, Any]:
@@ -364,11 +399,13 @@ def _document(
             }
         )
     tenant_docs = [{"name": name, **_thawed(cost)} for name, cost in sorted(tenants, key=lambda t: t[0])]
-    hourly = [d["hourlyUsd"] for d in pool_docs]
+    assumed = _thawed(stack_cost)
+    fixed = assumed.get("fixed", [])  # a created cluster's control plane, NAT and system nodes
+    hourly = [d["hourlyUsd"] for d in pool_docs] + [f["hourlyUsd"] for f in fixed]
     unknown = sorted(d["name"] for d in pool_docs if d["hourlyUsd"]["max"] is None)
+    unknown += [f["item"] for f in fixed if f["hourlyUsd"]["max"] is None]
     known_max = round(sum(h["max"] or 0.0 for h in hourly), 4)
     known_min = round(sum(h["min"] or 0.0 for h in hourly), 4)
-    assumed = _thawed(stack_cost)
     return {
         "stack": stack,
         "cloud": cloud,
@@ -391,6 +428,7 @@ def _document(
             "unknownPools": unknown,
         },
         "budget": assumed["budget"],
+        **({"fixed": fixed} if fixed else {}),
     }
 
 
@@ -448,6 +486,7 @@ def markdown(doc: dict[str, Any]) -> list[str]:
         )
     if not doc["pools"]:
         lines.append("| (none) | | | | | | | | | |")
+    lines += _fixed_markdown(doc.get("fixed", []))
     total = doc["total"]
     if total["unknownPools"]:
         total_text = (
@@ -485,6 +524,24 @@ def markdown(doc: dict[str, Any]) -> list[str]:
     sources = "; ".join(f"{v['source']} generated {v['generatedAt']}" for v in doc["assumptions"]["catalog"].values())
     lines += ["", f"Price sources: {sources} (components/data/prices.json, scripts/extract_prices.py)."]
     return lines
+
+
+def _fixed_markdown(fixed: list[dict[str, Any]]) -> list[str]:
+    """The fixed costs of a created cluster, a row each (none for a found cluster)."""
+    if not fixed:
+        return []
+    lines = ["", "| fixed cost | count min..max | $/h each | $/h at min | $/h at max |", "|---|---|---|---|---|"]
+    for f in fixed:
+        lines.append(
+            f"| {f['item']} | {f['count']['min']}..{f['count']['max']} | {_price(f['usdPerHour'])} "
+            f"| {usd(f['hourlyUsd']['min'])} | {usd(f['hourlyUsd']['max'])} |"
+        )
+    sources = dict.fromkeys(
+        f"{f['usdPerHour'].get('source')} (as of {f['usdPerHour'].get('asOf')})"
+        for f in fixed
+        if f["usdPerHour"]["usd"] is not None
+    )
+    return [*lines, "", "Fixed-cost sources: " + "; ".join(sources) + "."]
 
 
 # ------------------------------------------------------------------------------------- component

@@ -26,6 +26,8 @@ from components.plan.aws.karpenter import KarpenterPlan, karpenter_plan
 from components.spec.model import NodePool, StackSpec, Tenant
 
 if TYPE_CHECKING:
+    from components.plan.aws.cluster_create import EksCreatePlan
+    from components.plan.cluster_stack import ClusterStackPlan
     from components.plan.dra import DraPlan
     from components.plan.existing import ExistingClusterPlan
     from components.plan.gcp.cluster_create import GkeCreatePlan
@@ -216,6 +218,8 @@ class Plan:
     reservations: Mapping[str, ReservationPlan] | None = None
     storage: StoragePlan | None = None  # shared file systems: classes, claims, quotas, CSI drivers (None: none)
     gke_create: GkeCreatePlan | None = None  # components/plan/gcp/cluster_create.py; None: the cluster is found
+    eks_create: EksCreatePlan | None = None  # the EKS cluster and VPC the platform creates (None: found or referenced)
+    cluster_stack: ClusterStackPlan | None = None  # the stack whose outputs give the cluster (None: not referenced)
 
     def to_dict(self) -> dict[str, Any]:
         return {"schemaVersion": SCHEMA_VERSION, **plain(self)}
@@ -465,7 +469,8 @@ def build(spec: StackSpec, stack: str) -> Plan:
 
 @derive.per_spec
 def _decide(spec: StackSpec) -> Plan:
-    from components.plan import existing, kueue as kueue_plan, monitoring, reservations, storage
+    from components.plan import cluster_stack, existing, kueue as kueue_plan, monitoring, reservations, storage
+    from components.plan.aws import cluster_create
     from components.plan.gcp import cluster_create as gcp_create, plan as gcp_plan
 
     return Plan(
@@ -501,4 +506,6 @@ def _decide(spec: StackSpec) -> Plan:
         reservations=_freeze(reservations.reservations_plan(spec), keep_order=True),
         storage=storage.storage_plan(spec),
         gke_create=gcp_create.build(spec),
+        eks_create=cluster_create.eks_create_plan(spec),
+        cluster_stack=cluster_stack.cluster_stack_plan(spec),
     )

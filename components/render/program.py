@@ -29,6 +29,10 @@ def cluster_access(
         from components.render.gcp.cluster_create import GkeCluster
 
         return GkeCluster("cluster", plan, opts)
+    if plan.gke is not None and plan.cluster_stack is not None:
+        from components.render.cluster_stack import GkeStackAccess
+
+        return GkeStackAccess("cluster", plan, opts)
     if plan.gke is not None:
         from components.render.gcp.cluster import GkeAccess
 
@@ -122,7 +126,9 @@ def render(
 
     cost_doc = cost.report_of(p)
     CostRecord("cost", provider, cost_doc, opts())
-    return {"cost": cost_doc, **stack_outputs(p, pool_names, karpenter_out)}
+    # a created cluster's outputs, which another stack's cluster.fromStack reads (components/plan/cluster_stack.py)
+    created = getattr(access, "cluster_outputs", {})
+    return {"cost": cost_doc, **stack_outputs(p, pool_names, karpenter_out), **created}
 
 
 def _cloud_pools(
@@ -157,7 +163,7 @@ def _cloud_pools(
         if p.aws.node_health_addon is not None:
             from components.render.aws.node_health import NodeHealth
 
-            NodeHealth("node-health", p, opts())
+            NodeHealth("node-health", p, opts(), cluster=cluster)
         if p.aws.node_groups:
             from components.render.aws.nodegroups import EksGpuNodeGroups
 

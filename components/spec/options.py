@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from components.spec.base import Duration, Model, Name, Quantity
-from components.spec.gke_create import GkeCreate
+from components.spec.cluster import ClusterCreate
 from components.spec.validation import (
     INT32_MAX,
     AwsRegion,
@@ -25,28 +25,24 @@ from components.spec.validation import (
     number,
 )
 
-
-class SystemNodes(Model):
-    """The created cluster's system node pool: where the controllers run (``systemNodeSelector``)."""
-
-    machine_type: Annotated[str, Field(pattern=r"^[a-z][a-z0-9]*(-[a-z0-9]+)+$", max_length=63)] | None = Field(
-        default=None, description="gcp: the system pool's machine type (default e2-standard-4)"
-    )
-    min: count(1, 1000) = Field(default=1, description="nodes at least (in total over the pool's zones)")
-    max: count(1, 1000) = Field(default=3, description="nodes at most (in total over the pool's zones)")
-
-
-class ClusterCreate(Model):
-    """Create the cluster named ``cluster.name`` instead of finding it (issue 30)."""
-
-    system_nodes: SystemNodes = Field(default_factory=SystemNodes)
-    gke: GkeCreate | None = Field(
-        default=None, description="gcp: the GKE Standard cluster, its VPC, Cloud NAT and GPUDirect networks"
-    )
+# A Pulumi stack by its fully qualified name (organization/project/stack), as pulumi.StackReference takes it.
+StackName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$", max_length=300)]
 
 
 class ClusterRef(Model):
-    name: bounded_text(100) | None = Field(default=None, description="aws/gcp: the existing cluster's name")
+    name: bounded_text(100) | None = Field(
+        default=None, description="aws/gcp: the cluster's name: the existing cluster's, or the one created"
+    )
+    create: ClusterCreate | None = Field(
+        default=None,
+        description="aws/gcp: the platform creates the cluster and its network (see create.*); without it the "
+        "cluster exists and is found by name",
+    )
+    from_stack: StackName | None = Field(
+        default=None,
+        description="aws/gcp: organization/project/stack of a Pulumi stack that owns the cluster; its outputs give "
+        "the endpoint, CA, identity and network (not with create)",
+    )
     location: GcpLocation | None = Field(default=None, description="gcp: the cluster's region or zone")
     region: AwsRegion | None = Field(default=None, description="aws: taken from aws:region when unset")
     project: GcpProject | None = Field(default=None, description="gcp: taken from gcp:project when unset")

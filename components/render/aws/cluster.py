@@ -1,6 +1,7 @@
-"""Access to an existing EKS cluster: look it up, build a kubeconfig whose user runs
-``aws eks get-token``, and the Kubernetes provider every Kubernetes resource uses. What to look up and the
-token command are the plan's (``AwsPlan.cluster``); the endpoint and CA data are the lookup's."""
+"""Access to the EKS cluster: look it up by name (or create it: ``Plan.eks_create``, ``cluster_create.py``; or read
+it from its stack: ``Plan.cluster_stack``, ``components/render/cluster_stack.py``), build a kubeconfig whose user
+runs ``aws eks get-token``, and the Kubernetes provider every Kubernetes resource uses. What to look up and the
+token command are the plan's (``AwsPlan.cluster``); the endpoint and CA data are the cluster's."""
 
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ def kubeconfig_document(cluster: EksClusterPlan, endpoint: str, ca_data: str) ->
 
 
 class EksAccess(pulumi.ComponentResource):
-    """The EKS cluster as looked up, and a Kubernetes provider for it."""
+    """The EKS cluster (looked up, created or referenced: ``cluster``, with the lookup's attributes either way), and
+    a Kubernetes provider for it."""
 
     TYPE = "gpu-platform:aws:EksAccess"
 
@@ -51,19 +53,34 @@ class EksAccess(pulumi.ComponentResource):
         aws = plan.aws
         assert aws is not None, "EksAccess is the aws stacks' cluster access"
         c = aws.cluster
-        # Looked up in the stack's region (cluster.region, else aws:region), which is also the region of
-        # the kubeconfig token and of every regional resource gpu-platform creates for the cluster.
-        # Under GpuPlatform (a provider given) the lookup takes the AWS provider of the component's ``providers``;
-        # the stack program's stays the default provider's, as it always was.
-        self.cluster = sdk.eks_cluster(c.name, c.region, parent=self if provider is not None else None)
+        ready: list[pulumi.Resource] = []
+        if plan.eks_create is not None:
+            # Created here (components/render/aws/cluster_create.py): the Kubernetes provider waits for the
+            # system nodes and the add-ons that run on them, so no release starts before its pods can.
+            from components.render.aws.cluster_create import EksCluster
+
+            created = EksCluster("eks", plan.eks_create, pulumi.ResourceOptions(parent=self))
+            self.cluster = created.view
+            self.cluster_outputs = created.outputs
+            ready = created.ready
+        elif plan.cluster_stack is not None:
+            from components.render.cluster_stack import aws_cluster
+
+            self.cluster = aws_cluster(plan.cluster_stack, self)
+        else:
+            # Looked up in the stack's region (cluster.region, else aws:region), which is also the region of
+            # the kubeconfig token and of every regional resource gpu-platform creates for the cluster.
+            # Under GpuPlatform (a provider given) the lookup takes the AWS provider of the component's
+            # ``providers``; the stack program's stays the default provider's, as it always was.
+            self.cluster = sdk.eks_cluster(c.name, c.region, parent=self if provider is not None else None)
         self.endpoint = self.cluster.endpoint
         if provider is not None:
             self.provider = provider
             self.register_outputs({"endpoint": self.endpoint})
             return
-        self.kubeconfig = pulumi.Output.all(self.cluster.endpoint, self.cluster.certificate_authorities[0].data).apply(
-            lambda a: kubeconfig_document(c, a[0], a[1])
-        )
+        self.kubeconfig = pulumi.Output.all(
+            self.cluster.endpoint, self.cluster.certificate_authorities[0].data, *[r.urn for r in ready]
+        ).apply(lambda a: kubeconfig_document(c, a[0], a[1]))
         self.provider = k8s.Provider(
             "kubernetes",
             kubeconfig=self.kubeconfig,

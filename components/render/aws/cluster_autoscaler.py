@@ -173,6 +173,7 @@ class ClusterAutoscaler(addon.Component):
             plan.service_account,
             tags,
             aws_child,
+            cluster,
         )
         if association is not None:
             deps.append(association)

@@ -54,8 +54,10 @@ def pod_identity_association(
     service_account: str,
     tags: dict[str, str],
     opts: pulumi.ResourceOptions,
+    cluster: Any = None,
 ) -> pulumi.Resource | None:
-    """The EKS Pod Identity association binding the role to the ServiceAccount (None under IRSA)."""
+    """The EKS Pod Identity association binding the role to the ServiceAccount (None under IRSA). ``cluster``: the
+    cluster as ``EksAccess.cluster`` gives it (a created one's name waits for it: ``sdk.cluster_name``)."""
     c = of
     if uses_irsa(c):
         return None
@@ -63,7 +65,7 @@ def pod_identity_association(
     return sdk.resource(
         "eks.PodIdentityAssociation",
         resource_name,
-        cluster_name=c.name,
+        cluster_name=sdk.cluster_name(c.name, cluster),
         namespace=namespace,
         service_account=service_account,
         region=c.region,

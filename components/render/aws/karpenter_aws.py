@@ -109,7 +109,7 @@ def node_role(a: Account) -> NodeRole:
     access_entry = sdk.resource(
         "eks.AccessEntry",
         "karpenter-node-access",
-        cluster_name=cluster_name,
+        cluster_name=sdk.cluster_name(cluster_name, a.cluster),
         principal_arn=node_role.arn,
         type="EC2_LINUX",
         region=region,
@@ -235,6 +235,7 @@ def controller_role(a: Account, node: NodeRole, interruption: InterruptionQueue)
         k.service_account,
         tags,
         aws_child,
+        a.cluster,
     )
     if association is not None:
         controller_deps.append(association)

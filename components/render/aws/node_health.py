@@ -10,6 +10,8 @@ Without the agent both react only to a node that stops reporting Ready.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pulumi
 
 from components.plan.plan import Plan, plain
@@ -22,7 +24,9 @@ class NodeHealth(pulumi.ComponentResource):
 
     TYPE = "gpu-platform:aws:NodeHealth"
 
-    def __init__(self, name: str, plan: Plan, opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, plan: Plan, opts: pulumi.ResourceOptions | None = None, cluster: Any = None):
+        """``cluster``: as ``EksAccess.cluster`` gives it; a created cluster's add-on waits for it and takes the
+        version of the cluster's add-on table (``Plan.eks_create``)."""
         super().__init__(self.TYPE, name, None, opts)
         aws = plan.aws
         assert aws is not None and aws.node_health_addon is not None, "the plan has no node health add-on"
@@ -30,8 +34,9 @@ class NodeHealth(pulumi.ComponentResource):
         self.addon = sdk.resource(
             "eks.Addon",
             addon,
-            cluster_name=aws.cluster.name,
+            cluster_name=sdk.cluster_name(aws.cluster.name, cluster),
             addon_name=addon,
+            addon_version=plan.eks_create.node_monitoring_agent_version if plan.eks_create is not None else None,
             # the agent's DaemonSet must run on every GPU node: the add-on's own manifest tolerates every taint
             resolve_conflicts_on_create="OVERWRITE",
             resolve_conflicts_on_update="PRESERVE",

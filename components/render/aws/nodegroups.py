@@ -202,7 +202,7 @@ class EksGpuNodeGroups(pulumi.ComponentResource):
             group = sdk.resource(
                 "eks.NodeGroup",
                 pool,
-                cluster_name=cluster_name,
+                cluster_name=sdk.cluster_name(cluster_name, cluster),
                 node_group_name_prefix=ng.name_prefix,
                 node_role_arn=self.node_role.arn,
                 subnet_ids=list(ng.subnet_ids) if ng.subnet_ids is not None else cluster_subnets,

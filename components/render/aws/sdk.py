@@ -30,16 +30,34 @@ KINDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "autoscaling.Tag": ("aws:autoscaling/tag:Tag", ()),
     "cloudwatch.EventRule": ("aws:cloudwatch/eventRule:EventRule", ("arn", "name")),
     "cloudwatch.EventTarget": ("aws:cloudwatch/eventTarget:EventTarget", ()),
+    "cloudwatch.LogGroup": ("aws:cloudwatch/logGroup:LogGroup", ("arn", "name")),
+    "ec2.Eip": ("aws:ec2/eip:Eip", ()),
+    "ec2.InternetGateway": ("aws:ec2/internetGateway:InternetGateway", ()),
     "ec2.LaunchTemplate": ("aws:ec2/launchTemplate:LaunchTemplate", ("arn", "latest_version")),
+    "ec2.NatGateway": ("aws:ec2/natGateway:NatGateway", ()),
     "ec2.PlacementGroup": ("aws:ec2/placementGroup:PlacementGroup", ("arn", "name")),
+    "ec2.Route": ("aws:ec2/route:Route", ()),
+    "ec2.RouteTable": ("aws:ec2/routeTable:RouteTable", ()),
+    "ec2.RouteTableAssociation": ("aws:ec2/routeTableAssociation:RouteTableAssociation", ()),
     "ec2.SecurityGroup": ("aws:ec2/securityGroup:SecurityGroup", ("arn",)),
+    "ec2.Subnet": ("aws:ec2/subnet:Subnet", ()),
+    "ec2.Tag": ("aws:ec2/tag:Tag", ()),
+    "ec2.Vpc": ("aws:ec2/vpc:Vpc", ()),
     "eks.AccessEntry": ("aws:eks/accessEntry:AccessEntry", ()),
+    "eks.AccessPolicyAssociation": ("aws:eks/accessPolicyAssociation:AccessPolicyAssociation", ()),
     "eks.Addon": ("aws:eks/addon:Addon", ()),
+    "eks.Cluster": (
+        "aws:eks/cluster:Cluster",
+        ("arn", "name", "endpoint", "certificate_authority", "identities", "vpc_config", "version"),
+    ),
     "eks.NodeGroup": ("aws:eks/nodeGroup:NodeGroup", ("arn", "node_group_name", "resources")),
     "eks.PodIdentityAssociation": ("aws:eks/podIdentityAssociation:PodIdentityAssociation", ()),
     "iam.Policy": ("aws:iam/policy:Policy", ("arn", "name")),
+    "iam.OpenIdConnectProvider": ("aws:iam/openIdConnectProvider:OpenIdConnectProvider", ("arn",)),
     "iam.Role": ("aws:iam/role:Role", ("arn", "name")),
     "iam.RolePolicyAttachment": ("aws:iam/rolePolicyAttachment:RolePolicyAttachment", ()),
+    "kms.Alias": ("aws:kms/alias:Alias", ()),
+    "kms.Key": ("aws:kms/key:Key", ("arn", "key_id")),
     "sqs.Queue": ("aws:sqs/queue:Queue", ("arn", "name", "url")),
     "sqs.QueuePolicy": ("aws:sqs/queuePolicy:QueuePolicy", ()),
     "vpc.SecurityGroupEgressRule": ("aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule", ()),
@@ -51,6 +69,8 @@ USER_MAPS = frozenset({"tags", "labels"})
 # Output properties of a number type: the typed class turns the engine's float into an int (its output's type,
 # pulumi/runtime/rpc.py translate_output_properties).
 INT_OUTPUTS = frozenset({"latest_version"})
+# Object outputs: the typed class hands them over with snake_case keys (its output types' Python names).
+OBJECT_OUTPUTS = frozenset({"certificate_authority", "identities", "vpc_config"})
 GET_CLUSTER = "aws:eks/getCluster:getCluster"
 
 
@@ -83,7 +103,23 @@ class AwsResource(pulumi.CustomResource):
         # The SDK made an Output per property, named as sent (camelCase); the typed class names it in Python.
         for name in reads:
             out = self.__dict__[camel(name)]
-            self.__dict__[name] = out.apply(_int) if name in INT_OUTPUTS else out
+            if name in INT_OUTPUTS:
+                out = out.apply(_int)
+            elif name in OBJECT_OUTPUTS:
+                out = out.apply(_snake_keys)
+            self.__dict__[name] = out
+
+
+def _snake_keys(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {_snake(k): _snake_keys(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_snake_keys(v) for v in value]
+    return value
+
+
+def _snake(name: str) -> str:
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in name)
 
 
 def _int(value: Any) -> Any:
@@ -105,10 +141,40 @@ class _Result:
         self._values = values
 
     def __getattr__(self, name: str) -> Any:
-        try:
-            return _result(self._values[camel(name)])
-        except KeyError:
-            raise AttributeError(name) from None
+        for k in (camel(name), name):
+            if k in self._values:
+                return _result(self._values[k])
+        raise AttributeError(name)
+
+
+def cluster_name(name: str, cluster: Any) -> Any:
+    """The ``cluster_name`` input of an AWS object attached to the cluster: the plan's name for a cluster that
+    exists before the program runs (found by name), else the created or referenced cluster's ``name`` Output,
+    which carries the dependency on it (``components/render/aws/cluster_create.py`` ``ClusterView``)."""
+    return cluster.name if isinstance(cluster, ClusterView) else name
+
+
+class ClusterView:
+    """A created or referenced cluster with the looked-up cluster's attributes (``endpoint``, ``arn``,
+    ``certificate_authorities``, ``identities``, ``vpc_config``, ``version``) and its ``name``, each an Output."""
+
+    def __init__(self, **attrs: Any):
+        self.__dict__.update(attrs)
+
+
+def field(value: Any, name: str) -> Any:
+    """One field of an object output by its Python name, whether it arrives as the engine's dict (camelCase keys)
+    or as the typed class's output object."""
+    if value is None:
+        return None
+    if isinstance(value, Mapping):
+        return value.get(name, value.get(camel(name)))
+    return getattr(value, name, None)
+
+
+def result(value: Any) -> Any:
+    """An object output (camelCase keys) read by Python attribute names, as the typed classes read it."""
+    return _result(value)
 
 
 def _result(value: Any) -> Any:

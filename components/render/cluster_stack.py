@@ -1,0 +1,109 @@
+"""A cluster taken from another Pulumi stack (``Plan.cluster_stack``, ``components/plan/cluster_stack.py``): a
+``pulumi.StackReference`` to the cluster stack, its outputs read into what the cloud's renderers read of a found
+cluster. A missing output fails the deployment with one error naming the stack and every missing output; a
+``clusterName`` other than the stack file's ``cluster.name`` does too (the plan's names are made from it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+
+from components.plan.cluster_stack import AWS_OUTPUTS, GCP_OUTPUTS, ClusterStackPlan
+from components.plan.plan import Plan
+
+
+class MissingOutputs(pulumi.RunError):
+    """The cluster stack lacks outputs the platform needs (or names another cluster)."""
+
+
+def check_outputs(p: ClusterStackPlan, outputs: dict[str, Any] | None) -> dict[str, Any]:
+    """The referenced stack's outputs, or ``MissingOutputs`` naming what is missing (pure: tested directly)."""
+    outputs = outputs or {}
+    described = AWS_OUTPUTS if p.cloud == "aws" else GCP_OUTPUTS
+    missing = [o for o in p.required if outputs.get(o) in (None, "", [])]
+    if missing:
+        what = "; ".join(f"{o} ({described[o]})" for o in missing)
+        raise MissingOutputs(f"gpu-platform:cluster.fromStack: stack {p.stack} has no output {what}")
+    keys = {"clusterName": "cluster.name", "location": "cluster.location", "project": "cluster.project"}
+    for output, want in p.identity.items():
+        if outputs[output] != want:
+            raise MissingOutputs(
+                f"gpu-platform:cluster.fromStack: stack {p.stack} exports {output} {outputs[output]!r}, "
+                f"but gpu-platform:{keys[output]} is {want!r}"
+            )
+    return outputs
+
+
+def _reference(p: ClusterStackPlan, parent: pulumi.Resource) -> pulumi.Output[dict[str, Any]]:
+    ref = pulumi.StackReference("cluster-stack", stack_name=p.stack, opts=pulumi.ResourceOptions(parent=parent))
+    return ref.outputs.apply(lambda o: check_outputs(p, o))
+
+
+def aws_cluster(p: ClusterStackPlan, parent: pulumi.Resource) -> Any:
+    """The referenced EKS cluster as ``EksAccess.cluster`` (``sdk.ClusterView``: the lookup's attributes)."""
+    from components.render.aws import sdk
+
+    outputs = _reference(p, parent)
+
+    def out(name: str) -> Any:
+        return outputs.apply(lambda o: o.get(name))
+
+    return sdk.ClusterView(
+        name=out("clusterName"),
+        arn=out("clusterArn"),
+        endpoint=out("endpoint"),
+        version=out("kubernetesVersion"),
+        certificate_authorities=outputs.apply(lambda o: [sdk.result({"data": o["certificateAuthority"]})]),
+        identities=outputs.apply(lambda o: [sdk.result({"oidcs": [{"issuer": o.get("oidcIssuer")}]})]),
+        vpc_config=outputs.apply(
+            lambda o: sdk.result(
+                {
+                    "subnetIds": list(o["privateSubnetIds"]),
+                    "vpcId": o["vpcId"],
+                    "clusterSecurityGroupId": o["clusterSecurityGroupId"],
+                }
+            )
+        ),
+    )
+
+
+def gke_kubeconfig(p: ClusterStackPlan, plan: Plan, outputs: dict[str, Any]) -> str:
+    from components.render.gcp.cluster import kubeconfig_of
+
+    assert plan.gke is not None
+    return kubeconfig_of(plan.gke.cluster, outputs["endpoint"], outputs["clusterCaCertificate"])
+
+
+class GkeStackAccess(pulumi.ComponentResource):
+    """A GKE cluster from its stack's outputs, offering what ``GkeAccess`` offers the node pools: ``endpoint``,
+    ``ready``, ``node_locations``, ``kubeconfig`` and ``provider``."""
+
+    TYPE = "gpu-platform:gcp:GkeStackAccess"
+
+    def __init__(self, name: str, plan: Plan, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(self.TYPE, name, None, opts)
+        import pulumi_kubernetes as k8s
+
+        from components.render.k8s import PROVIDER_OPTIONS
+
+        p = plan.cluster_stack
+        assert p is not None and plan.gke is not None
+        outputs = _reference(p, self)
+        self.endpoint = outputs.apply(lambda o: o["endpoint"])
+        self.ready = outputs.apply(lambda _: True)
+        # the zones the cluster's nodes span (optional output nodeLocations; a zonal cluster's own zone counts)
+        self.node_locations = outputs.apply(lambda o: list(o.get("nodeLocations") or []))
+        self.kubeconfig = outputs.apply(lambda o: gke_kubeconfig(p, plan, o))
+        ident = outputs.apply(
+            lambda o: f"projects/{o['project']}/locations/{o['location']}/clusters/{o['clusterName']}"
+        )
+        self.provider = k8s.Provider(
+            "kubernetes",
+            kubeconfig=self.kubeconfig,
+            cluster_identifier=ident,
+            opts=pulumi.ResourceOptions(parent=self),
+            **PROVIDER_OPTIONS,
+        )
+        self.register_outputs({"endpoint": self.endpoint, "stack": p.stack})
