@@ -42,7 +42,7 @@ from pulumi_policy import (
 )
 from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 
-from policies import common, pack
+from . import common, pack
 
 if TYPE_CHECKING:
     from components.explain.rendering import Rendering

@@ -16,10 +16,9 @@ import inspect
 from typing import TypedDict
 
 import pulumi
-
-from components.cli.loader import SpecError, load_spec
-from components.render import platform
-from components.spec import stackfile
+from gpu_platform.cli.loader import SpecError, load_spec
+from gpu_platform.render import platform
+from gpu_platform.spec import stackfile
 
 PACKAGE = "gpu-platform"  # platform.TYPE's package: the provider's name must be it
 NAMESPACE = "gpu-platform"  # the generated SDKs' scope (@gpu-platform/gpu-platform), not Pulumi's own

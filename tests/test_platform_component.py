@@ -137,9 +137,9 @@ PROVIDERS_OPTION = """
 import pulumi
 import pulumi_kubernetes as k8s
 from pathlib import Path
-from components.cli.loader import load_spec
-from components.render.platform import GpuPlatform
-from components.spec import stackfile
+from gpu_platform.cli.loader import load_spec
+from gpu_platform.render.platform import GpuPlatform
+from gpu_platform.spec import stackfile
 
 provider = k8s.Provider("cluster", kubeconfig="{}")
 spec = load_spec(stackfile.read(Path(%r)))
@@ -169,9 +169,9 @@ EXPLICIT_CLOUD = """
 import pulumi
 import pulumi_kubernetes as k8s
 from pathlib import Path
-from components.cli.loader import load_spec
-from components.render.platform import GpuPlatform
-from components.spec import stackfile
+from gpu_platform.cli.loader import load_spec
+from gpu_platform.render.platform import GpuPlatform
+from gpu_platform.spec import stackfile
 
 kube = k8s.Provider("cluster", kubeconfig="{}")
 account = pulumi.ProviderResource(%(package)r, "platform-account", {})

@@ -6,8 +6,8 @@ from typing import Any
 
 import pulumi
 
-from components.cli.loader import SpecError, load_spec
-from components.spec.model import StackSpec
+from ..spec.model import StackSpec
+from .loader import SpecError, load_spec
 
 
 def pulumi_config() -> dict[str, Any]:

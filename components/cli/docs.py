@@ -200,7 +200,9 @@ def policies_page() -> str:
     """``docs/reference/policies.md`` from the pack: one row per policy of ``POLICIES``, in its order."""
     from pulumi_policy import StackValidationPolicy
 
-    from policies import pack
+    from .policy_pack import module
+
+    pack = module("pack")
 
     lines = [
         GENERATED,
@@ -235,7 +237,7 @@ def policies_page() -> str:
 
 def pages() -> dict[str, Callable[[], str]]:
     """Each generated page (path under the repository) -> the function that writes its text."""
-    from components.spec.model import stack_file_schema
+    from ..spec.model import stack_file_schema
 
     return {
         "docs/reference/stack-file.md": lambda: stack_file_page(stack_file_schema()),

@@ -14,14 +14,14 @@ from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
-from components.spec.model import Rule, SpecError, StackSpec, is_rule, parse_spec
+from ..spec.model import Rule, SpecError, StackSpec, is_rule, parse_spec
 
 __all__ = ["SpecError", "load_spec", "rule_modules", "rules"]
 
 
 def rule_modules() -> tuple[ModuleType, ...]:
     """Every module that defines ``@rule`` functions; add a new one here. None imports a cloud SDK."""
-    from components.plan import (
+    from ..plan import (
         cost,
         dra,
         gpu_operator,
@@ -34,8 +34,8 @@ def rule_modules() -> tuple[ModuleType, ...]:
         sharing,
         storage,
     )
-    from components.plan.aws import cluster_create, efa, rules as aws_rules, rules_karpenter
-    from components.plan.gcp import cluster_create_rules as gke_create_rules, rules as gcp_rules
+    from ..plan.aws import cluster_create, efa, rules as aws_rules, rules_karpenter
+    from ..plan.gcp import cluster_create_rules as gke_create_rules, rules as gcp_rules
 
     return (
         rules_core,

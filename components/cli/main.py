@@ -23,7 +23,7 @@ PREVIEW_HELP = (
 
 
 def _stack_file(stack: str, config: str | None) -> Path:
-    from components.cli.synth import ROOT
+    from .synth import ROOT
 
     if config:
         return Path(config)
@@ -39,8 +39,8 @@ def _display(path: Path) -> str:
 
 
 def _render(args: argparse.Namespace):
-    from components.cli.synth import read_stack_file, render
-    from components.spec.model import SpecError
+    from ..spec.model import SpecError
+    from .synth import read_stack_file, render
 
     path = _stack_file(args.stack, args.config)
     try:
@@ -50,7 +50,7 @@ def _render(args: argparse.Namespace):
             print(line, file=sys.stderr)
         return None, EXIT_INVALID
     except Exception as err:
-        from components.render.cluster_stack import MissingOutputs
+        from ..render.cluster_stack import MissingOutputs
 
         if not isinstance(err, MissingOutputs):
             raise
@@ -60,7 +60,7 @@ def _render(args: argparse.Namespace):
 
 
 def cmd_synth(args: argparse.Namespace) -> int:
-    from components.cli import synth
+    from . import synth
 
     rendering, code = _render(args)
     if rendering is None:
@@ -91,7 +91,10 @@ def cmd_check(args: argparse.Namespace) -> int:
 def _policies(rendering, config_file: str | None = None):
     """(policy report, None), or (None, EXIT_INVALID) when the policy config is unusable."""
     try:
-        from policies.offline import PolicyConfigError, evaluate
+        from .policy_pack import module
+
+        offline = module("offline")
+        PolicyConfigError, evaluate = offline.PolicyConfigError, offline.evaluate
     except ImportError:
         return None, None
     try:
@@ -111,8 +114,8 @@ def _policy_exit(report) -> int:
 
 def _spec(args: argparse.Namespace):
     """The validated spec of the stack file, without running the engine; None after printing its problems."""
-    from components.cli.loader import SpecError, load_spec
-    from components.cli.synth import read_stack_file
+    from .loader import SpecError, load_spec
+    from .synth import read_stack_file
 
     path = _stack_file(args.stack, args.config)
     try:
@@ -125,7 +128,7 @@ def _spec(args: argparse.Namespace):
 
 def cmd_cost(args: argparse.Namespace) -> int:
     """The cost table from the plan alone: no engine run, nothing written."""
-    from components.plan import cost, plan
+    from ..plan import cost, plan
 
     spec = _spec(args)
     if spec is None:
@@ -136,7 +139,7 @@ def cmd_cost(args: argparse.Namespace) -> int:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     """What the platform decides for the stack (components/plan/plan.py), before any ``pulumi up``."""
-    from components.plan import plan
+    from ..plan import plan
 
     spec = _spec(args)
     if spec is None:
@@ -194,29 +197,29 @@ def plan_text(p: Any) -> list[str]:
         state = f"{a.chart.rsplit('/', 1)[-1]} {a.version} from {a.source}, in {a.namespace}" if a.enabled else "off"
         lines.append(f"  {a.key}: {state}")
     if p.aws is not None:
-        from components.plan.aws.plan import text_lines
+        from ..plan.aws.plan import text_lines
 
         lines += ["", "AWS", *text_lines(p.aws)]
     if p.eks_create is not None:
-        from components.plan.aws import cluster_create
+        from ..plan.aws import cluster_create
 
         lines += cluster_create.text_lines(p.eks_create)
     if p.cluster_stack is not None:
-        from components.plan import cluster_stack
+        from ..plan import cluster_stack
 
         lines += cluster_stack.text_lines(p.cluster_stack)
     if p.gke is not None:
-        from components.plan.gcp import plan as gcp_plan
+        from ..plan.gcp import plan as gcp_plan
 
         lines += ["", *gcp_plan.text(p.gke)]
     if p.gke_create is not None:
-        from components.plan.gcp import cluster_create
+        from ..plan.gcp import cluster_create
 
         lines += ["", *cluster_create.text(p.gke_create)]
-    from components.plan.aws import karpenter
+    from ..plan.aws import karpenter
 
     lines += karpenter.text(p.karpenter)
-    from components.plan import storage
+    from ..plan import storage
 
     return (
         lines
@@ -312,7 +315,7 @@ def cmd_plugins(args: argparse.Namespace) -> int:
 
 def cmd_explain(args: argparse.Namespace) -> int:
     """Trace workloads through the stack, layer by layer: exit 0 all run, 3 one stays pending, 2 bad input."""
-    from components.explain import trace as explain
+    from ..explain import trace as explain
 
     spec = _spec(args)
     if spec is None:
@@ -331,7 +334,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
-    from components.spec.model import stack_file_schema
+    from ..spec.model import stack_file_schema
 
     print(json.dumps(stack_file_schema(), indent=2, sort_keys=True))
     return EXIT_OK

@@ -10,8 +10,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from components.cli.urns import ROOT, shipped_stacks
-from components.plan.plan import Plan, build
+from ..plan.plan import Plan, build
+from .urns import ROOT, shipped_stacks
 
 REGENERATE = "make plan-snapshots  (or: .venv/bin/python -m components.cli.plans)"
 
@@ -22,8 +22,8 @@ def snapshot_dir() -> Path:
 
 def shipped_plan(stack: str) -> Plan:
     """The plan of ``stacks/Pulumi.<stack>.yaml`` as committed."""
-    from components.cli.loader import load_spec
-    from components.spec import stackfile
+    from ..spec import stackfile
+    from .loader import load_spec
 
     return build(load_spec(stackfile.read(ROOT / "stacks" / f"Pulumi.{stack}.yaml")), stack)
 

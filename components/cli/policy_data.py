@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from components.data import catalog, versions
+from ..data import catalog, versions
 
 ROOT = Path(__file__).resolve().parents[2]  # the project directory
 PATH = ROOT / "policies" / "pack_data.json"

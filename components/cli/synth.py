@@ -27,10 +27,10 @@ from typing import Any
 
 import yaml
 
-from components.cli.loader import load_spec
-from components.cli.synth_stacks import stack_identity, stack_outputs
-from components.cli.synth_yaml import _ints as _ints, _json as _json, _yaml as _yaml
-from components.explain.rendering import Record, Rendering
+from ..explain.rendering import Record, Rendering
+from .loader import load_spec
+from .synth_stacks import stack_identity, stack_outputs
+from .synth_yaml import _ints as _ints, _json as _json, _yaml as _yaml
 
 ROOT = Path(__file__).resolve().parents[2]  # the project directory
 PROGRAM = ROOT / "__main__.py"
@@ -507,7 +507,7 @@ def manifest_path(doc: Mapping[str, Any]) -> str:
 
 def files(rendering: Rendering, sections: Mapping[str, str] | None = None) -> dict[str, str]:
     """Every output file (relative path -> text)."""
-    from components.explain.summary import summary
+    from ..explain.summary import summary
 
     out: dict[str, str] = {}
     out["resources.json"] = _json(
@@ -542,7 +542,7 @@ def files(rendering: Rendering, sections: Mapping[str, str] | None = None) -> di
         out[f"helm/{release}/values.yaml"] = _yaml(r.inputs.get("values") or {})
     out["outputs.json"] = _json(rendering.outputs)
     out["summary.md"] = summary(rendering, sections or {})
-    from components.plan import cost, plan
+    from ..plan import cost, plan
 
     out["cost.json"] = cost.to_json(cost.report_of(plan.build(rendering.spec, rendering.stack)))
     return out
@@ -569,6 +569,6 @@ def write(out_dir: Path, contents: Mapping[str, str]) -> None:
 
 def read_stack_file(path: Path) -> dict[str, Any]:
     """The ``config:`` map of a stack file; raises SpecError for a file that is not one (see stackfile.py)."""
-    from components.spec import stackfile
+    from ..spec import stackfile
 
     return stackfile.read(path)

@@ -31,6 +31,6 @@ def stack_outputs(lookups: dict[str, dict[str, Any]], placeholder: str, ca_data:
 
 def stack_identity(spec: Any) -> dict[str, Any]:
     """The outputs a referenced cluster stack must answer as the stack file says them (``cluster_stack.identity``)."""
-    from components.plan.cluster_stack import identity
+    from ..plan.cluster_stack import identity
 
     return identity(spec)

@@ -90,7 +90,7 @@ def unexplained_message(stack: str, urns: list[str]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Regenerate every shipped stack's snapshot (refusing to drop an unexplained URN)."""
-    from components.cli.synth import read_stack_file, render
+    from .synth import read_stack_file, render
 
     stacks = (argv if argv is not None else sys.argv[1:]) or shipped_stacks()
     changelog = changelog_text()

@@ -8,11 +8,11 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
 
-from components.explain.nodes import LabelValues, autoscaler_template_labels, node_label_values
-from components.explain.workloads import GPU_PREFIX, PodSet, Workload, _device_resources
-from components.plan import derive
-from components.plan.plan import Plan, PoolPlan, TenantPlan
-from components.render import gpu_operator, kueue
+from ..plan import derive
+from ..plan.plan import Plan, PoolPlan, TenantPlan
+from ..render import gpu_operator, kueue
+from .nodes import LabelValues, autoscaler_template_labels, node_label_values
+from .workloads import GPU_PREFIX, PodSet, Workload, _device_resources
 
 
 def _units(units: Mapping[str, int]) -> str:
@@ -225,7 +225,7 @@ def pod_selection(
 def volcano_pods_policy_applies(decided: Plan, tenant: TenantPlan) -> bool:
     """The admission policy ``volcano.PODS_POLICY_NAME`` exists (Volcano is on and has tenants: some tenant has a
     Volcano queue) and selects the tenant's namespace (labelled ``gpu-platform/scheduler: volcano``)."""
-    from components.render import volcano
+    from ..render import volcano
 
     return any(t.volcano_queue for t in decided.tenants.values()) and (
         tenant.namespace_labels.get(derive.SCHEDULER_LABEL) == volcano.SCHEDULER_NAME
@@ -251,7 +251,7 @@ def volcano_pod_refusal(
     the namespace's annotations list (``tenancy.namespace_annotations``), split as the policy splits them.
     ``scheduler_name``: the pod's own, or its Volcano Job's when the template names none (the job controller
     copies it: volcano v1.15.1 pkg/controllers/job/job_controller_util.go, createJobPod)."""
-    from components.render import tenancy, volcano
+    from ..render import tenancy, volcano
 
     annotations = tenant.namespace_annotations
 
@@ -290,7 +290,7 @@ def volcano_pod_refusal(
 def volcano_pods_admission(decided: Plan, tenant: TenantPlan, w: Workload) -> tuple[str | None, str | None]:
     """(why the policy refuses the workload's first refused GPU pod set, what it admitted): (None, None) where
     it does not look at the workload's pods (another namespace, or no GPU pod)."""
-    from components.render import volcano
+    from ..render import volcano
 
     if not volcano_pods_policy_applies(decided, tenant):
         return None, None
@@ -345,7 +345,7 @@ def karpenter_sees(decided: Plan, pool: PoolPlan) -> dict[str, int]:
     """Extended resources Karpenter believes a node of the pool brings before it exists: nvidia.com/gpu from
     EC2 instance data (the GPU count), overridden key by key by the pool's NodeOverlay capacity when it has
     one (Karpenter applies it with lo.Assign; ``KarpenterPlan.node_overlays``)."""
-    from components.plan.aws import efa
+    from ..plan.aws import efa
 
     sees = {derive.GPU_RESOURCE: pool.gpus_per_node}
     if efa.efa_capable_types(pool.instance_types):  # Karpenter's instance types carry it from EC2 network info
@@ -363,7 +363,7 @@ def autoscaler_sees(
     labels and taints, read back from the node group's ``k8s.io/cluster-autoscaler/node-template/*`` tags
     (``NodeGroupPlan.tags``); its labels joined with those the autoscaler adds itself
     (``explain_nodes.autoscaler_template_labels``)."""
-    from components.plan.aws import managed_pools
+    from ..plan.aws import managed_pools
 
     assert decided.aws is not None
     tags = decided.aws.node_groups[pool.name].tags
@@ -400,7 +400,7 @@ def dcgm_attribution(decided: Plan, pool: PoolPlan, resources: list[str]) -> str
     dcgm-exporter asks the kubelet's pod-resources API which pod holds which device and matches device IDs
     as GPU UUIDs by default (dcgm-exporter ``internal/pkg/collector/types.go``, ``pkg/.../kubernetes.go``);
     it only looks at ``nvidia.com/gpu`` and MIG resources unless told more names."""
-    from components.plan import sharing
+    from ..plan import sharing
 
     values = exporter_values(decided)
     env = {e["name"]: e.get("value") for e in [*(values.get("env") or []), *(values.get("extraEnv") or [])]}

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.data import catalog
-from components.plan import kueue as kueue_plan
-from components.plan.plan import Plan, PoolPlan
+from ..data import catalog
+from ..plan import kueue as kueue_plan
+from ..plan.plan import Plan, PoolPlan
 
 # Node labels as explain knows them: a label's one value, the values a pool's nodes may carry (instance types,
 # capacity types...), or None where nodes carry the label with a value the stack does not tell (a hostname).
@@ -115,7 +115,7 @@ def _karpenter_labels(decided: Plan, pool: PoolPlan) -> dict[str, LabelValues]:
     """Karpenter labels a node with its NodePool's name, the offering's capacity type and the instance type's
     labels (kubernetes-sigs/karpenter v1.14.1 pkg/apis/v1/labels.go:73-84, WellKnownLabels): the values of
     ``karpenter.requirements`` (``KarpenterPlan.node_pools``: spot, on-demand fallback, reserved)."""
-    from components.plan.aws import karpenter_nodes as karpenter
+    from ..plan.aws import karpenter_nodes as karpenter
 
     plans = decided.karpenter.node_pools_of(pool.name) if decided.karpenter is not None else ()
     types = [catalog.AWS_INSTANCE_TYPES[t] for t in pool.instance_types if t in catalog.AWS_INSTANCE_TYPES]

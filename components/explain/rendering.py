@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.spec.model import StackSpec
+from ..spec.model import StackSpec
 
 
 @dataclass

@@ -15,11 +15,11 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from components.explain.facts import _units
-from components.explain.workloads import Workload
-from components.plan.plan import Plan, PoolPlan, TenantPlan
-from components.render import kueue
-from components.spec.options import INTEGRATION_OPERATOR
+from ..plan.plan import Plan, PoolPlan, TenantPlan
+from ..render import kueue
+from ..spec.options import INTEGRATION_OPERATOR
+from .facts import _units
+from .workloads import Workload
 
 # ------------------------------------------------------------------------------------------- operators
 
@@ -239,7 +239,7 @@ def karpenter_problem(decided: Plan, pool: PoolPlan, req: dict[str, int]) -> tup
     """(what is wrong, whether no node ever comes for the pod), or None: Karpenter must see every device-plugin
     resource the pod asks for on the instance type (``explain_facts.karpenter_sees``), as the node advertises it;
     seeing fewer, it never launches a node; seeing a different count, it launches too many."""
-    from components.explain.facts import karpenter_sees, node_advertises
+    from .facts import karpenter_sees, node_advertises
 
     sees = karpenter_sees(decided, pool)
     advertised, _ = node_advertises(decided, pool)
@@ -262,7 +262,7 @@ def karpenter_problem(decided: Plan, pool: PoolPlan, req: dict[str, int]) -> tup
 def autoscaler_problem(decided: Plan, pool: PoolPlan, pods: list[dict], req: dict[str, int]) -> str | None:
     """Why the Cluster Autoscaler never scales the managed pool up from zero for the pods, or None: it simulates
     each pending pod on its node template (labels, taints, resources; ``explain_facts.autoscaler_sees``)."""
-    from components.explain.facts import autoscaler_sees, selection_problems, untolerated
+    from .facts import autoscaler_sees, selection_problems, untolerated
 
     resources, labels, taints = autoscaler_sees(decided, pool)
     for pod in pods:

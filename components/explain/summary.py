@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from components.data import versions
-from components.plan import derive, plan
+from ..data import versions
+from ..plan import derive, plan
 
 if TYPE_CHECKING:
-    from components.explain.rendering import Rendering
-    from components.plan.plan import Plan, PoolPlan
+    from ..plan.plan import Plan, PoolPlan
+    from .rendering import Rendering
 
 
 def scaled_by(decided: Plan, p: PoolPlan) -> str:
@@ -189,7 +189,7 @@ def _declared_taints(p: PoolPlan) -> tuple[Mapping[str, str], ...]:
 
 def _gpu_operator_lines(decided: Plan) -> list[str]:
     """The summary.md section: who serves each pool's GPUs, and what the monitoring alerts on."""
-    from components.render import gpu_operator
+    from ..render import gpu_operator
 
     operator, m = decided.addons["gpuOperator"], decided.monitoring
     if not operator.enabled and m is None:
@@ -253,7 +253,7 @@ def _dra_lines(decided: Plan) -> list[str]:
     d = decided.dra
     if d is None:
         return []
-    from components.render import dra
+    from ..render import dra
 
     lines = [
         "## GPUs through DRA (ResourceClaims)",
@@ -327,10 +327,10 @@ def summary(rendering: Rendering, sections: Mapping[str, str]) -> str:
         lines.append(f"| {p.name} | {labels} | {taints} |")
     lines += _scaling(decided)
     if decided.addons["karpenter"].enabled:  # aws only
-        from components.plan.aws import karpenter
+        from ..plan.aws import karpenter
 
         lines += ["", *karpenter.summary(decided.karpenter)]
-    from components.plan.aws import efa
+    from ..plan.aws import efa
 
     lines += efa.summary(decided)
     gpu_lines = _gpu_operator_lines(decided)
@@ -357,10 +357,10 @@ def summary(rendering: Rendering, sections: Mapping[str, str]) -> str:
             f"| {t.priority_ceiling} | {t.pod_security} |"
         )
     lines += _queue_lines(decided)
-    from components.plan import cost
+    from ..plan import cost
 
     lines += ["", *cost.markdown(cost.report_of(decided))]
-    from components.plan import reservations
+    from ..plan import reservations
 
     if decided.reservations:
         lines += ["", *reservations.summary(decided.reservations)]

@@ -26,7 +26,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.explain.facts import (
+from ..plan import derive, plan
+from ..plan.plan import Plan, PoolPlan, TenantPlan
+from ..render import kueue, tenancy
+from ..spec.model import StackSpec
+from ..spec.options import IMPLICIT_POD_INTEGRATIONS
+from .facts import (
     _asks_topology,
     _total,
     _units,
@@ -45,8 +50,8 @@ from components.explain.facts import (
     untolerated,
     volcano_pods_admission,
 )
-from components.explain.nodes import node_label_values
-from components.explain.schedulers import (
+from .nodes import node_label_values
+from .schedulers import (
     Operator,
     autoscaler_problem,
     integration_fix,
@@ -59,7 +64,7 @@ from components.explain.schedulers import (
     volcano_minimum,
     volcano_queue_verdict,
 )
-from components.explain.workloads import (
+from .workloads import (
     PSA_ENFORCE,
     PodSet,
     Workload,
@@ -67,11 +72,6 @@ from components.explain.workloads import (
     is_gpu,
     load,
 )
-from components.plan import derive, plan
-from components.plan.plan import Plan, PoolPlan, TenantPlan
-from components.render import kueue, tenancy
-from components.spec.model import StackSpec
-from components.spec.options import IMPLICIT_POD_INTEGRATIONS
 
 EXIT_RUNS, EXIT_PENDING = 0, 3
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from components.plan import derive
+from ..plan import derive
 
 GPU_PREFIX = "nvidia.com/"
 

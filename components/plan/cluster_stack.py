@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from components.spec.model import StackSpec
+from ..spec.model import StackSpec
 
 # cloud -> the outputs a cluster stack must export (camelCase, as a Pulumi program exports them), and what each is
 AWS_OUTPUTS: dict[str, str] = {

@@ -23,10 +23,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from components.data import catalog, prices
-from components.data.prices import Price
-from components.plan import derive
-from components.spec.model import NodePool, Problem, StackSpec, Tenant, key, rule
+from ..data import catalog, prices
+from ..data.prices import Price
+from ..spec.model import NodePool, Problem, StackSpec, Tenant, key, rule
+from . import derive
 
 CONFIGMAP_NAME = "gpu-platform-cost"
 CONFIGMAP_NAMESPACE = "kube-system"  # exists on every cluster; tenants cannot read it
@@ -196,7 +196,7 @@ def unit_price(per_gpu: float | None, pool: NodePool, resource: str, count: int)
 def pool_cost(spec: StackSpec, pool: NodePool) -> PoolCost:
     spot_gpus, od_gpus = (pool.gpu_cap, 0) if pool.capacity == "spot" else (0, pool.gpu_cap)
     if pool.capacity == "spot" and pool.provisioner == "karpenter" and pool.karpenter.on_demand_fallback:
-        from components.plan.aws.capacity import fallback_split
+        from .aws.capacity import fallback_split
 
         spot_gpus, od_gpus = fallback_split(pool)
     return PoolCost(

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
-from components.spec.model import NodePool, StackSpec, Taint, Tenant
+from ..spec.model import NodePool, StackSpec, Taint, Tenant
 
 GPU_RESOURCE = "nvidia.com/gpu"
 SHARED_GPU_RESOURCE = "nvidia.com/gpu.shared"  # what time-slicing / MPS advertise with renameByDefault

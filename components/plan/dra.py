@@ -9,9 +9,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from components.data import catalog
-from components.plan import derive, tenancy as tenancy_facts
-from components.spec.model import NodePool, Problem, StackSpec, Tenant, key, rule
+from ..data import catalog
+from ..spec.model import NodePool, Problem, StackSpec, Tenant, key, rule
+from . import derive, tenancy as tenancy_facts
 
 MIN_KUBERNETES_MINOR = 34  # resource.k8s.io/v1 (GA); the DRA driver and GPUCluster ask for v1.34.2+
 RESOURCE_API = "resource.k8s.io/v1"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.spec.model import StackSpec
+from ..spec.model import StackSpec
 
 
 @dataclass(frozen=True)

@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from components.data import versions
-from components.plan import derive, sharing
-from components.plan.tenancy import psa_labels
-from components.spec.model import Problem, StackSpec, key, rule
+from ..data import versions
+from ..spec.model import Problem, StackSpec, key, rule
+from . import derive, sharing
+from .tenancy import psa_labels
 
 CHART = versions.GPU_OPERATOR
 DEVICE_PLUGIN_CONFIGMAP = "device-plugin-config"
@@ -198,7 +198,7 @@ def operator_values(spec: StackSpec) -> dict[str, Any]:
             # Cloud VMs cannot reset a GPU out of band: the MIG manager reboots the node to change MIG mode.
             values["migManager"]["env"] = [{"name": "WITH_REBOOT", "value": "true"}]
     if derive.dra(spec):
-        from components.plan import dra
+        from . import dra
 
         return dra.operator_values(spec, values)
     return values

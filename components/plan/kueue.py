@@ -11,9 +11,9 @@ from typing import Any
 
 import yaml
 
-from components.data import versions
-from components.plan import derive, dra, webhooks
-from components.spec.model import NodePool, StackSpec, Tenant
+from ..data import versions
+from ..spec.model import NodePool, StackSpec, Tenant
+from . import derive, dra, webhooks
 
 CHART = versions.KUEUE
 API = versions.KUEUE_API

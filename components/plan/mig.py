@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from components.data.catalog import GPU_MODELS, MIG_COMPUTE_SLICES, MIG_MEMORY_SLICES, GpuModel
+from ..data.catalog import GPU_MODELS, MIG_COMPUTE_SLICES, MIG_MEMORY_SLICES, GpuModel
 
 
 def mig_layout_problems(model: GpuModel, layout: Mapping[str, int]) -> list[str]:

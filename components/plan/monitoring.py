@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from components.data import versions
-from components.plan import derive, gpu_operator
-from components.spec.model import NodePool, Problem, StackSpec, key, rule
+from ..data import versions
+from ..spec.model import NodePool, Problem, StackSpec, key, rule
+from . import derive, gpu_operator
 
 
 @dataclass(frozen=True)
@@ -192,7 +192,7 @@ def idle_cost_terms(spec: StackSpec, pool: NodePool) -> list[tuple[str | None, f
     """(MIG profile or None, USD per device-hour) for the devices DCGM reports on the pool: whole GPUs (time-
     sliced and MPS GPUs report once per GPU), or MIG instances priced by profile (cost.unit_price). None when
     the pool's price is unknown."""
-    from components.plan import cost
+    from . import cost
 
     c = cost.pool_cost(spec, pool)
     per_gpu = c.per_gpu_hour

@@ -40,10 +40,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from components.data import versions
-from components.plan import derive
-from components.spec.model import Problem, StackSpec, key, rule
-from components.spec.options import INTEGRATION_OPERATOR
+from ..data import versions
+from ..spec.model import Problem, StackSpec, key, rule
+from ..spec.options import INTEGRATION_OPERATOR
+from . import derive
 
 JOBSET = versions.JOBSET
 LEADER_WORKER_SET = versions.LEADER_WORKER_SET

@@ -19,23 +19,23 @@ from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from components.data import versions
-from components.plan import cost, derive
-from components.plan.aws import plan as aws_plan
-from components.plan.aws.karpenter import KarpenterPlan, karpenter_plan
-from components.spec.model import NodePool, StackSpec, Tenant
+from ..data import versions
+from ..spec.model import NodePool, StackSpec, Tenant
+from . import cost, derive
+from .aws import plan as aws_plan
+from .aws.karpenter import KarpenterPlan, karpenter_plan
 
 if TYPE_CHECKING:
-    from components.plan.aws.cluster_create import EksCreatePlan
-    from components.plan.cluster_stack import ClusterStackPlan
-    from components.plan.dra import DraPlan
-    from components.plan.existing import ExistingClusterPlan
-    from components.plan.gcp.cluster_create import GkeCreatePlan
-    from components.plan.gcp.plan import GkePlan
-    from components.plan.kueue import KueueObjects
-    from components.plan.monitoring import MonitoringPlan
-    from components.plan.reservations import ReservationPlan
-    from components.plan.storage import StoragePlan
+    from .aws.cluster_create import EksCreatePlan
+    from .cluster_stack import ClusterStackPlan
+    from .dra import DraPlan
+    from .existing import ExistingClusterPlan
+    from .gcp.cluster_create import GkeCreatePlan
+    from .gcp.plan import GkePlan
+    from .kueue import KueueObjects
+    from .monitoring import MonitoringPlan
+    from .reservations import ReservationPlan
+    from .storage import StoragePlan
 
 SCHEMA_VERSION = 1
 
@@ -242,7 +242,7 @@ def provisioner(spec: StackSpec, pool: NodePool) -> str:
 def node_labels(spec: StackSpec, pool: NodePool) -> dict[str, str]:
     """The labels a node of the pool carries: EKS managed node groups add the Cluster Autoscaler's GPU label."""
     if spec.cloud == "aws" and pool.provisioner == "managed":
-        from components.plan.aws import managed_pools
+        from .aws import managed_pools
 
         return managed_pools.labels(spec, pool)
     return derive.pool_labels(spec, pool)
@@ -274,8 +274,8 @@ def _price(spec: StackSpec, pool: NodePool) -> dict[str, Any]:
 
 
 def pool_plan(spec: StackSpec, pool: NodePool) -> PoolPlan:
-    from components.plan import kueue as kueue_plan
-    from components.plan.aws import efa
+    from . import kueue as kueue_plan
+    from .aws import efa
 
     schedulers = derive.pool_schedulers(spec).get(pool.name, ())
     flavor = pool.name if spec.addons.kueue and pool.name not in derive.volcano_pools(spec) else None
@@ -327,7 +327,7 @@ def pool_plan(spec: StackSpec, pool: NodePool) -> PoolPlan:
 
 
 def tenant_plan(spec: StackSpec, tenant: Tenant) -> TenantPlan:
-    from components.plan import kueue as kueue_plan, tenancy, volcano as volcano_plan
+    from . import kueue as kueue_plan, tenancy, volcano as volcano_plan
 
     scheduler = derive.tenant_scheduler(spec, tenant)
     kueue = scheduler == "kueue" and spec.addons.kueue
@@ -370,7 +370,7 @@ def tenant_plan(spec: StackSpec, tenant: Tenant) -> TenantPlan:
 
 # add-on key -> (the chart, whether the stack installs it, the stack options its values read)
 def _addons(spec: StackSpec) -> list[tuple[versions.Chart, bool, dict[str, Any]]]:
-    from components.plan import rules_core
+    from . import rules_core
 
     installed = {c.key for c in rules_core.installed_charts(spec)}
 
@@ -396,7 +396,7 @@ def _addons(spec: StackSpec) -> list[tuple[versions.Chart, bool, dict[str, Any]]
 
 
 def addon_plan(spec: StackSpec, chart: versions.Chart, enabled: bool, options: dict[str, Any]) -> AddonPlan:
-    from components.plan import (
+    from . import (
         gpu_operator,
         kueue as kueue_plan,
         monitoring,
@@ -445,7 +445,7 @@ def addon_plan(spec: StackSpec, chart: versions.Chart, enabled: bool, options: d
 
 def dra_plan(spec: StackSpec) -> DraPlan | None:
     """The stack's DRA decisions (``plan/dra.py``); None unless ``gpuOperator.allocation`` is dra."""
-    from components.plan import dra
+    from . import dra
 
     if not derive.dra(spec):
         return None
@@ -469,9 +469,9 @@ def build(spec: StackSpec, stack: str) -> Plan:
 
 @derive.per_spec
 def _decide(spec: StackSpec) -> Plan:
-    from components.plan import cluster_stack, existing, kueue as kueue_plan, monitoring, reservations, storage
-    from components.plan.aws import cluster_create
-    from components.plan.gcp import cluster_create as gcp_create, plan as gcp_plan
+    from . import cluster_stack, existing, kueue as kueue_plan, monitoring, reservations, storage
+    from .aws import cluster_create
+    from .gcp import cluster_create as gcp_create, plan as gcp_plan
 
     return Plan(
         stack="",

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from components.data import versions
-from components.plan import derive
-from components.spec.model import Problem, StackSpec, key, rule
+from ..data import versions
+from ..spec.model import Problem, StackSpec, key, rule
+from . import derive
 
 CHART = versions.KUBE_PROMETHEUS_STACK
 RETENTION = "7d"

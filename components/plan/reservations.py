@@ -27,7 +27,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from components.spec.model import NodePool, Problem, StackSpec, key, rule
+from ..spec.model import NodePool, Problem, StackSpec, key, rule
 
 AWS_RESERVATION_ID = r"^cr-[0-9a-f]+$"
 

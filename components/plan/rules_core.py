@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 
-from components.data import versions
-from components.plan import derive
-from components.spec import validation
-from components.spec.model import Problem, StackSpec, key, rule
+from ..data import versions
+from ..spec import validation
+from ..spec.model import Problem, StackSpec, key, rule
+from . import derive
 
 RESERVED_NAMESPACES = {
     "default",
@@ -189,7 +189,7 @@ def priorities(spec: StackSpec) -> Iterator[Problem]:
 
 def installed_charts(spec: StackSpec) -> list[versions.Chart]:
     """The charts ``program.run`` installs for this spec (the same conditions, in its order)."""
-    from components.plan.aws import efa  # no cloud SDK: pool facts only
+    from .aws import efa  # no cloud SDK: pool facts only
 
     wanted = [
         (versions.GPU_OPERATOR, spec.addons.gpu_operator),

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from components.plan import derive, kueue, volcano, webhooks
-from components.spec.model import Problem, StackSpec, key, rule
-from components.spec.options import IMPLICIT_POD_INTEGRATIONS
-from components.spec.validation import a_or_an
+from ..spec.model import Problem, StackSpec, key, rule
+from ..spec.options import IMPLICIT_POD_INTEGRATIONS
+from ..spec.validation import a_or_an
+from . import derive, kueue, volcano, webhooks
 
 
 @rule

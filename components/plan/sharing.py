@@ -22,10 +22,10 @@ from typing import Any
 
 import yaml
 
-from components.data import catalog
-from components.plan import derive, mig
-from components.plan.derive import GPU_RESOURCE, config_name, pool_device_plugin, units_per_gpu
-from components.spec.model import Problem, StackSpec, key, rule
+from ..data import catalog
+from ..spec.model import Problem, StackSpec, key, rule
+from . import derive, mig
+from .derive import GPU_RESOURCE, config_name, pool_device_plugin, units_per_gpu
 
 # k8s-device-plugin v0.20.0 (mps/device.go maxClients): 48 MPS clients per GPU from compute capability 7.5
 # (Turing) on, 16 before. Every GPU in the catalog is Turing or newer; the table keeps the rule honest if

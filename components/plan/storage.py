@@ -33,8 +33,8 @@ from typing import Any
 
 from pydantic.alias_generators import to_camel
 
-from components.spec.model import Problem, StackSpec, Tenant, key, rule
-from components.spec.storage import FileSystem
+from ..spec.model import Problem, StackSpec, Tenant, key, rule
+from ..spec.storage import FileSystem
 
 PROVISIONERS = {
     "fsx-lustre": "fsx.csi.aws.com",
@@ -285,7 +285,7 @@ def storage_class(spec: StackSpec, fs: FileSystem) -> dict[str, Any] | None:
     cluster). Every class retains its volumes: deleting a claim never deletes a file system's data."""
     base: dict[str, Any] = {"provisioner": PROVISIONERS[fs.kind], "reclaimPolicy": "Retain"}
     if fs.kind == "fsx-lustre":
-        from components.spec.storage import FsxLustre
+        from ..spec.storage import FsxLustre
 
         fsx = fs.fsx or FsxLustre()
         parameters = {"deploymentType": fsx.deployment_type, "fileSystemTypeVersion": FSX_LUSTRE_VERSION}
@@ -296,7 +296,7 @@ def storage_class(spec: StackSpec, fs: FileSystem) -> dict[str, Any] | None:
         # infra/base/terraform/fsx-for-lustre/fsxlustre-static-pv.yaml mountOptions)
         return {**base, "parameters": parameters, "mountOptions": ["flock"], "volumeBindingMode": "Immediate"}
     if fs.kind == "filestore":
-        from components.spec.storage import Filestore
+        from ..spec.storage import Filestore
 
         fst = fs.filestore or Filestore()
         parameters = {"tier": FILESTORE_TIERS[fst.tier], **({"network": fst.network} if fst.network else {})}
@@ -363,7 +363,7 @@ def fsx_policy(cluster: str) -> dict[str, Any]:
     cluster (tagged through the StorageClass's extraTags). Left out: the S3 data-repository actions
     (iam:AttachRolePolicy / PutRolePolicy on the s3.data-source.lustre.fsx service-linked role, s3:ListBucket),
     needed only for s3ImportPath, which no class here sets."""
-    from components.plan.aws import iam
+    from .aws import iam
 
     tag = f"aws:RequestTag/{FSX_CLUSTER_TAG}"
     return iam.document(
@@ -401,7 +401,7 @@ def fsx_policy(cluster: str) -> dict[str, Any]:
 
 
 def fsx_driver_plan(spec: StackSpec) -> FsxDriverPlan | None:
-    from components.data import versions
+    from ..data import versions
 
     if spec.cloud != "aws" or not any(fs.kind == "fsx-lustre" for fs in spec.storage.file_systems):
         return None

@@ -5,8 +5,8 @@ policy's spec. The objects made of them, and why they look so, are ``components/
 
 from __future__ import annotations
 
-from components.plan import derive
-from components.spec.model import StackSpec, Tenant
+from ..spec.model import StackSpec, Tenant
+from . import derive
 
 FORBIDDEN_PRIORITY_ANNOTATION = "gpu-platform/forbidden-priority-classes"
 # On Volcano tenants' namespaces: the pools its GPU pods may select, and those of them whose containers may ask
@@ -45,7 +45,7 @@ def quota_hard(spec: StackSpec, tenant: Tenant) -> dict[str, str]:
     if tenant.quota.memory:
         hard["requests.memory"] = tenant.quota.memory
     # its share of each shared file system's StorageClass (components/plan/storage.py), 0 where it has none
-    from components.plan import storage
+    from . import storage
 
     hard.update(storage.quota_entries(spec, tenant))
     return dict(sorted(hard.items()))

@@ -8,10 +8,10 @@ from typing import Any
 
 import yaml
 
-from components.data import versions
-from components.plan import derive, webhooks
-from components.plan.tenancy import POOLS_ANNOTATION, SHARED_POOLS_ANNOTATION, all_gpu_resources
-from components.spec.model import StackSpec, Tenant
+from ..data import versions
+from ..spec.model import StackSpec, Tenant
+from . import derive, webhooks
+from .tenancy import POOLS_ANNOTATION, SHARED_POOLS_ANNOTATION, all_gpu_resources
 
 CHART = versions.VOLCANO
 API = versions.VOLCANO_QUEUE_API

@@ -8,9 +8,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from components.data import versions
-from components.plan import derive
-from components.spec.model import StackSpec
+from ..data import versions
+from ..spec.model import StackSpec
+from . import derive
 
 RBAC_API = "rbac.authorization.k8s.io/v1"
 PROBE_FILE = "probe.yaml"

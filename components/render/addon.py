@@ -28,9 +28,9 @@ from typing import Any, ClassVar
 
 import pulumi
 
-from components.data import versions
-from components.plan.plan import AddonPlan, Plan, plain
-from components.render import k8s, webhooks
+from ..data import versions
+from ..plan.plan import AddonPlan, Plan, plain
+from . import k8s, webhooks
 
 
 class Component(pulumi.ComponentResource):

@@ -10,8 +10,8 @@ from typing import Any
 
 import pulumi
 
-from components.plan.cluster_stack import AWS_OUTPUTS, GCP_OUTPUTS, ClusterStackPlan
-from components.plan.plan import Plan
+from ..plan.cluster_stack import AWS_OUTPUTS, GCP_OUTPUTS, ClusterStackPlan
+from ..plan.plan import Plan
 
 
 class MissingOutputs(pulumi.RunError):
@@ -43,7 +43,7 @@ def _reference(p: ClusterStackPlan, parent: pulumi.Resource) -> pulumi.Output[di
 
 def aws_cluster(p: ClusterStackPlan, parent: pulumi.Resource) -> Any:
     """The referenced EKS cluster as ``EksAccess.cluster`` (``sdk.ClusterView``: the lookup's attributes)."""
-    from components.render.aws import sdk
+    from .aws import sdk
 
     outputs = _reference(p, parent)
 
@@ -70,7 +70,7 @@ def aws_cluster(p: ClusterStackPlan, parent: pulumi.Resource) -> Any:
 
 
 def gke_kubeconfig(p: ClusterStackPlan, plan: Plan, outputs: dict[str, Any]) -> str:
-    from components.render.gcp.cluster import kubeconfig_of
+    from .gcp.cluster import kubeconfig_of
 
     assert plan.gke is not None
     return kubeconfig_of(plan.gke.cluster, outputs["endpoint"], outputs["clusterCaCertificate"])
@@ -86,7 +86,7 @@ class GkeStackAccess(pulumi.ComponentResource):
         super().__init__(self.TYPE, name, None, opts)
         import pulumi_kubernetes as k8s
 
-        from components.render.k8s import PROVIDER_OPTIONS
+        from .k8s import PROVIDER_OPTIONS
 
         p = plan.cluster_stack
         assert p is not None and plan.gke is not None

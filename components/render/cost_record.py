@@ -6,7 +6,7 @@ from typing import Any
 
 import pulumi
 
-from components.plan.cost import CONFIGMAP_NAME, configmap
+from ..plan.cost import CONFIGMAP_NAME, configmap
 
 
 class CostRecord(pulumi.ComponentResource):
@@ -21,7 +21,7 @@ class CostRecord(pulumi.ComponentResource):
         doc: dict[str, Any],
         opts: pulumi.ResourceOptions | None = None,
     ):
-        from components.render.k8s import kube_object
+        from .k8s import kube_object
 
         super().__init__(self.TYPE, name, None, opts)
         cm = configmap(doc)

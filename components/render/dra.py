@@ -30,10 +30,10 @@ from __future__ import annotations
 
 import pulumi
 
-from components.plan import derive
+from ..plan import derive
 
 # re-exported: the renderer's names for what it is made of (components/plan/dra.py)
-from components.plan.dra import (
+from ..plan.dra import (
     DRIVER_DOMAIN as DRIVER_DOMAIN,
     MEMORY_TOLERANCE as MEMORY_TOLERANCE,
     MIN_KUBERNETES_MINOR as MIN_KUBERNETES_MINOR,
@@ -58,8 +58,8 @@ from components.plan.dra import (
     template_name as template_name,
     whole_gpu_selector as whole_gpu_selector,
 )
-from components.plan.plan import Plan, plain
-from components.render import addon, k8s
+from ..plan.plan import Plan, plain
+from . import addon, k8s
 
 
 class ClaimTemplates(addon.Component):

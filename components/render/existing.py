@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pulumi
 
-from components.plan.plan import Plan
+from ..plan.plan import Plan
 
 
 class ExistingAccess(pulumi.ComponentResource):
@@ -26,7 +26,7 @@ class ExistingAccess(pulumi.ComponentResource):
             return
         import pulumi_kubernetes as k8s
 
-        from components.render.k8s import PROVIDER_OPTIONS
+        from .k8s import PROVIDER_OPTIONS
 
         decided = plan.existing  # the plan's (plan/existing.py): why these arguments
         assert decided is not None, "ExistingAccess is made only for cloud existing"

@@ -30,10 +30,10 @@ The operator's DCGM exporter is on when ``addons.dcgm`` is; its ServiceMonitor c
 
 from __future__ import annotations
 
-from components.plan import derive
+from ..plan import derive
 
 # re-exported: the renderer's names for what it is made of (components/plan/gpu_operator.py)
-from components.plan.gpu_operator import (
+from ..plan.gpu_operator import (
     CHART as CHART,
     CONTROL_PLANE_TOLERATION as CONTROL_PLANE_TOLERATION,
     CRITICAL_PODS_BASE as CRITICAL_PODS_BASE,
@@ -58,8 +58,8 @@ from components.plan.gpu_operator import (
     shares_gpus as shares_gpus,
     toolkit_enabled as toolkit_enabled,
 )
-from components.plan.plan import plain
-from components.render import addon, k8s
+from ..plan.plan import plain
+from . import addon, k8s
 
 
 class GpuOperator(addon.ChartAddon):

@@ -19,10 +19,10 @@ from typing import Any
 
 import pulumi
 
-from components.data import versions
-from components.plan import derive
-from components.plan.plan import AddonPlan
-from components.plan.tenancy import PSA_VERSION, psa_labels  # noqa: F401  (re-exported: the renderers' name)
+from ..data import versions
+from ..plan import derive
+from ..plan.plan import AddonPlan
+from ..plan.tenancy import PSA_VERSION, psa_labels  # noqa: F401  (re-exported: the renderers' name)
 
 CRITICAL_PRIORITY_CLASSES = ("system-node-critical", "system-cluster-critical")
 RELEASE = "kubernetes:helm.sh/v3:Release"

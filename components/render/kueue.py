@@ -53,8 +53,8 @@ from typing import Any
 
 import pulumi
 
-from components.plan import derive
-from components.plan.kueue import (  # re-exported: what the objects are made of
+from ..plan import derive
+from ..plan.kueue import (  # re-exported: what the objects are made of
     API as API,
     ATOMIC_PROVISIONING_CLASS as ATOMIC_PROVISIONING_CLASS,
     CHART as CHART,
@@ -103,8 +103,8 @@ from components.plan.kueue import (  # re-exported: what the objects are made of
     uses_topology as uses_topology,
     webhook_probe as webhook_probe,
 )
-from components.plan.plan import Plan, plain
-from components.render import addon, k8s
+from ..plan.plan import Plan, plain
+from . import addon, k8s
 
 # ------------------------------------------------------------------------------------- flavors
 

@@ -32,11 +32,11 @@ from typing import Any
 
 import pulumi
 
-from components.data import versions
-from components.plan import derive
+from ..data import versions
+from ..plan import derive
 
 # re-exported: the renderer's names for what it is made of (components/plan/monitoring.py)
-from components.plan.monitoring import (
+from ..plan.monitoring import (
     AlertThresholds as AlertThresholds,
     Exporter as Exporter,
     IdleCostTerm as IdleCostTerm,
@@ -50,9 +50,9 @@ from components.plan.monitoring import (
     monitoring_rules as monitoring_rules,
     prom_duration as prom_duration,
 )
-from components.plan.plan import Plan, plain
-from components.render import addon, gpu_operator, k8s
-from components.render.metrics import ALLOCATED_IDLE_COST, IDLE_COST, UTILIZATION, XID_LAST, number as _num
+from ..plan.plan import Plan, plain
+from . import addon, gpu_operator, k8s
+from .metrics import ALLOCATED_IDLE_COST, IDLE_COST, UTILIZATION, XID_LAST, number as _num
 
 RULE_NAME = "gpu-platform-gpu-alerts"
 SERVICE_MONITOR_NAME = "gpu-platform-dcgm-exporter"
@@ -470,7 +470,7 @@ def service_monitor(source: Source) -> dict[str, Any]:
 
 
 def dashboard_configmap(source: Source) -> dict[str, Any]:
-    from components.render.dashboards import gpu
+    from .dashboards import gpu
 
     m = _of(source)
     return {

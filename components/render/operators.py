@@ -8,8 +8,8 @@ from typing import ClassVar
 
 import pulumi
 
-from components.data import versions
-from components.plan.operators import (  # re-exported: what the objects are made of
+from ..data import versions
+from ..plan.operators import (  # re-exported: what the objects are made of
     JOBSET as JOBSET,
     KUBERAY as KUBERAY,
     LEADER_WORKER_SET as LEADER_WORKER_SET,
@@ -17,8 +17,8 @@ from components.plan.operators import (  # re-exported: what the objects are mad
     lws_pdb as lws_pdb,
     trainer_pdb as trainer_pdb,
 )
-from components.plan.plan import Plan, plain
-from components.render import addon, k8s
+from ..plan.plan import Plan, plain
+from . import addon, k8s
 
 
 class Operator(addon.ChartAddon):

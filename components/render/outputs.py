@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from components.plan.monitoring import MonitoringPlan
-from components.plan.plan import Plan, PoolPlan, TenantPlan
-from components.render import monitoring
+from ..plan.monitoring import MonitoringPlan
+from ..plan.plan import Plan, PoolPlan, TenantPlan
+from . import monitoring
 
 
 def tenant_output(t: TenantPlan) -> dict[str, Any]:

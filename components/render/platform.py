@@ -30,7 +30,7 @@ from typing import Any, NotRequired, TypedDict
 
 import pulumi
 
-from components.spec.model import StackSpec
+from ..spec.model import StackSpec
 
 TYPE = "gpu-platform:index:GpuPlatform"
 
@@ -139,8 +139,8 @@ class GpuPlatform(pulumi.ComponentResource):
         provider: pulumi.ProviderResource | None,
         opts: pulumi.ResourceOptions | None,
     ) -> None:
-        from components.plan import plan as plans
-        from components.render import program
+        from ..plan import plan as plans
+        from . import program
 
         super().__init__(TYPE, name, None, opts)
         provider = provider or self.get_provider("kubernetes::")

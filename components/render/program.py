@@ -11,8 +11,8 @@ from collections.abc import Callable
 
 import pulumi
 
-from components.plan.plan import Plan
-from components.spec.model import StackSpec
+from ..plan.plan import Plan
+from ..spec.model import StackSpec
 
 
 def cluster_access(
@@ -22,29 +22,29 @@ def cluster_access(
     (a program that has its own, ``GpuPlatform``) it is that one: the access component then only looks the
     cluster up (EKS, GKE: what the cloud pools and IAM need), it makes no provider of its own."""
     if plan.aws is not None:
-        from components.render.aws.cluster import EksAccess
+        from .aws.cluster import EksAccess
 
         return EksAccess("cluster", plan, opts, provider=provider)
     if plan.gke_create is not None:
-        from components.render.gcp.cluster_create import GkeCluster
+        from .gcp.cluster_create import GkeCluster
 
         return GkeCluster("cluster", plan, opts)
     if plan.gke is not None and plan.cluster_stack is not None:
-        from components.render.cluster_stack import GkeStackAccess
+        from .cluster_stack import GkeStackAccess
 
         return GkeStackAccess("cluster", plan, opts)
     if plan.gke is not None:
-        from components.render.gcp.cluster import GkeAccess
+        from .gcp.cluster import GkeAccess
 
         return GkeAccess("cluster", plan, opts, provider=provider)
-    from components.render.existing import ExistingAccess
+    from .existing import ExistingAccess
 
     return ExistingAccess("cluster", plan, opts, provider=provider)
 
 
 def run(spec: StackSpec) -> None:
     """The stack's plan (``plan.build``, once per spec), rendered at the root; its outputs are the stack's."""
-    from components.plan import plan
+    from ..plan import plan
 
     for key, value in render(plan.build(spec, pulumi.get_stack())).items():
         pulumi.export(key, value)
@@ -58,7 +58,7 @@ def render(
     The stack program renders at the root (``parent`` None: the URNs of tests/snapshots/urns) and makes its
     cluster access's provider; ``GpuPlatform`` (``components/render/platform.py``) passes itself as ``parent``
     and the caller's Kubernetes ``provider``."""
-    from components.render.tenancy import PriorityClasses, Tenancy
+    from .tenancy import PriorityClasses, Tenancy
 
     def opts() -> pulumi.ResourceOptions | None:
         return pulumi.ResourceOptions(parent=parent) if parent is not None else None
@@ -69,17 +69,17 @@ def render(
     # The GPU Operator first: its release installs the nvidia.com CRDs; later components depend on it.
     gpu_operator_release = None
     if on["gpuOperator"]:
-        from components.render.gpu_operator import GpuOperator
+        from .gpu_operator import GpuOperator
 
         gpu_operator_release = GpuOperator("gpu-operator", p, provider, opts()).release
     # monitoring.prometheus: install brings the prometheus-operator CRDs our ServiceMonitor and PrometheusRule need
     prometheus_release = None
     if on["kubePrometheusStack"]:
-        from components.render.prometheus_stack import PrometheusStack
+        from .prometheus_stack import PrometheusStack
 
         prometheus_release = PrometheusStack("prometheus-stack", p, provider, opts()).release
     if p.monitoring is not None:
-        from components.render.monitoring import GpuMonitoring
+        from .monitoring import GpuMonitoring
 
         GpuMonitoring(
             "gpu-monitoring",
@@ -92,37 +92,37 @@ def render(
     PriorityClasses("priority-classes", p, provider, opts())
     tenancy = Tenancy("tenancy", p, provider, opts())
     if p.storage is not None:
-        from components.render.storage import SharedStorage
+        from .storage import SharedStorage
 
         SharedStorage("shared-storage", p, provider, tenancy.namespaces, access, tenancy, opts())
     if p.dra is not None:
-        from components.render.dra import ClaimTemplates
+        from .dra import ClaimTemplates
 
         ClaimTemplates("dra-claim-templates", p, provider, tenancy.namespaces, opts())
     # The Cluster Autoscaler installs the ProvisioningRequest CRD, which Kueue must find when it starts.
     kueue_deps: list[pulumi.Resource] = []
     if on["clusterAutoscaler"]:
-        from components.render.aws.cluster_autoscaler import ClusterAutoscaler
+        from .aws.cluster_autoscaler import ClusterAutoscaler
 
         autoscaler = ClusterAutoscaler("cluster-autoscaler", p, provider, access.cluster, opts())  # type: ignore[attr-defined]
         kueue_deps.append(autoscaler.crd)
     if on["kueue"]:
-        from components.render.kueue import Kueue
+        from .kueue import Kueue
 
         Kueue("kueue", p, provider, namespaces=tenancy.namespaces, release_deps=kueue_deps, opts=opts())
     if on["volcano"]:
-        from components.render.volcano import Volcano
+        from .volcano import Volcano
 
         Volcano("volcano", p, provider, opts())
     # Workload operators: independent of Kueue (it waits for their CRDs itself: components/plan/operators.py)
-    from components.render import operators
+    from . import operators
 
     operators.install(p, provider, opts)
     pool_names, karpenter_out = _cloud_pools(p, access, provider, opts)
 
-    from components.plan import cost
-    from components.render.cost_record import CostRecord
-    from components.render.outputs import stack_outputs
+    from ..plan import cost
+    from .cost_record import CostRecord
+    from .outputs import stack_outputs
 
     cost_doc = cost.report_of(p)
     CostRecord("cost", provider, cost_doc, opts())
@@ -142,7 +142,7 @@ def _cloud_pools(
     karpenter_out = None
     cluster = getattr(access, "cluster", None)  # the EKS cluster lookup (EksAccess)
     if p.karpenter is not None:
-        from components.render.aws.karpenter import CONTROLLER_NAMESPACE, Karpenter
+        from .aws.karpenter import CONTROLLER_NAMESPACE, Karpenter
 
         karpenter = Karpenter("karpenter", p, provider, cluster, opts())
         karpenter_out = {
@@ -155,23 +155,23 @@ def _cloud_pools(
             pool_names.setdefault(nodepool.pool, {"karpenterNodePools": []})["karpenterNodePools"].append(nodepool.name)
     if p.aws is not None:
         if p.aws.efa_pools:
-            from components.render.aws.nodegroups import EfaDevicePlugin, KarpenterEfaNetworks
+            from .aws.nodegroups import EfaDevicePlugin, KarpenterEfaNetworks
 
             EfaDevicePlugin("efa-device-plugin", p, provider, opts())
             if p.aws.karpenter_efa_pools:
                 KarpenterEfaNetworks("karpenter-efa-networks", p, cluster, opts())
         if p.aws.node_health_addon is not None:
-            from components.render.aws.node_health import NodeHealth
+            from .aws.node_health import NodeHealth
 
             NodeHealth("node-health", p, opts(), cluster=cluster)
         if p.aws.node_groups:
-            from components.render.aws.nodegroups import EksGpuNodeGroups
+            from .aws.nodegroups import EksGpuNodeGroups
 
             groups = EksGpuNodeGroups("eks-gpu-node-groups", p, cluster, opts())
             for pool_name, ng in groups.node_groups.items():
                 pool_names[pool_name] = {"nodeGroup": ng.node_group_name}
     if p.gke is not None:
-        from components.render.gcp.nodepools import GkeGpuNodePools
+        from .gcp.nodepools import GkeGpuNodePools
 
         gke = GkeGpuNodePools("gke-gpu-node-pools", p, access, opts())  # type: ignore[arg-type]
         for pool_name, np in gke.node_pools.items():

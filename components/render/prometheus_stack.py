@@ -32,11 +32,11 @@ metrics stay in Cloud Monitoring, GPU metrics and alerts are here.
 
 from __future__ import annotations
 
-from components.data import versions
-from components.plan.plan import plain
+from ..data import versions
+from ..plan.plan import plain
 
 # re-exported: the renderer's names for what it is made of (components/plan/prometheus_stack.py)
-from components.plan.prometheus_stack import (
+from ..plan.prometheus_stack import (
     CHART as CHART,
     EMPTY_DIR_LIMIT as EMPTY_DIR_LIMIT,
     OPERATOR_NAMESPACE_LABEL as OPERATOR_NAMESPACE_LABEL,
@@ -52,7 +52,7 @@ from components.plan.prometheus_stack import (
     monitor_labels as monitor_labels,
     prometheus_rules as prometheus_rules,
 )
-from components.render import addon, k8s
+from . import addon, k8s
 
 
 class PrometheusStack(addon.ChartAddon):

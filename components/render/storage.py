@@ -15,9 +15,9 @@ from typing import Any
 
 import pulumi
 
-from components.plan import derive
-from components.plan.plan import Plan, plain
-from components.render import addon, k8s
+from ..plan import derive
+from ..plan.plan import Plan, plain
+from . import addon, k8s
 
 
 class SharedStorage(addon.Component):
@@ -50,11 +50,11 @@ class SharedStorage(addon.Component):
         deps: list[pulumi.Resource] = []  # what the classes wait for (the CSI driver)
         buckets: dict[str, Any] = {}
         if self.plan.aws is not None:
-            from components.render.aws import storage as aws_storage
+            from .aws import storage as aws_storage
 
             extra, deps = aws_storage.fsx(self, self.plan, self.access.cluster)
         if self.plan.gke is not None:
-            from components.render.gcp import storage as gcp_storage
+            from .gcp import storage as gcp_storage
 
             extra, buckets = gcp_storage.buckets(self, self.plan, self.access.cluster)
         protect = storage.protect

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import pulumi
 
-from components.plan import derive
+from ..plan import derive
 
 # re-exported: what the tenants' objects are made of (components/plan/tenancy.py)
-from components.plan.tenancy import (
+from ..plan.tenancy import (
     CRITICAL_LABEL as CRITICAL_LABEL,
     FORBIDDEN_PRIORITY_ANNOTATION as FORBIDDEN_PRIORITY_ANNOTATION,
     KUEUE_PRIORITY_LABEL as KUEUE_PRIORITY_LABEL,
@@ -34,7 +34,7 @@ from components.plan.tenancy import (
     quota_hard as quota_hard,
     scheduler_label as scheduler_label,
 )
-from components.render import addon, k8s
+from . import addon, k8s
 
 
 class PriorityClasses(addon.Component):

@@ -43,9 +43,9 @@ Volcano schedules only pods with ``schedulerName: volcano``; Kueue manages only 
 
 from __future__ import annotations
 
-from components.plan import derive
-from components.plan.plan import plain
-from components.plan.volcano import (  # re-exported: what the objects are made of
+from ..plan import derive
+from ..plan.plan import plain
+from ..plan.volcano import (  # re-exported: what the objects are made of
     ACTIONS as ACTIONS,
     ADMISSION_LABELS as ADMISSION_LABELS,
     ADMISSION_PDB as ADMISSION_PDB,
@@ -68,8 +68,8 @@ from components.plan.volcano import (  # re-exported: what the objects are made 
     tenant_pods_policy as tenant_pods_policy,
     webhook_probe as webhook_probe,
 )
-from components.render import addon, k8s
-from components.render.kueue import GKE_CRITICAL_PODS
+from . import addon, k8s
+from .kueue import GKE_CRITICAL_PODS
 
 
 class Volcano(addon.ChartAddon):

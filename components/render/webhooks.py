@@ -43,10 +43,10 @@ from typing import Any, NamedTuple
 import pulumi
 import yaml
 
-from components.plan import derive
+from ..plan import derive
 
 # re-exported: the renderer's names for what it is made of (components/plan/webhooks.py)
-from components.plan.webhooks import (
+from ..plan.webhooks import (
     ACTIVE_DEADLINE_SECONDS as ACTIVE_DEADLINE_SECONDS,
     AWAIT_TIMEOUT as AWAIT_TIMEOUT,
     BACKOFF_LIMIT as BACKOFF_LIMIT,
@@ -63,7 +63,7 @@ from components.plan.webhooks import (
     job_spec as job_spec,
     service_account_name as service_account_name,
 )
-from components.render import k8s
+from . import k8s
 
 GATE_ANNOTATION = "gpu-platform/webhook-gate"
 

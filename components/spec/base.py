@@ -10,7 +10,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from components.spec.validation import go_duration
+from .validation import go_duration
 
 NAMESPACE = "gpu-platform"
 

@@ -10,9 +10,9 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from components.spec.base import Model
-from components.spec.gke_create import GkeCreate
-from components.spec.validation import IamRoleArn, LabelKey, LabelValue, count
+from .base import Model
+from .gke_create import GkeCreate
+from .validation import IamRoleArn, LabelKey, LabelValue, count
 
 # An IPv4 CIDR block as written (a.b.c.d/n); its meaning (a network address, sizes, overlaps) is a rule's.
 Cidr = Annotated[

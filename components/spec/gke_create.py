@@ -17,8 +17,8 @@ from typing import Annotated
 
 from pydantic import Field
 
-from components.spec.base import Model
-from components.spec.validation import GcpZone, bounded_text
+from .base import Model
+from .validation import GcpZone, bounded_text
 
 # An IPv4 CIDR block as written (checked as a network, its size and overlaps by the rules, one line each).
 Cidr = Annotated[str, Field(pattern=r"^[0-9]{1,3}(\.[0-9]{1,3}){3}/[0-9]{1,2}$")]

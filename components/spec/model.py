@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
-from components.spec.base import (
+from .base import (
     DNS_LABEL,
     DURATION,
     LABEL_KEY,
@@ -43,7 +43,7 @@ from components.spec.base import (
     Name,
     Quantity,
 )
-from components.spec.options import (
+from .options import (
     DEFAULT_CRITICAL_XIDS,
     DEFAULT_KUEUE_INTEGRATIONS,
     Addons,
@@ -63,7 +63,7 @@ from components.spec.options import (
     Scheduling,
     default_kueue_integrations,
 )
-from components.spec.pools import (
+from .pools import (
     EksPoolOptions,
     GkeNetwork,
     GkePoolOptions,
@@ -74,9 +74,9 @@ from components.spec.pools import (
     Sharing,
     Taint,
 )
-from components.spec.storage import ClaimQuota, Filestore, FileSystem, FsxLustre, GcsFuse, Storage
-from components.spec.tenants import DEFAULT_PRIORITY_CLASSES, PriorityClassSpec, ResourceBudget, Tenant
-from components.spec.validation import QUOTE_MAX, LabelKey, LabelValue, quote
+from .storage import ClaimQuota, Filestore, FileSystem, FsxLustre, GcsFuse, Storage
+from .tenants import DEFAULT_PRIORITY_CLASSES, PriorityClassSpec, ResourceBudget, Tenant
+from .validation import QUOTE_MAX, LabelKey, LabelValue, quote
 
 __all__ = [
     "DEFAULT_CRITICAL_XIDS",

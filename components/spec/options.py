@@ -9,9 +9,9 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from components.spec.base import Duration, Model, Name, Quantity
-from components.spec.cluster import ClusterCreate
-from components.spec.validation import (
+from .base import Duration, Model, Name, Quantity
+from .cluster import ClusterCreate
+from .validation import (
     INT32_MAX,
     AwsRegion,
     GcpLocation,

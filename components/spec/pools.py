@@ -9,9 +9,9 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 
-from components.data import catalog
-from components.spec.base import DURATION, MAX_GPUS, MAX_NODES, MAX_SHARING_REPLICAS, Duration, Model, Name
-from components.spec.validation import DnsLabel, GcpZone, LabelKey, LabelValue, NoBool, bounded_text, count, go_duration
+from ..data import catalog
+from .base import DURATION, MAX_GPUS, MAX_NODES, MAX_SHARING_REPLICAS, Duration, Model, Name
+from .validation import DnsLabel, GcpZone, LabelKey, LabelValue, NoBool, bounded_text, count, go_duration
 
 
 class GpuSpec(Model):

@@ -21,8 +21,8 @@ from typing import Any
 
 import yaml
 
-from components.spec.model import NAMESPACE, Problem, SpecError
-from components.spec.validation import quote
+from .model import NAMESPACE, Problem, SpecError
+from .validation import quote
 
 MAX_BYTES = 4 * 1024 * 1024  # a stack file is a few KB; the API server refuses requests above 3 MiB anyway
 MAX_DEPTH = 64  # nesting of mappings / lists (the spec needs < 10)

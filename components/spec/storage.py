@@ -11,8 +11,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from components.spec.base import Model, Name
-from components.spec.validation import count
+from .base import Model, Name
+from .validation import count
 
 # The largest size a claim or quota may name: Parallelstore's and Filestore's maxima are 100 TiB; FSx for Lustre
 # reaches a few PiB. Bounded so GiB x 1024^3 stays an int64 quantity.

@@ -8,8 +8,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from components.spec.base import MAX_GPUS, Model, Name, Quantity
-from components.spec.validation import Description, count
+from .base import MAX_GPUS, Model, Name, Quantity
+from .validation import Description, count
 
 
 class ResourceBudget(Model):

@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pulumi
 import pulumi_kubernetes as k8s
-
-from components.cli.loader import load_spec
-from components.render.platform import GpuPlatform
-from components.spec import stackfile
+from gpu_platform.cli.loader import load_spec
+from gpu_platform.render.platform import GpuPlatform
+from gpu_platform.spec import stackfile
 
 HERE = Path(__file__).resolve().parent
 config = pulumi.Config()

@@ -3,7 +3,7 @@ cost report and the NodePools read it)."""
 
 from __future__ import annotations
 
-from components.spec.model import NodePool
+from ...spec.model import NodePool
 
 
 def fallback_split(pool: NodePool) -> tuple[int, int]:

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.data import versions
-from components.plan import derive
-from components.plan.aws import iam, managed_pools
-from components.spec.model import StackSpec
+from ...data import versions
+from ...spec.model import StackSpec
+from .. import derive
+from . import iam, managed_pools
 
 CHART = versions.CLUSTER_AUTOSCALER
 NAMESPACE = CHART.namespace

@@ -26,12 +26,12 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from components.data import versions
-from components.plan import derive
-from components.plan.aws import iam, managed_pools as mp
-from components.plan.aws.karpenter_nodes import DISCOVERY_TAG
-from components.plan.aws.plan import _freeze
-from components.spec.model import Problem, StackSpec, key, rule
+from ...data import versions
+from ...spec.model import Problem, StackSpec, key, rule
+from .. import derive
+from . import iam, managed_pools as mp
+from .karpenter_nodes import DISCOVERY_TAG
+from .plan import _freeze
 
 SYSTEM_ROLE_LABEL = "gpu-platform/node-role"
 SYSTEM_ROLE_VALUE = "system"
@@ -282,7 +282,7 @@ def eks_create_plan(spec: StackSpec) -> EksCreatePlan | None:
 
 
 def _default_eks() -> Any:
-    from components.spec.cluster import EksCreate
+    from ...spec.cluster import EksCreate
 
     return EksCreate()
 

@@ -29,10 +29,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from components.data import catalog
-from components.data.aws_registries import EKS_ADDON_REGISTRIES
-from components.plan import derive
-from components.spec.model import NodePool, Problem, StackSpec, key, rule
+from ...data import catalog
+from ...data.aws_registries import EKS_ADDON_REGISTRIES
+from ...spec.model import NodePool, Problem, StackSpec, key, rule
+from .. import derive
 
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
 

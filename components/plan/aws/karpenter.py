@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from components.data import versions
-from components.plan import derive
-from components.plan.aws.karpenter_nodes import (
+from ...data import versions
+from ...spec.model import StackSpec
+from .. import derive
+from .karpenter_nodes import (
     NODEPOOL_LABEL,
     OS_LABEL,
     aws_tags,
@@ -34,7 +35,6 @@ from components.plan.aws.karpenter_nodes import (
     overlay_name,
     overlay_pools,
 )
-from components.spec.model import StackSpec
 
 CONTROLLER_NAMESPACE = versions.KARPENTER.namespace
 SERVICE_ACCOUNT = "karpenter"
@@ -270,7 +270,7 @@ class KarpenterPlan:
 
 
 def _node_classes(spec: StackSpec) -> tuple[NodeClassPlan, ...]:
-    from components.plan.aws.karpenter_nodes import ec2_node_class_spec
+    from .karpenter_nodes import ec2_node_class_spec
 
     pools = karpenter_pools(spec)
     out = []

@@ -11,12 +11,12 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from components.data import catalog
-from components.plan import derive, sharing
-from components.plan.aws import efa, managed_pools, reservations as aws_reservations
-from components.plan.aws.capacity import fallback_split
-from components.plan.reservations import pool_reservation
-from components.spec.model import NodePool, StackSpec
+from ...data import catalog
+from ...spec.model import NodePool, StackSpec
+from .. import derive, sharing
+from ..reservations import pool_reservation
+from . import efa, managed_pools, reservations as aws_reservations
+from .capacity import fallback_split
 
 DISCOVERY_TAG = "karpenter.sh/discovery"
 NODEPOOL_LABEL = "karpenter.sh/nodepool"  # set by Karpenter on every node it launches

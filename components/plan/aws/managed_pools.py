@@ -34,10 +34,10 @@ import base64
 import json
 from typing import Any
 
-from components.data import catalog
-from components.plan import derive, sharing
-from components.plan.aws import efa
-from components.spec.model import NodePool, StackSpec, Taint
+from ...data import catalog
+from ...spec.model import NodePool, StackSpec, Taint
+from .. import derive, sharing
+from . import efa
 
 MANAGED_BY_TAG = {"managed-by": "gpu-platform"}
 POOL_TAG = derive.POOL_LABEL  # "gpu-platform/pool" on every AWS object of a pool

@@ -21,16 +21,16 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from components.data import versions
-from components.plan import derive
-from components.plan.aws import (
+from ...data import versions
+from ...spec.model import NodePool, StackSpec
+from .. import derive
+from . import (
     cluster_autoscaler as ca,
     efa,
     iam,
     managed_pools as mp,
     reservations as aws_reservations,
 )
-from components.spec.model import NodePool, StackSpec
 
 NODE_MONITORING_AGENT = "eks-node-monitoring-agent"  # the EKS add-on's name (EKS user guide, "node-health")
 
@@ -254,7 +254,7 @@ def build(spec: StackSpec) -> AwsPlan | None:
 
 def bottlerocket_device_plugins(spec: StackSpec) -> dict[str, dict[str, Any]]:
     """Per pool served by Bottlerocket's host device plugin, its settings (``sharing``)."""
-    from components.plan import sharing
+    from .. import sharing
 
     settings = {p.name: sharing.bottlerocket_device_plugin_settings(spec, p.name) for p in spec.node_pools}
     return {name: s for name, s in settings.items() if s}

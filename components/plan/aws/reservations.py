@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.plan.reservations import PoolReservation, pool_reservation
-from components.spec.model import NodePool
+from ...spec.model import NodePool
+from ..reservations import PoolReservation, pool_reservation
 
 RESERVED = "reserved"  # karpenter.sh/capacity-type value of reserved offerings
 CAPACITY_BLOCK = "CAPACITY_BLOCK"  # EKS node group capacityType

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from components.data import catalog, versions
-from components.plan import derive
-from components.plan.aws import managed_pools as plan
-from components.spec.model import NodePool, Problem, StackSpec, key, rule
+from ...data import catalog, versions
+from ...spec.model import NodePool, Problem, StackSpec, key, rule
+from .. import derive
+from . import managed_pools as plan
 
 AWS_OS = ("al2023", "bottlerocket")
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from components.plan.aws import karpenter_nodes as nodes
-from components.spec.model import Problem, StackSpec, key, rule
-from components.spec.validation import a_or_an
+from ...spec.model import Problem, StackSpec, key, rule
+from ...spec.validation import a_or_an
+from . import karpenter_nodes as nodes
 
 # Longest suffix added to the prefix: "-karpenter-state-change" / "-karpenter-reservation" (EventBridge
 # rule names: at most 64 characters); IAM role names also take at most 64.

@@ -31,11 +31,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from components.data import catalog
-from components.plan.gcp import gke
-from components.plan.gcp.rules import multi_node
-from components.spec.gke_create import GkeCreate
-from components.spec.model import NodePool, StackSpec
+from ...data import catalog
+from ...spec.gke_create import GkeCreate
+from ...spec.model import NodePool, StackSpec
+from . import gke
+from .rules import multi_node
 
 DEFAULT_SYSTEM_MACHINE = "e2-standard-4"  # modules/scheduler/gke-cluster/variables.tf system_node_pool_machine_type
 SYSTEM_DISK_GB = 100

@@ -19,8 +19,9 @@ import ipaddress
 from collections.abc import Iterator
 from itertools import combinations
 
-from components.plan.gcp import gke
-from components.plan.gcp.cluster_create import (
+from ...spec.model import Problem, StackSpec, key, rule
+from . import gke
+from .cluster_create import (
     NODEPOOL_LABEL,
     gke_create,
     gpu_slices,
@@ -29,7 +30,6 @@ from components.plan.gcp.cluster_create import (
     needs_created_networks,
     pool_zone,
 )
-from components.spec.model import Problem, StackSpec, key, rule
 
 GPUDIRECT_MIN_MINOR = {"a3-highgpu-8g": 27, "a3-megagpu-8g": 28, "a3-ultragpu-8g": 31, "a4-highgpu-8g": 32}
 RESERVED_LABEL_DOMAINS = ("kubernetes.io", "k8s.io", "cloud.google.com", "gke.io")

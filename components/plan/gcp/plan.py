@@ -31,11 +31,11 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from components.plan import derive
-from components.plan.gcp import cluster_create, gke
-from components.plan.gcp.rules import accelerator_type
-from components.plan.reservations import pool_reservation
-from components.spec.model import NodePool, StackSpec
+from ...spec.model import NodePool, StackSpec
+from .. import derive
+from ..reservations import pool_reservation
+from . import cluster_create, gke
+from .rules import accelerator_type
 
 # The node service account's project roles. roles/container.defaultNodeServiceAccount is the role
 # Google's "Configure GKE node service accounts" guide names as the minimum for nodes: logging, metrics,

@@ -6,10 +6,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from components.data import catalog
-from components.plan.derive import device_plugin_owner, node_os
-from components.plan.gcp import gke
-from components.spec.model import NodePool, Problem, StackSpec, key, rule
+from ...data import catalog
+from ...spec.model import NodePool, Problem, StackSpec, key, rule
+from ..derive import device_plugin_owner, node_os
+from . import gke
 
 GCP_OS = ("cos", "ubuntu")
 # Kept for callers that read the bound from here.

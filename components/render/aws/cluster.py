@@ -9,9 +9,9 @@ import json
 
 import pulumi
 
-from components.plan.aws.plan import EksClusterPlan
-from components.plan.plan import Plan, plain
-from components.render.aws import sdk
+from ...plan.aws.plan import EksClusterPlan
+from ...plan.plan import Plan, plain
+from . import sdk
 
 
 def kubeconfig_document(cluster: EksClusterPlan, endpoint: str, ca_data: str) -> str:
@@ -48,7 +48,7 @@ class EksAccess(pulumi.ComponentResource):
         super().__init__(self.TYPE, name, None, opts)
         import pulumi_kubernetes as k8s
 
-        from components.render.k8s import PROVIDER_OPTIONS
+        from ..k8s import PROVIDER_OPTIONS
 
         aws = plan.aws
         assert aws is not None, "EksAccess is the aws stacks' cluster access"
@@ -57,14 +57,14 @@ class EksAccess(pulumi.ComponentResource):
         if plan.eks_create is not None:
             # Created here (components/render/aws/cluster_create.py): the Kubernetes provider waits for the
             # system nodes and the add-ons that run on them, so no release starts before its pods can.
-            from components.render.aws.cluster_create import EksCluster
+            from .cluster_create import EksCluster
 
             created = EksCluster("eks", plan.eks_create, pulumi.ResourceOptions(parent=self))
             self.cluster = created.view
             self.cluster_outputs = created.outputs
             ready = created.ready
         elif plan.cluster_stack is not None:
-            from components.render.cluster_stack import aws_cluster
+            from ..cluster_stack import aws_cluster
 
             self.cluster = aws_cluster(plan.cluster_stack, self)
         else:

@@ -32,10 +32,10 @@ from typing import Any
 import pulumi
 import yaml
 
-from components.data import versions
-from components.plan import derive
-from components.plan.aws import plan as aws_plan
-from components.plan.aws.cluster_autoscaler import (
+from ...data import versions
+from ...plan import derive
+from ...plan.aws import plan as aws_plan
+from ...plan.aws.cluster_autoscaler import (
     CHART as CHART,
     CONTROLLER_CPU as CONTROLLER_CPU,
     CONTROLLER_MEMORY as CONTROLLER_MEMORY,
@@ -48,9 +48,9 @@ from components.plan.aws.cluster_autoscaler import (
     discovery_tags as discovery_tags,
     policy_document as policy_document,
 )
-from components.plan.plan import Plan, plain
-from components.render import addon, k8s
-from components.render.aws import iam, identity, sdk
+from ...plan.plan import Plan, plain
+from .. import addon, k8s
+from . import iam, identity, sdk
 
 CRD_FILE = Path(__file__).parent / "data" / "provisioningrequests.autoscaling.x-k8s.io.yaml"
 

@@ -14,11 +14,11 @@ from typing import Any
 
 import pulumi
 
-from components.plan.aws import cluster_create as cc, iam
-from components.plan.aws.cluster_create import EksCreatePlan
-from components.plan.aws.karpenter_nodes import DISCOVERY_TAG
-from components.plan.plan import plain
-from components.render.aws import sdk
+from ...plan.aws import cluster_create as cc, iam
+from ...plan.aws.cluster_create import EksCreatePlan
+from ...plan.aws.karpenter_nodes import DISCOVERY_TAG
+from ...plan.plan import plain
+from . import sdk
 
 
 def partition_of(region: str | None) -> str:

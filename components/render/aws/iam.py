@@ -3,7 +3,7 @@ under the name the AWS renderers and tests have always imported."""
 
 from __future__ import annotations
 
-from components.plan.aws.iam import (
+from ...plan.aws.iam import (
     POLICY_VERSION as POLICY_VERSION,
     WORKER_NODE_POLICIES as WORKER_NODE_POLICIES,
     dns_suffix as dns_suffix,

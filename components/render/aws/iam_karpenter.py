@@ -23,8 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from components.plan.aws import karpenter as karpenter_plan
-from components.render.aws.iam import document
+from ...plan.aws import karpenter as karpenter_plan
+from .iam import document
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,8 @@ from typing import Any
 
 import pulumi
 
-from components.plan.aws.plan import EksClusterPlan
-from components.render.aws import iam, sdk
+from ...plan.aws.plan import EksClusterPlan
+from . import iam, sdk
 
 
 def uses_irsa(of: EksClusterPlan) -> bool:

@@ -26,10 +26,10 @@ from typing import Any
 
 import pulumi
 
-from components.data import versions
-from components.plan import derive
-from components.plan.aws.capacity import fallback_split as fallback_split
-from components.plan.aws.karpenter import (
+from ...data import versions
+from ...plan import derive
+from ...plan.aws.capacity import fallback_split as fallback_split
+from ...plan.aws.karpenter import (
     CONTROLLER_NAMESPACE as CONTROLLER_NAMESPACE,
     SERVICE_ACCOUNT as SERVICE_ACCOUNT,
     KarpenterPlan,
@@ -39,7 +39,7 @@ from components.plan.aws.karpenter import (
     summary_lines as summary_lines,
     with_outputs,
 )
-from components.plan.aws.karpenter_nodes import (
+from ...plan.aws.karpenter_nodes import (
     ARCH_LABEL as ARCH_LABEL,
     CAPACITY_TYPE_LABEL as CAPACITY_TYPE_LABEL,
     DISCOVERY_TAG as DISCOVERY_TAG,
@@ -74,9 +74,9 @@ from components.plan.aws.karpenter_nodes import (
     subnet_selector_terms as subnet_selector_terms,
     taints as taints,
 )
-from components.plan.plan import Plan, plain
-from components.render import addon, k8s
-from components.render.aws import karpenter_aws
+from ...plan.plan import Plan, plain
+from .. import addon, k8s
+from . import karpenter_aws
 
 
 def node_class_body(c: NodeClassPlan, role: Any) -> dict[str, Any]:

@@ -18,9 +18,9 @@ from typing import Any
 
 import pulumi
 
-from components.plan.aws.karpenter import INTERRUPTION_EVENTS, KarpenterPlan
-from components.plan.aws.plan import EksClusterPlan
-from components.render.aws import sdk
+from ...plan.aws.karpenter import INTERRUPTION_EVENTS, KarpenterPlan
+from ...plan.aws.plan import EksClusterPlan
+from . import sdk
 
 QUEUE_RETENTION_SECONDS = 300
 QUEUE_TARGET_ID = "KarpenterInterruptionQueueTarget"
@@ -80,7 +80,7 @@ class NodeRole:
 def node_role(a: Account) -> NodeRole:
     """What Karpenter-launched instances run as (worker, CNI, ECR pull-only, SSM), with an EC2_LINUX access
     entry so nodes join without aws-auth edits."""
-    from components.render.aws import iam
+    from . import iam
 
     k, partition, aws_child = a.k, a.partition, a.opts
     tags = dict(k.tags)
@@ -128,7 +128,7 @@ class InterruptionQueue:
 
 def interruption_queue(a: Account) -> InterruptionQueue:
     """The SQS queue (300 s retention) and the EventBridge rules of the five event kinds Karpenter handles."""
-    from components.render.aws import iam, iam_karpenter
+    from . import iam, iam_karpenter
 
     k, aws_child = a.k, a.opts
     tags = dict(k.tags)
@@ -185,7 +185,7 @@ class ControllerRole:
 
 def controller_role(a: Account, node: NodeRole, interruption: InterruptionQueue) -> ControllerRole:
     """The controller's role, its policies (scoped to the cluster, node role and queue) and its identity."""
-    from components.render.aws import iam, iam_karpenter, identity
+    from . import iam, iam_karpenter, identity
 
     k, cluster, partition, account, aws_child = a.k, a.cluster, a.partition, a.account, a.opts
     tags = dict(k.tags)

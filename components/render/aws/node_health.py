@@ -14,8 +14,8 @@ from typing import Any
 
 import pulumi
 
-from components.plan.plan import Plan, plain
-from components.render.aws import sdk
+from ...plan.plan import Plan, plain
+from . import sdk
 
 
 class NodeHealth(pulumi.ComponentResource):

@@ -25,11 +25,11 @@ from typing import Any
 
 import pulumi
 
-from components.data import versions
-from components.plan.aws.plan import EfaNetworkPlan, LaunchTemplatePlan
-from components.plan.plan import Plan, plain
-from components.render import addon
-from components.render.aws import iam, sdk
+from ...data import versions
+from ...plan.aws.plan import EfaNetworkPlan, LaunchTemplatePlan
+from ...plan.plan import Plan, plain
+from .. import addon
+from . import iam, sdk
 
 
 def partition_of(arn: str) -> str:

@@ -20,7 +20,7 @@ from typing import Any
 
 import pulumi
 
-from components.render.k8s import camel  # pulumi_aws names its inputs the same way
+from ..k8s import camel  # pulumi_aws names its inputs the same way
 
 # pulumi_aws class (module.Class) -> (type token, the properties the components read, by their Python name: an
 # output, or an input the engine may normalise). The typed classes give every property an Output; only these

@@ -9,9 +9,9 @@ from typing import Any
 
 import pulumi
 
-from components.plan import storage as storage_plan
-from components.plan.plan import Plan, plain
-from components.render.aws import iam, identity, sdk
+from ...plan import storage as storage_plan
+from ...plan.plan import Plan, plain
+from . import iam, identity, sdk
 
 
 def fsx(parent: pulumi.Resource, plan: Plan, cluster: Any) -> tuple[dict[str, Any], list[pulumi.Resource]]:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.plan.monitoring import AlertThresholds, MonitoringPlan
-from components.render import metrics
+from ...plan.monitoring import AlertThresholds, MonitoringPlan
+from .. import metrics
 
 UID = "gpu-platform-gpus"
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}

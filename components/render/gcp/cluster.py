@@ -9,8 +9,8 @@ from typing import Any
 
 import pulumi
 
-from components.plan.gcp.plan import GkeClusterPlan
-from components.plan.plan import Plan
+from ...plan.gcp.plan import GkeClusterPlan
+from ...plan.plan import Plan
 
 
 def kubeconfig_of(cluster: GkeClusterPlan, endpoint: str, ca_data: str) -> str:
@@ -98,7 +98,7 @@ class GkeAccess(pulumi.ComponentResource):
         import pulumi_gcp as gcp
         import pulumi_kubernetes as k8s
 
-        from components.render.k8s import PROVIDER_OPTIONS
+        from ..k8s import PROVIDER_OPTIONS
 
         gke = plan.gke
         assert gke is not None  # a gcp stack's

@@ -13,10 +13,10 @@ from typing import Any
 
 import pulumi
 
-from components.plan.gcp.cluster_create import GkeCreatePlan
-from components.plan.gcp.plan import OAUTH_SCOPES, nodes_per_zone, zone_count
-from components.plan.plan import Plan
-from components.render.gcp.cluster import kubeconfig_of
+from ...plan.gcp.cluster_create import GkeCreatePlan
+from ...plan.gcp.plan import OAUTH_SCOPES, nodes_per_zone, zone_count
+from ...plan.plan import Plan
+from .cluster import kubeconfig_of
 
 # The autoscaler owns the node count; initialNodeCount only seeds the new pool (as for the GPU pools).
 SYSTEM_POOL_IGNORE = ["initialNodeCount", "nodeCount"]
@@ -183,7 +183,7 @@ class GkeCluster(pulumi.ComponentResource):
         import pulumi_gcp as gcp
         import pulumi_kubernetes as k8s
 
-        from components.render.k8s import PROVIDER_OPTIONS
+        from ..k8s import PROVIDER_OPTIONS
 
         p, gke = plan.gke_create, plan.gke
         assert p is not None and gke is not None  # a gcp stack that creates its cluster
@@ -285,7 +285,7 @@ def _system_pool(p: GkeCreatePlan, cluster: Any, email: Any, opts: pulumi.Resour
 def _k8s_networks(p: GkeCreatePlan, parent: pulumi.Resource, provider: Any) -> None:
     """The cluster's multi-networking objects, one GKENetworkParamSet and Network per GPU subnet
     (modules/scheduler/gke-cluster/templates/gke-network-paramset.yaml.tftpl, network-object.yaml.tftpl)."""
-    from components.render.k8s import kube_object
+    from ..k8s import kube_object
 
     opts = pulumi.ResourceOptions(parent=parent, provider=provider)
     for n in p.k8s_networks:

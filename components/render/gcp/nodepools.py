@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pulumi
 
-from components.plan.gcp.plan import (
+from ...plan.gcp.plan import (
     DRIVER_VERSIONS as DRIVER_VERSIONS,
     NODE_ROLES as NODE_ROLES,
     OAUTH_SCOPES as OAUTH_SCOPES,
@@ -41,10 +41,10 @@ from components.plan.gcp.plan import (
     taints as taints,
     zone_count,
 )
-from components.plan.plan import Plan
+from ...plan.plan import Plan
 
 if TYPE_CHECKING:
-    from components.render.gcp.cluster import GkeAccess
+    from .cluster import GkeAccess
 
 # The autoscaler owns the node count; initialNodeCount only seeds a new pool (and forces replacement
 # when changed), so neither is reconciled after creation.

@@ -10,8 +10,8 @@ from typing import Any
 
 import pulumi
 
-from components.plan import storage as storage_plan
-from components.plan.plan import Plan
+from ...plan import storage as storage_plan
+from ...plan.plan import Plan
 
 
 def _snake(name: str) -> str:
