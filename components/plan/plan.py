@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +24,7 @@ from ..spec.model import NodePool, StackSpec, Tenant
 from . import cost, derive
 from .aws import plan as aws_plan
 from .aws.karpenter import KarpenterPlan, karpenter_plan
+from .frozen import freeze as _freeze, plain as plain
 
 if TYPE_CHECKING:
     from .aws.cluster_create import EksCreatePlan
@@ -38,34 +39,6 @@ if TYPE_CHECKING:
     from .storage import StoragePlan
 
 SCHEMA_VERSION = 1
-
-
-def _freeze(value: Any, keep_order: bool = False) -> Any:
-    """Deep read-only copy: dicts become MappingProxyType (keys sorted, or in their order: pools and tenants
-    keep the stack file's, which is what the renderers register in), lists tuples."""
-    if isinstance(value, Mapping):
-        keys = list(value) if keep_order else sorted(value)
-        return MappingProxyType({k: _freeze(value[k], keep_order) for k in keys})
-    if isinstance(value, list | tuple):
-        return tuple(_freeze(v, keep_order) for v in value)
-    return value
-
-
-def plain(value: Any) -> Any:
-    """A plan value as plain dicts and lists (what a resource's inputs and the JSON are made of); a plan's
-    dataclasses become dicts with camelCase keys."""
-    if isinstance(value, Mapping):
-        return {k: plain(v) for k, v in value.items()}
-    if isinstance(value, tuple):
-        return [plain(v) for v in value]
-    if hasattr(value, "__dataclass_fields__"):
-        return {_camel(f.name): plain(getattr(value, f.name)) for f in fields(value)}
-    return value
-
-
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(w[:1].upper() + w[1:] for w in rest)
 
 
 @dataclass(frozen=True)

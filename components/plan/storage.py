@@ -28,13 +28,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any
 
 from pydantic.alias_generators import to_camel
 
 from ..spec.model import Problem, StackSpec, Tenant, key, rule
 from ..spec.storage import FileSystem
+from .frozen import frozen as _freeze
 
 PROVISIONERS = {
     "fsx-lustre": "fsx.csi.aws.com",
@@ -146,15 +146,6 @@ class StoragePlan:
     fsx_driver: FsxDriverPlan | None  # aws stacks with an fsx-lustre file system
     gke_addons: tuple[str, ...]  # GKE add-ons (addonsConfig keys) the cluster must have on
     protect: bool  # claims, volumes and buckets are protected
-
-
-def _freeze(value: Any) -> Any:
-    """Read-only, in the given key order (``plan._freeze`` keep_order; plan.py imports this module's callers)."""
-    if isinstance(value, Mapping):
-        return MappingProxyType({k: _freeze(v) for k, v in value.items()})
-    if isinstance(value, list | tuple):
-        return tuple(_freeze(v) for v in value)
-    return value
 
 
 # ------------------------------------------------------------------------------------------------ rules

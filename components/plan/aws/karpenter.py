@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any
 
 from ...data import versions
 from ...spec.model import StackSpec
 from .. import derive
+from ..frozen import frozen as _frozen, plain as _thawed
 from .karpenter_nodes import (
     NODEPOOL_LABEL,
     OS_LABEL,
@@ -180,25 +180,6 @@ def controller_values(
 
 
 # ------------------------------------------------------------------------------------------- the plan
-
-
-def _frozen(value: Any) -> Any:
-    """Deep read-only copy in the keys' own order (``plan._freeze``, which this module cannot import: the plan
-    imports it)."""
-    if isinstance(value, Mapping):
-        return MappingProxyType({k: _frozen(v) for k, v in value.items()})
-    if isinstance(value, list | tuple):
-        return tuple(_frozen(v) for v in value)
-    return value
-
-
-def _thawed(value: Any) -> Any:
-    """A plain, mutable copy of a frozen value (``plan.plain`` for these mappings and tuples)."""
-    if isinstance(value, Mapping):
-        return {k: _thawed(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_thawed(v) for v in value]
-    return value
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from typing import Any
 from ...data import versions
 from ...spec.model import NodePool, StackSpec
 from .. import derive
+from ..frozen import camel as _camel, freeze as _freeze
 from . import (
     cluster_autoscaler as ca,
     efa,
@@ -33,15 +34,6 @@ from . import (
 )
 
 NODE_MONITORING_AGENT = "eks-node-monitoring-agent"  # the EKS add-on's name (EKS user guide, "node-health")
-
-
-def _freeze(value: Any) -> Any:
-    """``plan._freeze`` (keys sorted), which this module cannot import: ``plan.py`` imports it."""
-    if isinstance(value, Mapping):
-        return MappingProxyType({k: _freeze(value[k]) for k in sorted(value)})
-    if isinstance(value, list | tuple):
-        return tuple(_freeze(v) for v in value)
-    return value
 
 
 # Arguments whose value is a map of the user's own keys: their keys stay as given (render/aws/sdk.py USER_MAPS).
@@ -55,11 +47,6 @@ def _wire(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_wire(v) for v in value]
     return value
-
-
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(w[:1].upper() + w[1:] for w in rest)
 
 
 @dataclass(frozen=True)

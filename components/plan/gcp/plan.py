@@ -33,6 +33,7 @@ from typing import Any
 
 from ...spec.model import NodePool, StackSpec
 from .. import derive
+from ..frozen import frozen as _frozen, plain as _plain
 from ..reservations import pool_reservation
 from . import cluster_create, gke
 from .rules import accelerator_type
@@ -104,23 +105,6 @@ class GkePlan:
     cluster: GkeClusterPlan
     node_service_account: GkeServiceAccountPlan
     node_pools: Mapping[str, GkeNodePoolPlan]  # by pool name, in the order they are registered (by name)
-
-
-def _frozen(value: Any) -> Any:
-    """Deep read-only copy keeping the keys' order (what the node pool's inputs are registered in)."""
-    if isinstance(value, Mapping):
-        return MappingProxyType({k: _frozen(v) for k, v in value.items()})
-    if isinstance(value, list | tuple):
-        return tuple(_frozen(v) for v in value)
-    return value
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, tuple):
-        return [_plain(v) for v in value]
-    return value
 
 
 # ------------------------------------------------------------------------------------ the decisions
