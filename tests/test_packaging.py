@@ -13,7 +13,7 @@ import pytest
 from conftest import ROOT
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
     subprocess.run(
