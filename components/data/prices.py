@@ -118,6 +118,31 @@ FIXED: dict[str, tuple[float, str, frozenset[str] | None]] = {
         "$0.045 per GB on top)",
         frozenset({"us-east-1"}),
     ),
+    # GKE (cluster.create.gke), read 2026-11-26. The management fee is flat in every region; the free tier's
+    # monthly credit ($74.40 per billing account) covers one zonal or Autopilot cluster, never a regional one, and
+    # is left out (it is per billing account, not per stack).
+    "gke-cluster-management": (
+        0.10,
+        "https://cloud.google.com/kubernetes-engine/pricing (cluster management fee $0.10 per cluster per hour, "
+        "Standard edition, every region; free tier credit not applied)",
+        None,
+    ),
+    # Cloud NAT (Public NAT): per VM instance using the gateway, up to 32 of them; above 32 the gateway costs a
+    # flat $0.044 per hour, which a count capped at 32 overstates by $0.0008 (an upper bound). The Cloud Billing
+    # Catalog's gateway figure is the same 32 x 0.0014 = 0.0448 in each of its 43 regions (Cyclenerd/google-cloud-
+    # pricing-cost-calculator@fd66b26ff84f pricing.yml network.nat.gateway).
+    "cloud-nat-vm": (
+        0.0014,
+        "https://cloud.google.com/nat/pricing (Public NAT $0.0014 per hour per VM instance using the gateway, "
+        "capped at 32 VMs; $0.045 per GiB processed on top)",
+        None,
+    ),
+    "cloud-nat-ip": (
+        0.005,
+        "https://cloud.google.com/nat/pricing ($0.005 per hour per static or ephemeral external IP address used "
+        "by a NAT gateway)",
+        None,
+    ),
 }
 # On-demand prices of the system node types a created cluster may use, copied with their digits from the same
 # Karpenter table as the GPU types (KARPENTER_SOURCE below; us-east-1, generated 2026-07-20T13:44:30Z).
@@ -148,3 +173,32 @@ def system_node_price(instance_type: str, region: str | None) -> Price:
         return unknown(f"{instance_type} is not in the system node price table (components/data/prices.py)")
     generated = catalog()["sources"][KARPENTER_SOURCE]["generatedAt"][:10]
     return Price(usd, source=f"{source_label(KARPENTER_SOURCE)} ({region})", as_of=generated)
+
+
+# On-demand prices of the machine types a created GKE cluster's system pool may use, copied with their digits from
+# the same source and commit as the catalog's GCP figures (CYCLENERD_SOURCE: Cyclenerd/google-cloud-pricing-cost-
+# calculator@fd66b26ff84f pricing.yml compute.instance.<type>.cost.us-central1.hour, generated 2026-07-30T06:13:17Z;
+# scripts/extract_prices.py keeps GPU types only). us-central1 only, as the AWS table is us-east-1 only.
+CYCLENERD_SOURCE = "cyclenerd"
+GKE_SYSTEM_NODE_ON_DEMAND: dict[str, float] = {
+    "e2-standard-2": 0.06701142,
+    "e2-standard-4": 0.13402284,
+    "e2-standard-8": 0.26804568,
+    "e2-standard-16": 0.53609136,
+    "n2-standard-2": 0.097118,
+    "n2-standard-4": 0.194236,
+    "n2-standard-8": 0.388472,
+    "n2-standard-16": 0.776944,
+}
+GKE_SYSTEM_NODE_REGION = "us-central1"
+
+
+def gke_system_node_price(machine_type: str, region: str | None) -> Price:
+    """One node of a created GKE cluster's system pool, on-demand (``GKE_SYSTEM_NODE_ON_DEMAND``)."""
+    if region != GKE_SYSTEM_NODE_REGION:
+        return unknown(f"{machine_type}: system node prices are for {GKE_SYSTEM_NODE_REGION} only")
+    usd = GKE_SYSTEM_NODE_ON_DEMAND.get(machine_type)
+    if usd is None:
+        return unknown(f"{machine_type} is not in the system node price table (components/data/prices.py)")
+    generated = catalog()["sources"][CYCLENERD_SOURCE]["generatedAt"][:10]
+    return Price(usd, source=f"{source_label(CYCLENERD_SOURCE)} ({region})", as_of=generated)

@@ -288,25 +288,30 @@ def stack_doc(spec: StackSpec) -> dict[str, Any]:
 
 
 def fixed_costs(spec: StackSpec) -> list[dict[str, Any]]:
-    """What a cluster the platform creates costs whatever the pools do (aws ``cluster.create``): the EKS control
-    plane, the NAT gateway(s) and the system nodes (at their min and max count). None for a found cluster: its
-    costs are not this stack's."""
+    """What a cluster the platform creates costs whatever the pools do (``cluster.create``): on aws the EKS control
+    plane, the NAT gateway(s) and the system nodes; on gcp the GKE management fee, Cloud NAT and the system pool
+    (``_gke_fixed``); counts at their min and max. None for a found cluster: its costs are not this stack's."""
     c = spec.cluster.create
-    if spec.cloud != "aws" or c is None or c.eks is None:
+    if c is None or spec.cloud not in ("aws", "gcp"):
         return []
     where = region(spec)
-    nat = 1 if c.eks.nat_gateways == "one" else len(set(c.eks.availability_zones))
     s = c.system_nodes
-    items = [
-        ("EKS control plane", 1, 1, prices.fixed_price("eks-control-plane", where)),
-        ("NAT gateway", nat, nat, prices.fixed_price("nat-gateway", where)),
-        (
-            f"system nodes ({s.instance_type}, on-demand)",
-            s.min,
-            max(s.min, s.max),
-            prices.system_node_price(s.instance_type, where),
-        ),
-    ]
+    if spec.cloud == "gcp":
+        items = _gke_fixed(spec, where)
+    elif c.eks is None:
+        return []
+    else:
+        nat = 1 if c.eks.nat_gateways == "one" else len(set(c.eks.availability_zones))
+        items = [
+            ("EKS control plane", 1, 1, prices.fixed_price("eks-control-plane", where)),
+            ("NAT gateway", nat, nat, prices.fixed_price("nat-gateway", where)),
+            (
+                f"system nodes ({s.instance_type}, on-demand)",
+                s.min,
+                max(s.min, s.max),
+                prices.system_node_price(s.instance_type, where),
+            ),
+        ]
     return [
         {
             "item": item,
@@ -317,6 +322,26 @@ def fixed_costs(spec: StackSpec) -> list[dict[str, Any]]:
             else {"min": None, "max": None},
         }
         for item, lo, hi, price in items
+    ]
+
+
+def _gke_fixed(spec: StackSpec, where: str | None) -> list[tuple[str, int, int, Price]]:
+    """A created GKE cluster's fixed costs: its management fee, Cloud NAT (billed per VM using the gateway: the
+    system nodes and every pool's nodes, whose primary NIC is on the NATed subnet; capped at 32 VMs), the NAT's one
+    auto-allocated external IP (AUTO_ONLY allocates one per 1008 VMs at the default 64 ports per VM) and the
+    system pool's nodes (its machine type, default ``cluster_create.DEFAULT_SYSTEM_MACHINE``)."""
+    from .gcp.cluster_create import DEFAULT_SYSTEM_MACHINE
+
+    s = spec.cluster.create.system_nodes  # type: ignore[union-attr]  # fixed_costs: create is set
+    machine = s.machine_type or DEFAULT_SYSTEM_MACHINE
+    hi = max(s.min, s.max)
+    nat = prices.fixed_price("cloud-nat-vm", where)
+    vms = (s.min + sum(p.min_nodes for p in spec.node_pools), hi + sum(p.node_cap for p in spec.node_pools))
+    return [
+        ("GKE cluster management fee", 1, 1, prices.fixed_price("gke-cluster-management", where)),
+        ("Cloud NAT gateway (per VM using it, max 32)", min(vms[0], 32), min(vms[1], 32), nat),
+        ("Cloud NAT external IP", 1, 1, prices.fixed_price("cloud-nat-ip", where)),
+        (f"system nodes ({machine}, on-demand)", s.min, hi, prices.gke_system_node_price(machine, where)),
     ]
 
 

@@ -35,6 +35,7 @@ from pydantic.alias_generators import to_camel
 from ..spec.model import Problem, StackSpec, Tenant, key, rule
 from ..spec.storage import FileSystem
 from .frozen import frozen as _freeze
+from .gcp.gke import created_network
 
 PROVISIONERS = {
     "fsx-lustre": "fsx.csi.aws.com",
@@ -290,7 +291,8 @@ def storage_class(spec: StackSpec, fs: FileSystem) -> dict[str, Any] | None:
         from ..spec.storage import Filestore
 
         fst = fs.filestore or Filestore()
-        parameters = {"tier": FILESTORE_TIERS[fst.tier], **({"network": fst.network} if fst.network else {})}
+        network = fst.network or _created_network(spec)
+        parameters = {"tier": FILESTORE_TIERS[fst.tier], **({"network": network} if network else {})}
         return {
             **base,
             "parameters": parameters,
@@ -405,6 +407,13 @@ def fsx_driver_plan(spec: StackSpec) -> FsxDriverPlan | None:
         role_name=f"{cluster}-fsx-csi-driver",
         policy=_freeze(fsx_policy(cluster)),
     )
+
+
+def _created_network(spec: StackSpec) -> str | None:
+    """The VPC of a GKE cluster the stack creates (the driver's default, ``default``, is not on its nodes' network);
+    None for a found cluster."""
+    created = spec.cloud == "gcp" and spec.cluster.create is not None
+    return created_network(spec.cluster.name or "") if created else None
 
 
 def storage_plan(spec: StackSpec) -> StoragePlan | None:

@@ -34,6 +34,7 @@ from types import MappingProxyType
 from ...data import catalog
 from ...spec.gke_create import GkeCreate
 from ...spec.model import NodePool, StackSpec
+from .. import storage
 from . import gke
 from .rules import multi_node
 
@@ -114,6 +115,9 @@ class GkeCreatePlan:
     # The cluster's GKE Network / GKENetworkParamSet objects, one per GPU subnet (name, vpc, vpcSubnet, deviceMode):
     # what pods name in their networking.gke.io/interfaces annotation.
     k8s_networks: tuple[Mapping[str, str], ...] = ()
+    # The CSI drivers the stack's file systems need (gpu-platform:storage), as addonsConfig keys
+    # (storage.GKE_ADDONS): turned on at creation, so the storage renderer checks no lookup for them.
+    csi_addons: tuple[str, ...] = ()
 
 
 # ------------------------------------------------------------------------------------------- decisions
@@ -125,6 +129,12 @@ def gke_create(spec: StackSpec) -> GkeCreate | None:
     if spec.cloud != "gcp" or create is None:
         return None
     return create.gke or GkeCreate()
+
+
+def csi_addons(spec: StackSpec) -> tuple[str, ...]:
+    """The addonsConfig keys of the CSI drivers the stack's file systems need, exactly those (none without any)."""
+    shared = storage.storage_plan(spec)
+    return shared.gke_addons if shared is not None else ()
 
 
 def account_id(prefix: str, cluster_name: str) -> str:
@@ -302,7 +312,7 @@ def build(spec: StackSpec) -> GkeCreatePlan | None:
         release_channel=create.release_channel,
         min_master_version=c.kubernetes_version,
         workload_pool=f"{project}.svc.id.goog",
-        network=f"{name}-net",
+        network=gke.created_network(name),
         subnet=f"{name}-subnet",
         subnet_cidr=r.subnet,
         pods_range="pods",
@@ -338,6 +348,7 @@ def build(spec: StackSpec) -> GkeCreatePlan | None:
         gpu_networks=tuple(nets),
         pool_networks=MappingProxyType({p: _frozen_nics(n) for p, n in pool_networks(spec).items()}),
         k8s_networks=_frozen_nics(k8s_networks(nets)),
+        csi_addons=csi_addons(spec),
     )
 
 
@@ -361,6 +372,9 @@ def text(plan: GkeCreatePlan) -> list[str]:
         f"  system pool {s.name}: {s.machine_type}, {s.min_nodes}..{s.max_nodes} nodes, service account "
         f"{s.account_id}" + (f", labels {', '.join(f'{k}={v}' for k, v in s.labels.items())}" if s.labels else ""),
     ]
+    if p.csi_addons:
+        names = dict(storage.GKE_ADDONS.values())
+        lines.append(f"  CSI add-ons on (gpu-platform:storage): {', '.join(names[a] for a in p.csi_addons)}")
     for n in p.gpu_networks:
         cidrs = ", ".join(f"{x.name} {x.cidr}" for x in n.subnets)
         lines.append(f"  GPU network {n.name} ({n.device_mode}, MTU {n.mtu}): {cidrs}")

@@ -79,3 +79,8 @@ def is_zone(location: str | None) -> bool:
 
 def region_of(location: str) -> str:
     return location.rsplit("-", 1)[0] if is_zone(location) else location
+
+
+def created_network(cluster_name: str) -> str:
+    """The VPC of a cluster gpu-platform creates (``cluster_create``; also where the stack's Filestore instances go)."""
+    return f"{cluster_name}-net"

@@ -9,6 +9,7 @@ It offers what ``GkeAccess`` (the found cluster) offers the rest of the program:
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pulumi
@@ -165,12 +166,29 @@ def _cluster(p: GkeCreatePlan, network: Any, subnet: Any, email: Any, opts: pulu
         enable_multi_networking=p.multi_networking or None,
         resource_labels=dict(p.resource_labels),
         deletion_protection=p.deletion_protection,
+        addons_config=_addons(p),
         opts=pulumi.ResourceOptions.merge(
             opts,
             # GKE upgrades the control plane within the channel; the node config is the removed default pool's.
             pulumi.ResourceOptions(ignore_changes=["minMasterVersion", "nodeConfig"]),
         ),
     )
+
+
+def _addons(p: GkeCreatePlan) -> Any:
+    """The CSI add-ons the stack's file systems need, on (the plan's addonsConfig keys: gcsFuseCsiDriverConfigs ->
+    gcs_fuse_csi_driver_config, ClusterAddonsConfigGcsFuseCsiDriverConfigArgs); None (GKE's defaults) without any."""
+    import pulumi_gcp as gcp
+
+    c = gcp.container
+    if not p.csi_addons:
+        return None
+    args = {}
+    for key in p.csi_addons:
+        singular = key.removesuffix("s")
+        arg_class = getattr(c, f"ClusterAddonsConfig{singular[0].upper()}{singular[1:]}Args")
+        args[re.sub(r"(?<!^)([A-Z])", r"_\1", singular).lower()] = arg_class(enabled=True)
+    return c.ClusterAddonsConfigArgs(**args)
 
 
 class GkeCluster(pulumi.ComponentResource):

@@ -1,6 +1,6 @@
-"""GKE's part of the shared file systems (``Plan.storage``): the cluster's CSI add-ons checked (gpu-platform finds
-the cluster by name and cannot turn a cluster add-on on), and for gcs-fuse the bucket with the tenant namespace's
-Workload Identity grant."""
+"""GKE's part of the shared file systems (``Plan.storage``): a found cluster's CSI add-ons checked (gpu-platform finds
+it by name and cannot turn a cluster add-on on; a cluster it creates has them on, ``GkeCreatePlan.csi_addons``),
+and for gcs-fuse the bucket with the tenant namespace's Workload Identity grant."""
 
 from __future__ import annotations
 
@@ -63,7 +63,10 @@ def buckets(parent: pulumi.Resource, plan: Plan, cluster: Any) -> tuple[dict[str
 
     storage, gke = plan.storage, plan.gke
     assert storage is not None and gke is not None
-    ready = cluster.addons_configs.apply(lambda a: _check(plan, a))
+    if plan.gke_create is not None:  # created with the add-ons on (GkeCreatePlan.csi_addons): nothing to check
+        ready = cluster.id.apply(lambda _: True)
+    else:
+        ready = cluster.addons_configs.apply(lambda a: _check(plan, a))
     project = gke.cluster.project
     out: dict[str, Any] = {}
     waits = {fs.name: ready.apply(lambda _: {}) for fs in storage.file_systems if fs.storage_class is not None}
