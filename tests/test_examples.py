@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import tarfile
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from conftest import ROOT, STACKS, UPSTREAM, manifest, release, rendered
 from jsonschema import Draft7Validator
 
 from components.plan import derive
+from components.plan.tenancy import KUEUE_PRIORITY_LABEL
 from components.render import kueue
 
 EXAMPLES = ROOT / "examples"
@@ -60,7 +62,28 @@ def _pod_specs(doc) -> list[dict[str, Any]]:
         return [r["template"]["spec"]["template"] for r in doc["spec"]["replicatedJobs"]]
     if kind == ("ray.io/v1", "RayJob"):  # each GPU worker group's pod template (the CPU head: _operator_pods)
         return [g["template"] for g in doc["spec"]["rayClusterSpec"]["workerGroupSpecs"]]
+    if kind == TRAINJOB:
+        return [_trainjob_node_pod(doc)]
     return []
+
+
+TRAINJOB = ("trainer.kubeflow.org/v1alpha1", "TrainJob")
+
+
+def _trainjob_node_pod(doc) -> dict[str, Any]:
+    """The pod template of a TrainJob's trainer step as far as the file decides it: the runtimePatches' pod fields
+    for the replicated Job ``node`` with the ``node`` container's image, command and resources from ``trainer``
+    (kubeflow/trainer v2.2.1 pkg/runtime/framework/plugins/jobset/builder.go ``Trainer``)."""
+    (patch,) = doc["spec"]["runtimePatches"]
+    (job,) = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
+    assert job["name"] == "node"
+    tpl = job["template"]["spec"]["template"]
+    trainer = doc["spec"]["trainer"]
+    (node,) = tpl["spec"]["containers"]
+    assert node["name"] == "node"
+    container = {**node, "image": trainer["image"], "command": trainer["command"]}
+    container["resources"] = trainer["resourcesPerNode"]
+    return {**tpl, "spec": {**tpl["spec"], "containers": [container]}}
 
 
 def _workloads(path):
@@ -110,6 +133,7 @@ def test_there_are_examples_for_kueue_volcano_mig_and_time_slicing():
         "jobset-training.yaml",
         "ray-training-job.yaml",
         "starter-finetune-job.yaml",
+        "trainjob-training.yaml",
     }
 
 
@@ -181,7 +205,10 @@ def test_workloads_use_what_the_target_stack_creates(path):
             queue = labels[kueue.QUEUE_NAME_LABEL]
             assert queue == spec.scheduling.local_queue_name
             assert manifest(r, "LocalQueue", queue, ns)["spec"]["clusterQueue"] == tenant.name
-            priorities = []
+            # Kueue's priority label names a WorkloadPriorityClass; the platform makes one per PriorityClass
+            priorities = [labels[KUEUE_PRIORITY_LABEL]] if KUEUE_PRIORITY_LABEL in labels else []
+            for name in priorities:
+                manifest(r, "WorkloadPriorityClass", name)
         for tpl in _pod_specs(doc):
             pod = tpl["spec"]
             priorities.append(pod.get("priorityClassName") or priorities[0])
@@ -329,6 +356,7 @@ TRAINING_EXAMPLES = (
     "volcano-pytorch-job.yaml",
     "jobset-training.yaml",
     "ray-training-job.yaml",
+    "trainjob-training.yaml",
 )
 
 
@@ -358,3 +386,105 @@ def test_training_examples_checkpoint_to_the_stacks_shared_file_system(name):
             for c in pod["containers"]:
                 mounts = [m for m in c.get("volumeMounts", []) if m["name"] in mounted]
                 assert mounts and not any(m.get("readOnly") for m in mounts), c["name"]
+
+
+# ------------------------------------------------------------------------------------------ TrainJob
+
+
+def _strict(schema: Any) -> Any:
+    """A CRD's openAPIV3Schema as JSON Schema that also refuses unknown fields (what the API server prunes or, with
+    fieldValidation=Strict, refuses): every object with ``properties`` and no ``additionalProperties`` or
+    ``x-kubernetes-preserve-unknown-fields`` gets ``additionalProperties: false``; int-or-string fields accept both."""
+    if isinstance(schema, list):
+        return [_strict(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: _strict(v) for k, v in schema.items()}
+    if (
+        "properties" in out
+        and "additionalProperties" not in out
+        and not out.get("x-kubernetes-preserve-unknown-fields")
+    ):
+        out["additionalProperties"] = False
+    if out.get("x-kubernetes-int-or-string"):
+        out.pop("type", None)
+        out.pop("anyOf", None)
+        out["type"] = ["integer", "string"]
+    return out
+
+
+def test_trainjob_example_validates_against_the_upstream_crd():
+    """The TrainJob against Kubeflow Trainer v2.2.1's own CRD (upstream/crds/kubeflow-trainer/, byte for byte),
+    unknown fields refused: runtimePatches' deep nesting is where a misplaced key would be silently pruned. Its
+    CEL rules (immutability, name shape) are the real API server's to apply (tests/cluster/)."""
+    crd = yaml.safe_load(
+        (ROOT / "upstream" / "crds" / "kubeflow-trainer" / "trainer.kubeflow.org_trainjobs.yaml").read_text()
+    )
+    (version,) = crd["spec"]["versions"]
+    schema = _strict(version["schema"]["openAPIV3Schema"])
+    jobs = [d for p in FILES for d in _docs(p) if (d["apiVersion"], d["kind"]) == TRAINJOB]
+    assert len(jobs) == 1
+    for job in jobs:
+        assert f"{crd['spec']['group']}/{version['name']}" == job["apiVersion"]
+        assert [e.message for e in Draft7Validator(schema).iter_errors(job)] == []
+        # Kueue's webhook refuses runtimePatches managers that are not a domain-prefixed path (kubeflow/trainer
+        # v2.2.1 pkg/runtime/framework/plugins/jobset/jobset.go: validation.IsDomainPrefixedPath)
+        for patch in job["spec"]["runtimePatches"]:
+            prefix, _, path = patch["manager"].partition("/")
+            assert re.fullmatch(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?", prefix) and path, patch["manager"]
+
+
+def test_trainjob_example_references_a_runtime_its_stack_installs():
+    """torch-distributed is a ClusterTrainingRuntime the trainer's chart makes only when asked
+    (charts/kubeflow-trainer/templates/runtimes/torch-distributed.yaml at v2.2.1, values.yaml
+    runtimes.torchDistributed.enabled false): the target stack asks, and the runtime's trainer step is the
+    replicated Job and container ``node`` the example patches."""
+    path = EXAMPLES / "trainjob-training.yaml"
+    (job,) = (d for d in _docs(path) if (d["apiVersion"], d["kind"]) == TRAINJOB)
+    ref = job["spec"]["runtimeRef"]
+    assert (ref["apiGroup"], ref["kind"], ref["name"]) == (
+        "trainer.kubeflow.org",
+        "ClusterTrainingRuntime",
+        "torch-distributed",
+    )
+    r = rendered(_target(path)["stack"])
+    assert r.spec.addons.trainer and r.spec.addons.jobset
+    assert release(r, "kubeflow-trainer")["values"]["runtimes"] == {"torchDistributed": {"enabled": True}}
+    upstream = yaml.safe_load((UPSTREAM / "kubeflow-trainer" / "values.yaml").read_text())
+    assert upstream["runtimes"]["torchDistributed"] == {"enabled": False}
+    with tarfile.open(UPSTREAM / "charts" / "kubeflow-trainer-2.2.1.tgz") as tar:
+        f = tar.extractfile("kubeflow-trainer/templates/runtimes/torch-distributed.yaml")
+        assert f is not None
+        template = f.read().decode()
+    assert "{{- if or .Values.runtimes.torchDistributed.enabled .Values.runtimes.defaultEnabled }}" in template
+    assert "kind: ClusterTrainingRuntime\nmetadata:\n  name: torch-distributed\n" in template
+    assert "replicatedJobs:\n        - name: node\n" in template
+    assert "containers:\n                    - name: node\n" in template
+    assert job["spec"]["trainer"]["numNodes"] == 2
+    assert (
+        job["spec"]["trainer"]["resourcesPerNode"]["limits"]["nvidia.com/gpu"] == r.spec.pool("h100-spot").gpu.per_node
+    )
+
+
+@functools.cache
+def _upstream_crd_versions() -> dict[tuple[str, str], set[str]]:
+    """(group, kind) -> served versions of every CRD in upstream/crds (what tests/cluster/apply.py installs into
+    the real API server before the cluster tests dry-run-create each example in its target stack)."""
+    out: dict[tuple[str, str], set[str]] = {}
+    for path in sorted((ROOT / "upstream" / "crds").rglob("*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
+                spec = doc["spec"]
+                served = {v["name"] for v in spec["versions"] if v.get("served")}
+                out.setdefault((spec["group"], spec["names"]["kind"]), set()).update(served)
+    return out
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_every_custom_kind_of_an_example_has_its_crd_for_the_cluster_tests(path):
+    crds = _upstream_crd_versions()
+    for doc in _docs(path):
+        group, _, version = doc["apiVersion"].rpartition("/")
+        if group in ("", "apps", "batch", "resource.k8s.io"):  # built into the API server
+            continue
+        assert version in crds.get((group, doc["kind"]), set()), f"{doc['kind']} {doc['apiVersion']}: no CRD"

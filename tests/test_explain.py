@@ -773,3 +773,47 @@ def test_dra_claims_count_under_the_mapped_class_and_unknown_templates_wait():
     claim["resourceClaimTemplateName"] = "gpu-b200"
     t = trace(spec, yaml.safe_dump(doc))
     assert t.pending.name == "claims" and "ResourceClaimTemplate gpu-b200 is neither in the file" in t.pending.detail
+
+
+# ------------------------------------------------------------------------------------------ TrainJob
+
+
+def _trainjob(**spec: Any) -> str:
+    return yaml.safe_dump(
+        {
+            "apiVersion": "trainer.kubeflow.org/v1alpha1",
+            "kind": "TrainJob",
+            "metadata": {"name": "t", "namespace": "research"},
+            "spec": {"runtimeRef": {"name": "torch-distributed"}, **spec},
+        }
+    )
+
+
+def test_trainjob_pod_set_is_num_nodes_pods_of_resources_per_node_with_the_runtime_patches():
+    """Kubeflow Trainer v2.2.1: the trainer step (replicated Job and container ``node``) runs ``numNodes`` pods whose
+    ``node`` container gets ``resourcesPerNode``; ``runtimePatches`` add pod fields to the Job they name."""
+    (w,) = load((ROOT / "examples" / "trainjob-training.yaml").read_text())
+    (ps,) = w.podsets
+    assert (w.kind, w.integration, ps.name, ps.count) == ("TrainJob", "trainer.kubeflow.org/trainjob", "node", 2)
+    assert ps.requests() == {"nvidia.com/gpu": 8}
+    assert ps.pod["nodeSelector"] == {"gpu-platform/pool": "h100-spot"}
+    assert {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"} in ps.pod[
+        "tolerations"
+    ]
+    assert w.labels["kueue.x-k8s.io/priority-class"] == "training" and w.priority_class is None
+
+
+def test_trainjob_patches_of_other_jobs_are_not_the_trainer_steps_and_later_patches_win():
+    other = {"name": "dataset-initializer", "template": {"spec": {"template": {"spec": {"nodeSelector": {"a": "1"}}}}}}
+
+    def node(selector: dict[str, str]) -> dict[str, Any]:
+        return {"name": "node", "template": {"spec": {"template": {"spec": {"nodeSelector": selector}}}}}
+
+    def patch(manager: str, *jobs: dict[str, Any]) -> dict[str, Any]:
+        return {"manager": manager, "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": list(jobs)}}}}
+
+    (w,) = load(_trainjob(trainer={"resourcesPerNode": {"limits": {"nvidia.com/gpu": 1}}}))
+    assert w.podsets[0].count == 1  # no numNodes: the runtime's mlPolicy.numNodes, 1 in torch-distributed
+    assert "nodeSelector" not in w.podsets[0].pod
+    (w,) = load(_trainjob(runtimePatches=[patch("a/x", other, node({"b": "1"})), patch("c/y", node({"b": "2"}))]))
+    assert w.podsets[0].pod["nodeSelector"] == {"b": "2"}

@@ -632,13 +632,18 @@ def test_a_kind_of_an_operator_the_stack_does_not_install_stops_at_the_scheduler
 
 
 def test_the_operator_function_follows_the_addons():
-    spec = spec_of("prod-aws")  # addons.volcano, addons.jobset and addons.kuberay
+    spec = spec_of("prod-aws")  # addons.volcano, addons.jobset, addons.kuberay and addons.trainer
     installed = {
         o.name
         for o in set(explain_schedulers.OPERATORS.values())
         if explain_schedulers.operator_installed(plan.build(spec, "test"), o)
     }
-    assert installed == {"Volcano's job controller", "the JobSet controller", "the KubeRay operator"}
+    assert installed == {
+        "Volcano's job controller",
+        "the JobSet controller",
+        "the KubeRay operator",
+        "Kubeflow Trainer",
+    }
     for operator in set(explain_schedulers.OPERATORS.values()):
         dev = plan.build(spec_of("dev-aws"), "test")
         assert explain_schedulers.operator_installed(dev, operator) is False, operator.name

@@ -126,9 +126,10 @@ def test_wait_for_pods_ready_gives_all_or_nothing_start_with_backoff():
 
 
 def test_integrations_cover_the_job_kinds_users_need():
-    """prod-aws installs JobSet and KubeRay (addons.jobset, addons.kuberay): their kinds' integrations are on, as
-    are the built-in kinds'; LeaderWorkerSet and the Kubeflow kinds, whose operators it does not install, are off
-    (issue 31: an integration only with its operator)."""
+    """prod-aws installs JobSet, KubeRay and Kubeflow Trainer (addons.jobset, addons.kuberay, addons.trainer): their
+    kinds' integrations are on, as are the built-in kinds'; LeaderWorkerSet and the Kubeflow Training and MPI
+    Operators' kinds, whose operators it does not install, are off (issue 31: an integration only with its
+    operator)."""
     frameworks = _manager_config(rendered("prod-aws"))["integrations"]["frameworks"]
     assert frameworks == [
         "batch/job",
@@ -138,6 +139,7 @@ def test_integrations_cover_the_job_kinds_users_need():
         "jobset.x-k8s.io/jobset",
         "ray.io/rayjob",
         "ray.io/raycluster",
+        "trainer.kubeflow.org/trainjob",
     ]
     assert _manager_config(rendered("dev-aws"))["integrations"]["frameworks"] == [
         "batch/job",

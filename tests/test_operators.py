@@ -40,7 +40,7 @@ def _with_addons(stack: str = "dev-aws", **addons: bool) -> dict:
 
 @functools.cache
 def _all_operators():
-    """dev-aws with every operator installed (no shipped stack installs LeaderWorkerSet or the trainer)."""
+    """dev-aws with every operator installed (no shipped stack installs LeaderWorkerSet)."""
     return render_config(_with_addons(jobset=True, leaderWorkerSet=True, kuberay=True, trainer=True), "dev-aws")
 
 

@@ -230,13 +230,48 @@ def _read_lws(w: Workload, spec: Mapping[str, Any], meta: Mapping[str, Any], whe
     w.integration, w.workload_copies = "leaderworkerset.x-k8s.io/leaderworkerset", max(groups, 1)
 
 
+# The trainer step's replicated Job in the runtimes the Trainer ships (kubeflow/trainer v2.2.1
+# pkg/constants/constants.go ``Node``; charts/kubeflow-trainer/templates/runtimes/torch-distributed.yaml
+# ``replicatedJobs: - name: node`` with the container ``node``).
+TRAINJOB_NODE = "node"
+
+
+def _trainjob_pod_patch(spec: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The pod template metadata and pod spec fields the TrainJob's ``runtimePatches`` set on the trainer step,
+    in list order (a later patch's field wins). The Trainer strategic-merges each patch into the runtime's Job
+    template (kubeflow/trainer v2.2.1 pkg/runtime/core/trainingruntime.go ``mergeRuntimePatches``); the runtime's
+    own template is not in the file, so these fields are all explain knows of the pods beyond ``trainer``."""
+    meta: dict[str, Any] = {}
+    pod: dict[str, Any] = {}
+    for patch in spec.get("runtimePatches") or []:
+        template = ((patch.get("trainingRuntimeSpec") or {}).get("template") or {}).get("spec") or {}
+        for rj in template.get("replicatedJobs") or []:
+            if rj.get("name") != TRAINJOB_NODE:
+                continue
+            tpl = (((rj.get("template") or {}).get("spec") or {}).get("template")) or {}
+            for key in ("labels", "annotations"):
+                meta.setdefault(key, {}).update((tpl.get("metadata") or {}).get(key) or {})
+            pod.update(tpl.get("spec") or {})
+    return {k: v for k, v in meta.items() if v}, pod
+
+
 def _read_trainjob(w: Workload, spec: Mapping[str, Any], meta: Mapping[str, Any], where: str) -> None:
-    """TrainJob (trainer.kubeflow.org): its pod templates live in the referenced training runtime; the file gives
-    the node count and each node's resources (``trainer.numNodes``, ``trainer.resourcesPerNode``)."""
+    """TrainJob (trainer.kubeflow.org/v1alpha1): its pod templates live in the referenced training runtime; the
+    file gives the node count (``trainer.numNodes``), each node's resources (``trainer.resourcesPerNode``, set on
+    the ``node`` container) and the pod fields its ``runtimePatches`` set (node selector, tolerations, volumes).
+    Kueue admits the JobSet the Trainer would build from them: one pod set per replicated Job, the trainer
+    step's of ``numNodes`` pods (kueue v0.19.2 pkg/controller/jobs/trainjob/trainjob_controller.go
+    ``getChildJobSet``; kubeflow/trainer v2.2.1 pkg/runtime/core/trainingruntime.go ``newRuntimeInfo``,
+    pkg/runtime/framework/plugins/torch/torch.go: the count is ``trainer.numNodes``, else the runtime's
+    ``mlPolicy.numNodes``, 1 in torch-distributed)."""
     trainer = spec.get("trainer") or {}
     resources = trainer.get("resourcesPerNode") or {}
-    pod = {"containers": [{"name": "node", "resources": resources}]}
-    w.podsets = [PodSet("node", _int(trainer.get("numNodes"), 1), {}, pod)]
+    m, patch = _trainjob_pod_patch(spec)
+    patched = {c.get("name"): c for c in patch.get("containers") or [] if isinstance(c, dict)}
+    node = {**patched.get(TRAINJOB_NODE, {}), "name": TRAINJOB_NODE, "resources": resources}
+    others = [c for n, c in patched.items() if n != TRAINJOB_NODE]
+    pod = {**patch, "containers": [node, *others]}
+    w.podsets = [PodSet(TRAINJOB_NODE, _int(trainer.get("numNodes"), 1), m, pod)]
     w.integration = "trainer.kubeflow.org/trainjob"
 
 

@@ -157,6 +157,10 @@ def trainer_values(spec: StackSpec) -> dict[str, Any]:
     """Values of the kubeflow-trainer release; every path exists in the pinned chart's values.yaml."""
     return {
         "jobset": {"install": False},  # the platform's JobSet (addons.jobset), not a second one (module docstring)
+        # The ClusterTrainingRuntime torch-distributed (charts/kubeflow-trainer/templates/runtimes/
+        # torch-distributed.yaml, off by default: values.yaml runtimes.torchDistributed.enabled), so a TrainJob
+        # has a PyTorch runtime to reference (examples/trainjob-training.yaml); the others stay off.
+        "runtimes": {"torchDistributed": {"enabled": True}},
         "manager": {
             "replicas": WEBHOOK_REPLICAS,
             "nodeSelector": derive.system_node_selector(spec),
