@@ -70,3 +70,23 @@ def test_the_installed_package_imports_outside_the_repository(wheel: Path, tmp_p
         [sys.executable, "-c", code], cwd=tmp_path, env={"PYTHONPATH": str(site)}, capture_output=True, text=True
     )
     assert run.returncode == 0, run.stderr
+
+
+def test_the_gpu_platform_command_renders_what_the_repository_module_renders(tmp_path: Path):
+    """``make synth`` runs the installed command (its code is ``gpu_platform``); the program it runs imports
+    ``components`` from the repository, as Pulumi's language host runs it with the project directory on the path.
+    Both ways give the same files."""
+    command = Path(sys.executable).with_name("gpu-platform")
+    runs = {
+        "command": [str(command), "synth", "dev-aws", "--out", str(tmp_path / "command")],
+        "module": [sys.executable, "-m", "components.cli", "synth", "dev-aws", "--out", str(tmp_path / "module")],
+    }
+    for how, argv in runs.items():
+        done = subprocess.run(argv, cwd=tmp_path if how == "command" else ROOT, capture_output=True, text=True)
+        assert done.returncode == 0, (how, done.stderr)
+    files = {
+        how: sorted(p.relative_to(tmp_path / how) for p in (tmp_path / how).rglob("*") if p.is_file()) for how in runs
+    }
+    assert files["command"] == files["module"] and files["command"]
+    for rel in files["command"]:
+        assert (tmp_path / "command" / rel).read_bytes() == (tmp_path / "module" / rel).read_bytes(), rel

@@ -16,6 +16,7 @@ import gc
 import json
 import runpy
 import shutil
+import sys
 import tempfile
 import threading
 from collections.abc import Iterator, Mapping
@@ -279,6 +280,22 @@ def _mock_classes():
     return Mocks, RecordingMonitor
 
 
+@contextmanager
+def _program_dir_on_path(program: Path) -> Iterator[None]:
+    """The program's directory first on ``sys.path`` while it runs, as Pulumi's Python language host runs it (the
+    project directory is the program's): ``__main__.py`` imports ``components`` from the repository, also when the
+    synth runs from the installed ``gpu-platform`` command, whose own code is ``gpu_platform``."""
+    folder = str(program.resolve().parent)
+    added = folder not in sys.path
+    if added:
+        sys.path.insert(0, folder)
+    try:
+        yield
+    finally:
+        if added and folder in sys.path:
+            sys.path.remove(folder)
+
+
 def _config_for_engine(config: Mapping[str, Any]) -> dict[str, str]:
     """Config as the Pulumi CLI hands it to a program: strings, objects JSON-encoded."""
     return {k: v if isinstance(v, str) else json.dumps(v) for k, v in config.items()}
@@ -403,7 +420,7 @@ def run_program(
     root = get_root_resource()
     root.outputs = {}  # type: ignore[union-attr]
     try:
-        with _without_stack_traces(lean):
+        with _without_stack_traces(lean), _program_dir_on_path(program):
             _sync_await(run_pulumi_func(lambda: runpy.run_path(str(program), run_name="__main__")))
         outputs = _sync_await(_resolved(root.outputs)) or {}  # type: ignore[union-attr]
     finally:
