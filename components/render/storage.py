@@ -65,7 +65,9 @@ class SharedStorage(addon.Component):
                 sc = plain(fs.storage_class)
                 params = sc.pop("parameters", {})
                 if fs.name in extra:
-                    params = pulumi.Output.from_input(extra[fs.name]).apply(lambda e, p=params: {**p, **e})
+                    # an empty map is left out, not sent as {}: the API server drops it, and the next apply's {}
+                    # would then be an update of parameters, which StorageClasses forbid (seen on kube-apiserver)
+                    params = pulumi.Output.from_input(extra[fs.name]).apply(lambda e, p=params: {**p, **e} or None)
                 storage_class = k8s.kube_object(
                     f"storage-class-{fs.name}",
                     "storage.k8s.io/v1",
