@@ -50,7 +50,7 @@ from ...plan.aws.cluster_autoscaler import (
 )
 from ...plan.plan import Plan, plain
 from .. import addon, k8s
-from . import iam, identity, sdk
+from . import identity
 
 CRD_FILE = Path(__file__).parent / "data" / "provisioningrequests.autoscaling.x-k8s.io.yaml"
 
@@ -133,38 +133,20 @@ class ClusterAutoscaler(addon.Component):
         aws_child = pulumi.ResourceOptions(parent=self)
         tags = plain(aws.cluster.tags)
         cluster_name = aws.cluster.name
-        parts = cluster.arn.apply(lambda a: a.split(":"))
-        partition, account = parts.apply(lambda p: p[1]), parts.apply(lambda p: p[4])
-
-        role = sdk.resource(
-            "iam.Role",
-            "cluster-autoscaler-role",
+        partition, account = identity.cluster_account(cluster)
+        role, attachment = identity.controller_role(
+            "cluster-autoscaler",
             name=plan.role_name,
             description=f"Cluster Autoscaler of EKS cluster {cluster_name} (gpu-platform)",
-            assume_role_policy=identity.trust_policy(
+            policy_description=f"Cluster Autoscaler: scale the managed node groups of EKS cluster {cluster_name}",
+            policy=plain(plan.policy),
+            trust=identity.trust_policy(
                 aws.cluster, cluster, partition, account, plan.namespace, plan.service_account, sid="ClusterAutoscaler"
             ),
             tags=tags,
             opts=aws_child,
         )
-        policy = sdk.resource(
-            "iam.Policy",
-            "cluster-autoscaler-policy",
-            name=plan.role_name,
-            description=f"Cluster Autoscaler: scale the managed node groups of EKS cluster {cluster_name}",
-            policy=iam.to_json(plain(plan.policy)),
-            tags=tags,
-            opts=aws_child,
-        )
-        deps: list[pulumi.Resource] = [
-            sdk.resource(
-                "iam.RolePolicyAttachment",
-                "cluster-autoscaler-policy-attachment",
-                role=role.name,
-                policy_arn=policy.arn,
-                opts=aws_child,
-            )
-        ]
+        deps: list[pulumi.Resource] = [attachment]
         association = identity.pod_identity_association(
             "cluster-autoscaler-pod-identity",
             aws.cluster,

@@ -73,3 +73,51 @@ def pod_identity_association(
         tags=tags,
         opts=opts,
     )
+
+
+def cluster_account(cluster: Any) -> tuple[pulumi.Output[str], pulumi.Output[str]]:
+    """(partition, account) of the EKS cluster's ARN (``arn:<partition>:eks:<region>:<account>:cluster/<name>``)."""
+    parts = cluster.arn.apply(lambda a: a.split(":"))
+    return parts.apply(lambda p: p[1]), parts.apply(lambda p: p[4])
+
+
+def controller_role(
+    prefix: str,
+    *,
+    name: str,
+    description: str,
+    policy_description: str,
+    policy: Any,
+    trust: Any,
+    tags: dict[str, str],
+    opts: pulumi.ResourceOptions,
+) -> tuple[pulumi.Resource, pulumi.Resource]:
+    """A controller's IAM role (``<prefix>-role``) trusted by ``trust``, with its one policy (``<prefix>-policy``,
+    the role's name) attached (``<prefix>-policy-attachment``): (role, attachment), what the controller's
+    ServiceAccount binding waits for. The Cluster Autoscaler's and the FSx CSI driver's."""
+    role = sdk.resource(
+        "iam.Role",
+        f"{prefix}-role",
+        name=name,
+        description=description,
+        assume_role_policy=trust,
+        tags=tags,
+        opts=opts,
+    )
+    attached = sdk.resource(
+        "iam.Policy",
+        f"{prefix}-policy",
+        name=name,
+        description=policy_description,
+        policy=iam.to_json(policy),
+        tags=tags,
+        opts=opts,
+    )
+    attachment = sdk.resource(
+        "iam.RolePolicyAttachment",
+        f"{prefix}-policy-attachment",
+        role=role.name,
+        policy_arn=attached.arn,
+        opts=opts,
+    )
+    return role, attachment

@@ -20,7 +20,7 @@ import pulumi
 
 from ...plan.aws.karpenter import INTERRUPTION_EVENTS, KarpenterPlan
 from ...plan.aws.plan import EksClusterPlan
-from . import sdk
+from . import identity, sdk
 
 QUEUE_RETENTION_SECONDS = 300
 QUEUE_TARGET_ID = "KarpenterInterruptionQueueTarget"
@@ -29,12 +29,6 @@ QUEUE_TARGET_ID = "KarpenterInterruptionQueueTarget"
 def event_pattern(kind: str) -> dict[str, list[str]]:
     source, detail_type = INTERRUPTION_EVENTS[kind]
     return {"source": [source], "detail-type": [detail_type]}
-
-
-def _arn_parts(arn: str) -> tuple[str, str]:
-    """(partition, account) of an ARN."""
-    parts = arn.split(":")
-    return parts[1], parts[4]
 
 
 # -------------------------------------------------------------------------------------------- steps
@@ -60,8 +54,7 @@ class Account:
             eks,
             k,
             cluster,
-            cluster.arn.apply(lambda a: _arn_parts(a)[0]),
-            cluster.arn.apply(lambda a: _arn_parts(a)[1]),
+            *identity.cluster_account(cluster),
         )
 
     @property
@@ -185,7 +178,7 @@ class ControllerRole:
 
 def controller_role(a: Account, node: NodeRole, interruption: InterruptionQueue) -> ControllerRole:
     """The controller's role, its policies (scoped to the cluster, node role and queue) and its identity."""
-    from . import iam, iam_karpenter, identity
+    from . import iam, iam_karpenter
 
     k, cluster, partition, account, aws_child = a.k, a.cluster, a.partition, a.account, a.opts
     tags = dict(k.tags)

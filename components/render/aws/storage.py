@@ -11,7 +11,7 @@ import pulumi
 
 from ...plan import storage as storage_plan
 from ...plan.plan import Plan, plain
-from . import iam, identity, sdk
+from . import identity, sdk
 
 
 def fsx(parent: pulumi.Resource, plan: Plan, cluster: Any) -> tuple[dict[str, Any], list[pulumi.Resource]]:
@@ -24,33 +24,17 @@ def fsx(parent: pulumi.Resource, plan: Plan, cluster: Any) -> tuple[dict[str, An
         return {}, []
     child = pulumi.ResourceOptions(parent=parent)
     tags = plain(aws.cluster.tags)
-    parts = cluster.arn.apply(lambda a: a.split(":"))
-    partition, account = parts.apply(lambda p: p[1]), parts.apply(lambda p: p[4])
-    role = sdk.resource(
-        "iam.Role",
-        "fsx-csi-driver-role",
+    partition, account = identity.cluster_account(cluster)
+    role, attachment = identity.controller_role(
+        "fsx-csi-driver",
         name=driver.role_name,
         description=f"FSx for Lustre CSI controller of EKS cluster {aws.cluster.name} (gpu-platform)",
-        assume_role_policy=identity.trust_policy(
+        policy_description=f"FSx CSI driver: create and delete the FSx for Lustre file systems of {aws.cluster.name}",
+        policy=plain(driver.policy),
+        trust=identity.trust_policy(
             aws.cluster, cluster, partition, account, driver.namespace, driver.service_account, sid="FsxCsiDriver"
         ),
         tags=tags,
-        opts=child,
-    )
-    policy = sdk.resource(
-        "iam.Policy",
-        "fsx-csi-driver-policy",
-        name=driver.role_name,
-        description=f"FSx CSI driver: create and delete the FSx for Lustre file systems of {aws.cluster.name}",
-        policy=iam.to_json(plain(driver.policy)),
-        tags=tags,
-        opts=child,
-    )
-    attachment = sdk.resource(
-        "iam.RolePolicyAttachment",
-        "fsx-csi-driver-policy-attachment",
-        role=role.name,
-        policy_arn=policy.arn,
         opts=child,
     )
     # The add-on binds its controller's ServiceAccount itself: a Pod Identity association of the add-on, or
