@@ -166,13 +166,19 @@ def fixed_price(item: str, region: str | None) -> Price:
 
 
 def system_node_price(instance_type: str, region: str | None) -> Price:
-    if region != SYSTEM_NODE_REGION:
-        return unknown(f"{instance_type}: system node prices are for {SYSTEM_NODE_REGION} only")
-    usd = SYSTEM_NODE_ON_DEMAND.get(instance_type)
+    """One node of a created EKS cluster's system node group, on-demand (``SYSTEM_NODE_ON_DEMAND``)."""
+    return _system_node_price(instance_type, region, SYSTEM_NODE_ON_DEMAND, SYSTEM_NODE_REGION, KARPENTER_SOURCE)
+
+
+def _system_node_price(name: str, region: str | None, table: dict[str, float], table_region: str, source: str) -> Price:
+    """A system node's price from a cloud's table, which holds for ``table_region`` only; unknown elsewhere."""
+    if region != table_region:
+        return unknown(f"{name}: system node prices are for {table_region} only")
+    usd = table.get(name)
     if usd is None:
-        return unknown(f"{instance_type} is not in the system node price table (components/data/prices.py)")
-    generated = catalog()["sources"][KARPENTER_SOURCE]["generatedAt"][:10]
-    return Price(usd, source=f"{source_label(KARPENTER_SOURCE)} ({region})", as_of=generated)
+        return unknown(f"{name} is not in the system node price table (components/data/prices.py)")
+    generated = catalog()["sources"][source]["generatedAt"][:10]
+    return Price(usd, source=f"{source_label(source)} ({region})", as_of=generated)
 
 
 # On-demand prices of the machine types a created GKE cluster's system pool may use, copied with their digits from
@@ -195,10 +201,4 @@ GKE_SYSTEM_NODE_REGION = "us-central1"
 
 def gke_system_node_price(machine_type: str, region: str | None) -> Price:
     """One node of a created GKE cluster's system pool, on-demand (``GKE_SYSTEM_NODE_ON_DEMAND``)."""
-    if region != GKE_SYSTEM_NODE_REGION:
-        return unknown(f"{machine_type}: system node prices are for {GKE_SYSTEM_NODE_REGION} only")
-    usd = GKE_SYSTEM_NODE_ON_DEMAND.get(machine_type)
-    if usd is None:
-        return unknown(f"{machine_type} is not in the system node price table (components/data/prices.py)")
-    generated = catalog()["sources"][CYCLENERD_SOURCE]["generatedAt"][:10]
-    return Price(usd, source=f"{source_label(CYCLENERD_SOURCE)} ({region})", as_of=generated)
+    return _system_node_price(machine_type, region, GKE_SYSTEM_NODE_ON_DEMAND, GKE_SYSTEM_NODE_REGION, CYCLENERD_SOURCE)
