@@ -43,14 +43,15 @@ from typing import Any
 from ..data import versions
 from ..spec.model import Problem, StackSpec, key, rule
 from ..spec.options import INTEGRATION_OPERATOR
-from . import derive
+from . import derive, webhooks
+from .webhooks import pdb, spread
 
 JOBSET = versions.JOBSET
 LEADER_WORKER_SET = versions.LEADER_WORKER_SET
 KUBERAY = versions.KUBERAY
 
 # Replicas of the operators whose webhooks fail closed: two, so a drain or a crash never leaves nobody to answer.
-WEBHOOK_REPLICAS = 2
+WEBHOOK_REPLICAS = webhooks.FAIL_CLOSED_REPLICAS
 # The pods of the lws controller (charts/lws/templates/manager/deployment.yaml selector: control-plane and
 # lws.selectorLabels, app.kubernetes.io/name = the chart name, instance = the release name).
 LWS_CONTROLLER_LABELS = {
@@ -88,23 +89,6 @@ def enabled(spec: StackSpec) -> dict[str, bool]:
     }
 
 
-def spread(labels: dict[str, str]) -> dict[str, Any]:
-    """Spread a controller's replicas over nodes (preferred: a single system node still runs both)."""
-    return {
-        "podAntiAffinity": {
-            "preferredDuringSchedulingIgnoredDuringExecution": [
-                {
-                    "weight": 100,
-                    "podAffinityTerm": {
-                        "labelSelector": {"matchLabels": dict(labels)},
-                        "topologyKey": "kubernetes.io/hostname",
-                    },
-                }
-            ]
-        }
-    }
-
-
 def jobset_values(spec: StackSpec) -> dict[str, Any]:
     """Values of the jobset release; every path exists in the pinned chart's values.yaml."""
     return {
@@ -125,16 +109,6 @@ def lws_values(spec: StackSpec) -> dict[str, Any]:
         "affinity": spread(LWS_CONTROLLER_LABELS),
         # the chart's pod context sets only runAsNonRoot; with the seccomp profile the pod meets 'restricted'
         "podSecurityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
-    }
-
-
-def pdb(name: str, namespace: str, labels: dict[str, str]) -> dict[str, Any]:
-    """A PodDisruptionBudget keeping one of a controller's replicas (for the charts that have none)."""
-    return {
-        "apiVersion": "policy/v1",
-        "kind": "PodDisruptionBudget",
-        "metadata": {"name": name, "namespace": namespace, "labels": derive.MANAGED_BY},
-        "spec": {"minAvailable": 1, "selector": {"matchLabels": dict(labels)}},
     }
 
 

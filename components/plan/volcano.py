@@ -65,35 +65,18 @@ def scheduler_config_yaml(spec: StackSpec) -> str:
 # chart's templates/admission.yaml); with the chart's one replica (custom.admission_replicas: 1) a node drain or a
 # crash refuses pod creation in every namespace they select. Two replicas on different nodes, and a disruption
 # budget that keeps one through voluntary evictions.
-ADMISSION_REPLICAS = 2
+ADMISSION_REPLICAS = webhooks.FAIL_CLOSED_REPLICAS
 ADMISSION_LABELS = {"app": "volcano-admission"}  # the chart's Deployment selector (templates/admission.yaml)
 ADMISSION_PDB = "volcano-admission"
 
 
 def admission_affinity() -> dict[str, Any]:
     """Spread the admission replicas over nodes (preferred: a single system node still runs both)."""
-    return {
-        "podAntiAffinity": {
-            "preferredDuringSchedulingIgnoredDuringExecution": [
-                {
-                    "weight": 100,
-                    "podAffinityTerm": {
-                        "labelSelector": {"matchLabels": dict(ADMISSION_LABELS)},
-                        "topologyKey": "kubernetes.io/hostname",
-                    },
-                }
-            ]
-        }
-    }
+    return webhooks.spread(ADMISSION_LABELS)
 
 
 def admission_pdb(namespace: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "policy/v1",
-        "kind": "PodDisruptionBudget",
-        "metadata": {"name": ADMISSION_PDB, "namespace": namespace, "labels": derive.MANAGED_BY},
-        "spec": {"minAvailable": 1, "selector": {"matchLabels": dict(ADMISSION_LABELS)}},
-    }
+    return webhooks.pdb(ADMISSION_PDB, namespace, ADMISSION_LABELS)
 
 
 def helm_values(spec: StackSpec) -> dict[str, Any]:

@@ -129,3 +129,37 @@ def job_spec(spec: StackSpec, probe: Probe) -> dict[str, Any]:
             },
         },
     }
+
+
+# ------------------------------------------------------------------ webhooks that fail closed, kept up
+# An admission webhook that fails closed refuses what it guards while its controller is down: such controllers
+# (Volcano's admission, JobSet, LeaderWorkerSet, the Kubeflow Trainer) run two replicas on different nodes and a
+# disruption budget that keeps one through voluntary evictions (issue 31).
+FAIL_CLOSED_REPLICAS = 2
+
+
+def spread(labels: dict[str, str]) -> dict[str, Any]:
+    """Spread a controller's replicas over nodes (preferred: a single system node still runs both)."""
+    return {
+        "podAntiAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 100,
+                    "podAffinityTerm": {
+                        "labelSelector": {"matchLabels": dict(labels)},
+                        "topologyKey": "kubernetes.io/hostname",
+                    },
+                }
+            ]
+        }
+    }
+
+
+def pdb(name: str, namespace: str, labels: dict[str, str]) -> dict[str, Any]:
+    """A PodDisruptionBudget keeping one of a controller's replicas (for the charts that have none)."""
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name, "namespace": namespace, "labels": derive.MANAGED_BY},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": dict(labels)}},
+    }

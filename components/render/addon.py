@@ -150,6 +150,18 @@ class ChartAddon(Component):
         annotations = {**metadata.get("annotations", {}), **self.gate_annotation}
         return {**metadata, "annotations": annotations}
 
+    def add_pdb(self, name: str, pdb: dict[str, Any]) -> None:
+        """A PodDisruptionBudget the chart lacks (``plan.webhooks.pdb``), after the release: the fail-closed
+        webhooks' controllers (Volcano's admission, LeaderWorkerSet, the Trainer)."""
+        k8s.kube_object(
+            name,
+            "policy/v1",
+            "PodDisruptionBudget",
+            metadata=pdb["metadata"],
+            spec=pdb["spec"],
+            opts=self.child([self.release]),
+        )
+
     def after_release(self, *more: pulumi.Resource, **options: Any) -> pulumi.ResourceOptions:
         """Options of an object that needs the add-on: after ``ready()`` and ``more``."""
         return self.child([*self.ready(), *more], **options)

@@ -44,17 +44,6 @@ class Operator(addon.ChartAddon):
         """What the release waits for beside its namespace (nothing by default)."""
         return []
 
-    def add_pdb(self, name: str, pdb: dict) -> None:
-        """A PodDisruptionBudget the chart lacks, after the release."""
-        k8s.kube_object(
-            name,
-            "policy/v1",
-            "PodDisruptionBudget",
-            metadata=pdb["metadata"],
-            spec=pdb["spec"],
-            opts=self.child([self.release]),
-        )
-
 
 class JobSet(Operator):
     TYPE = "gpu-platform:operators:JobSet"

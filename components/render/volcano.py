@@ -94,15 +94,7 @@ class Volcano(addon.ChartAddon):
             protect=self.plan.protect["schedulerReleases"],
         )
         after = self.after_release()
-        pdb = admission_pdb(self.chart.namespace)
-        k8s.kube_object(
-            "volcano-admission-pdb",
-            "policy/v1",
-            "PodDisruptionBudget",
-            metadata=pdb["metadata"],
-            spec=pdb["spec"],
-            opts=self.child([self.release]),
-        )
+        self.add_pdb("volcano-admission-pdb", admission_pdb(self.chart.namespace))
         self.queues: list[str] = []
         for tenant in self.plan.tenants.values():  # the plan's Volcano tenants, in stack-file order
             if tenant.volcano_queue is None:
