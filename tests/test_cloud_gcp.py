@@ -122,14 +122,14 @@ def test_check_stops_the_deploy_with_every_problem():
     """A cluster that can take the pools passes (True); otherwise the deploy stops with the problems."""
     spec = prod()
     assert (
-        cluster._check_cluster(gcp_cluster_plan(spec), [False, [{"workloadPool": "ml-prod-project.svc.id.goog"}]])
+        cluster.check_cluster(gcp_cluster_plan(spec), [False, [{"workloadPool": "ml-prod-project.svc.id.goog"}]])
         is True
     )
     with pytest.raises(pulumi.RunError) as err:
-        cluster._check_cluster(gcp_cluster_plan(spec), [False, None])
+        cluster.check_cluster(gcp_cluster_plan(spec), [False, None])
     assert str(err.value) == cluster.problems_of(gcp_cluster_plan(spec), False, [])[0]
     with pytest.raises(pulumi.RunError, match="is an Autopilot cluster"):
-        cluster._check_cluster(gcp_cluster_plan(spec), [True, [_Config("ml-prod-project.svc.id.goog")]])
+        cluster.check_cluster(gcp_cluster_plan(spec), [True, [_Config("ml-prod-project.svc.id.goog")]])
 
 
 # -------------------------------------------------------------------------------------------- gke facts

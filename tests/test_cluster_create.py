@@ -6,12 +6,16 @@ user guide's tables, the access policy ARN of the EKS API reference, the prices 
 
 from __future__ import annotations
 
+import asyncio
 import copy
+import gc
 import json
+import re
 import subprocess
 import sys
 from typing import Any
 
+import pulumi
 import pytest
 import yaml
 from conftest import ROOT, STACKS, render_config, rendered, stack_config
@@ -372,11 +376,72 @@ def test_a_referenced_eks_cluster_feeds_the_node_groups_and_provider():
     assert kubeconfig["clusters"][0]["cluster"]["server"] == synth.STACK_OUTPUTS["aws"]["endpoint"]
 
 
-def test_a_referenced_gke_cluster_feeds_the_provider():
+def test_a_referenced_gke_cluster_feeds_the_provider(monkeypatch):
+    """The endpoint and CA come from the stack's outputs; GKE is asked only what the cluster is (Autopilot,
+    Workload Identity), by the name, location and project the outputs give."""
+    mocks_cls, monitor_cls = synth._mock_classes()
+    seen: list[tuple[str, dict]] = []
+
+    class Capturing(mocks_cls):  # type: ignore[misc,valid-type]
+        def call(self, args):
+            seen.append((args.token, dict(args.args)))
+            return super().call(args)
+
+    monkeypatch.setattr(synth, "_mock_classes", lambda: (Capturing, monitor_cls))
     r = render_config(_from_stack("dev-gcp"), "fs")
-    assert "gcp:container/getCluster:getCluster" not in r.lookups
+    assert (
+        seen.count(
+            (
+                "gcp:container/getCluster:getCluster",
+                {"name": "ml-dev", "location": "us-central1", "project": "ml-dev-project"},
+            )
+        )
+        == 1
+    )
     (provider,) = [x for x in r.resources if x.type == "pulumi:providers:kubernetes"]
     assert provider.inputs["clusterIdentifier"] == "projects/ml-dev-project/locations/us-central1/clusters/ml-dev"
+    kubeconfig = json.loads(provider.inputs["kubeconfig"])
+    assert kubeconfig["clusters"][0]["cluster"]["server"] == f"https://{synth.STACK_OUTPUTS['gcp']['endpoint']}"
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        (
+            {"enableAutopilot": True, "workloadIdentityConfigs": [{"workloadPool": "ml-dev-project.svc.id.goog"}]},
+            "GKE cluster ml-dev (ml-dev-project/us-central1) is an Autopilot cluster; gpu-platform creates Standard "
+            "node pools",
+        ),
+        (
+            {"enableAutopilot": False, "workloadIdentityConfigs": []},
+            "GKE cluster ml-dev (ml-dev-project/us-central1) has no Workload Identity Federation; enable it",
+        ),
+    ],
+    ids=["autopilot", "no-workload-identity"],
+)
+def test_a_referenced_gke_cluster_that_cannot_take_node_pools_stops_the_deploy(monkeypatch, answer, message):
+    """A cluster stack says where its cluster is, not what it is: the cluster GKE describes is checked as a found
+    one is, and the deploy stops before any node pool registers."""
+    mocks_cls, monitor_cls = synth._mock_classes()
+    pools: list[str] = []
+
+    class Answer(mocks_cls):  # type: ignore[misc,valid-type]
+        def call(self, args):
+            got = super().call(args)
+            return {**got, **answer} if args.token == "gcp:container/getCluster:getCluster" else got
+
+        def new_resource(self, args):
+            if args.typ == "gcp:container/nodePool:NodePool":
+                pools.append(args.name)
+            return super().new_resource(args)
+
+    monkeypatch.setattr(synth, "_mock_classes", lambda: (Answer, monitor_cls))
+    with pytest.raises(pulumi.RunError, match=re.escape(message)):
+        render_config(_from_stack("dev-gcp"), "fs")
+    assert pools == []
+    loop = asyncio.get_event_loop()
+    loop.run_until_complete(asyncio.gather(*asyncio.all_tasks(loop), return_exceptions=True))
+    gc.collect()
 
 
 def test_a_referenced_gke_cluster_must_be_where_the_stack_file_says():

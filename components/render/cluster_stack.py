@@ -76,9 +76,32 @@ def gke_kubeconfig(p: ClusterStackPlan, plan: Plan, outputs: dict[str, Any]) -> 
     return kubeconfig_of(plan.gke.cluster, outputs["endpoint"], outputs["clusterCaCertificate"])
 
 
+def _checked_lookup(plan: Plan, outputs: pulumi.Output[dict[str, Any]], parent: pulumi.Resource) -> pulumi.Output[bool]:
+    """The referenced cluster as GKE describes it, checked as a found one is (``gcp.cluster.problems_of``): an
+    Autopilot cluster, or one without Workload Identity, stops the deploy before any node pool is sent. The stack's
+    outputs say where the cluster is, not what it is; a hand-written cluster stack exports no such flags. The
+    lookup waits on the outputs' check, so a missing output is reported first."""
+    import pulumi_gcp as gcp
+
+    from .gcp.cluster import check_cluster
+
+    assert plan.gke is not None
+    c = plan.gke.cluster
+    found = gcp.container.get_cluster_output(
+        name=outputs.apply(lambda o: o["clusterName"]),
+        location=outputs.apply(lambda o: o["location"]),
+        project=outputs.apply(lambda o: o["project"]),
+        opts=pulumi.InvokeOutputOptions(parent=parent),
+    )
+    return pulumi.Output.all(found.enable_autopilot, found.workload_identity_configs).apply(
+        lambda r: check_cluster(c, r)
+    )
+
+
 class GkeStackAccess(pulumi.ComponentResource):
     """A GKE cluster from its stack's outputs, offering what ``GkeAccess`` offers the node pools: ``endpoint``,
-    ``ready``, ``node_locations``, ``kubeconfig`` and ``provider``."""
+    ``ready`` (the outputs' check, then GKE's answer checked for Autopilot and Workload Identity),
+    ``node_locations`` (waits on ``ready``), ``kubeconfig`` and ``provider``."""
 
     TYPE = "gpu-platform:gcp:GkeStackAccess"
 
@@ -92,9 +115,12 @@ class GkeStackAccess(pulumi.ComponentResource):
         assert p is not None and plan.gke is not None
         outputs = _reference(p, self)
         self.endpoint = outputs.apply(lambda o: o["endpoint"])
-        self.ready = outputs.apply(lambda _: True)
+        self.ready = _checked_lookup(plan, outputs, self)
         # the zones the cluster's nodes span (optional output nodeLocations; a zonal cluster's own zone counts)
-        self.node_locations = outputs.apply(lambda o: list(o.get("nodeLocations") or []))
+        # every node pool reads this, so none registers before the check passed (as with GkeAccess)
+        self.node_locations = pulumi.Output.all(self.ready, outputs).apply(
+            lambda r: list(r[1].get("nodeLocations") or [])
+        )
         self.kubeconfig = outputs.apply(lambda o: gke_kubeconfig(p, plan, o))
         ident = outputs.apply(
             lambda o: f"projects/{o['project']}/locations/{o['location']}/clusters/{o['clusterName']}"

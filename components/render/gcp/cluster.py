@@ -69,7 +69,7 @@ def _workload_pool(config: Any) -> str:
     return getattr(config, "workload_pool", None) or ""
 
 
-def _check_cluster(cluster: GkeClusterPlan, result: list[Any]) -> bool:
+def check_cluster(cluster: GkeClusterPlan, result: list[Any]) -> bool:
     autopilot, identity = result
     pools = [_workload_pool(c) for c in identity or []]
     problems = problems_of(cluster, autopilot, pools)
@@ -111,7 +111,7 @@ class GkeAccess(pulumi.ComponentResource):
         self.endpoint = self.cluster.endpoint
         # Checked when the lookup answers; every node pool waits on it through node_locations.
         self.ready = pulumi.Output.all(self.cluster.enable_autopilot, self.cluster.workload_identity_configs).apply(
-            lambda r: _check_cluster(c, r)
+            lambda r: check_cluster(c, r)
         )
         self.node_locations = pulumi.Output.all(self.ready, self.cluster.node_locations).apply(
             lambda r: list(r[1] or [])
