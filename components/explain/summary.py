@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from ..data import versions
-from ..plan import derive, plan
+from ..plan import derive, placeholders, plan
 
 if TYPE_CHECKING:
     from ..plan.plan import Plan, PoolPlan
@@ -378,6 +378,7 @@ def summary(rendering: Rendering, sections: Mapping[str, str]) -> str:
     for title, body in sections.items():
         lines += ["", f"## {title}", "", body.rstrip()]
     warns = warnings(decided, rendering.unanswered_lookups)
+    warns += [f"{p.path}: {p.message}; pulumi up refuses it" for p in placeholders.problems(rendering.spec)]
     lines += ["", "## Warnings", ""]
     lines += [f"- {w}" for w in warns] or ["- none"]
     return "\n".join(lines) + "\n"

@@ -1,0 +1,130 @@
+"""Documentation values left in a stack's cluster section (components/plan/placeholders.py): the offline tools
+warn, a preview warns, `pulumi up` stops before registering anything."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import gc
+
+import pulumi
+import pytest
+from conftest import STACKS, rendered, stack_config
+
+from components.cli import config as config_mod, synth
+from components.cli.loader import load_spec
+from components.plan import placeholders
+
+CLUSTER = "gpu-platform:cluster"
+STARTER_LINES = [
+    "stacks/Pulumi.starter-aws.yaml: gpu-platform:cluster.create.eks.adminRoleArns[0]: "
+    "arn:aws:iam::111122223333:role/platform-admin is in 111122223333, an account of AWS's documentation; name a "
+    "role of your own (aws sts get-caller-identity shows yours)",
+    "stacks/Pulumi.starter-aws.yaml: gpu-platform:cluster.create.eks.publicAccessCidrs[0]: 203.0.113.0/24 is a "
+    "documentation range (203.0.113.0/24, RFC 5737) that no machine has; put the network you run pulumi and kubectl "
+    "from",
+]
+
+
+def _starter_with(cidrs: list[str], roles: list[str]) -> dict:
+    cfg = copy.deepcopy(stack_config("starter-aws"))
+    eks = cfg[CLUSTER]["create"]["eks"]
+    eks["publicAccessCidrs"], eks["adminRoleArns"] = cidrs, roles
+    return cfg
+
+
+def test_the_starter_stack_names_both_of_its_placeholders():
+    found = placeholders.problems(load_spec(stack_config("starter-aws")))
+    assert [p.line("stacks/Pulumi.starter-aws.yaml") for p in found] == STARTER_LINES
+
+
+@pytest.mark.parametrize("stack", [s for s in STACKS if s != "starter-aws"])
+def test_no_other_shipped_stack_holds_a_placeholder(stack):
+    assert placeholders.problems(load_spec(stack_config(stack))) == []
+
+
+@pytest.mark.parametrize(
+    ("cidr", "placeholder"),
+    [
+        ("203.0.113.0/24", True),
+        ("203.0.113.7/32", True),  # one address of TEST-NET-3
+        ("198.51.100.0/25", True),
+        ("192.0.2.0/24", True),
+        ("10.0.0.0/16", False),
+        ("203.0.112.0/23", False),  # holds TEST-NET-3 and a real /24 beside it
+        ("198.51.101.0/24", False),
+    ],
+)
+def test_documentation_ranges_are_placeholders_and_their_neighbours_are_not(cidr, placeholder):
+    spec = load_spec(_starter_with([cidr], ["arn:aws:iam::210987654321:role/platform-admin"]))
+    paths = [p.path for p in placeholders.problems(spec)]
+    assert paths == (["gpu-platform:cluster.create.eks.publicAccessCidrs[0]"] if placeholder else [])
+
+
+@pytest.mark.parametrize(
+    ("arn", "placeholder"),
+    [
+        ("arn:aws:iam::123456789012:role/admin", True),
+        ("arn:aws:iam::111122223333:role/admin", True),
+        ("arn:aws-us-gov:iam::444455556666:role/admin", True),
+        ("arn:aws:iam::210987654321:role/admin", False),
+        ("arn:aws:iam::111122223334:role/admin", False),
+    ],
+)
+def test_aws_documentation_accounts_are_placeholders(arn, placeholder):
+    spec = load_spec(_starter_with(["198.18.0.0/15"], [arn]))
+    paths = [p.path for p in placeholders.problems(spec)]
+    assert paths == (["gpu-platform:cluster.create.eks.adminRoleArns[0]"] if placeholder else [])
+
+
+def test_an_update_refuses_placeholders_and_names_every_one():
+    spec = load_spec(stack_config("starter-aws"))
+    with pytest.raises(pulumi.RunError) as err:
+        config_mod.refuse_placeholders(spec, "stacks/Pulumi.starter-aws.yaml", dry_run=False)
+    assert str(err.value).splitlines() == ["stack config still holds placeholders:", *STARTER_LINES]
+
+
+def test_a_preview_only_warns(monkeypatch):
+    said: list[str] = []
+    monkeypatch.setattr(pulumi.log, "warn", lambda text, *a, **k: said.append(text))
+    spec = load_spec(stack_config("starter-aws"))
+    config_mod.refuse_placeholders(spec, "stacks/Pulumi.starter-aws.yaml", dry_run=True)
+    assert said == [f"{line}; pulumi up refuses it" for line in STARTER_LINES]
+
+
+def test_the_program_stops_an_update_before_registering_anything(monkeypatch):
+    """The program as `pulumi up` runs it (not under the mock engine's offline synth, not a preview): the spec
+    is refused before any resource is registered."""
+    monkeypatch.setattr(config_mod, "under_mock_engine", lambda: False)
+    registered: list[str] = []
+    mocks_cls, monitor_cls = synth._mock_classes()
+
+    class Recording(mocks_cls):  # type: ignore[misc,valid-type]
+        def new_resource(self, args):
+            registered.append(args.typ)
+            return super().new_resource(args)
+
+    monkeypatch.setattr(synth, "_mock_classes", lambda: (Recording, monitor_cls))
+    with pytest.raises(pulumi.RunError, match="stack config still holds placeholders"):
+        synth.render("starter-aws", stack_config("starter-aws"))
+    assert registered == []
+    loop = asyncio.get_event_loop()
+    loop.run_until_complete(asyncio.gather(*asyncio.all_tasks(loop), return_exceptions=True))
+    gc.collect()
+
+
+def test_an_edited_starter_stack_deploys_without_a_word(monkeypatch):
+    monkeypatch.setattr(config_mod, "under_mock_engine", lambda: False)
+    said: list[str] = []
+    monkeypatch.setattr(pulumi.log, "warn", lambda text, *a, **k: said.append(text))
+    cfg = _starter_with(["198.18.0.0/15"], ["arn:aws:iam::210987654321:role/platform-admin"])
+    r = synth.render("starter-aws", cfg)
+    assert len(r.of_type("aws:eks/cluster:Cluster")) == 1
+    assert [s for s in said if "refuses" in s] == []
+
+
+def test_the_offline_summary_lists_the_placeholders():
+    summary = synth.files(rendered("starter-aws"))["summary.md"]
+    warnings = summary.split("## Warnings", 1)[1]
+    for line in STARTER_LINES:
+        assert f"- {line.split(': ', 1)[1]}; pulumi up refuses it" in warnings
