@@ -84,15 +84,58 @@ def test_subnet_tags_let_karpenter_and_load_balancers_find_them():
     assert "karpenter.sh/discovery" not in public.tags
 
 
-def test_addon_versions_follow_the_kubernetes_version():
-    for version, proxy in (("1.34", "v1.34.1-eksbuild.2"), ("1.33", "v1.33.5-eksbuild.2")):
-        cfg = starter()
-        cfg[CLUSTER]["kubernetesVersion"] = version
-        addons = {a.name: a.version for a in plan_mod.build(load_spec(cfg), "t").eks_create.addons}
-        assert addons["kube-proxy"] == proxy
-        assert addons["coredns"] == "v1.12.4-eksbuild.1"
-        assert addons["vpc-cni"] == "v1.20.1-eksbuild.3"
-        assert set(addons) == {"vpc-cni", "coredns", "kube-proxy", "eks-pod-identity-agent", "aws-ebs-csi-driver"}
+# The EKS add-on builds per minor, as AWS's pages name them (see versions.EKS_ADDON_VERSIONS for each source).
+ADDON_BUILDS = {
+    "1.34": {
+        "vpc-cni": "v1.21.1-eksbuild.7",
+        "coredns": "v1.13.2-eksbuild.7",
+        "kube-proxy": "v1.34.6-eksbuild.13",
+        "eks-pod-identity-agent": "v1.3.10-eksbuild.2",
+        "aws-ebs-csi-driver": "v1.56.0-eksbuild.1",
+    },
+    "1.35": {
+        "vpc-cni": "v1.21.1-eksbuild.7",
+        "coredns": "v1.14.2-eksbuild.4",
+        "kube-proxy": "v1.35.3-eksbuild.13",
+        "eks-pod-identity-agent": "v1.3.10-eksbuild.2",
+        "aws-ebs-csi-driver": "v1.57.1-eksbuild.1",
+    },
+}
+
+
+@pytest.mark.parametrize("version", sorted(ADDON_BUILDS))
+def test_every_addon_is_pinned_for_the_kubernetes_version(version):
+    """All six add-ons the issue names carry a build chosen for the cluster's minor; none is left to EKS's default."""
+    cfg = starter()
+    cfg[CLUSTER]["kubernetesVersion"] = version
+    p = plan_mod.build(load_spec(cfg), "t").eks_create
+    assert {a.name: a.version for a in p.addons} == ADDON_BUILDS[version]
+    assert p.node_monitoring_agent_version == "v1.6.6-eksbuild.1"
+
+
+def test_a_new_cluster_starts_on_a_minor_in_standard_support():
+    """1.33 left EKS standard support on 2026-07-29: a new cluster on it would pay extended support at once."""
+    cfg = starter()
+    cfg[CLUSTER]["kubernetesVersion"] = "1.33"
+    assert problems(cfg) == [
+        "gpu-platform:cluster.kubernetesVersion: 1.33 has no EKS add-on versions here (have: 1.34, 1.35, the "
+        "minors in EKS standard support)"
+    ]
+
+
+def test_a_minor_near_the_end_of_standard_support_is_a_warning():
+    from components.explain import summary as summary_mod
+
+    cfg = starter()
+    cfg[CLUSTER]["kubernetesVersion"] = "1.34"
+    warned = [w for w in summary_mod.warnings(plan_mod.build(load_spec(cfg), "t")) if "standard support" in w]
+    assert warned == [
+        "cluster.kubernetesVersion 1.34: EKS standard support ends 2026-12-02 (6 days after 2026-11-26, when the "
+        "tables were read); then EKS bills the control plane as extended support ($0.60 an hour instead of $0.10) "
+        "until the cluster is upgraded"
+    ]
+    cfg[CLUSTER]["kubernetesVersion"] = "1.35"  # ends 2027-03-27: 121 days out
+    assert [w for w in summary_mod.warnings(plan_mod.build(load_spec(cfg), "t")) if "standard support" in w] == []
 
 
 def test_found_and_referenced_clusters_have_no_create_plan():
@@ -132,7 +175,7 @@ def test_starter_cluster_security_settings():
     assert i["enabledClusterLogTypes"] == ["api", "audit", "authenticator", "controllerManager", "scheduler"]
     assert i["vpcConfig"]["publicAccessCidrs"] == ["203.0.113.0/24"]
     assert i["vpcConfig"]["endpointPrivateAccess"] is True
-    assert i["version"] == "1.34"
+    assert i["version"] == "1.35"
     (key,) = r.of_type("aws:kms/key:Key")
     assert key.inputs["enableKeyRotation"] is True
     (logs,) = r.of_type("aws:cloudwatch/logGroup:LogGroup")
@@ -153,8 +196,8 @@ def test_admins_get_an_access_entry_with_the_cluster_admin_policy():
 def test_addons_pinned_and_ebs_csi_through_pod_identity():
     r = rendered(STARTER)
     addons = {a.name: a.inputs for a in r.of_type("aws:eks/addon:Addon")}
-    assert addons["kube-proxy"]["addonVersion"] == "v1.34.1-eksbuild.2"
-    assert addons["coredns"]["addonVersion"] == "v1.12.4-eksbuild.1"
+    assert {n: a["addonVersion"] for n, a in addons.items() if n != "eks-node-monitoring-agent"} == ADDON_BUILDS["1.35"]
+    assert addons["eks-node-monitoring-agent"]["addonVersion"] == "v1.6.6-eksbuild.1"
     assert addons["aws-ebs-csi-driver"]["podIdentityAssociations"] == [
         {"roleArn": "arn:aws:iam::000000000000:role/gpu-starter-ebs-csi", "serviceAccount": "ebs-csi-controller-sa"}
     ]
@@ -302,7 +345,8 @@ def test_version_rules():
     cfg = starter()
     cfg[CLUSTER]["kubernetesVersion"] = "1.29"
     assert problems(cfg) == [
-        "gpu-platform:cluster.kubernetesVersion: 1.29 has no EKS add-on versions here (have: 1.33, 1.34)"
+        "gpu-platform:cluster.kubernetesVersion: 1.29 has no EKS add-on versions here (have: 1.34, 1.35, the minors "
+        "in EKS standard support)"
     ]
     del cfg[CLUSTER]["kubernetesVersion"]
     assert problems(cfg) == [

@@ -372,29 +372,45 @@ def bundled_digests() -> list[str]:
 
 
 # ------------------------------------------------------------------------------- EKS add-ons (issue 30)
-# The EKS add-ons a created cluster gets (components/plan/aws/cluster_create.py), per Kubernetes minor: the
-# Amazon EKS add-on type's latest version in the EKS user guide's tables (docs.aws.amazon.com/eks/latest/userguide:
-# managing-vpc-cni.html "Amazon VPC CNI versions" v1.20.1-eksbuild.3 for every minor; managing-coredns.html
-# v1.12.4-eksbuild.1 for 1.33 and 1.34; managing-kube-proxy.html v1.33.5-eksbuild.2 / v1.34.1-eksbuild.2; read
-# 2026-11). None: the guide publishes no per-version table for the add-on (eks-pod-identity-agent,
-# aws-ebs-csi-driver, eks-node-monitoring-agent), so EKS installs its default version for the cluster's minor
-# (``aws eks describe-addon-versions --kubernetes-version <minor>`` names it; pin one through the table).
-# The minors listed are the ones a created cluster may run: a version missing here is refused before deploy.
+# The EKS add-ons a created cluster gets (components/plan/aws/cluster_create.py), per Kubernetes minor, as
+# `aws eks create-addon --addon-version` takes them; read 2026-11-26:
+# - vpc-cni, coredns, kube-proxy: the EKS user guide's per-version tables (the newest copies found:
+#   docs.aws.amazon.com/ja_jp/eks/latest/userguide/managing-kube-proxy.md "1.35 | v1.35.3-eksbuild.13", "1.34 |
+#   v1.34.6-eksbuild.13"; docs.amazonaws.cn/en_us/eks/latest/userguide/managing-coredns.md "1.35 |
+#   v1.14.2-eksbuild.4", "1.34 | v1.13.2-eksbuild.7"; docs.amazonaws.cn/eks/latest/userguide/managing-vpc-cni.md
+#   v1.21.1-eksbuild.7 for every minor).
+# - eks-pod-identity-agent and aws-ebs-csi-driver: the guide has no table; AWS's own awslabs/cdk-eks-blueprints
+#   pins them per minor (lib/addons/eks-pod-identity-agent/index.ts and lib/addons/ebs-csi-driver/index.ts at
+#   05d3dbd, 2026-07-01: pod identity "v1.3.10-eksbuild.2" for 1.33..1.35; EBS CSI "v1.56.0-eksbuild.1" for 1.34,
+#   "v1.57.1-eksbuild.1" for 1.35).
+# - eks-node-monitoring-agent: no table either; aws/eks-node-monitoring-agent publishes its builds as the chart's
+#   image tag (charts/eks-node-monitoring-agent/values.yaml nodeAgent.image.tag, v1.6.6-eksbuild.1 on 2026-06-10),
+#   and the add-on carries the same strings (a pin from `aws eks describe-addon-versions --kubernetes-version 1.36`
+#   names v1.6.6-eksbuild.1; the agent has no per-minor builds).
+# The minors are those a new cluster may start on: in EKS standard support on the date read (the EKS user guide's
+# release calendar, kubernetes-versions.html: 1.33 left standard support 2026-07-29, so a new 1.33 cluster would pay
+# extended support from its first hour). 1.36 is released on EKS, but no AWS page read here names its coredns,
+# vpc-cni, pod identity or EBS CSI build; add it once `aws eks describe-addon-versions --kubernetes-version 1.36`
+# can be read. A minor missing here is refused before deploy.
 EKS_ADDON_VERSIONS: dict[str, dict[str, str | None]] = {
-    "1.33": {
-        "vpc-cni": "v1.20.1-eksbuild.3",
-        "coredns": "v1.12.4-eksbuild.1",
-        "kube-proxy": "v1.33.5-eksbuild.2",
-        "eks-pod-identity-agent": None,
-        "aws-ebs-csi-driver": None,
-        "eks-node-monitoring-agent": None,
-    },
     "1.34": {
-        "vpc-cni": "v1.20.1-eksbuild.3",
-        "coredns": "v1.12.4-eksbuild.1",
-        "kube-proxy": "v1.34.1-eksbuild.2",
-        "eks-pod-identity-agent": None,
-        "aws-ebs-csi-driver": None,
-        "eks-node-monitoring-agent": None,
+        "vpc-cni": "v1.21.1-eksbuild.7",
+        "coredns": "v1.13.2-eksbuild.7",
+        "kube-proxy": "v1.34.6-eksbuild.13",
+        "eks-pod-identity-agent": "v1.3.10-eksbuild.2",
+        "aws-ebs-csi-driver": "v1.56.0-eksbuild.1",
+        "eks-node-monitoring-agent": "v1.6.6-eksbuild.1",
+    },
+    "1.35": {
+        "vpc-cni": "v1.21.1-eksbuild.7",
+        "coredns": "v1.14.2-eksbuild.4",
+        "kube-proxy": "v1.35.3-eksbuild.13",
+        "eks-pod-identity-agent": "v1.3.10-eksbuild.2",
+        "aws-ebs-csi-driver": "v1.57.1-eksbuild.1",
+        "eks-node-monitoring-agent": "v1.6.6-eksbuild.1",
     },
 }
+# End of EKS standard support per minor (kubernetes-versions.html release calendar; 1.35 from endoflife.date's
+# amazon-eks page, the AWS copies read stopping at 1.34): after it EKS bills the control plane as extended support.
+EKS_STANDARD_SUPPORT_ENDS: dict[str, str] = {"1.34": "2026-12-02", "1.35": "2027-03-27"}
+EKS_TABLES_READ = "2026-11-26"  # the date the add-on and support tables above were read

@@ -91,9 +91,33 @@ def warnings(decided: Plan, unanswered_lookups: Iterable[str] = ()) -> list[str]
             "GPU faults still page (GpuDevicesUnhealthy, the node monitoring agent's condition). Use os: al2023 for "
             "a pool that needs them"
         )
+    out += _support_ending(decided)
     for token in unanswered_lookups:
         out.append(f"lookup {token} has no offline placeholder; it answered empty")
     return out
+
+
+SUPPORT_WARNING_DAYS = 90
+
+
+def _support_ending(decided: Plan) -> list[str]:
+    """A created EKS cluster whose minor leaves standard support within ``SUPPORT_WARNING_DAYS`` of the date the
+    tables were read (a fixed date, so the summary stays the same from day to day): after it the control plane is
+    billed as extended support, $0.60 an hour instead of $0.10."""
+    import datetime
+
+    c = decided.eks_create
+    ends = versions.EKS_STANDARD_SUPPORT_ENDS.get(c.kubernetes_version) if c is not None else None
+    if c is None or ends is None:
+        return []
+    left = (datetime.date.fromisoformat(ends) - datetime.date.fromisoformat(versions.EKS_TABLES_READ)).days
+    if left > SUPPORT_WARNING_DAYS:
+        return []
+    return [
+        f"cluster.kubernetesVersion {c.kubernetes_version}: EKS standard support ends {ends} ({left} days after "
+        f"{versions.EKS_TABLES_READ}, when the tables were read); then EKS bills the control plane as extended support "
+        "($0.60 an hour instead of $0.10) until the cluster is upgraded"
+    ]
 
 
 def _ratio(ratio: float, allowed: float) -> str:

@@ -320,7 +320,10 @@ def eks_create_rules(spec: StackSpec) -> Iterator[Problem]:
         yield Problem(key("cluster", "kubernetesVersion"), "is required with cluster.create (the created version)")
     elif version not in versions.EKS_ADDON_VERSIONS:
         have = ", ".join(versions.EKS_ADDON_VERSIONS)
-        yield Problem(key("cluster", "kubernetesVersion"), f"{version} has no EKS add-on versions here (have: {have})")
+        yield Problem(
+            key("cluster", "kubernetesVersion"),
+            f"{version} has no EKS add-on versions here (have: {have}, the minors in EKS standard support)",
+        )
     zones = eks.availability_zones
     if len(set(zones)) < 2:
         yield Problem(key("cluster", "create", "eks", "availabilityZones"), "name at least two zones (EKS needs two)")
@@ -433,7 +436,8 @@ def text_lines(p: EksCreatePlan) -> list[str]:
     addons = ", ".join(f"{a.name} {a.version or '(EKS default)'}" for a in p.addons)
     addons += "; IAM OIDC provider for IRSA" if p.oidc_provider else ""
     return [
-        f"  creates EKS cluster {p.name} {p.kubernetes_version} in {p.region or '(aws:region)'}: "
+        f"  creates EKS cluster {p.name} {p.kubernetes_version} (standard support until "
+        f"{versions.EKS_STANDARD_SUPPORT_ENDS.get(p.kubernetes_version, 'unknown')}) in {p.region or '(aws:region)'}: "
         f"authentication {p.authentication_mode}, admins {', '.join(p.admin_role_arns) or 'none'}, Secrets "
         f"encrypted with KMS {p.secrets_encryption['keyAlias']} (rotated), logs {', '.join(p.log_types)} kept "
         f"{p.log_retention_days} days, endpoint {' and '.join(endpoint)}",
