@@ -9,15 +9,16 @@ resource names from the naming scheme in components/plan/gcp/cluster_create.py's
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from caching import shared_fixture
-from conftest import ROOT, render_config, stack_config
+from conftest import ROOT, render_config, rendered, stack_config
 
-from components.cli import main as cli
+from components.cli import main as cli, synth
 from components.cli.loader import load_spec
 from components.plan import plan as plan_mod
 from components.plan.gcp import cluster_create
@@ -443,3 +444,18 @@ def test_create_does_not_apply_to_an_existing_cluster(tmp_path, capsys):
     cfg["gpu-platform:cluster"]["create"] = {}
     rc, err = _check(cfg, tmp_path, capsys)
     assert rc == 2 and "gpu-platform:cluster.create: does not apply when cloud is existing" in err
+
+
+def test_a_created_gke_cluster_exports_what_from_stack_reads():
+    """A stack that creates its GKE cluster is a cluster stack for the next one, as starter-aws is on EKS: its
+    outputs carry every output a gcp cluster.fromStack needs, naming the cluster the stack file names."""
+    from components.plan.cluster_stack import GCP_OUTPUTS, ClusterStackPlan
+    from components.render.cluster_stack import check_outputs
+
+    outputs = synth.files(render_config(coverage_config(), "coverage-gcp-create"))["outputs.json"]
+    outputs = json.loads(outputs)
+    identity = {"clusterName": "ml-train", "location": "us-central1", "project": "ml-train-project"}
+    p = ClusterStackPlan("acme/gpu/train", "gcp", "ml-train", identity, tuple(GCP_OUTPUTS), ())
+    assert check_outputs(p, outputs) is outputs
+    assert outputs["clusterCaCertificate"] == "T0ZGTElORS1QTEFDRUhPTERFUi1DQQ=="  # base64 of the offline CA
+    assert "clusterCaCertificate" not in json.loads(synth.files(rendered("dev-gcp"))["outputs.json"])

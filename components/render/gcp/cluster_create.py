@@ -255,6 +255,16 @@ class GkeCluster(pulumi.ComponentResource):
             **PROVIDER_OPTIONS,
         )
         _k8s_networks(p, self, self.provider)
+        # What a stack reading this one through cluster.fromStack needs (components/plan/cluster_stack.py
+        # GCP_OUTPUTS), as the created EKS cluster exports its own: the created cluster is a cluster stack too.
+        self.cluster_outputs = {
+            "clusterName": self.cluster.name,
+            "location": self.cluster.location,
+            "project": self.cluster.project,
+            "endpoint": self.cluster.endpoint,
+            "clusterCaCertificate": self.cluster.master_auth.cluster_ca_certificate,
+            "nodeLocations": self.cluster.node_locations,
+        }
         self.register_outputs({"endpoint": self.cluster.endpoint, "systemPool": self.system_pool.name})
 
 
