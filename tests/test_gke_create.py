@@ -22,6 +22,7 @@ from components.cli import main as cli, synth
 from components.cli.loader import load_spec
 from components.plan import plan as plan_mod
 from components.plan.gcp import cluster_create
+from components.spec.model import SpecError
 
 COVERAGE = ROOT / "tests" / "fixtures" / "coverage" / "Pulumi.coverage-gcp-create.yaml"
 
@@ -459,3 +460,81 @@ def test_a_created_gke_cluster_exports_what_from_stack_reads():
     assert check_outputs(p, outputs) is outputs
     assert outputs["clusterCaCertificate"] == "T0ZGTElORS1QTEFDRUhPTERFUi1DQQ=="  # base64 of the offline CA
     assert "clusterCaCertificate" not in json.loads(synth.files(rendered("dev-gcp"))["outputs.json"])
+
+
+def _version_problems(cfg: dict[str, Any]) -> list[str]:
+    try:
+        load_spec(cfg)
+    except SpecError as err:
+        return [line for line in err.lines("f") if "kubernetesVersion" in line and "nodePools[0]" in line]
+    return []
+
+
+@pytest.mark.parametrize(
+    ("machine", "version", "expected"),
+    [
+        (
+            "a3-megagpu-8g",
+            "1.27",
+            "f: gpu-platform:cluster.kubernetesVersion: 1.27 is too old for GPUDirect-TCPXO on a3-megagpu-8g "
+            "(nodePools[0]): GKE 1.28 or later",
+        ),
+        ("a3-megagpu-8g", "1.28", None),
+        ("a3-megagpu-8g", "1.35", None),
+        (
+            "a3-highgpu-8g",
+            "1.26",
+            "f: gpu-platform:cluster.kubernetesVersion: 1.26 is too old for GPUDirect-TCPX on a3-highgpu-8g "
+            "(nodePools[0]): GKE 1.27 or later",
+        ),
+        ("a3-highgpu-8g", "1.33", None),
+        (
+            "a3-highgpu-8g",
+            "1.34",
+            "f: gpu-platform:cluster.kubernetesVersion: 1.34 breaks GPUDirect-TCPX on a3-highgpu-8g "
+            "(nodePools[0]): GKE 1.34 nodes run COS 125, whose kernel it does not support (GKE release note "
+            "2025-10-17); keep the cluster on 1.33 or move the pool to a3-megagpu-8g (TCPXO)",
+        ),
+        ("a3-highgpu-8g", "1.36", "breaks"),
+    ],
+)
+def test_gpudirect_runs_on_the_gke_versions_google_names(machine, version, expected):
+    """A created cluster's multi-node GPUDirect pool (the networks created for it), against the version table
+    (coverage-gcp-create's first pool; its second, A3 Ultra, is held to 1.31+ on its own line)."""
+    cfg = coverage_config()
+    cfg["gpu-platform:cluster"]["kubernetesVersion"] = version
+    pool = cfg["gpu-platform:nodePools"][0]
+    pool["instanceTypes"] = [machine]
+    got = _version_problems(cfg)
+    if expected is None:
+        assert got == []
+    elif expected == "breaks":
+        assert len(got) == 1 and f"{version} breaks GPUDirect-TCPX on a3-highgpu-8g" in got[0]
+    else:
+        assert got == [expected]
+
+
+def test_a_found_cluster_with_a_named_version_is_held_to_the_same_table():
+    """prod-gcp's TCPX pool runs on the existing VPCs it names; once the stack file names the cluster's version, a
+    minor that breaks TCPX is refused too. Without additional networks an A3 High pool is not GPUDirect."""
+    cfg = stack_config("prod-gcp")
+    cfg["gpu-platform:cluster"]["kubernetesVersion"] = "1.34"
+    got = _version_problems(cfg)
+    assert len(got) == 1 and got[0].startswith(
+        "f: gpu-platform:cluster.kubernetesVersion: 1.34 breaks GPUDirect-TCPX on a3-highgpu-8g (nodePools[0])"
+    )
+    cfg["gpu-platform:cluster"]["kubernetesVersion"] = "1.33"
+    assert _version_problems(cfg) == []
+
+
+def test_rdma_on_a3_ultra_needs_the_h200s_minor():
+    cfg = coverage_config()
+    cfg["gpu-platform:cluster"]["kubernetesVersion"] = "1.30"
+    with pytest.raises(SpecError) as err:
+        load_spec(cfg)
+    assert [line for line in err.value.lines("f") if "kubernetesVersion" in line] == [
+        "f: gpu-platform:cluster.kubernetesVersion: 1.30 is too old for GPUDirect-RDMA on a3-ultragpu-8g "
+        "(nodePools[1]): GKE 1.31 or later"
+    ]
+    cfg["gpu-platform:cluster"]["kubernetesVersion"] = "1.31"
+    load_spec(cfg)

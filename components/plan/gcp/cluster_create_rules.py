@@ -8,9 +8,25 @@ Engine's subnet limits: a subnet's primary range is /8 to /29 (four addresses of
 /16 to /27; the control plane's private range is exactly a /28. All of them, and the GPU networks' subnets, must
 not overlap (GKE routes Pods of every network through the node).
 
-GPUDirect on GKE needs multi-networking and a minimum GKE version per machine (GKE's "Maximize GPU network
-bandwidth" guides: GPUDirect-TCPX on A3 High from 1.27, TCPXO on A3 Mega from 1.28, RDMA on A3 Ultra from 1.31 and
-on A4 from 1.32; checked by minor version).
+Sources (read 2026-11-26): the /28 control-plane range is terraform-provider-google's own check
+(resource_container_cluster.go ``master_ipv4_cidr_block``: ``IsCIDRNetwork(28, 28)``); the four reserved addresses
+are the VPC "Subnets" page ("Google Cloud uses the first two and last two IPv4 addresses in each subnet primary
+IPv4 address range"); a /24 per node at 110 Pods is GKE's "Configure maximum Pods per node" page. The subnet /8../29,
+Pod /9../24 and Service /16../27 bounds are GKE's "IP address range planning" table as remembered: the stored copy
+of that page ends before the table, so they stand unverified.
+
+GPUDirect on GKE needs multi-networking and a GKE version per machine (``GPUDIRECT_MINORS``), checked by minor
+because ``cluster.kubernetesVersion`` names a minor and GKE picks its patch (a patch of a minor still offered is
+above every patch minimum below):
+- TCPX on A3 High from 1.27 (GoogleCloudPlatform/cluster-toolkit modules/compute/gke-node-pool/gpu_direct.tf,
+  ``"1.27" = "1.27.7-gke.1121000"`` first, ``1.27.16-gke.2874000`` at 10470803), and not from 1.34: GKE's release
+  note of 2025-10-17, "Don't use GKE version 1.34.1-gke.1431000 or later when creating or upgrading node pools with
+  the a3-highgpu-8g machine type ... COS Milestone 125 ... incompatible with GPUDirect-TCPX" (no later note lifts it);
+- TCPXO on A3 Mega from 1.28 (container-engine-accelerators gpudirect-tcpxo/README.md, first release: "For 1.28 >=
+  1.28.8-gke.1095000"; gpu_direct.tf likewise);
+- RDMA on A3 Ultra from 1.31 and on A4 from 1.32: the minimums GKE gives for the H200 and B200 GPUs themselves
+  ("H200 (141GB): 1.31.4-gke.1183000 or later", "B200 (180 GB): 1.32.2-gke.1422000 or later"); no RDMA-specific
+  figure was found.
 """
 
 from __future__ import annotations
@@ -31,7 +47,13 @@ from .cluster_create import (
     pool_zone,
 )
 
-GPUDIRECT_MIN_MINOR = {"a3-highgpu-8g": 27, "a3-megagpu-8g": 28, "a3-ultragpu-8g": 31, "a4-highgpu-8g": 32}
+# machine -> (first GKE minor GPUDirect runs on, first minor it breaks on or None); see the module docstring
+GPUDIRECT_MINORS: dict[str, tuple[int, int | None]] = {
+    "a3-highgpu-8g": (27, 34),
+    "a3-megagpu-8g": (28, None),
+    "a3-ultragpu-8g": (31, None),
+    "a4-highgpu-8g": (32, None),
+}
 RESERVED_LABEL_DOMAINS = ("kubernetes.io", "k8s.io", "cloud.google.com", "gke.io")
 SUBNET_PREFIX = (8, 29)
 PODS_PREFIX = (9, 24)
@@ -196,17 +218,33 @@ def gke_create_version(spec: StackSpec) -> Iterator[Problem]:
             "UNSPECIFIED (no release channel) needs cluster.kubernetesVersion: outside a channel nothing else "
             "chooses or upgrades the control plane's version",
         )
-    if version is None:
+
+
+@rule
+def gke_gpudirect_version(spec: StackSpec) -> Iterator[Problem]:
+    """A GPUDirect pool (networks named or created) on a GKE version its stack does not run on; a created or a
+    found cluster, whenever the stack file names the version."""
+    version = spec.cluster.kubernetes_version
+    if spec.cloud != "gcp" or version is None:
         return
     minor = int(version.split(".")[1])
     for i, pool in enumerate(spec.node_pools):
         machine = pool.instance_types[0] if pool.instance_types else ""
-        need = GPUDIRECT_MIN_MINOR.get(machine)
-        if need is not None and (pool.gke.additional_networks or needs_created_networks(spec, pool)) and minor < need:
+        bounds = GPUDIRECT_MINORS.get(machine)
+        if bounds is None or not (pool.gke.additional_networks or needs_created_networks(spec, pool)):
+            continue
+        low, broken = bounds
+        if minor < low:
             yield Problem(
                 key("cluster", "kubernetesVersion"),
-                f"{version} is too old for {gpudirect_stack(pool)} on {machine} (nodePools[{i}]): GKE 1.{need} or "
-                "later",
+                f"{version} is too old for {gpudirect_stack(pool)} on {machine} (nodePools[{i}]): GKE 1.{low} or later",
+            )
+        elif broken is not None and minor >= broken:
+            yield Problem(
+                key("cluster", "kubernetesVersion"),
+                f"{version} breaks {gpudirect_stack(pool)} on {machine} (nodePools[{i}]): GKE 1.{broken} nodes run "
+                f"COS 125, whose kernel it does not support (GKE release note 2025-10-17); keep the "
+                f"cluster on 1.{broken - 1} or move the pool to a3-megagpu-8g (TCPXO)",
             )
 
 
