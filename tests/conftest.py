@@ -10,12 +10,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import functools
+import gc
 import os
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from caching import cached
 
@@ -104,3 +107,26 @@ def monitoring_of(source: Any) -> Any:
     from components.plan.monitoring import MonitoringPlan, decide
 
     return source if isinstance(source, MonitoringPlan) else decide(source)
+
+
+@pytest.fixture
+def failed_render():
+    """For a test whose render stops with an error. The registrations still waiting on the failed check stay on the
+    SDK's event loop, and their futures hold exceptions nobody retrieves. After the test (its frame, and the
+    ExceptionInfo holding them, gone) finish every pending task, collect the futures and retrieve their
+    exceptions here, so none is finalized unretrieved during a later test: asyncio then logs "exception was never
+    retrieved", and CPython 3.11 raises SystemError when that happens inside ``ast.parse``
+    (tests/test_structure.py)."""
+    yield
+    loop = asyncio.get_event_loop()
+    for _ in range(10):
+        pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+        if not pending:
+            break
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+    gc.collect()
+    # Futures still referenced (the SDK's settings keep some until the next render) are finalized whenever their
+    # last reference goes: mark their exceptions retrieved now, so that finalizing them logs nothing.
+    for obj in gc.get_objects():
+        if isinstance(obj, asyncio.Future) and obj.done() and not obj.cancelled():
+            obj.exception()
