@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pulumi
 import pytest
 import yaml
 from caching import shared_fixture
@@ -21,7 +22,7 @@ from conftest import ROOT, render_config, rendered, stack_config
 from components.cli import main as cli, synth
 from components.cli.loader import load_spec
 from components.plan import plan as plan_mod
-from components.plan.gcp import cluster_create
+from components.plan.gcp import cluster_create, cluster_create_rules
 from components.spec.model import SpecError
 
 COVERAGE = ROOT / "tests" / "fixtures" / "coverage" / "Pulumi.coverage-gcp-create.yaml"
@@ -538,3 +539,62 @@ def test_rdma_on_a3_ultra_needs_the_h200s_minor():
     ]
     cfg["gpu-platform:cluster"]["kubernetesVersion"] = "1.31"
     load_spec(cfg)
+
+
+def test_tcpx_on_a_created_cluster_needs_a_named_version():
+    """Without kubernetesVersion the release channel picks the version, which may be one whose nodes break TCPX."""
+    cfg = coverage_config()
+    del cfg["gpu-platform:cluster"]["kubernetesVersion"]
+    cfg["gpu-platform:nodePools"][0]["instanceTypes"] = ["a3-highgpu-8g"]
+    assert _version_problems(cfg) == [
+        "f: gpu-platform:cluster.kubernetesVersion: is required with GPUDirect-TCPX on a3-highgpu-8g (nodePools[0]) "
+        "on a created cluster: a release channel's default version may be 1.34.1-gke.1431000 or later, whose nodes "
+        "break it; name a minor it runs on"
+    ]
+    cfg["gpu-platform:nodePools"][0]["instanceTypes"] = ["a3-megagpu-8g"]  # TCPXO has no upper bound
+    assert _version_problems(cfg) == []
+
+
+def test_the_tcpx_bound_is_one_figure():
+    """The minor bound of A3 High and the full version a looked-up cluster is held to are the same release."""
+    assert cluster_create_rules.GPUDIRECT_MINORS["a3-highgpu-8g"][1] == 34
+    assert cluster_create_rules.TCPX_BROKEN_FROM.startswith("1.34.")
+
+
+@pytest.mark.parametrize(
+    ("node_version", "warned"),
+    [
+        ("1.33.5-gke.1080000", False),
+        ("1.34.1-gke.1430999", False),
+        ("1.34.1-gke.1431000", True),
+        ("1.34.2-gke.1000", True),
+        ("1.35.0-gke.100", True),
+        (None, False),
+    ],
+)
+def test_a_found_cluster_whose_nodes_break_tcpx_is_a_warning(monkeypatch, node_version, warned):
+    """prod-gcp runs TCPX on the networks it names; when GKE answers a node version from 1.34.1-gke.1431000 on,
+    the deploy warns and names the pool (GKE's channel upgrades the cluster whatever the program does, so it is
+    not a stop)."""
+    mocks_cls, monitor_cls = synth._mock_classes()
+
+    class Answer(mocks_cls):  # type: ignore[misc,valid-type]
+        def call(self, args):
+            got = super().call(args)
+            if args.token == "gcp:container/getCluster:getCluster" and node_version:
+                return {**got, "nodeVersion": node_version}
+            return got
+
+    said: list[str] = []
+    monkeypatch.setattr(synth, "_mock_classes", lambda: (Answer, monitor_cls))
+    monkeypatch.setattr(pulumi.log, "warn", lambda text, *a, **k: said.append(text))
+    render_config(stack_config("prod-gcp"), "prod-gcp")
+    tcpx = [s for s in said if "GPUDirect-TCPX" in s]
+    if warned:
+        assert tcpx == [
+            f"GKE cluster ml-prod runs {node_version}: pools h100-train use GPUDirect-TCPX, which nodes from "
+            "1.34.1-gke.1431000 on break (COS 125; GKE release note 2025-10-17), so their multi-node jobs lose "
+            "GPUDirect; move them to a3-megagpu-8g (TCPXO) or keep their nodes before 1.34"
+        ]
+    else:
+        assert tcpx == []

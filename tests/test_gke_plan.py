@@ -45,6 +45,7 @@ def test_prod_gcp_cluster_and_node_service_account_by_hand():
         location="us-central1",
         kubeconfig_name="gke_ml-prod-project_us-central1_ml-prod",
         needs_workload_identity=True,
+        tcpx_pools=("h100-train",),  # its 4 named networks on a3-highgpu-8g; h100-burst names none
     )
     sa = g.node_service_account
     assert (sa.account_id, sa.display_name) == ("gpu-nodes-ml-prod", "GKE GPU nodes (ml-prod)")
@@ -196,7 +197,10 @@ def test_the_gke_renderers_read_no_spec_attribute(module):
 def test_plan_text_has_a_line_per_gke_node_pool(capsys):
     assert cli.main(["plan", "prod-gcp"]) == 0
     text = capsys.readouterr().out
-    assert "\nGKE\n  cluster ml-prod in ml-prod-project/us-central1; needs Workload Identity Federation\n" in text
+    assert (
+        "\nGKE\n  cluster ml-prod in ml-prod-project/us-central1; needs Workload Identity Federation; GPUDirect-TCPX "
+        "pools h100-train (node version checked at deploy)\n"
+    ) in text
     assert (
         "  h100-train: a3-highgpu-8g, 8 x nvidia-h100-80gb (driver LATEST), COS_CONTAINERD on 500 GiB pd-balanced; "
         "0..4 nodes (location policy ANY, 0 at creation); zones us-central1-a; compact placement; 4 GPU networks; "

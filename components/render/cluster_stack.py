@@ -93,7 +93,7 @@ def _checked_lookup(plan: Plan, outputs: pulumi.Output[dict[str, Any]], parent: 
         project=outputs.apply(lambda o: o["project"]),
         opts=pulumi.InvokeOutputOptions(parent=parent),
     )
-    return pulumi.Output.all(found.enable_autopilot, found.workload_identity_configs).apply(
+    return pulumi.Output.all(found.enable_autopilot, found.workload_identity_configs, found.node_version).apply(
         lambda r: check_cluster(c, r)
     )
 

@@ -47,6 +47,9 @@ from .cluster_create import (
     pool_zone,
 )
 
+# The first GKE version whose nodes break GPUDirect-TCPX (the release note of 2025-10-17); its minor is the bound
+# of a3-highgpu-8g below, and a looked-up cluster's full version is held to it (components/render/gcp/cluster.py).
+TCPX_BROKEN_FROM = "1.34.1-gke.1431000"
 # machine -> (first GKE minor GPUDirect runs on, first minor it breaks on or None); see the module docstring
 GPUDIRECT_MINORS: dict[str, tuple[int, int | None]] = {
     "a3-highgpu-8g": (27, 34),
@@ -225,7 +228,17 @@ def gke_gpudirect_version(spec: StackSpec) -> Iterator[Problem]:
     """A GPUDirect pool (networks named or created) on a GKE version its stack does not run on; a created or a
     found cluster, whenever the stack file names the version."""
     version = spec.cluster.kubernetes_version
-    if spec.cloud != "gcp" or version is None:
+    if spec.cloud != "gcp":
+        return
+    if version is None:
+        for i, pool in enumerate(spec.node_pools):
+            if needs_created_networks(spec, pool) and GPUDIRECT_MINORS[pool.instance_types[0]][1] is not None:
+                yield Problem(
+                    key("cluster", "kubernetesVersion"),
+                    f"is required with {gpudirect_stack(pool)} on {pool.instance_types[0]} (nodePools[{i}]) on a "
+                    f"created cluster: a release channel's default version may be {TCPX_BROKEN_FROM} or later, "
+                    "whose nodes break it; name a minor it runs on",
+                )
         return
     minor = int(version.split(".")[1])
     for i, pool in enumerate(spec.node_pools):

@@ -62,6 +62,9 @@ class GkeClusterPlan:
     location: str | None  # a region or a zone
     kubeconfig_name: str  # the kubeconfig's cluster, context and user: gke_<project>_<location>_<name>, as gcloud
     needs_workload_identity: bool  # node pools run with GKE_METADATA, which needs a workload pool
+    # pools running GPUDirect-TCPX over the networks they name: a found cluster's version is checked against
+    # TCPX_BROKEN_FROM when it is looked up (components/render/gcp/cluster.py)
+    tcpx_pools: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -232,6 +235,11 @@ def cluster_plan(spec: StackSpec) -> GkeClusterPlan:
         location=c.location,
         kubeconfig_name=f"gke_{c.project}_{c.location}_{c.name}",
         needs_workload_identity=bool(spec.node_pools),
+        tcpx_pools=tuple(
+            p.name
+            for p in spec.node_pools
+            if cluster_create.gpudirect_stack(p) == "GPUDirect-TCPX" and p.gke.additional_networks
+        ),
     )
 
 
@@ -366,7 +374,10 @@ def text(plan: GkePlan) -> list[str]:
     lines = [
         "GKE",
         f"  cluster {c.name} in {c.project}/{c.location}"
-        + ("; needs Workload Identity Federation" if c.needs_workload_identity else ""),
+        + ("; needs Workload Identity Federation" if c.needs_workload_identity else "")
+        + (
+            f"; GPUDirect-TCPX pools {', '.join(c.tcpx_pools)} (node version checked at deploy)" if c.tcpx_pools else ""
+        ),
         f"  node service account {sa.account_id} ({', '.join(sa.roles)})",
     ]
     for p in plan.node_pools.values():

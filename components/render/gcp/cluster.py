@@ -5,10 +5,12 @@ Kubernetes resource uses."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pulumi
 
+from ...plan.gcp.cluster_create_rules import TCPX_BROKEN_FROM
 from ...plan.gcp.plan import GkeClusterPlan
 from ...plan.plan import Plan
 
@@ -69,13 +71,37 @@ def _workload_pool(config: Any) -> str:
     return getattr(config, "workload_pool", None) or ""
 
 
+def _gke_version(text: str | None) -> tuple[int, ...] | None:
+    """1.34.1-gke.1431000 -> (1, 34, 1, 1431000); None for anything else."""
+    match = re.match(r"^(\d+)\.(\d+)\.(\d+)-gke\.(\d+)", text or "")
+    return tuple(int(g) for g in match.groups()) if match else None
+
+
+def tcpx_warning(cluster: GkeClusterPlan, version: str | None) -> str | None:
+    """The looked-up cluster runs a version whose nodes break GPUDirect-TCPX while pools run it (a warning, not a
+    stop: GKE's release channel upgrades the cluster whatever this program does, and the pools still run jobs,
+    only without GPUDirect)."""
+    have, broken = _gke_version(version), _gke_version(TCPX_BROKEN_FROM)
+    if not cluster.tcpx_pools or have is None or broken is None or have < broken:
+        return None
+    return (
+        f"GKE cluster {cluster.name} runs {version}: pools {', '.join(cluster.tcpx_pools)} use GPUDirect-TCPX, "
+        f"which nodes from {TCPX_BROKEN_FROM} on break (COS 125; GKE release note 2025-10-17), so their multi-node "
+        "jobs lose GPUDirect; move them to a3-megagpu-8g (TCPXO) or keep their nodes before 1.34"
+    )
+
+
 def check_cluster(cluster: GkeClusterPlan, result: list[Any]) -> bool:
-    autopilot, identity = result
+    """``result``: the lookup's enableAutopilot, workloadIdentityConfigs and (optional) nodeVersion."""
+    autopilot, identity, *version = result
     pools = [_workload_pool(c) for c in identity or []]
     problems = problems_of(cluster, autopilot, pools)
     if problems:
         # Stops preview/up before any node pool is sent to the GKE API.
         raise pulumi.RunError("; ".join(problems))
+    warning = tcpx_warning(cluster, version[0] if version else None)
+    if warning:
+        pulumi.log.warn(warning)
     return True
 
 
@@ -110,9 +136,9 @@ class GkeAccess(pulumi.ComponentResource):
         )
         self.endpoint = self.cluster.endpoint
         # Checked when the lookup answers; every node pool waits on it through node_locations.
-        self.ready = pulumi.Output.all(self.cluster.enable_autopilot, self.cluster.workload_identity_configs).apply(
-            lambda r: check_cluster(c, r)
-        )
+        self.ready = pulumi.Output.all(
+            self.cluster.enable_autopilot, self.cluster.workload_identity_configs, self.cluster.node_version
+        ).apply(lambda r: check_cluster(c, r))
         self.node_locations = pulumi.Output.all(self.ready, self.cluster.node_locations).apply(
             lambda r: list(r[1] or [])
         )
