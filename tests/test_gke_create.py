@@ -598,3 +598,39 @@ def test_a_found_cluster_whose_nodes_break_tcpx_is_a_warning(monkeypatch, node_v
         ]
     else:
         assert tcpx == []
+
+
+def test_parallelstore_on_a_created_cluster_gets_private_services_access():
+    """Parallelstore runs only in a VPC with private services access: the created VPC gets a reserved /24
+    (VPC_PEERING) and the peering to servicenetworking.googleapis.com, and every Kubernetes object (the claim that
+    provisions the instance among them) waits for the peering."""
+    r = render_config(coverage_config(), "coverage-gcp-create")  # research-scratch
+    (reserved,) = r.of_type("gcp:compute/globalAddress:GlobalAddress")
+    assert reserved.inputs == {
+        "name": "ml-train-psa",
+        "project": "ml-train-project",
+        "purpose": "VPC_PEERING",
+        "addressType": "INTERNAL",
+        "prefixLength": 24,
+        "network": "offline-placeholder-gke-network",
+    }
+    (peering,) = r.of_type("gcp:servicenetworking/connection:Connection")
+    assert peering.inputs == {
+        "network": "offline-placeholder-gke-network",
+        "service": "servicenetworking.googleapis.com",
+        "reservedPeeringRanges": ["ml-train-psa"],
+    }
+    assert "gke-private-service-access" in peering.depends_on
+    (provider,) = r.of_type("pulumi:providers:kubernetes")
+    assert "gke-private-service-access" in provider.depends_on
+
+
+def test_no_parallelstore_no_private_services_access():
+    cfg = coverage_config()
+    cfg["gpu-platform:storage"]["fileSystems"] = [
+        fs for fs in cfg["gpu-platform:storage"]["fileSystems"] if fs["kind"] != "parallelstore"
+    ]
+    assert created_plan(cfg).private_service_access is None
+    r = render_config(cfg, "coverage-gcp-create")
+    assert r.of_type("gcp:compute/globalAddress:GlobalAddress") == []
+    assert r.of_type("gcp:servicenetworking/connection:Connection") == []

@@ -109,7 +109,7 @@ def test_a_found_gke_cluster_has_no_fixed_costs():
 
 
 def test_the_created_cluster_enables_exactly_the_csi_addons_its_file_systems_need():
-    assert created_plan(coverage_config()).csi_addons == (FILESTORE, GCS_FUSE)
+    assert created_plan(coverage_config()).csi_addons == (FILESTORE, GCS_FUSE, PARALLELSTORE)
     assert created_plan(small_config()).csi_addons == ()  # dev-gcp declares no storage
     cfg = small_config()
     cfg["gpu-platform:storage"] = {
@@ -122,7 +122,10 @@ def test_the_plan_text_names_the_csi_addons():
     from components.plan.gcp import cluster_create
 
     lines = cluster_create.text(created_plan(coverage_config()))
-    assert "  CSI add-ons on (gpu-platform:storage): GcpFilestoreCsiDriver, GcsFuseCsiDriver" in lines
+    assert (
+        "  CSI add-ons on (gpu-platform:storage): GcpFilestoreCsiDriver, GcsFuseCsiDriver, ParallelstoreCsiDriver; "
+        "private services access ml-train-psa (Parallelstore)"
+    ) in lines
 
 
 def test_storage_on_a_created_cluster_renders_with_its_addons_on():
@@ -131,6 +134,7 @@ def test_storage_on_a_created_cluster_renders_with_its_addons_on():
     assert cluster["addonsConfig"] == {
         "gcpFilestoreCsiDriverConfig": {"enabled": True},
         "gcsFuseCsiDriverConfig": {"enabled": True},
+        "parallelstoreCsiDriverConfig": {"enabled": True},
     }
     # nothing looked up: the add-on check reads a found cluster only
     assert "gcp:container/getCluster:getCluster" not in r.lookups

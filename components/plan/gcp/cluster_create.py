@@ -118,6 +118,10 @@ class GkeCreatePlan:
     # The CSI drivers the stack's file systems need (gpu-platform:storage), as addonsConfig keys
     # (storage.GKE_ADDONS): turned on at creation, so the storage renderer checks no lookup for them.
     csi_addons: tuple[str, ...] = ()
+    # Private services access on the cluster's VPC, which Parallelstore needs ("PSA is required for all
+    # Parallelstore functionality": GoogleCloudPlatform/cluster-toolkit modules/file-system/gke-storage/README.md
+    # and main.tf's check): the reserved range's name, or None without a Parallelstore file system.
+    private_service_access: str | None = None
 
 
 # ------------------------------------------------------------------------------------------- decisions
@@ -349,7 +353,12 @@ def build(spec: StackSpec) -> GkeCreatePlan | None:
         pool_networks=MappingProxyType({p: _frozen_nics(n) for p, n in pool_networks(spec).items()}),
         k8s_networks=_frozen_nics(k8s_networks(nets)),
         csi_addons=csi_addons(spec),
+        private_service_access=f"{name}-psa" if _has_parallelstore(spec) else None,
     )
+
+
+def _has_parallelstore(spec: StackSpec) -> bool:
+    return any(fs.kind == "parallelstore" for fs in spec.storage.file_systems)
 
 
 # ------------------------------------------------------------------------------------------ for a person
@@ -374,7 +383,9 @@ def text(plan: GkeCreatePlan) -> list[str]:
     ]
     if p.csi_addons:
         names = dict(storage.GKE_ADDONS.values())
-        lines.append(f"  CSI add-ons on (gpu-platform:storage): {', '.join(names[a] for a in p.csi_addons)}")
+        psa = p.private_service_access
+        psa = f"; private services access {psa} (Parallelstore)" if psa else ""
+        lines.append(f"  CSI add-ons on (gpu-platform:storage): {', '.join(names[a] for a in p.csi_addons)}{psa}")
     for n in p.gpu_networks:
         cidrs = ", ".join(f"{x.name} {x.cidr}" for x in n.subnets)
         lines.append(f"  GPU network {n.name} ({n.device_mode}, MTU {n.mtu}): {cidrs}")

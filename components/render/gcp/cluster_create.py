@@ -23,6 +23,39 @@ from .cluster import kubeconfig_of
 SYSTEM_POOL_IGNORE = ["initialNodeCount", "nodeCount"]
 
 
+# The range Google reserves in the VPC for private services access: a /24, as cluster-toolkit's gke-storage
+# README reserves for Parallelstore (private-service-access prefix_length: 24); Google picks a free range of the
+# VPC (no address given), so it never overlaps the subnet or its secondary ranges.
+PSA_PREFIX_LENGTH = 24
+
+
+def _private_service_access(p: GkeCreatePlan, network: Any, child: pulumi.ResourceOptions) -> Any | None:
+    """Parallelstore's private services access: a reserved VPC_PEERING range and the peering connection to
+    servicenetworking.googleapis.com (cluster-toolkit community/modules/network/private-service-access/main.tf).
+    The connection, or None when the stack has no Parallelstore file system."""
+    if p.private_service_access is None:
+        return None
+    import pulumi_gcp as gcp
+
+    reserved = gcp.compute.GlobalAddress(
+        "gke-private-service-access",
+        name=p.private_service_access,
+        project=p.project,
+        purpose="VPC_PEERING",
+        address_type="INTERNAL",
+        prefix_length=PSA_PREFIX_LENGTH,
+        network=network.id,
+        opts=child,
+    )
+    return gcp.servicenetworking.Connection(
+        "gke-private-service-access",
+        network=network.id,
+        service="servicenetworking.googleapis.com",
+        reserved_peering_ranges=[reserved.name],
+        opts=child,
+    )
+
+
 def _network(p: GkeCreatePlan, child: pulumi.ResourceOptions) -> tuple[Any, Any]:
     """The cluster's VPC and the nodes' subnet with the Pods' and Services' secondary ranges, a Cloud Router and
     Cloud NAT (private nodes have no external address)."""
@@ -208,6 +241,7 @@ class GkeCluster(pulumi.ComponentResource):
         s = p.system_pool
         child = pulumi.ResourceOptions(parent=self)
         network, subnet = _network(p, child)
+        psa = _private_service_access(p, network, child)
         gpu_subnets = _gpu_networks(p, child)
         account = gcp.serviceaccount.Account(
             "gke-system-nodes",
@@ -244,8 +278,11 @@ class GkeCluster(pulumi.ComponentResource):
             lambda r: list(r[1] or [])
         )
         access = gke.cluster  # the kubeconfig's names, as for a found cluster
+        # every Kubernetes object waits for the system pool and, with Parallelstore, for private services access
+        # (a claim provisions an instance in the VPC at once)
+        waits = [self.system_pool.id, *([psa.id] if psa is not None else [])]
         self.kubeconfig = pulumi.Output.all(
-            self.cluster.endpoint, self.cluster.master_auth.cluster_ca_certificate, self.system_pool.id
+            self.cluster.endpoint, self.cluster.master_auth.cluster_ca_certificate, *waits
         ).apply(lambda a: kubeconfig_of(access, a[0], a[1]))
         self.provider = k8s.Provider(
             "kubernetes",
