@@ -130,3 +130,35 @@ def failed_render():
     for obj in gc.get_objects():
         if isinstance(obj, asyncio.Future) and obj.done() and not obj.cancelled():
             obj.exception()
+
+
+class MockTap:
+    """The offline synth's mocks, wrapped for one test (``tap_mocks``): every lookup is recorded as ``(token,
+    args)`` in ``calls``, every registered resource's type in ``registered``, and ``answers[token]`` (keys in
+    camelCase, as on the wire) is laid over that lookup's offline answer."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.registered: list[str] = []
+        self.answers: dict[str, dict[str, Any]] = {}
+
+
+@pytest.fixture
+def tap_mocks(monkeypatch) -> MockTap:
+    from components.cli import synth
+
+    mocks_cls, monitor_cls = synth._mock_classes()
+    tap = MockTap()
+
+    class Tapped(mocks_cls):  # type: ignore[misc,valid-type]
+        def call(self, args):
+            tap.calls.append((args.token, dict(args.args)))
+            got = super().call(args)
+            return {**got, **tap.answers[args.token]} if args.token in tap.answers else got
+
+        def new_resource(self, args):
+            tap.registered.append(args.typ)
+            return super().new_resource(args)
+
+    monkeypatch.setattr(synth, "_mock_classes", lambda: (Tapped, monitor_cls))
+    return tap

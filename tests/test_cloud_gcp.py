@@ -411,53 +411,31 @@ def test_registered_node_pool_carries_exactly_the_helpers_inputs(stack):
         }, pool.name
 
 
-def test_cluster_lookup_names_the_stacks_cluster(monkeypatch):
+def test_cluster_lookup_names_the_stacks_cluster(tap_mocks):
     """GkeAccess looks the cluster up by the stack's name, location and project (gcp:container getCluster), the
     answer every node pool and the kubeconfig derive from."""
-    from components.cli import synth
-
-    mocks_cls, monitor_cls = synth._mock_classes()
-    seen: list[tuple[str, dict]] = []
-
-    class Capturing(mocks_cls):  # type: ignore[misc,valid-type]
-        def call(self, args):
-            seen.append((args.token, dict(args.args)))
-            return super().call(args)
-
-    monkeypatch.setattr(synth, "_mock_classes", lambda: (Capturing, monitor_cls))
     render_config(stack_config("prod-gcp"), "prod-gcp")
     assert (
         "gcp:container/getCluster:getCluster",
         {"name": "ml-prod", "location": "us-central1", "project": "ml-prod-project"},
-    ) in seen
+    ) in tap_mocks.calls
 
 
-def test_an_autopilot_cluster_stops_the_render(monkeypatch, failed_render):
+def test_an_autopilot_cluster_stops_the_render(tap_mocks, failed_render):
     """The readiness check reads the lookup's enableAutopilot: when getCluster answers an Autopilot cluster
     (with a workload pool, so Workload Identity is not what stops it), the deploy stops with the Autopilot
     message before any node pool registers (Autopilot clusters have no user node pools)."""
-    from components.cli import synth
-
-    mocks_cls, monitor_cls = synth._mock_classes()
-
-    class AutopilotLookup(mocks_cls):  # type: ignore[misc,valid-type]
-        def call(self, args):
-            answer = super().call(args)
-            if args.token == "gcp:container/getCluster:getCluster":
-                return {
-                    **answer,
-                    "enableAutopilot": True,
-                    "workloadIdentityConfigs": [{"workloadPool": "ml-prod-project.svc.id.goog"}],
-                }
-            return answer
-
-    monkeypatch.setattr(synth, "_mock_classes", lambda: (AutopilotLookup, monitor_cls))
+    tap_mocks.answers["gcp:container/getCluster:getCluster"] = {
+        "enableAutopilot": True,
+        "workloadIdentityConfigs": [{"workloadPool": "ml-prod-project.svc.id.goog"}],
+    }
     message = (
         "GKE cluster ml-prod (ml-prod-project/us-central1) is an Autopilot cluster; "
         "gpu-platform creates Standard node pools"
     )
     with pytest.raises(pulumi.RunError, match=re.escape(message)):
         render_config(stack_config("prod-gcp"), "prod-gcp")
+    assert "gcp:container/nodePool:NodePool" not in tap_mocks.registered
 
 
 def test_rendered_kubeconfig_uses_the_looked_up_endpoint_and_ca():

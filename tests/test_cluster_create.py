@@ -418,21 +418,12 @@ def test_a_referenced_eks_cluster_feeds_the_node_groups_and_provider():
     assert kubeconfig["clusters"][0]["cluster"]["server"] == synth.STACK_OUTPUTS["aws"]["endpoint"]
 
 
-def test_a_referenced_gke_cluster_feeds_the_provider(monkeypatch):
+def test_a_referenced_gke_cluster_feeds_the_provider(tap_mocks):
     """The endpoint and CA come from the stack's outputs; GKE is asked only what the cluster is (Autopilot,
     Workload Identity), by the name, location and project the outputs give."""
-    mocks_cls, monitor_cls = synth._mock_classes()
-    seen: list[tuple[str, dict]] = []
-
-    class Capturing(mocks_cls):  # type: ignore[misc,valid-type]
-        def call(self, args):
-            seen.append((args.token, dict(args.args)))
-            return super().call(args)
-
-    monkeypatch.setattr(synth, "_mock_classes", lambda: (Capturing, monitor_cls))
     r = render_config(_from_stack("dev-gcp"), "fs")
     assert (
-        seen.count(
+        tap_mocks.calls.count(
             (
                 "gcp:container/getCluster:getCluster",
                 {"name": "ml-dev", "location": "us-central1", "project": "ml-dev-project"},
@@ -462,27 +453,14 @@ def test_a_referenced_gke_cluster_feeds_the_provider(monkeypatch):
     ids=["autopilot", "no-workload-identity"],
 )
 def test_a_referenced_gke_cluster_that_cannot_take_node_pools_stops_the_deploy(
-    monkeypatch, failed_render, answer, message
+    tap_mocks, failed_render, answer, message
 ):
     """A cluster stack says where its cluster is, not what it is: the cluster GKE describes is checked as a found
     one is, and the deploy stops before any node pool registers."""
-    mocks_cls, monitor_cls = synth._mock_classes()
-    pools: list[str] = []
-
-    class Answer(mocks_cls):  # type: ignore[misc,valid-type]
-        def call(self, args):
-            got = super().call(args)
-            return {**got, **answer} if args.token == "gcp:container/getCluster:getCluster" else got
-
-        def new_resource(self, args):
-            if args.typ == "gcp:container/nodePool:NodePool":
-                pools.append(args.name)
-            return super().new_resource(args)
-
-    monkeypatch.setattr(synth, "_mock_classes", lambda: (Answer, monitor_cls))
+    tap_mocks.answers["gcp:container/getCluster:getCluster"] = answer
     with pytest.raises(pulumi.RunError, match=re.escape(message)):
         render_config(_from_stack("dev-gcp"), "fs")
-    assert pools == []
+    assert "gcp:container/nodePool:NodePool" not in tap_mocks.registered
 
 
 def test_a_referenced_gke_cluster_must_be_where_the_stack_file_says():

@@ -572,21 +572,13 @@ def test_the_tcpx_bound_is_one_figure():
         (None, False),
     ],
 )
-def test_a_found_cluster_whose_nodes_break_tcpx_is_a_warning(monkeypatch, node_version, warned):
+def test_a_found_cluster_whose_nodes_break_tcpx_is_a_warning(monkeypatch, tap_mocks, node_version, warned):
     """prod-gcp runs TCPX on the networks it names; when GKE answers a node version from 1.34.1-gke.1431000 on,
     the deploy warns and names the pool (GKE's channel upgrades the cluster whatever the program does, so it is
     not a stop)."""
-    mocks_cls, monitor_cls = synth._mock_classes()
-
-    class Answer(mocks_cls):  # type: ignore[misc,valid-type]
-        def call(self, args):
-            got = super().call(args)
-            if args.token == "gcp:container/getCluster:getCluster" and node_version:
-                return {**got, "nodeVersion": node_version}
-            return got
-
+    if node_version:
+        tap_mocks.answers["gcp:container/getCluster:getCluster"] = {"nodeVersion": node_version}
     said: list[str] = []
-    monkeypatch.setattr(synth, "_mock_classes", lambda: (Answer, monitor_cls))
     monkeypatch.setattr(pulumi.log, "warn", lambda text, *a, **k: said.append(text))
     render_config(stack_config("prod-gcp"), "prod-gcp")
     tcpx = [s for s in said if "GPUDirect-TCPX" in s]

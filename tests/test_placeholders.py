@@ -90,22 +90,13 @@ def test_a_preview_only_warns(monkeypatch):
     assert said == [f"{line}; pulumi up refuses it" for line in STARTER_LINES]
 
 
-def test_the_program_stops_an_update_before_registering_anything(monkeypatch, failed_render):
+def test_the_program_stops_an_update_before_registering_anything(monkeypatch, tap_mocks, failed_render):
     """The program as `pulumi up` runs it (not under the mock engine's offline synth, not a preview): the spec
     is refused before any resource is registered."""
     monkeypatch.setattr(config_mod, "under_mock_engine", lambda: False)
-    registered: list[str] = []
-    mocks_cls, monitor_cls = synth._mock_classes()
-
-    class Recording(mocks_cls):  # type: ignore[misc,valid-type]
-        def new_resource(self, args):
-            registered.append(args.typ)
-            return super().new_resource(args)
-
-    monkeypatch.setattr(synth, "_mock_classes", lambda: (Recording, monitor_cls))
     with pytest.raises(pulumi.RunError, match="stack config still holds placeholders"):
         synth.render("starter-aws", stack_config("starter-aws"))
-    assert registered == []
+    assert tap_mocks.registered == []
 
 
 def test_an_edited_starter_stack_deploys_without_a_word(monkeypatch):
