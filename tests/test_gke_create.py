@@ -626,3 +626,25 @@ def test_no_parallelstore_no_private_services_access():
     r = render_config(cfg, "coverage-gcp-create")
     assert r.of_type("gcp:compute/globalAddress:GlobalAddress") == []
     assert r.of_type("gcp:servicenetworking/connection:Connection") == []
+
+
+def test_a_created_zonal_cluster_is_a_cluster_stack_too():
+    """GKE leaves a zonal cluster's own zone out of its node locations: the created cluster exports it anyway, and
+    a stack reading a zonal cluster does not require the output (an empty list means the one zone)."""
+    from components.plan.cluster_stack import cluster_stack_plan
+    from components.render.cluster_stack import check_outputs
+
+    cfg = small_config()
+    cfg["gpu-platform:cluster"]["location"] = "us-central1-a"
+    outputs = json.loads(synth.files(render_config(cfg, "zonal"))["outputs.json"])
+    assert outputs["location"] == "us-central1-a"
+    assert "us-central1-a" in outputs["nodeLocations"]
+    reader = stack_config("dev-gcp")
+    reader["gpu-platform:cluster"] |= {"location": "us-central1-a", "fromStack": "acme/gpu/zonal"}
+    p = cluster_stack_plan(load_spec(reader))
+    assert "nodeLocations" in p.optional and "nodeLocations" not in p.required
+    got = {**outputs, "nodeLocations": []}
+    assert check_outputs(p, got) is got
+    regional = stack_config("dev-gcp")
+    regional["gpu-platform:cluster"]["fromStack"] = "acme/gpu/regional"
+    assert "nodeLocations" in cluster_stack_plan(load_spec(regional)).required

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from ..spec.model import StackSpec
+from .gcp import gke
 
 # cloud -> the outputs a cluster stack must export (camelCase, as a Pulumi program exports them), and what each is
 AWS_OUTPUTS: dict[str, str] = {
@@ -67,6 +68,10 @@ def cluster_stack_plan(spec: StackSpec) -> ClusterStackPlan | None:
         optional.append("oidcIssuer")  # read only under karpenter.identity: irsa
     if spec.cloud == "aws" and spec.cluster.kubernetes_version:
         optional.append("kubernetesVersion")  # the stack file's wins
+    if spec.cloud == "gcp" and gke.is_zone(spec.cluster.location or ""):
+        # GKE leaves a zonal cluster's own zone out of its node locations, so a zonal cluster with no other zones
+        # exports an empty list (its own zone still counts: plan/gcp/plan.py zone_count)
+        optional.append("nodeLocations")
     return ClusterStackPlan(
         stack=ref,
         cloud=spec.cloud,

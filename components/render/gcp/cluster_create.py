@@ -15,6 +15,7 @@ from typing import Any
 import pulumi
 
 from ...plan.gcp.cluster_create import GkeCreatePlan
+from ...plan.gcp.gke import is_zone
 from ...plan.gcp.plan import OAUTH_SCOPES, nodes_per_zone, zone_count
 from ...plan.plan import Plan
 from .cluster import kubeconfig_of
@@ -300,7 +301,10 @@ class GkeCluster(pulumi.ComponentResource):
             "project": self.cluster.project,
             "endpoint": self.cluster.endpoint,
             "clusterCaCertificate": self.cluster.master_auth.cluster_ca_certificate,
-            "nodeLocations": self.cluster.node_locations,
+            # every zone the nodes are in: GKE leaves a zonal cluster's own zone out of node_locations
+            "nodeLocations": pulumi.Output.all(self.cluster.location, self.cluster.node_locations).apply(
+                lambda a: sorted(set(a[1] or []) | ({a[0]} if is_zone(a[0]) else set()))
+            ),
         }
         self.register_outputs({"endpoint": self.cluster.endpoint, "systemPool": self.system_pool.name})
 
