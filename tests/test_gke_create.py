@@ -553,6 +553,14 @@ def test_tcpx_on_a_created_cluster_needs_a_named_version():
     ]
     cfg["gpu-platform:nodePools"][0]["instanceTypes"] = ["a3-megagpu-8g"]  # TCPXO has no upper bound
     assert _version_problems(cfg) == []
+    # a pool naming its own networks on a created cluster is held to it as well
+    cfg["gpu-platform:nodePools"][0]["instanceTypes"] = ["a3-highgpu-8g"]
+    cfg["gpu-platform:nodePools"][0]["gke"]["additionalNetworks"] = [
+        {"network": f"tcpx-net-{n}", "subnetwork": f"tcpx-sub-{n}"} for n in range(1, 5)
+    ]
+    assert len(_version_problems(cfg)) == 1
+    # a found cluster's version is GKE's answer, checked at deploy
+    assert _version_problems(stack_config("prod-gcp")) == []
 
 
 def test_the_tcpx_bound_is_one_figure():
@@ -561,35 +569,70 @@ def test_the_tcpx_bound_is_one_figure():
     assert cluster_create_rules.TCPX_BROKEN_FROM.startswith("1.34.")
 
 
-@pytest.mark.parametrize(
-    ("node_version", "warned"),
-    [
-        ("1.33.5-gke.1080000", False),
-        ("1.34.1-gke.1430999", False),
-        ("1.34.1-gke.1431000", True),
-        ("1.34.2-gke.1000", True),
-        ("1.35.0-gke.100", True),
-        (None, False),
-    ],
+TCPX_WARNING = (
+    "GKE cluster ml-prod runs {version}: pools h100-train use GPUDirect-TCPX, which nodes from 1.34.1-gke.1431000 on "
+    "break (COS 125; GKE release note 2025-10-17), so their multi-node jobs lose GPUDirect; move them to "
+    "a3-megagpu-8g (TCPXO), or hold the cluster's minor upgrades (a maintenance exclusion) before the nodes reach it"
 )
-def test_a_found_cluster_whose_nodes_break_tcpx_is_a_warning(monkeypatch, tap_mocks, node_version, warned):
-    """prod-gcp runs TCPX on the networks it names; when GKE answers a node version from 1.34.1-gke.1431000 on,
-    the deploy warns and names the pool (GKE's channel upgrades the cluster whatever the program does, so it is
-    not a stop)."""
-    if node_version:
-        tap_mocks.answers["gcp:container/getCluster:getCluster"] = {"nodeVersion": node_version}
+
+
+@pytest.mark.parametrize(
+    ("answer", "warned_of"),
+    [
+        ({"masterVersion": "1.33.5-gke.1080000", "nodeVersion": "1.33.5-gke.1080000"}, None),
+        ({"masterVersion": "1.34.1-gke.1430999", "nodeVersion": "1.33.5-gke.1080000"}, None),
+        ({"masterVersion": "1.34.1-gke.1431000", "nodeVersion": "1.33.5-gke.1080000"}, "1.34.1-gke.1431000"),
+        ({"masterVersion": "1.33.5-gke.1080000", "nodeVersion": "1.34.2-gke.1000"}, "1.34.2-gke.1000"),
+        ({"masterVersion": "1.35.0-gke.100", "nodeVersion": "1.35.0-gke.100"}, "1.35.0-gke.100"),
+        ({}, None),
+    ],
+    ids=["both-before", "just-before", "control-plane-at-bound", "nodes-past", "both-past", "no-versions"],
+)
+@pytest.mark.parametrize("access", ["found", "from-stack"])
+def test_a_cluster_whose_versions_break_tcpx_is_a_warning(monkeypatch, tap_mocks, answer, warned_of, access):
+    """prod-gcp runs TCPX on the networks it names. When GKE answers a control-plane version (where a new or
+    recreated node pool starts) or a node version from 1.34.1-gke.1431000 on, the deploy warns and names the
+    pool, for a cluster found by name and one read from its stack alike (GKE's channel upgrades the cluster
+    whatever the program does, so it is not a stop)."""
+    cfg = stack_config("prod-gcp")
+    if access == "from-stack":
+        cfg["gpu-platform:cluster"]["fromStack"] = "acme/clusters/prod"
+    tap_mocks.answers["gcp:container/getCluster:getCluster"] = answer
     said: list[str] = []
     monkeypatch.setattr(pulumi.log, "warn", lambda text, *a, **k: said.append(text))
-    render_config(stack_config("prod-gcp"), "prod-gcp")
+    render_config(cfg, "prod-gcp")
     tcpx = [s for s in said if "GPUDirect-TCPX" in s]
-    if warned:
-        assert tcpx == [
-            f"GKE cluster ml-prod runs {node_version}: pools h100-train use GPUDirect-TCPX, which nodes from "
-            "1.34.1-gke.1431000 on break (COS 125; GKE release note 2025-10-17), so their multi-node jobs lose "
-            "GPUDirect; move them to a3-megagpu-8g (TCPXO) or keep their nodes before 1.34"
-        ]
-    else:
-        assert tcpx == []
+    assert tcpx == ([TCPX_WARNING.format(version=warned_of)] if warned_of else [])
+
+
+def test_a_created_cluster_with_a_tcpx_pool_is_warned_of_its_control_plane(monkeypatch):
+    """A created cluster's release channel moves it on: once GKE reports a control plane from the bound on, the
+    deploy warns too (the created cluster is a resource, not a lookup: its masterVersion output is answered)."""
+    from components.cli import synth as synth_mod
+
+    cfg = coverage_config()
+    cfg["gpu-platform:cluster"]["kubernetesVersion"] = "1.33"
+    cfg["gpu-platform:nodePools"][0]["instanceTypes"] = ["a3-highgpu-8g"]
+    del cfg["gpu-platform:pricing"]["overrides"]["a3-megagpu-8g"]
+    mocks_cls, monitor_cls = synth_mod._mock_classes()
+
+    class Versioned(mocks_cls):  # type: ignore[misc,valid-type]
+        def new_resource(self, args):
+            rid, state = super().new_resource(args)
+            if args.typ == "gcp:container/cluster:Cluster":
+                state = {**state, "masterVersion": "1.34.3-gke.1200000"}
+            return rid, state
+
+    monkeypatch.setattr(synth_mod, "_mock_classes", lambda: (Versioned, monitor_cls))
+    said: list[str] = []
+    monkeypatch.setattr(pulumi.log, "warn", lambda text, *a, **k: said.append(text))
+    render_config(cfg, "coverage-gcp-create")
+    assert [s for s in said if "GPUDirect-TCPX" in s] == [
+        "GKE cluster ml-train runs 1.34.3-gke.1200000: pools h100-mega use GPUDirect-TCPX, which nodes from "
+        "1.34.1-gke.1431000 on break (COS 125; GKE release note 2025-10-17), so their multi-node jobs lose "
+        "GPUDirect; move them to a3-megagpu-8g (TCPXO), or hold the cluster's minor upgrades (a maintenance "
+        "exclusion) before the nodes reach it"
+    ]
 
 
 def test_parallelstore_on_a_created_cluster_gets_private_services_access():

@@ -76,7 +76,9 @@ def gke_kubeconfig(p: ClusterStackPlan, plan: Plan, outputs: dict[str, Any]) -> 
     return kubeconfig_of(plan.gke.cluster, outputs["endpoint"], outputs["clusterCaCertificate"])
 
 
-def _checked_lookup(plan: Plan, outputs: pulumi.Output[dict[str, Any]], parent: pulumi.Resource) -> pulumi.Output[bool]:
+def _checked_lookup(
+    plan: Plan, outputs: pulumi.Output[dict[str, Any]], parent: pulumi.Resource
+) -> tuple[Any, pulumi.Output[bool]]:
     """The referenced cluster as GKE describes it, checked as a found one is (``gcp.cluster.problems_of``): an
     Autopilot cluster, or one without Workload Identity, stops the deploy before any node pool is sent. The stack's
     outputs say where the cluster is, not what it is; a hand-written cluster stack exports no such flags. The
@@ -93,9 +95,10 @@ def _checked_lookup(plan: Plan, outputs: pulumi.Output[dict[str, Any]], parent: 
         project=outputs.apply(lambda o: o["project"]),
         opts=pulumi.InvokeOutputOptions(parent=parent),
     )
-    return pulumi.Output.all(found.enable_autopilot, found.workload_identity_configs, found.node_version).apply(
-        lambda r: check_cluster(c, r)
-    )
+    ready = pulumi.Output.all(
+        found.enable_autopilot, found.workload_identity_configs, found.master_version, found.node_version
+    ).apply(lambda r: check_cluster(c, r))
+    return found, ready
 
 
 class GkeStackAccess(pulumi.ComponentResource):
@@ -115,7 +118,8 @@ class GkeStackAccess(pulumi.ComponentResource):
         assert p is not None and plan.gke is not None
         outputs = _reference(p, self)
         self.endpoint = outputs.apply(lambda o: o["endpoint"])
-        self.ready = _checked_lookup(plan, outputs, self)
+        # the cluster as GKE describes it (what a found cluster's lookup gives: the storage add-on check reads it)
+        self.cluster, self.ready = _checked_lookup(plan, outputs, self)
         # the zones the cluster's nodes span (optional output nodeLocations; a zonal cluster's own zone counts)
         # every node pool reads this, so none registers before the check passed (as with GkeAccess)
         self.node_locations = pulumi.Output.all(self.ready, outputs).apply(

@@ -231,11 +231,15 @@ def gke_gpudirect_version(spec: StackSpec) -> Iterator[Problem]:
     if spec.cloud != "gcp":
         return
     if version is None:
+        if gke_create(spec) is None:
+            return  # a found cluster's version is GKE's answer, checked at deploy (render/gcp/cluster.py)
         for i, pool in enumerate(spec.node_pools):
-            if needs_created_networks(spec, pool) and GPUDIRECT_MINORS[pool.instance_types[0]][1] is not None:
+            machine = pool.instance_types[0] if pool.instance_types else ""
+            gpudirect = pool.gke.additional_networks or needs_created_networks(spec, pool)
+            if gpudirect and GPUDIRECT_MINORS.get(machine, (0, None))[1] is not None:
                 yield Problem(
                     key("cluster", "kubernetesVersion"),
-                    f"is required with {gpudirect_stack(pool)} on {pool.instance_types[0]} (nodePools[{i}]) on a "
+                    f"is required with {gpudirect_stack(pool)} on {machine} (nodePools[{i}]) on a "
                     f"created cluster: a release channel's default version may be {TCPX_BROKEN_FROM} or later, "
                     "whose nodes break it; name a minor it runs on",
                 )

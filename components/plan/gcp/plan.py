@@ -62,8 +62,8 @@ class GkeClusterPlan:
     location: str | None  # a region or a zone
     kubeconfig_name: str  # the kubeconfig's cluster, context and user: gke_<project>_<location>_<name>, as gcloud
     needs_workload_identity: bool  # node pools run with GKE_METADATA, which needs a workload pool
-    # pools running GPUDirect-TCPX over the networks they name: a found cluster's version is checked against
-    # TCPX_BROKEN_FROM when it is looked up (components/render/gcp/cluster.py)
+    # pools running GPUDirect-TCPX (over the networks they name or the created ones): the cluster's versions are
+    # checked against TCPX_BROKEN_FROM at deploy (components/render/gcp/cluster.py tcpx_warning)
     tcpx_pools: tuple[str, ...] = ()
 
 
@@ -238,7 +238,8 @@ def cluster_plan(spec: StackSpec) -> GkeClusterPlan:
         tcpx_pools=tuple(
             p.name
             for p in spec.node_pools
-            if cluster_create.gpudirect_stack(p) == "GPUDirect-TCPX" and p.gke.additional_networks
+            if cluster_create.gpudirect_stack(p) == "GPUDirect-TCPX"
+            and (p.gke.additional_networks or cluster_create.needs_created_networks(spec, p))
         ),
     )
 

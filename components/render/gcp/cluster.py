@@ -77,32 +77,40 @@ def _gke_version(text: str | None) -> tuple[int, ...] | None:
     return tuple(int(g) for g in match.groups()) if match else None
 
 
-def tcpx_warning(cluster: GkeClusterPlan, version: str | None) -> str | None:
-    """The looked-up cluster runs a version whose nodes break GPUDirect-TCPX while pools run it (a warning, not a
-    stop: GKE's release channel upgrades the cluster whatever this program does, and the pools still run jobs,
-    only without GPUDirect)."""
-    have, broken = _gke_version(version), _gke_version(TCPX_BROKEN_FROM)
-    if not cluster.tcpx_pools or have is None or broken is None or have < broken:
+def tcpx_warning(cluster: GkeClusterPlan, versions: list[str | None]) -> str | None:
+    """The cluster runs a version whose nodes break GPUDirect-TCPX while pools run it: ``versions`` are the control
+    plane's (a new or recreated node pool starts at it) and the nodes' (GKE's lowest node version). A warning, not
+    a stop: GKE's release channel upgrades the cluster whatever this program does, and the pools still run jobs,
+    only without GPUDirect."""
+    broken = _gke_version(TCPX_BROKEN_FROM)
+    past = [v for v in versions if broken is not None and (_gke_version(v) or ()) >= broken]
+    if not cluster.tcpx_pools or not past:
         return None
     return (
-        f"GKE cluster {cluster.name} runs {version}: pools {', '.join(cluster.tcpx_pools)} use GPUDirect-TCPX, "
+        f"GKE cluster {cluster.name} runs {past[0]}: pools {', '.join(cluster.tcpx_pools)} use GPUDirect-TCPX, "
         f"which nodes from {TCPX_BROKEN_FROM} on break (COS 125; GKE release note 2025-10-17), so their multi-node "
-        "jobs lose GPUDirect; move them to a3-megagpu-8g (TCPXO) or keep their nodes before 1.34"
+        f"jobs lose GPUDirect; move them to a3-megagpu-8g (TCPXO), or hold the cluster's minor upgrades (a "
+        "maintenance exclusion) before the nodes reach it"
     )
 
 
+def warn_tcpx(cluster: GkeClusterPlan, versions: list[str | None]) -> bool:
+    warning = tcpx_warning(cluster, versions)
+    if warning:
+        pulumi.log.warn(warning)
+    return True
+
+
 def check_cluster(cluster: GkeClusterPlan, result: list[Any]) -> bool:
-    """``result``: the lookup's enableAutopilot, workloadIdentityConfigs and (optional) nodeVersion."""
-    autopilot, identity, *version = result
+    """``result``: the lookup's enableAutopilot and workloadIdentityConfigs, then any versions it answers
+    (masterVersion, nodeVersion) for the TCPX warning."""
+    autopilot, identity, *versions = result
     pools = [_workload_pool(c) for c in identity or []]
     problems = problems_of(cluster, autopilot, pools)
     if problems:
         # Stops preview/up before any node pool is sent to the GKE API.
         raise pulumi.RunError("; ".join(problems))
-    warning = tcpx_warning(cluster, version[0] if version else None)
-    if warning:
-        pulumi.log.warn(warning)
-    return True
+    return warn_tcpx(cluster, versions)
 
 
 class GkeAccess(pulumi.ComponentResource):
@@ -137,7 +145,10 @@ class GkeAccess(pulumi.ComponentResource):
         self.endpoint = self.cluster.endpoint
         # Checked when the lookup answers; every node pool waits on it through node_locations.
         self.ready = pulumi.Output.all(
-            self.cluster.enable_autopilot, self.cluster.workload_identity_configs, self.cluster.node_version
+            self.cluster.enable_autopilot,
+            self.cluster.workload_identity_configs,
+            self.cluster.master_version,
+            self.cluster.node_version,
         ).apply(lambda r: check_cluster(c, r))
         self.node_locations = pulumi.Output.all(self.ready, self.cluster.node_locations).apply(
             lambda r: list(r[1] or [])

@@ -18,7 +18,7 @@ from ...plan.gcp.cluster_create import GkeCreatePlan
 from ...plan.gcp.gke import is_zone
 from ...plan.gcp.plan import OAUTH_SCOPES, nodes_per_zone, zone_count
 from ...plan.plan import Plan
-from .cluster import kubeconfig_of
+from .cluster import kubeconfig_of, warn_tcpx
 
 # The autoscaler owns the node count; initialNodeCount only seeds the new pool (as for the GPU pools).
 SYSTEM_POOL_IGNORE = ["initialNodeCount", "nodeCount"]
@@ -271,10 +271,11 @@ class GkeCluster(pulumi.ComponentResource):
             p, self.cluster, account.email, pulumi.ResourceOptions(parent=self, depends_on=grants)
         )
         self.endpoint = self.cluster.endpoint
-        # The GPU node pools wait for the cluster, its system pool and the GPU subnets (through node_locations).
-        self.ready = pulumi.Output.all(self.cluster.id, self.system_pool.id, *(n.id for n in gpu_subnets)).apply(
-            lambda _: True
-        )
+        # The GPU node pools wait for the cluster, its system pool and the GPU subnets (through node_locations);
+        # the control plane's version is held to GPUDirect-TCPX's bound once GKE reports it (a warning).
+        self.ready = pulumi.Output.all(
+            self.cluster.master_version, self.cluster.id, self.system_pool.id, *(n.id for n in gpu_subnets)
+        ).apply(lambda r: warn_tcpx(gke.cluster, [r[0]]))
         self.node_locations = pulumi.Output.all(self.ready, self.cluster.node_locations).apply(
             lambda r: list(r[1] or [])
         )
