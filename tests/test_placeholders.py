@@ -7,7 +7,7 @@ import copy
 
 import pulumi
 import pytest
-from conftest import STACKS, rendered, stack_config
+from conftest import ROOT, STACKS, rendered, stack_config
 
 from components.cli import config as config_mod, synth
 from components.cli.loader import load_spec
@@ -114,3 +114,30 @@ def test_the_offline_summary_lists_the_placeholders():
     warnings = summary.split("## Warnings", 1)[1]
     for line in STARTER_LINES:
         assert f"- {line.split(': ', 1)[1]}; pulumi up refuses it" in warnings
+
+
+COMPONENT_PROGRAM = """
+import pulumi
+import pulumi_kubernetes as k8s
+from pathlib import Path
+from gpu_platform.cli.loader import load_spec
+from gpu_platform.render.platform import GpuPlatform
+from gpu_platform.spec import stackfile
+
+kube = k8s.Provider("cluster", kubeconfig="{}")
+spec = load_spec(stackfile.read(Path(%r)))
+GpuPlatform("gpu", {"spec": spec, "kubernetes_provider": kube})
+"""
+
+
+def test_the_component_stops_an_update_too(monkeypatch, tmp_path, failed_render):
+    """GpuPlatform (and the component package built on it) takes a spec to the engine as the stack program does:
+    the same refusal, its key paths in the component."""
+    import gpu_platform.render.placeholders as installed  # the name the example programs import the package by
+
+    monkeypatch.setattr(installed, "under_mock_engine", lambda: False)
+    program = tmp_path / "__main__.py"
+    program.write_text(COMPONENT_PROGRAM % str(ROOT / "stacks" / "Pulumi.starter-aws.yaml"))
+    with pytest.raises(Exception, match="stack config still holds placeholders") as err:
+        synth.run_program(program, "dev", {}, project="component-test")
+    assert "GpuPlatform gpu: gpu-platform:cluster.create.eks.publicAccessCidrs[0]: 203.0.113.0/24" in str(err.value)

@@ -6,6 +6,8 @@ from typing import Any
 
 import pulumi
 
+from ..plan import placeholders
+from ..render.placeholders import refuse, under_mock_engine
 from ..spec.model import StackSpec
 from .loader import SpecError, load_spec
 
@@ -32,24 +34,7 @@ def spec_from_pulumi_config() -> StackSpec:
     return spec
 
 
-def under_mock_engine() -> bool:
-    """The offline synth (``pulumi.runtime.set_mocks``) is running the program."""
-    from pulumi.runtime.mocks import MockMonitor
-    from pulumi.runtime.settings import get_monitor
-
-    return isinstance(get_monitor(), MockMonitor)
-
-
 def refuse_placeholders(spec: StackSpec, source: str, *, dry_run: bool) -> None:
-    """Documentation values left in the cluster section (``plan/placeholders.py``): a preview warns, an update
-    stops before anything is registered."""
-    from ..plan import placeholders
-
-    lines = [p.line(source) for p in placeholders.problems(spec)]
-    if not lines:
-        return
-    if dry_run:
-        for line in lines:
-            pulumi.log.warn(f"{line}; pulumi up refuses it")
-        return
-    raise pulumi.RunError("stack config still holds placeholders:\n" + "\n".join(lines))
+    """Documentation values left in the stack file (``plan/placeholders.py``), as ``render/placeholders.refuse``
+    takes them: a preview warns, an update stops."""
+    refuse([p.line(source) for p in placeholders.problems(spec)], dry_run=dry_run)
