@@ -656,8 +656,17 @@ def test_parallelstore_on_a_created_cluster_gets_private_services_access():
         "reservedPeeringRanges": ["ml-train-psa"],
     }
     assert "gke-private-service-access" in peering.depends_on
+    # protected as the claims are: the retained instances still use the peering once the file system is gone
+    assert reserved.protect is True and peering.protect is True
     (provider,) = r.of_type("pulumi:providers:kubernetes")
     assert "gke-private-service-access" in provider.depends_on
+
+
+def test_unprotected_storage_leaves_private_services_access_unprotected():
+    cfg = coverage_config()
+    cfg["gpu-platform:storage"]["protect"] = False
+    r = render_config(cfg, "coverage-gcp-create")
+    assert [x.protect for x in r.of_type("gcp:servicenetworking/connection:Connection")] == [False]
 
 
 def test_no_parallelstore_no_private_services_access():

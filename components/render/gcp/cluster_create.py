@@ -30,13 +30,19 @@ SYSTEM_POOL_IGNORE = ["initialNodeCount", "nodeCount"]
 PSA_PREFIX_LENGTH = 24
 
 
-def _private_service_access(p: GkeCreatePlan, network: Any, child: pulumi.ResourceOptions) -> Any | None:
+def _private_service_access(p: GkeCreatePlan, network: Any, plan: Plan, parent: pulumi.Resource) -> Any | None:
     """Parallelstore's private services access: a reserved VPC_PEERING range and the peering connection to
     servicenetworking.googleapis.com (cluster-toolkit community/modules/network/private-service-access/main.tf).
-    The connection, or None when the stack has no Parallelstore file system."""
+    The connection, or None when the stack has no Parallelstore file system.
+
+    Protected as the storage's claims are (``storage.protect``): the instances they made are retained
+    (``reclaimPolicy: Retain``) and still reach the VPC through this peering, so removing the file system from the
+    stack must not delete it by the way."""
     if p.private_service_access is None:
         return None
     import pulumi_gcp as gcp
+
+    child = pulumi.ResourceOptions(parent=parent, protect=plan.storage is not None and plan.storage.protect)
 
     reserved = gcp.compute.GlobalAddress(
         "gke-private-service-access",
@@ -242,7 +248,7 @@ class GkeCluster(pulumi.ComponentResource):
         s = p.system_pool
         child = pulumi.ResourceOptions(parent=self)
         network, subnet = _network(p, child)
-        psa = _private_service_access(p, network, child)
+        psa = _private_service_access(p, network, plan, self)
         gpu_subnets = _gpu_networks(p, child)
         account = gcp.serviceaccount.Account(
             "gke-system-nodes",
