@@ -84,6 +84,13 @@ def test_subnet_tags_let_karpenter_and_load_balancers_find_them():
 
 # The EKS add-on builds per minor, as AWS's pages name them (see versions.EKS_ADDON_VERSIONS for each source).
 ADDON_BUILDS = {
+    "1.33": {
+        "vpc-cni": "v1.21.1-eksbuild.7",
+        "coredns": "v1.13.2-eksbuild.4",
+        "kube-proxy": "v1.33.10-eksbuild.13",
+        "eks-pod-identity-agent": "v1.3.10-eksbuild.2",
+        "aws-ebs-csi-driver": "v1.56.0-eksbuild.1",
+    },
     "1.34": {
         "vpc-cni": "v1.21.1-eksbuild.7",
         "coredns": "v1.13.2-eksbuild.7",
@@ -111,14 +118,28 @@ def test_every_addon_is_pinned_for_the_kubernetes_version(version):
     assert p.node_monitoring_agent_version == "v1.6.6-eksbuild.1"
 
 
-def test_a_new_cluster_starts_on_a_minor_in_standard_support():
-    """1.33 left EKS standard support on 2026-07-29: a new cluster on it would pay extended support at once."""
+def test_a_cluster_on_a_minor_in_extended_support_still_deploys_and_pays_for_it():
+    """1.33 left EKS standard support on 2026-07-29: a cluster created on it keeps deploying (its add-ons pinned),
+    the summary says so, and the cost counts the extended-support control plane ($0.60 an hour)."""
+    from components.explain import summary as summary_mod
+    from components.plan import cost
+
     cfg = starter()
     cfg[CLUSTER]["kubernetesVersion"] = "1.33"
-    assert problems(cfg) == [
-        "gpu-platform:cluster.kubernetesVersion: 1.33 has no EKS add-on versions here (have: 1.34, 1.35, the "
-        "minors in EKS standard support)"
+    assert problems(cfg) == []
+    spec = load_spec(cfg)
+    warned = [w for w in summary_mod.warnings(plan_mod.build(spec, "t")) if "standard support" in w]
+    assert warned == [
+        "cluster.kubernetesVersion 1.33: EKS standard support ended 2026-07-29; EKS bills the control plane as "
+        "extended support ($0.60 an hour instead of $0.10) until the cluster is upgraded (the cost counts it)"
     ]
+    plane = [f for f in cost.fixed_costs(spec) if f["item"].startswith("EKS control plane")]
+    assert [(f["item"], f["hourlyUsd"]) for f in plane] == [
+        ("EKS control plane (extended support)", {"min": 0.6, "max": 0.6})
+    ]
+    cfg[CLUSTER]["kubernetesVersion"] = "1.35"
+    plane = [f for f in cost.fixed_costs(load_spec(cfg)) if f["item"].startswith("EKS control plane")]
+    assert [(f["item"], f["hourlyUsd"]) for f in plane] == [("EKS control plane", {"min": 0.1, "max": 0.1})]
 
 
 def test_a_minor_near_the_end_of_standard_support_is_a_warning():
@@ -343,8 +364,7 @@ def test_version_rules():
     cfg = starter()
     cfg[CLUSTER]["kubernetesVersion"] = "1.29"
     assert problems(cfg) == [
-        "gpu-platform:cluster.kubernetesVersion: 1.29 has no EKS add-on versions here (have: 1.34, 1.35, the minors "
-        "in EKS standard support)"
+        "gpu-platform:cluster.kubernetesVersion: 1.29 has no EKS add-on versions here (have: 1.33, 1.34, 1.35)"
     ]
     del cfg[CLUSTER]["kubernetesVersion"]
     assert problems(cfg) == [
@@ -524,3 +544,16 @@ def test_irsa_on_a_created_cluster_gets_an_oidc_provider_its_roles_trust():
     )
     assert "oidc" in role.depends_on
     assert rendered(STARTER).of_type("aws:iam/openIdConnectProvider:OpenIdConnectProvider") == []
+
+
+def test_node_groups_of_a_created_cluster_follow_its_version():
+    """Raising cluster.kubernetesVersion upgrades the control plane and then rolls the created cluster's node
+    groups (their version is the cluster's); a found cluster's node groups name none (its upgrades are its
+    owner's)."""
+    cfg = yaml.safe_load((ROOT / "tests" / "fixtures" / "coverage" / "Pulumi.coverage-aws-create.yaml").read_text())
+    r = render_config(cfg["config"], "coverage-aws-create")
+    versions_by_group = {g.name: g.inputs.get("version") for g in r.of_type("aws:eks/nodeGroup:NodeGroup")}
+    assert len(versions_by_group) >= 2 and set(versions_by_group.values()) == {"1.34"}, versions_by_group
+    assert rendered(STARTER).find("aws:eks/nodeGroup:NodeGroup", "system-nodes").inputs["version"] == "1.35"
+    found = rendered("dev-aws").of_type("aws:eks/nodeGroup:NodeGroup")
+    assert found and all("version" not in g.inputs for g in found)

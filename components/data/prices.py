@@ -112,6 +112,11 @@ FIXED: dict[str, tuple[float, str, frozenset[str] | None]] = {
         "https://aws.amazon.com/eks/pricing/ ($0.10 per cluster per hour, standard support)",
         None,
     ),
+    "eks-control-plane-extended": (
+        0.60,
+        "https://aws.amazon.com/eks/pricing/ ($0.60 per cluster per hour, extended support)",
+        None,
+    ),
     "nat-gateway": (
         0.045,
         "https://aws.amazon.com/vpc/pricing/ (NAT gateway $0.045 per hour in US East (N. Virginia); data processed "

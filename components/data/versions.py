@@ -387,12 +387,24 @@ def bundled_digests() -> list[str]:
 #   image tag (charts/eks-node-monitoring-agent/values.yaml nodeAgent.image.tag, v1.6.6-eksbuild.1 on 2026-06-10),
 #   and the add-on carries the same strings (a pin from `aws eks describe-addon-versions --kubernetes-version 1.36`
 #   names v1.6.6-eksbuild.1; the agent has no per-minor builds).
-# The minors are those a new cluster may start on: in EKS standard support on the date read (the EKS user guide's
-# release calendar, kubernetes-versions.html: 1.33 left standard support 2026-07-29, so a new 1.33 cluster would pay
-# extended support from its first hour). 1.36 is released on EKS, but no AWS page read here names its coredns,
-# vpc-cni, pod identity or EBS CSI build; add it once `aws eks describe-addon-versions --kubernetes-version 1.36`
-# can be read. A minor missing here is refused before deploy.
+# The minors: those in EKS standard support on the date read, and 1.33, which left it on 2026-07-29 (the EKS user
+# guide's release calendar, kubernetes-versions.html). 1.36 is released on EKS, but no AWS page read here names its
+# coredns, vpc-cni, pod identity or EBS CSI build (the node monitoring agent's pin above comes from a third-party
+# 1.36 pin, which the agent's single build line makes usable for every minor); add 1.36 once
+# `aws eks describe-addon-versions --kubernetes-version 1.36` can be read. A minor missing here is refused before
+# deploy.
 EKS_ADDON_VERSIONS: dict[str, dict[str, str | None]] = {
+    # 1.33 is in extended support (the summary warns, the cost counts $0.60 an hour): kept so that a cluster
+    # created on it keeps deploying until it is upgraded. coredns: the guide's 1.33 row as the zh_cn copy of
+    # managing-coredns.md gives it (v1.13.2-eksbuild.4); kube-proxy: the ja_jp copy's "1.33 | v1.33.10-eksbuild.13".
+    "1.33": {
+        "vpc-cni": "v1.21.1-eksbuild.7",
+        "coredns": "v1.13.2-eksbuild.4",
+        "kube-proxy": "v1.33.10-eksbuild.13",
+        "eks-pod-identity-agent": "v1.3.10-eksbuild.2",
+        "aws-ebs-csi-driver": "v1.56.0-eksbuild.1",
+        "eks-node-monitoring-agent": "v1.6.6-eksbuild.1",
+    },
     "1.34": {
         "vpc-cni": "v1.21.1-eksbuild.7",
         "coredns": "v1.13.2-eksbuild.7",
@@ -412,5 +424,12 @@ EKS_ADDON_VERSIONS: dict[str, dict[str, str | None]] = {
 }
 # End of EKS standard support per minor (kubernetes-versions.html release calendar; 1.35 from endoflife.date's
 # amazon-eks page, the AWS copies read stopping at 1.34): after it EKS bills the control plane as extended support.
-EKS_STANDARD_SUPPORT_ENDS: dict[str, str] = {"1.34": "2026-12-02", "1.35": "2027-03-27"}
+EKS_STANDARD_SUPPORT_ENDS: dict[str, str] = {"1.33": "2026-07-29", "1.34": "2026-12-02", "1.35": "2027-03-27"}
 EKS_TABLES_READ = "2026-11-26"  # the date the add-on and support tables above were read
+
+
+def eks_extended_support(kubernetes_version: str | None) -> bool:
+    """The minor had left EKS standard support when the tables were read (a fixed date: the answer does not
+    change from day to day)."""
+    ends = EKS_STANDARD_SUPPORT_ENDS.get(kubernetes_version or "")
+    return ends is not None and ends <= EKS_TABLES_READ

@@ -101,9 +101,9 @@ SUPPORT_WARNING_DAYS = 90
 
 
 def _support_ending(decided: Plan) -> list[str]:
-    """A created EKS cluster whose minor leaves standard support within ``SUPPORT_WARNING_DAYS`` of the date the
-    tables were read (a fixed date, so the summary stays the same from day to day): after it the control plane is
-    billed as extended support, $0.60 an hour instead of $0.10."""
+    """A created EKS cluster whose minor has left standard support, or leaves it within ``SUPPORT_WARNING_DAYS`` of
+    the date the tables were read (a fixed date, so the summary stays the same from day to day): then the control
+    plane is billed as extended support, $0.60 an hour instead of $0.10."""
     import datetime
 
     c = decided.eks_create
@@ -113,10 +113,17 @@ def _support_ending(decided: Plan) -> list[str]:
     left = (datetime.date.fromisoformat(ends) - datetime.date.fromisoformat(versions.EKS_TABLES_READ)).days
     if left > SUPPORT_WARNING_DAYS:
         return []
+    extended = (
+        "EKS bills the control plane as extended support ($0.60 an hour instead of $0.10) until the cluster is upgraded"
+    )
+    if left <= 0:
+        return [
+            f"cluster.kubernetesVersion {c.kubernetes_version}: EKS standard support ended {ends}; {extended} "
+            "(the cost counts it)"
+        ]
     return [
         f"cluster.kubernetesVersion {c.kubernetes_version}: EKS standard support ends {ends} ({left} days after "
-        f"{versions.EKS_TABLES_READ}, when the tables were read); then EKS bills the control plane as extended support "
-        "($0.60 an hour instead of $0.10) until the cluster is upgraded"
+        f"{versions.EKS_TABLES_READ}, when the tables were read); then {extended}"
     ]
 
 

@@ -23,7 +23,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from ..data import catalog, prices
+from ..data import catalog, prices, versions
 from ..data.prices import Price
 from ..spec.model import NodePool, Problem, StackSpec, Tenant, key, rule
 from . import derive
@@ -303,7 +303,7 @@ def fixed_costs(spec: StackSpec) -> list[dict[str, Any]]:
     else:
         nat = 1 if c.eks.nat_gateways == "one" else len(set(c.eks.availability_zones))
         items = [
-            ("EKS control plane", 1, 1, prices.fixed_price("eks-control-plane", where)),
+            _eks_control_plane(spec, where),
             ("NAT gateway", nat, nat, prices.fixed_price("nat-gateway", where)),
             (
                 f"system nodes ({s.instance_type}, on-demand)",
@@ -323,6 +323,12 @@ def fixed_costs(spec: StackSpec) -> list[dict[str, Any]]:
         }
         for item, lo, hi, price in items
     ]
+
+
+def _eks_control_plane(spec: StackSpec, where: str | None) -> tuple[str, int, int, Price]:
+    if versions.eks_extended_support(spec.cluster.kubernetes_version):
+        return ("EKS control plane (extended support)", 1, 1, prices.fixed_price("eks-control-plane-extended", where))
+    return ("EKS control plane", 1, 1, prices.fixed_price("eks-control-plane", where))
 
 
 def _gke_fixed(spec: StackSpec, where: str | None) -> list[tuple[str, int, int, Price]]:

@@ -322,7 +322,7 @@ def eks_create_rules(spec: StackSpec) -> Iterator[Problem]:
         have = ", ".join(versions.EKS_ADDON_VERSIONS)
         yield Problem(
             key("cluster", "kubernetesVersion"),
-            f"{version} has no EKS add-on versions here (have: {have}, the minors in EKS standard support)",
+            f"{version} has no EKS add-on versions here (have: {have})",
         )
     zones = eks.availability_zones
     if len(set(zones)) < 2:

@@ -376,6 +376,8 @@ class EksCluster(pulumi.ComponentResource):
             scaling_config=plain(ng.scaling),
             update_config={"max_unavailable": 1},
             launch_template={"id": template.id, "version": template.latest_version.apply(str)},
+            # the control plane's version: an upgrade of cluster.kubernetesVersion rolls the system nodes after it
+            version=cluster.version,
             labels=plain(ng.labels),
             region=c.region,
             tags=plain(c.tags),

@@ -213,6 +213,9 @@ class EksGpuNodeGroups(pulumi.ComponentResource):
                 update_config=plain(ng.update_config),
                 node_repair_config={"enabled": ng.auto_repair},
                 launch_template={"id": template.id, "version": template.latest_version.apply(str)},
+                # on a created cluster the group follows its control plane: raising cluster.kubernetesVersion
+                # upgrades the control plane, then rolls the nodes (a found cluster's upgrades are its owner's)
+                **({"version": cluster.version} if plan.eks_create is not None else {}),
                 labels=plain(ng.labels),
                 taints=plain(ng.taints),
                 tags=plain(ng.tags),
