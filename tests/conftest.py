@@ -162,3 +162,25 @@ def tap_mocks(monkeypatch) -> MockTap:
 
     monkeypatch.setattr(synth, "_mock_classes", lambda: (Tapped, monitor_cls))
     return tap
+
+
+def strict_crd_schema(schema: Any) -> Any:
+    """A CRD's openAPIV3Schema as JSON Schema that also refuses unknown fields (what the API server prunes or, with
+    fieldValidation=Strict, refuses): every object with ``properties`` and no ``additionalProperties`` or
+    ``x-kubernetes-preserve-unknown-fields`` gets ``additionalProperties: false``; int-or-string fields accept both."""
+    if isinstance(schema, list):
+        return [strict_crd_schema(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: strict_crd_schema(v) for k, v in schema.items()}
+    if (
+        "properties" in out
+        and "additionalProperties" not in out
+        and not out.get("x-kubernetes-preserve-unknown-fields")
+    ):
+        out["additionalProperties"] = False
+    if out.get("x-kubernetes-int-or-string"):
+        out.pop("type", None)
+        out.pop("anyOf", None)
+        out["type"] = ["integer", "string"]
+    return out

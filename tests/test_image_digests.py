@@ -91,8 +91,11 @@ def images_set_by_the_platform(name: str) -> set[str]:
 
 
 def _path_and_tag(image: str) -> str:
-    """registry.k8s.io/autoscaling/cluster-autoscaler:v1.33.6 -> autoscaling/cluster-autoscaler:v1.33.6"""
-    return image.split("/", 1)[1] if "/" in image else image
+    """registry.k8s.io/autoscaling/cluster-autoscaler:v1.33.6 -> autoscaling/cluster-autoscaler:v1.33.6; a Docker Hub
+    reference has no registry host to drop (pytorch/pytorch:2.10.0 stays): the first segment is a host only with a
+    dot or a port, or localhost (distribution/reference's rule)."""
+    first, _, rest = image.partition("/")
+    return rest if rest and ("." in first or ":" in first or first == "localhost") else image
 
 
 @pytest.mark.parametrize("name", ALL)

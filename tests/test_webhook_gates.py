@@ -13,7 +13,7 @@ import re
 
 import pytest
 import yaml
-from conftest import STACKS, UPSTREAM, manifest, render_config, rendered, stack_config
+from conftest import STACKS, UPSTREAM, manifest, release, render_config, rendered, stack_config, strict_crd_schema
 from jsonschema import Draft7Validator
 
 from components.cli.loader import SpecError, load_spec
@@ -25,6 +25,7 @@ GATED = {
     # type prefix of the guarded CRs -> (probe Job resource name, release resource name)
     "kubernetes:kueue.x-k8s.io/": ("kueue-webhook-ready", "kueue"),
     "kubernetes:scheduling.volcano.sh/": ("volcano-webhook-ready", "volcano"),
+    "kubernetes:trainer.kubeflow.org/": ("trainer-webhook-ready", "trainer"),
 }
 
 
@@ -45,8 +46,10 @@ def test_every_guarded_custom_resource_depends_directly_on_its_webhook_gate(stac
     # and the gate itself waits for the release (CRDs, webhook configurations) and its own RBAC
     spec = r.spec
     for prefix, (gate, rel) in GATED.items():
-        on = (prefix.startswith("kubernetes:kueue") and spec.addons.kueue) or (
-            prefix.startswith("kubernetes:scheduling.volcano") and spec.addons.volcano
+        on = (
+            (prefix.startswith("kubernetes:kueue") and spec.addons.kueue)
+            or (prefix.startswith("kubernetes:scheduling.volcano") and spec.addons.volcano)
+            or (prefix.startswith("kubernetes:trainer") and spec.addons.trainer)
         )
         if not on:
             with pytest.raises(KeyError):
@@ -81,10 +84,10 @@ def test_prod_gcp_admission_checks_wait_for_the_gate():
         assert all("kueue-webhook-ready" in x.depends_on for x in found)
 
 
-@pytest.mark.parametrize("addon", ["kueue", "volcano"])
+@pytest.mark.parametrize("addon", ["kueue", "volcano", "trainer"])
 def test_probe_job_is_restricted_pinned_and_on_system_nodes(addon):
     r = rendered("prod-aws")
-    ns = {"kueue": versions.KUEUE.namespace, "volcano": versions.VOLCANO.namespace}[addon]
+    ns = {"kueue": versions.KUEUE.namespace, "volcano": versions.VOLCANO.namespace, "trainer": "kubeflow-system"}[addon]
     record = r.find("kubernetes:batch/v1:Job", f"{addon}-webhook-ready")
     assert record.inputs["metadata"]["namespace"] == ns
     job = record.inputs["spec"]
@@ -110,14 +113,18 @@ def test_probe_job_is_restricted_pinned_and_on_system_nodes(addon):
 
 @pytest.mark.parametrize(
     ("addon", "group", "resource"),
-    [("kueue", "kueue.x-k8s.io", "resourceflavors"), ("volcano", "scheduling.volcano.sh", "queues")],
+    [
+        ("kueue", "kueue.x-k8s.io", "resourceflavors"),
+        ("volcano", "scheduling.volcano.sh", "queues"),
+        ("trainer", "trainer.kubeflow.org", "clustertrainingruntimes"),
+    ],
 )
 def test_probe_may_only_create_the_probed_resource(addon, group, resource):
     r = rendered("prod-aws")
     role = manifest(r, "ClusterRole", f"gpu-platform-{addon}-webhook-probe")
     assert role["rules"] == [{"apiGroups": [group], "resources": [resource], "verbs": ["create"]}]
     binding = manifest(r, "ClusterRoleBinding", f"gpu-platform-{addon}-webhook-probe")
-    ns = {"kueue": "kueue-system", "volcano": "volcano-system"}[addon]
+    ns = {"kueue": "kueue-system", "volcano": "volcano-system", "trainer": "kubeflow-system"}[addon]
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": f"{addon}-webhook-probe", "namespace": ns}]
     assert binding["roleRef"]["name"] == f"gpu-platform-{addon}-webhook-probe"
 
@@ -131,7 +138,7 @@ def test_probe_may_only_create_the_probed_resource(addon, group, resource):
 )
 def test_probed_object_validates_and_is_what_the_role_allows(addon, schema):
     r = rendered("prod-aws")
-    ns = {"kueue": "kueue-system", "volcano": "volcano-system"}[addon]
+    ns = {"kueue": "kueue-system", "volcano": "volcano-system", "trainer": "kubeflow-system"}[addon]
     cm = manifest(r, "ConfigMap", f"{addon}-webhook-ready", ns)
     obj = yaml.safe_load(cm["data"][webhooks.PROBE_FILE])
     validator = Draft7Validator(json.loads((UPSTREAM / schema).read_text()))
@@ -286,12 +293,12 @@ def test_a_guarded_object_names_its_gate_and_is_unknown_in_a_preview_until_the_g
 
 @pytest.mark.parametrize("stack", ["local", "prod-aws", "prod-gcp"])
 def test_gated_releases_skip_helms_wait_and_the_others_keep_it(stack):
-    """A gated release (Kueue, Volcano) leaves readiness to its gate and does not wait on uninstall, where Helm
-    polls for a ClusterRole the aggregation controller re-created (a destroy hung on it under the real engine);
-    every other release keeps Helm's wait (its readiness is the only signal a broken install gives)."""
+    """A gated release (Kueue, Volcano, the Trainer) leaves readiness to its gate and does not wait on uninstall,
+    where Helm polls for a ClusterRole the aggregation controller re-created (a destroy hung on it under the real
+    engine); every other release keeps Helm's wait (its readiness is the only signal a broken install gives)."""
     releases = {r.name: r.inputs for r in rendered(stack).resources if r.type == "kubernetes:helm.sh/v3:Release"}
     gated = {rel for _, (_, rel) in GATED.items()} & set(releases)
-    assert gated == {"kueue", "volcano"} & set(releases) and gated
+    assert gated == {"kueue", "volcano", "trainer"} & set(releases) and gated
     for name, inputs in releases.items():
         assert inputs.get("skipAwait", False) is (name in gated), name
 
@@ -307,3 +314,40 @@ def test_every_image_the_platform_sets_itself_is_pinned_by_digest(stack):
     ]
     assert images, stack
     assert all(re.fullmatch(r"[a-z0-9.\-/]+:[\w.\-]+@sha256:[0-9a-f]{64}", i) for i in images), images
+
+
+def test_the_trainer_gate_dry_runs_the_runtime_the_platform_then_creates():
+    """The Trainer's chart would create ClusterTrainingRuntimes in the same Helm install as the fail-closed webhook
+    that guards them, before the manager serves it: the release makes none, the gate dry-runs the runtime (same
+    spec, the probe's name), and the runtime object waits for the gate. Both validate against the upstream CRD."""
+    from components.plan import operators
+
+    r = rendered("prod-aws")
+    assert release(r, "kubeflow-trainer")["values"]["runtimes"] == {"torchDistributed": {"enabled": False}}
+    cm = manifest(r, "ConfigMap", "trainer-webhook-ready", "kubeflow-system")
+    probed = yaml.safe_load(cm["data"][webhooks.PROBE_FILE])
+    (runtime,) = r.of_type("kubernetes:trainer.kubeflow.org/v1alpha1:ClusterTrainingRuntime")
+    assert runtime.inputs["metadata"]["name"] == "torch-distributed"
+    assert probed["spec"] == runtime.inputs["spec"] and probed["metadata"]["name"] == webhooks.PROBE_OBJECT_NAME
+    assert {"trainer", "trainer-webhook-ready"} <= set(runtime.depends_on)
+    crd = yaml.safe_load(
+        (UPSTREAM / "crds" / "kubeflow-trainer" / "trainer.kubeflow.org_clustertrainingruntimes.yaml").read_text()
+    )
+    (version,) = crd["spec"]["versions"]
+    validator = Draft7Validator(strict_crd_schema(version["schema"]["openAPIV3Schema"]))
+    assert [e.message for e in validator.iter_errors(probed)] == []
+    assert operators.trainer_probe(r.spec).namespace == "kubeflow-system"
+
+
+def test_the_runtime_image_follows_the_image_registry():
+    """The runtime's image is one the platform sets: with imageRegistry it comes from the mirror, under Docker Hub's
+    host as the mirror's first path segment (versions.image's layout); the gate dry-runs the same image."""
+    cfg = stack_config("prod-aws")
+    cfg["gpu-platform:imageRegistry"] = "harbor.internal/mirror"
+    r = render_config(cfg, "prod-aws")
+    (runtime,) = r.of_type("kubernetes:trainer.kubeflow.org/v1alpha1:ClusterTrainingRuntime")
+    (job,) = runtime.inputs["spec"]["template"]["spec"]["replicatedJobs"]
+    (container,) = job["template"]["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == "harbor.internal/mirror/docker.io/pytorch/pytorch:2.10.0-cuda12.8-cudnn9-runtime"
+    cm = manifest(r, "ConfigMap", "trainer-webhook-ready", "kubeflow-system")
+    assert yaml.safe_load(cm["data"][webhooks.PROBE_FILE])["spec"] == runtime.inputs["spec"]

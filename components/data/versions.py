@@ -122,6 +122,9 @@ CLUSTER_AUTOSCALER_IMAGE_TAGS: dict[str, str] = {
 # (kubernetes/k8s.io registry.k8s.io/images/k8s-staging-autoscaling/images.yaml), whose stored copies end at
 # cluster-autoscaler v1.33.1, or `crane digest` where the registry can be reached, which this project's machines
 # cannot. To pin one, write the tag as "vX.Y.Z@sha256:<digest>" (the charts render "repository:tag").
+# The image of the Kubeflow Trainer's ClusterTrainingRuntime torch-distributed, the platform's copy of the chart's
+# runtime (charts/kubeflow-trainer/templates/runtimes/torch-distributed.yaml at 2.2.1; components/plan/operators.py).
+TRAINER_TORCH_RUNTIME_IMAGE = "pytorch/pytorch:2.10.0-cuda12.8-cudnn9-runtime"
 IMAGES_WITHOUT_DIGEST: dict[str, str] = {
     **{
         f"autoscaling/cluster-autoscaler:{tag}": "no citable digest: the promoter manifest's copies end at v1.33.1"
@@ -129,6 +132,8 @@ IMAGES_WITHOUT_DIGEST: dict[str, str] = {
     },
     "eks/aws-efa-k8s-device-plugin:v0.5.20": "the chart's default tag (aws-efa-k8s-device-plugin v0.5.30): EKS's ECR "
     "registries publish no digest list, and none can be read from here",
+    TRAINER_TORCH_RUNTIME_IMAGE: "the trainer chart's runtime image, as its template names it: Docker Hub's digest "
+    "for the tag cannot be read from here",
 }
 
 

@@ -37,13 +37,14 @@ only for the data cache (Chart.yaml condition ``dataCache.enabled,dataCache.lws.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ..data import versions
 from ..spec.model import Problem, StackSpec, key, rule
 from ..spec.options import INTEGRATION_OPERATOR
 from . import derive, webhooks
+from .frozen import plain
 from .webhooks import pdb, spread
 
 JOBSET = versions.JOBSET
@@ -127,14 +128,74 @@ def kuberay_values(spec: StackSpec) -> dict[str, Any]:
     return {"nodeSelector": derive.system_node_selector(spec)}
 
 
+# The ClusterTrainingRuntime torch-distributed, so a TrainJob has a PyTorch runtime to reference
+# (examples/trainjob-training.yaml): the object charts/kubeflow-trainer/templates/runtimes/torch-distributed.yaml
+# renders at v2.2.1 (its image the template's), made by the platform instead of the chart. In the chart it is an
+# object of the same Helm install as the ValidatingWebhookConfiguration that guards ClusterTrainingRuntimes
+# (templates/webhook/validating_webhook_configuration.yaml, failurePolicy Fail): Helm creates custom resources
+# after the webhook configuration without waiting for the manager that serves it, so the first install is refused
+# ("failed calling webhook"). Upstream's own manifests install the manager first and the runtimes after it is
+# ready (manifests/overlays/manager, then manifests/overlays/runtimes); here the runtime waits for the webhook gate
+# (``trainer_probe``: a server-side dry-run of the same runtime).
+TRAINER_API = "trainer.kubeflow.org/v1alpha1"
+TORCH_RUNTIME = "torch-distributed"
+TORCH_RUNTIME_IMAGE = versions.TRAINER_TORCH_RUNTIME_IMAGE
+
+
+def torch_runtime_spec(spec: StackSpec) -> dict[str, Any]:
+    """The runtime's spec; its image from ``imageRegistry`` when the stack names one (Docker Hub's image keeps
+    its source registry as the mirror's first path segment, as ``versions.image`` lays mirrors out)."""
+    image = TORCH_RUNTIME_IMAGE
+    if spec.image_registry:
+        image = versions.image(f"docker.io/{TORCH_RUNTIME_IMAGE}", spec.image_registry)
+    return {
+        "mlPolicy": {"numNodes": 1, "torch": {}},
+        "template": {
+            "spec": {
+                "replicatedJobs": [
+                    {
+                        "name": "node",
+                        "template": {
+                            "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+                            "spec": {"template": {"spec": {"containers": [{"name": "node", "image": image}]}}},
+                        },
+                    }
+                ]
+            }
+        },
+    }
+
+
+def torch_runtime(runtime_spec: Mapping[str, Any]) -> dict[str, Any]:
+    """The ClusterTrainingRuntime object of ``runtime_spec`` (``torch_runtime_spec``, which the trainer's probe
+    carries: the gate dry-runs exactly what is then created); labels: the template's framework label and the
+    platform's."""
+    return {
+        "apiVersion": TRAINER_API,
+        "kind": "ClusterTrainingRuntime",
+        "metadata": {
+            "name": TORCH_RUNTIME,
+            "labels": {"trainer.kubeflow.org/framework": "torch", **derive.MANAGED_BY},
+        },
+        "spec": plain(runtime_spec),
+    }
+
+
+def trainer_probe(spec: StackSpec) -> webhooks.Probe:
+    """A dry-run of the runtime itself: it passes the validating webhook on ClusterTrainingRuntimes, served by the
+    manager that also serves the TrainJob webhooks."""
+    chart = versions.for_spec(TRAINER, spec)
+    return webhooks.custom_resource_probe(
+        "trainer", chart, TRAINER_API, "ClusterTrainingRuntime", "clustertrainingruntimes", torch_runtime_spec(spec)
+    )
+
+
 def trainer_values(spec: StackSpec) -> dict[str, Any]:
     """Values of the kubeflow-trainer release; every path exists in the pinned chart's values.yaml."""
     return {
         "jobset": {"install": False},  # the platform's JobSet (addons.jobset), not a second one (module docstring)
-        # The ClusterTrainingRuntime torch-distributed (charts/kubeflow-trainer/templates/runtimes/
-        # torch-distributed.yaml, off by default: values.yaml runtimes.torchDistributed.enabled), so a TrainJob
-        # has a PyTorch runtime to reference (examples/trainjob-training.yaml); the others stay off.
-        "runtimes": {"torchDistributed": {"enabled": True}},
+        # no runtime from the chart: the platform makes torch-distributed after the webhook answers (above)
+        "runtimes": {"torchDistributed": {"enabled": False}},
         "manager": {
             "replicas": WEBHOOK_REPLICAS,
             "nodeSelector": derive.system_node_selector(spec),

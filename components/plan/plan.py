@@ -133,7 +133,7 @@ class AddonPlan:
     release: str
     options: Mapping[str, Any]
     values: Mapping[str, Any] | None = None  # the release's values, where they follow from the spec alone
-    probe: Any = None  # its webhook gate's probe (plan/webhooks.py Probe), for Kueue and Volcano
+    probe: Any = None  # its webhook gate's probe (plan/webhooks.py Probe): Kueue, Volcano, the Trainer
     gate_job: Mapping[str, Any] | None = None  # the gate's Job spec (system nodes, image registry), with a probe
     # The cloud admits system-critical pods outside kube-system only under a ResourceQuota (GKE): the add-on's
     # namespace gets one where its pods run at such a priority.
@@ -389,7 +389,11 @@ def addon_plan(spec: StackSpec, chart: versions.Chart, enabled: bool, options: d
         "volcano": volcano_plan.helm_values,
         **operators.VALUES,
     }
-    probe_of = {"kueue": kueue_plan.webhook_probe, "volcano": volcano_plan.webhook_probe}
+    probe_of = {
+        "kueue": kueue_plan.webhook_probe,
+        "volcano": volcano_plan.webhook_probe,
+        "trainer": operators.trainer_probe,
+    }
     values = values_of.get(chart.key) if enabled else None
     probe = probe_of.get(chart.key)(spec) if enabled and chart.key in probe_of else None
     quota = enabled and spec.cloud == "gcp"

@@ -15,6 +15,7 @@ from ..plan.operators import (  # re-exported: what the objects are made of
     LEADER_WORKER_SET as LEADER_WORKER_SET,
     TRAINER as TRAINER,
     lws_pdb as lws_pdb,
+    torch_runtime as torch_runtime,
     trainer_pdb as trainer_pdb,
 )
 from ..plan.plan import Plan, plain
@@ -33,7 +34,8 @@ class Operator(addon.ChartAddon):
         # no system-critical priority class on these pods: no GKE critical-pods quota
         before = self.create_namespace(addon.NamespacePolicy(self.PREFIX, k8s.psa_labels(self.POD_SECURITY)))
         decided = self.plan.addons[self.CHART.key]
-        self.install(self.PREFIX, plain(decided.values), [*before, *self.waits_for()])
+        # with a probe (the Trainer), the webhook gate after the release: what the add-on's webhook guards waits
+        self.install(self.PREFIX, plain(decided.values), [*before, *self.waits_for()], probe=decided.probe)
         self.extra()
         self.register_outputs({"namespace": self.chart.namespace})
 
@@ -90,6 +92,18 @@ class Trainer(Operator):
     def extra(self) -> None:
         # the chart has no PodDisruptionBudget; its webhooks fail closed (plan/operators.py)
         self.add_pdb("trainer-manager-pdb", trainer_pdb(self.chart.namespace))
+        # the PyTorch runtime, once the webhook that guards runtimes answers (plan/operators.py TORCH_RUNTIME)
+        probe = self.addon_plan.probe
+        assert probe is not None  # the trainer's plan has one (plan/plan.py probe_of)
+        runtime = torch_runtime(probe.obj["spec"])
+        k8s.kube_object(
+            "torch-distributed-runtime",
+            runtime["apiVersion"],
+            runtime["kind"],
+            metadata=self.gated(runtime["metadata"]),  # no preview dry run through a webhook not answering yet
+            spec=runtime["spec"],
+            opts=self.after_release(),
+        )
 
 
 def install(

@@ -408,7 +408,7 @@ def test_a_chart_bump_replaces_the_webhook_gate_job_instead_of_updating_it(clust
         pytest.skip(f"{cluster.stack} has no webhook gate")
     config = copy.deepcopy(cluster.config)
     charts = dict(config.get("gpu-platform:charts") or {})
-    bumped = {key: {"version": "99.0.0"} for key in ("kueue", "volcano", "gpuOperator")}
+    bumped = {key: {"version": "99.0.0"} for key in ("kueue", "volcano", "trainer", "gpuOperator")}
     config["gpu-platform:charts"] = {**charts, **bumped}
     config.pop("gpu-platform:chartSource", None)  # the repository bundles only the pinned versions
     new = [
