@@ -18,6 +18,7 @@ import yaml
 from conftest import ROOT, STACKS, UPSTREAM, manifest, release, rendered, strict_crd_schema
 from jsonschema import Draft7Validator
 
+from components.data import versions
 from components.plan import derive
 from components.plan.tenancy import KUEUE_PRIORITY_LABEL
 from components.render import kueue
@@ -428,7 +429,8 @@ def test_trainjob_example_references_a_runtime_its_stack_installs():
     r = rendered(_target(path)["stack"])
     assert r.spec.addons.trainer and r.spec.addons.jobset
     assert release(r, "kubeflow-trainer")["values"]["runtimes"] == {"torchDistributed": {"enabled": False}}
-    with tarfile.open(UPSTREAM / "charts" / "kubeflow-trainer-2.2.1.tgz") as tar:
+    # the pinned chart's template: a chart bump compares the platform's copy with the new template
+    with tarfile.open(UPSTREAM / "charts" / f"kubeflow-trainer-{versions.TRAINER.version}.tgz") as tar:
         f = tar.extractfile("kubeflow-trainer/templates/runtimes/torch-distributed.yaml")
         assert f is not None
         template = f.read().decode()

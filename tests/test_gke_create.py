@@ -605,34 +605,35 @@ def test_a_cluster_whose_versions_break_tcpx_is_a_warning(monkeypatch, tap_mocks
     assert tcpx == ([TCPX_WARNING.format(version=warned_of)] if warned_of else [])
 
 
-def test_a_created_cluster_with_a_tcpx_pool_is_warned_of_its_control_plane(monkeypatch):
-    """A created cluster's release channel moves it on: once GKE reports a control plane from the bound on, the
-    deploy warns too (the created cluster is a resource, not a lookup: its masterVersion output is answered)."""
-    from components.cli import synth as synth_mod
-
+def test_a_created_cluster_with_a_tcpx_pool_is_read_from_gke_and_warned(monkeypatch, tap_mocks):
+    """A created cluster's release channel moves it on, which the resource's outputs (the state's) do not show: with
+    a TCPX pool the created cluster is also read from GKE at every deploy (by the name, location and project it was
+    created with), and the versions GKE reports are held to the bound. The resource's own stale masterVersion is not
+    what is compared; without a TCPX pool nothing is read."""
     cfg = coverage_config()
     cfg["gpu-platform:cluster"]["kubernetesVersion"] = "1.33"
     cfg["gpu-platform:nodePools"][0]["instanceTypes"] = ["a3-highgpu-8g"]
     del cfg["gpu-platform:pricing"]["overrides"]["a3-megagpu-8g"]
-    mocks_cls, monitor_cls = synth_mod._mock_classes()
-
-    class Versioned(mocks_cls):  # type: ignore[misc,valid-type]
-        def new_resource(self, args):
-            rid, state = super().new_resource(args)
-            if args.typ == "gcp:container/cluster:Cluster":
-                state = {**state, "masterVersion": "1.34.3-gke.1200000"}
-            return rid, state
-
-    monkeypatch.setattr(synth_mod, "_mock_classes", lambda: (Versioned, monitor_cls))
+    tap_mocks.answers["gcp:container/getCluster:getCluster"] = {
+        "masterVersion": "1.34.3-gke.1200000",
+        "nodeVersion": "1.33.5-gke.1080000",
+    }
     said: list[str] = []
     monkeypatch.setattr(pulumi.log, "warn", lambda text, *a, **k: said.append(text))
     render_config(cfg, "coverage-gcp-create")
+    assert (
+        "gcp:container/getCluster:getCluster",
+        {"name": "ml-train", "location": "us-central1", "project": "ml-train-project"},
+    ) in tap_mocks.calls
     assert [s for s in said if "GPUDirect-TCPX" in s] == [
         "GKE cluster ml-train runs 1.34.3-gke.1200000: pools h100-mega use GPUDirect-TCPX, which nodes from "
         "1.34.1-gke.1431000 on break (COS 125; GKE release note 2025-10-17), so their multi-node jobs lose "
         "GPUDirect; move them to a3-megagpu-8g (TCPXO), or hold the cluster's minor upgrades (a maintenance "
         "exclusion) before the nodes reach it"
     ]
+    tap_mocks.calls.clear()
+    render_config(coverage_config(), "coverage-gcp-create")  # no TCPX pool: no read
+    assert [c for c, _ in tap_mocks.calls if c == "gcp:container/getCluster:getCluster"] == []
 
 
 def test_parallelstore_on_a_created_cluster_gets_private_services_access():

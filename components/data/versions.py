@@ -116,15 +116,16 @@ CLUSTER_AUTOSCALER_IMAGE_TAGS: dict[str, str] = {
     "1.35": "v1.35.2",
 }
 
+# The image of the Kubeflow Trainer's ClusterTrainingRuntime torch-distributed, the platform's copy of the chart's
+# runtime (charts/kubeflow-trainer/templates/runtimes/torch-distributed.yaml at 2.2.1; components/plan/operators.py).
+TRAINER_TORCH_RUNTIME_IMAGE = "pytorch/pytorch:2.10.0-cuda12.8-cudnn9-runtime"
+
 # Images the platform sets that are pinned by tag only, by repository path (no registry host) and tag, with why;
 # tests/test_image_digests.py keeps this list exact (every other image the platform sets carries a digest). A digest
 # must come from a source that can be cited: for registry.k8s.io images the image promoter's manifest
 # (kubernetes/k8s.io registry.k8s.io/images/k8s-staging-autoscaling/images.yaml), whose stored copies end at
 # cluster-autoscaler v1.33.1, or `crane digest` where the registry can be reached, which this project's machines
 # cannot. To pin one, write the tag as "vX.Y.Z@sha256:<digest>" (the charts render "repository:tag").
-# The image of the Kubeflow Trainer's ClusterTrainingRuntime torch-distributed, the platform's copy of the chart's
-# runtime (charts/kubeflow-trainer/templates/runtimes/torch-distributed.yaml at 2.2.1; components/plan/operators.py).
-TRAINER_TORCH_RUNTIME_IMAGE = "pytorch/pytorch:2.10.0-cuda12.8-cudnn9-runtime"
 IMAGES_WITHOUT_DIGEST: dict[str, str] = {
     **{
         f"autoscaling/cluster-autoscaler:{tag}": "no citable digest: the promoter manifest's copies end at v1.33.1"

@@ -142,6 +142,8 @@ class GpuPlatform(pulumi.ComponentResource):
         from ..plan import placeholders as spec_placeholders, plan as plans
         from . import placeholders, program
 
+        # documentation values left in the spec: an update stops here, before anything is registered
+        placeholders.check([p.line(f"GpuPlatform {name}") for p in spec_placeholders.problems(spec)])
         super().__init__(TYPE, name, None, opts)
         provider = provider or self.get_provider("kubernetes::")
         if provider is None:
@@ -149,8 +151,6 @@ class GpuPlatform(pulumi.ComponentResource):
                 "GpuPlatform needs the cluster's Kubernetes provider: pass it as kubernetes_provider, or in "
                 "opts=ResourceOptions(providers={'kubernetes': provider})"
             )
-        # documentation values left in the spec: an update stops here, before anything is registered
-        placeholders.check([p.line(f"GpuPlatform {name}") for p in spec_placeholders.problems(spec)])
         outputs = program.render(plans.build(spec, pulumi.get_stack()), provider=provider, parent=self)
         typed = typed_outputs(outputs)
         self.tenants = pulumi.Output.from_input(typed["tenants"])  # type: ignore[arg-type]

@@ -277,11 +277,24 @@ class GkeCluster(pulumi.ComponentResource):
             p, self.cluster, account.email, pulumi.ResourceOptions(parent=self, depends_on=grants)
         )
         self.endpoint = self.cluster.endpoint
-        # The GPU node pools wait for the cluster, its system pool and the GPU subnets (through node_locations);
-        # the control plane's version is held to GPUDirect-TCPX's bound once GKE reports it (a warning).
-        self.ready = pulumi.Output.all(
-            self.cluster.master_version, self.cluster.id, self.system_pool.id, *(n.id for n in gpu_subnets)
-        ).apply(lambda r: warn_tcpx(gke.cluster, [r[0]]))
+        # The GPU node pools wait for the cluster, its system pool and the GPU subnets (through node_locations).
+        waits = [self.cluster.id, self.system_pool.id, *(n.id for n in gpu_subnets)]
+        versions: list[Any] = []
+        if gke.cluster.tcpx_pools:
+            # the versions GKE reports now, held to GPUDirect-TCPX's bound (a warning): read from GKE at every
+            # deploy, since the resource's own outputs are the state's, which a channel upgrade does not refresh
+            import pulumi_gcp as gcp
+
+            found = gcp.container.get_cluster_output(
+                name=self.cluster.name,
+                location=self.cluster.location,
+                project=self.cluster.project,
+                opts=pulumi.InvokeOutputOptions(parent=self),
+            )
+            versions = [found.master_version, found.node_version]
+        self.ready = pulumi.Output.all(*versions, *waits).apply(
+            lambda r: warn_tcpx(gke.cluster, list(r[: len(versions)]))
+        )
         self.node_locations = pulumi.Output.all(self.ready, self.cluster.node_locations).apply(
             lambda r: list(r[1] or [])
         )
