@@ -19,6 +19,7 @@ from ...plan.gcp.gke import is_zone
 from ...plan.gcp.plan import OAUTH_SCOPES, nodes_per_zone, zone_count
 from ...plan.plan import Plan
 from .cluster import kubeconfig_of, warn_tcpx
+from .nodepools import node_service_account
 
 # The autoscaler owns the node count; initialNodeCount only seeds the new pool (as for the GPU pools).
 SYSTEM_POOL_IGNORE = ["initialNodeCount", "nodeCount"]
@@ -250,26 +251,15 @@ class GkeCluster(pulumi.ComponentResource):
         network, subnet = _network(p, child)
         psa = _private_service_access(p, network, plan, self)
         gpu_subnets = _gpu_networks(p, child)
-        account = gcp.serviceaccount.Account(
+        account, grants = node_service_account(
             "gke-system-nodes",
-            account_id=s.account_id,
-            project=p.project,
-            display_name=f"GKE system nodes ({p.name})",
-            description=f"Node service account of the system node pool of cluster {p.name}; roles: "
-            + ", ".join(s.roles),
-            opts=child,
+            s.account_id,
+            p.project,
+            f"GKE system nodes ({p.name})",
+            f"Node service account of the system node pool of cluster {p.name}; roles: " + ", ".join(s.roles),
+            s.roles,
+            child,
         )
-        member = account.email.apply(lambda email: f"serviceAccount:{email}")
-        grants = [
-            gcp.projects.IAMMember(
-                f"gke-system-nodes-{role.removeprefix('roles/')}",
-                project=p.project,
-                role=role,
-                member=member,
-                opts=child,
-            )
-            for role in s.roles
-        ]
         self.cluster = _cluster(
             p, network, subnet, account.email, pulumi.ResourceOptions(parent=self, depends_on=grants)
         )

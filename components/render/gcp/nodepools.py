@@ -9,6 +9,7 @@ the service account's email and, for a pool without ``gke.zones``, the cluster's
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import pulumi
@@ -138,6 +139,32 @@ def _args(
     )
 
 
+def node_service_account(
+    name: str,
+    account_id: str,
+    project: str | None,
+    display_name: str,
+    description: str,
+    roles: Sequence[str],
+    child: pulumi.ResourceOptions,
+) -> tuple[Any, list[Any]]:
+    """A node pool's own service account and its project role grants (``<name>-<role>``): the GPU pools' and a
+    created cluster's system pool's."""
+    import pulumi_gcp as gcp
+
+    account = gcp.serviceaccount.Account(
+        name, account_id=account_id, project=project, display_name=display_name, description=description, opts=child
+    )
+    member = account.email.apply(lambda email: f"serviceAccount:{email}")
+    grants = [
+        gcp.projects.IAMMember(
+            f"{name}-{role.removeprefix('roles/')}", project=project, role=role, member=member, opts=child
+        )
+        for role in roles
+    ]
+    return account, grants
+
+
 class GkeGpuNodePools(pulumi.ComponentResource):
     """The stack's node service account with its role grants, and one GKE node pool per spec pool.
 
@@ -155,25 +182,9 @@ class GkeGpuNodePools(pulumi.ComponentResource):
         assert gke is not None  # a gcp stack's
         c, sa = gke.cluster, gke.node_service_account
         child = pulumi.ResourceOptions(parent=self)
-        self.service_account = gcp.serviceaccount.Account(
-            "gke-gpu-nodes",
-            account_id=sa.account_id,
-            project=c.project,
-            display_name=sa.display_name,
-            description=sa.description,
-            opts=child,
+        self.service_account, grants = node_service_account(
+            "gke-gpu-nodes", sa.account_id, c.project, sa.display_name, sa.description, sa.roles, child
         )
-        member = self.service_account.email.apply(lambda email: f"serviceAccount:{email}")
-        grants = [
-            gcp.projects.IAMMember(
-                f"gke-gpu-nodes-{role.removeprefix('roles/')}",
-                project=c.project,
-                role=role,
-                member=member,
-                opts=child,
-            )
-            for role in sa.roles
-        ]
         location = c.location or ""
         # Both wait for the cluster check (GkeAccess.ready): nothing reaches the GKE API for a cluster
         # that cannot take these pools.
