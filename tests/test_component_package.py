@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import sys
 import typing
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import ROOT
+from plugin_process import served
 
 from components.cli import synth
 from components.render import platform
@@ -27,46 +27,18 @@ YAML_EXAMPLE = ROOT / "examples" / "component-yaml"
 TOKEN = "gpu-platform:index:GpuPlatform"
 
 
-def _read_port(proc: subprocess.Popen) -> int:
-    line = proc.stdout.readline().decode().strip() if proc.stdout else ""
-    if not line.isdigit():
-        err = proc.stderr.read().decode() if proc.stderr else ""
-        raise AssertionError(f"the provider printed {line!r} instead of its port:\n{err}")
-    return int(line)
-
-
 @pytest.fixture(scope="module")
 def served_schema() -> Iterator[dict]:
     """GetSchema of the provider started as Pulumi starts a plugin: its folder's __main__.py, engine address
     first (nothing listens there: GetSchema needs no engine)."""
-    import grpc
     from pulumi.runtime.proto import provider_pb2, provider_pb2_grpc
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("PULUMI_")}
-    proc = subprocess.Popen(
-        [sys.executable, "-u", str(PROVIDER / "__main__.py"), "127.0.0.1:1"],
-        cwd=PROVIDER,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        port = _read_port(proc)
-        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-            grpc.channel_ready_future(channel).result(timeout=30)
-            stub = provider_pb2_grpc.ResourceProviderStub(channel)
-            response = stub.GetSchema(provider_pb2.GetSchemaRequest(version=0), timeout=60)
-            yield json.loads(response.schema)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:  # pragma: no cover
-            proc.kill()
-            proc.wait()
-        for stream in (proc.stdout, proc.stderr):
-            if stream:
-                stream.close()
+    argv = [sys.executable, "-u", str(PROVIDER / "__main__.py"), "127.0.0.1:1"]
+    with served(argv, PROVIDER, env, "the provider") as channel:
+        stub = provider_pb2_grpc.ResourceProviderStub(channel)
+        response = stub.GetSchema(provider_pb2.GetSchemaRequest(version=0), timeout=60)
+        yield json.loads(response.schema)
 
 
 def test_the_served_schema_is_the_committed_one(served_schema):

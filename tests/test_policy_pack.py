@@ -24,7 +24,6 @@ import copy
 import json
 import os
 import re
-import select
 import shutil
 import subprocess
 import sys
@@ -36,6 +35,7 @@ import pytest
 from caching import shared_fixture
 from conftest import ROOT, STACKS, rendered, stack_config
 from google.protobuf import empty_pb2, json_format, struct_pb2
+from plugin_process import served
 from pulumi_policy import StackValidationPolicy
 
 from policies import common, offline, pack, scheduling_policies
@@ -288,20 +288,8 @@ def offline_findings(subjects: Sequence[offline.Subject], config: dict | None = 
     )
 
 
-def _read_port(proc: subprocess.Popen, timeout: float = 90) -> int:
-    ready, _, _ = select.select([proc.stdout], [], [], timeout)
-    line = proc.stdout.readline() if ready else b""
-    if not line.strip().isdigit():
-        proc.kill()
-        _, err = proc.communicate(timeout=10)
-        raise AssertionError(f"the policy pack did not start: {line!r}\n{err.decode(errors='replace')}")
-    return int(line)
-
-
 @pytest.fixture(scope="module")
 def analyzer(tmp_path_factory) -> Iterator[Analyzer]:
-    import grpc
-
     # What `pulumi policy publish` uploads: the folder alone, here under another name.
     folder = tmp_path_factory.mktemp("published") / "gpu-platform-policy-pack"
     shutil.copytree(PACK, folder, ignore=shutil.ignore_patterns("__pycache__", ".venv"))
@@ -314,29 +302,9 @@ def analyzer(tmp_path_factory) -> Iterator[Analyzer]:
     if env.get("MUTANT_UNDER_TEST") == "stats":  # make mutate: its stats phase cannot see a subprocess's hits
         del env["MUTANT_UNDER_TEST"]
     env.update(PYTHONPATH=str(blockers), PULUMI_PROJECT="gpu-platform", PULUMI_STACK="test", PULUMI_DRY_RUN="true")
-    proc = subprocess.Popen(
-        [sys.executable, "-u", "-m", "pulumi.policy", "127.0.0.1:1", str(folder)],
-        cwd=folder,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        port = _read_port(proc)
-        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-            grpc.channel_ready_future(channel).result(timeout=30)
-            yield Analyzer(channel)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:  # pragma: no cover
-            proc.kill()
-            proc.wait()
-        if proc.stdout:
-            proc.stdout.close()
-        if proc.stderr:
-            proc.stderr.close()
+    argv = [sys.executable, "-u", "-m", "pulumi.policy", "127.0.0.1:1", str(folder)]
+    with served(argv, folder, env, "the policy pack") as channel:
+        yield Analyzer(channel)
 
 
 def test_the_analyzer_describes_the_pack(analyzer):
