@@ -85,20 +85,16 @@ def _checked_lookup(
     lookup waits on the outputs' check, so a missing output is reported first."""
     import pulumi_gcp as gcp
 
-    from .gcp.cluster import check_cluster
+    from .gcp.cluster import checked
 
     assert plan.gke is not None
-    c = plan.gke.cluster
     found = gcp.container.get_cluster_output(
         name=outputs.apply(lambda o: o["clusterName"]),
         location=outputs.apply(lambda o: o["location"]),
         project=outputs.apply(lambda o: o["project"]),
         opts=pulumi.InvokeOutputOptions(parent=parent),
     )
-    ready = pulumi.Output.all(
-        found.enable_autopilot, found.workload_identity_configs, found.master_version, found.node_version
-    ).apply(lambda r: check_cluster(c, r))
-    return found, ready
+    return found, checked(plan.gke.cluster, found)
 
 
 class GkeStackAccess(pulumi.ComponentResource):

@@ -113,6 +113,14 @@ def check_cluster(cluster: GkeClusterPlan, result: list[Any]) -> bool:
     return warn_tcpx(cluster, versions)
 
 
+def checked(cluster: GkeClusterPlan, found: Any) -> pulumi.Output[bool]:
+    """``check_cluster`` on the answer of a ``gcp.container.get_cluster_output`` lookup: a found cluster's
+    (``GkeAccess``) and a referenced one's (``cluster_stack.GkeStackAccess``)."""
+    return pulumi.Output.all(
+        found.enable_autopilot, found.workload_identity_configs, found.master_version, found.node_version
+    ).apply(lambda r: check_cluster(cluster, r))
+
+
 class GkeAccess(pulumi.ComponentResource):
     """The GKE cluster as looked up, and a Kubernetes provider for it."""
 
@@ -144,12 +152,7 @@ class GkeAccess(pulumi.ComponentResource):
         )
         self.endpoint = self.cluster.endpoint
         # Checked when the lookup answers; every node pool waits on it through node_locations.
-        self.ready = pulumi.Output.all(
-            self.cluster.enable_autopilot,
-            self.cluster.workload_identity_configs,
-            self.cluster.master_version,
-            self.cluster.node_version,
-        ).apply(lambda r: check_cluster(c, r))
+        self.ready = checked(c, self.cluster)
         self.node_locations = pulumi.Output.all(self.ready, self.cluster.node_locations).apply(
             lambda r: list(r[1] or [])
         )
