@@ -9,9 +9,10 @@ import pulumi
 import pytest
 from conftest import ROOT, STACKS, rendered, stack_config
 
-from components.cli import config as config_mod, synth
+from components.cli import synth
 from components.cli.loader import load_spec
 from components.plan import placeholders
+from components.render import placeholders as deploy_check
 
 CLUSTER = "gpu-platform:cluster"
 STARTER_LINES = [
@@ -78,7 +79,7 @@ def test_aws_documentation_accounts_are_placeholders(arn, placeholder):
 def test_an_update_refuses_placeholders_and_names_every_one():
     spec = load_spec(stack_config("starter-aws"))
     with pytest.raises(pulumi.RunError) as err:
-        config_mod.refuse_placeholders(spec, "stacks/Pulumi.starter-aws.yaml", dry_run=False)
+        deploy_check.refuse(placeholders.lines(spec, "stacks/Pulumi.starter-aws.yaml"), dry_run=False)
     assert str(err.value).splitlines() == ["stack config still holds placeholders:", *STARTER_LINES]
 
 
@@ -86,21 +87,21 @@ def test_a_preview_only_warns(monkeypatch):
     said: list[str] = []
     monkeypatch.setattr(pulumi.log, "warn", lambda text, *a, **k: said.append(text))
     spec = load_spec(stack_config("starter-aws"))
-    config_mod.refuse_placeholders(spec, "stacks/Pulumi.starter-aws.yaml", dry_run=True)
+    deploy_check.refuse(placeholders.lines(spec, "stacks/Pulumi.starter-aws.yaml"), dry_run=True)
     assert said == [f"{line}; pulumi up refuses it" for line in STARTER_LINES]
 
 
 def test_the_program_stops_an_update_before_registering_anything(monkeypatch, tap_mocks, failed_render):
     """The program as `pulumi up` runs it (not under the mock engine's offline synth, not a preview): the spec
     is refused before any resource is registered."""
-    monkeypatch.setattr(config_mod, "under_mock_engine", lambda: False)
+    monkeypatch.setattr(deploy_check, "under_mock_engine", lambda: False)
     with pytest.raises(pulumi.RunError, match="stack config still holds placeholders"):
         synth.render("starter-aws", stack_config("starter-aws"))
     assert tap_mocks.registered == []
 
 
 def test_an_edited_starter_stack_deploys_without_a_word(monkeypatch):
-    monkeypatch.setattr(config_mod, "under_mock_engine", lambda: False)
+    monkeypatch.setattr(deploy_check, "under_mock_engine", lambda: False)
     said: list[str] = []
     monkeypatch.setattr(pulumi.log, "warn", lambda text, *a, **k: said.append(text))
     cfg = _starter_with(["198.18.0.0/15"], ["arn:aws:iam::210987654321:role/platform-admin"])

@@ -7,7 +7,7 @@ from typing import Any
 import pulumi
 
 from ..plan import placeholders
-from ..render.placeholders import refuse, under_mock_engine
+from ..render import placeholders as deploy_check
 from ..spec.model import StackSpec
 from .loader import SpecError, load_spec
 
@@ -29,12 +29,6 @@ def spec_from_pulumi_config() -> StackSpec:
     except SpecError as err:
         # RunError ends the program with this message and no stack trace.
         raise pulumi.RunError("invalid stack config:\n" + "\n".join(err.lines(stack_file()))) from None
-    if not under_mock_engine():  # offline nothing is deployed; the synth's summary lists them instead
-        refuse_placeholders(spec, stack_file(), dry_run=pulumi.runtime.is_dry_run())
+    # a preview warns, an update stops; offline nothing is deployed (the synth's summary lists them instead)
+    deploy_check.check(placeholders.lines(spec, stack_file()))
     return spec
-
-
-def refuse_placeholders(spec: StackSpec, source: str, *, dry_run: bool) -> None:
-    """Documentation values left in the stack file (``plan/placeholders.py``), as ``render/placeholders.refuse``
-    takes them: a preview warns, an update stops."""
-    refuse([p.line(source) for p in placeholders.problems(spec)], dry_run=dry_run)

@@ -113,10 +113,14 @@ def _support_ending(decided: Plan) -> list[str]:
     left = (datetime.date.fromisoformat(ends) - datetime.date.fromisoformat(versions.EKS_TABLES_READ)).days
     if left > SUPPORT_WARNING_DAYS:
         return []
+    from ..data import prices
+
+    standard, extended_usd = (prices.FIXED[k][0] for k in ("eks-control-plane", "eks-control-plane-extended"))
     extended = (
-        "EKS bills the control plane as extended support ($0.60 an hour instead of $0.10) until the cluster is upgraded"
+        f"EKS bills the control plane as extended support (${extended_usd:.2f} an hour instead of ${standard:.2f}) "
+        "until the cluster is upgraded"
     )
-    if left <= 0:
+    if versions.eks_extended_support(c.kubernetes_version):
         return [
             f"cluster.kubernetesVersion {c.kubernetes_version}: EKS standard support ended {ends}; {extended} "
             "(the cost counts it)"

@@ -66,3 +66,8 @@ def problems(spec: StackSpec) -> list[Problem]:
                 )
             )
     return out
+
+
+def lines(spec: StackSpec, source: str) -> list[str]:
+    """``problems`` one line each, their key paths in ``source`` (the stack file, or the component)."""
+    return [p.line(source) for p in problems(spec)]

@@ -143,7 +143,7 @@ class GpuPlatform(pulumi.ComponentResource):
         from . import placeholders, program
 
         # documentation values left in the spec: an update stops here, before anything is registered
-        placeholders.check([p.line(f"GpuPlatform {name}") for p in spec_placeholders.problems(spec)])
+        placeholders.check(spec_placeholders.lines(spec, f"GpuPlatform {name}"))
         super().__init__(TYPE, name, None, opts)
         provider = provider or self.get_provider("kubernetes::")
         if provider is None:
