@@ -566,6 +566,10 @@ def test_tcpx_on_a_created_cluster_needs_a_named_version():
 def test_the_tcpx_bound_is_one_figure():
     """The minor bound of A3 High and the full version a looked-up cluster is held to are the same release."""
     assert cluster_create_rules.GPUDIRECT_MINORS["a3-highgpu-8g"][1] == 34
+    # every GPUDirect machine of the catalog has its bounds (the rule reads them for each such pool)
+    from components.data import catalog
+
+    assert set(cluster_create_rules.GPUDIRECT_MINORS) == set(catalog.GCP_GPUDIRECT)
     assert cluster_create_rules.TCPX_BROKEN_FROM.startswith("1.34.")
 
 

@@ -174,6 +174,13 @@ def needs_created_networks(spec: StackSpec, pool: NodePool) -> bool:
     )
 
 
+def uses_gpudirect(spec: StackSpec, pool: NodePool) -> bool:
+    """A pool on a GPUDirect machine whose GPU NICs are attached: networks it names, or the ones the stack creates."""
+    return gpudirect_stack(pool) is not None and (
+        bool(pool.gke.additional_networks) or needs_created_networks(spec, pool)
+    )
+
+
 def pool_zone(spec: StackSpec, pool: NodePool) -> str | None:
     """The one zone a pool runs in, if it runs in one (its own gke.zones, else the cluster's)."""
     zones = list(dict.fromkeys(pool.gke.zones))

@@ -45,6 +45,7 @@ from .cluster_create import (
     gpudirect_stack,
     needs_created_networks,
     pool_zone,
+    uses_gpudirect,
 )
 
 # The first GKE version whose nodes break GPUDirect-TCPX (the release note of 2025-10-17); its minor is the bound
@@ -228,29 +229,23 @@ def gke_gpudirect_version(spec: StackSpec) -> Iterator[Problem]:
     """A GPUDirect pool (networks named or created) on a GKE version its stack does not run on; a created or a
     found cluster, whenever the stack file names the version."""
     version = spec.cluster.kubernetes_version
-    if spec.cloud != "gcp":
-        return
-    if version is None:
-        if gke_create(spec) is None:
-            return  # a found cluster's version is GKE's answer, checked at deploy (render/gcp/cluster.py)
-        for i, pool in enumerate(spec.node_pools):
-            machine = pool.instance_types[0] if pool.instance_types else ""
-            gpudirect = pool.gke.additional_networks or needs_created_networks(spec, pool)
-            if gpudirect and GPUDIRECT_MINORS.get(machine, (0, None))[1] is not None:
+    if spec.cloud != "gcp" or (version is None and gke_create(spec) is None):
+        return  # a found cluster's version is GKE's answer, checked at deploy (render/gcp/cluster.py)
+    for i, pool in enumerate(spec.node_pools):
+        if not uses_gpudirect(spec, pool):
+            continue
+        machine = pool.instance_types[0]
+        low, broken = GPUDIRECT_MINORS[machine]
+        if version is None:
+            if broken is not None:
                 yield Problem(
                     key("cluster", "kubernetesVersion"),
                     f"is required with {gpudirect_stack(pool)} on {machine} (nodePools[{i}]) on a "
                     f"created cluster: a release channel's default version may be {TCPX_BROKEN_FROM} or later, "
                     "whose nodes break it; name a minor it runs on",
                 )
-        return
-    minor = int(version.split(".")[1])
-    for i, pool in enumerate(spec.node_pools):
-        machine = pool.instance_types[0] if pool.instance_types else ""
-        bounds = GPUDIRECT_MINORS.get(machine)
-        if bounds is None or not (pool.gke.additional_networks or needs_created_networks(spec, pool)):
             continue
-        low, broken = bounds
+        minor = int(version.split(".")[1])
         if minor < low:
             yield Problem(
                 key("cluster", "kubernetesVersion"),

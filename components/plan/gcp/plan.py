@@ -238,8 +238,7 @@ def cluster_plan(spec: StackSpec) -> GkeClusterPlan:
         tcpx_pools=tuple(
             p.name
             for p in spec.node_pools
-            if cluster_create.gpudirect_stack(p) == "GPUDirect-TCPX"
-            and (p.gke.additional_networks or cluster_create.needs_created_networks(spec, p))
+            if cluster_create.gpudirect_stack(p) == "GPUDirect-TCPX" and cluster_create.uses_gpudirect(spec, p)
         ),
     )
 
