@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STACK  ?= prod-aws
 
-.PHONY: component-schema plugins lock setup synth synth-all check test cluster-test engine-test lint fmt docs docs-check bench schema refresh-upstream policy-venv policy-data clean urn-snapshots plan-snapshots mutate mutate-sample
+.PHONY: component-schema plugins lock setup synth synth-all check test cluster-test sched-test engine-test lint fmt docs docs-check bench schema refresh-upstream policy-venv policy-data clean urn-snapshots plan-snapshots mutate mutate-sample
 
 # Everything installed comes from a hashed lock (`make lock` refreshes them from the ranges in pyproject.toml and
 # policies/requirements.in): requirements/dev.txt for the tests and tools, requirements.txt for the program (what
@@ -40,6 +40,15 @@ test: setup
 ## 10-25 minutes the first time on 2 cores, then cached). Needs Go and openssl.
 cluster-test: setup
 	@bin="$$(scripts/cluster-bins.sh)" && GPU_PLATFORM_KUBE_BIN="$$bin" $(BIN)/python -m pytest -p no:xdist tests/cluster
+
+## The scheduler tests: the programs that decide, in the loop. The cluster tests' control plane plus kube-scheduler
+## 1.35, the real Kueue v0.19.2 controller manager (out of cluster, the stack's rendered configuration, its webhooks
+## served and called) and kwok nodes for every pool at its maximum size; explain's verdict on every workload of the
+## corpus (examples/, tests/sched/corpus/) must be what Kueue and kube-scheduler do. Kueue and helm are built from Go
+## modules by scripts/sched-bins.sh (minutes the first time, then cached).
+sched-test: setup
+	@kube="$$(scripts/cluster-bins.sh)" && sched="$$(scripts/sched-bins.sh)" && \
+	  GPU_PLATFORM_KUBE_BIN="$$kube" GPU_PLATFORM_SCHED_BIN="$$sched" $(BIN)/python -m pytest -n 3 --durations=10 tests/sched
 
 ## The engine tests: the program through the real Pulumi engine (CLI v3.274.1) and kubernetes provider, both
 ## built from Go modules by scripts/engine-bins.sh (about 15 minutes the first time, then cached), on the

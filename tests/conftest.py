@@ -28,6 +28,9 @@ ROOT = Path(__file__).resolve().parent.parent
 # GPU_PLATFORM_KUBE_BIN. `make test` does not collect it: none of those tests can pass without a server, and a
 # missing or broken binary there is an error, never a skip.
 collect_ignore_glob = [] if os.environ.get("GPU_PLATFORM_KUBE_BIN") else ["cluster/*"]
+# tests/sched/ also needs the Kueue controller and helm (GPU_PLATFORM_SCHED_BIN, scripts/sched-bins.sh)
+if not (os.environ.get("GPU_PLATFORM_KUBE_BIN") and os.environ.get("GPU_PLATFORM_SCHED_BIN")):
+    collect_ignore_glob.append("sched/*")
 # tests/engine/ also needs the Pulumi CLI and the kubernetes provider plugin (GPU_PLATFORM_ENGINE_BIN)
 if not (os.environ.get("GPU_PLATFORM_KUBE_BIN") and os.environ.get("GPU_PLATFORM_ENGINE_BIN")):
     collect_ignore_glob.append("engine/*")

@@ -164,16 +164,17 @@ class ControlPlane:
             ],
         )
 
-    def start_nodes(self, nodes: list[dict[str, Any]]) -> None:
+    def start_nodes(self, nodes: list[dict[str, Any]], without_stages: tuple[str, ...] = ()) -> None:
         """Simulated nodes: kube-scheduler binds pods, kwok (sigs.k8s.io/kwok) plays every node's kubelet.
 
         kwok manages the nodes annotated ``kwok.x-k8s.io/node: fake`` with the stages scripts/cluster-bins.sh keeps
         (a node turns Ready and reports a status heartbeat; a pod bound to one turns Running and Ready, a Job's pod
         Succeeded, a deleted pod goes). Pod addresses come from ``POD_RANGE`` and each node's from 127.0.0.2:
-        whatever the server dials for a pod (a webhook, a proxy) stays on loopback."""
+        whatever the server dials for a pod (a webhook, a proxy) stays on loopback. ``without_stages``: stage files
+        left out (the scheduler tests leave out ``pod-complete``: their Jobs' pods keep running)."""
         d = self.dir
         # kwok's "fast" stages, kept beside the binary by scripts/cluster-bins.sh (kwok runs none by itself)
-        stages = sorted((self.bin / "kwok-stages").glob("*.yaml"))
+        stages = sorted(p for p in (self.bin / "kwok-stages").glob("*.yaml") if p.stem not in without_stages)
         (d / "kwok.yaml").write_text("\n---\n".join(p.read_text() for p in stages))
         self._spawn(
             "kube-scheduler",

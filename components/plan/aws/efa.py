@@ -35,6 +35,12 @@ from ...spec.model import NodePool, Problem, StackSpec, key, rule
 from .. import derive
 
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
+# What an EFA node's kubelet advertises besides the interfaces: the EFA software on the EKS-optimized accelerated
+# AL2023 and Bottlerocket AMIs reserves 5128 hugepages of 2 MiB at boot (the aws-efa-installer's setting), which
+# libfabric allocates its buffers from; pods ask for them (AWS's EKS EFA example Job requests hugepages-2Mi: 5120Mi,
+# as examples/kueue-pytorch-training-job.yaml does). A node without them fits no such pod.
+EFA_HUGEPAGES_RESOURCE = "hugepages-2Mi"
+EFA_HUGEPAGES = 5128  # pages of 2 MiB per node
 
 
 def efa_capable(pool: NodePool) -> bool:
