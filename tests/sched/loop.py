@@ -26,7 +26,15 @@ from components.plan import derive, plan as plan_stage
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 PROVREQ_API = "autoscaling.x-k8s.io/v1"
-WORKLOAD_LABEL_OWNER = "kueue.x-k8s.io/job-uid"
+# The API groups of the workload kinds each add-on's chart installs: a stack without the add-on has no such CRD and the
+# server refuses the kind, as explain's operator layer says. Kueue's provisioning check makes ProvisioningRequests.
+ADDON_GROUPS = {
+    "jobset": {"jobset.x-k8s.io"},
+    "kuberay": {"ray.io"},
+    "leaderWorkerSet": {"leaderworkerset.x-k8s.io"},
+    "trainer": {"trainer.kubeflow.org"},
+    "volcano": {"batch.volcano.sh", "scheduling.volcano.sh"},
+}
 
 
 class SchedCluster:
@@ -69,7 +77,7 @@ class SchedCluster:
         cp = self.cp
         assert cp is not None
         self.api = Api(cp)
-        install_crds(cp)
+        install_crds(cp, self.custom_groups())
         kueue_on = self.plan.addons["kueue"].enabled
         if kueue_on:
             apply_docs(cp, [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": KUEUE_NAMESPACE}}])
@@ -84,6 +92,15 @@ class SchedCluster:
         self.wait_ready()
         self._answerer = threading.Thread(target=self._answer, daemon=True)
         self._answerer.start()
+
+    def custom_groups(self) -> set[str]:
+        """The API groups of the custom kinds the stack renders and of the workload kinds its add-ons install (Kueue's
+        own come from its chart, ``KueueController.install``)."""
+        groups = {g for key, gs in ADDON_GROUPS.items() if self.plan.addons[key].enabled for g in gs}
+        groups |= {m["apiVersion"].split("/")[0] for m in self.rendering.manifests if "/" in m["apiVersion"]}
+        if self.plan.kueue is not None and self.plan.kueue.provisioning_checks:  # GKE ships this CRD itself
+            groups.add("autoscaling.x-k8s.io")
+        return groups - {"kueue.x-k8s.io"}
 
     def wait_ready(self, timeout: float = 120) -> None:
         """Every node Ready, every tenant's quota counted and default ServiceAccount made, every ClusterQueue
@@ -284,6 +301,37 @@ class SchedCluster:
             return self.quota_in_use() == {}
 
         api.wait_for("the namespaces emptied and Kueue's quota released", gone, timeout)
+
+    def interrupt_pool(self, pool: str) -> None:
+        """Take a pool's nodes away as Karpenter's interruption handling does on a spot interruption notice
+        (kubernetes-sigs/karpenter pkg/controllers/node/termination: taint karpenter.sh/disrupted, drain through the
+        eviction API, delete the node): the evicted pods get the DisruptionTarget condition."""
+        cp, api = self.cp, self.api
+        assert cp is not None and api is not None
+        nodes = [n for n in api.get("v1", "Node")["items"] if n["metadata"]["labels"].get(POOL_LABEL) == pool]
+        for n in nodes:
+            taints = [*(n["spec"].get("taints") or []), {"key": "karpenter.sh/disrupted", "effect": "NoSchedule"}]
+            cp.request(
+                "PATCH",
+                f"/api/v1/nodes/{n['metadata']['name']}",
+                {"spec": {"taints": taints, "unschedulable": True}},
+                "application/merge-patch+json",
+            )
+        names = {n["metadata"]["name"] for n in nodes}
+        for p in api.get("v1", "Pod")["items"]:
+            if p["spec"].get("nodeName") in names:
+                meta = p["metadata"]
+                cp.request(
+                    "POST",
+                    f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}/eviction",
+                    {
+                        "apiVersion": "policy/v1",
+                        "kind": "Eviction",
+                        "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
+                    },
+                )
+        for name in names:
+            cp.request("DELETE", f"/api/v1/nodes/{name}")
 
     def quota_in_use(self) -> dict[str, dict[str, dict[str, int]]]:
         """ClusterQueue -> flavor -> resource -> reserved units, from each ClusterQueue's status (zeros left out)."""
