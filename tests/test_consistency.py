@@ -101,15 +101,17 @@ def test_volcano_capability_and_quota_are_the_hand_worked_ceilings():
     """prod-aws, worked out by hand from the stack file (not with the code's formula):
     pools bring a100-train 4 x 8 = 32, h100-spot maxGpus 32, a100-gang 2 x 8 = 16.
     applied-ml (cohort, no borrowingLimit): a100-gang 16, already the whole pool: 16, its guarantee 16 too;
-    research: a100-train 16 + borrowingLimit 8 = 24, h100-spot up to the pool's 32: 56. MIG resource names
-    neither can reach: 0."""
+    research (Kueue): what Kueue can admit, its nominal quota plus what the cohort's other ClusterQueues lend on each
+    flavor (kueue v0.19.2 resource_node.go potentialAvailable): nobody else has quota on a100-train or h100-spot,
+    so 16 + 16 = 32 (its borrowingLimit 8 adds nothing; the old 24 + 32 = 56 counted the pools' idle GPUs as
+    borrowable). MIG resource names neither can reach: 0."""
     r = rendered("prod-aws")
     other = [n for n in all_gpu_resources(r.spec) if n != "nvidia.com/gpu"]
     assert other  # h100-inference's MIG profiles
     queue = manifest(r, "Queue", "applied-ml")["spec"]
     assert {n: int(v) for n, v in queue["capability"].items()} == {"nvidia.com/gpu": 16, **dict.fromkeys(other, 0)}
     assert queue["guarantee"] == {"resource": {"nvidia.com/gpu": "16"}}
-    for tenant, ceiling in {"applied-ml": 16, "research": 56}.items():
+    for tenant, ceiling in {"applied-ml": 16, "research": 32}.items():
         hard = _rq_hard(r, tenant)
         assert int(hard["requests.nvidia.com/gpu"]) == ceiling, tenant
         assert all(int(hard[f"requests.{n}"]) == 0 for n in other if f"requests.{n}" in hard), tenant

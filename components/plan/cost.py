@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 from ..data import catalog, prices, versions
 from ..data.prices import Price
 from ..spec.model import NodePool, Problem, StackSpec, Tenant, key, rule
-from . import derive
+from . import ceilings, derive
 
 CONFIGMAP_NAME = "gpu-platform-cost"
 CONFIGMAP_NAMESPACE = "kube-system"  # exists on every cluster; tenants cannot read it
@@ -223,7 +223,7 @@ def tenant_gpus(spec: StackSpec, tenant: Tenant) -> tuple[dict[str, int], dict[s
     nominal = dict(sorted(tenant.gpu_quota.items()))
     ceiling = {
         name: _gpus(spec, spec.pool(name), units)
-        for name, units in derive.tenant_pool_ceiling_units(spec, tenant).items()
+        for name, units in ceilings.tenant_pool_ceiling_units(spec, tenant).items()
     }
     return nominal, ceiling
 
