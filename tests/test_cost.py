@@ -575,6 +575,7 @@ def test_report_of_an_existing_cluster_without_prices():
         "nodes": {"min": 0, "max": 1},
         "gpus": {"min": 0, "max": 1, "spot": 0, "onDemand": 1},
         "tenantQuotaGpus": 1,
+        "uncovered": {"gpus": 0, "hourlyUsd": 0},  # dev's 1 L4 is the pool's 1: nothing uncovered, unpriced or not
         "onDemandPerNodeHour": {"usd": None, "unknown": "the pool names no instance/machine type"},
         "spotPerNodeHour": None,
         "hourlyUsd": {"min": 0, "max": None},
@@ -594,6 +595,7 @@ def test_report_of_an_existing_cluster_without_prices():
         "minHourlyUsd": 0,
         "knownMaxHourlyUsd": 0,
         "unknownPools": ["workstation"],
+        "uncoveredMaxHourlyUsd": 0,
     }
     assert doc["budget"] == {"maxHourlyUsd": None, "tenants": {}}
 

@@ -170,6 +170,12 @@ def plan_text(p: Any) -> list[str]:
             f"handed out by {', '.join(pool.schedulers) or 'nobody'}"
             + (f"; Kueue flavor {pool.kueue_flavor}" if pool.kueue_flavor else "")
             + ("; opt-in (shared-gpu toleration)" if pool.one_unit_opt_in else "")
+            + (
+                f"; {pool.uncovered_gpus} GPUs ({_units(pool.uncovered_units)}) in no tenant's nominal quota: "
+                "Kueue never admits onto them"
+                if pool.uncovered_gpus
+                else ""
+            )
             + (f"; ${price:.2f}/GPU-hour" if price is not None else "; price unknown")
         )
     lines += ["", "Tenants"]

@@ -1,6 +1,7 @@
-"""The most GPU units a tenant can hold, per pool and in total, by who admits its workloads. One decision, read by
-the plan (``TenantPlan.pool_ceiling_units``, ``gpu_limit``, ``quota_hard``), the cost (``cost.tenant_gpus``) and,
-through the plan, by explain and the summary.
+"""The most GPU units a tenant can hold, per pool and in total, by who admits its workloads; and per pool, the GPUs
+no tenant can ever hold. One decision each, read by the plan (``TenantPlan.pool_ceiling_units``, ``gpu_limit``,
+``quota_hard``; ``PoolPlan.uncovered_gpus``), the cost (``cost.tenant_gpus``, ``cost.pool_doc``) and, through the
+plan, by explain and the summary.
 
 - **Kueue** tenants: Kueue's maximum capacity per flavor (``kueue.tenant_max_units``, kueue v0.19.2
   ``potentialAvailable``): its own nominal quota plus what the cohort's other queues lend on that flavor, within its
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ..spec.model import StackSpec, Tenant
+from ..spec.model import NodePool, StackSpec, Tenant
 from . import derive, kueue
 
 
@@ -41,3 +42,21 @@ def tenant_ceiling_units(spec: StackSpec, tenant: Tenant) -> dict[str, int]:
         for name, n in units.items():
             total[name] += n
     return dict(sorted(total.items()))
+
+
+def uncovered_gpus(spec: StackSpec, pool: NodePool) -> int | None:
+    """GPUs the pool may bring (``gpu_cap``) beyond the sum of the Kueue tenants' nominal quotas on it: Kueue
+    never admits a workload onto them. Kueue lends only quota, never capacity: on a flavor each ClusterQueue holds
+    at most its local quota plus its share of the cohort's ``SubtreeQuota``, and both add up to the queues'
+    nominal quotas (kueue v0.19.2 pkg/cache/scheduler/resource_node.go ``accumulateFromChild``,
+    ``potentialAvailable``; a queue without a cohort holds its own), so the pool can be scaled to a size no
+    tenant workload ever fills, while its cost counts every GPU.
+
+    None where Kueue does not hand the pool out: Volcano's pools (its proportion plugin gives a queue idle
+    capacity beyond its guarantee up to its capability, volcano v1.15.1 proportion.go:91-139, so capacity above
+    the guarantees is reachable), and stacks without Kueue (a ResourceQuota caps a resource name across pools,
+    not per pool)."""
+    if not spec.addons.kueue or pool.name in derive.volcano_pools(spec):
+        return None
+    quota = sum(t.gpu_quota.get(pool.name, 0) for t in derive.kueue_tenants(spec))
+    return max(pool.gpu_cap - quota, 0)

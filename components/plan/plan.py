@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..data import versions
 from ..spec.model import NodePool, StackSpec, Tenant
-from . import cost, derive
+from . import ceilings, cost, derive
 from .aws import plan as aws_plan
 from .aws.karpenter import KarpenterPlan, karpenter_plan
 from .frozen import freeze as _freeze, plain as plain
@@ -81,6 +81,10 @@ class PoolPlan:
     cold_start: bool  # a Kueue-admitted workload may wait for its nodes from zero
     tenant_quota_units: Mapping[str, int]  # the sum of the tenants' nominal quotas on it
     tenant_quota_gpus: int  # the same in physical GPUs
+    # GPUs (and units) it may bring beyond the Kueue tenants' nominal quotas on it: Kueue never admits onto them
+    # (it lends quota, not capacity; ``ceilings.uncovered_gpus``). None where Kueue does not hand the pool out
+    uncovered_gpus: int | None
+    uncovered_units: Mapping[str, int] | None
     cost: Mapping[str, Any]  # its entry of the cost report (``cost.pool_doc``): prices, GPUs, hourly USD
 
 
@@ -260,6 +264,7 @@ def pool_plan(spec: StackSpec, pool: NodePool) -> PoolPlan:
     units_per_node = derive.pool_units(spec, pool, pool.gpu.per_node)
     efa_interfaces = {efa.EFA_RESOURCE: efa.interfaces_per_node(pool)} if efa.efa_enabled(spec, pool) else {}
     quota = next(c for c in derive.capacity_report(spec) if c.pool == pool.name)
+    uncovered = ceilings.uncovered_gpus(spec, pool)
     return PoolPlan(
         name=pool.name,
         provisioner=provisioner(spec, pool),
@@ -296,6 +301,8 @@ def pool_plan(spec: StackSpec, pool: NodePool) -> PoolPlan:
         cold_start=pool.name in {p.name for p in derive.cold_start_pools(spec)},
         tenant_quota_units=_freeze(quota.quota_units),
         tenant_quota_gpus=sum(t.gpu_quota.get(pool.name, 0) for t in spec.tenants),
+        uncovered_gpus=uncovered,
+        uncovered_units=_freeze(derive.pool_units(spec, pool, uncovered)) if uncovered is not None else None,
         cost=_freeze(cost.pool_doc(spec, pool)),
     )
 
@@ -304,7 +311,7 @@ def pool_plan(spec: StackSpec, pool: NodePool) -> PoolPlan:
 
 
 def tenant_plan(spec: StackSpec, tenant: Tenant) -> TenantPlan:
-    from . import ceilings, kueue as kueue_plan, tenancy, volcano as volcano_plan
+    from . import kueue as kueue_plan, tenancy, volcano as volcano_plan
 
     scheduler = derive.tenant_scheduler(spec, tenant)
     limit = ceilings.tenant_ceiling_units(spec, tenant)  # its ResourceQuota's GPU caps
