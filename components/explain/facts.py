@@ -8,9 +8,8 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
 
-from ..plan import derive
+from ..plan import derive, gpu_operator, kueue, tenancy, volcano
 from ..plan.plan import Plan, PoolPlan, TenantPlan
-from ..render import gpu_operator, kueue
 from .nodes import LabelValues, autoscaler_template_labels, node_label_values
 from .workloads import GPU_PREFIX, PodSet, Workload, _device_resources
 
@@ -225,8 +224,6 @@ def pod_selection(
 def volcano_pods_policy_applies(decided: Plan, tenant: TenantPlan) -> bool:
     """The admission policy ``volcano.PODS_POLICY_NAME`` exists (Volcano is on and has tenants: some tenant has a
     Volcano queue) and selects the tenant's namespace (labelled ``gpu-platform/scheduler: volcano``)."""
-    from ..render import volcano
-
     return any(t.volcano_queue for t in decided.tenants.values()) and (
         tenant.namespace_labels.get(derive.SCHEDULER_LABEL) == volcano.SCHEDULER_NAME
     )
@@ -251,8 +248,6 @@ def volcano_pod_refusal(
     the namespace's annotations list (``tenancy.namespace_annotations``), split as the policy splits them.
     ``scheduler_name``: the pod's own, or its Volcano Job's when the template names none (the job controller
     copies it: volcano v1.15.1 pkg/controllers/job/job_controller_util.go, createJobPod)."""
-    from ..render import tenancy, volcano
-
     annotations = tenant.namespace_annotations
 
     def listed(annotation: str) -> list[str]:
@@ -290,8 +285,6 @@ def volcano_pod_refusal(
 def volcano_pods_admission(decided: Plan, tenant: TenantPlan, w: Workload) -> tuple[str | None, str | None]:
     """(why the policy refuses the workload's first refused GPU pod set, what it admitted): (None, None) where
     it does not look at the workload's pods (another namespace, or no GPU pod)."""
-    from ..render import volcano
-
     if not volcano_pods_policy_applies(decided, tenant):
         return None, None
     gpu_sets = [ps for ps in w.podsets if ps.count > 0 and policy_gpu_resources(ps.pod)]  # pods that get created

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
+from ..plan import kueue
 from ..plan.plan import Plan, PoolPlan, TenantPlan
-from ..render import kueue
 from ..spec.options import INTEGRATION_OPERATOR
 from .facts import _units
 from .workloads import Workload

@@ -254,7 +254,7 @@ def _declared_taints(p: PoolPlan) -> tuple[Mapping[str, str], ...]:
 
 def _gpu_operator_lines(decided: Plan) -> list[str]:
     """The summary.md section: who serves each pool's GPUs, and what the monitoring alerts on."""
-    from ..render import gpu_operator
+    from ..plan import gpu_operator
 
     operator, m = decided.addons["gpuOperator"], decided.monitoring
     if not operator.enabled and m is None:
@@ -318,7 +318,7 @@ def _dra_lines(decided: Plan) -> list[str]:
     d = decided.dra
     if d is None:
         return []
-    from ..render import dra
+    from ..plan import dra
 
     lines = [
         "## GPUs through DRA (ResourceClaims)",

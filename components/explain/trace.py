@@ -26,9 +26,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..plan import derive, plan
+from ..plan import derive, kueue, plan, tenancy
 from ..plan.plan import Plan, PoolPlan, TenantPlan
-from ..render import kueue, tenancy
 from ..spec.model import StackSpec
 from ..spec.options import IMPLICIT_POD_INTEGRATIONS
 from .facts import (
