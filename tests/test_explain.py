@@ -413,14 +413,20 @@ def test_quota_exhausted_even_with_borrowing():
     With serving lending 8 there: min(16 + 8, 0 + 16 + 8) = 24: 24 runs borrowing 8, 4 x 8 = 32 does not."""
     t = trace(spec_of("prod-aws"), _a100_job(3))
     assert t.pending.name == "flavors"
-    assert "a100-train: needs 24 nvidia.com/gpu, quota 16 nvidia.com/gpu, at most 16" in t.pending.detail
+    assert "a100-train: needs 24 nvidia.com/gpu, research's quota 16; " in t.pending.detail
+    assert "so at most 16 (Kueue: maximum capacity 16)" in t.pending.detail
     lent = _serving_lends_a100(8)
     t = trace(lent, _a100_job(4))
     assert t.pending.name == "flavors"
-    assert "a100-train: needs 32 nvidia.com/gpu, quota 16 nvidia.com/gpu, at most 24" in t.pending.detail
+    # 32 - 16 = 16 to borrow: serving lends 8 and research's borrowingLimit is 8, both bind
+    assert (
+        "a100-train: needs 32 nvidia.com/gpu, research's quota 16; the other ClusterQueues of cohort gpu-platform lend "
+        "8 there (notebooks: no quota there; serving: lends 8) and its borrowingLimit there is 8"
+    ) in t.pending.detail
+    assert "so at most 24 (Kueue: maximum capacity 24)" in t.pending.detail
     ok = trace(lent, _a100_job(3))
     assert ok.pending is None
-    assert "borrows 8 nvidia.com/gpu" in next(x.detail for x in ok.layers if x.name == "flavors")
+    assert "borrows 8 nvidia.com/gpu from cohort gpu-platform (lent by serving)" in layer(ok, "flavors").detail
 
 
 def test_topology_aware_flavor_needs_a_topology_request():

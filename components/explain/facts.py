@@ -458,19 +458,29 @@ def resolve_claims(decided: Plan, tenant: TenantPlan, w: Workload) -> str | None
 # ----------------------------------------------------------------------------------------- explain
 
 
+def kueue_request(w: Workload, ps: PodSet) -> dict[str, int]:
+    """GPU units Kueue counts for one pod set of one workload: a pod's request times the pod set's pods in the
+    workload (a Deployment's or StatefulSet's pods are a workload each, a LeaderWorkerSet's groups one each:
+    ``Workload.workload_copies``) -- the pod set's ``TotalRequests`` (kueue v0.19.2 flavorassigner.go
+    ``assignFlavors``)."""
+    pods = 1 if w.per_pod_workloads else ps.count // w.workload_copies
+    return {name: n * pods for name, n in ps.requests().items()}
+
+
 def _total(w: Workload) -> dict[str, int]:
-    """Units one Kueue workload holds: every pod of every pod set (a Deployment's pods are one each, a
-    LeaderWorkerSet's groups one each: ``Workload.workload_copies``)."""
+    """Units one Kueue workload holds: every pod of every pod set (``kueue_request`` summed)."""
     total: dict[str, int] = defaultdict(int)
     for ps in w.podsets:
-        for name, n in ps.requests().items():
-            total[name] += n * (1 if w.per_pod_workloads else ps.count // w.workload_copies)
+        for name, n in kueue_request(w, ps).items():
+            total[name] += n
     return dict(sorted(total.items()))
 
 
-def _asks_topology(w: Workload) -> bool:
+def asks_topology(ps: PodSet) -> bool:
+    """The pod set asks Kueue for a topology (its template's preferred or required topology annotation): Kueue's
+    ``TopologyRequest``, checked per pod set (kueue v0.19.2 tas_flavorassigner.go checkPodSetAndFlavorMatchForTAS)."""
     keys = (kueue.PREFERRED_TOPOLOGY_ANNOTATION, kueue.REQUIRED_TOPOLOGY_ANNOTATION)
-    return any(k in ((ps.metadata or {}).get("annotations") or {}) for ps in w.podsets for k in keys)
+    return any(k in ((ps.metadata or {}).get("annotations") or {}) for k in keys)
 
 
 def gpu_podsets(w: Workload) -> list[PodSet]:
