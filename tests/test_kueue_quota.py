@@ -159,3 +159,20 @@ def test_the_plans_cluster_queues_give_kueues_numbers():
     # cpu: research's quota.cpu 512 on each of its flavors, in millicores; only research lists a100-train, so the
     # cohort holds its 512 cores there and nothing more: 0 + 512,000
     assert q.max_capacity("research", ("a100-train", "cpu")) == 512_000
+
+
+@pytest.mark.parametrize(
+    "stack", ["dev-aws", "prod-aws", "dev-gcp", "prod-gcp", "local", "dra-existing", "starter-aws"]
+)
+def test_the_plans_ceilings_are_kueues_over_its_own_cluster_queues(stack):
+    """One decision: every Kueue tenant's ceiling per pool (what the ResourceQuota, the cost and explain read) is the
+    maximum capacity this port gives over the ClusterQueue specs the same plan renders, and what it lends is what
+    the port says it puts into its cohort."""
+    p = plan.build(load_spec(stack_config(stack)), stack)
+    q = Quotas({t.cluster_queue: t.cluster_queue_spec for t in p.tenants.values() if t.cluster_queue})
+    kueue_tenants = [t for t in p.tenants.values() if t.cluster_queue]
+    assert kueue_tenants
+    for t in kueue_tenants:
+        for pool, units in t.pool_ceiling_units.items():
+            assert dict(units) == {r: q.max_capacity(t.name, (pool, r)) for r in units}, (t.name, pool)
+            assert dict(t.pool_lent_units[pool]) == {r: q.lends(t.name, (pool, r)) for r in units}, (t.name, pool)
