@@ -2,8 +2,14 @@
 
 Every expected number is worked out by hand in the comments (pool capacity = nodes x GPUs per node x
 units per GPU), not recomputed from the code's formula: a ResourceQuota, a Volcano capability or a summary
-that grows past what the pool can bring fails here. A pool is handed out by one scheduler: the Kueue tenants
+that grows past what the tenants can hold fails here. A pool is handed out by one scheduler: the Kueue tenants
 share small and sliced, the Volcano tenant has gang-small and gang-sliced (the same shapes) to itself.
+
+Kueue lends quota, not capacity (kueue v0.19.2 pkg/cache/scheduler/resource_node.go): a ClusterQueue holds at most
+potentialAvailable = min(nominal + borrowingLimit, localQuota + cohort SubtreeQuota), the cohort's SubtreeQuota
+being what its queues lend (nominal, or the lendingLimit when lower) and localQuota what a lending limit keeps
+back (nominal - lendingLimit). In cohort gpu-platform on small: greedy lends its 2, borrower 0, lender
+min(2, 1) = 1: SubtreeQuota 3. Volcano's proportion lends idle capacity instead: its capability reaches the pool.
 """
 
 from __future__ import annotations
@@ -45,7 +51,7 @@ def _render():
     ]
     cfg.pop("gpu-platform:storage")  # its file systems name prod-aws's tenants, replaced here
     cfg["gpu-platform:tenants"] = [
-        # borrowingLimit far past the pools: capped at what each pool brings (Kueue)
+        # borrowingLimit far past the pools: capped at what the cohort lends (Kueue)
         {
             "name": "greedy",
             "gpuQuota": {"small": 2, "sliced": 1},
@@ -60,7 +66,7 @@ def _render():
         },
         # borrow-only: no quota of its own, may borrow 3 GPUs
         {"name": "borrower", "gpuQuota": {"small": 0}, "borrowingLimit": {"small": 3}},
-        # lends at most 1 GPU, no borrowingLimit: in a cohort it may borrow up to the whole pool
+        # lends at most 1 GPU, no borrowingLimit: keeps 1 back and may borrow what the others lend
         {"name": "lender", "gpuQuota": {"small": 2}, "lendingLimit": {"small": 1}},
     ]
     return render_config(cfg, "prod-aws")
@@ -81,16 +87,18 @@ def _gpu_flavors(r, tenant: str) -> dict[str, dict[str, str]]:
     return out
 
 
-def test_borrowing_limit_past_the_pool_is_capped_at_what_the_pool_brings():
+def test_borrowing_limit_past_the_pool_is_capped_at_what_the_cohort_lends():
     r = _render()
-    # small: min(2 + 100, 8 GPUs) = 8 units; sliced: min(1 + 100, 4 GPUs) = 4 GPUs x 4 slices = 16 units
-    assert _quota(r, "greedy") == 8 + 16
+    # small: min(2 + 100, 0 + 3) = 3 units (its own 2 and lender's 1; the pool's other 5 GPUs are nobody's quota);
+    # sliced: greedy alone, 1 GPU x 4 slices = 4: min(4 + 400, 0 + 4) = 4
+    assert _quota(r, "greedy") == 3 + 4
     # Kueue gets the limit as configured (the cohort cannot lend more than exists anyway)
     assert _gpu_flavors(r, "greedy") == {
         "small": {"nominalQuota": "2", "borrowingLimit": "100"},
         "sliced": {"nominalQuota": "4", "borrowingLimit": "400"},
     }
-    # Volcano: gang-small and gang-sliced have the same shapes, so the same 8 + 16
+    # Volcano: gang-small and gang-sliced have the same shapes; proportion lends idle capacity up to the
+    # capability, which is capped at what each pool brings: min(2 + 100, 8) = 8 and min(1 + 100, 4) x 4 = 16
     assert _quota(r, "gang") == 8 + 16
     capability = manifest(r, "Queue", "gang")["spec"]["capability"]
     assert capability == {"nvidia.com/gpu": "24"}
@@ -103,13 +111,13 @@ def test_borrowing_limit_past_the_pool_is_capped_at_what_the_pool_brings():
 
 def test_a_borrow_only_tenant_holds_only_what_it_may_borrow():
     r = _render()
-    assert _quota(r, "borrower") == 3  # 0 + 3, under the pool's 8
+    assert _quota(r, "borrower") == 3  # min(0 + 3, 0 + 3): its limit and the cohort's 3 agree
     assert _gpu_flavors(r, "borrower") == {"small": {"nominalQuota": "0", "borrowingLimit": "3"}}
 
 
-def test_a_lender_without_a_borrowing_limit_reaches_the_whole_pool_and_no_more():
+def test_a_lender_without_a_borrowing_limit_reaches_what_it_keeps_and_the_cohort_lends():
     r = _render()
-    assert _quota(r, "lender") == 8  # may borrow all the cohort leaves idle, never past the pool's 8
+    assert _quota(r, "lender") == 1 + 3  # localQuota 2 - 1 = 1 kept back, plus the cohort's 3 (its own 1 among them)
     assert _gpu_flavors(r, "lender") == {"small": {"nominalQuota": "2", "lendingLimit": "1"}}
 
 
@@ -123,10 +131,10 @@ def test_the_summary_reports_the_capped_numbers():
     assert f"| gang-small | {whole} | 2 nvidia.com/gpu | 0.25x |" in text
     assert f"| gang-sliced | {sliced} | 4 nvidia.com/gpu | 0.25x |" in text
     # tenants table: GPUs per pool | nominal units | ResourceQuota cap | scheduler
-    assert "| greedy | sliced: 1, small: 2 | 6 nvidia.com/gpu | 24 nvidia.com/gpu | kueue |" in text
+    assert "| greedy | sliced: 1, small: 2 | 6 nvidia.com/gpu | 7 nvidia.com/gpu | kueue |" in text
     assert "| gang | gang-sliced: 1, gang-small: 2 | 6 nvidia.com/gpu | 24 nvidia.com/gpu | volcano |" in text
     assert "| borrower | small: 0 | 0 nvidia.com/gpu | 3 nvidia.com/gpu |" in text
-    assert "| lender | small: 2 | 2 nvidia.com/gpu | 8 nvidia.com/gpu |" in text
+    assert "| lender | small: 2 | 2 nvidia.com/gpu | 4 nvidia.com/gpu |" in text
     # Volcano's cap: min(capability 24, fleet 8 + 16 + 8 + 16 = 48 - guarantees 6 + own 6 = 48) = 24 at full size;
     # from an idle cluster (every pool 0..1, at 0) the fleet is 0: min(24, max(0 - 6, 0) + 6) = 6, its guarantee,
     # since proportion counts the nodes that exist (volcano v1.15.1 proportion.go:91-139; issue 26 §4.5)

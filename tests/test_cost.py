@@ -108,9 +108,11 @@ def test_prod_aws_pools_tenants_and_total_at_list_price():
         109.7882 + 110.08 + 176.128 + 3 * 4.6016 + 2 * 27.44705, abs=1e-3
     )
     assert doc["total"]["minHourlyUsd"] == pytest.approx(55.04)  # h100-inference's 1 node; every other min is 0
-    t = tenant(doc, "notebooks")  # 4 L4 nominal, may borrow up to the pool's 12
-    assert t["nominal"]["hourlyUsd"] == pytest.approx(4 * 1.1504) and t["ceiling"]["gpus"] == {"l4-notebooks": 12}
-    assert t["ceiling"]["hourlyUsd"] == pytest.approx(12 * 1.1504)
+    # 4 L4 nominal; no other ClusterQueue of cohort gpu-platform has quota on l4-notebooks to lend it, so Kueue
+    # never admits more than those 4 for it (the pool's other 8 L4 are nobody's quota): its ceiling is 4
+    t = tenant(doc, "notebooks")
+    assert t["nominal"]["hourlyUsd"] == pytest.approx(4 * 1.1504) and t["ceiling"]["gpus"] == {"l4-notebooks": 4}
+    assert t["ceiling"]["hourlyUsd"] == pytest.approx(4 * 1.1504)
     t = tenant(doc, "applied-ml")  # 16 A100 on a100-gang, the whole pool: nominal and ceiling alike
     assert t["nominal"]["gpus"] == {"a100-gang": 16} and t["ceiling"]["gpus"] == {"a100-gang": 16}
     assert t["nominal"]["hourlyUsd"] == pytest.approx(16 * 27.44705 / 8, abs=1e-3)
@@ -217,7 +219,7 @@ def test_stack_over_budget_fails_check_naming_the_top_pools(tmp_path, capsys):
     assert "mandatory" in line and "$464.70/h, over the budget of $300.00/h" in line
     # the three largest; a100-gang's 54.89 is fourth
     assert "largest pools: h100-spot $176.13/h, h100-inference $110.08/h, a100-train $109.79/h" in line
-    # just within budget: nothing (464.70 <= 465, notebooks' 13.80 <= 14)
+    # just within budget: nothing (464.70 <= 465, notebooks' ceiling 4 L4 = 4.60 <= 14)
     assert (
         cost_policies.budget_problems(report("prod-aws", budget={"maxHourlyUsd": 465, "tenants": {"notebooks": 14}}))
         == []
@@ -225,9 +227,9 @@ def test_stack_over_budget_fails_check_naming_the_top_pools(tmp_path, capsys):
 
 
 def test_tenant_budget_and_unknown_prices_fail_the_budget_policy():
-    doc = report("prod-aws", budget={"maxHourlyUsd": 1000, "tenants": {"notebooks": 10}})
-    [msg] = cost_policies.budget_problems(doc)
-    assert msg.startswith("tenant notebooks: its borrowing ceiling costs $13.80/h, over its budget of $10.00/h")
+    doc = report("prod-aws", budget={"maxHourlyUsd": 1000, "tenants": {"notebooks": 4}})
+    [msg] = cost_policies.budget_problems(doc)  # its ceiling: its own 4 L4 x 1.1504 (nobody lends it more)
+    assert msg.startswith("tenant notebooks: its borrowing ceiling costs $4.60/h, over its budget of $4.00/h")
     doc = report("dev-gcp", budget={"maxHourlyUsd": 1000})
     [msg] = cost_policies.budget_problems(doc)
     assert "cannot be checked: no price for pool(s) t4-spot" in msg
@@ -573,6 +575,7 @@ def test_report_of_an_existing_cluster_without_prices():
         "nodes": {"min": 0, "max": 1},
         "gpus": {"min": 0, "max": 1, "spot": 0, "onDemand": 1},
         "tenantQuotaGpus": 1,
+        "uncovered": {"gpus": 0, "hourlyUsd": 0},  # dev's 1 L4 is the pool's 1: nothing uncovered, unpriced or not
         "onDemandPerNodeHour": {"usd": None, "unknown": "the pool names no instance/machine type"},
         "spotPerNodeHour": None,
         "hourlyUsd": {"min": 0, "max": None},
@@ -592,6 +595,7 @@ def test_report_of_an_existing_cluster_without_prices():
         "minHourlyUsd": 0,
         "knownMaxHourlyUsd": 0,
         "unknownPools": ["workstation"],
+        "uncoveredMaxHourlyUsd": 0,
     }
     assert doc["budget"] == {"maxHourlyUsd": None, "tenants": {}}
 
@@ -622,13 +626,20 @@ def test_report_splits_a_fallback_pool_and_states_the_aws_assumption():
 
 
 def test_a_zero_quota_on_an_unpriced_pool_costs_nothing():
-    """A tenant entry of 0 GPUs (borrow-only) on the unpriced t4-spot leaves its nominal cost known."""
+    """A tenant entry of 0 GPUs (borrow-only) on the unpriced t4-spot leaves its nominal cost known; its ceiling is
+    unknown once another tenant lends it a T4 there (Kueue: 0 + the cohort's 1), and known (0 T4) while nobody
+    does."""
     cfg = stack_config("dev-gcp")
     cfg["gpu-platform:tenants"][0]["gpuQuota"] = {"l4-shared": 4, "t4-spot": 0}
+    alone = tenant(cost.report(load_spec(cfg), "dev-gcp"), "ml-dev")
+    assert alone["ceiling"]["gpus"] == {"l4-shared": 4, "t4-spot": 0}
+    assert alone["ceiling"]["hourlyUsd"] == pytest.approx(4 * 0.479872, abs=1e-4)
+    cfg["gpu-platform:tenants"].append({"name": "lender", "gpuQuota": {"t4-spot": 1}})
     doc = cost.report(load_spec(cfg), "dev-gcp")
     t = tenant(doc, "ml-dev")
     assert t["nominal"]["hourlyUsd"] == pytest.approx(4 * 0.479872, abs=1e-4)  # l4-shared spot, 1 L4 a node
-    assert t["ceiling"]["hourlyUsd"] is None  # it may borrow t4-spot, whose price is unknown
+    assert t["ceiling"]["gpus"]["t4-spot"] == 1
+    assert t["ceiling"]["hourlyUsd"] is None  # it may borrow a T4, whose price is unknown
 
 
 def test_unit_price_splits_a_gpu_hour_by_what_it_advertises():

@@ -10,7 +10,7 @@ import pytest
 from conftest import stack_config
 
 from components.cli.loader import load_spec
-from components.plan import derive
+from components.plan import ceilings, derive
 
 GPU = "nvidia.com/gpu"
 
@@ -34,38 +34,75 @@ def tenant_cfg(cfg: dict[str, Any], name: str) -> dict[str, Any]:
 
 # prod-aws: a100-train 4 nodes x 8 = 32 GPUs; h100-spot maxGpus 32; l4-notebooks 3 x 4 L4 time-sliced x4 = 48
 # units; h100-inference 2 x 8 H100 with MIG 3g.40gb + 2g.20gb + 2x 1g.10gb per GPU; a100-gang (applied-ml's own,
-# Volcano) 2 nodes x 8 = 16 GPUs. Default cohort: shared.
+# Volcano) 2 nodes x 8 = 16 GPUs. Default cohort: gpu-platform.
+#
+# Each tenant's ceiling depends on who admits it (components/plan/ceilings.py): a Kueue tenant's is Kueue's
+# maximum capacity (kueue v0.19.2 resource_node.go potentialAvailable: its own nominal quota plus what the
+# cohort's other queues lend on the flavor, within its borrowingLimit), a Volcano tenant's its queue's capability
+# (nominal + borrowingLimit, or the whole pool), a tenant without a scheduler its nominal quota.
 
 
-def test_ceiling_per_pool_with_and_without_a_borrowing_limit():
-    """research: a100-train 16 + borrowingLimit 8 = 24 (below the pool's 32); h100-spot 16 without a limit
-    borrows up to the whole pool, 32."""
+def _pool_ceilings(spec, name):
+    return ceilings.tenant_pool_ceiling_units(spec, tenant(spec, name))
+
+
+def test_a_kueue_tenants_ceiling_is_what_its_cohort_lends_not_the_pool():
+    """research (Kueue): a100-train nominal 16 + borrowingLimit 8, but no other ClusterQueue of cohort gpu-platform
+    has quota there, so potentialAvailable = min(16 + 8, 0 + 16) = 16; h100-spot: 16, nobody else: 16. Total 32
+    (the pools bring 32 each: that capacity is nobody's quota)."""
     spec = spec_of("prod-aws")
-    assert derive.tenant_pool_ceiling_units(spec, tenant(spec, "research")) == {
-        "a100-train": {GPU: 24},
-        "h100-spot": {GPU: 32},
-    }
-    assert derive.tenant_ceiling_units(spec, tenant(spec, "research")) == {GPU: 56}
+    assert _pool_ceilings(spec, "research") == {"a100-train": {GPU: 16}, "h100-spot": {GPU: 16}}
+    assert ceilings.tenant_ceiling_units(spec, tenant(spec, "research")) == {GPU: 32}
 
 
-def test_ceiling_counts_units_per_gpu_and_sums_across_pools():
-    """serving's 16 H100 are the whole pool: 16 x (1 + 1 + 2) MIG devices; applied-ml's 16 on a100-gang are the
-    whole 2 x 8 pool: 16. With research also on l4-notebooks (8 L4, no borrowing limit there) it reaches
-    a100-train 16 + 8 = 24, h100-spot's 32 and l4-notebooks' 12 L4 x 4 slices = 48: 104 nvidia.com/gpu."""
+def test_a_kueue_tenant_borrows_what_another_lends_within_its_borrowing_limit():
+    """notebooks (dev: never preempts, lendingLimit 0) and research both on l4-notebooks: research 8 L4 x 4 = 32
+    units lent in full, notebooks 4 x 4 = 16 units kept back (localQuota 16, lends 0): cohort SubtreeQuota 32.
+    research: 0 + 32 = 32 (what it lends counts for itself too; no borrowingLimit there); notebooks: 16 + 32 = 48.
+    research lending at most 2 L4 (8 units) keeps 32 - 8 = 24 back and puts 8 in: research 24 + 8, notebooks
+    16 + 8."""
+
+    def edit(cfg):
+        tenant_cfg(cfg, "research")["gpuQuota"]["l4-notebooks"] = 8
+
+    spec = spec_of("prod-aws", edit)
+    assert _pool_ceilings(spec, "research")["l4-notebooks"] == {GPU: 32}
+    assert _pool_ceilings(spec, "notebooks")["l4-notebooks"] == {GPU: 48}
+    assert ceilings.tenant_ceiling_units(spec, tenant(spec, "research")) == {GPU: 16 + 16 + 32}
+
+    def lend(cfg):  # research lends at most 2 L4 (8 units): localQuota 32 - 8 = 24, cohort 8
+        edit(cfg)
+        tenant_cfg(cfg, "research")["lendingLimit"] = {"l4-notebooks": 2}
+
+    spec = spec_of("prod-aws", lend)
+    assert _pool_ceilings(spec, "research")["l4-notebooks"] == {GPU: 24 + 8}
+    assert _pool_ceilings(spec, "notebooks")["l4-notebooks"] == {GPU: 16 + 8}
+
+
+def test_a_volcano_tenants_ceiling_is_its_capability():
+    """applied-ml (Volcano) on a100-gang: 16, the whole 2 x 8 pool; with a borrowingLimit the capability grows only
+    to what the pool brings (Volcano lends idle capacity): its quota lowered to 8 with borrowingLimit 4: 12."""
     spec = spec_of("prod-aws")
-    assert derive.tenant_ceiling_units(spec, tenant(spec, "serving")) == {
+    assert derive.capability_units(spec, tenant(spec, "applied-ml")) == {GPU: 16}
+    assert _pool_ceilings(spec, "applied-ml") == {"a100-gang": {GPU: 16}}
+
+    def edit(cfg):
+        tenant_cfg(cfg, "applied-ml")["gpuQuota"] = {"a100-gang": 8}
+        tenant_cfg(cfg, "applied-ml")["borrowingLimit"] = {"a100-gang": 4}
+
+    spec = spec_of("prod-aws", edit)
+    assert _pool_ceilings(spec, "applied-ml") == {"a100-gang": {GPU: 12}}
+
+
+def test_ceiling_counts_units_per_gpu():
+    """serving's 16 H100 are the whole pool: 16 x (1 + 1 + 2) MIG devices; it lends 4 GPUs (lendingLimit) to a
+    cohort where nobody else has the flavor, so it holds 12 kept back + 4 lent = 16 of each GPU's share."""
+    spec = spec_of("prod-aws")
+    assert ceilings.tenant_ceiling_units(spec, tenant(spec, "serving")) == {
         "nvidia.com/mig-1g.10gb": 32,
         "nvidia.com/mig-2g.20gb": 16,
         "nvidia.com/mig-3g.40gb": 16,
     }
-    assert derive.tenant_ceiling_units(spec, tenant(spec, "applied-ml")) == {GPU: 16}
-
-    def edit(cfg):
-        tenant_cfg(cfg, "research")["gpuQuota"]["l4-notebooks"] = 8  # a Kueue tenant on notebooks' Kueue pool
-
-    spec = spec_of("prod-aws", edit)
-    assert derive.tenant_pool_ceiling_units(spec, tenant(spec, "research"))["l4-notebooks"] == {GPU: 48}
-    assert derive.tenant_ceiling_units(spec, tenant(spec, "research")) == {GPU: 104}
 
 
 def test_without_a_cohort_the_ceiling_is_the_nominal_quota():
@@ -77,38 +114,40 @@ def test_without_a_cohort_the_ceiling_is_the_nominal_quota():
         tenant_cfg(cfg, "serving").pop("lendingLimit")
 
     spec = spec_of("prod-aws", edit)
-    assert derive.tenant_pool_ceiling_units(spec, tenant(spec, "research")) == {
-        "a100-train": {GPU: 16},
-        "h100-spot": {GPU: 16},
-    }
+    assert _pool_ceilings(spec, "research") == {"a100-train": {GPU: 16}, "h100-spot": {GPU: 16}}
 
 
 def test_a_quota_above_the_pool_size_is_its_own_ceiling():
-    """Oversubscribed (prod-aws allows 1.5x): research's 40 on the 32-GPU a100-train stays 40, borrowing
-    limit or not; a borrowing limit never lifts the ceiling above max(quota, pool)."""
+    """Oversubscribed (prod-aws allows 1.5x): research's 40 and notebooks' 8 on the 32-GPU a100-train. Kueue
+    counts quota, not nodes: cohort SubtreeQuota 40 + 0 (notebooks never preempts: lendingLimit 0, localQuota 8);
+    research: min(40 + 8, 0 + 40) = 40; notebooks: 8 + 40 = 48, more than the pool brings (its pods then wait for
+    nodes, not for quota)."""
 
     def edit(cfg):
         tenant_cfg(cfg, "research")["gpuQuota"]["a100-train"] = 40  # 40 + notebooks' 8 = 48 of 32: 1.5x
-        # a Kueue tenant (the Volcano applied-ml may not share a Kueue pool): 8 without a limit reaches the pool
         tenant_cfg(cfg, "notebooks")["gpuQuota"]["a100-train"] = 8
 
     spec = spec_of("prod-aws", edit)
-    assert derive.tenant_pool_ceiling_units(spec, tenant(spec, "research"))["a100-train"] == {GPU: 40}
-    assert derive.tenant_pool_ceiling_units(spec, tenant(spec, "notebooks"))["a100-train"] == {GPU: 32}
+    assert _pool_ceilings(spec, "research")["a100-train"] == {GPU: 40}
+    assert _pool_ceilings(spec, "notebooks")["a100-train"] == {GPU: 48}
 
 
 def test_quota_units_are_the_ceiling_with_a_batch_scheduler_and_nominal_without():
-    """research: 24 + 32 with Kueue/Volcano (loans must be able to start), 16 + 16 without (nothing lends)."""
+    """research: 16 + 16 with Kueue (Kueue's maximum capacity: nothing else lends on its pools), and 16 + 16
+    without a scheduler (nothing lends); with Kueue off and Volcano on, research is Volcano's: capability
+    a100-train 16 + borrowingLimit 8 = 24, h100-spot the whole pool 32."""
     spec = spec_of("prod-aws")
-    assert derive.tenant_quota_units(spec, tenant(spec, "research")) == {GPU: 56}
+    assert ceilings.tenant_ceiling_units(spec, tenant(spec, "research")) == {GPU: 32}
 
-    def off(cfg):
-        cfg["gpu-platform:addons"] = {**cfg["gpu-platform:addons"], "kueue": False, "volcano": False}
+    def off(cfg, volcano=False):
+        cfg["gpu-platform:addons"] = {**cfg["gpu-platform:addons"], "kueue": False, "volcano": volcano}
         tenant_cfg(cfg, "applied-ml").pop("scheduler")
         cfg["gpu-platform:nodePools"][0].pop("topologyAware")
 
     spec = spec_of("prod-aws", off)
-    assert derive.tenant_quota_units(spec, tenant(spec, "research")) == {GPU: 32}
+    assert ceilings.tenant_ceiling_units(spec, tenant(spec, "research")) == {GPU: 32}
+    spec = spec_of("prod-aws", lambda cfg: off(cfg, volcano=True))
+    assert ceilings.tenant_ceiling_units(spec, tenant(spec, "research")) == {GPU: 24 + 32}
 
 
 # ------------------------------------------------------------------------------------ capacity report

@@ -24,6 +24,7 @@ from values_paths import deep_merge, unknown_paths
 
 from components.cli.loader import SpecError, load_spec
 from components.explain import summary
+from components.plan import plan
 from components.render import dra
 from policies import dra_policies, offline
 
@@ -182,9 +183,13 @@ NOMINAL = {
     "serving": {"h100": {"gpu.nvidia.com/devices": 4}, "a100-mig": {"mig.nvidia.com/devices": 8}},
     "notebooks": {"h100": {"gpu.nvidia.com/devices": 2}},
 }
+# The most Kueue admits for each tenant in cohort shared (kueue v0.19.2 resource_node.go potentialAvailable: what a
+# queue keeps back from the cohort plus everything the cohort's queues lend there). h100: research 10 and serving 4
+# lend all, notebooks (dev: never preempts, lendingLimit 0) keeps its 2 and lends none: cohort 14; research and
+# serving 0 + 14, notebooks 2 + 14. a100-mig: research and serving 4 GPUs x 2 devices = 8 each, lent: cohort 16.
 QUOTA_HARD = {
-    "research": {"gpu.nvidia.com": 16, "mig.nvidia.com": 16},
-    "serving": {"gpu.nvidia.com": 16, "mig.nvidia.com": 16},
+    "research": {"gpu.nvidia.com": 14, "mig.nvidia.com": 16},
+    "serving": {"gpu.nvidia.com": 14, "mig.nvidia.com": 16},
     "notebooks": {"gpu.nvidia.com": 16, "mig.nvidia.com": 0},
 }
 TEMPLATES = {
@@ -252,10 +257,8 @@ def test_a_mig_profile_the_layout_adds_gets_its_template_and_more_devices():
         "mig-a100-80gb-2g-20gb",
         "mig-a100-80gb-1g-10gb",
     }
-    from components.render import tenancy
-
-    # 1 node x 8 GPUs x 3 MIG devices
-    assert tenancy.quota_hard(spec, research)["mig.nvidia.com" + QUOTA] == "24"
+    # research and serving 4 GPUs x 3 MIG devices each, both lent to cohort shared: 0 + 12 + 12 (the 1 node x 8 GPUs)
+    assert plan.build(spec, STACK).tenants[research.name].quota_hard["mig.nvidia.com" + QUOTA] == "24"
 
 
 # NVML framebuffer sizes (MiB) of real cards: each whole-GPU selector must take its own model and refuse the

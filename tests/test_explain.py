@@ -387,25 +387,46 @@ def test_request_larger_than_a_node():
     assert "asks 16 nvidia.com/gpu, one node of h100-spot brings 8" in t.pending.detail
 
 
-def test_quota_exhausted_even_with_borrowing():
-    # research: 16 nominal + 8 borrowable A100s; 4 pods x 8 = 32 > 24
-    text = job(
+def _a100_job(pods: int) -> str:
+    return job(
         "research",
-        4,
+        pods,
         {"nvidia.com/gpu": 8},
         annotations={"kueue.x-k8s.io/podset-preferred-topology": "kubernetes.io/hostname"},
         nodeSelector={"gpu-platform/pool": "a100-train"},
     )
-    t = trace(spec_of("prod-aws"), text)
+
+
+def _serving_lends_a100(gpus: int):
+    """prod-aws with serving given ``gpus`` A100s on a100-train, which it lends to cohort gpu-platform in full (no
+    lendingLimit there; its ClusterQueue preempts, so it may lend)."""
+    config = stack_config("prod-aws")
+    serving = next(t for t in config["gpu-platform:tenants"] if t["name"] == "serving")
+    serving["gpuQuota"]["a100-train"] = gpus
+    return load_spec(config)
+
+
+def test_quota_exhausted_even_with_borrowing():
+    """Kueue lends only quota another ClusterQueue of the cohort has (kueue v0.19.2 resource_node.go
+    potentialAvailable). prod-aws as shipped: research alone on a100-train, nominal 16: its borrowingLimit 8 adds
+    nothing, at most 0 + 16 = 16, so 3 pods x 8 = 24 stay pending (the old model called it runs, borrowing 8).
+    With serving lending 8 there: min(16 + 8, 0 + 16 + 8) = 24: 24 runs borrowing 8, 4 x 8 = 32 does not."""
+    t = trace(spec_of("prod-aws"), _a100_job(3))
     assert t.pending.name == "flavors"
-    assert "a100-train: needs 32 nvidia.com/gpu, quota 16 nvidia.com/gpu, at most 24" in t.pending.detail
-    # 3 pods x 8 = 24: runs, borrowing 8
-    ok = trace(
-        spec_of("prod-aws"),
-        text.replace("parallelism: 4", "parallelism: 3").replace("completions: 4", "completions: 3"),
-    )
+    assert "a100-train: needs 24 nvidia.com/gpu, research's quota 16; " in t.pending.detail
+    assert "so at most 16 (Kueue: maximum capacity 16)" in t.pending.detail
+    lent = _serving_lends_a100(8)
+    t = trace(lent, _a100_job(4))
+    assert t.pending.name == "flavors"
+    # 32 - 16 = 16 to borrow: serving lends 8 and research's borrowingLimit is 8, both bind
+    assert (
+        "a100-train: needs 32 nvidia.com/gpu, research's quota 16; the other ClusterQueues of cohort gpu-platform lend "
+        "8 there (notebooks: no quota there; serving: lends 8) and its borrowingLimit there is 8"
+    ) in t.pending.detail
+    assert "so at most 24 (Kueue: maximum capacity 24)" in t.pending.detail
+    ok = trace(lent, _a100_job(3))
     assert ok.pending is None
-    assert "borrows 8 nvidia.com/gpu" in next(x.detail for x in ok.layers if x.name == "flavors")
+    assert "borrows 8 nvidia.com/gpu from cohort gpu-platform (lent by serving)" in layer(ok, "flavors").detail
 
 
 def test_topology_aware_flavor_needs_a_topology_request():
@@ -696,9 +717,12 @@ def test_dcgm_reads_the_exporter_that_is_deployed():
 
 
 def test_own_quota_on_a_later_flavor_beats_borrowing_on_an_earlier_one():
-    """whenCanBorrow: TryNextFlavor (the ClusterQueue's flavorFungibility)."""
+    """whenCanBorrow: TryNextFlavor (the ClusterQueue's flavorFungibility). ml-dev may only borrow on a10g-spot
+    (quota 0), where a second tenant lends its 2 A10G (Kueue lends quota, never a pool's idle capacity): at most
+    0 + 2 there."""
     config = stack_config("dev-aws")
     config["gpu-platform:tenants"][0]["gpuQuota"] = {"l4-shared": 4, "a10g-spot": 0}  # a10g-spot: borrow only
+    config["gpu-platform:tenants"].append({"name": "lender", "gpuQuota": {"a10g-spot": 2}})
     spec = load_spec(config)
     t = trace(spec, pod("ml-dev", {"nvidia.com/gpu": 1}, tolerations=SHARED_OPT_IN))
     flavors = next(x for x in t.layers if x.name == "flavors")
@@ -748,14 +772,14 @@ def test_pytorchjob_and_jobset_count_every_replica(operators_installed):
         "spec": {
             "pytorchReplicaSpecs": {
                 "Master": {"replicas": 1, "template": _template({"nvidia.com/gpu": 8}, "h100-spot")},
-                "Worker": {"replicas": 2, "template": _template({"nvidia.com/gpu": 8}, "h100-spot")},
+                "Worker": {"replicas": 1, "template": _template({"nvidia.com/gpu": 4}, "h100-spot")},
             }
         },
     }
     t = trace(spec, yaml.safe_dump(ptj))
-    # research: 16 nominal H100s on h100-spot, no borrowing limit there: 24 borrows 8 (the pool brings 32)
-    assert t.pool == "h100-spot" and "24 nvidia.com/gpu, borrows 8" in layer(t, "flavors").detail
-    assert "needs 3" in next(x.detail for x in t.layers if x.name == "provisioner")
+    # research: 16 nominal H100s on h100-spot: the master's 8 and the worker's 4 are 12, within it, on 2 nodes
+    assert t.pool == "h100-spot" and "12 nvidia.com/gpu, nominal quota" in layer(t, "flavors").detail
+    assert "needs 2" in next(x.detail for x in t.layers if x.name == "provisioner")
     workers = replicated_job("workers", 5, 1, _template({"nvidia.com/gpu": 8}, "h100-spot")["spec"])
     t = trace(spec, jobset("research", workers))
     # 5 x 8 = 40 > the 32 the pool can ever bring

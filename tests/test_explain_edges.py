@@ -156,17 +156,17 @@ def test_node_affinity_terms_are_ored_and_expressions_anded():
 
 @pytest.mark.usefixtures("operators_installed")
 def test_jobset_pods_are_replicas_times_parallelism():
-    """A JobSet replicatedJob runs replicas Jobs of parallelism pods each: 2 x 2 pods of 8 H100s = 32 GPUs, on
-    h100-spot (8 per node) 4 nodes; research has 16 nominal there, so it borrows 16. (With the JobSet
-    controller installed: no add-on installs it yet, see test_explain_scheduler_semantics.)"""
-    pods = {"containers": [container({"nvidia.com/gpu": 8})], "nodeSelector": {"gpu-platform/pool": "h100-spot"}}
+    """A JobSet replicatedJob runs replicas Jobs of parallelism pods each: 2 x 2 pods of 4 H100s = 16 GPUs, on
+    h100-spot (8 per node) 2 nodes; research's nominal 16 there. (With the JobSet controller installed: no add-on
+    installs it yet, see test_explain_scheduler_semantics.)"""
+    pods = {"containers": [container({"nvidia.com/gpu": 4})], "nodeSelector": {"gpu-platform/pool": "h100-spot"}}
     text = jobset("research", replicated_job("workers", 2, 2, pods))
     (w,) = load(text)
     assert [(ps.name, ps.count) for ps in w.podsets] == [("workers", 4)]
     t = trace(spec_of("prod-aws"), text)
     assert t.pending is None, t.lines()
-    assert layer(t, "flavors").detail.startswith("h100-spot (32 nvidia.com/gpu, borrows 16 nvidia.com/gpu")
-    assert layer(t, "provisioner").detail.endswith("needs 4")
+    assert layer(t, "flavors").detail.startswith("h100-spot (16 nvidia.com/gpu, nominal quota")
+    assert layer(t, "provisioner").detail.endswith("needs 2")
 
 
 def test_the_pod_templates_scheduler_name_is_the_workloads():

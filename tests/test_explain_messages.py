@@ -441,11 +441,19 @@ def test_flavor_layer_details():
         ),
     )
     assert layer(t, "flavors").detail.startswith("a10g-spot (8 nvidia.com/gpu, nominal quota;")
-    # 10 units: more than a10g-spot ever holds (no cohort: 8), so Kueue goes on to l4-shared (16 units)
+    # 10 units: more than a10g-spot ever holds (ml-dev is alone in cohort gpu-platform: potentialAvailable 0 + its
+    # own 8 lent = 8), so Kueue goes on to l4-shared (16 units); the reason names the cause and the fix
+    a10g_short = (
+        "a10g-spot: needs {n} nvidia.com/gpu, ml-dev's quota 8; no other ClusterQueue of cohort gpu-platform lends "
+        "a10g-spot (it is the cohort's only ClusterQueue), so at most 8 (Kueue: maximum capacity 8): raise ml-dev's "
+        "gpuQuota on a10g-spot to {n} GPUs, or give another tenant of cohort gpu-platform quota on a10g-spot that it "
+        "lends"
+    )
     t = trace(dev, job("ml-dev", 10, {"nvidia.com/gpu": 1}, tolerations=SHARED_OPT_IN))
     assert layer(t, "flavors").detail == (
         "l4-shared (10 nvidia.com/gpu, nominal quota; order default-flavor > a10g-spot > l4-shared; skipped "
-        "a10g-spot: needs 10 nvidia.com/gpu, quota 8 nvidia.com/gpu, at most 8 nvidia.com/gpu with borrowing)"
+        + a10g_short.format(n=10)
+        + ")"
     )
     # every flavor skipped before the one that fits is named: research given a share of l4-notebooks too (a
     # time-slice beside its whole GPUs of the same name: the shared flavor is opt-in, and the pod opts in)
@@ -463,12 +471,16 @@ def test_flavor_layer_details():
         "skipped a100-train: nodeSelector gpu-platform/pool=l4-notebooks (nodes have a100-train); h100-spot: "
         "nodeSelector gpu-platform/pool=l4-notebooks (nodes have h100-spot))"
     )
-    # 17 units (opting in to slices): neither fits; both reasons, in flavor order
+    # 17 units (opting in to slices): neither fits; both reasons, in flavor order. l4-shared: 4 L4 x 4 slices = 16;
+    # 17 units need 5 L4 of quota (4 slices each)
     assert stop(trace(dev, job("ml-dev", 17, {"nvidia.com/gpu": 1}, tolerations=SHARED_OPT_IN))) == (
         "flavors",
-        "no flavor fits: a10g-spot: needs 17 nvidia.com/gpu, quota 8 nvidia.com/gpu, at most 8 nvidia.com/gpu with "
-        "borrowing; l4-shared: needs 17 nvidia.com/gpu, quota 16 nvidia.com/gpu, at most 16 nvidia.com/gpu with "
-        "borrowing",
+        "no flavor fits: "
+        + a10g_short.format(n=17)
+        + "; l4-shared: needs 17 nvidia.com/gpu, ml-dev's quota 16; no other ClusterQueue of cohort gpu-platform lends "
+        "l4-shared (it is the cohort's only ClusterQueue), so at most 16 (Kueue: maximum capacity 16): raise "
+        "ml-dev's gpuQuota on l4-shared to 5 GPUs, or give another tenant of cohort gpu-platform quota on l4-shared "
+        "that it lends",
     )
 
 

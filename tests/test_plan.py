@@ -98,6 +98,14 @@ def test_plan_json_is_the_snapshot_format_and_the_text_names_every_pool_tenant_a
         in text
     )
     assert "  dcgmExporter: off" in text
+    # research's ceiling per pool is Kueue's: its borrowingLimit of 8 on a100-train has no lender behind it (nobody
+    # else in cohort gpu-platform has quota there); dra-existing research borrows serving's 4 H100 on h100
+    assert (
+        "    a100-train: 16 nvidia.com/gpu (borrowingLimit 8 GPUs adds nothing: no other ClusterQueue of cohort "
+        "gpu-platform lends a100-train)\n    h100-spot: 16 nvidia.com/gpu\n"
+    ) in text
+    assert cli.main(["plan", "dra-existing"]) == 0
+    assert "    h100: 10 gpu.nvidia.com/devices, up to 14 gpu.nvidia.com/devices borrowing\n" in capsys.readouterr().out
 
 
 def test_plan_of_an_invalid_stack_prints_nothing_and_exits_2(tmp_path, capsys):

@@ -37,7 +37,7 @@ def test_prod_aws_volcano_cap_worked_by_hand():
     assert derive.fleet_units(spec)["nvidia.com/gpu"] == 128
     assert [t.name for t in derive.volcano_tenants(spec)] == ["applied-ml"]
     applied = next(t for t in spec.tenants if t.name == "applied-ml")
-    assert derive.tenant_ceiling_units(spec, applied)["nvidia.com/gpu"] == 16
+    assert derive.capability_units(spec, applied)["nvidia.com/gpu"] == 16
     assert derive.volcano_queue_cap(spec, applied)["nvidia.com/gpu"] == 16
     assert "holds at most 16 nvidia.com/gpu" in summary(rendered("prod-aws"), {})
 

@@ -235,6 +235,20 @@ def test_no_render_module_reads_the_spec():
     assert readers == []
 
 
+def test_explain_reads_only_the_plan():
+    """Explain, the summary and the reports read what was decided (the plan), never how it is rendered: no
+    ``components.explain`` module imports ``components.render`` (lazy imports included). The constants both need
+    (labels, annotations, policy names, env names) live in the plan modules, which the renderers import."""
+    graph = import_graph(ROOT, ["components"])
+    readers = sorted(
+        m
+        for m, deps in graph.items()
+        if stage_of(m) == "explain"
+        and any(d == "components.render" or d.startswith("components.render.") for d in deps)
+    )
+    assert readers == []
+
+
 def test_the_spec_model_imports_nothing_above_it():
     """The spec stage is the model and its messages: its modules import only each other and the data stage;
     derive (the plan's base) reads only the spec."""

@@ -109,8 +109,9 @@ def test_summary_says_offline_and_lists_pools_and_tenants():
     assert "Offline synth" in text and "offline-placeholder" in text
     assert "| a100-train | 8x A100-80GB | managed | on-demand | 0..4 | 32 |" in text
     # research: 16 GPUs on a100-train + 16 on h100-spot, whole GPUs -> 32 nvidia.com/gpu units
-    # ResourceQuota cap: a100-train 16 + borrowingLimit 8, h100-spot up to the pool's 32 -> 56; Kueue tenant
-    assert "| research | a100-train: 16, h100-spot: 16 | 32 nvidia.com/gpu | 56 nvidia.com/gpu | kueue |" in text
+    # ResourceQuota cap: what Kueue can admit; no other ClusterQueue of the cohort lends on a100-train or h100-spot,
+    # so its borrowingLimit 8 adds nothing: 16 + 16 -> 32; Kueue tenant
+    assert "| research | a100-train: 16, h100-spot: 16 | 32 nvidia.com/gpu | 32 nvidia.com/gpu | kueue |" in text
     assert "| a100-gang | 8x A100-80GB | managed | on-demand | 0..2 | 16 |" in text
     # applied-ml, a Volcano tenant: 16 whole GPUs on a100-gang -> 16 units; its cap is the pool's 2 x 8 = 16
     assert "| applied-ml | a100-gang: 16 | 16 nvidia.com/gpu | 16 nvidia.com/gpu | volcano | training |" in text

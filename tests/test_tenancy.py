@@ -27,10 +27,11 @@ def test_namespace_pod_security_labels():
 
 def test_quota_counts_whole_gpus_on_plain_pools():
     hard = manifest(rendered("prod-aws"), "ResourceQuota", "gpu-quota", "research")["spec"]["hard"]
-    # The quota is the borrowing ceiling (Kueue/Volcano hand out the nominal quota, reclaim loans):
-    # a100-train: 16 nominal + borrowingLimit 8 = 24; h100-spot: 16 nominal, no borrowingLimit in the
-    # default cohort -> up to the whole pool, maxGpus 32. No sharing: 24 + 32 whole GPUs.
-    assert hard["requests.nvidia.com/gpu"] == str(24 + 32)
+    # The quota is the most Kueue can admit for research (what it admits on borrowed quota must start): per
+    # flavor its nominal quota plus what the cohort's other queues lend there (kueue v0.19.2 resource_node.go
+    # potentialAvailable). No other ClusterQueue of cohort gpu-platform has quota on a100-train or h100-spot, so
+    # the borrowingLimit of 8 on a100-train adds nothing: 16 + 16 whole GPUs (not 16 + 8 and the whole 32).
+    assert hard["requests.nvidia.com/gpu"] == str(16 + 16)
     assert hard["requests.cpu"] == "512"
     assert hard["requests.memory"] == "4Ti"
 
@@ -43,8 +44,9 @@ def test_quota_counts_time_slicing_replicas():
 
 def test_quota_counts_shared_units_up_to_the_borrowing_ceiling():
     hard = manifest(rendered("prod-aws"), "ResourceQuota", "gpu-quota", "notebooks")["spec"]["hard"]
-    # notebooks may borrow all of l4-notebooks (3 nodes x 4 L4 = 12 GPUs), each GPU time-sliced 4 ways
-    assert hard["requests.nvidia.com/gpu"] == str(12 * 4)
+    # notebooks: 4 L4 time-sliced 4 ways = 16 units; nobody else on l4-notebooks lends it any (the pool's other 8
+    # L4 are in no tenant's quota), so 16, not the pool's 12 x 4
+    assert hard["requests.nvidia.com/gpu"] == str(4 * 4)
 
 
 def test_quota_counts_mps_replicas():
@@ -221,12 +223,12 @@ def test_quota_hard_caps_every_gpu_resource_and_only_given_cpu_memory():
     """notebooks (prod-aws) reaches only l4-notebooks: every other GPU resource of the cluster is capped at 0
     (no way around the quota through a pool it has no entry for); no cpu/memory key without tenants[].quota;
     keys sorted."""
-    from components.render import tenancy
+    from components.plan import plan
 
-    spec = load_spec(stack_config("prod-aws"))
-    notebooks = next(t for t in spec.tenants if t.name == "notebooks")
-    assert tenancy.quota_hard(spec, notebooks) == {
-        "requests.nvidia.com/gpu": "48",
+    tenants = plan.build(load_spec(stack_config("prod-aws")), "prod-aws").tenants
+    # 4 L4 x 4 slices: nobody else on l4-notebooks lends it any (Kueue's maximum capacity, components/plan/ceilings.py)
+    assert dict(tenants["notebooks"].quota_hard) == {
+        "requests.nvidia.com/gpu": "16",
         "requests.nvidia.com/mig-1g.10gb": "0",
         "requests.nvidia.com/mig-2g.20gb": "0",
         "requests.nvidia.com/mig-3g.40gb": "0",
@@ -236,8 +238,7 @@ def test_quota_hard_caps_every_gpu_resource_and_only_given_cpu_memory():
         "shared-lustre.storageclass.storage.k8s.io/persistentvolumeclaims": "0",
         "shared-lustre.storageclass.storage.k8s.io/requests.storage": "0",
     }
-    research = next(t for t in spec.tenants if t.name == "research")
-    assert list(tenancy.quota_hard(spec, research)) == sorted(tenancy.quota_hard(spec, research))
+    assert list(tenants["research"].quota_hard) == sorted(tenants["research"].quota_hard)
 
 
 def test_critical_tenants_are_labelled_and_the_scheduler_label_is_absent_without_one():

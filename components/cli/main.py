@@ -170,6 +170,12 @@ def plan_text(p: Any) -> list[str]:
             f"handed out by {', '.join(pool.schedulers) or 'nobody'}"
             + (f"; Kueue flavor {pool.kueue_flavor}" if pool.kueue_flavor else "")
             + ("; opt-in (shared-gpu toleration)" if pool.one_unit_opt_in else "")
+            + (
+                f"; {pool.uncovered_gpus} GPUs ({_units(pool.uncovered_units)}) in no tenant's nominal quota: "
+                "Kueue never admits onto them"
+                if pool.uncovered_gpus
+                else ""
+            )
             + (f"; ${price:.2f}/GPU-hour" if price is not None else "; price unknown")
         )
     lines += ["", "Tenants"]
@@ -185,8 +191,16 @@ def plan_text(p: Any) -> list[str]:
         lines.append(f"  {t.name}: namespace {t.namespace} (Pod Security {t.pod_security}), {queue}")
         for pool, units in t.pool_units.items():
             ceiling = t.pool_ceiling_units.get(pool, {})
+            idle_limit = t.cohort and ceiling == units and t.borrowing_limits.get(pool, 0) > 0  # nothing to borrow
             lines.append(
-                f"    {pool}: {_units(units)}" + (f", up to {_units(ceiling)} borrowing" if ceiling != units else "")
+                f"    {pool}: {_units(units)}"
+                + (f", up to {_units(ceiling)} borrowing" if ceiling != units else "")
+                + (
+                    f" (borrowingLimit {t.borrowing_limits[pool]} GPUs adds nothing: no other ClusterQueue of cohort "
+                    f"{t.cohort} lends {pool})"
+                    if idle_limit
+                    else ""
+                )
             )
         forbidden = ", ".join(t.forbidden_priority_classes) or "none"
         lines.append(

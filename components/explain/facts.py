@@ -8,9 +8,8 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
 
-from ..plan import derive
+from ..plan import derive, gpu_operator, kueue, tenancy, volcano
 from ..plan.plan import Plan, PoolPlan, TenantPlan
-from ..render import gpu_operator, kueue
 from .nodes import LabelValues, autoscaler_template_labels, node_label_values
 from .workloads import GPU_PREFIX, PodSet, Workload, _device_resources
 
@@ -225,8 +224,6 @@ def pod_selection(
 def volcano_pods_policy_applies(decided: Plan, tenant: TenantPlan) -> bool:
     """The admission policy ``volcano.PODS_POLICY_NAME`` exists (Volcano is on and has tenants: some tenant has a
     Volcano queue) and selects the tenant's namespace (labelled ``gpu-platform/scheduler: volcano``)."""
-    from ..render import volcano
-
     return any(t.volcano_queue for t in decided.tenants.values()) and (
         tenant.namespace_labels.get(derive.SCHEDULER_LABEL) == volcano.SCHEDULER_NAME
     )
@@ -251,8 +248,6 @@ def volcano_pod_refusal(
     the namespace's annotations list (``tenancy.namespace_annotations``), split as the policy splits them.
     ``scheduler_name``: the pod's own, or its Volcano Job's when the template names none (the job controller
     copies it: volcano v1.15.1 pkg/controllers/job/job_controller_util.go, createJobPod)."""
-    from ..render import tenancy, volcano
-
     annotations = tenant.namespace_annotations
 
     def listed(annotation: str) -> list[str]:
@@ -290,8 +285,6 @@ def volcano_pod_refusal(
 def volcano_pods_admission(decided: Plan, tenant: TenantPlan, w: Workload) -> tuple[str | None, str | None]:
     """(why the policy refuses the workload's first refused GPU pod set, what it admitted): (None, None) where
     it does not look at the workload's pods (another namespace, or no GPU pod)."""
-    from ..render import volcano
-
     if not volcano_pods_policy_applies(decided, tenant):
         return None, None
     gpu_sets = [ps for ps in w.podsets if ps.count > 0 and policy_gpu_resources(ps.pod)]  # pods that get created
@@ -465,19 +458,29 @@ def resolve_claims(decided: Plan, tenant: TenantPlan, w: Workload) -> str | None
 # ----------------------------------------------------------------------------------------- explain
 
 
+def kueue_request(w: Workload, ps: PodSet) -> dict[str, int]:
+    """GPU units Kueue counts for one pod set of one workload: a pod's request times the pod set's pods in the
+    workload (a Deployment's or StatefulSet's pods are a workload each, a LeaderWorkerSet's groups one each:
+    ``Workload.workload_copies``) -- the pod set's ``TotalRequests`` (kueue v0.19.2 flavorassigner.go
+    ``assignFlavors``)."""
+    pods = 1 if w.per_pod_workloads else ps.count // w.workload_copies
+    return {name: n * pods for name, n in ps.requests().items()}
+
+
 def _total(w: Workload) -> dict[str, int]:
-    """Units one Kueue workload holds: every pod of every pod set (a Deployment's pods are one each, a
-    LeaderWorkerSet's groups one each: ``Workload.workload_copies``)."""
+    """Units one Kueue workload holds: every pod of every pod set (``kueue_request`` summed)."""
     total: dict[str, int] = defaultdict(int)
     for ps in w.podsets:
-        for name, n in ps.requests().items():
-            total[name] += n * (1 if w.per_pod_workloads else ps.count // w.workload_copies)
+        for name, n in kueue_request(w, ps).items():
+            total[name] += n
     return dict(sorted(total.items()))
 
 
-def _asks_topology(w: Workload) -> bool:
+def asks_topology(ps: PodSet) -> bool:
+    """The pod set asks Kueue for a topology (its template's preferred or required topology annotation): Kueue's
+    ``TopologyRequest``, checked per pod set (kueue v0.19.2 tas_flavorassigner.go checkPodSetAndFlavorMatchForTAS)."""
     keys = (kueue.PREFERRED_TOPOLOGY_ANNOTATION, kueue.REQUIRED_TOPOLOGY_ANNOTATION)
-    return any(k in ((ps.metadata or {}).get("annotations") or {}) for ps in w.podsets for k in keys)
+    return any(k in ((ps.metadata or {}).get("annotations") or {}) for k in keys)
 
 
 def gpu_podsets(w: Workload) -> list[PodSet]:

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
+from ..plan import kueue
 from ..plan.plan import Plan, PoolPlan, TenantPlan
-from ..render import kueue
 from ..spec.options import INTEGRATION_OPERATOR
 from .facts import _units
 from .workloads import Workload
@@ -204,11 +204,11 @@ def provisioning_guarantee(decided: Plan, pool: PoolPlan, nodes: int | None) -> 
 # ------------------------------------------------------------------------- quota Kueue holds anyway
 
 
-def kueue_holds_quota(decided: Plan, pool: PoolPlan, held: dict[str, int], per_pod: bool, check: bool) -> str:
+def kueue_holds_quota(decided: Plan, held: dict[str, dict[str, int]], per_pod: bool, check: bool) -> str:
     """Appended to a stop after Kueue's flavor step (pool, provisioner, node): Kueue counts quota per flavor, never
     per node (kueue v0.19.2 pkg/scheduler/flavorassigner/flavorassigner.go:1330-1380, fitsResourceQuota: the pod
     sets' summed requests against the flavor's available quota; no node's size enters), so it reserves the
-    workload's units although no node can run its pods.
+    workload's units (``held``: per flavor, every pod set's) although no node can run its pods.
 
     - Without a ProvisioningRequest check it admits the workload; waitForPodsReady evicts it once its pods are not
       ready by the timeout (pkg/controller/core/workload_controller.go:1229-1274, 1657-1675), requeues it with
@@ -218,7 +218,7 @@ def kueue_holds_quota(decided: Plan, pool: PoolPlan, held: dict[str, int], per_p
       cannot serve after 7 days (cluster-autoscaler 1.35.0 processors/provreq/processor.go:42, 100-116)."""
     s = decided.addons["kueue"].options  # the stack's scheduling options
     whose = "each of its pods' workloads" if per_pod else "it"
-    units = f"{_units(held)} of {pool.name}'s quota"
+    units = " and ".join(f"{_units(units)} of {pool}'s quota" for pool, units in held.items())
     if check:
         until = "while its ProvisioningRequest check stays pending (waitForPodsReady counts only from admission)"
         if decided.cloud == "aws":

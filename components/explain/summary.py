@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from ..data import versions
 from ..plan import derive, placeholders, plan
+from ..plan.cost import usd
 
 if TYPE_CHECKING:
     from ..plan.plan import Plan, PoolPlan
@@ -46,6 +47,34 @@ def _quota_ratio(p: PoolPlan) -> float:
     return max((quota.get(k, 0) / v if v else float("inf") for k, v in p.max_units.items()), default=0.0)
 
 
+def _uncovered(p: PoolPlan) -> str:
+    """A Kueue pool that may bring GPUs no tenant's nominal quota covers (``PoolPlan.uncovered_gpus``): legal (a
+    warning, not a rule), but wasteful: Kueue lends quota, not capacity, so no workload it admits ever runs on them,
+    while the pool's max size (and its cost) counts them. Said with what they cost and both fixes."""
+    covered = p.max_gpus - (p.uncovered_gpus or 0)
+    hourly = (p.cost.get("uncovered") or {}).get("hourlyUsd")
+    money = f", while the max-scale cost counts them ({usd(hourly)} per hour)" if hourly else ""
+    what = f"{p.uncovered_gpus} of its {p.max_gpus} GPUs"
+    if p.uncovered_units != {"nvidia.com/gpu": p.uncovered_gpus}:
+        what += f" ({_units(p.uncovered_units or {})})"
+    head = (
+        f"pool {p.name}: {what} are in no tenant's nominal quota: Kueue lends a cohort's quota, never idle capacity, "
+        f"so no workload it admits ever runs on them{money}"
+    )
+    if p.provisioner == "existing":
+        return f"{head}; those nodes exist and stay idle: raise a tenant's gpuQuota on {p.name}"
+    nodes = -(-covered // p.gpus_per_node)  # the fewest nodes that still hold every GPU of the quotas
+    if covered == 0:
+        shrink = "give a tenant gpuQuota on it, or remove the pool"
+    elif p.provisioner == "karpenter":
+        shrink = f"or lower its maxGpus to {nodes * p.gpus_per_node}"
+    else:
+        shrink = f"or lower its maxNodes to {nodes}" + (" (and minNodes with it)" if nodes < p.min_nodes else "")
+    if covered == 0:
+        return f"{head}: {shrink}"
+    return f"{head}: raise a tenant's gpuQuota on {p.name}, {shrink}"
+
+
 def _oversubscription_ratio(decided: Plan) -> float:
     return decided.addons["kueue"].options["oversubscriptionRatio"]  # scheduling.oversubscriptionRatio
 
@@ -60,6 +89,7 @@ def warnings(decided: Plan, unanswered_lookups: Iterable[str] = ()) -> list[str]
                 f"pool {p.name}: tenant quotas are {quota_ratio:.2f}x what it can bring "
                 f"(allowed {ratio:g}x by scheduling.oversubscriptionRatio)"
             )
+    out += [_uncovered(p) for p in decided.pools.values() if p.uncovered_gpus]
     if decided.addons["kueue"].enabled:
         for t in decided.tenants.values():
             pools = [p for p in t.pool_gpus if p in decided.pools]
@@ -224,7 +254,7 @@ def _declared_taints(p: PoolPlan) -> tuple[Mapping[str, str], ...]:
 
 def _gpu_operator_lines(decided: Plan) -> list[str]:
     """The summary.md section: who serves each pool's GPUs, and what the monitoring alerts on."""
-    from ..render import gpu_operator
+    from ..plan import gpu_operator
 
     operator, m = decided.addons["gpuOperator"], decided.monitoring
     if not operator.enabled and m is None:
@@ -288,7 +318,7 @@ def _dra_lines(decided: Plan) -> list[str]:
     d = decided.dra
     if d is None:
         return []
-    from ..render import dra
+    from ..plan import dra
 
     lines = [
         "## GPUs through DRA (ResourceClaims)",

@@ -15,7 +15,9 @@ Cluster Autoscaler sees, ``KarpenterPlan`` NodePools, EC2NodeClasses and NodeOve
 Operator's and the exporter's values for the DCGM exporter): one source of truth, and no engine run (a trace
 takes milliseconds, so tests can trace many stacks); only ``explain`` and ``explain_all`` take the spec, to build
 its plan. Manifests are read in ``workloads``, a pod checked against a pool in ``facts``, pool node labels in
-``nodes``, operators, queues and provisioners in ``schedulers``; this module walks the layers. Its only rules are
+``nodes``, operators, queues and provisioners in ``schedulers``, Kueue's flavor assignment (quota included) in
+``flavors``; this module walks the layers. Where Kueue puts a workload's pod sets on different flavors, the layers
+after ``flavors`` run once per pool, each with its own pod sets. Its only rules are
 upstream behaviour (what Kueue, Karpenter, Pod Security and dcgm-exporter do with those objects), cited where they
 are used.
 """
@@ -26,20 +28,17 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..plan import derive, plan
+from ..plan import derive, kueue, plan, tenancy
 from ..plan.plan import Plan, PoolPlan, TenantPlan
-from ..render import kueue, tenancy
 from ..spec.model import StackSpec
 from ..spec.options import IMPLICIT_POD_INTEGRATIONS
+from . import flavors
 from .facts import (
-    _asks_topology,
     _total,
     _units,
     autoscaler_sees,
     dcgm_attribution,
     exporter_values as exporter_values,  # re-exported: tests read it
-    flavor_opt_in_problem,
-    flavor_selection_problems,
     gpu_podsets,
     node_advertises,
     pod_security_problems,
@@ -92,6 +91,7 @@ class Trace:
     pool: str | None = None
     provisioner: str | None = None
     also: list[str] = field(default_factory=list)  # no Kueue, no pool selected: other pools that take the pod
+    split: bool = False  # Kueue put the pod sets on several pools: ``provisioner`` says which runs where
 
     @property
     def pending(self) -> Layer | None:
@@ -102,6 +102,8 @@ class Trace:
         stop = self.pending
         if stop:
             return f"pending at {stop.name}: {stop.detail}"
+        if self.split:
+            return f"runs on pools {self.pool}: {self.provisioner}"
         also = f", or on {', '.join(self.also)}: the pod selects no pool" if self.also else ""
         return f"runs on pool {self.pool} via {self.provisioner}{also}"
 
@@ -136,6 +138,8 @@ class _Tracer:
         self.effective: list[dict[str, Any]] = []  # pod specs as admitted (Kueue's flavor injected)
         self.how = "the pod selects and tolerates"  # without Kueue: how the pod came to the pool (pick_pool)
         self.stuck = False  # the stop means no node ever runs the pods (fail)
+        self.scope: list[PodSet] | None = None  # while a pool is traced: the pod sets placed on it
+        self.held: dict[str, dict[str, int]] = {}  # Kueue: per flavor, what the workload's pod sets hold
 
     def ok(self, name: str, detail: str) -> None:
         self.t.layers.append(Layer(name, True, detail))
@@ -172,25 +176,37 @@ class _Tracer:
             self.t.pool, self.t.provisioner = "-", "non-GPU nodes"
             return
         if scheduler == "kueue":
-            pool = self.kueue_flavors(tenant, gpu)
-            self.admission_checks(tenant, pool)
+            placements = self.kueue_flavors(tenant, gpu)
         else:
-            pool = self.pick_pool(tenant, gpu)
-        try:
-            self.pool_layer(pool, injected=scheduler == "kueue")
-            self.provisioner(pool)
-            self.node(pool)
-        except _Stop:
-            if scheduler == "kueue" and self.stuck:  # admitted on quota all the same: what it holds, how long
-                check = bool(pool.provisioning_class)
-                held = kueue_holds_quota(self.plan, pool, gpu, w.per_pod_workloads, check)
-                self.t.layers[-1].detail += held
-            raise
-        self.dcgm(pool)
-        self.t.pool = pool.name
+            placements = [(self.pick_pool(tenant, gpu), gpu_podsets(w))]
+        done: list[tuple[str, str | None]] = []
+        for pool, sets in placements:  # one pool unless Kueue put the pod sets on different flavors
+            self.scope, self.effective = sets, []
+            if scheduler == "kueue":
+                self.admission_checks(tenant, pool)
+            try:
+                self.pool_layer(pool, injected=scheduler == "kueue")
+                self.provisioner(pool)
+                self.node(pool)
+            except _Stop:
+                if scheduler == "kueue" and self.stuck:  # admitted on quota all the same: what it holds, how long
+                    check = bool(pool.provisioning_class)
+                    self.t.layers[-1].detail += kueue_holds_quota(self.plan, self.held, w.per_pod_workloads, check)
+                raise
+            self.dcgm(pool)
+            done.append((pool.name, self.t.provisioner))
+        if len(done) > 1:  # a pool per pod set group: say which runs where
+            self.t.split, self.t.pool = True, ", ".join(name for name, _ in done)
+            self.t.provisioner = "; ".join(
+                f"{', '.join(ps.name for ps in sets)} on {pool.name} via {how}"
+                for (pool, sets), (_, how) in zip(placements, done, strict=True)
+            )
+        else:
+            self.t.pool = pool.name
 
     def gpu_sets(self) -> list[PodSet]:
-        return gpu_podsets(self.w)
+        """The pod sets asking for a GPU; while a pool is traced, those Kueue assigned to it."""
+        return self.scope if self.scope is not None else gpu_podsets(self.w)
 
     def namespace(self) -> TenantPlan:
         w = self.w
@@ -296,61 +312,14 @@ class _Tracer:
             )
         self.ok("queue", f"LocalQueue {queue} -> ClusterQueue {tenant.local_queue_spec['clusterQueue']}")
 
-    def kueue_flavors(self, tenant: TenantPlan, gpu: dict[str, int]) -> PoolPlan:
-        w = self.w
-        cq = tenant.cluster_queue_spec
-        group = next((g for g in cq["resourceGroups"] if set(gpu) <= set(g["coveredResources"])), None)
-        if group is None:
-            covered = [r for g in cq["resourceGroups"] for r in g["coveredResources"] if r not in kueue.CPU_RESOURCES]
-            self.fail(
-                "flavors",
-                f"ClusterQueue {tenant.name} has no quota for {', '.join(gpu)} (it covers {', '.join(covered)}): "
-                "request a resource one of the tenant's pools advertises",
-            )
-        ceilings = tenant.pool_ceiling_units
-        topology = _asks_topology(w)
-        tried: list[str] = []
-        fits: list[tuple[PoolPlan, dict[str, int]]] = []  # flavors that fit, in order, with what they borrow
-        for flavor in group["flavors"]:
-            fname = flavor["name"]
-            if fname == kueue.DEFAULT_FLAVOR:
-                continue
-            pool = self.plan.pools[fname]
-            labels = (flavor_doc := pool.kueue_flavor_spec)["nodeLabels"]
-            nominal = {q["name"]: int(q["nominalQuota"]) for q in flavor["resources"] if q["name"] in gpu}
-            # only the flavor's own label keys count here (flavor_selection_problems); the node checks the rest
-            why = next((p for ps in self.gpu_sets() for p in flavor_selection_problems(ps.pod, labels)), None)
-            why = why or flavor_opt_in_problem(self.gpu_sets(), flavor_doc)  # its nodeTaints, tolerated or not
-            if why:
-                tried.append(f"{fname}: {why}")
-                continue
-            if pool.topology_aware and not topology:
-                tried.append(f"{fname}: topology-aware, the pod template asks for no topology")
-                continue
-            if topology and not pool.topology_aware:
-                tried.append(f"{fname}: not topology-aware")
-                continue
-            ceiling = ceilings.get(fname, {})
-            short = {r: n for r, n in gpu.items() if n > ceiling.get(r, 0)}
-            if short:
-                tried.append(
-                    f"{fname}: needs {_units(short)}, quota {_units({r: nominal.get(r, 0) for r in short})}"
-                    f", at most {_units({r: ceiling.get(r, 0) for r in short})} with borrowing"
-                )
-                continue
-            fits.append((pool, {r: n - nominal.get(r, 0) for r, n in gpu.items() if n > nominal.get(r, 0)}))
-        if not fits:
-            self.fail("flavors", "no flavor fits: " + "; ".join(tried))
-        # flavorFungibility.whenCanBorrow TryNextFlavor: a later flavor within nominal quota beats borrowing on
-        # an earlier one (kueue v0.19.2 flavorassigner); Borrow: the first flavor that fits, borrowing or not.
-        prefer_nominal = (cq.get("flavorFungibility") or {}).get("whenCanBorrow") == "TryNextFlavor"
-        pool, borrow = next((f for f in fits if not f[1]), fits[0]) if prefer_nominal else fits[0]
-        cohort = tenant.cohort
-        how = f"borrows {_units(borrow)} from cohort {cohort}" if borrow else "nominal quota"
-        order = " > ".join(f["name"] for f in group["flavors"])
-        skipped = f"; skipped {'; '.join(tried)}" if tried else ""
-        self.ok("flavors", f"{pool.name} ({_units(gpu)}, {how}; order {order}{skipped})")
-        return pool
+    def kueue_flavors(self, tenant: TenantPlan, gpu: dict[str, int]) -> list[tuple[PoolPlan, list[PodSet]]]:
+        """Kueue's flavor assignment (``flavors.assign``): the pools with the pod sets each got."""
+        got = flavors.assign(self.plan, tenant, self.w, gpu)
+        if got.refused:
+            self.fail("flavors", got.detail)
+        self.held = got.held
+        self.ok("flavors", got.detail)
+        return got.placements
 
     def admission_checks(self, tenant: TenantPlan, pool: PoolPlan) -> None:
         cq = tenant.cluster_queue_spec
@@ -447,7 +416,7 @@ class _Tracer:
                     stuck=True,
                 )
         how = "Kueue injects the flavor's nodeSelector and tolerations" if injected else self.how
-        cpu = [ps.name for ps in w.podsets if ps.count > 0 and ps not in sets]
+        cpu = [ps.name for ps in w.podsets if ps.count > 0 and ps not in gpu_podsets(w)]
         if cpu:
             flavor = f"Kueue gives them {kueue.DEFAULT_FLAVOR}, " if injected else ""
             how += f"; {', '.join(cpu)} ask no GPU: {flavor}they run on non-GPU nodes"
@@ -563,7 +532,7 @@ class _Tracer:
         if pool.device_plugin == "dra":
             self.ok("dcgm", "DRA devices: whether dcgm-exporter maps claims to pods is not checked here")
             return
-        resources = sorted({r for ps in self.w.podsets for r in ps.requests()})
+        resources = sorted({r for ps in self.gpu_sets() for r in ps.requests()})
         why = dcgm_attribution(self.plan, pool, resources)
         if why:
             self.fail("dcgm", f"runs, but its GPU metrics lose the pod: {why}")

@@ -26,7 +26,8 @@ from typing import Any, NamedTuple
 from ..data import catalog, prices, versions
 from ..data.prices import Price
 from ..spec.model import NodePool, Problem, StackSpec, Tenant, key, rule
-from . import derive
+from . import ceilings, derive
+from .cost_text import markdown as markdown, usd as usd  # re-exported: the report's text for a person
 
 CONFIGMAP_NAME = "gpu-platform-cost"
 CONFIGMAP_NAMESPACE = "kube-system"  # exists on every cluster; tenants cannot read it
@@ -223,7 +224,7 @@ def tenant_gpus(spec: StackSpec, tenant: Tenant) -> tuple[dict[str, int], dict[s
     nominal = dict(sorted(tenant.gpu_quota.items()))
     ceiling = {
         name: _gpus(spec, spec.pool(name), units)
-        for name, units in derive.tenant_pool_ceiling_units(spec, tenant).items()
+        for name, units in ceilings.tenant_pool_ceiling_units(spec, tenant).items()
     }
     return nominal, ceiling
 
@@ -251,7 +252,9 @@ def pool_doc(spec: StackSpec, pool: NodePool) -> dict[str, Any]:
     """What the plan keeps of a pool's cost (``PoolPlan.cost``): its prices, GPUs at min and max scale and
     hourly USD; ``report_of`` adds the pool's name, shape and the tenants' quota from the rest of the plan."""
     c = pool_cost(spec, pool)
+    uncovered = ceilings.uncovered_gpus(spec, pool)
     return {
+        "uncovered": _uncovered(c, uncovered),
         "onDemandFallback": bool(
             pool.capacity == "spot" and pool.provisioner == "karpenter" and pool.karpenter.on_demand_fallback
         ),
@@ -263,6 +266,18 @@ def pool_doc(spec: StackSpec, pool: NodePool) -> dict[str, Any]:
         "perGpuHourUsd": _r(c.per_gpu_hour),
         "perUnitHourUsd": {k: _r(v) for k, v in sorted(c.per_unit_hour.items())},
     }
+
+
+def _uncovered(c: PoolCost, gpus: int | None) -> dict[str, Any] | None:
+    """The GPUs no tenant's nominal quota covers on a Kueue pool (``ceilings.uncovered_gpus``) and what they cost per
+    hour at max size (the pool's per GPU-hour: a fallback pool's blend): paid for whenever the pool is scaled to
+    them, never filled by a workload Kueue admits. None where Kueue does not hand the pool out."""
+    if gpus is None:
+        return None
+    per_gpu = c.per_gpu_hour
+    if not gpus:  # nothing uncovered costs nothing, priced or not
+        return {"gpus": 0, "hourlyUsd": 0}
+    return {"gpus": gpus, "hourlyUsd": None if per_gpu is None else round(gpus * per_gpu, 4)}
 
 
 def tenant_doc(spec: StackSpec, tenant: Tenant) -> dict[str, Any]:
@@ -425,6 +440,7 @@ def _document(
                 "nodes": {"min": p.min_nodes, "max": p.max_nodes},
                 "gpus": c["gpus"],
                 "tenantQuotaGpus": p.tenant_quota_gpus,
+                "uncovered": c["uncovered"],
                 **{k: c[k] for k in ("onDemandPerNodeHour", "spotPerNodeHour", "hourlyUsd")},
                 **{k: c[k] for k in ("maxHourlyUsdAllOnDemand", "perGpuHourUsd", "perUnitHourUsd")},
             }
@@ -437,6 +453,7 @@ def _document(
     unknown += [f["item"] for f in fixed if f["hourlyUsd"]["max"] is None]
     known_max = round(sum(h["max"] or 0.0 for h in hourly), 4)
     known_min = round(sum(h["min"] or 0.0 for h in hourly), 4)
+    uncovered = [d["uncovered"] for d in pool_docs if d["uncovered"] and d["uncovered"]["gpus"]]
     return {
         "stack": stack,
         "cloud": cloud,
@@ -457,6 +474,8 @@ def _document(
             "minHourlyUsd": None if any(h["min"] is None for h in hourly) else known_min,
             "knownMaxHourlyUsd": known_max,
             "unknownPools": unknown,
+            # what the GPUs no tenant's quota covers cost at max size (the priced pools'; in maxHourlyUsd too)
+            "uncoveredMaxHourlyUsd": round(sum(u["hourlyUsd"] or 0.0 for u in uncovered), 4),
         },
         "budget": assumed["budget"],
         **({"fixed": fixed} if fixed else {}),
@@ -476,103 +495,6 @@ def _plain(x: Any) -> Any:
 
 def to_json(doc: dict[str, Any]) -> str:
     return json.dumps(_plain(doc), indent=2, sort_keys=True) + "\n"
-
-
-# --------------------------------------------------------------------------------------- markdown
-
-
-def usd(x: float | None) -> str:
-    if x is None:
-        return "unknown"
-    return f"${x:,.2f}" if x >= 1 or x == 0 else f"${x:.4f}"
-
-
-def _price(doc: dict[str, Any] | None) -> str:
-    if doc is None:
-        return "-"
-    if doc["usd"] is None:
-        return "unknown"
-    return usd(doc["usd"]) + (" (est.)" if doc.get("estimate") else "")
-
-
-def markdown(doc: dict[str, Any]) -> list[str]:
-    lines = [
-        "## Cost",
-        "",
-        f"List prices, USD per hour ({doc['cloud']}, region {doc['region'] or 'unset'}); *unknown*: the catalog "
-        "has no figure (add `gpu-platform:pricing.overrides`), never counted as zero. *(est.)*: an AWS spot "
-        f"estimate: {prices.SPOT_DISCOUNT_BASIS}.",
-        "",
-        "| pool | capacity | node on-demand | node spot | GPUs min..max | $/h at min | $/h at max "
-        "| $/h at max, all on-demand | per GPU-hour | per scheduler unit |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for p in doc["pools"]:
-        units = ", ".join(f"{usd(v)} / {k}" for k, v in p["perUnitHourUsd"].items()) or "-"
-        cap = p["capacity"] + (" (+on-demand fallback)" if p["onDemandFallback"] else "")
-        lines.append(
-            f"| {p['name']} | {cap} | {_price(p['onDemandPerNodeHour'])} | {_price(p['spotPerNodeHour'])} "
-            f"| {p['gpus']['min']}..{p['gpus']['max']} | {usd(p['hourlyUsd']['min'])} | {usd(p['hourlyUsd']['max'])} "
-            f"| {usd(p['maxHourlyUsdAllOnDemand'])} | {usd(p['perGpuHourUsd'])} | {units} |"
-        )
-    if not doc["pools"]:
-        lines.append("| (none) | | | | | | | | | |")
-    lines += _fixed_markdown(doc.get("fixed", []))
-    total = doc["total"]
-    if total["unknownPools"]:
-        total_text = (
-            f"**unknown**: no price for {', '.join(total['unknownPools'])} (the priced pools alone: "
-            f"{usd(total['knownMaxHourlyUsd'])})"
-        )
-    else:
-        total_text = f"**{usd(total['maxHourlyUsd'])}** per hour"
-    lines += ["", f"Whole stack at max scale: {total_text}; at min size: {usd(total['minHourlyUsd'])} per hour."]
-    budget = doc["budget"]
-    if budget["maxHourlyUsd"] is not None:
-        lines.append(f"Budget (`gpu-platform:budget.maxHourlyUsd`): {usd(budget['maxHourlyUsd'])} per hour.")
-    if doc["tenants"]:
-        lines += [
-            "",
-            "| tenant | nominal quota (GPUs) | $/h nominal | borrowing ceiling (GPUs) | $/h at ceiling | budget |",
-            "|---|---|---|---|---|---|",
-        ]
-        for t in doc["tenants"]:
-            nominal = ", ".join(f"{k}: {v}" for k, v in t["nominal"]["gpus"].items()) or "-"
-            ceiling = ", ".join(f"{k}: {v}" for k, v in t["ceiling"]["gpus"].items()) or "-"
-            tb = budget["tenants"].get(t["name"])
-            lines.append(
-                f"| {t['name']} | {nominal} | {usd(t['nominal']['hourlyUsd'])} | {ceiling} "
-                f"| {usd(t['ceiling']['hourlyUsd'])} | {usd(tb) if tb is not None else '-'} |"
-            )
-    reasons = [
-        f"- {p['name']}: {price['unknown']}"
-        for p in doc["pools"]
-        for price in (p["onDemandPerNodeHour"], p["spotPerNodeHour"])
-        if price and price["usd"] is None
-    ]
-    if reasons:
-        lines += ["", "Unknown prices:", "", *dict.fromkeys(reasons)]
-    sources = "; ".join(f"{v['source']} generated {v['generatedAt']}" for v in doc["assumptions"]["catalog"].values())
-    lines += ["", f"Price sources: {sources} (components/data/prices.json, scripts/extract_prices.py)."]
-    return lines
-
-
-def _fixed_markdown(fixed: list[dict[str, Any]]) -> list[str]:
-    """The fixed costs of a created cluster, a row each (none for a found cluster)."""
-    if not fixed:
-        return []
-    lines = ["", "| fixed cost | count min..max | $/h each | $/h at min | $/h at max |", "|---|---|---|---|---|"]
-    for f in fixed:
-        lines.append(
-            f"| {f['item']} | {f['count']['min']}..{f['count']['max']} | {_price(f['usdPerHour'])} "
-            f"| {usd(f['hourlyUsd']['min'])} | {usd(f['hourlyUsd']['max'])} |"
-        )
-    sources = dict.fromkeys(
-        f"{f['usdPerHour'].get('source')} (as of {f['usdPerHour'].get('asOf')})"
-        for f in fixed
-        if f["usdPerHour"]["usd"] is not None
-    )
-    return [*lines, "", "Fixed-cost sources: " + "; ".join(sources) + "."]
 
 
 # ------------------------------------------------------------------------------------- component

@@ -292,11 +292,15 @@ def tenant_cohort(spec: StackSpec, tenant: Tenant) -> str | None:
     return tenant.cohort or spec.scheduling.default_cohort
 
 
-def tenant_pool_ceiling_units(spec: StackSpec, tenant: Tenant) -> dict[str, dict[str, int]]:
-    """pool name -> {resource: units} the tenant can hold at most on each pool it reaches: its nominal quota
-    plus what it may borrow there. Borrowing needs a cohort; ``borrowingLimit`` bounds it, and without one
-    a tenant may borrow whatever the cohort leaves idle. Never above what the pool can bring (or the nominal
-    quota, when that is already more)."""
+def capability_pool_units(spec: StackSpec, tenant: Tenant) -> dict[str, dict[str, int]]:
+    """pool name -> {resource: units} a Volcano tenant's queue may hold at most on each pool it reaches (the parts
+    of its ``capability``): its nominal quota plus what it may borrow there. Borrowing needs a cohort;
+    ``borrowingLimit`` bounds it, and without one the tenant may take whatever the pool brings beyond it (Volcano's
+    proportion lends a queue idle capacity up to its capability, not other queues' quota). Never above what the
+    pool can bring (or the nominal quota, when that is already more).
+
+    Not a Kueue tenant's ceiling: Kueue lends only the nominal quota of the cohort's other queues
+    (``kueue.tenant_max_units``); ``ceilings`` picks by scheduler."""
     cohort = tenant_cohort(spec, tenant)
     out: dict[str, dict[str, int]] = {}
     for pool_name, gpus in sorted(tenant.gpu_quota.items()):
@@ -312,10 +316,11 @@ def tenant_pool_ceiling_units(spec: StackSpec, tenant: Tenant) -> dict[str, dict
     return out
 
 
-def tenant_ceiling_units(spec: StackSpec, tenant: Tenant) -> dict[str, int]:
-    """Per resource name, the most units the tenant can hold when it borrows all it may (Volcano capability)."""
+def capability_units(spec: StackSpec, tenant: Tenant) -> dict[str, int]:
+    """Per resource name, the most units a Volcano tenant's queue can hold when it borrows all it may (its
+    ``capability``): ``capability_pool_units`` summed."""
     total: dict[str, int] = defaultdict(int)
-    for units in tenant_pool_ceiling_units(spec, tenant).values():
+    for units in capability_pool_units(spec, tenant).values():
         for name, n in units.items():
             total[name] += n
     return dict(sorted(total.items()))
@@ -330,18 +335,6 @@ def tenant_scheduler(spec: StackSpec, tenant: Tenant) -> str | None:
     if spec.addons.kueue:
         return "kueue"
     return "volcano" if spec.addons.volcano else None
-
-
-def tenant_quota_units(spec: StackSpec, tenant: Tenant) -> dict[str, int]:
-    """The tenant's namespace ResourceQuota, per GPU resource name: the hard cap on what its pods may hold.
-
-    With a batch scheduler on (Kueue or Volcano) it is the borrowing ceiling (nominal quota plus what the
-    tenant may borrow in its cohort), so that workloads admitted on borrowed quota can start; the
-    schedulers hand out the nominal quota and reclaim loans by preemption. Without one, nothing lends, and
-    it is the nominal quota."""
-    if spec.addons.kueue or spec.addons.volcano:
-        return tenant_ceiling_units(spec, tenant)
-    return tenant_units(spec, tenant)
 
 
 def system_node_selector(spec: StackSpec) -> dict[str, str]:
@@ -526,7 +519,7 @@ def volcano_queue_cap(spec: StackSpec, tenant: Tenant, at_rest: bool = False) ->
         for name, n in tenant_units(spec, t).items():
             guarantees[name] += n
     own = tenant_units(spec, tenant)
-    capability = tenant_ceiling_units(spec, tenant)
+    capability = capability_units(spec, tenant)
     out = {}
     for name in sorted(set(capability) | set(own)):
         free = max(total.get(name, 0) - guarantees.get(name, 0), 0)

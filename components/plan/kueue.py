@@ -13,7 +13,7 @@ import yaml
 
 from ..data import versions
 from ..spec.model import NodePool, StackSpec, Tenant
-from . import derive, dra, webhooks
+from . import derive, dra, kueue_quota, webhooks
 
 CHART = versions.KUEUE
 API = versions.KUEUE_API
@@ -328,6 +328,38 @@ def cluster_queue_spec(spec: StackSpec, tenant: Tenant) -> dict[str, Any]:
     if checks:
         out["admissionChecksStrategy"] = {"admissionChecks": checks}
     return out
+
+
+@derive.per_spec
+def quotas(spec: StackSpec) -> kueue_quota.Quotas:
+    """The stack's ClusterQueues (``cluster_queue_spec`` of every Kueue tenant) with their cohorts, from an empty
+    cluster: Kueue's quota arithmetic over them (``kueue_quota``). Once per spec; never mutated."""
+    return kueue_quota.Quotas({t.name: cluster_queue_spec(spec, t) for t in derive.kueue_tenants(spec)})
+
+
+def tenant_max_units(spec: StackSpec, tenant: Tenant) -> dict[str, dict[str, int]]:
+    """pool -> {resource: units} a Kueue tenant's ClusterQueue can ever hold on the pool's flavor, per resource the
+    pool advertises: Kueue's "maximum capacity" (``PotentialAvailable``, kueue v0.19.2
+    pkg/cache/scheduler/resource_node.go ``potentialAvailable``): what it keeps back from its cohort (nominal less
+    its lendingLimit) plus everything the cohort's queues lend there, itself included, capped by nominal +
+    borrowingLimit. Only nominal quota in the cohort exists to borrow: without another lender on the flavor a
+    tenant holds its own nominal quota at most, whatever its borrowingLimit or the pool's size."""
+    q = quotas(spec)
+    return {
+        name: {r: q.max_capacity(tenant.name, (name, r)) for r in derive.units_per_gpu(spec, spec.pool(name))}
+        for name in sorted(tenant.gpu_quota)
+    }
+
+
+def tenant_lent_units(spec: StackSpec, tenant: Tenant) -> dict[str, dict[str, int]]:
+    """pool -> {resource: units} a Kueue tenant's ClusterQueue puts into its cohort for the others to borrow
+    (``accumulateFromChild``: its nominal quota, or its lendingLimit when lower; 0 for a tenant that never
+    preempts, whose lendingLimit is 0, and for one without a cohort)."""
+    q = quotas(spec)
+    return {
+        name: {r: q.lends(tenant.name, (name, r)) for r in derive.units_per_gpu(spec, spec.pool(name))}
+        for name in sorted(tenant.gpu_quota)
+    }
 
 
 def queue_flavors(cluster_queue: Mapping[str, Any]) -> list[str]:

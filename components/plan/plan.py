@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..data import versions
 from ..spec.model import NodePool, StackSpec, Tenant
-from . import cost, derive
+from . import ceilings, cost, derive
 from .aws import plan as aws_plan
 from .aws.karpenter import KarpenterPlan, karpenter_plan
 from .frozen import freeze as _freeze, plain as plain
@@ -81,6 +81,10 @@ class PoolPlan:
     cold_start: bool  # a Kueue-admitted workload may wait for its nodes from zero
     tenant_quota_units: Mapping[str, int]  # the sum of the tenants' nominal quotas on it
     tenant_quota_gpus: int  # the same in physical GPUs
+    # GPUs (and units) it may bring beyond the Kueue tenants' nominal quotas on it: Kueue never admits onto them
+    # (it lends quota, not capacity; ``ceilings.uncovered_gpus``). None where Kueue does not hand the pool out
+    uncovered_gpus: int | None
+    uncovered_units: Mapping[str, int] | None
     cost: Mapping[str, Any]  # its entry of the cost report (``cost.pool_doc``): prices, GPUs, hourly USD
 
 
@@ -100,7 +104,11 @@ class TenantPlan:
     gpu_quota: Mapping[str, int]  # nominal units per resource name
     gpu_limit: Mapping[str, int]  # the ResourceQuota's cap, with borrowing
     pool_units: Mapping[str, Mapping[str, int]]  # pool -> nominal units
-    pool_ceiling_units: Mapping[str, Mapping[str, int]]  # pool -> units with borrowing
+    # pool -> units it can hold at most (``ceilings``): Kueue's maximum capacity on the pool's flavor for a Kueue
+    # tenant (its nominal quota plus what the cohort's other queues lend there), a Volcano queue's capability
+    # part, or the nominal quota without a scheduler
+    pool_ceiling_units: Mapping[str, Mapping[str, int]]
+    pool_lent_units: Mapping[str, Mapping[str, int]]  # pool -> units its ClusterQueue lends its cohort (Kueue only)
     lending_limits: Mapping[str, int]
     cohort: str | None
     local_queue: str | None
@@ -111,7 +119,7 @@ class TenantPlan:
     local_queue_spec: Mapping[str, Any] | None
     # what explain, the summary and the cost report read of the tenant (issue 28: they read the plan)
     pool_gpus: Mapping[str, int]  # pool -> GPUs of its nominal quota (the stack's gpuQuota)
-    pool_ceiling_gpus: Mapping[str, int]  # pool -> GPUs with borrowing
+    pool_ceiling_gpus: Mapping[str, int]  # pool -> GPUs it can hold at most (pool_ceiling_units in GPUs)
     borrowing_limits: Mapping[str, int]  # pool -> GPUs it may borrow (a pool left out: no limit)
     flavor_order: tuple[str, ...]  # its pools in the order Kueue tries their flavors
     never_preempts: bool  # every class at or below its ceiling is preemptionPolicy Never
@@ -256,6 +264,7 @@ def pool_plan(spec: StackSpec, pool: NodePool) -> PoolPlan:
     units_per_node = derive.pool_units(spec, pool, pool.gpu.per_node)
     efa_interfaces = {efa.EFA_RESOURCE: efa.interfaces_per_node(pool)} if efa.efa_enabled(spec, pool) else {}
     quota = next(c for c in derive.capacity_report(spec) if c.pool == pool.name)
+    uncovered = ceilings.uncovered_gpus(spec, pool)
     return PoolPlan(
         name=pool.name,
         provisioner=provisioner(spec, pool),
@@ -292,6 +301,8 @@ def pool_plan(spec: StackSpec, pool: NodePool) -> PoolPlan:
         cold_start=pool.name in {p.name for p in derive.cold_start_pools(spec)},
         tenant_quota_units=_freeze(quota.quota_units),
         tenant_quota_gpus=sum(t.gpu_quota.get(pool.name, 0) for t in spec.tenants),
+        uncovered_gpus=uncovered,
+        uncovered_units=_freeze(derive.pool_units(spec, pool, uncovered)) if uncovered is not None else None,
         cost=_freeze(cost.pool_doc(spec, pool)),
     )
 
@@ -303,6 +314,7 @@ def tenant_plan(spec: StackSpec, tenant: Tenant) -> TenantPlan:
     from . import kueue as kueue_plan, tenancy, volcano as volcano_plan
 
     scheduler = derive.tenant_scheduler(spec, tenant)
+    limit = ceilings.tenant_ceiling_units(spec, tenant)  # its ResourceQuota's GPU caps
     kueue = scheduler == "kueue" and spec.addons.kueue
     volcano = tenant.name in {t.name for t in derive.volcano_tenants(spec)}
     return TenantPlan(
@@ -314,11 +326,12 @@ def tenant_plan(spec: StackSpec, tenant: Tenant) -> TenantPlan:
         scheduler=scheduler,
         priority_ceiling=tenant.priority,
         forbidden_priority_classes=tuple(derive.priority_ceiling_excluded(spec, tenant)),
-        quota_hard=_freeze(tenancy.quota_hard(spec, tenant)),
+        quota_hard=_freeze(tenancy.quota_hard(spec, tenant, limit)),
         gpu_quota=_freeze(derive.tenant_units(spec, tenant)),
-        gpu_limit=_freeze({k: v for k, v in derive.tenant_quota_units(spec, tenant).items() if v}),
+        gpu_limit=_freeze({k: v for k, v in limit.items() if v}),
         pool_units=_freeze(derive.tenant_pool_units(spec, tenant)),
-        pool_ceiling_units=_freeze(derive.tenant_pool_ceiling_units(spec, tenant)),
+        pool_ceiling_units=_freeze(ceilings.tenant_pool_ceiling_units(spec, tenant)),
+        pool_lent_units=_freeze(kueue_plan.tenant_lent_units(spec, tenant) if kueue else {}),
         lending_limits=_freeze(derive.tenant_lending_limits(spec, tenant) if kueue else {}),
         cohort=derive.tenant_cohort(spec, tenant) if kueue else None,
         local_queue=spec.scheduling.local_queue_name if kueue else None,

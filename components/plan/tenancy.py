@@ -5,6 +5,8 @@ policy's spec. The objects made of them, and why they look so, are ``components/
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ..spec.model import StackSpec, Tenant
 from . import derive
 
@@ -34,11 +36,10 @@ def _all_gpu_resources(spec: StackSpec) -> tuple[str, ...]:  # read per tenant: 
     return tuple(sorted(names))
 
 
-def quota_hard(spec: StackSpec, tenant: Tenant) -> dict[str, str]:
-    """The tenant's ResourceQuota ``spec.hard``: GPU caps from ``derive.tenant_quota_units`` (the same
-    derivation Kueue's borrowing limits and Volcano's capability use), cpu/memory when given, and per shared file
-    system's StorageClass the storage and claims it may hold."""
-    units = derive.tenant_quota_units(spec, tenant)
+def quota_hard(spec: StackSpec, tenant: Tenant, units: Mapping[str, int]) -> dict[str, str]:
+    """The tenant's ResourceQuota ``spec.hard``: GPU caps ``units`` (the most the tenant can hold,
+    ``ceilings.tenant_ceiling_units``: what Kueue or Volcano may admit for it, so it can start), cpu/memory when
+    given, and per shared file system's StorageClass the storage and claims it may hold."""
     hard = {quota_key(name): str(units.get(name, 0)) for name in all_gpu_resources(spec)}
     if tenant.quota.cpu:
         hard["requests.cpu"] = tenant.quota.cpu

@@ -212,7 +212,7 @@ def webhook_probe(spec: StackSpec) -> webhooks.Probe:
 
 def queue_spec(spec: StackSpec, tenant: Tenant) -> dict[str, Any]:
     nominal = derive.tenant_units(spec, tenant)
-    ceiling = derive.tenant_ceiling_units(spec, tenant)
+    ceiling = derive.capability_units(spec, tenant)
     capability: dict[str, str] = {name: str(ceiling.get(name, 0)) for name in all_gpu_resources(spec)}
     if tenant.quota.cpu:
         capability["cpu"] = tenant.quota.cpu

@@ -9,7 +9,9 @@ What a tenant entry becomes:
   (``derive.tenant_pool_units``: the same numbers as its ResourceQuota), ``borrowingLimit`` /
   ``lendingLimit`` come from ``tenants[].borrowingLimit`` / ``lendingLimit`` in physical GPUs, converted
   to units. Only pools in ``tenants[].gpuQuota`` get a flavor (a ``0`` entry means "may only borrow
-  there"): a tenant cannot reach a pool it has no quota entry for, not even by borrowing.
+  there"): a tenant cannot reach a pool it has no quota entry for, not even by borrowing. A borrowing
+  limit bounds a loan and creates no capacity: a queue borrows only the nominal quota other queues of its
+  cohort lend on that flavor (``kueue.tenant_max_units``, what its ResourceQuota allows).
 - **cpu and memory** live in the group of ``nvidia.com/gpu`` (a resource can only be in one group, and a
   topology-aware workload must get all its resources from one topology flavor). That group starts with
   ``default-flavor`` (no node labels, GPU quota 0): a CPU-only workload fits there first and lands on

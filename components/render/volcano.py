@@ -32,7 +32,7 @@ proportion.go``, OnSessionOpen), so a guarantee is reserved whether or not its q
 Kueue tenants would leave the Volcano tenants nothing to borrow (``derive.volcano_queue_cap``). Each has
 ``guarantee.resource`` = the tenant's nominal GPU units (the numbers of its ResourceQuota and ClusterQueue;
 ``deserved`` the same, as Volcano's webhook requires guarantee <= deserved <= capability), ``capability`` = the
-most it can hold when it borrows all it may (``derive.tenant_ceiling_units``; 0 for GPU resources it cannot
+most it can hold when it borrows all it may (``derive.capability_units``; 0 for GPU resources it cannot
 reach; cpu/memory when the tenant sets them), ``weight`` = ``tenants[].queueWeight``, reclaimable.
 Volcano queues are cluster-scoped and any namespace could name any queue, so a ValidatingAdmissionPolicy
 requires Volcano Jobs and PodGroups in a tenant namespace to use the tenant's own queue.
