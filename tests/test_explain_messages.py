@@ -59,6 +59,10 @@ def test_a_running_trace_prints_every_layer():
         "  queue            ok   LocalQueue default -> ClusterQueue ml-dev",
         "  flavors          ok   l4-shared (1 nvidia.com/gpu, nominal quota; order default-flavor > a10g-spot > "
         "l4-shared; skipped a10g-spot: nodeSelector gpu-platform/pool=l4-shared (nodes have a10g-spot))",
+        # dev is ml-dev's lowest class: batch and training (its ceiling) outrank it (the stack's classes)
+        "  preemption       ok   from an idle cluster it preempts nothing; workloads of batch, training priority in "
+        "ClusterQueue ml-dev preempt it (withinClusterQueue LowerPriority); waitForPodsReady evicts and requeues it if "
+        "its pods are not all ready within 30m of admission, or a lost pod is not back within 30m",
         "  admission-checks ok   none",
         "  pool             ok   l4-shared: labels match, taints tolerated (Kueue injects the flavor's nodeSelector "
         "and tolerations)",
@@ -100,11 +104,12 @@ def test_the_volcano_example_prints_every_layer():
 
 def test_a_pending_trace_as_text_and_as_json():
     t = trace(spec_of("dev-aws"), pod("ml-dev", {"nvidia.com/gpu": 1}, labels={"kueue.x-k8s.io/queue-name": "nope"}))
-    assert t.lines()[-2:] == [
+    assert t.lines()[-3:] == [
         "  queue            FAIL LocalQueue nope does not exist in ml-dev: label the job kueue.x-k8s.io/queue-name: "
         "default",
         "  verdict: pending at queue: LocalQueue nope does not exist in ml-dev: label the job "
         "kueue.x-k8s.io/queue-name: default",
+        "  in the cluster: kubectl get workloads: Pending, the Workload's LocalQueue does not exist",
     ]
     assert explain.exit_code([t]) == explain.EXIT_PENDING == 3
     text = explain.render([t], as_json=True)
@@ -121,6 +126,7 @@ def test_a_pending_trace_as_text_and_as_json():
         ],
         "verdict": "pending",
         "pendingAt": "queue",
+        "outcome": "queue",
         "pool": None,
         "provisioner": None,
         "summary": f"pending at queue: {detail}",
@@ -133,6 +139,7 @@ def test_a_pending_trace_as_text_and_as_json():
         "workload": {"kind": "Pod", "namespace": "ml-dev", "name": "notebook-alice"},
         "verdict": "runs",
         "pendingAt": None,
+        "outcome": "runs",
         "pool": "l4-shared",
         "provisioner": "EKS managed node group + Cluster Autoscaler",
         "summary": "runs on pool l4-shared via EKS managed node group + Cluster Autoscaler",
@@ -188,10 +195,21 @@ def test_priority_layer():
         "gpu-platform-priority-ceiling refuses it: use inference or lower"
     )
     known = ", ".join(sorted(c.name for c in spec.priority_classes))
-    assert stop(trace(spec, pod("research", {"nvidia.com/gpu": 8}, priorityClassName="urgent"))) == (
+    # a Pod names it itself: the API server's Priority admission plugin refuses it
+    t = trace(spec, pod("research", {"nvidia.com/gpu": 8}, priorityClassName="urgent"))
+    assert stop(t) == (
         "priority",
-        f"PriorityClass urgent does not exist (classes: {known})",
+        f"PriorityClass urgent does not exist (classes: {known}): the API server refuses its pods",
     )
+    assert t.outcome == "refused"
+    # a Job Kueue manages is accepted and never unsuspended: Kueue fails to make its Workload (make sched-test saw the
+    # Job stay suspended, with "PriorityClass.scheduling.k8s.io "urgent" not found" in Kueue's log only)
+    t = trace(spec, job("research", 1, {"nvidia.com/gpu": 8}, priorityClassName="urgent"))
+    assert stop(t) == (
+        "priority",
+        f"PriorityClass urgent does not exist (classes: {known}): Kueue makes no Workload and the Job stays suspended",
+    )
+    assert t.outcome == "no-workload"
     assert known.count(", ") >= 2
 
 
@@ -386,7 +404,8 @@ def test_a_kind_whose_integration_is_off_is_refused():
     spec = spec_of("dev-aws", scheduling={"kueueIntegrations": ["deployment"]})
     assert stop(trace(spec, job("ml-dev", 1, {"nvidia.com/gpu": 1}))) == (
         "scheduler",
-        "Kueue does not manage Job here: add batch/job to scheduling.kueueIntegrations",
+        "Kueue does not manage Job here: add batch/job to scheduling.kueueIntegrations; its pods are queued one by "
+        "one by the pod integration, so the gang is not admitted whole",
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -334,9 +335,18 @@ def cmd_explain(args: argparse.Namespace) -> int:
     spec = _spec(args)
     if spec is None:
         return EXIT_INVALID
+    cluster = None
+    if args.context or args.kubeconfig:
+        from ..explain import live
+
+        try:
+            cluster = live.read(args.kubeconfig, args.context)
+        except (live.LiveError, subprocess.TimeoutExpired, json.JSONDecodeError) as err:
+            print(f"explain: cannot read the cluster's Kueue workloads: {err}", file=sys.stderr)
+            return EXIT_INVALID
     try:
         text = Path(args.workload).read_text()
-        traces = explain.explain_all(spec, text)
+        traces = explain.explain_all(spec, text, cluster)
     except (OSError, UnicodeDecodeError) as err:
         print(f"{args.workload}: cannot read: {err.strerror if isinstance(err, OSError) else err}", file=sys.stderr)
         return EXIT_INVALID
@@ -383,6 +393,12 @@ def parser() -> argparse.ArgumentParser:
     ex.add_argument("workload", help="Kubernetes manifests (multi-document YAML)")
     ex.add_argument("--config", help="stack file to use instead of stacks/Pulumi.STACK.yaml")
     ex.add_argument("--json", action="store_true", help="one JSON document per workload")
+    ex.add_argument(
+        "--context",
+        help="read a live cluster's Kueue workloads through kubectl (this kubeconfig context): whether the quota is "
+        "free now, whom admitting it preempts, what it waits behind (default: an idle cluster)",
+    )
+    ex.add_argument("--kubeconfig", help="the kubeconfig file for --context (or its current context)")
     ex.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     ex.set_defaults(fn=cmd_explain)
     pn = sub.add_parser("plan", help="print what the platform decides per pool, tenant and add-on, writing nothing")

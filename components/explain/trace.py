@@ -28,33 +28,25 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..plan import derive, kueue, plan, tenancy
+from ..plan import kueue, plan, tenancy
 from ..plan.plan import Plan, PoolPlan, TenantPlan
 from ..spec.model import StackSpec
 from ..spec.options import IMPLICIT_POD_INTEGRATIONS
-from . import flavors
+from . import flavors, outcomes, preemption
 from .facts import (
     _total,
     _units,
-    autoscaler_sees,
-    dcgm_attribution,
     exporter_values as exporter_values,  # re-exported: tests read it
     gpu_podsets,
-    node_advertises,
     pod_security_problems,
-    pod_selection,
-    pool_tolerations,
     resolve_claims,
-    selection_problems,
-    untolerated,
     volcano_pods_admission,
 )
-from .nodes import node_label_values
+from .live import Live, LiveWorkload
+from .placement import PlacementLayers
 from .schedulers import (
     Operator,
-    autoscaler_problem,
     integration_fix,
-    karpenter_problem,
     kueue_holds_quota,
     operator_for,
     operator_installed,
@@ -68,11 +60,12 @@ from .workloads import (
     PodSet,
     Workload,
     WorkloadError as WorkloadError,  # re-exported: the CLI catches it
-    is_gpu,
     load,
 )
 
 EXIT_RUNS, EXIT_PENDING = 0, 3
+# Kueue integrations whose pods exist before admission (gated): the namespace ResourceQuota meets them first
+POD_BASED_INTEGRATIONS = ("pod", "leaderworkerset.x-k8s.io/leaderworkerset")
 
 # -------------------------------------------------------------------------------------------- traces
 
@@ -82,6 +75,7 @@ class Layer:
     name: str
     ok: bool
     detail: str
+    seen: str | None = None  # a stop: what the user sees in the cluster (outcomes.OUTCOMES)
 
 
 @dataclass
@@ -98,6 +92,12 @@ class Trace:
         return next((layer for layer in self.layers if not layer.ok), None)
 
     @property
+    def outcome(self) -> str:
+        """What the user sees in the cluster (``outcomes.OUTCOMES``): the stop's, or ``runs``."""
+        stop = self.pending
+        return stop.seen or outcomes.LAYER_OUTCOME[stop.name] if stop else "runs"
+
+    @property
     def verdict(self) -> str:
         stop = self.pending
         if stop:
@@ -111,6 +111,8 @@ class Trace:
         out = [f"{self.workload.ref}:"]
         out += [f"  {layer.name:<16} {'ok  ' if layer.ok else 'FAIL'} {layer.detail}" for layer in self.layers]
         out.append(f"  verdict: {self.verdict}")
+        if self.pending is not None:
+            out.append(f"  in the cluster: {outcomes.OUTCOMES[self.outcome]}")
         return out
 
     def doc(self) -> dict[str, Any]:
@@ -120,6 +122,7 @@ class Trace:
             "layers": [{"layer": x.name, "ok": x.ok, "detail": x.detail} for x in self.layers],
             "verdict": "pending" if stop else "runs",
             "pendingAt": stop.name if stop else None,
+            "outcome": self.outcome,
             "pool": self.pool,
             "provisioner": self.provisioner,
             "summary": self.verdict,
@@ -130,9 +133,12 @@ class _Stop(Exception):
     pass
 
 
-class _Tracer:
-    def __init__(self, decided: Plan, w: Workload):
+class _Tracer(PlacementLayers):
+    def __init__(self, decided: Plan, w: Workload, live: Live | None = None):
         self.w, self.t = w, Trace(w)
+        self.live = live  # a cluster's Kueue workloads (explain --context), or None: an idle cluster
+        self.own: list[LiveWorkload] = live.of(w.namespace, w.kind, w.name) if live is not None else []
+        self.victims: list[preemption.Victim] = []
         self.plan = decided  # what every layer reads
         self.kueue_options = self.plan.addons["kueue"].options  # the stack's scheduling options
         self.effective: list[dict[str, Any]] = []  # pod specs as admitted (Kueue's flavor injected)
@@ -144,10 +150,13 @@ class _Tracer:
     def ok(self, name: str, detail: str) -> None:
         self.t.layers.append(Layer(name, True, detail))
 
-    def fail(self, name: str, detail: str, stuck: bool = False) -> None:
+    def fail(self, name: str, detail: str, stuck: bool = False, seen: str | None = None) -> None:
         """Stop the trace at this layer. ``stuck``: no node will ever run the pods (Kueue admits them on quota
-        all the same, ``kueue_holds_quota``), as opposed to a stop that names a waste or a loss."""
-        self.t.layers.append(Layer(name, False, detail))
+        all the same, ``kueue_holds_quota``), as opposed to a stop that names a waste or a loss (then the pods run).
+        ``seen``: what the user sees, where the layer's default (``outcomes.LAYER_OUTCOME``) is not it."""
+        if seen is None and name in ("pool", "provisioner", "node") and not stuck:
+            seen = "runs"  # a waste or a loss: the pods still run
+        self.t.layers.append(Layer(name, False, detail, seen))
         self.stuck = stuck
         raise _Stop
 
@@ -161,6 +170,8 @@ class _Tracer:
     # -- layers
     def _trace(self) -> None:
         w = self.w
+        if self.own:
+            self.ok("cluster", "; ".join(cluster_state(x) for x in self.own))
         tenant = self.namespace()
         self.resolve_claims(tenant)
         self.priority(tenant)
@@ -177,6 +188,7 @@ class _Tracer:
             return
         if scheduler == "kueue":
             placements = self.kueue_flavors(tenant, gpu)
+            self.others(tenant)
         else:
             placements = [(self.pick_pool(tenant, gpu), gpu_podsets(w))]
         done: list[tuple[str, str | None]] = []
@@ -203,6 +215,26 @@ class _Tracer:
             )
         else:
             self.t.pool = pool.name
+
+    def others(self, tenant: TenantPlan) -> None:
+        """What others do to it once admitted: whom it preempts (a live cluster); who preempts, reclaims, evicts it."""
+        cq = tenant.cluster_queue_spec
+        nominal = {
+            f["name"]: {r["name"]: r["nominalQuota"] for r in f["resources"]}
+            for g in cq["resourceGroups"]
+            for f in g["flavors"]
+        }
+        borrows = {
+            pool: {r: n - int(nominal.get(pool, {}).get(r, 0)) for r, n in units.items()}
+            for pool, units in self.held.items()
+        }
+        borrows = {p: {r: n for r, n in u.items() if n > 0} for p, u in borrows.items()}
+        first = (
+            f"it preempts {', '.join(v.workload.ref for v in self.victims)}"
+            if self.victims
+            else ("it preempts nothing" if self.live is not None else "from an idle cluster it preempts nothing")
+        )
+        self.ok("preemption", f"{first}; {preemption.exposure(self.plan, tenant, self.priority_value(), borrows)}")
 
     def gpu_sets(self) -> list[PodSet]:
         """The pod sets asking for a GPU; while a pool is traced, those Kueue assigned to it."""
@@ -243,7 +275,17 @@ class _Tracer:
                     f"{tenancy.PRIORITY_CEILING_POLICY} refuses it: use {tenant.priority_ceiling} or lower",
                 )
             if c not in known and c not in tenancy.SYSTEM_PRIORITY_CLASSES:
-                self.fail("priority", f"PriorityClass {c} does not exist (classes: {', '.join(sorted(known))})")
+                missing = f"PriorityClass {c} does not exist (classes: {', '.join(sorted(known))})"
+                if tenant.scheduler == "kueue" and w.integration not in (None, *POD_BASED_INTEGRATIONS):
+                    # Kueue reads the class to make the Workload and fails before it does (kueue v0.19.2
+                    # pkg/controller/jobframework/reconciler.go ReconcileGenericJob: "Handling job with no
+                    # workload", retried with backoff): the job stays suspended, with no event to the user
+                    self.fail(
+                        "priority",
+                        f"{missing}: Kueue makes no Workload and the {w.kind} stays suspended",
+                        seen="no-workload",
+                    )
+                self.fail("priority", f"{missing}: the API server refuses its pods")
         # the other tenancy admission policy met at creation, a Volcano tenant's GPU pod policy: a refused pod
         # is never created, so its workload waits here
         refused, admitted = volcano_pods_admission(self.plan, tenant, w)
@@ -264,14 +306,33 @@ class _Tracer:
                     "scheduler",
                     f"{tenant.name} is queued by Kueue; a Volcano Job there would be gated pod by pod: "
                     "use a Kueue-managed kind, or set the tenant's scheduler to volcano",
+                    seen="unscheduled",
                 )
             if w.scheduler_name == "volcano":
-                self.fail("scheduler", "schedulerName volcano in a Kueue namespace: drop it (run by Kueue or Volcano)")
+                self.fail(
+                    "scheduler",
+                    "schedulerName volcano in a Kueue namespace: drop it (run by Kueue or Volcano)",
+                    seen="unscheduled",
+                )
             frameworks = set(self.kueue_options["kueueIntegrations"])
             pod_too = w.integration == "pod" and frameworks & IMPLICIT_POD_INTEGRATIONS
             if w.integration not in frameworks and not pod_too:
+                operator = operator_for(w)
+                unserved = operator is not None and not operator_installed(self.plan, operator)
+                # Kueue's pod webhook gates a pod unless an ancestor is managed by an enabled integration (kueue
+                # v0.19.2 pkg/controller/jobs/pod/pod_webhook.go Default, FindAncestorJobManagedByKueue): the pods
+                # of a kind whose integration is off are admitted one by one, the gang lost
+                pods = "pod" in frameworks or bool(frameworks & IMPLICIT_POD_INTEGRATIONS)
+                how = (
+                    "; its pods are queued one by one by the pod integration, so the gang is not admitted whole"
+                    if pods
+                    else "; its pods run outside Kueue's quota, within the namespace ResourceQuota"
+                )
                 self.fail(
-                    "scheduler", f"Kueue does not manage {w.kind} here: {integration_fix(self.plan, w.integration)}"
+                    "scheduler",
+                    f"Kueue does not manage {w.kind} here: {integration_fix(self.plan, w.integration)}"
+                    + ("" if unserved else how),
+                    seen="refused" if unserved else "runs",
                 )
             self.ok("scheduler", f"Kueue ({w.integration} integration)")
         elif who == "volcano":
@@ -287,6 +348,7 @@ class _Tracer:
 
     def queue(self, tenant: TenantPlan, scheduler: str | None, gpu: dict[str, int]) -> None:
         if scheduler == "kueue":
+            self.pods_under_quota(tenant, gpu)
             self.local_queue(tenant)
         elif scheduler == "volcano":
             self.volcano_queue(tenant, gpu)
@@ -300,6 +362,30 @@ class _Tracer:
             self.fail("operator", operator_missing(self.plan, operator, self.w))
         self.ok("operator", f"{operator.name} ({operator.group}) is installed ({operator.installed_by or 'add-on'})")
 
+    def pods_under_quota(self, tenant: TenantPlan, gpu: dict[str, int]) -> None:
+        """Kueue's pod-based integrations (Pod, Deployment, StatefulSet, LeaderWorkerSet) create the pods before
+        Kueue admits them, gated (kueue v0.19.2 pkg/controller/jobs/pod: the webhook adds the kueue.x-k8s.io/admission
+        scheduling gate); the namespace ResourceQuota counts a pod at creation, gates or not, so a pod over it is
+        refused before Kueue ever sees a workload (seen by make sched-test: 'exceeded quota: gpu-quota')."""
+        if self.w.integration not in POD_BASED_INTEGRATIONS:
+            return
+        hard = {
+            k.removeprefix("requests."): int(v)
+            for k, v in tenant.quota_hard.items()
+            if k.startswith("requests.") and "/" in k
+        }
+        short = {r: n for r, n in gpu.items() if r in hard and n > hard[r]}
+        if short:
+            offered = sorted({r for p in tenant.flavor_order for r in self.plan.pools[p].units_per_gpu})
+            r = next(iter(short))
+            self.fail(
+                "queue",
+                f"the {tenant.name} ResourceQuota allows {_units({x: hard[x] for x in short})}, the workload's pods "
+                f"ask {_units(short)}: Kueue's pod integration creates them before admission, so the quota refuses "
+                f"them at creation"
+                + (f"; {tenant.name}'s pools advertise {', '.join(offered)}, not {r}" if hard[r] == 0 else ""),
+            )
+
     def local_queue(self, tenant: TenantPlan) -> None:
         w = self.w
         name = self.kueue_options["localQueueName"]
@@ -309,6 +395,7 @@ class _Tracer:
                 "queue",
                 f"LocalQueue {queue or '(no queue-name label)'} does not exist in {w.namespace}: label the job "
                 f"{kueue.QUEUE_NAME_LABEL}: {name}",
+                seen="queue",
             )
         self.ok("queue", f"LocalQueue {queue} -> ClusterQueue {tenant.local_queue_spec['clusterQueue']}")
 
@@ -318,8 +405,45 @@ class _Tracer:
         if got.refused:
             self.fail("flavors", got.detail)
         self.held = got.held
-        self.ok("flavors", got.detail)
+        now = self.live_quota(tenant) if self.live is not None else ""
+        self.ok("flavors", got.detail + now)
         return got.placements
+
+    def priority_value(self) -> int:
+        w = self.w
+        return preemption.priority_value(self.plan, w.labels.get(tenancy.KUEUE_PRIORITY_LABEL) or w.priority_class)
+
+    def live_quota(self, tenant: TenantPlan) -> str:
+        """With a live cluster: whether the quota the workload needs is free now (its own workloads left out), else
+        whom Kueue would preempt for it (``preemption.targets``), else what holds the quota it waits for. The
+        flavor is the one it gets on an idle cluster (Kueue's TryNextFlavor may pick another that is free now)."""
+        assert self.live is not None and tenant.cluster_queue is not None
+        request = {(pool, r): n for pool, units in self.held.items() for r, n in units.items()}
+        q = preemption.quotas(self.plan, self.live, self.own)
+        free = {fr: q.available(tenant.cluster_queue, fr) for fr in request}
+        if preemption.fits(q, tenant.cluster_queue, request):
+            return f"; in {self.live.source} it fits now ({_frs(free)} available)"
+        victims = preemption.targets(self.plan, self.live, tenant, request, self.priority_value(), self.own)
+        if victims:
+            self.victims = victims
+            return f"; in {self.live.source} {_frs(free)} available: admitting it preempts " + "; ".join(
+                str(v) for v in victims
+            )
+        pools = {f for f, _ in request}
+        holders = [x for x in self.live.holding() if pools & {f for f, _ in x.usage} and x not in self.own]
+        held = "; ".join(
+            f"{x.ref} holds {', '.join(f'{n} {fr[1]}' for fr, n in sorted(x.usage.items()) if fr in request)}"
+            f" (priority {x.priority}, ClusterQueue {x.cluster_queue})"
+            for x in holders
+        )
+        self.fail(
+            "flavors",
+            f"waits for quota in {self.live.source}: it needs {_frs(request)}, {_frs(free)} available now, and Kueue "
+            f"preempts nothing for it (none of lower priority in ClusterQueue {tenant.cluster_queue}, no borrower "
+            f"to reclaim from); in use: {held or 'nothing of its flavors'}",
+            seen="quota",
+        )
+        return ""
 
     def admission_checks(self, tenant: TenantPlan, pool: PoolPlan) -> None:
         cq = tenant.cluster_queue_spec
@@ -352,7 +476,7 @@ class _Tracer:
             )
         why, detail = volcano_queue_verdict(tenant, gpu, volcano_minimum(self.plan, w))
         if why:
-            self.fail("queue", why)
+            self.fail("queue", why, seen="queued")
         self.ok("queue", detail)
 
     def resource_quota(self, tenant: TenantPlan, gpu: dict[str, int]) -> None:
@@ -368,195 +492,46 @@ class _Tracer:
         allows = f"ResourceQuota allows {_units({r: hard.get(r, 0) for r in gpu})}" if gpu else "no GPU asked"
         self.ok("queue", f"no queue; {allows}")
 
-    def pick_pool(self, tenant: TenantPlan, gpu: dict[str, int]) -> PoolPlan:
-        """Without Kueue the pod itself must select a pool: its nodeSelector/affinity and tolerations."""
-        tried = []
-        sets = self.gpu_sets()
-        for pool in (self.plan.pools[name] for name in tenant.flavor_order):
-            if not set(gpu) <= set(pool.units_per_gpu):
-                continue
-            labels = node_label_values(self.plan, pool)
-            why = next((p for ps in sets for p in selection_problems(ps.pod, labels)), None)
-            if why:
-                tried.append(f"{pool.name}: {why}")
-                continue
-            self.how, self.t.also = pod_selection(self.plan, pool, sets, gpu)
-            return pool
-        reach = ", ".join(tenant.flavor_order)
-        self.fail(
-            "pool",
-            f"no pool of {tenant.name} ({reach}) advertises {', '.join(gpu)} and matches the pod"
-            + (f": {'; '.join(tried)}" if tried else ""),
-        )
-        raise AssertionError  # unreachable
 
-    def pool_layer(self, pool: PoolPlan, injected: bool) -> None:
-        """The pod sets that ask for a GPU against the pool's nodes: their labels as far as the stack tells
-        (the pool's own and the well-known ones its provisioner sets, ``explain_nodes``) and taints."""
-        w = self.w
-        labels, flavor = node_label_values(self.plan, pool), pool.kueue_flavor_spec
-        sets = self.gpu_sets()
-        for ps in sets:
-            pod = dict(ps.pod)
-            if injected:  # Kueue adds the flavor's node labels and tolerations on admission
-                pod["nodeSelector"] = {**(pod.get("nodeSelector") or {}), **flavor["nodeLabels"]}
-                pod["tolerations"] = [*(pod.get("tolerations") or []), *flavor["tolerations"]]
-            self.effective.append(pod)
-            problems = selection_problems(pod, labels)
-            if problems:
-                # Kueue chose the flavor on its own label keys alone (flavor_selection_problems)
-                hint = f" (Kueue picks a flavor by {derive.POOL_LABEL} alone: pin the pool with it)" if injected else ""
-                self.fail("pool", f"{pool.name}'s nodes do not match: {'; '.join(problems)}{hint}", stuck=True)
-            missing = untolerated(pod.get("tolerations") or [], list(pool.taints))
-            if missing:
-                self.fail(
-                    "pool",
-                    f"{pool.name}'s nodes are tainted {', '.join(missing)} and pod set {ps.name} does not "
-                    f"tolerate it: add {pool_tolerations(pool)}",
-                    stuck=True,
-                )
-        how = "Kueue injects the flavor's nodeSelector and tolerations" if injected else self.how
-        cpu = [ps.name for ps in w.podsets if ps.count > 0 and ps not in gpu_podsets(w)]
-        if cpu:
-            flavor = f"Kueue gives them {kueue.DEFAULT_FLAVOR}, " if injected else ""
-            how += f"; {', '.join(cpu)} ask no GPU: {flavor}they run on non-GPU nodes"
-        self.ok("pool", f"{pool.name}: labels match, taints tolerated ({how})")
-
-    def nodes_needed(self, pool: PoolPlan) -> int | None:
-        """Nodes the workload needs on the pool, packing whole pods per node (per pod set that asks a GPU: the
-        others go elsewhere, ``gpu_sets``); None when a pod fits no node of the pool (the provisioner layer says
-        so). A pod set of 0 pods needs no node."""
-        per_node, _ = node_advertises(self.plan, pool)
-        total = 0
-        for ps in self.gpu_sets():
-            fit = min(per_node.get(r, 0) // n for r, n in ps.devices().items())
-            if fit == 0:
-                return None
-            total += -(-ps.count // fit)
-        return total
-
-    def provisioner(self, pool: PoolPlan) -> None:
-        per_node, _ = node_advertises(self.plan, pool)
-        for ps in self.gpu_sets():
-            for r, n in ps.devices().items():
-                if per_node.get(r, 0) < n:
-                    self.fail(
-                        "provisioner",
-                        f"pod set {ps.name} asks {n} {r}, one node of {pool.name} brings {per_node.get(r, 0)}: "
-                        "no node it can launch fits the pod; ask for at most that per pod (more pods instead)",
-                        stuck=True,
-                    )
-        nodes = self.nodes_needed(pool)
-        assert nodes is not None  # every pod fits a node: checked just above
-        req = {r: n for ps in self.gpu_sets() for r, n in ps.devices().items()}
-        if pool.provisioner == "existing":
-            if nodes > pool.max_nodes:
-                self.fail("provisioner", f"existing nodes: {pool.max_nodes}, the workload needs {nodes}", stuck=True)
-            self.t.provisioner = "existing nodes"
-            self.ok("provisioner", f"existing nodes ({pool.max_nodes}), nothing scales; needs {nodes}")
-            return
-        if nodes > (cap := pool.max_nodes):
-            self.fail("provisioner", f"the workload needs {nodes} node(s), {pool.name} has at most {cap}", stuck=True)
-        if pool.provisioner == "gke":
-            if pool.queued_provisioning:
-                self.t.provisioner = "GKE queued provisioning (Dynamic Workload Scheduler)"
-                self.ok("provisioner", f"{self.t.provisioner}: {nodes} node(s) through Kueue's ProvisioningRequest")
-            else:
-                self.t.provisioner = "GKE cluster autoscaler"
-                self.ok(
-                    "provisioner", f"GKE cluster autoscaler: {pool.min_nodes}..{pool.max_nodes} nodes, needs {nodes}"
-                )
-            return
-        if pool.provisioner == "karpenter":
-            problem = karpenter_problem(self.plan, pool, req)
-            if problem:
-                self.fail("provisioner", *problem)
-            names = ", ".join(np.name for np in self.plan.karpenter.node_pools_of(pool.name))  # a karpenter pool
-            self.t.provisioner = f"Karpenter NodePool {names}"
-            self.ok("provisioner", f"Karpenter NodePool(s) {names}: 0..{pool.max_nodes} node(s), needs {nodes}")
-            return
-        if not self.plan.addons["clusterAutoscaler"].enabled:
-            if nodes > pool.min_nodes:
-                self.fail(
-                    "provisioner",
-                    f"{pool.name} is fixed at {pool.min_nodes} node(s) (addons.clusterAutoscaler off), needs {nodes}",
-                    stuck=True,
-                )
-            self.t.provisioner = "EKS managed node group (fixed size)"
-            self.ok("provisioner", f"{pool.min_nodes} fixed node(s), needs {nodes}")
-            return
-        why = autoscaler_problem(self.plan, pool, self.effective, req)
-        if why:
-            self.fail("provisioner", why, stuck=True)
-        template, _, _ = autoscaler_sees(self.plan, pool)
-        self.t.provisioner = "EKS managed node group + Cluster Autoscaler"
-        self.ok(
-            "provisioner",
-            f"Cluster Autoscaler, template {_units({r: template[r] for r in req})}: "
-            f"{pool.min_nodes}..{pool.max_nodes} nodes, needs {nodes}",
-        )
-
-    def node(self, pool: PoolPlan) -> None:
-        advertised, mismatch = node_advertises(self.plan, pool)
-        if mismatch:
-            self.fail("node", mismatch + ": put them in the EC2NodeClass userData")
-        s = pool.sharing or {}
-        one_unit = s.get("strategy") == "time-slicing" and s.get("failRequestsGreaterThanOne")
-        for ps in self.gpu_sets():
-            for r, n in ps.devices().items():
-                have = advertised.get(r, 0)
-                if have == 0:
-                    self.fail(
-                        "node",
-                        f"{pool.name}'s nodes advertise {_units(advertised)}, not {r}: request one of those",
-                        stuck=True,
-                    )
-                if n > have:
-                    self.fail("node", f"pod set {ps.name} asks {n} {r}, one node of {pool.name} has {have}", stuck=True)
-                if one_unit and is_gpu(r) and n > 1:
-                    self.fail(
-                        "node",
-                        f"{pool.name} time-slices with failRequestsGreaterThanOne: a pod may ask 1 {r}, not {n}",
-                        stuck=True,  # the kubelet refuses it (UnexpectedAdmissionError), the job recreates it
-                    )
-        self.ok(
-            "node",
-            f"one {pool.name} node ({pool.device_plugin} plugin) advertises {_units(advertised)}",
-        )
-
-    def dcgm(self, pool: PoolPlan) -> None:
-        monitoring = self.plan.monitoring
-        if monitoring is None:
-            self.ok("dcgm", "DCGM off: no GPU metrics")
-            return
-        if pool.device_plugin == "dra":
-            self.ok("dcgm", "DRA devices: whether dcgm-exporter maps claims to pods is not checked here")
-            return
-        resources = sorted({r for ps in self.gpu_sets() for r in ps.requests()})
-        why = dcgm_attribution(self.plan, pool, resources)
-        if why:
-            self.fail("dcgm", f"runs, but its GPU metrics lose the pod: {why}")
-        if monitoring.prometheus == "none":
-            self.ok(
-                "dcgm", "dcgm-exporter attributes the GPUs to the pod; monitoring.prometheus none: nothing scrapes it"
-            )
-            return
-        self.ok("dcgm", f"dcgm-exporter attributes the GPUs to the pod (Prometheus: {monitoring.prometheus})")
-
-
-def explain(spec: StackSpec, workload: Workload) -> Trace:
+def explain(spec: StackSpec, workload: Workload, cluster: Live | None = None) -> Trace:
     """A workload traced through the plan of a validated spec (``explain_plan``)."""
-    return explain_plan(plan.build(spec, ""), workload)
+    return explain_plan(plan.build(spec, ""), workload, cluster)
 
 
-def explain_all(spec: StackSpec, text: str) -> list[Trace]:
-    """``gpu-platform explain``: every workload of a manifest file, traced through the plan of a validated spec."""
-    return [explain(spec, w) for w in load(text)]  # the plan is built once per spec (plan.build)
+def explain_all(spec: StackSpec, text: str, cluster: Live | None = None) -> list[Trace]:
+    """``gpu-platform explain``: every workload of a manifest file, traced through the plan of a validated spec;
+    ``cluster``: a live cluster's Kueue workloads (``live.read``), else an idle cluster."""
+    return [explain(spec, w, cluster) for w in load(text)]  # the plan is built once per spec (plan.build)
 
 
-def explain_plan(decided: Plan, workload: Workload) -> Trace:
-    """A workload traced through the layers, reading only the plan."""
-    return _Tracer(decided, workload).run()
+def explain_plan(decided: Plan, workload: Workload, cluster: Live | None = None) -> Trace:
+    """A workload traced through the layers, reading only the plan (and the cluster's usage, where given)."""
+    return _Tracer(decided, workload, cluster).run()
+
+
+def _frs(units: dict[tuple[str, str], int]) -> str:
+    return ", ".join(f"{n} {r} on {f}" for (f, r), n in sorted(units.items())) or "nothing"
+
+
+def cluster_state(x: LiveWorkload) -> str:
+    """What a workload already in the cluster is doing, in Kueue's words: admitted where, evicted why, waiting for
+    what (its QuotaReserved message) and when Kueue requeues it (``status.requeueState``)."""
+    evicted = x.evicted
+    if x.admitted:
+        where = ", ".join(sorted({f for f, _ in x.usage})) or "its flavors"
+        state = f"admitted in ClusterQueue {x.cluster_queue} on {where}"
+    elif evicted is not None:
+        reason, message = evicted
+        why = "waitForPodsReady (its pods were not all ready in time)" if reason == "PodsReadyTimeout" else reason
+        preempted = x.condition("Preempted")
+        if preempted and preempted[0] == "True":
+            why += f", {preempted[1]}"
+        state = f"evicted by {why} ({reason}: {message})"
+    else:
+        reserved = x.condition("QuotaReserved")
+        state = f"pending: {reserved[2]}" if reserved and reserved[2] else "pending: not yet looked at by Kueue"
+    requeue = f"; Kueue requeues it at {x.requeue_at}" if x.requeue_at else ""
+    return f"{x.ref} ({x.name}) {state}{requeue}"
 
 
 def exit_code(traces: list[Trace]) -> int:

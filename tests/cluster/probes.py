@@ -46,7 +46,7 @@ class Api:
             self._discover(api_version)
         plural, namespaced = self._plural[(api_version, kind)]
         base = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
-        ns = f"/namespaces/{namespace}" if namespaced else ""
+        ns = f"/namespaces/{namespace}" if namespaced and namespace else ""  # no namespace: all of them
         return f"{base}{ns}/{plural}" + (f"/{name}" if name else "")
 
     def dry_run(self, obj: dict[str, Any], namespace: str | None = None) -> Verdict:

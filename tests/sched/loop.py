@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 from apply import apply_docs, apply_rendering, install_crds
-from controlplane import ControlPlane
+from controlplane import ControlPlane, ControlPlaneError
 from kueue_controller import NAMESPACE as KUEUE_NAMESPACE, KueueController
 from pool_nodes import POOL_LABEL, plan_nodes, resource_slices
 from probes import Api
@@ -321,7 +321,7 @@ class SchedCluster:
         for p in api.get("v1", "Pod")["items"]:
             if p["spec"].get("nodeName") in names:
                 meta = p["metadata"]
-                cp.request(
+                status, body = cp.request(
                     "POST",
                     f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}/eviction",
                     {
@@ -330,8 +330,36 @@ class SchedCluster:
                         "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
                     },
                 )
+                if status >= 300:
+                    raise ControlPlaneError(f"evicting {meta['namespace']}/{meta['name']}: {status} {body[:300]}")
+
+        def drained() -> bool:
+            """The evicted pods gone before the nodes go, as Karpenter waits for the drain. The kubelet's part on a
+            deleted pod: its containers stop and it turns Failed (kwok deletes it, but the Job controller's
+            tracking finalizer holds it until the Job has counted it as terminated)."""
+            left = [p for p in api.get("v1", "Pod")["items"] if p["spec"].get("nodeName") in names]
+            for p in left:
+                meta = p["metadata"]
+                if meta.get("deletionTimestamp") and p.get("status", {}).get("phase") not in ("Failed", "Succeeded"):
+                    cp.request(
+                        "PATCH",
+                        f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}/status",
+                        {"status": {"phase": "Failed"}},
+                        "application/merge-patch+json",
+                    )
+            return not left
+
+        api.wait_for(f"{pool}'s nodes drained", drained, 60)
         for name in names:
             cp.request("DELETE", f"/api/v1/nodes/{name}")
+
+    def live(self):
+        """The cluster's Kueue workloads as ``gpu-platform explain --context`` reads them (``live.parse`` of the
+        same list kubectl returns)."""
+        from components.explain import live
+
+        items = self.api.get(KUEUE_API, "Workload")["items"]  # type: ignore[union-attr]
+        return live.parse(items, f"the {self.stack} test cluster")
 
     def quota_in_use(self) -> dict[str, dict[str, dict[str, int]]]:
         """ClusterQueue -> flavor -> resource -> reserved units, from each ClusterQueue's status (zeros left out)."""

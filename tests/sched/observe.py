@@ -106,7 +106,10 @@ def observe(
             )
         key = (outcome.family, outcome.detail, outcome.pools) if outcome.family != "waiting" else None
         if key is not None and key == last:
-            if time.monotonic() - since >= (3 * SETTLE if volcano or outcome.family == "no-workload" else SETTLE):
+            # kube-scheduler retries an unschedulable pod on the next relevant event (a claim bound, a node added), and
+            # Kueue takes a moment to make a Workload: those outcomes must hold longer to be the outcome
+            slow = volcano or outcome.family in ("no-workload", "unschedulable")
+            if time.monotonic() - since >= (3 * SETTLE if slow else SETTLE):
                 return outcome
         else:
             last, since = key, time.monotonic()  # type: ignore[assignment]
