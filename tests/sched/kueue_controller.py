@@ -126,7 +126,8 @@ def render_chart(helm: Path, values: dict[str, Any], workdir: Path) -> list[dict
     )
     if proc.returncode != 0:
         raise ControlPlaneError(f"helm template failed: {proc.stderr}")
-    return [d for d in yaml.safe_load_all(proc.stdout) if isinstance(d, dict)]
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: the chart's CRDs are a megabyte of YAML
+    return [d for d in yaml.load_all(proc.stdout, Loader=loader) if isinstance(d, dict)]
 
 
 class KueueController:
@@ -196,7 +197,7 @@ class KueueController:
         certs.mkdir(parents=True, exist_ok=True)
         path = f"/api/v1/namespaces/{NAMESPACE}/secrets/{CERT_SECRET}"
         seen: dict[str, str] = {}
-        while not self._stop.wait(0.5):
+        while not self._stop.wait(0.5 if not seen else 5.0):  # fast until the first certificate, then as a kubelet
             with contextlib.suppress(OSError, ValueError):
                 status, body = self.cp.request("GET", path)
                 if status != 200:
@@ -226,7 +227,7 @@ class KueueController:
                 f"--config={path}",
                 f"--kubeconfig={self.cp.kubeconfig}",
                 "--feature-gates=VisibilityOnDemand=false",
-                "--zap-log-level=2",
+                "--zap-log-level=info",
             ],
         )
         self.wait_ready()

@@ -161,7 +161,7 @@ class SchedCluster:
     def _answer(self) -> None:
         """What the cloud's controllers would do that none here does (ADAPTATIONS): provision volumes for claims,
         answer ProvisioningRequests."""
-        while not self._stop.wait(0.3):
+        while not self._stop.wait(1.0):  # an autoscaler answers in seconds too; polling faster costs the server CPU
             try:
                 self._provision_volumes()
                 if self.plan.addons["kueue"].enabled:

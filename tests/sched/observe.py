@@ -28,7 +28,12 @@ from pool_nodes import POOL_LABEL
 
 NOT_GPU = ("cpu", "memory", "ephemeral-storage", "pods")
 BUILT_IN = {("batch/v1", "Job"), ("apps/v1", "Deployment"), ("apps/v1", "StatefulSet"), ("v1", "Pod")}
-SETTLE = 1.5  # seconds an outcome must hold unchanged to be the outcome
+# Seconds an outcome must hold unchanged to be the outcome. Final ones need only a second look: pods bound stay
+# bound, a refusal stays, a Workload without quota in an otherwise empty cluster stays so until something changes.
+# kube-scheduler retries an unschedulable pod on the next relevant event (a claim bound, a node added), Kueue takes a
+# moment to make a Workload, and a Volcano tenant's workload is accepted once no pod of it was refused for a while.
+SETTLE = {"runs": 0.4, "refused": 0.4, "queue": 0.4, "quota": 0.8, "check": 1.5}
+SETTLE_SLOW = 3.0
 
 
 @dataclass
@@ -75,7 +80,7 @@ def expected_pods(doc: dict[str, Any]) -> int | None:
 def observe(
     c: SchedCluster, docs: list[dict[str, Any]], refusals: list[str], volcano: bool = False, timeout: float = 40
 ) -> Outcome:
-    """Poll until the outcome has held for ``SETTLE`` seconds. ``volcano``: a Volcano tenant's workload, which no
+    """Poll until the outcome has held for its ``SETTLE`` seconds. ``volcano``: a Volcano tenant's workload, which no
     scheduler here takes: once nothing refuses it, it is ``accepted``."""
     if refusals:
         return Outcome("refused", "; ".join(refusals))
@@ -108,12 +113,12 @@ def observe(
         if key is not None and key == last:
             # kube-scheduler retries an unschedulable pod on the next relevant event (a claim bound, a node added), and
             # Kueue takes a moment to make a Workload: those outcomes must hold longer to be the outcome
-            slow = volcano or outcome.family in ("no-workload", "unschedulable")
-            if time.monotonic() - since >= (3 * SETTLE if slow else SETTLE):
+            hold = SETTLE_SLOW if volcano else SETTLE.get(outcome.family, SETTLE_SLOW)
+            if time.monotonic() - since >= hold:
                 return outcome
         else:
             last, since = key, time.monotonic()  # type: ignore[assignment]
-        time.sleep(0.2)
+        time.sleep(0.3)
     return Outcome("timeout", f"still {outcome}")
 
 

@@ -124,11 +124,18 @@ def _table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
-@pytest.mark.parametrize("stack", sorted(FILES))
-def test_explain_says_what_kueue_and_kube_scheduler_do(stack: str):
+SHARD = 12  # workload files per platform: a stack with more is split over several, which pytest-xdist runs at once
+
+
+def _shards() -> list[tuple[str, int]]:
+    return [(stack, i) for stack in sorted(FILES) for i in range(-(-len(FILES[stack]) // SHARD))]
+
+
+@pytest.mark.parametrize(("stack", "shard"), _shards(), ids=lambda x: str(x))
+def test_explain_says_what_kueue_and_kube_scheduler_do(stack: str, shard: int):
     rows: list[Row] = []
     with SchedCluster(stack, stack_file_config(stack)) as c:
-        for path in FILES[stack]:
+        for path in FILES[stack][shard * SHARD : (shard + 1) * SHARD]:
             rows += _run(c, path)
     bad = [r for r in rows if not (r.agree and r.as_expected)]
     assert not bad, f"{len(bad)} of {len(rows)} workloads:\n" + _table(bad) + "\n\nall:\n" + _table(rows)
