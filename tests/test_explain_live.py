@@ -237,3 +237,39 @@ def test_the_cli_says_when_it_cannot_read_the_cluster(context, tmp_path, capsys,
         "explain: cannot read the cluster's Kueue workloads: kubectl is not on PATH: explain reads the cluster "
         "through it"
     )
+
+
+def _spot_job(**spec: Any) -> str:
+    import yaml
+
+    doc = yaml.safe_load(job("research", 1, {"nvidia.com/gpu": 8}, nodeSelector=SPOT, priorityClassName="training"))
+    doc["spec"].update(spec)
+    return yaml.safe_dump(doc)
+
+
+def test_a_job_that_a_spot_reclaim_would_fail_is_told_how_to_survive_it():
+    """tests/sched/test_scenarios.py saw it on the real controllers: a pod evicted from a reclaimed spot node counts
+    against backoffLimit (0: the Job fails), unless a podFailurePolicy rule ignores DisruptionTarget (the pod is
+    recreated, and Kueue requeues the job when no node comes back)."""
+    rule = {"rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}]}
+
+    def said(doc: str) -> str:
+        (t,) = explain.explain_all(_prod_aws(), doc)
+        return next(x.detail for x in t.layers if x.name == "preemption")
+
+    assert said(_spot_job(backoffLimit=0)).endswith(
+        "; a spot interruption on h100-spot fails it (backoffLimit 0 counts the evicted pod): add a podFailurePolicy "
+        "rule {action: Ignore, onPodConditions: [{type: DisruptionTarget, status: 'True'}]}, and the pod is "
+        "recreated, or requeued by waitForPodsReady when no node comes back"
+    )
+    assert "each spot interruption on h100-spot uses one of its backoffLimit 6 retries" in said(_spot_job())
+    assert "spot interruption" not in said(_spot_job(backoffLimit=0, podFailurePolicy=rule))
+    on_demand = job(
+        "research",
+        1,
+        {"nvidia.com/gpu": 8},
+        annotations={"kueue.x-k8s.io/podset-preferred-topology": "kubernetes.io/hostname"},
+        nodeSelector={"gpu-platform/pool": "a100-train"},
+        priorityClassName="training",
+    )
+    assert "spot interruption" not in said(on_demand)

@@ -181,3 +181,22 @@ def exposure(decided: Plan, tenant: TenantPlan, priority: int, borrows: Mapping[
         f"lost pod is not back within {recovery}"
     )
     return "; ".join(parts)
+
+
+def spot_loss(pools: list[str], fail_after: int | None) -> str:
+    """What a reclaimed spot node does to a batch Job on it (make sched-test, test_scenarios: Karpenter's interruption
+    handling cordons the node and evicts its pods through the eviction API, which marks them DisruptionTarget)."""
+    where = ", ".join(pools)
+    if fail_after is None:
+        return ""
+    if fail_after == 0:
+        return (
+            f"; a spot interruption on {where} fails it (backoffLimit 0 counts the evicted pod): add a "
+            "podFailurePolicy rule {action: Ignore, onPodConditions: [{type: DisruptionTarget, status: 'True'}]}, "
+            "and the pod is recreated, or requeued by waitForPodsReady when no node comes back"
+        )
+    return (
+        f"; each spot interruption on {where} uses one of its backoffLimit {fail_after} retries (a podFailurePolicy "
+        "rule {action: Ignore, onPodConditions: [{type: DisruptionTarget, status: 'True'}]} would not count "
+        "them)"
+    )

@@ -234,7 +234,10 @@ class _Tracer(PlacementLayers):
             if self.victims
             else ("it preempts nothing" if self.live is not None else "from an idle cluster it preempts nothing")
         )
-        self.ok("preemption", f"{first}; {preemption.exposure(self.plan, tenant, self.priority_value(), borrows)}")
+        spot = [p for p in self.held if self.plan.pools[p].capacity == "spot"]
+        lost = preemption.spot_loss(spot, self.w.disruptions_fail_after) if spot else ""
+        exposed = preemption.exposure(self.plan, tenant, self.priority_value(), borrows)
+        self.ok("preemption", f"{first}; {exposed}{lost}")
 
     def gpu_sets(self) -> list[PodSet]:
         """The pod sets asking for a GPU; while a pool is traced, those Kueue assigned to it."""

@@ -120,6 +120,9 @@ class Workload:
     # minResources (``explain_schedulers.volcano_min_pods``)
     min_available: int | None = None
     task_min_available: dict[str, int | None] = field(default_factory=dict)
+    # batch Job: how many lost pods it survives, a pod evicted from a reclaimed node included (its backoffLimit);
+    # None where a podFailurePolicy rule ignores disruptions (DisruptionTarget) or the kind is not a Job
+    disruptions_fail_after: int | None = None
 
     @property
     def ref(self) -> str:
@@ -177,6 +180,15 @@ def _read_job(w: Workload, spec: Mapping[str, Any], meta: Mapping[str, Any], whe
     n = min(_int(spec.get("parallelism"), 1), _int(spec.get("completions"), _int(spec.get("parallelism"), 1)))
     w.podsets = [PodSet("main", n, m, p)]
     w.integration = "batch/job"
+    rules = ((spec.get("podFailurePolicy") or {}).get("rules")) or []
+    ignores = any(
+        r.get("action") == "Ignore" and any(c.get("type") == "DisruptionTarget" for c in r.get("onPodConditions") or [])
+        for r in rules
+        if isinstance(r, Mapping)
+    )
+    # the Job controller counts a pod evicted from a removed node as a failure unless a rule ignores it
+    # (kubernetes.io/docs/concepts/workloads/controllers/job/#pod-failure-policy); backoffLimit defaults to 6
+    w.disruptions_fail_after = None if ignores else _int(spec.get("backoffLimit"), 6)
 
 
 def _read_jobset(w: Workload, spec: Mapping[str, Any], meta: Mapping[str, Any], where: str) -> None:
