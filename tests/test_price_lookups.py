@@ -12,12 +12,14 @@ import pytest
 from components.data import prices
 
 KARPENTER = "aws/karpenter-provider-aws@1d927085dd81 pkg/providers/pricing/zz_generated.pricing_aws.go"
+KARPENTER_US_GOV = "aws/karpenter-provider-aws@1d927085dd81 pkg/providers/pricing/zz_generated.pricing_aws_us_gov.go"
 CYCLENERD = "Cyclenerd/google-cloud-pricing-cost-calculator@fd66b26ff84f pricing.yml"
 
 
 def test_source_label_names_repository_short_commit_and_path():
     """A price's source reads 'repository@12-character commit path'."""
     assert prices.source_label("karpenter") == KARPENTER
+    assert prices.source_label("karpenter-us-gov") == KARPENTER_US_GOV
     assert prices.source_label("cyclenerd") == CYCLENERD
 
 
@@ -60,14 +62,30 @@ def test_known_prices_carry_source_region_and_date():
         (
             ("aws", "p5e.48xlarge", "us-east-1"),
             "p5e.48xlarge: absent from every region of aws/karpenter-provider-aws "
-            "pkg/providers/pricing/zz_generated.pricing_aws.go",
+            "pkg/providers/pricing/zz_generated.pricing_aws.go and "
+            "pkg/providers/pricing/zz_generated.pricing_aws_us_gov.go",
         ),
         (("aws", "m5.large", "us-east-1"), "m5.large is not in the price catalog"),
         (
             ("aws", "p5.48xlarge", None),
             "p5.48xlarge: no region set (cluster region/location), prices are per region",
         ),
-        (("aws", "p5.48xlarge", "eu-west-1"), "p5.48xlarge: the source has no price in eu-west-1 (it has us-east-1)"),
+        (
+            ("aws", "p5.48xlarge", "eu-west-1"),  # a region no AWS table holds: says why, and what to do
+            "p5.48xlarge in eu-west-1: no AWS region but us-east-1 and the GovCloud regions has a list-price source "
+            "here (Karpenter's generated tables hold those only; AWS's Price List files need the network, "
+            "vantage-sh/ec2instances.info commits no price data, skypilot-org/skypilot-catalog carries no date: "
+            "docs/concepts/cost.md); give the prices in gpu-platform:pricing.overrides",
+        ),
+        (
+            ("aws", "g5.xlarge", "us-gov-west-1"),  # a region a table holds, without the type
+            "g5.xlarge: the source has no price in us-gov-west-1 (it has us-east-1)",
+        ),
+        (
+            ("gcp", "n1-standard-8", "europe-north2"),  # the source lists a Spot price there, no on-demand one
+            "n1-standard-8: Cyclenerd/google-cloud-pricing-cost-calculator pricing.yml lists it in europe-north2 "
+            "without an on-demand price",
+        ),
         (
             ("gcp", "a3-megagpu-8g", "us-central1"),
             "a3-megagpu-8g: the source has no price in us-central1 (it has asia-northeast1, asia-southeast1, "
@@ -92,7 +110,11 @@ def test_regions_listed_in_full_up_to_six(monkeypatch):
     """The regions the source does have are listed, the first six by name, '...' only when there are more."""
     fig = {"asOf": "2026-01-01", "onDemand": 1.0, "source": "cyclenerd"}
     six = {f"r{i}": fig for i in range(6, 0, -1)}
-    data = {"unknown": {"aws": {}, "gcp": {}}, "gcp": {"six": six, "seven": {**six, "r0": fig}}}
+    data = {
+        "unknown": {"aws": {}, "gcp": {}},
+        "unknownRegions": {"aws": "", "awsRegions": [], "gcp": {}},
+        "gcp": {"six": six, "seven": {**six, "r0": fig}},
+    }
     monkeypatch.setattr(prices, "catalog", lambda: data)
     assert (
         prices.list_price("gcp", "six", "x").reason

@@ -91,6 +91,13 @@ def list_price(cloud: str, type_name: str, region: str | None, capacity: str = "
         return unknown(f"{type_name}: no region set (cluster region/location), prices are per region")
     fig = regions.get(region)
     if fig is None:
+        # a region no AWS table holds, or one the GCP source lists the type in without an on-demand price
+        gaps = data["unknownRegions"]
+        if cloud == "aws" and region not in gaps["awsRegions"]:
+            return unknown(f"{type_name} in {region}: {gaps['aws']}")
+        gap = gaps["gcp"].get(type_name, {}).get(region) if cloud == "gcp" else None
+        if gap is not None:
+            return unknown(f"{type_name}: {gap}")
         have = ", ".join(sorted(regions)[:6]) + (" ..." if len(regions) > 6 else "")
         return unknown(f"{type_name}: the source has no price in {region} (it has {have})")
     if fig.get("gpusIncluded") is False:
