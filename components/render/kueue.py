@@ -85,6 +85,7 @@ from ..plan.kueue import (  # re-exported: what the objects are made of
     _partition as _partition,
     _quota as _quota,
     admission_check_name as admission_check_name,
+    canonical_quantity as canonical_quantity,
     cluster_queue_spec as cluster_queue_spec,
     flavor_immutable as flavor_immutable,
     flavor_spec as flavor_spec,
