@@ -213,6 +213,13 @@ class Kueue(addon.ChartAddon):
                 o=self.after_release(prc),
             )
         self.cluster_queues: dict[str, str] = {}
+        # A tenant's queues are protected with its namespace (protect.tenantNamespaces): removing a tenant that
+        # still runs work deleted its LocalQueue (its new jobs inadmissible: "LocalQueue default doesn't exist")
+        # and left its ClusterQueue terminating under Kueue's resource-in-use finalizer while workloads were
+        # admitted (kueue v0.19.2 pkg/controller/core/clusterqueue_controller.go Reconcile), the `pulumi up`
+        # waiting on it for the provider's 10-minute delete timeout, then failing on the protected namespace
+        # (seen with the real Kueue under the real engine: tests/sched/test_day2_under_load.py). docs/day2.md.
+        protect_tenant = self.plan.protect["tenantNamespaces"]
         # Only the tenants Kueue admits for: a Volcano tenant's ClusterQueue would admit nothing (its namespace
         # is outside managedJobsNamespaceSelector) and lend its quota to the cohort while Volcano placed pods
         # on the same GPUs (derive.pool_schedulers).
@@ -226,7 +233,8 @@ class Kueue(addon.ChartAddon):
                 tenant.cluster_queue,
                 body,
                 o=self.child(
-                    [*ready, *(flavors[n] for n in queue_flavors(body)), *(checks[n] for n in queue_checks(body))]
+                    [*ready, *(flavors[n] for n in queue_flavors(body)), *(checks[n] for n in queue_checks(body))],
+                    protect=protect_tenant,
                 ),
             )
             self.cluster_queues[tenant.name] = tenant.cluster_queue
@@ -236,6 +244,6 @@ class Kueue(addon.ChartAddon):
                 tenant.local_queue,
                 plain(tenant.local_queue_spec),
                 namespace=(namespaces or {}).get(tenant.name, tenant.namespace),
-                o=self.after_release(cq),
+                o=self.after_release(cq, protect=protect_tenant),
             )
         self.register_outputs({"namespace": self.chart.namespace, "clusterQueues": self.cluster_queues})
