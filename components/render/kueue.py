@@ -212,9 +212,22 @@ class Kueue(addon.ChartAddon):
                 },
                 o=self.after_release(prc),
             )
-        self.cluster_queues: dict[str, str] = {}
+        self.cluster_queues = self._tenant_queues(cr, ready, flavors, checks, namespaces or {})
+        self.register_outputs({"namespace": self.chart.namespace, "clusterQueues": self.cluster_queues})
+
+    def _tenant_queues(
+        self,
+        cr,
+        ready: list[pulumi.Resource],
+        flavors: Mapping[str, pulumi.Resource],
+        checks: Mapping[str, pulumi.Resource],
+        namespaces: Mapping[str, pulumi.Input[str]],
+    ) -> dict[str, str]:
+        """Each Kueue tenant's ClusterQueue (after the flavors and checks it names) and LocalQueue (in its namespace):
+        tenant name -> ClusterQueue name."""
+        cluster_queues: dict[str, str] = {}
         # A tenant's queues are protected with its namespace (protect.tenantNamespaces): removing a tenant that
-        # still runs work deleted its LocalQueue (its new jobs inadmissible: "LocalQueue default doesn't exist")
+        # still runs work deleted its LocalQueue (its new jobs inadmissible: QuotaReserved False, Inadmissible)
         # and left its ClusterQueue terminating under Kueue's resource-in-use finalizer while workloads were
         # admitted (kueue v0.19.2 pkg/controller/core/clusterqueue_controller.go Reconcile), the `pulumi up`
         # waiting on it for the provider's 10-minute delete timeout, then failing on the protected namespace
@@ -237,13 +250,13 @@ class Kueue(addon.ChartAddon):
                     protect=protect_tenant,
                 ),
             )
-            self.cluster_queues[tenant.name] = tenant.cluster_queue
+            cluster_queues[tenant.name] = tenant.cluster_queue
             cr(
                 f"{tenant.name}-local-queue",
                 "LocalQueue",
                 tenant.local_queue,
                 plain(tenant.local_queue_spec),
-                namespace=(namespaces or {}).get(tenant.name, tenant.namespace),
+                namespace=namespaces.get(tenant.name, tenant.namespace),
                 o=self.after_release(cq, protect=protect_tenant),
             )
-        self.register_outputs({"namespace": self.chart.namespace, "clusterQueues": self.cluster_queues})
+        return cluster_queues
