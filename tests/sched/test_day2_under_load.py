@@ -299,7 +299,10 @@ def _run(c: DeployedCluster) -> None:
     # load: r1, r2 (research, 2 + 2 of train), s1 (serving, 1 of train), n1 (notebooks, 1 of infer), n2, n3 (1 unit
     # each of shared: notebooks' 2 units) admitted and running; n4 waits for notebooks' quota
     running = ("r1", "r2", "s1", "n1", "n2", "n3")
-    submit(c, *running, "n4")
+    submit(c, *running)
+    settle(c, SUBMITTED, lambda s: runs(s, *running))
+    submit(c, "n4")  # after n2 and n3 hold the units: submitted together, which of the three Kueue admits first is
+    # a matter of their creation timestamps' second, and the record would name the wrong one waiting
     RECORD["load"] = settle(c, SUBMITTED, lambda s: runs(s, *running) and not s["n4"].admitted)
 
     # (a) research's quota on train 4 -> 2 while it runs 2 + 2; then a cohort member asks for its own quota
@@ -410,10 +413,14 @@ def every_up_did_what_its_preview_said():
 
 @check
 def a_shrunk_quota_updates_the_queue_and_evicts_nothing():
-    """docs/day2.md "Shrink a quota": the preview updates the tenant's ClusterQueue (and the cost record) only; its
-    admitted workloads keep running on the same pods, over the new quota."""
+    """docs/day2.md "Shrink a quota": the preview updates the tenant's ClusterQueue, the cost record and the
+    ResourceQuotas whose ceiling (Kueue's maximum capacity) moves: on train research 4 + serving's 2 = 6 becomes
+    2 + 2 = 4, and serving 2 + research's 4 = 6 becomes 2 + 2 = 4; notebooks has no quota on train. Its admitted
+    workloads keep running on the same pods, over the new quota."""
     a = record("a")
-    assert short(a.preview) == {"update": ["gpu-platform-cost", "research-cluster-queue"]}
+    assert short(a.preview) == {
+        "update": ["gpu-platform-cost", "research-cluster-queue", "research-gpu-quota", "serving-gpu-quota"]
+    }
     after = record("a_after")
     assert still_running(record("a_before"))(after), _show(after)
 
@@ -438,14 +445,15 @@ def what_a_shrunk_tenant_runs_over_its_quota_is_reclaimed_by_the_cohort():
 @check
 def removing_a_tenant_that_runs_work_is_refused_and_deletes_nothing():
     """docs/day2.md "Add or remove a tenant": preview and up both fail on the protected objects; nothing of the
-    tenant is deleted, its queues included, and its workloads keep running (the up still updates the cost record)."""
+    tenant is deleted, its queues included, and its workloads keep running (the up still updates the cost record and
+    the ResourceQuota of research, whose ceiling on train no longer counts serving's loan: 2 + 2 becomes 2)."""
     b = record("b_refused")
     for text in (b.preview_error, b.error):
         refused = set(re.findall(r'resource "urn:[^"]*::([^"]+)" cannot be deleted because it is protected', text))
         # the engine deletes the LocalQueue, the quota and the LimitRange first: all three refused, the queue too
         assert refused == {"serving-local-queue", "serving-gpu-quota", "serving-defaults"}, text[-800:]
     assert set(short(b.preview).get("delete", [])) <= SERVING
-    assert short(b.done) == {"update": ["gpu-platform-cost"]}
+    assert short(b.done) == {"update": ["gpu-platform-cost", "research-gpu-quota"]}
     assert set(short(b.failed)["delete"]) == set(short(b.preview)["delete"])
     assert record("b_refused_objects") == dict.fromkeys(
         ("namespace", "gpu-quota", "defaults", "cluster-queue", "local-queue"), True
