@@ -1,4 +1,4 @@
-"""The simulated nodes of the scheduler tests (tests/sched/pool_nodes.py) are what the stack says its pools' nodes are:
+"""The simulated nodes of the scheduler tests (tests/cluster/nodes.py) are what the stack says its pools' nodes are:
 every pool at its maximum size, labelled, tainted and advertising as the stack file and upstream say. Checked here,
 without a cluster, so `make test` catches a node generator that drifted (the scheduler tests would then prove
 explain against nodes no cloud makes)."""
@@ -15,7 +15,7 @@ from components.cli.loader import load_spec
 from components.plan import derive, plan
 
 sys.path[:0] = [str(ROOT / "tests" / "sched"), str(ROOT / "tests" / "cluster")]
-pool_nodes = pytest.importorskip("pool_nodes")
+pool_nodes = pytest.importorskip("nodes")  # tests/cluster/nodes.py
 
 
 def _nodes(stack: str) -> dict[str, dict]:

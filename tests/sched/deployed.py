@@ -29,7 +29,7 @@ import paths  # noqa: F401  (tests/cluster and tests/engine on the path)
 from engine import Engine, record_changes, state_urns
 from kueue_controller import KueueController
 from loop import SchedCluster
-from pool_nodes import plan_nodes, pool_node
+from nodes import plan_nodes, pool_node
 from probes import Api
 
 from components.cli.loader import load_spec

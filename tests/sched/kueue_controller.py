@@ -84,7 +84,7 @@ ADAPTATIONS: dict[str, str] = {
     "volumes": "no CSI driver runs: the harness makes a PersistentVolume for every Pending claim, as the claim's "
     "driver would provision one.",
     "nodes": "kwok plays every node's kubelet; a pool's nodes exist at its maximum size from the start, labelled, "
-    "tainted and advertising what the plan says the cloud and the device plugin give them (tests/sched/pool_nodes.py).",
+    "tainted and advertising what the plan says the cloud and the device plugin give them (tests/cluster/nodes.py).",
     "nodes after a change": "after a stack change (tests/sched/test_day2_under_load.py) the harness relabels the nodes "
     "and sets their allocatable to what the new plan says: what the operator does on an existing cluster when a pool "
     "is renamed (docs/concepts/existing.md: the nodes carry gpu-platform/pool=<pool>), and what the GPU Operator's "
