@@ -20,7 +20,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from inspect import isawaitable
 from pathlib import Path
@@ -29,6 +29,7 @@ from typing import Any
 import yaml
 
 from ..explain.rendering import Record, Rendering
+from ..spec.model import decode_config
 from .loader import load_spec
 from .synth_stacks import stack_identity, stack_outputs
 from .synth_yaml import _ints as _ints, _json as _json, _yaml as _yaml
@@ -362,8 +363,14 @@ def render(stack: str, config: Mapping[str, Any], preview: bool = False, *, lean
 
 
 def _render(stack: str, config: Mapping[str, Any], preview: bool, lean: bool) -> Rendering:
+    from .config import handed_spec
+
     spec = load_spec(config)  # fail fast, nothing registered
-    run = run_program(PROGRAM, stack, config, preview, lean=lean, spec=spec)
+    engine_config = _config_for_engine(config)
+    # the program validates what the engine hands it; where that decodes to the same values, it renders this spec
+    same = decode_config(engine_config) == decode_config(config)
+    with handed_spec(engine_config, spec) if same else nullcontext():
+        run = run_program(PROGRAM, stack, config, preview, lean=lean, spec=spec)
     return Rendering(
         spec=spec,
         stack=stack,

@@ -22,6 +22,7 @@ from ..spec.model import NodePool, StackSpec, Tenant
 from . import derive, kueue
 
 
+@derive.per_tenant
 def tenant_pool_ceiling_units(spec: StackSpec, tenant: Tenant) -> dict[str, dict[str, int]]:
     """pool -> {resource: units} the tenant can hold at most on each pool it reaches."""
     scheduler = derive.tenant_scheduler(spec, tenant)
@@ -44,6 +45,7 @@ def tenant_ceiling_units(spec: StackSpec, tenant: Tenant) -> dict[str, int]:
     return dict(sorted(total.items()))
 
 
+@derive.per_pool
 def uncovered_gpus(spec: StackSpec, pool: NodePool) -> int | None:
     """GPUs the pool may bring (``gpu_cap``) beyond the sum of the Kueue tenants' nominal quotas on it: Kueue
     never admits a workload onto them. Kueue lends only quota, never capacity: on a flavor each ClusterQueue holds

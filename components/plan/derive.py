@@ -11,7 +11,7 @@ import functools
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from ..spec.model import NodePool, StackSpec, Taint, Tenant
 
@@ -71,6 +71,44 @@ def per_spec(fn: Callable[[StackSpec], _Fact]) -> Callable[[StackSpec], _Fact]:
     return cached
 
 
+def _copied(value: Any) -> Any:
+    """A kept answer as handed out: dicts (and dicts of dicts) copied, anything else as it is (immutable)."""
+    if type(value) is not dict:
+        return value
+    return {k: dict(v) if type(v) is dict else v for k, v in value.items()}
+
+
+def _per_member(kind: str, fn: Callable[[StackSpec, Any], _Fact]) -> Callable[[StackSpec, Any], _Fact]:
+    key = f"_per_{kind}_{fn.__module__}.{fn.__qualname__}"
+
+    @functools.wraps(fn)
+    def cached(spec: StackSpec, member: Any) -> _Fact:
+        table = spec.__dict__.get(key)
+        if table is None or table[0] != id(spec):
+            table = (id(spec), {})
+            spec.__dict__[key] = table
+        got = table[1].get(member.name)
+        if got is None or got[0] is not member:
+            got = table[1][member.name] = (member, fn(spec, member))
+        return _copied(got[1])  # type: ignore[no-any-return]
+
+    return cached
+
+
+def per_pool(fn: Callable[[StackSpec, NodePool], _Fact]) -> Callable[[StackSpec, NodePool], _Fact]:
+    """Decide a fact of one pool of a spec once (``per_spec``'s cache, a table by pool name), where the plan, the
+    rules and the cost would otherwise ask it again per tenant, per quota entry and per resource name (1,000
+    tenants and 48 pools: ~150,000 questions). An answer is kept for the pool object it was asked of: a pool that
+    is not the spec's own (a test's modified copy) is answered afresh. A dict answer is handed out as a copy (and
+    its dict values), so a caller that adds to it changes nothing kept."""
+    return _per_member("pool", fn)
+
+
+def per_tenant(fn: Callable[[StackSpec, Tenant], _Fact]) -> Callable[[StackSpec, Tenant], _Fact]:
+    """``per_pool`` for a fact of one tenant (its ceilings, which its quota, its ResourceQuota and its cost read)."""
+    return _per_member("tenant", fn)
+
+
 # Dynamic Resource Allocation (gpuOperator.allocation: dra). The DeviceClasses the NVIDIA DRA driver's GPU
 # plugin is served through (created by the GPU Operator's GPUCluster stack, manifests/state-dra-driver/
 # 0400_deviceclass-gpu.yaml and 0410_deviceclass-mig.yaml at NVIDIA/gpu-operator v26.7.0), and the quota
@@ -124,6 +162,7 @@ def device_plugin_owner(spec: StackSpec) -> str:
     return "operator"
 
 
+@per_pool
 def pool_device_plugin(spec: StackSpec, pool: NodePool) -> str:
     """Which device plugin serves this pool's GPUs: 'gke' (GKE's, sharing and MIG are node-pool settings),
     'bottlerocket' (the one Bottlerocket NVIDIA AMIs run on the host, configured through
@@ -173,6 +212,7 @@ def config_name(pool: NodePool) -> str:
     return pool.name
 
 
+@per_pool
 def pool_labels(spec: StackSpec, pool: NodePool) -> dict[str, str]:
     """Labels every node of the pool carries, whoever provisions it (EKS, GKE or Karpenter)."""
     labels = {
@@ -234,6 +274,7 @@ def tolerations(pool: NodePool) -> list[dict[str, str]]:
     return out
 
 
+@per_pool
 def units_per_gpu(spec: StackSpec, pool: NodePool) -> dict[str, int]:
     """Scheduler resources one physical GPU of the pool advertises."""
     sharing = pool.sharing
@@ -352,17 +393,31 @@ class PoolCapacity:
 
 def capacity_report(spec: StackSpec) -> list[PoolCapacity]:
     """Per pool: units it can bring vs. the sum of tenants' nominal quotas on it."""
+    return list(_capacity_report(spec))
+
+
+def pool_capacity_report(spec: StackSpec, pool_name: str) -> PoolCapacity:
+    """``capacity_report``'s entry of one pool."""
+    return next(c for c in _capacity_report(spec) if c.pool == pool_name)
+
+
+@per_spec
+def _capacity_report(spec: StackSpec) -> tuple[PoolCapacity, ...]:
+    """Once per spec, in one pass over the tenants' quotas (per pool it was pools x tenants)."""
+    gpus: dict[str, list[int]] = defaultdict(list)  # pool -> each quota entry on it, in tenant order
+    for tenant in spec.tenants:
+        for pool_name, n in tenant.gpu_quota.items():
+            gpus[pool_name].append(n)
     out = []
     for pool in spec.node_pools:
         cap = pool_capacity(spec, pool)
         quota: dict[str, int] = defaultdict(int)
-        for tenant in spec.tenants:
-            if pool.name in tenant.gpu_quota:
-                for name, n in pool_units(spec, pool, tenant.gpu_quota[pool.name]).items():
-                    quota[name] += n
+        for n in gpus.get(pool.name, ()):
+            for name, units in pool_units(spec, pool, n).items():
+                quota[name] += units
         ratio = max((quota.get(k, 0) / v if v else float("inf") for k, v in cap.items()), default=0.0)
         out.append(PoolCapacity(pool.name, cap, dict(quota), ratio))
-    return out
+    return tuple(out)
 
 
 def priority_ceiling_excluded(spec: StackSpec, tenant: Tenant) -> list[str]:
@@ -470,9 +525,14 @@ def kueue_tenants(spec: StackSpec) -> list[Tenant]:
     """Tenants whose workloads Kueue admits: only they get a ClusterQueue and a LocalQueue. A Volcano tenant's
     ClusterQueue would admit nothing (Kueue skips its namespace) and lend its quota to the cohort, while its
     Volcano queue placed pods on the same GPUs."""
+    return list(_kueue_tenants(spec))
+
+
+@per_spec
+def _kueue_tenants(spec: StackSpec) -> tuple[Tenant, ...]:
     if not spec.addons.kueue:
-        return []
-    return [t for t in spec.tenants if tenant_scheduler(spec, t) == "kueue"]
+        return ()
+    return tuple(t for t in spec.tenants if tenant_scheduler(spec, t) == "kueue")
 
 
 def shares_whole_gpu_requests(spec: StackSpec, pool: NodePool) -> bool:

@@ -4,6 +4,7 @@ tenant's ClusterQueue and LocalQueue spec (``TenantPlan.cluster_queue_spec``, ``
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -259,6 +260,7 @@ _DECIMAL_SUFFIXES = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "
 _BINARY_SUFFIXES = ("", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
 
 
+@functools.lru_cache(maxsize=4096, typed=True)  # a pure function, asked of the same few numbers per quota
 def canonical_quantity(quantity: int | str) -> str:
     """A quantity (a stack file's ``Quantity``, or a count) as Kubernetes writes it back: ``10000`` is ``10k``,
     ``1500`` stays, ``0.5`` is ``500m``, ``1024Mi`` is ``1Gi``, ``1.5Gi`` is ``1536Mi`` (k8s.io/apimachinery

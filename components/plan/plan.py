@@ -263,7 +263,7 @@ def pool_plan(spec: StackSpec, pool: NodePool) -> PoolPlan:
     check = kueue_plan.provisioning_class(spec, pool) if spec.addons.kueue else None
     units_per_node = derive.pool_units(spec, pool, pool.gpu.per_node)
     efa_interfaces = {efa.EFA_RESOURCE: efa.interfaces_per_node(pool)} if efa.efa_enabled(spec, pool) else {}
-    quota = next(c for c in derive.capacity_report(spec) if c.pool == pool.name)
+    quota = derive.pool_capacity_report(spec, pool.name)
     uncovered = ceilings.uncovered_gpus(spec, pool)
     return PoolPlan(
         name=pool.name,
@@ -338,7 +338,7 @@ def tenant_plan(spec: StackSpec, tenant: Tenant) -> TenantPlan:
         cluster_queue=tenant.name if kueue else None,
         volcano_queue=tenant.name if volcano else None,
         volcano_queue_spec=_freeze(volcano_plan.queue_spec(spec, tenant)) if volcano else None,
-        cluster_queue_spec=_freeze(kueue_plan.cluster_queue_spec(spec, tenant)) if kueue else None,
+        cluster_queue_spec=_freeze(kueue_plan.quotas(spec).specs[tenant.name]) if kueue else None,
         local_queue_spec=_freeze(kueue_plan.local_queue_spec(tenant)) if kueue else None,
         pool_gpus=_freeze(dict(tenant.gpu_quota)),
         pool_ceiling_gpus=_freeze(cost.tenant_gpus(spec, tenant)[1]),
