@@ -60,5 +60,5 @@ def uncovered_gpus(spec: StackSpec, pool: NodePool) -> int | None:
     not per pool)."""
     if not spec.addons.kueue or pool.name in derive.volcano_pools(spec):
         return None
-    quota = sum(t.gpu_quota.get(pool.name, 0) for t in derive.kueue_tenants(spec))
+    quota = derive.pool_quota_gpus(spec, pool.name, tenants="kueue")
     return max(pool.gpu_cap - quota, 0)

@@ -11,6 +11,7 @@ import functools
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, TypeVar
 
 from ..spec.model import NodePool, StackSpec, Taint, Tenant
@@ -418,6 +419,24 @@ def _capacity_report(spec: StackSpec) -> tuple[PoolCapacity, ...]:
         ratio = max((quota.get(k, 0) / v if v else float("inf") for k, v in cap.items()), default=0.0)
         out.append(PoolCapacity(pool.name, cap, dict(quota), ratio))
     return tuple(out)
+
+
+def pool_quota_gpus(spec: StackSpec, pool_name: str, tenants: str = "all") -> int:
+    """The GPUs of the tenants' nominal quotas on a pool: every tenant's (``tenants="all"``) or the Kueue tenants'
+    (``"kueue"``), summed once per spec for every pool."""
+    return _pool_quota_gpus(spec)[tenants].get(pool_name, 0)
+
+
+@per_spec
+def _pool_quota_gpus(spec: StackSpec) -> Mapping[str, Mapping[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for who, members in (("all", spec.tenants), ("kueue", _kueue_tenants(spec))):
+        total: dict[str, int] = defaultdict(int)
+        for tenant in members:
+            for pool_name, n in tenant.gpu_quota.items():
+                total[pool_name] += n
+        out[who] = MappingProxyType(dict(total))
+    return MappingProxyType(out)
 
 
 def priority_ceiling_excluded(spec: StackSpec, tenant: Tenant) -> list[str]:

@@ -161,7 +161,13 @@ def flavor_immutable(pool: NodePool) -> tuple[str, ...]:
 def provisioning_pools(spec: StackSpec) -> list[NodePool]:
     """Pools whose flavor carries a ProvisioningRequest admission check, by name (stack-file order changes
     nothing)."""
-    return sorted((p for p in spec.node_pools if provisioning_class(spec, p) is not None), key=lambda p: p.name)
+    return list(_provisioning_pools(spec))
+
+
+@derive.per_spec
+def _provisioning_pools(spec: StackSpec) -> tuple[NodePool, ...]:
+    """Once per spec: every tenant's ClusterQueue names the checks of its pools among them."""
+    return tuple(sorted((p for p in spec.node_pools if provisioning_class(spec, p) is not None), key=lambda p: p.name))
 
 
 def admission_check_name(spec: StackSpec, pool: NodePool) -> str:
