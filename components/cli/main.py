@@ -63,6 +63,13 @@ def _render(args: argparse.Namespace):
 def cmd_synth(args: argparse.Namespace) -> int:
     from . import synth
 
+    with synth.collector_relaxed():
+        return _synth(args)
+
+
+def _synth(args: argparse.Namespace) -> int:
+    from . import synth
+
     rendering, code = _render(args)
     if rendering is None:
         return code or EXIT_INVALID
@@ -79,6 +86,13 @@ def cmd_synth(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    from . import synth
+
+    with synth.collector_relaxed():
+        return _check(args)
+
+
+def _check(args: argparse.Namespace) -> int:
     rendering, code = _render(args)
     if rendering is None:
         return code or EXIT_INVALID
