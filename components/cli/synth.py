@@ -12,8 +12,6 @@ holding a role ARN, a launch template id) is unknown, recorded as the engine's w
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import json
 import runpy
 import shutil
@@ -31,6 +29,11 @@ import yaml
 
 from ..explain.rendering import Record, Rendering
 from ..spec.model import decode_config
+from .collector import (
+    RENDER_GC_THRESHOLDS as RENDER_GC_THRESHOLDS,
+    _collector_relaxed as _collector_relaxed,
+    collector_relaxed as collector_relaxed,
+)
 from .loader import load_spec
 from .synth_stacks import stack_identity, stack_outputs
 from .synth_yaml import _ints as _ints, _json as _json, _yaml as _yaml
@@ -321,40 +324,6 @@ def _without_stack_traces(lean: bool) -> Iterator[None]:
         yield
     finally:
         sdk_resource._get_stack_trace = capture
-
-
-# The collector's thresholds while the synth renders (CPython's defaults: 700, 10, 10): a young-generation
-# collection per 20,000 net allocations, an older one per 50 of those.
-RENDER_GC_THRESHOLDS = (20_000, 50, 50)
-
-
-@contextmanager
-def _collector_relaxed(lean: bool) -> Iterator[None]:
-    """Cyclic garbage collection seldom while the program runs under the mocks (restored after).
-
-    The SDK allocates a few dozen objects per resource (outputs, futures, tasks, requests), nearly all of them
-    live until the end or freed by reference counting, yet each allocation counts towards the collector's
-    thresholds: a 200-tenant render set off ~900 collections, 7 of them full passes over a heap the synth's
-    imports, spec and records make twice the bare SDK's (25 % of the render; 1,000 tenants: 16 full passes,
-    28 %). With these thresholds it does ~80 and no full pass (1,000 tenants: ~1.8 s of collections instead of
-    5.7, ~10 MiB more kept). Only ``synth.render`` does this; ``pulumi up`` runs with the interpreter's settings."""
-    if not lean:
-        yield
-        return
-    before = gc.get_threshold()
-    gc.set_threshold(*RENDER_GC_THRESHOLDS)
-    try:
-        yield
-    finally:
-        gc.set_threshold(*before)
-
-
-def collector_relaxed() -> contextlib.AbstractContextManager[None]:
-    """The render's seldom collections for a whole command that renders and then writes or checks what it rendered
-    (``gpu-platform synth`` and ``check``): its policies, summary and files allocate as much as the render again,
-    and at the interpreter's thresholds the first of those allocations set off a full pass over the rendered heap
-    (~0.2 s after a 200-tenant render, 8 % of the synth), then ~100 young and ~10 middle collections."""
-    return _collector_relaxed(True)
 
 
 def render(stack: str, config: Mapping[str, Any], preview: bool = False, *, lean: bool = True) -> Rendering:

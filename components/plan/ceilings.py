@@ -17,6 +17,8 @@ start, and nothing more.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
+from types import MappingProxyType
 
 from ..spec.model import NodePool, StackSpec, Tenant
 from . import derive, kueue
@@ -60,5 +62,23 @@ def uncovered_gpus(spec: StackSpec, pool: NodePool) -> int | None:
     not per pool)."""
     if not spec.addons.kueue or pool.name in derive.volcano_pools(spec):
         return None
-    quota = derive.pool_quota_gpus(spec, pool.name, tenants="kueue")
+    quota = pool_quota_gpus(spec, pool.name, tenants="kueue")
     return max(pool.gpu_cap - quota, 0)
+
+
+def pool_quota_gpus(spec: StackSpec, pool_name: str, tenants: str = "all") -> int:
+    """The GPUs of the tenants' nominal quotas on a pool: every tenant's (``tenants="all"``) or the Kueue tenants'
+    (``"kueue"``), summed once per spec for every pool."""
+    return _pool_quota_gpus(spec)[tenants].get(pool_name, 0)
+
+
+@derive.per_spec
+def _pool_quota_gpus(spec: StackSpec) -> Mapping[str, Mapping[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for who, members in (("all", spec.tenants), ("kueue", derive.kueue_tenants(spec))):
+        total: dict[str, int] = defaultdict(int)
+        for tenant in members:
+            for pool_name, n in tenant.gpu_quota.items():
+                total[pool_name] += n
+        out[who] = MappingProxyType(dict(total))
+    return MappingProxyType(out)

@@ -7,13 +7,11 @@ ClusterQueues, and Volcano queues all read these functions, so they cannot disag
 
 from __future__ import annotations
 
-import functools
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
-from typing import Any, TypeVar
 
+from ..spec.cache import per_pool as per_pool, per_spec as per_spec, per_tenant as per_tenant
 from ..spec.model import NodePool, StackSpec, Taint, Tenant
 
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -49,66 +47,6 @@ BOTTLEROCKET_OPERAND_LABELS = {
     f"nvidia.com/gpu.deploy.{o}": "false" for o in (*_OPERANDS.split(), "dcgm", "node-status-exporter", "client")
 }
 MANAGED_BY = {"app.kubernetes.io/managed-by": "gpu-platform"}
-
-_Fact = TypeVar("_Fact")
-
-
-def per_spec(fn: Callable[[StackSpec], _Fact]) -> Callable[[StackSpec], _Fact]:
-    """Compute a fact of the whole spec once per spec (a spec is frozen after validation), where a component
-    would otherwise recompute it per tenant or per pool. Cached in the instance's ``__dict__`` the way
-    ``functools.cached_property`` does (pydantic's equality, dumps and schema ignore it); tagged with the
-    spec's id so a copy of the spec recomputes. Return immutable values."""
-    key = f"_per_spec_{fn.__module__}.{fn.__qualname__}"
-
-    @functools.wraps(fn)
-    def cached(spec: StackSpec) -> _Fact:
-        got = spec.__dict__.get(key)
-        if got is not None and got[0] == id(spec):
-            return got[1]
-        value = fn(spec)
-        spec.__dict__[key] = (id(spec), value)
-        return value
-
-    return cached
-
-
-def _copied(value: Any) -> Any:
-    """A kept answer as handed out: dicts (and dicts of dicts) copied, anything else as it is (immutable)."""
-    if type(value) is not dict:
-        return value
-    return {k: dict(v) if type(v) is dict else v for k, v in value.items()}
-
-
-def _per_member(kind: str, fn: Callable[[StackSpec, Any], _Fact]) -> Callable[[StackSpec, Any], _Fact]:
-    key = f"_per_{kind}_{fn.__module__}.{fn.__qualname__}"
-
-    @functools.wraps(fn)
-    def cached(spec: StackSpec, member: Any) -> _Fact:
-        table = spec.__dict__.get(key)
-        if table is None or table[0] != id(spec):
-            table = (id(spec), {})
-            spec.__dict__[key] = table
-        got = table[1].get(member.name)
-        if got is None or got[0] is not member:
-            got = table[1][member.name] = (member, fn(spec, member))
-        return _copied(got[1])  # type: ignore[no-any-return]
-
-    return cached
-
-
-def per_pool(fn: Callable[[StackSpec, NodePool], _Fact]) -> Callable[[StackSpec, NodePool], _Fact]:
-    """Decide a fact of one pool of a spec once (``per_spec``'s cache, a table by pool name), where the plan, the
-    rules and the cost would otherwise ask it again per tenant, per quota entry and per resource name (1,000
-    tenants and 48 pools: ~150,000 questions). An answer is kept for the pool object it was asked of: a pool that
-    is not the spec's own (a test's modified copy) is answered afresh. A dict answer is handed out as a copy (and
-    its dict values), so a caller that adds to it changes nothing kept."""
-    return _per_member("pool", fn)
-
-
-def per_tenant(fn: Callable[[StackSpec, Tenant], _Fact]) -> Callable[[StackSpec, Tenant], _Fact]:
-    """``per_pool`` for a fact of one tenant (its ceilings, which its quota, its ResourceQuota and its cost read)."""
-    return _per_member("tenant", fn)
-
 
 # Dynamic Resource Allocation (gpuOperator.allocation: dra). The DeviceClasses the NVIDIA DRA driver's GPU
 # plugin is served through (created by the GPU Operator's GPUCluster stack, manifests/state-dra-driver/
@@ -419,24 +357,6 @@ def _capacity_report(spec: StackSpec) -> tuple[PoolCapacity, ...]:
         ratio = max((quota.get(k, 0) / v if v else float("inf") for k, v in cap.items()), default=0.0)
         out.append(PoolCapacity(pool.name, cap, dict(quota), ratio))
     return tuple(out)
-
-
-def pool_quota_gpus(spec: StackSpec, pool_name: str, tenants: str = "all") -> int:
-    """The GPUs of the tenants' nominal quotas on a pool: every tenant's (``tenants="all"``) or the Kueue tenants'
-    (``"kueue"``), summed once per spec for every pool."""
-    return _pool_quota_gpus(spec)[tenants].get(pool_name, 0)
-
-
-@per_spec
-def _pool_quota_gpus(spec: StackSpec) -> Mapping[str, Mapping[str, int]]:
-    out: dict[str, dict[str, int]] = {}
-    for who, members in (("all", spec.tenants), ("kueue", _kueue_tenants(spec))):
-        total: dict[str, int] = defaultdict(int)
-        for tenant in members:
-            for pool_name, n in tenant.gpu_quota.items():
-                total[pool_name] += n
-        out[who] = MappingProxyType(dict(total))
-    return MappingProxyType(out)
 
 
 def priority_ceiling_excluded(spec: StackSpec, tenant: Tenant) -> list[str]:

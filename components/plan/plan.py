@@ -300,7 +300,7 @@ def pool_plan(spec: StackSpec, pool: NodePool) -> PoolPlan:
         advertises=_freeze({**units_per_node, **efa_interfaces}),
         cold_start=pool.name in {p.name for p in derive.cold_start_pools(spec)},
         tenant_quota_units=_freeze(quota.quota_units),
-        tenant_quota_gpus=derive.pool_quota_gpus(spec, pool.name),
+        tenant_quota_gpus=ceilings.pool_quota_gpus(spec, pool.name),
         uncovered_gpus=uncovered,
         uncovered_units=_freeze(derive.pool_units(spec, pool, uncovered)) if uncovered is not None else None,
         cost=_freeze(cost.pool_doc(spec, pool)),
