@@ -31,9 +31,9 @@ synth-all: setup
 check: setup
 	$(BIN)/gpu-platform check $(STACK)
 
-## The test suite (what CI runs)
+## The test suite (what CI runs); it lists its 25 slowest tests, so the next slow one shows in every run
 test: setup
-	$(BIN)/python -m pytest -n auto
+	$(BIN)/python -m pytest -n auto --durations=25
 
 ## The cluster tests: every stack on a real control plane on loopback (etcd 3.6, kube-apiserver and
 ## kube-controller-manager 1.35, built from Go modules into a per-user cache by scripts/cluster-bins.sh: about
