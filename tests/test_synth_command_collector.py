@@ -1,5 +1,6 @@
-"""``gpu-platform synth`` and ``check`` keep the render's seldom collections for the whole command (issue 42): the
-policies, summary and files run at the render's thresholds, and the caller gets the interpreter's back."""
+"""``gpu-platform synth`` and ``check`` freeze the rendered heap while their policies, summary and files run (issue
+42): those phases' collections then walk only what they allocate, not the whole rendering, and the caller gets a
+collectable heap and the interpreter's thresholds back."""
 
 from __future__ import annotations
 
@@ -11,29 +12,24 @@ from components.cli import main as cli, synth
 
 
 @pytest.mark.parametrize("command", ["synth", "check"])
-def test_the_command_writes_and_checks_at_the_renders_thresholds_then_restores_them(command, tmp_path, monkeypatch):
-    seen = []
-    original = synth.files
-
-    def files(*args, **kwargs):
-        seen.append(("files", gc.get_threshold()))
-        return original(*args, **kwargs)
-
+def test_the_command_checks_and_writes_with_the_rendered_heap_frozen(command, tmp_path, monkeypatch):
     from policies import offline
 
-    evaluate = offline.evaluate
+    seen = []
+    files, evaluate = synth.files, offline.evaluate
 
-    def policies(*args, **kwargs):
-        seen.append(("policies", gc.get_threshold()))
-        return evaluate(*args, **kwargs)
+    def watched(name, fn):
+        def call(*args, **kwargs):
+            seen.append((name, gc.get_threshold(), gc.get_freeze_count() > 0))
+            return fn(*args, **kwargs)
 
-    monkeypatch.setattr(synth, "files", files)
-    monkeypatch.setattr(offline, "evaluate", policies)
-    before = gc.get_threshold()
+        return call
+
+    monkeypatch.setattr(synth, "files", watched("files", files))
+    monkeypatch.setattr(offline, "evaluate", watched("policies", evaluate))
+    before, frozen_before = gc.get_threshold(), gc.get_freeze_count()
     argv = [command, "local", *(["--out", str(tmp_path / "out")] if command == "synth" else [])]
     assert cli.main(argv) == 0
-    assert gc.get_threshold() == before
-    wanted = [("policies", synth.RENDER_GC_THRESHOLDS)] + (
-        [("files", synth.RENDER_GC_THRESHOLDS)] * (command == "synth")
-    )
-    assert seen == wanted
+    assert (gc.get_threshold(), gc.get_freeze_count()) == (before, frozen_before)
+    wanted = [("policies", before, True), ("files", before, True)]
+    assert seen == (wanted if command == "synth" else wanted[:1])

@@ -60,19 +60,28 @@ def _render(args: argparse.Namespace):
         return None, EXIT_INVALID
 
 
+def _render_frozen(args: argparse.Namespace, then):
+    """``_render``, then ``then(rendering)`` with the rendered heap frozen (``synth.rendered_heap_frozen``)."""
+    from contextlib import ExitStack
+
+    from . import synth
+
+    with ExitStack() as frozen:
+        with synth.collector_relaxed():  # the render's thresholds until the heap is frozen
+            rendering, code = _render(args)
+            if rendering is None:
+                return code or EXIT_INVALID
+            frozen.enter_context(synth.rendered_heap_frozen())
+        return then(rendering)
+
+
 def cmd_synth(args: argparse.Namespace) -> int:
+    return _render_frozen(args, lambda rendering: _synth(args, rendering))
+
+
+def _synth(args: argparse.Namespace, rendering) -> int:
     from . import synth
 
-    with synth.collector_relaxed():
-        return _synth(args)
-
-
-def _synth(args: argparse.Namespace) -> int:
-    from . import synth
-
-    rendering, code = _render(args)
-    if rendering is None:
-        return code or EXIT_INVALID
     report, code = _policies(rendering, args.policy_config)
     if code:
         return code
@@ -86,16 +95,10 @@ def _synth(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from . import synth
-
-    with synth.collector_relaxed():
-        return _check(args)
+    return _render_frozen(args, lambda rendering: _check(args, rendering))
 
 
-def _check(args: argparse.Namespace) -> int:
-    rendering, code = _render(args)
-    if rendering is None:
-        return code or EXIT_INVALID
+def _check(args: argparse.Namespace, rendering) -> int:
     report, code = _policies(rendering, args.policy_config)
     if code:
         return code

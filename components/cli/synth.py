@@ -33,6 +33,7 @@ from .collector import (
     RENDER_GC_THRESHOLDS as RENDER_GC_THRESHOLDS,
     _collector_relaxed as _collector_relaxed,
     collector_relaxed as collector_relaxed,
+    rendered_heap_frozen as rendered_heap_frozen,
 )
 from .loader import load_spec
 from .synth_stacks import stack_identity, stack_outputs
