@@ -72,8 +72,9 @@ def test_a_pool_taint_of_the_stack_is_tolerated_too():
     cfg = copy.deepcopy(stack_config("dev-aws"))
     cfg["gpu-platform:nodePools"][0]["taints"] = [{"key": "example.com/reserved", "value": "ml", "effect": "NoExecute"}]
     tolerations = configuration(render_config(cfg))["dcgmAgent"]["tolerations"]
-    assert any(tolerates(t, {"key": "example.com/reserved", "value": "ml", "effect": "NoExecute"}) for t in tolerations)
-    assert not any(tolerates(t, {"key": "example.com/reserved", "value": "ml", "effect": "NoSchedule"}) for t in tolerations)
+    taint = {"key": "example.com/reserved", "value": "ml", "effect": "NoExecute"}
+    assert any(tolerates(t, taint) for t in tolerations)
+    assert not any(tolerates(t, {**taint, "effect": "NoSchedule"}) for t in tolerations)
 
 
 def _schema(version: str) -> dict[str, Any]:

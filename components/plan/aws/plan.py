@@ -34,7 +34,6 @@ from . import (
 )
 from .node_health import NODE_MONITORING_AGENT, configuration as node_health_configuration
 
-
 # Arguments whose value is a map of the user's own keys: their keys stay as given (render/aws/sdk.py USER_MAPS).
 _USER_MAPS = frozenset({"tags", "labels"})
 
