@@ -44,7 +44,7 @@ def require_stack_file(path: Path, config: str | None) -> None:
     elif path.parent.is_dir():
         listed = f"no stack files (Pulumi.*.yaml) in {where}"
     else:
-        listed = f"there is no folder {where} here ({Path.cwd()})"
+        listed = f"there is no folder {where}" + ("" if path.is_absolute() else f" in {Path.cwd()}")
     raise SpecError(
         [Problem("(file)", f"no such stack file; {listed} (choose one, or --stacks DIR, or --config FILE)")]
     )
