@@ -143,9 +143,10 @@ class _Stop(Exception):
 
 
 # Layers whose failure leaves the ones after them meaningful: the trace records it and goes on, so one run names
-# every fix (issue 41.2). The pod's placement (flavors, pool, provisioner, node) is traced only while the
-# scheduler layer holds (which scheduler takes the pods decides where they go), and stops at its first failure.
-GATE_LAYERS = ("namespace", "priority", "scheduler", "queue", "operator")
+# every fix (issue 41.2); not the operator's (without it nothing creates the pods). The pod's placement (flavors,
+# pool, provisioner, node) is traced only while the scheduler layer holds (which scheduler takes the pods decides
+# where they go), and stops at its first failure.
+GATE_LAYERS = ("namespace", "priority", "scheduler", "queue")
 
 
 class _Tracer(PlacementLayers):
@@ -171,15 +172,21 @@ class _Tracer(PlacementLayers):
         ``seen``: what the user sees, where the layer's default (``outcomes.LAYER_OUTCOME``) is not it."""
         if seen is None and name in ("pool", "provisioner", "node") and not stuck:
             seen = "runs"  # a waste or a loss: the pods still run
+        if self.t.pending is None:  # the trace's pool and provisioner are as they stood at its first stop
+            self.at_stop = (self.t.pool, self.t.provisioner)
         self.t.layers.append(Layer(name, False, detail, seen))
         self.stuck = stuck
         raise _Stop
 
     def run(self) -> Trace:
+        self.at_stop: tuple[str | None, str | None] | None = None
         try:
             self._trace()
         except _Stop:
             pass
+        if self.at_stop is not None:  # layers traced past the first stop name no pool the workload runs on
+            self.t.pool, self.t.provisioner = self.at_stop
+            self.t.split = False
         return self.t
 
     def gate(self, layer: Any, *args: Any) -> Any:
