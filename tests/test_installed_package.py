@@ -18,7 +18,7 @@ import pytest
 from conftest import ROOT
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def installed(tmp_path_factory) -> Path:
     """The ``gpu-platform`` command of a fresh virtualenv holding the wheel, installed by pip."""
     root = tmp_path_factory.mktemp("installed")

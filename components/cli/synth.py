@@ -22,7 +22,6 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from inspect import isawaitable
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +29,7 @@ import yaml
 
 from ..explain.rendering import Record, Rendering
 from .loader import load_spec
+from .synth_resolve import _resolved as _resolved
 from .synth_stacks import stack_identity, stack_outputs
 from .synth_yaml import _ints as _ints, _json as _json, _yaml as _yaml
 
@@ -480,43 +480,6 @@ def run_program(
         unanswered_lookups=sorted(set(mocks.unanswered)),
         outputs=_plain(outputs),
     )
-
-
-class _UnknownOutput(Exception):
-    """A stack output holds a value not known yet (a preview): the outputs as a whole are unknown."""
-
-
-async def _resolved(value: Any) -> Any:
-    """The stack outputs with every ``Output`` in them awaited: what ``Output.from_input(value).future()`` gives,
-    None when any value is unknown, without lifting every plain leaf into an ``Output`` of its own (the outputs
-    are mostly plain data derived from the spec: thousands of leaves at 200 tenants, a few real outputs)."""
-    import pulumi
-    from pulumi import _types
-
-    async def walk(v: Any) -> Any:
-        if isinstance(v, pulumi.Output):
-            if not await v.is_known():
-                raise _UnknownOutput
-            return await walk(await v.future())
-        if isawaitable(v):
-            return await walk(await v)
-        if _types.is_input_type(type(v)):  # an args class: leave it to the SDK
-            lifted = pulumi.Output.from_input(v)
-            if not await lifted.is_known():
-                raise _UnknownOutput
-            return await lifted.future()
-        if isinstance(v, dict):
-            return {k: await walk(x) for k, x in v.items()}
-        if isinstance(v, list):
-            return [await walk(x) for x in v]
-        if isinstance(v, tuple):
-            return tuple([await walk(x) for x in v])
-        return v
-
-    try:
-        return await walk(value)
-    except _UnknownOutput:
-        return None
 
 
 def disabled_default_providers(project_file: Path | None = None) -> frozenset[str]:
