@@ -59,11 +59,23 @@ def _chart_defaults(chart: str, version: str) -> dict[str, Any]:
     return {"values": values, "appVersion": str(meta.get("appVersion", ""))}
 
 
-def _values_images(values: Any, defaults: Any, app_version: str) -> Iterator[str]:
-    """Images whose repository or tag the platform's values set, completed from the chart's defaults."""
+def _moved(block: dict[str, Any], mirror: str | None) -> bool:
+    """The platform only moved the chart's own image to the stack's mirror (imageRegistry, issue 39): it set the
+    registry part and nothing that chooses the image (tag, digest), so the image is still the chart's."""
+    if not mirror or set(block) - {"repository", "registry"}:
+        return False
+    where = block.get("registry") or block.get("repository") or ""
+    return where.startswith(f"{mirror}/")
+
+
+def _values_images(values: Any, defaults: Any, app_version: str, mirror: str | None = None) -> Iterator[str]:
+    """Images whose repository or tag the platform's values set, completed from the chart's defaults; an image only
+    moved to the stack's mirror stays the chart's."""
     if isinstance(values, dict):
         for k, v in values.items():
             d = defaults.get(k, {}) if isinstance(defaults, dict) else {}
+            if isinstance(v, dict) and _moved(v, mirror):
+                continue
             if k.lower().endswith("image") and isinstance(v, dict) and ({"repository", "tag", "digest"} & set(v)):
                 d = d if isinstance(d, dict) else {}
                 repo = v.get("repository", d.get("repository"))
@@ -75,10 +87,20 @@ def _values_images(values: Any, defaults: Any, app_version: str) -> Iterator[str
             elif k.lower().endswith("image") and isinstance(v, str):
                 yield v
             else:
-                yield from _values_images(v, d, app_version)
+                yield from _values_images(v, d, app_version, mirror)
     elif isinstance(values, list):
         for v in values:
-            yield from _values_images(v, {}, app_version)
+            yield from _values_images(v, {}, app_version, mirror)
+
+
+def _mirror(name: str) -> str | None:
+    """The stack file's imageRegistry."""
+    if name in STACKS:
+        config = yaml.safe_load((ROOT / "stacks" / f"Pulumi.{name}.yaml").read_text())["config"]
+    else:
+        path = ROOT / "tests" / "fixtures" / "coverage" / f"Pulumi.{name}.yaml"
+        config = yaml.safe_load(path.read_text())["config"]
+    return config.get("gpu-platform:imageRegistry")
 
 
 def images_set_by_the_platform(name: str) -> set[str]:
@@ -86,7 +108,8 @@ def images_set_by_the_platform(name: str) -> set[str]:
     found = {i for m in r.manifests for i in _manifest_images(m)}
     for rel in r.releases:
         chart = _chart_defaults(rel.inputs["chart"], rel.inputs["version"])
-        found |= set(_values_images(rel.inputs.get("values") or {}, chart["values"], chart["appVersion"]))
+        values = rel.inputs.get("values") or {}
+        found |= set(_values_images(values, chart["values"], chart["appVersion"], _mirror(name)))
     return found
 
 

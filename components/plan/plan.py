@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..data import versions
 from ..spec.model import NodePool, StackSpec, Tenant
-from . import ceilings, cost, derive
+from . import ceilings, cost, derive, mirror
 from .aws import plan as aws_plan
 from .aws.karpenter import KarpenterPlan, karpenter_plan
 from .frozen import freeze as _freeze, plain as plain
@@ -420,7 +420,8 @@ def addon_plan(spec: StackSpec, chart: versions.Chart, enabled: bool, options: d
         namespace=c.namespace,
         release=c.release,
         options=_freeze(options),
-        values=_freeze(values(spec), keep_order=True) if values else None,
+        # every image block of the chart through the stack's mirror (imageRegistry, images.mirror: pull-through)
+        values=_freeze(mirror.chart_values(spec, chart.key, values(spec)), keep_order=True) if values else None,
         probe=probe,
         gate_job=_freeze(webhooks.job_spec(spec, probe), keep_order=True) if probe else None,
         critical_pods_quota=quota,

@@ -158,7 +158,9 @@ class StackSpec(Model):
         default=None, description="where every chart comes from (default: each chart's official repository)"
     )
     image_registry: ImageRegistryStr | None = Field(
-        default=None, description="pull the images the platform sets through this registry (a mirror)"
+        default=None,
+        description="pull every image the platform installs (each chart's images and its own) through this registry "
+        "(a mirror), as <registry>/<upstream host>/<path>",
     )
     system_node_selector: dict[LabelKey, LabelValue] = Field(
         default_factory=dict, description="where controllers run (they never tolerate the GPU taint)"
