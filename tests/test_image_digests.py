@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import ROOT, STACKS, render_config, rendered
+from conftest import ROOT, STACKS, render_config, rendered, stack_mirror, upstream_of
 
 from components.data import versions
 
@@ -93,23 +93,32 @@ def _values_images(values: Any, defaults: Any, app_version: str, mirror: str | N
             yield from _values_images(v, {}, app_version, mirror)
 
 
-def _mirror(name: str) -> str | None:
-    """The stack file's imageRegistry."""
+@cache
+def _config(name: str) -> dict[str, Any]:
     if name in STACKS:
-        config = yaml.safe_load((ROOT / "stacks" / f"Pulumi.{name}.yaml").read_text())["config"]
-    else:
-        path = ROOT / "tests" / "fixtures" / "coverage" / f"Pulumi.{name}.yaml"
-        config = yaml.safe_load(path.read_text())["config"]
-    return config.get("gpu-platform:imageRegistry")
+        return yaml.safe_load((ROOT / "stacks" / f"Pulumi.{name}.yaml").read_text())["config"]
+    path = ROOT / "tests" / "fixtures" / "coverage" / f"Pulumi.{name}.yaml"
+    return yaml.safe_load(path.read_text())["config"]
+
+
+def _mirror(name: str) -> str | None:
+    """The registry of the stack file's mirror (imageRegistry, or the cloud's pull-through cache)."""
+    mirror = stack_mirror(_config(name))
+    return mirror[1] if mirror else None
 
 
 def images_set_by_the_platform(name: str) -> set[str]:
+    """As their upstreams name them (the stack's mirror taken off): the images of the objects the platform writes,
+    but the stack's own declared images its pre-pullers pull, and the images its chart values choose."""
     r = _rendering(name)
-    found = {i for m in r.manifests for i in _manifest_images(m)}
+    config = _config(name)
+    declared = {w["image"] for w in (config.get("gpu-platform:images") or {}).get("workloads", [])}
+    found = {upstream_of(i, config) for m in r.manifests for i in _manifest_images(m)} - declared
     for rel in r.releases:
         chart = _chart_defaults(rel.inputs["chart"], rel.inputs["version"])
         values = rel.inputs.get("values") or {}
-        found |= set(_values_images(values, chart["values"], chart["appVersion"], _mirror(name)))
+        images = _values_images(values, chart["values"], chart["appVersion"], _mirror(name))
+        found |= {upstream_of(i, config) for i in images}
     return found
 
 

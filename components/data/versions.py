@@ -120,6 +120,10 @@ CLUSTER_AUTOSCALER_IMAGE_TAGS: dict[str, str] = {
 # runtime (charts/kubeflow-trainer/templates/runtimes/torch-distributed.yaml at 2.2.1; components/plan/operators.py).
 TRAINER_TORCH_RUNTIME_IMAGE = "pytorch/pytorch:2.10.0-cuda12.8-cudnn9-runtime"
 
+# The pre-puller's pause container (components/plan/images.py): kubeadm's pause for Kubernetes 1.35 (kubernetes v1.35.4
+# cmd/kubeadm/app/constants/constants.go PauseVersion = "3.10.1"), the image JupyterHub's pre-puller also runs.
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10.1"
+
 # Images the platform sets that are pinned by tag only, by repository path (no registry host) and tag, with why;
 # tests/test_image_digests.py keeps this list exact (every other image the platform sets carries a digest). A digest
 # must come from a source that can be cited: for registry.k8s.io images the image promoter's manifest
@@ -135,6 +139,8 @@ IMAGES_WITHOUT_DIGEST: dict[str, str] = {
     "registries publish no digest list, and none can be read from here",
     TRAINER_TORCH_RUNTIME_IMAGE: "the trainer chart's runtime image, as its template names it: Docker Hub's digest "
     "for the tag cannot be read from here",
+    "pause:3.10.1": "the pre-puller's pause container: no citable digest (the image promoter's manifest is not "
+    "readable from here; kubeadm's constants name the tag only)",
 }
 
 
@@ -379,6 +385,7 @@ class ChartImage:
     repository: str | None  # the default repository: host/path, or the path alone where ``registry`` is its own key
     registry: str | None = None  # the default registry host, for charts that keep it in a key of its own
     registry_key: str = "registry"  # that key's name (Volcano: basic.image_registry)
+    names: tuple[str, ...] = ()  # Volcano: the repositories its registry key serves (basic.*_image_name)
 
 
 def _gpu_operator_images() -> tuple[ChartImage, ...]:
@@ -432,7 +439,18 @@ CHART_IMAGES: dict[str, tuple[ChartImage, ...]] = {
         ChartImage("kueueViz.frontend.image", "registry.k8s.io/kueue/kueueviz-frontend"),
     ),
     # volcano 1.15.1 values.yaml: every image is <basic.image_registry>/<basic.*_image_name>:<tag>
-    "volcano": (ChartImage("basic", None, "docker.io", "image_registry"),),
+    "volcano": (
+        ChartImage(
+            "basic",
+            None,
+            "docker.io",
+            "image_registry",
+            tuple(
+                f"volcanosh/vc-{n}"
+                for n in ("controller-manager", "scheduler", "agent-scheduler", "webhook-manager", "agent")
+            ),
+        ),
+    ),
     "karpenter": (ChartImage("controller.image", "public.ecr.aws/karpenter/controller"),),
     "karpenterCrd": (),
     "clusterAutoscaler": (ChartImage("image", "registry.k8s.io/autoscaling/cluster-autoscaler"),),

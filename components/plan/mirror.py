@@ -36,6 +36,7 @@ from typing import Any
 
 from ..data import versions
 from ..spec.model import StackSpec
+from .gcp.gke import region_of
 
 DOCKER_HUB = "docker.io"
 _DOCKER_HUB_ALIASES = frozenset({"docker.io", "index.docker.io", "registry-1.docker.io"})
@@ -112,7 +113,18 @@ class Mirror:
 
 
 def mirror_of(spec: StackSpec) -> Mirror | None:
-    """The stack's mirror: ``imageRegistry`` when set, else None."""
+    """The stack's mirror: the cloud's cache with ``images.mirror: pull-through`` (aws: ECR in the stack's region
+    and ``pullThrough.accountId``; gcp: Artifact Registry in the cluster's region and project; existing: the
+    ``imageRegistry`` you run), else ``imageRegistry`` when set, else None (the rules make these consistent)."""
+    pull_through = spec.images.mirror == "pull-through"
+    if pull_through and spec.cloud == "aws":
+        account, region = spec.images.pull_through.account_id, spec.cluster.region
+        return Mirror("ecr", ecr_registry(account, region)) if account and region else None
+    if pull_through and spec.cloud == "gcp":
+        c = spec.cluster
+        if not (c.location and c.project):
+            return None
+        return Mirror("artifact-registry", f"{region_of(c.location)}-docker.pkg.dev/{c.project}")
     if spec.image_registry:
         return Mirror("registry", spec.image_registry)
     return None
@@ -164,7 +176,7 @@ def chart_image_values(mirror: Mirror | None, chart_key: str, values: dict[str, 
                 _set(out, image.path, "repository", f"library/{repository}")  # Docker Hub's official images
             continue
         repository = block.get("repository") or image.repository
-        if repository:
+        if repository and mirror.moves(repository):
             _set(out, image.path, "repository", mirror.pull_ref(repository))
     return out
 

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from .existing import ExistingClusterPlan
     from .gcp.cluster_create import GkeCreatePlan
     from .gcp.plan import GkePlan
+    from .images import ImagesPlan
     from .kueue import KueueObjects
     from .monitoring import MonitoringPlan
     from .reservations import ReservationPlan
@@ -201,6 +202,7 @@ class Plan:
     gke_create: GkeCreatePlan | None = None  # components/plan/gcp/cluster_create.py; None: the cluster is found
     eks_create: EksCreatePlan | None = None  # the EKS cluster and VPC the platform creates (None: found or referenced)
     cluster_stack: ClusterStackPlan | None = None  # the stack whose outputs give the cluster (None: not referenced)
+    images: ImagesPlan | None = None  # image delivery: mirror, warm images per pool (None: no image section)
 
     def to_dict(self) -> dict[str, Any]:
         return {"schemaVersion": SCHEMA_VERSION, **plain(self)}
@@ -460,7 +462,7 @@ def build(spec: StackSpec, stack: str) -> Plan:
 
 @derive.per_spec
 def _decide(spec: StackSpec) -> Plan:
-    from . import cluster_stack, existing, kueue as kueue_plan, monitoring, reservations, storage
+    from . import cluster_stack, existing, images, kueue as kueue_plan, monitoring, reservations, storage
     from .aws import cluster_create
     from .gcp import cluster_create as gcp_create, plan as gcp_plan
 
@@ -499,4 +501,5 @@ def _decide(spec: StackSpec) -> Plan:
         gke_create=gcp_create.build(spec),
         eks_create=cluster_create.eks_create_plan(spec),
         cluster_stack=cluster_stack.cluster_stack_plan(spec),
+        images=images.build(spec, {p.name: cost.cold_pull(spec, p) for p in spec.node_pools}),
     )
