@@ -51,6 +51,8 @@ def _chart_defaults(chart: str, version: str) -> dict[str, Any]:
     """values.yaml (and appVersion) of the chart's bundled archive."""
     name = chart.rsplit("/", 1)[-1]  # a repository chart's name, or an OCI reference's last segment
     path = ROOT / chart if chart.endswith(".tgz") else ROOT / "upstream" / "charts" / f"{name}-{version}.tgz"
+    if not path.exists() and any(c.name == name for k, c in versions.CHARTS.items() if k in versions.NOT_BUNDLED):
+        return {"values": {}, "appVersion": ""}  # no copy in upstream/ (versions.NOT_BUNDLED)
     with tarfile.open(path) as tar:
         names = tar.getnames()
         top = names[0].split("/")[0]

@@ -463,3 +463,42 @@ def test_explain_says_warm_mirrored_or_neither():
 def test_explain_says_nothing_of_images_on_a_stack_without_an_image_section():
     (t,) = explain.explain_all(load_spec(stack_config("dev-aws")), _pod("ml-dev", "quay.io/org/x:1", "a10g-spot"))
     assert "image" not in [x.name for x in t.layers]
+
+
+# ----------------------------------------------------------------------------------------------------- peer
+
+
+def _coverage_aws() -> dict[str, Any]:
+    return yaml.safe_load((ROOT / "tests" / "fixtures" / "coverage" / "Pulumi.coverage-aws.yaml").read_text())["config"]
+
+
+def test_peer_installs_spegel_only_on_the_nodes_that_keep_unpacked_layers():
+    """coverage-aws (mirror: peer): Spegel's chart (spegel-org/spegel v0.7.4, oci://ghcr.io/spegel-org/helm-charts) in
+    a privileged operator namespace (its DaemonSet mounts containerd's socket and config directory from the host), its
+    pods only on the AL2023 pools' nodes, whose user data keeps unpacked layers; the Bottlerocket pools are no peers."""
+    r = render_config(_coverage_aws(), "coverage-aws")
+    rel = next(x.inputs for x in r.releases if x.inputs["name"] == "spegel")
+    assert (rel["chart"], rel["version"], rel["namespace"]) == (
+        "oci://ghcr.io/spegel-org/helm-charts/spegel",
+        "0.7.4",
+        "spegel",
+    )
+    terms = rel["values"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    (term,) = terms["nodeSelectorTerms"]
+    (match,) = term["matchExpressions"]
+    pools = _coverage_aws()["gpu-platform:nodePools"]
+    al2023 = sorted(p["name"] for p in pools if p.get("os", "al2023") == "al2023")
+    assert (match["key"], match["operator"], sorted(match["values"])) == ("gpu-platform/pool", "In", al2023)
+    ns = manifest(r, "Namespace", "spegel")
+    assert ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"
+    assert ns["metadata"]["labels"]["gpu-platform/operator-namespace"] == "true"
+
+
+def test_spegel_is_not_among_the_bundled_archives():
+    """upstream/charts holds no Spegel chart (versions.NOT_BUNDLED): chartSource bundled is refused with the archive
+    it lacks, at the key that named the source."""
+    cfg = _coverage_aws()
+    cfg["gpu-platform:chartSource"] = "bundled"
+    cfg.pop("gpu-platform:charts", None)
+    found = problems(cfg)
+    assert any(p.startswith("gpu-platform:chartSource:") and "spegel-0.7.4.tgz" in p for p in found), found

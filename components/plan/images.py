@@ -43,7 +43,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..data import versions
+from ..data import chart_images, versions
 from ..spec.model import DEFAULT_IMAGE_GIB, NodePool, StackSpec, WorkloadImage
 from . import derive, mirror as mirrors
 from .frozen import freeze
@@ -63,6 +63,7 @@ FAST_PULL_THROUGHPUT = 1000  # MiB/s: nodeadm "Enabling fast image pull": at lea
 FAST_PULL_IOPS = 4000  # gp3 throughput is at most 0.25 MiB/s per provisioned IOPS
 DISK_BUILDER = "https://github.com/ai-on-gke/tools/tree/main/gke-disk-image-builder"
 WARM_METHODS = ("secondary-boot-disk", "snapshot", "pre-pull", "none")
+SPEGEL_CHART = f"{versions.SPEGEL.chart} {versions.SPEGEL.version}"
 
 
 @dataclass(frozen=True)
@@ -291,6 +292,29 @@ def pre_puller(spec: StackSpec, pool: NodePool) -> dict[str, Any] | None:
     }
 
 
+def peer_pools(spec: StackSpec) -> list[str]:
+    return [p.name for p in spec.node_pools if peer(spec, p)]
+
+
+def spegel_values(spec: StackSpec) -> dict[str, Any]:
+    """Values of the Spegel chart (spegel-org/spegel v0.7.4 charts/spegel/values.yaml; its chart is not among
+    upstream/charts: versions.NOT_BUNDLED). Its DaemonSet runs only where containerd keeps unpacked layers, or Spegel
+    exits (its compatibility notes): on aws the AL2023 pools' nodes the platform sets so (``affinity``; the chart's
+    default tolerations take any taint), elsewhere every Linux node of an existing cluster, whose containerd you set.
+    The rest keeps the chart's defaults: every registry mirrored, the registry config path
+    /etc/containerd/certs.d (AL2023's config_path lists it), hostPort 30020, priority system-node-critical."""
+    if spec.cloud != "aws":
+        return {}
+    match = [{"key": derive.POOL_LABEL, "operator": "In", "values": peer_pools(spec)}]
+    return {
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": match}]}
+            }
+        }
+    }
+
+
 # ------------------------------------------------------------------------------------------------ upstreams
 
 
@@ -301,7 +325,7 @@ def platform_images(spec: StackSpec) -> list[str]:
 
     refs: list[str] = []
     for chart in rules_core.installed_charts(spec):
-        for image in versions.CHART_IMAGES[chart.key]:
+        for image in chart_images.CHART_IMAGES[chart.key]:
             if image.registry is not None:
                 refs += [f"{image.registry}/{r}" for r in (image.names or (image.repository,))]
             elif image.repository:
@@ -504,6 +528,13 @@ def text(p: ImagesPlan | None) -> list[str]:
             + "; ".join(
                 f"{u.host} {how[u.how]}" + (f" (credential {u.credential})" if u.credential else "") for u in moved
             )
+        )
+    if p.mirror == "peer":
+        peers = [pool.pool for pool in p.pools.values() if pool.peer]
+        lines.append(
+            f"  Spegel ({SPEGEL_CHART}) serves images node to node on "
+            + (f"{', '.join(peers)} (their containerd keeps unpacked layers)" if peers else "every node")
+            + ("; the other pools pull from the upstreams" if peers and len(peers) < len(p.pools) else "")
         )
     if p.node_policy is not None:
         lines.append(

@@ -1,5 +1,5 @@
 """Where images are pulled from (issue 39.2): the registry mirror of a stack and how an image reference maps onto it,
-for every image the platform installs (each chart's image blocks, ``versions.CHART_IMAGES``; the images it sets
+for every image the platform installs (each chart's image blocks, ``chart_images.CHART_IMAGES``; the images it sets
 itself) and for the declared workload images (``components/plan/images.py``).
 
 A mirror keeps an image's upstream registry in its path, so images of several registries cannot collide:
@@ -34,7 +34,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..data import versions
+from ..data import chart_images
 from ..spec.model import StackSpec
 from .gcp.gke import region_of
 
@@ -156,13 +156,13 @@ def _set(values: dict[str, Any], path: str, key: str, value: str) -> None:
 
 
 def chart_image_values(mirror: Mirror | None, chart_key: str, values: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The chart's values with every image block (``versions.CHART_IMAGES``) pulled through ``mirror``: the registry
+    """The chart's values with every image block (``chart_images.CHART_IMAGES``) pulled through ``mirror``: the registry
     part of each block set, the rest (repository path, tag, digest) left to the chart or to what ``values`` already
     says. ``values`` is not changed; without a mirror it comes back as it is."""
     out = copy.deepcopy(values or {})
     if mirror is None:
         return out
-    for image in versions.CHART_IMAGES[chart_key]:
+    for image in chart_images.CHART_IMAGES[chart_key]:
         block = _get(out, image.path)
         block = block if isinstance(block, dict) else {}
         if image.registry is not None:

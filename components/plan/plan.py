@@ -379,6 +379,7 @@ def _addons(spec: StackSpec) -> list[tuple[versions.Chart, bool, dict[str, Any]]
         "leaderWorkerSet": {},
         "kuberay": {},
         "trainer": {},
+        "spegel": {},
     }
     return [(c, c.key in installed, options.get(c.key, {})) for c in versions.CHARTS.values()]
 
@@ -386,6 +387,7 @@ def _addons(spec: StackSpec) -> list[tuple[versions.Chart, bool, dict[str, Any]]
 def addon_plan(spec: StackSpec, chart: versions.Chart, enabled: bool, options: dict[str, Any]) -> AddonPlan:
     from . import (
         gpu_operator,
+        images,
         kueue as kueue_plan,
         monitoring,
         operators,
@@ -403,6 +405,7 @@ def addon_plan(spec: StackSpec, chart: versions.Chart, enabled: bool, options: d
         "kueue": kueue_plan.helm_values,
         "volcano": volcano_plan.helm_values,
         **operators.VALUES,
+        "spegel": images.spegel_values,
     }
     probe_of = {
         "kueue": kueue_plan.webhook_probe,

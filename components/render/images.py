@@ -11,9 +11,28 @@ from collections.abc import Sequence
 
 import pulumi
 
+from ..data import versions
 from ..plan import derive
 from ..plan.plan import Plan, plain
+from ..plan.prometheus_stack import OPERATOR_NAMESPACE_LABEL
 from . import addon, k8s
+
+
+class Spegel(addon.ChartAddon):
+    """The peer mirror (``images.mirror: peer``): Spegel's chart in a namespace of its own. Pod Security privileged:
+    its DaemonSet mounts containerd's socket, content store and registry config directory from the host and serves on
+    a host port (spegel-org/spegel v0.7.4 charts/spegel/templates/daemonset.yaml), which the plan restricts to the
+    nodes whose containerd keeps unpacked layers (``images.spegel_values``)."""
+
+    TYPE = "gpu-platform:index:Spegel"
+    CHART = versions.SPEGEL
+
+    def build(self) -> None:
+        # an operator namespace (policies: namespace-pod-security), as node-exporter's is
+        labels = {**k8s.psa_labels("privileged", audit="privileged"), OPERATOR_NAMESPACE_LABEL: "true"}
+        before = self.create_namespace(addon.NamespacePolicy("spegel", labels))
+        self.install("spegel", plain(self.addon_plan.values or {}), before)
+        self.register_outputs({"namespace": self.chart.namespace})
 
 
 class ImageDelivery(addon.Component):

@@ -123,6 +123,10 @@ def render(
         from .images import ImageDelivery
 
         ImageDelivery("images", p, provider, node_components, opts())
+    if on["spegel"]:
+        from .images import Spegel
+
+        Spegel("spegel", p, provider, opts())
 
     from ..plan import cost
     from .cost_record import CostRecord
