@@ -502,3 +502,15 @@ def test_spegel_is_not_among_the_bundled_archives():
     cfg.pop("gpu-platform:charts", None)
     found = problems(cfg)
     assert any(p.startswith("gpu-platform:chartSource:") and "spegel-0.7.4.tgz" in p for p in found), found
+
+
+def test_explain_says_a_declared_image_nothing_warms():
+    """coverage-gcp declares its notebook image but turns the pre-puller off: declared, not warm, streamed."""
+    cfg = yaml.safe_load((ROOT / "tests" / "fixtures" / "coverage" / "Pulumi.coverage-gcp.yaml").read_text())["config"]
+    image = "quay.io/jupyter/pytorch-notebook:cuda12-2025-08-18"
+    pod = yaml.safe_load(_pod("sandbox", image, "l4-timeshare"))
+    pod["spec"]["tolerations"].append({"key": "workload.example.com/preemptible", "operator": "Exists"})
+    pod["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "gpu-jobs"}  # its scheduling.localQueueName
+    (t,) = explain.explain_all(load_spec(cfg), yaml.safe_dump(pod))
+    (note,) = [x.detail for x in t.layers if x.name == "image"]
+    assert note.startswith(f"{image} is declared for l4-timeshare but not warm (images.prePull is off); image stream")

@@ -17,7 +17,6 @@ _HOW = {
     "secondary-boot-disk": "on the node's secondary boot disk at boot",
     "snapshot": "on the node's data volume at boot (snapshot)",
     "pre-pull": "pre-pulled (warm for work that lands after the pull; a node scaled up for this pod shares it)",
-    "none": "declared, but nothing warms it (images.prePull is off)",
 }
 
 
@@ -53,6 +52,13 @@ def note(plan: ImagesPlan, pool: PoolPlan, refs: list[str]) -> str:
         warm = _match(pi.images, ref, "pull")
         if warm is not None and pi.warm != "none":
             parts.append(f"{ref} is warm on {pool.name}: {_HOW[pi.warm]}")
+            continue
+        if warm is not None:  # declared, but images.prePull is off and no snapshot or disk image holds it
+            streamed = "; image streaming reads it on demand" if pi.streaming else ""
+            parts.append(
+                f"{ref} is declared for {pool.name} but not warm (images.prePull is off){streamed}: "
+                f"{_cold(pool, warm.size_gib)}"
+            )
             continue
         declared = _match(pi.images, ref, "image")
         if declared is not None and declared.pull != declared.image:

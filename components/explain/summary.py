@@ -429,6 +429,18 @@ def summary(rendering: Rendering, sections: Mapping[str, str]) -> str:
 
     if decided.reservations:
         lines += ["", *reservations.summary(decided.reservations)]
+    if decided.images is not None:  # the mirror and what is warm where, as `gpu-platform plan` says it
+        from ..plan import images
+
+        text = images.text(decided.images)[2:]
+        lines += [
+            "",
+            "## Image delivery",
+            "",
+            f"Mirror: {decided.images.mirror}.",
+            "",
+            *(f"- {x.strip()}" for x in text),
+        ]
     lines += ["", "## Priority classes", "", "| class | value | preemption | default |", "|---|---|---|---|"]
     for pc in sorted(decided.priority_classes, key=lambda c: -c.value):
         lines.append(f"| {pc.name} | {pc.value} | {pc.preemption_policy} | {'yes' if pc.global_default else ''} |")

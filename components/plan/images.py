@@ -321,10 +321,17 @@ def spegel_values(spec: StackSpec) -> dict[str, Any]:
 def platform_images(spec: StackSpec) -> list[str]:
     """Every image reference (upstream, without the mirror) the stack installs: each installed chart's image blocks
     (their registry and repository), the images the platform sets itself, the declared images."""
+    from ..data.aws_registries import EKS_ADDON_REGISTRIES
     from . import rules_core
+    from .aws import efa
 
     refs: list[str] = []
     for chart in rules_core.installed_charts(spec):
+        if chart.key == "efaDevicePlugin":  # from the cluster's Region where EKS has it (plan/aws/efa.py)
+            registry = EKS_ADDON_REGISTRIES.get(spec.cluster.region or "")
+            if registry:
+                refs.append(f"{registry}/{efa.DEVICE_PLUGIN_REPOSITORY}")
+                continue
         for image in chart_images.CHART_IMAGES[chart.key]:
             if image.registry is not None:
                 refs += [f"{image.registry}/{r}" for r in (image.names or (image.repository,))]
@@ -567,6 +574,7 @@ def text(p: ImagesPlan | None) -> list[str]:
         repos = [r for r in u.images if r.rsplit("/", 1)[-1].count(":") == 0 and "@" not in r]
         if repos:
             lines.append(
-                f"  copy: the charts' images of {', '.join(repos)} at the pinned chart versions under {u.base}/"
+                f"  copy: the charts' images of {', '.join(repos)} at the pinned chart versions under {u.base}/ "
+                "(`helm template` of the pinned charts names each)"
             )
     return lines
