@@ -14,6 +14,7 @@ import kubernetes_validate
 import pytest
 import yaml
 from conftest import ROOT, UPSTREAM, manifest, render_config, rendered, stack_config
+from jsonschema import Draft7Validator
 
 from components.cli import main as cli
 from components.cli.loader import load_spec
@@ -514,3 +515,16 @@ def test_explain_says_a_declared_image_nothing_warms():
     (t,) = explain.explain_all(load_spec(cfg), yaml.safe_dump(pod))
     (note,) = [x.detail for x in t.layers if x.name == "image"]
     assert note.startswith(f"{image} is declared for l4-timeshare but not warm (images.prePull is off); image stream")
+
+
+def test_the_karpenter_classes_with_images_validate_against_the_upstream_crd():
+    """coverage-aws's EC2NodeClasses (a snapshot data volume, nodeadm user data) against the strict EC2NodeClass schema
+    (upstream/karpenter), and its CEL rule: volumeInitializationRate only with a snapshotID."""
+    schema = json.loads((UPSTREAM / "karpenter" / "ec2nodeclass.karpenter.k8s.aws.v1.strict.json").read_text())
+    validator = Draft7Validator(schema)
+    classes = [m for m in render_config(_coverage_aws(), "coverage-aws").manifests if m["kind"] == "EC2NodeClass"]
+    assert any("snapshotID" in b["ebs"] for c in classes for b in c["spec"]["blockDeviceMappings"])
+    for c in classes:
+        assert [e.message for e in validator.iter_errors(c)] == [], c["metadata"]["name"]
+        for b in c["spec"]["blockDeviceMappings"]:
+            assert "volumeInitializationRate" not in b["ebs"] or b["ebs"].get("snapshotID")
