@@ -528,3 +528,16 @@ def test_the_karpenter_classes_with_images_validate_against_the_upstream_crd():
         assert [e.message for e in validator.iter_errors(c)] == [], c["metadata"]["name"]
         for b in c["spec"]["blockDeviceMappings"]:
             assert "volumeInitializationRate" not in b["ebs"] or b["ebs"].get("snapshotID")
+
+
+def test_the_summary_warns_that_a_found_clusters_system_nodes_need_to_fill_the_cache():
+    """prod-aws finds its cluster: the controllers' first pulls through ECR run on nodes the platform does not own."""
+    from components.explain import summary
+
+    assert any(
+        "ecr:BatchImportUpstreamImage" in w
+        for w in summary.warnings(plan_module.build(load_spec(stack_config("prod-aws")), "prod-aws"))
+    )
+    assert not any(
+        "ECR" in w for w in summary.warnings(plan_module.build(load_spec(stack_config("dev-aws")), "dev-aws"))
+    )

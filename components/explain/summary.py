@@ -90,6 +90,13 @@ def warnings(decided: Plan, unanswered_lookups: Iterable[str] = ()) -> list[str]
                 f"(allowed {ratio:g}x by scheduling.oversubscriptionRatio)"
             )
     out += [_uncovered(p) for p in decided.pools.values() if p.uncovered_gpus]
+    images = decided.images
+    if images is not None and images.node_policy is not None and decided.eks_create is None:
+        out.append(
+            "images pull through ECR: the platform's controllers run on system nodes it does not manage; their node "
+            "role needs ecr:BatchImportUpstreamImage and ecr:CreateRepository on the cache's prefixes, or the first "
+            "pull of each controller image fails (docs/concepts/images.md)"
+        )
     if decided.addons["kueue"].enabled:
         for t in decided.tenants.values():
             pools = [p for p in t.pool_gpus if p in decided.pools]
