@@ -44,11 +44,14 @@ cluster-test: setup
 ## The scheduler tests: the programs that decide, in the loop. The cluster tests' control plane plus kube-scheduler
 ## 1.35, the real Kueue v0.19.2 controller manager (out of cluster, the stack's rendered configuration, its webhooks
 ## served and called) and kwok nodes for every pool at its maximum size; explain's verdict on every workload of the
-## corpus (examples/, tests/sched/corpus/) must be what Kueue and kube-scheduler do. Kueue and helm are built from Go
-## modules by scripts/sched-bins.sh (minutes the first time, then cached).
+## corpus (examples/, tests/sched/corpus/) must be what Kueue and kube-scheduler do; and day 2 under load: a stack
+## deployed by the real engine, its workloads running, four stack changes previewed and applied (issue 38.4). Kueue
+## and helm are built from Go modules by scripts/sched-bins.sh, the engine by scripts/engine-bins.sh (minutes the
+## first time, then cached).
 sched-test: setup
-	@kube="$$(scripts/cluster-bins.sh)" && sched="$$(scripts/sched-bins.sh)" && \
-	  GPU_PLATFORM_KUBE_BIN="$$kube" GPU_PLATFORM_SCHED_BIN="$$sched" $(BIN)/python -m pytest -n 3 --durations=10 tests/sched
+	@kube="$$(scripts/cluster-bins.sh)" && sched="$$(scripts/sched-bins.sh)" && engine="$$(scripts/engine-bins.sh)" && \
+	  GPU_PLATFORM_KUBE_BIN="$$kube" GPU_PLATFORM_SCHED_BIN="$$sched" GPU_PLATFORM_ENGINE_BIN="$$engine" \
+	  $(BIN)/python -m pytest -n 3 --durations=10 tests/sched
 
 ## The engine tests: the program through the real Pulumi engine (CLI v3.274.1) and kubernetes provider, both
 ## built from Go modules by scripts/engine-bins.sh (about 15 minutes the first time, then cached), on the

@@ -31,6 +31,8 @@ from components.cli import synth
 from components.cli.loader import SpecError, load_spec
 
 RESOURCE_FLAVOR = "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor"
+CLUSTER_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
+LOCAL_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue"
 TOPOLOGY = "kubernetes:kueue.x-k8s.io/v1beta2:Topology"
 
 
@@ -151,12 +153,34 @@ def test_a_tenants_quota_and_limit_range_are_protected_with_its_namespace(stack)
             assert r.find(kind, name).protect is True, (stack, name)
 
 
+@pytest.mark.parametrize("stack", STACKS)
+def test_a_kueue_tenants_queues_are_protected_with_its_namespace(stack):
+    """A removed tenant's LocalQueue and ClusterQueue went first while its namespace was refused: its new jobs were
+    inadmissible, and the ClusterQueue stayed terminating under Kueue's finalizer while its workloads ran, the up
+    waiting 10 minutes on it (tests/sched/test_day2_under_load.py shows it with the real Kueue and engine)."""
+    r = rendered(stack)
+    queues = r.of_type(CLUSTER_QUEUE) + r.of_type(LOCAL_QUEUE)
+    assert len(queues) == 2 * len(r.of_type(CLUSTER_QUEUE)), [x.name for x in queues]
+    for x in queues:
+        assert x.protect is True, (stack, x.name)
+        tenant = x.name.rsplit("-", 2)[0]
+        assert r.find(NAMESPACE, f"{tenant}-namespace").protect is True, (stack, x.name)
+    # nothing else of Kueue's: its flavors, priority classes and checks hold no tenant's workloads
+    others = [
+        x
+        for x in r.resources
+        if x.type.startswith("kubernetes:kueue.x-k8s.io/") and x.type not in (CLUSTER_QUEUE, LOCAL_QUEUE)
+    ]
+    assert not any(x.protect for x in others), stack
+
+
 def test_a_stack_can_opt_out_of_namespace_protection():
     cfg = stack_config("dev-aws")
     cfg["gpu-platform:protect"] = {"tenantNamespaces": False}
     r = render_config(cfg, "dev-aws")
     assert not any(x.protect for x in r.of_type(NAMESPACE))
     assert not any(x.protect for x in r.of_type(RESOURCE_QUOTA) + r.of_type(LIMIT_RANGE))
+    assert not any(x.protect for x in r.of_type(CLUSTER_QUEUE) + r.of_type(LOCAL_QUEUE))
     assert all(x.protect for x in r.of_type(HELM_RELEASE) if x.name == "kueue")  # the other key stays on
 
 

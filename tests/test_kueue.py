@@ -442,8 +442,73 @@ def test_shared_gpus_are_quoted_in_units_and_cpu_defaults_are_generous():
     s = _cq("prod-aws", "notebooks")
     l4 = _flavor(s, "l4-notebooks")
     assert l4["nvidia.com/gpu"]["nominalQuota"] == "16"  # 4 L4s x 4 MPS clients
-    assert l4["cpu"]["nominalQuota"] == kueue.DEFAULT_CPU_QUOTA == "10000"  # no tenants[].quota
+    assert l4["cpu"]["nominalQuota"] == kueue.DEFAULT_CPU_QUOTA == "10k"  # no tenants[].quota: 10,000 cpus
     assert l4["memory"]["nominalQuota"] == kueue.DEFAULT_MEMORY_QUOTA == "64Ti"
+
+
+@pytest.mark.parametrize(
+    ("given", "stored"),
+    [
+        # k8s.io/apimachinery v0.35.4 pkg/api/resource/quantity_test.go TestQuantityParseEmit, as given
+        ("1Ki", "1Ki"),
+        ("1Mi", "1Mi"),
+        ("1Gi", "1Gi"),
+        ("1024Mi", "1Gi"),
+        ("1000M", "1G"),
+        (".001Ki", "1024m"),
+        (".000001Ki", "1024u"),
+        (".000000001Ki", "1024n"),
+        (".000000000001Ki", "2n"),
+        # TestQuantityString's values, written as a stack file would
+        ("300Mi", "300Mi"),
+        ("1001Gi", "1001Gi"),
+        ("5", "5"),
+        ("0.5", "500m"),
+        ("1080m", "1080m"),
+        ("1.08", "1080m"),
+        ("3k", "3k"),
+        ("1025", "1025"),
+        ("0", "0"),
+        # what the platform writes: the default cpu quota, GPU unit counts
+        ("10000", "10k"),
+        (10000, "10k"),
+        (16, "16"),
+        (2000, "2k"),
+        (1500, "1500"),
+        ("1.5Gi", "1536Mi"),
+        ("64Ti", "64Ti"),
+    ],
+)
+def test_quotas_are_written_as_kueue_stores_them(given, stored):
+    """Kueue's webhooks store every ClusterQueue quota as a resource.Quantity's canonical string; written otherwise,
+    the provider (which diffs against the live object) plans an update of every ClusterQueue on every preview."""
+    assert kueue.canonical_quantity(given) == stored
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_cluster_queue_quantity_is_canonical(stack):
+    for cq in _kueue(rendered(stack), "ClusterQueue"):
+        for group in cq["spec"]["resourceGroups"]:
+            for flavor in group["flavors"]:
+                for r in flavor["resources"]:
+                    for key in ("nominalQuota", "borrowingLimit", "lendingLimit"):
+                        if key in r:
+                            assert r[key] == kueue.canonical_quantity(r[key]), (stack, cq["metadata"]["name"], r)
+
+
+def test_a_stack_files_cpu_quota_reaches_kueue_in_canonical_form():
+    cfg = stack_config("prod-aws")
+    cfg["gpu-platform:tenants"][0]["quota"] = {"cpu": "2000", "memory": "1024Gi"}
+    name = cfg["gpu-platform:tenants"][0]["name"]
+    cq = manifest(render_config(cfg), "ClusterQueue", name)["spec"]
+    cpu = {r["name"]: r["nominalQuota"] for f in cq["resourceGroups"][0]["flavors"] for r in f["resources"]}
+    assert cpu["cpu"] == "2k" and cpu["memory"] == "1Ti"
+
+
+@pytest.mark.parametrize("bad", ["", ".", "1x", "-1", "1e3"])
+def test_canonical_quantity_refuses_what_is_not_a_stack_file_quantity(bad):
+    with pytest.raises(ValueError):
+        kueue.canonical_quantity(bad)
 
 
 def _prod_with_a100_mig() -> dict:

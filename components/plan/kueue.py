@@ -4,8 +4,12 @@ tenant's ClusterQueue and LocalQueue spec (``TenantPlan.cluster_queue_spec``, ``
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
+from fractions import Fraction
 from types import MappingProxyType
 from typing import Any
 
@@ -29,7 +33,7 @@ DEFAULT_FLAVOR = "default-flavor"
 TOPOLOGY_NAME = "gpu-topology"
 # cpu/memory quota per flavor when a tenant sets no quota.cpu/memory: above any cluster this platform sizes,
 # so GPUs (not cpu) are what Kueue rations; the namespace ResourceQuota caps cpu/memory when they are set.
-DEFAULT_CPU_QUOTA = "10000"
+DEFAULT_CPU_QUOTA = "10k"  # 10,000 cpus, in the canonical form Kueue stores (canonical_quantity)
 DEFAULT_MEMORY_QUOTA = "64Ti"
 CPU_RESOURCES = ("cpu", "memory")
 
@@ -251,13 +255,54 @@ def _partition(spec: StackSpec, pools: Iterable[NodePool]) -> list[tuple[set[str
     return [(names, sorted(members, key=lambda p: rank[p.name])) for names, members in groups]
 
 
+_DECIMAL_SUFFIXES = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+_BINARY_SUFFIXES = ("", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
+
+
+def canonical_quantity(quantity: int | str) -> str:
+    """A quantity (a stack file's ``Quantity``, or a count) as Kubernetes writes it back: ``10000`` is ``10k``,
+    ``1500`` stays, ``0.5`` is ``500m``, ``1024Mi`` is ``1Gi``, ``1.5Gi`` is ``1536Mi`` (k8s.io/apimachinery
+    v0.35.4 pkg/api/resource/quantity.go ``CanonicalizeBytes``: a binary-suffixed value of at least 1024 that is
+    a whole number keeps a binary suffix, anything else is decimal, its mantissa a whole number and its exponent
+    the largest multiple of 3 that keeps it so; its tests ``TestQuantityString`` and ``TestQuantityParseEmit``).
+
+    Why it matters: Kueue's webhooks decode every quota of a ClusterQueue into a ``resource.Quantity`` and store it
+    in this form, so a ``nominalQuota: "10000"`` comes back as ``10k`` and the kubernetes provider, which diffs
+    against the live object, planned an update of every ClusterQueue on every preview (seen with the real Kueue
+    controller in tests/sched/test_day2_under_load.py)."""
+    match = re.fullmatch(r"([0-9]*\.?[0-9]*)([a-zA-Z]*)", str(quantity))
+    if (
+        not match
+        or match.group(1) in ("", ".")
+        or not (match.group(2) in _DECIMAL_SUFFIXES or match.group(2) in _BINARY_SUFFIXES)
+    ):
+        raise ValueError(f"not a quantity: {quantity!r}")
+    number, suffix = Fraction(Decimal(match.group(1))), match.group(2)
+    if suffix in _DECIMAL_SUFFIXES:
+        value = number * Fraction(10) ** _DECIMAL_SUFFIXES[suffix]
+    else:
+        value = number * 1024 ** _BINARY_SUFFIXES.index(suffix)
+        if value >= 1024 and value.denominator == 1:
+            mantissa, power = int(value), 0
+            while mantissa % 1024 == 0 and power < len(_BINARY_SUFFIXES) - 1:
+                mantissa, power = mantissa // 1024, power + 1
+            return f"{mantissa}{_BINARY_SUFFIXES[power]}"
+    if value == 0:
+        return "0"
+    mantissa, exponent = math.ceil(value * 10**9), -9  # Kubernetes keeps nano precision, rounding up
+    while mantissa % 1000 == 0 and exponent < 18:
+        mantissa, exponent = mantissa // 1000, exponent + 3
+    return f"{mantissa}{next(k for k, v in _DECIMAL_SUFFIXES.items() if v == exponent)}"
+
+
 def _quota(name: str, nominal: int | str, borrow: int | None = None, lend: int | None = None) -> dict[str, Any]:
-    """Quantities as strings (Kubernetes' canonical form; numbers would reach the API as JSON floats)."""
-    out: dict[str, Any] = {"name": name, "nominalQuota": str(nominal)}
+    """Quantities as strings in Kubernetes' canonical form (``canonical_quantity``: what Kueue stores; numbers
+    would reach the API as JSON floats)."""
+    out: dict[str, Any] = {"name": name, "nominalQuota": canonical_quantity(nominal)}
     if borrow is not None:
-        out["borrowingLimit"] = str(borrow)
+        out["borrowingLimit"] = canonical_quantity(borrow)
     if lend is not None:
-        out["lendingLimit"] = str(lend)
+        out["lendingLimit"] = canonical_quantity(lend)
     return out
 
 

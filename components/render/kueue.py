@@ -87,6 +87,7 @@ from ..plan.kueue import (  # re-exported: what the objects are made of
     _partition as _partition,
     _quota as _quota,
     admission_check_name as admission_check_name,
+    canonical_quantity as canonical_quantity,
     cluster_queue_spec as cluster_queue_spec,
     flavor_immutable as flavor_immutable,
     flavor_spec as flavor_spec,
@@ -213,7 +214,27 @@ class Kueue(addon.ChartAddon):
                 },
                 o=self.after_release(prc),
             )
-        self.cluster_queues: dict[str, str] = {}
+        self.cluster_queues = self._tenant_queues(cr, ready, flavors, checks, namespaces or {})
+        self.register_outputs({"namespace": self.chart.namespace, "clusterQueues": self.cluster_queues})
+
+    def _tenant_queues(
+        self,
+        cr,
+        ready: list[pulumi.Resource],
+        flavors: Mapping[str, pulumi.Resource],
+        checks: Mapping[str, pulumi.Resource],
+        namespaces: Mapping[str, pulumi.Input[str]],
+    ) -> dict[str, str]:
+        """Each Kueue tenant's ClusterQueue (after the flavors and checks it names) and LocalQueue (in its namespace):
+        tenant name -> ClusterQueue name."""
+        cluster_queues: dict[str, str] = {}
+        # A tenant's queues are protected with its namespace (protect.tenantNamespaces): removing a tenant that
+        # still runs work deleted its LocalQueue (its new jobs inadmissible: QuotaReserved False, Inadmissible)
+        # and left its ClusterQueue terminating under Kueue's resource-in-use finalizer while workloads were
+        # admitted (kueue v0.19.2 pkg/controller/core/clusterqueue_controller.go Reconcile), the `pulumi up`
+        # waiting on it for the provider's 10-minute delete timeout, then failing on the protected namespace
+        # (seen with the real Kueue under the real engine: tests/sched/test_day2_under_load.py). docs/day2.md.
+        protect_tenant = self.plan.protect["tenantNamespaces"]
         # Only the tenants Kueue admits for: a Volcano tenant's ClusterQueue would admit nothing (its namespace
         # is outside managedJobsNamespaceSelector) and lend its quota to the cohort while Volcano placed pods
         # on the same GPUs (derive.pool_schedulers).
@@ -227,16 +248,17 @@ class Kueue(addon.ChartAddon):
                 tenant.cluster_queue,
                 body,
                 o=self.child(
-                    [*ready, *(flavors[n] for n in queue_flavors(body)), *(checks[n] for n in queue_checks(body))]
+                    [*ready, *(flavors[n] for n in queue_flavors(body)), *(checks[n] for n in queue_checks(body))],
+                    protect=protect_tenant,
                 ),
             )
-            self.cluster_queues[tenant.name] = tenant.cluster_queue
+            cluster_queues[tenant.name] = tenant.cluster_queue
             cr(
                 f"{tenant.name}-local-queue",
                 "LocalQueue",
                 tenant.local_queue,
                 plain(tenant.local_queue_spec),
-                namespace=(namespaces or {}).get(tenant.name, tenant.namespace),
-                o=self.after_release(cq),
+                namespace=namespaces.get(tenant.name, tenant.namespace),
+                o=self.after_release(cq, protect=protect_tenant),
             )
-        self.register_outputs({"namespace": self.chart.namespace, "clusterQueues": self.cluster_queues})
+        return cluster_queues

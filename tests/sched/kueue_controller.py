@@ -9,6 +9,10 @@ the manager configuration the controller is started with. Kueue's own certificat
 certificate for ``kueue-webhook-service.kueue-system.svc`` and injects its CA into those configurations and CRDs,
 as in a cluster; the API server resolves the Service to its cluster IP, which is on loopback here.
 
+Where the real engine installs the chart instead (tests/sched/deployed.py, the day-2 tests), ``adopt_release`` reads
+what the release installed (the manager ConfigMap, the webhook Service with the cluster IP the server gave it, the
+webhook configurations and CRDs) and adapts those, then starts the manager the same way.
+
 What differs from an in-cluster install, and why, is ``ADAPTATIONS``: the one list (``docs/development.md`` prints
 it). Nothing else of the chart or of the configuration is changed.
 """
@@ -60,7 +64,17 @@ ADAPTATIONS: dict[str, str] = {
     "whenever they change, as the volume would.",
     "visibility API": "the VisibilityOnDemand feature gate is off: its aggregated API server would serve on a fixed "
     "port of every interface and write certificates outside the run's directory, and nothing here reads it (the "
-    "chart's APIService is not applied).",
+    "chart's APIService is not applied; where the engine installs the chart, its two APIServices are deleted once "
+    "installed: an aggregated API nobody answers stops every namespace from terminating, "
+    "tests/engine/test_real_engine_charts.py).",
+    "chart Deployment": "where the engine installs the chart (tests/sched/deployed.py), its Deployment is scaled to 0 "
+    "once Helm has recorded the release: kwok would run its two pods, which serve nothing; the out-of-cluster manager "
+    "is the one replica. Helm's record of the release is unchanged, so a later upgrade of the release would restore "
+    "the chart's Service port, webhook ports, replicas and APIServices (no change here upgrades it).",
+    "webhook gate": "kwok runs no container: the harness plays the kubelet of the platform's webhook gate pods "
+    "(components/render/webhooks.py), running their one command, kubectl create --dry-run=server of the probe "
+    "ConfigMap's object as the probe's ServiceAccount, and setting the pod Succeeded or Failed by its exit (the Job "
+    "controller retries a failed one, as in a cluster).",
     "ProvisioningRequests": "no Cluster Autoscaler or GKE autoscaler runs here: the harness marks each "
     "ProvisioningRequest Kueue creates Accepted and Provisioned at once, as the autoscaler would after scaling up "
     "(every pool's nodes exist at its maximum size); whether the pods then fit is kube-scheduler's verdict.",
@@ -70,7 +84,12 @@ ADAPTATIONS: dict[str, str] = {
     "volumes": "no CSI driver runs: the harness makes a PersistentVolume for every Pending claim, as the claim's "
     "driver would provision one.",
     "nodes": "kwok plays every node's kubelet; a pool's nodes exist at its maximum size from the start, labelled, "
-    "tainted and advertising what the plan says the cloud and the device plugin give them (tests/sched/pool_nodes.py).",
+    "tainted and advertising what the plan says the cloud and the device plugin give them (tests/cluster/nodes.py).",
+    "nodes after a change": "after a stack change (tests/sched/test_day2_under_load.py) the harness relabels the nodes "
+    "and sets their allocatable to what the new plan says: what the operator does on an existing cluster when a pool "
+    "is renamed (docs/concepts/existing.md: the nodes carry gpu-platform/pool=<pool>), and what the GPU Operator's "
+    "device plugin advertises after a sharing change once restarted (docs/concepts/sharing.md). The nodes keep their "
+    "names, so pods bound to them stay.",
 }
 
 
@@ -133,11 +152,15 @@ def render_chart(helm: Path, values: dict[str, Any], workdir: Path) -> list[dict
 class KueueController:
     """Kueue installed from the rendered chart on ``cp`` and its manager started out of cluster."""
 
-    def __init__(self, cp: ControlPlane, rendering: Rendering) -> None:
+    def __init__(self, cp: ControlPlane, rendering: Rendering | None) -> None:
+        """``rendering``: the stack whose ``kueue`` release ``install`` puts on the server; None when the engine
+        installs the release and ``adopt_release`` reads what it installed."""
         self.cp = cp
         self.dir = cp.dir / "kueue"
         self.dir.mkdir(exist_ok=True)
-        self.docs = render_chart(bin_dir() / "helm", kueue_release(rendering)["values"], self.dir)
+        self.docs = (
+            [] if rendering is None else render_chart(bin_dir() / "helm", kueue_release(rendering)["values"], self.dir)
+        )
         # the webhook Service's cluster IP: a random address of the server's loopback service range, with a free port
         self.host = f"127.0.{random.randint(200, 254)}.{random.randint(2, 254)}"
         self.port = _free_port(self.host)
@@ -174,22 +197,115 @@ class KueueController:
         from apply import apply_docs
 
         apply_docs(self.cp, self.crds())
-        service = next(d for d in self.of_kind("Service") if d["metadata"]["name"] == WEBHOOK_SERVICE)
+        service = self.webhook_service()
         service["spec"]["clusterIP"] = self.host
+        self._point_at_manager(service)
+        apply_docs(self.cp, self.crds())
+        secrets = [d for d in self.of_kind("Secret") if d["metadata"].get("namespace") == NAMESPACE]
+        apply_docs(self.cp, [service, *secrets, *self.webhook_configurations()])
+
+    def webhook_service(self) -> dict[str, Any]:
+        return next(d for d in self.of_kind("Service") if d["metadata"]["name"] == WEBHOOK_SERVICE)
+
+    def webhook_configurations(self) -> list[dict[str, Any]]:
+        return [*self.of_kind("MutatingWebhookConfiguration"), *self.of_kind("ValidatingWebhookConfiguration")]
+
+    def _point_at_manager(self, service: dict[str, Any]) -> None:
+        """ADAPTATIONS "webhook Service port": the Service's port and targetPort, every webhook configuration's
+        and every conversion webhook's clientConfig.service.port become the manager's webhook port (in place)."""
         service["spec"]["ports"] = [
             {**p, "port": self.port, "targetPort": self.port} for p in service["spec"]["ports"][:1]
         ]
-        webhooks = [*self.of_kind("MutatingWebhookConfiguration"), *self.of_kind("ValidatingWebhookConfiguration")]
-        for conf in webhooks:
+        for conf in self.webhook_configurations():
             for hook in conf["webhooks"]:
                 hook["clientConfig"]["service"]["port"] = self.port
         for crd in self.crds():  # the conversion webhook reaches the same server
             conversion = crd["spec"].get("conversion") or {}
             if conversion.get("strategy") == "Webhook":
                 conversion["webhook"]["clientConfig"]["service"]["port"] = self.port
-        apply_docs(self.cp, self.crds())
-        secrets = [d for d in self.of_kind("Secret") if d["metadata"].get("namespace") == NAMESPACE]
-        apply_docs(self.cp, [service, *secrets, *webhooks])
+
+    def adopt_release(self, timeout: float = 300) -> None:
+        """The chart as the engine's Helm release installed it (``rendering`` None): once Helm has recorded the
+        release as deployed, read its manager ConfigMap, webhook Service, webhook configurations and CRDs from the
+        server, bind the manager to the Service's cluster IP (a loopback address of the service range) on a free
+        port, point the Service, the configurations and the conversion webhooks at that port (ADAPTATIONS "webhook
+        Service port"), scale the chart's Deployment to 0 (ADAPTATIONS "chart Deployment") and delete its
+        APIServices (ADAPTATIONS "visibility API"). Then ``start``."""
+        cp = self.cp
+        deadline = time.monotonic() + timeout
+        while not self._release_deployed():
+            if time.monotonic() > deadline:
+                raise ControlPlaneError(f"the kueue release was not deployed within {timeout}s{cp._tails()}")
+            cp._check_alive()
+            time.sleep(0.5)
+        config_map = self._get(f"/api/v1/namespaces/{NAMESPACE}/configmaps/{CONFIG_MAP}")
+        service = self._get(f"/api/v1/namespaces/{NAMESPACE}/services/{WEBHOOK_SERVICE}")
+        confs = [
+            self._get(f"/apis/admissionregistration.k8s.io/v1/{kind}/{name}")
+            for kind, name in (
+                ("mutatingwebhookconfigurations", f"{RELEASE}-mutating-webhook-configuration"),
+                ("validatingwebhookconfigurations", f"{RELEASE}-validating-webhook-configuration"),
+            )
+        ]
+        listed = json.loads(cp.request("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions")[1])["items"]
+        crds = [  # a list's items carry no apiVersion and kind
+            {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", **c}
+            for c in listed
+            if c["spec"]["group"] == "kueue.x-k8s.io"
+        ]
+        self.docs = [config_map, service, *confs, *crds]
+        self.host = service["spec"]["clusterIP"]
+        self.port = _free_port(self.host)
+        self._point_at_manager(service)
+        self._patch(service, {"spec": {"ports": service["spec"]["ports"]}})
+        for conf in confs:
+            self._patch(conf, {"webhooks": conf["webhooks"]})
+        for crd in crds:
+            if crd["spec"].get("conversion"):
+                self._patch(crd, {"spec": {"conversion": crd["spec"]["conversion"]}})
+        status, body = cp.request(
+            "PATCH",
+            f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments/{RELEASE}-controller-manager",
+            {"spec": {"replicas": 0}},
+            "application/merge-patch+json",
+        )
+        if status != 200:
+            raise ControlPlaneError(f"scaling the chart's Deployment to 0: {status} {body[:300]}")
+        for version in ("v1beta1", "v1beta2"):
+            cp.request("DELETE", f"/apis/apiregistration.k8s.io/v1/apiservices/{version}.visibility.kueue.x-k8s.io")
+        self.start()
+
+    def _release_deployed(self) -> bool:
+        status, body = self.cp.request(
+            "GET",
+            f"/api/v1/namespaces/{NAMESPACE}/secrets?labelSelector=owner%3Dhelm%2Cname%3D{RELEASE}%2Cstatus%3Ddeployed",
+        )
+        return status == 200 and bool(json.loads(body)["items"])
+
+    def _get(self, path: str) -> dict[str, Any]:
+        status, body = self.cp.request("GET", path)
+        if status != 200:
+            raise ControlPlaneError(f"GET {path}: {status} {body[:300]}")
+        return json.loads(body)
+
+    def _patch(self, doc: dict[str, Any], fields: dict[str, Any]) -> None:
+        """A merge patch of ``fields`` of an object read from the server (the API server updates a CRD's status
+        meanwhile: a replace of the whole object would conflict)."""
+        meta = doc["metadata"]
+        group_version = doc["apiVersion"]
+        base = f"/api/{group_version}" if "/" not in group_version else f"/apis/{group_version}"
+        plural = {
+            "Service": "services",
+            "MutatingWebhookConfiguration": "mutatingwebhookconfigurations",
+            "ValidatingWebhookConfiguration": "validatingwebhookconfigurations",
+            "CustomResourceDefinition": "customresourcedefinitions",
+        }[doc["kind"]]
+        ns = f"/namespaces/{meta['namespace']}" if meta.get("namespace") else ""
+        status, body = self.cp.request(
+            "PATCH", f"{base}{ns}/{plural}/{meta['name']}", fields, "application/merge-patch+json"
+        )
+        if status != 200:
+            raise ControlPlaneError(f"PATCH {doc['kind']} {meta['name']}: {status} {body[:300]}")
 
     def _mount_secret(self) -> None:
         """The kubelet's part (ADAPTATIONS "certificate volume"): the Secret's keys as files in webhook.certDir."""

@@ -17,7 +17,7 @@ import yaml
 from apply import apply_docs, apply_rendering, install_crds
 from controlplane import ControlPlane, ControlPlaneError
 from kueue_controller import NAMESPACE as KUEUE_NAMESPACE, KueueController
-from pool_nodes import POOL_LABEL, plan_nodes, resource_slices
+from nodes import POOL_LABEL, plan_nodes, resource_slices
 from probes import Api
 
 from components.cli.loader import load_spec

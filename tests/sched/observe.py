@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from loop import KUEUE_API, SchedCluster
-from pool_nodes import POOL_LABEL
+from nodes import POOL_LABEL
 
 NOT_GPU = ("cpu", "memory", "ephemeral-storage", "pods")
 BUILT_IN = {("batch/v1", "Job"), ("apps/v1", "Deployment"), ("apps/v1", "StatefulSet"), ("v1", "Pod")}

@@ -1,6 +1,7 @@
-"""The scheduler tests reuse the cluster tests' control plane, CRD installer and API client (tests/cluster/): importing
-this module first puts that folder on the path (tests/sched has no conftest.py of its own, which would shadow
-tests/conftest.py under pytest's rootdir imports)."""
+"""The scheduler tests reuse the cluster tests' control plane, CRD installer and API client (tests/cluster/), and the
+engine tests' Pulumi engine (tests/engine/engine.py, for deployed.py): importing this module first puts those folders on
+the path (tests/sched has no conftest.py of its own, which would shadow tests/conftest.py under pytest's rootdir
+imports)."""
 
 from __future__ import annotations
 
@@ -8,5 +9,7 @@ import sys
 from pathlib import Path
 
 CLUSTER = str(Path(__file__).resolve().parents[1] / "cluster")
-if CLUSTER not in sys.path:
-    sys.path.append(CLUSTER)
+ENGINE = str(Path(__file__).resolve().parents[1] / "engine")
+for folder in (CLUSTER, ENGINE):
+    if folder not in sys.path:
+        sys.path.append(folder)
