@@ -277,9 +277,20 @@ def test_al2023_user_data_is_a_nodeconfig_nodeadm_reads():
     (a10g,) = [c for c in k.node_classes if "a10g-spot" in c.pools]
     (part,) = email.message_from_string(a10g.spec["userData"]).get_payload()
     toml = yaml.safe_load(part.get_payload())["spec"]["containerd"]["config"]
-    assert tomllib.loads(toml) == {
-        "plugins": {"io.containerd.grpc.v1.cri": {"containerd": {"discard_unpacked_layers": False}}}
-    }
+    assert tomllib.loads(toml) == tomllib.loads(SPEGEL_EKS_AL2023)
+    # nodeadm takes it as a version-3 config (no `containerd config migrate`): it names io.containerd.cri.v1.images
+    # (awslabs/amazon-eks-ami v20260724 nodeadm/internal/containerd/config.go Version3configInNodeConfig)
+    assert "io.containerd.cri.v1.images" in toml and "io.containerd.grpc.v1.cri" not in toml
+
+
+# Spegel's docs for EKS AL2023 (spegel-org/website content/docs/getting-started.md at 957ba46, the docs of Spegel
+# v0.7.4, "Compatibility" > "EKS" > "AL2023"): the NodeConfig's spec.containerd.config, as published
+SPEGEL_EKS_AL2023 = """
+[plugins."io.containerd.cri.v1.images".registry]
+  config_path = "/etc/containerd/certs.d"
+[plugins.'io.containerd.cri.v1.images']
+  discard_unpacked_layers = false
+"""
 
 
 def test_bottlerocket_pools_keep_their_settings_only():
@@ -493,6 +504,26 @@ def test_peer_installs_spegel_only_on_the_nodes_that_keep_unpacked_layers():
     ns = manifest(r, "Namespace", "spegel")
     assert ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"
     assert ns["metadata"]["labels"]["gpu-platform/operator-namespace"] == "true"
+
+
+def test_peer_needs_containerd_2_and_an_al2023_pool():
+    """EKS's AL2023 AMIs ship containerd 1.7 before Kubernetes 1.30 (amazon-eks-ami
+    templates/al2023/variables-1.29.json), where nodeadm refuses the version-3 config Spegel's docs give; a stack of
+    Bottlerocket pools only has no node the platform can make a peer (Spegel's docs: Bottlerocket takes a mirror from
+    a bootstrap container only)."""
+    old = _coverage_aws()
+    old["gpu-platform:cluster"]["kubernetesVersion"] = "1.29"
+    (found,) = [p for p in problems(old) if p.startswith("gpu-platform:images.mirror:")]
+    assert found.startswith("gpu-platform:images.mirror: peer needs containerd 2 on the AL2023 nodes")
+    assert "1.30 or later" in found
+    new = _coverage_aws()
+    new["gpu-platform:cluster"]["kubernetesVersion"] = "1.32"  # the oldest the autoscaler pins
+    assert load_spec(new).images.mirror == "peer"
+    bottlerocket = _coverage_aws()
+    for pool in bottlerocket["gpu-platform:nodePools"]:
+        pool["os"] = "bottlerocket"
+    found = problems(bottlerocket)
+    assert any(p.startswith("gpu-platform:images.mirror: peer serves images between AL2023 nodes") for p in found)
 
 
 def test_spegel_is_not_among_the_bundled_archives():

@@ -29,9 +29,9 @@ for pools that hold declared images, with the EBS throughput its docs recommend 
 
 The mirror (``images.mirror``): ``pull-through`` moves every image through the cloud's cache (``mirror.py``: ECR
 pull-through cache rules on aws, Artifact Registry remote repositories on gcp, the ``imageRegistry`` you run on an
-existing cluster); ``peer`` runs Spegel and sets the nodes' containerd to keep unpacked layers (Spegel serves them):
-AL2023's ``discard_unpacked_layers = false`` through nodeadm's ``containerd.config`` (Spegel's compatibility notes,
-spegel-org/spegel docs/COMPATIBILITY.md at 55e1304, EKS; nodeadm config.go migrates a V2 config on containerd 2).
+existing cluster); ``peer`` runs Spegel and sets the AL2023 nodes' containerd as Spegel's docs give it for EKS
+(``SPEGEL_CONTAINERD_CONFIG`` through nodeadm's ``containerd.config``: the registry config path and the unpacked
+layers kept); Spegel's init container writes the mirror configuration (hosts.toml) there on each node.
 
 Pure: the spec in, frozen data out. The rules are ``images_rules.py``'s.
 """
@@ -64,6 +64,21 @@ FAST_PULL_IOPS = 4000  # gp3 throughput is at most 0.25 MiB/s per provisioned IO
 DISK_BUILDER = "https://github.com/ai-on-gke/tools/tree/main/gke-disk-image-builder"
 WARM_METHODS = ("secondary-boot-disk", "snapshot", "pre-pull", "none")
 SPEGEL_CHART = f"{versions.SPEGEL.chart} {versions.SPEGEL.version}"
+# What Spegel needs of containerd on an AL2023 node, as its docs give it for EKS AL2023 (spegel-org/website
+# content/docs/getting-started.md at 957ba46, the docs of Spegel v0.7.4: "Compatibility", "EKS", "AL2023"): the
+# registry config path where its init container writes each registry's hosts.toml (the chart's
+# spegel.containerdRegistryConfigPath, /etc/containerd/certs.d: spegel-org/spegel v0.7.4 charts/spegel/values.yaml)
+# and the unpacked layers kept (it serves them from the content store). Containerd config version 3 (containerd 2):
+# nodeadm merges it into its V3 template and, seeing io.containerd.cri.v1.images, runs no `containerd config migrate`
+# (awslabs/amazon-eks-ami v20260724 nodeadm/internal/containerd/config.go getConfigTemplateVersion); the AL2023 AMIs
+# of Kubernetes 1.30 and later ship containerd 2.* (templates/al2023/variables-default.json; 1.28 and 1.29 ship 1.7,
+# where nodeadm refuses a V3 config: images_rules.PEER_MIN_KUBERNETES).
+SPEGEL_CONTAINERD_CONFIG = (
+    '[plugins."io.containerd.cri.v1.images".registry]\n'
+    'config_path = "/etc/containerd/certs.d"\n'
+    '[plugins."io.containerd.cri.v1.images"]\n'
+    "discard_unpacked_layers = false\n"
+)
 
 
 @dataclass(frozen=True)
@@ -185,12 +200,7 @@ def al2023_node_config(spec: StackSpec, pool: NodePool) -> dict[str, Any] | None
     if fast_pull(spec, pool):
         spec_["featureGates"] = {"FastImagePull": True}
     if peer(spec, pool):
-        # Spegel serves images from the content store: unpacked layers must stay (spegel docs/COMPATIBILITY.md,
-        # "Amazon Linux 2023"); AL2023's config_path already lists /etc/containerd/certs.d, where Spegel writes its
-        # mirror configuration (nodeadm internal/containerd/config.template.toml)
-        spec_["containerd"] = {
-            "config": '[plugins."io.containerd.grpc.v1.cri".containerd]\ndiscard_unpacked_layers = false\n'
-        }
+        spec_["containerd"] = {"config": SPEGEL_CONTAINERD_CONFIG}
     if not spec_:
         return None
     return {"apiVersion": "node.eks.aws/v1alpha1", "kind": "NodeConfig", "spec": spec_}

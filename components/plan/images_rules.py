@@ -16,12 +16,21 @@ _GCP_SECRET = re.compile(r"projects/[^/]+/secrets/[^/]+/versions/[^/]+")
 # GKE: secondary boot disks on Ubuntu nodes from 1.35.0-gke.1403000, on COS from 1.28.3-gke.1067000 (GKE, "Use
 # secondary boot disks to preload data or container images": requirements)
 UBUNTU_DISK_MINOR = (1, 35)
-# Spegel's compatibility table (spegel-org/spegel docs/COMPATIBILITY.md at 55e1304): GKE is not supported, the
-# registry config path is not set there; EKS needs discard_unpacked_layers off, which only nodeadm (AL2023) offers.
+# Spegel's compatibility table (spegel-org/website content/docs/getting-started.md at 957ba46, the docs of Spegel
+# v0.7.4, "Compatibility"): GKE is not supported (the registry config path is not set there); on EKS, AL2023 takes
+# the containerd settings through nodeadm (images.SPEGEL_CONTAINERD_CONFIG), Bottlerocket (1.56 or later) only through
+# a bootstrap container of your own that writes the node's IP into settings.container-registry.mirrors: the platform
+# leaves Bottlerocket pools out of the peer mirror.
 PEER_REFUSED_ON = {
     "gcp": "Spegel does not run on GKE (its compatibility notes: containerd's registry config path is "
     "not set there); use pull-through (Artifact Registry) with a secondary boot disk instead"
 }
+
+
+# The AL2023 AMIs of Kubernetes 1.28 and 1.29 ship containerd 1.7, where nodeadm refuses the version-3 containerd
+# config Spegel's docs give (awslabs/amazon-eks-ami v20260724 templates/al2023/variables-1.29.json, nodeadm
+# internal/containerd/config.go getConfigTemplateVersion); 1.30 and later ship containerd 2.*.
+PEER_MIN_KUBERNETES = (1, 30)
 
 
 def _at(*parts: str | int) -> str:
@@ -36,8 +45,8 @@ def mirror_mode(spec: StackSpec) -> Iterator[Problem]:
     if i.mirror != "pull-through":
         if pt.model_fields_set and (pt.account_id or pt.credentials or pt.copied):
             yield Problem(_at("pullThrough"), "only with images.mirror: pull-through")
-        if i.mirror == "peer" and spec.cloud in PEER_REFUSED_ON:
-            yield Problem(_at("mirror"), PEER_REFUSED_ON[spec.cloud])
+        if i.mirror == "peer":
+            yield from _peer(spec)
         return
     if spec.cloud == "aws":
         if not pt.account_id:
@@ -60,6 +69,31 @@ def mirror_mode(spec: StackSpec) -> Iterator[Problem]:
     if spec.cloud == "existing" and (pt.credentials or pt.account_id):
         yield Problem(
             _at("pullThrough"), "an existing cluster's registry signs in on its own: no accountId or credentials"
+        )
+
+
+def _peer(spec: StackSpec) -> Iterator[Problem]:
+    """Spegel runs where the node OS lets the platform set containerd as it needs (PEER_REFUSED_ON,
+    PEER_MIN_KUBERNETES)."""
+    if spec.cloud in PEER_REFUSED_ON:
+        yield Problem(_at("mirror"), PEER_REFUSED_ON[spec.cloud])
+        return
+    if spec.cloud != "aws":
+        return  # an existing cluster: your nodes' containerd (docs/concepts/images.md)
+    version = spec.cluster.kubernetes_version
+    if version and tuple(int(x) for x in version.split(".")[:2]) < PEER_MIN_KUBERNETES:
+        yield Problem(
+            _at("mirror"),
+            f"peer needs containerd 2 on the AL2023 nodes, which EKS's AMIs ship from Kubernetes 1.30 (on {version} "
+            "nodeadm refuses the containerd settings Spegel needs): set cluster.kubernetesVersion 1.30 or later, or "
+            "use mirror: pull-through",
+        )
+    if not images.peer_pools(spec):
+        yield Problem(
+            _at("mirror"),
+            "peer serves images between AL2023 nodes (nodeadm sets their containerd as Spegel needs); every pool here "
+            "runs Bottlerocket, whose containerd takes a mirror only from a bootstrap container of your own: give a "
+            "pool os: al2023, or use mirror: pull-through",
         )
 
 
