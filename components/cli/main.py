@@ -234,7 +234,7 @@ def plan_text(p: Any) -> list[str]:
     from ..plan.aws import karpenter
 
     lines += karpenter.text(p.karpenter)
-    from ..plan import storage
+    from ..plan import images, storage
 
     return (
         lines
@@ -242,6 +242,7 @@ def plan_text(p: Any) -> list[str]:
         + _dra_text(p.dra)
         + _reservations_text(p.reservations)
         + storage.text(p.storage)
+        + images.text(p.images)
     )
 
 
