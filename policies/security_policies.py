@@ -207,6 +207,11 @@ def _node_imdsv2_and_encryption(args: ResourceValidationArgs, report: ReportViol
         if m.get("noDevice") is not None or m.get("virtualName"):
             continue  # suppressed device or instance store: no EBS volume
         device = m.get("deviceName") or i
+        # A volume restored from a snapshot takes the snapshot's encryption: the EC2 API refuses an encryption value
+        # with a snapshot (LaunchTemplateEbsBlockDeviceRequest.Encrypted), and account-level encryption by default
+        # encrypts it whatever the snapshot.
+        if _get(m, "ebs", "snapshotId") or _get(m, "ebs", "snapshotID"):
+            continue
         if not _truthy(_get(m, "ebs", "encrypted")):
             report(f"{flag}[{device}]: EBS volume is not encrypted (ebs.encrypted must be true).", None)
 

@@ -97,6 +97,9 @@ def test_the_volcano_example_prints_every_layer():
         "needs 2",
         "  node             ok   one a100-gang node (bottlerocket plugin) advertises 8 nvidia.com/gpu, "
         "4 vpc.amazonaws.com/efa",
+        # prod-aws declares the training image for a100-gang, whose nodes boot it from the data volume's snapshot
+        "  image            ok   123456789012.dkr.ecr.us-east-1.amazonaws.com/nvcr.io/nvidia/pytorch:25.08-py3 is warm "
+        "on a100-gang: on the node's data volume at boot (snapshot)",
         "  dcgm             ok   dcgm-exporter attributes the GPUs to the pod (Prometheus: install)",
         "  verdict: runs on pool a100-gang via EKS managed node group + Cluster Autoscaler",
     ]

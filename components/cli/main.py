@@ -293,7 +293,7 @@ def plan_text(p: Any) -> list[str]:
     from ..plan.aws import karpenter
 
     lines += karpenter.text(p.karpenter)
-    from ..plan import storage
+    from ..plan import images, storage
 
     return (
         lines
@@ -301,6 +301,7 @@ def plan_text(p: Any) -> list[str]:
         + _dra_text(p.dra)
         + _reservations_text(p.reservations)
         + storage.text(p.storage)
+        + images.text(p.images)
     )
 
 

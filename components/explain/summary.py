@@ -101,6 +101,16 @@ def _anchored_warnings(decided: Plan, unanswered_lookups: Iterable[str] = ()) ->
                 ),
             )
     out += [(("nodePools", p.name), _uncovered(p)) for p in decided.pools.values() if p.uncovered_gpus]
+    images = decided.images
+    if images is not None and images.node_policy is not None and decided.eks_create is None:
+        out.append(
+            (
+                ("images",),
+                "images pull through ECR: the platform's controllers run on system nodes it does not manage; their "
+                "node role needs ecr:BatchImportUpstreamImage and ecr:CreateRepository on the cache's prefixes, or the "
+                "first pull of each controller image fails (docs/concepts/images.md)",
+            )
+        )
     if decided.addons["kueue"].enabled:
         for t in decided.tenants.values():
             pools = [p for p in t.pool_gpus if p in decided.pools]
@@ -479,6 +489,18 @@ def summary(rendering: Rendering, sections: Mapping[str, str]) -> str:
 
     if decided.reservations:
         lines += ["", *reservations.summary(decided.reservations)]
+    if decided.images is not None:  # the mirror and what is warm where, as `gpu-platform plan` says it
+        from ..plan import images
+
+        text = images.text(decided.images)[2:]
+        lines += [
+            "",
+            "## Image delivery",
+            "",
+            f"Mirror: {decided.images.mirror}.",
+            "",
+            *(f"- {x.strip()}" for x in text),
+        ]
     lines += ["", "## Priority classes", "", "| class | value | preemption | default |", "|---|---|---|---|"]
     for pc in sorted(decided.priority_classes, key=lambda c: -c.value):
         lines.append(f"| {pc.name} | {pc.value} | {pc.preemption_policy} | {'yes' if pc.global_default else ''} |")

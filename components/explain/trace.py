@@ -7,7 +7,8 @@ at a time, from zero nodes:
     namespace (Pod Security) -> priority (ceiling; Volcano GPU pod policy) -> scheduler (Kueue / Volcano)
     -> queue (LocalQueue -> ClusterQueue, or Volcano queue) -> operator (the kind's CRD and controller)
     -> flavors in order (quota, borrowing, TAS) -> admission checks -> pool (node labels and taints)
-    -> provisioner (from zero) -> node (what one node advertises) -> dcgm (can metrics be attributed to the pod)
+    -> provisioner (from zero) -> node (what one node advertises) -> image (warm, mirrored, or a cold pull: a note)
+    -> dcgm (can metrics be attributed to the pod)
 
 Every layer reads the plan the components build their objects from (``TenantPlan.cluster_queue_spec`` for
 the ClusterQueue, ``PoolPlan`` for labels, taints and units, ``AwsPlan.node_groups`` tags for what the
@@ -240,6 +241,7 @@ class _Tracer(PlacementLayers):
                     check = bool(pool.provisioning_class)
                     self.t.layers[-1].detail += kueue_holds_quota(self.plan, self.held, w.per_pod_workloads, check)
                 raise
+            self.image(pool)
             self.dcgm(pool)
             done.append((pool.name, self.t.provisioner))
         if len(done) > 1:  # a pool per pod set group: say which runs where
