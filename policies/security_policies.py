@@ -95,7 +95,12 @@ def _local_archive(chart: str, version: str, report: ReportViolation, props: Map
     if m is None:
         report(f"chart archive {chart!r} carries no digest (description 'chart sha256:<hex>').", None)
     elif m.group(1) not in allowed:
-        report(f"chart archive {chart!r} has sha256 {m.group(1)}, which is not among the allowed digests.", None)
+        report(
+            f"chart archive {chart!r} has sha256 {m.group(1)}, which is not among the allowed digests: add it to "
+            "this policy's allowedDigests in the policy pack config (gpu-platform check --policy-config FILE, "
+            "pulumi --policy-pack-config FILE)",
+            None,
+        )
 
 
 def _helm_chart_pinned(args: ResourceValidationArgs, report: ReportViolation) -> None:
@@ -118,7 +123,13 @@ def _helm_chart_pinned(args: ResourceValidationArgs, report: ReportViolation) ->
         )
         return
     if _norm(source) not in allowed:
-        report(f"chart {chart!r} comes from {source}, which is not allow-listed ({', '.join(allowed)}).", None)
+        report(
+            f"chart {chart!r} comes from {source}, which is not allow-listed ({', '.join(allowed)}). A mirror of "
+            f"your own: add {source} to this policy's allowedSources in the policy pack config (gpu-platform check "
+            f'--policy-config FILE, pulumi --policy-pack-config FILE): {{"helm-chart-pinned": {{"allowedSources": '
+            f'[...the defaults, "{source}"]}}}}',
+            None,
+        )
     archive = local_archive(props)
     if archive and isinstance(version, str) and version.strip():
         _local_archive(archive, version, report, props, args)
