@@ -274,6 +274,10 @@ def plan_text(p: Any) -> list[str]:
         from ..plan.aws.plan import text_lines
 
         lines += ["", "AWS", *text_lines(p.aws)]
+        if p.karpenter is not None:
+            from ..plan.aws.karpenter import local_disks
+
+            lines.append(f"  Karpenter nodes: {local_disks(p.karpenter)}")
     if p.eks_create is not None:
         from ..plan.aws import cluster_create
 
