@@ -30,7 +30,7 @@ import yaml
 
 from ..explain.rendering import Record, Rendering
 from .loader import load_spec
-from .synth_stacks import stack_identity, stack_outputs
+from .synth_stacks import fleet_outputs, stack_identity, stack_outputs
 from .synth_yaml import _ints as _ints, _json as _json, _yaml as _yaml
 
 ROOT = Path(__file__).resolve().parents[2]  # the project directory
@@ -91,6 +91,7 @@ LOOKUPS: dict[str, dict[str, Any]] = {
 
 
 # What a cluster stack (cluster.fromStack) exports, offline (components/cli/synth_stacks.py).
+SECRET_SHOWN = "[secret]"  # a secret stack output, as the synth's outputs.json (and `pulumi stack output`) show it
 STACK_OUTPUTS: dict[str, dict[str, Any]] = stack_outputs(LOOKUPS, PLACEHOLDER, CA_DATA)
 
 
@@ -167,6 +168,29 @@ def _wire_unknowns(value: Any) -> Any:
     return value
 
 
+_SECRET_SIG = ("4dabf18193072939515e22adb298388d", "1b47061264138c4ac30d75fd1eb44270")  # Pulumi's wire secret
+
+
+def _secrets_shown(value: Any) -> Any:
+    """Inputs with every secret value's text shown as ``[secret]`` (as the state and ``pulumi preview --diff`` show
+    it): a credential never lands in the synth's files, and a test sees which inputs are secret."""
+    if isinstance(value, dict):
+        if value.get(_SECRET_SIG[0]) == _SECRET_SIG[1]:
+            return _masked(value.get("value"))
+        return {k: _secrets_shown(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_secrets_shown(v) for v in value]
+    return value
+
+
+def _masked(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _masked(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_masked(v) for v in value]
+    return SECRET_SHOWN if isinstance(value, str) else value
+
+
 def _mock_classes():
     import pulumi
     from pulumi.runtime.mocks import MockMonitor
@@ -181,9 +205,10 @@ def _mock_classes():
             self.lean = lean and not preview  # a preview sends its inputs back, unknowns included
             self.stack_identity: dict[str, Any] = {}  # a referenced cluster stack's name, location, project
             self.cloud = ""  # whose outputs a referenced cluster stack answers (STACK_OUTPUTS)
+            self.fleet_outputs: dict[str, dict[str, Any]] = {}  # a fleet worker stack's (synth_stacks.fleet_outputs)
 
         def new_resource(self, args: pulumi.runtime.MockResourceArgs):
-            inputs = _wire_unknowns(args.inputs) if self.preview else args.inputs
+            inputs = _secrets_shown(_wire_unknowns(args.inputs) if self.preview else args.inputs)
             with self.lock:
                 self.inputs[(args.typ, args.name)] = inputs
             if self.preview:
@@ -192,6 +217,10 @@ def _mock_classes():
             placeholders = _placeholder_outputs(args.typ, args.name, args.inputs)
             if "outputs" in placeholders and args.typ == "pulumi:pulumi:StackReference":
                 placeholders["outputs"] = {**STACK_OUTPUTS.get(self.cloud, {}), **self.stack_identity}
+                fleet_worker = self.fleet_outputs.get(args.inputs.get("name", ""))
+                if fleet_worker is not None:  # its credential answered as the engine does: a secret output
+                    placeholders["outputs"] = fleet_worker
+                    placeholders["secretOutputNames"] = sorted(k for k in fleet_worker if k != "fleetWorker")
             state = _state(placeholders, args.inputs, self.lean)
             rid = f"{PLACEHOLDER}-{args.name}" if args.custom else ""
             return rid, state
@@ -409,6 +438,7 @@ def run_program(
     mocks = mocks_cls(preview=preview, lean=lean)
     if spec is not None:  # a referenced cluster stack answers as the stack file names it (cluster.fromStack)
         mocks.stack_identity, mocks.cloud = stack_identity(spec), spec.cloud
+        mocks.fleet_outputs = fleet_outputs(spec, PLACEHOLDER)
     monitor = monitor_cls(mocks, disabled_default_providers(project_file))
     monitor.stack_name = stack
     monitor.project = project
@@ -440,7 +470,8 @@ def run_program(
                 name=name,
                 parent=names.get(parent) if parent else None,
                 provider=provider_name,
-                depends_on=sorted({names.get(d, d) for d in deps}),
+                # a StackReference is read, not registered: nothing to order against in resources.json
+                depends_on=sorted({names.get(d, d) for d in deps if "$pulumi:pulumi:StackReference::" not in d}),
                 inputs=mocks.inputs.get((typ, name), {}),
                 custom=custom,
                 ignore_changes=ignore,
@@ -471,6 +502,8 @@ async def _resolved(value: Any) -> Any:
         if isinstance(v, pulumi.Output):
             if not await v.is_known():
                 raise _UnknownOutput
+            if await v.is_secret():  # as `pulumi stack output` shows it: a credential never lands in the files
+                return SECRET_SHOWN
             return await walk(await v.future())
         if isawaitable(v):
             return await walk(await v)

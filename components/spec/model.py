@@ -43,6 +43,7 @@ from .base import (
     Name,
     Quantity,
 )
+from .fleet import Fleet, FleetWorkerRole
 from .options import (
     DEFAULT_CRITICAL_XIDS,
     DEFAULT_KUEUE_INTEGRATIONS,
@@ -169,6 +170,12 @@ class StackSpec(Model):
     pricing: Pricing = Field(default_factory=Pricing)
     budget: Budget = Field(default_factory=Budget)
     storage: Storage = Field(default_factory=Storage)
+    fleet: Fleet | None = Field(
+        default=None, description="this stack is a MultiKueue manager: its workers and who dispatches where"
+    )
+    fleet_worker: FleetWorkerRole | None = Field(
+        default=None, description="this stack is a MultiKueue worker: the manager that dispatches here"
+    )
 
     @model_validator(mode="after")
     def _kueue_integrations_follow_the_operators(self) -> StackSpec:
