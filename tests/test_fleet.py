@@ -54,7 +54,7 @@ def test_fleet_quota_is_the_sum_of_what_the_workers_give_each_tenant(stacks):
     assert p.workers["eks-h100"].capacity_units == {"nvidia.com/gpu": 16}
     assert p.workers["gke-l4"].capacity_units == {"nvidia.com/gpu": 8}
     cq = p.tenants["research"].cluster_queue_spec
-    assert cq["admissionChecksStrategy"] == {"admissionChecks": [{"name": "fleet-research"}]}
+    assert cq["admissionChecksStrategy"] == {"admissionChecks": [{"name": "fleet-research", "onFlavors": ["fleet"]}]}
     gpu = next(r for r in cq["resourceGroups"][0]["flavors"][0]["resources"] if r["name"] == "nvidia.com/gpu")
     assert gpu["nominalQuota"] == "20"
     # the tenant's order of preference is the MultiKueueConfig's (the incremental dispatcher follows it)

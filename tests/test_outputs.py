@@ -60,7 +60,8 @@ def outputs(stack: str):
 @pytest.mark.parametrize("stack", STACKS)
 def test_keys_are_stable_and_camel_case(stack):
     out = outputs(stack)
-    fleet_worker = {"multikueueKubeconfig", "fleetWorker"} if "gpu-platform:fleetWorker" in stack_config(stack) else set()
+    worker = "gpu-platform:fleetWorker" in stack_config(stack)
+    fleet_worker = {"multikueueKubeconfig", "fleetWorker"} if worker else set()
     assert set(out) == TOP_KEYS | (CREATED_CLUSTER_KEYS if stack == "starter-aws" else set()) | fleet_worker
     for t in out["tenants"].values():
         assert set(t) == TENANT_KEYS

@@ -212,7 +212,10 @@ def tenant_plan(spec: StackSpec, name: str, workers: Mapping[str, WorkerPlan]) -
         "namespaceSelector": {"matchLabels": {derive.TENANT_LABEL: name, "kubernetes.io/metadata.name": name}},
         "queueingStrategy": spec.scheduling.queueing_strategy,
         "resourceGroups": [{"coveredResources": covered, "flavors": [{"name": FLAVOR, "resources": resources}]}],
-        "admissionChecksStrategy": {"admissionChecks": [{"name": check}]},
+        "admissionChecksStrategy": {"admissionChecks": [{"name": check, "onFlavors": [FLAVOR]}]},
+        # the workers preempt, each in its own queues; the manager would evict a workload running on a worker to
+        # free fleet quota, and re-run it from scratch elsewhere
+        "preemption": {"withinClusterQueue": "Never", "reclaimWithinCohort": "Never"},
     }
     return FleetTenantPlan(
         name=name,

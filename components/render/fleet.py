@@ -148,11 +148,14 @@ class FleetManager(pulumi.ComponentResource):
             )
         self.namespaces: dict[str, Any] = {}
         for t in p.tenants.values():
+            # as a local tenant's (render/tenancy.py): deleting it deletes its jobs, so the namespace, its quota and
+            # its queues follow protect.tenantNamespaces
+            guard = plan.protect["tenantNamespaces"]
             ns = k8s.kube_object(
                 f"{t.name}-namespace",
                 "v1",
                 "Namespace",
-                pulumi.ResourceOptions(parent=self, provider=provider, protect=True),
+                pulumi.ResourceOptions(parent=self, provider=provider, protect=guard),
                 metadata={"name": t.namespace, "labels": dict(t.namespace_labels)},
             )
             self.namespaces[t.name] = t.namespace
@@ -162,7 +165,7 @@ class FleetManager(pulumi.ComponentResource):
                 f"{t.name}-gpu-quota",
                 "v1",
                 "ResourceQuota",
-                pulumi.ResourceOptions(parent=self, provider=provider, protect=True, depends_on=[ns]),
+                pulumi.ResourceOptions(parent=self, provider=provider, protect=guard, depends_on=[ns]),
                 metadata={"name": "gpu-quota", "namespace": t.namespace, "labels": labels},
                 spec={"hard": {f"requests.{r}": "0" for r in (t.quota or {"nvidia.com/gpu": 0})}},
             )
@@ -181,19 +184,19 @@ class FleetManager(pulumi.ComponentResource):
                 o=pulumi.ResourceOptions.merge(crs, pulumi.ResourceOptions(depends_on=[config])),
             )
             queue = cr(
-                f"fleet-{t.name}-cluster-queue",
+                f"{t.name}-cluster-queue",
                 "ClusterQueue",
                 t.name,
                 plain(t.cluster_queue_spec),
-                o=pulumi.ResourceOptions.merge(crs, pulumi.ResourceOptions(depends_on=[flavor, check])),
+                o=pulumi.ResourceOptions.merge(crs, pulumi.ResourceOptions(depends_on=[flavor, check], protect=guard)),
             )
             cr(
-                f"fleet-{t.name}-local-queue",
+                f"{t.name}-local-queue",
                 "LocalQueue",
                 t.local_queue,
                 {"clusterQueue": t.name},
                 ns=t.namespace,
-                o=pulumi.ResourceOptions.merge(crs, pulumi.ResourceOptions(depends_on=[queue, ns])),
+                o=pulumi.ResourceOptions.merge(crs, pulumi.ResourceOptions(depends_on=[queue, ns], protect=guard)),
             )
         self.register_outputs({"workers": sorted(p.workers), "tenants": sorted(p.tenants)})
 
