@@ -24,6 +24,7 @@ from .workloads import Workload
 
 # ------------------------------------------------------------------------------------- Volcano queues
 
+
 @dataclass(frozen=True)
 class VolcanoQueue:
     queue: str  # the queue the workload's PodGroups are created in
