@@ -456,7 +456,7 @@ def test_a_regional_gke_clusters_node_locations_must_name_a_zone_a_zonal_ones_ma
     zonal = cluster_stack_plan(load_spec(zonal_cfg))
     outputs = {o: "x" for o in zonal.required} | dict(zonal.identity)
     assert check_outputs(zonal, outputs | {"nodeLocations": []})
-    with pytest.raises(MissingOutputs, match="exports nodeLocations as str 'us-central1-b': it must be a list$"):
+    with pytest.raises(MissingOutputs, match=r"exports nodeLocations as str 'us-central1-b': it must be a list$"):
         check_outputs(zonal, outputs | {"nodeLocations": "us-central1-b"})
 
 
