@@ -53,12 +53,14 @@ def _display(path: Path) -> str:
 
 def _render(args: argparse.Namespace):
     from ..spec.model import SpecError
+    from .loader import stack_files_in
     from .synth import render
 
     path = _stack_file(args.stack, args.config, getattr(args, "stacks", None))
     try:
         path, config = _read_stack(args)
-        return render(args.stack, config, preview=getattr(args, "preview", False)), None
+        with stack_files_in(path.parent):  # a fleet manager's workers beside its stack file
+            return render(args.stack, config, preview=getattr(args, "preview", False)), None
     except SpecError as err:
         for line in err.lines(_display(path)):
             print(line, file=sys.stderr)
