@@ -1,4 +1,4 @@
-"""The ``gpu-platform`` command: synth, check, plan, cost, diff, explain, plugins and schema.
+"""The ``gpu-platform`` command: synth, check, plan, cost, explain, plugins and schema.
 
 Exit codes: 0 rendered; 1 a mandatory policy is violated; 2 the stack config is invalid (one line per
 problem naming the stack file and key path; nothing is written); 4 internal error (a bug: one line, and
