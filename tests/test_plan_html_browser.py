@@ -201,6 +201,5 @@ def test_the_diff_page_flags_a_renamed_pool_as_replace_and_drain(browser, tmp_pa
     screenshot = os.environ.get("GPU_PLATFORM_DOCS_SCREENSHOT")
     if screenshot:
         page = _open(browser, _page(tmp_path, "prod-aws")).page
-        page.set_viewport_size({"width": 1280, "height": 900})
-        page.locator("#lending").scroll_into_view_if_needed()
-        page.screenshot(path=str(ROOT / screenshot), full_page=False)
+        page.set_viewport_size({"width": 1400, "height": 900})
+        page.screenshot(path=str(ROOT / screenshot), full_page=True)

@@ -27,12 +27,12 @@ if TYPE_CHECKING:
 CSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:"
 
 STYLE = """
-body{font:14px/1.45 system-ui,sans-serif;margin:1.5em auto;max-width:1200px;padding:0 1em;color:#1d2330}
+body{font:14px/1.45 system-ui,sans-serif;margin:1.5em auto;max-width:1500px;padding:0 1em;color:#1d2330}
 h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.6em;border-bottom:1px solid #ccd}
 table{border-collapse:collapse;width:100%;margin:.5em 0}th,td{border:1px solid #ccd;padding:3px 6px;
 text-align:left;vertical-align:top}th{background:#eef1f7}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .bar{height:10px;background:#4a78c2;border-radius:2px}.bar.usd{background:#d08a2a}
-.uncovered{color:#b00020;font-weight:600}tr.uncovered td:first-child{border-left:4px solid #b00020}
+span.uncovered,b.uncovered{color:#b00020;font-weight:600}tr.uncovered td:first-child{border-left:4px solid #b00020}
 #graph{height:520px;border:1px solid #ccd;border-radius:4px}.legend span{margin-right:1.5em}
 .replace,.delete{color:#b00020;font-weight:600}.note{color:#555}code{background:#f3f4f8;padding:0 3px}
 """
@@ -220,7 +220,7 @@ def _graph_section(decided: Plan, g: lending.Graph) -> list[str]:
         '<p class="legend"><span>■ pool (size: GPUs at max scale)</span><span>● tenant</span>'
         "<span>solid: nominal quota</span><span>dashed: the most a tenant can borrow of what another lends in "
         "their Kueue cohort</span><span>dotted: a Volcano queue's share of a pool's idle capacity</span>"
-        '<span class="uncovered">red: GPUs no nominal quota covers</span></p>',
+        '<b class="uncovered">red: GPUs no nominal quota covers</b></p>',
         '<div id="graph"></div>',
         _json_script("graph-data", graph),
         _json_script("lending-data", lending.to_doc(decided)),

@@ -95,7 +95,7 @@ def units_text(units: Mapping[str, int]) -> str:
 
 def edge_label(e: Edge) -> str:
     if e.kind == "nominal":
-        return f"nominal {e.gpus} GPUs" if set(e.units) == {"nvidia.com/gpu"} else f"nominal {units_text(e.units)}"
+        return f"nominal {units_text(e.units)}" if e.gpus is None else f"nominal {e.gpus} GPUs"
     if e.kind == "borrow":
         return f"lends up to {units_text(e.units)} on {e.pool}"
     return f"idle up to {units_text(e.units)}"
