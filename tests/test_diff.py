@@ -166,3 +166,11 @@ def test_a_borrowing_limit_caps_what_a_tenant_can_take_from_each_lender():
     g = lending.graph(plan.build(load_spec(cfg), "dra-existing"))
     takes = {e.source: dict(e.units) for e in g.edges if e.kind == "borrow" and e.target == "tenant:notebooks"}
     assert takes == {"tenant:research": {"gpu.nvidia.com/devices": 5}, "tenant:serving": {"gpu.nvidia.com/devices": 4}}
+
+
+def test_an_unwritable_page_is_one_line_exit_2(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert cli.main(["plan", "local", "--html", str(blocker / "page.html")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"{blocker / 'page.html'}: cannot write: ") and "Traceback" not in err

@@ -25,13 +25,7 @@ class Unusable(Exception):
         self.lines = lines
 
 
-def _display(path: Path) -> str:
-    from .main import _display as display
-
-    return display(path)
-
-
-def load(stack: str, path: Path, rendered: bool) -> tuple[dict[str, Any], Any]:
+def load(stack: str, path: Path, rendered: bool, display: Any = str) -> tuple[dict[str, Any], Any]:
     """(plan document, rendering or None) of a stack file, or of a saved plan JSON (no rendering)."""
     from ..plan import plan
     from ..spec.model import SpecError
@@ -41,11 +35,11 @@ def load(stack: str, path: Path, rendered: bool) -> tuple[dict[str, Any], Any]:
         try:
             doc = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-            raise Unusable([f"{_display(path)}: cannot read a plan: {err}"]) from None
+            raise Unusable([f"{display(path)}: cannot read a plan: {err}"]) from None
         if not isinstance(doc, dict) or doc.get("schemaVersion") != plan.SCHEMA_VERSION:
             raise Unusable(
                 [
-                    f"{_display(path)}: not a plan of schemaVersion {plan.SCHEMA_VERSION}: save one with "
+                    f"{display(path)}: not a plan of schemaVersion {plan.SCHEMA_VERSION}: save one with "
                     f"`gpu-platform plan {stack} --json > {path.name}`"
                 ]
             )
@@ -59,38 +53,36 @@ def load(stack: str, path: Path, rendered: bool) -> tuple[dict[str, Any], Any]:
 
         return plan.build(load_spec(config), stack).to_dict(), None
     except SpecError as err:
-        raise Unusable(list(err.lines(_display(path)))) from None
+        raise Unusable(list(err.lines(display(path)))) from None
 
 
-def _default(stack: str) -> Path:
-    from .main import _stack_file
-
-    return _stack_file(stack, None)
-
-
-def diff_of(stack: str, new: Path, old: Path) -> dict[str, Any]:
+def diff_of(stack: str, new: Path, old: Path, display: Any = str) -> dict[str, Any]:
     from . import diff
 
-    old_plan, old_r = load(stack, old, rendered=True)
-    new_plan, new_r = load(stack, new, rendered=old_r is not None)
+    old_plan, old_r = load(stack, old, True, display)
+    new_plan, new_r = load(stack, new, old_r is not None, display)
     return diff.compare(old_plan, new_plan, old_r, new_r)
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
     from . import diff
 
-    new = Path(args.config) if args.config else _default(args.stack)
-    old = Path(args.against) if args.against else _default(args.stack)
+    new = Path(args.config) if args.config else args.stack_file(args.stack, None)
+    old = Path(args.against) if args.against else args.stack_file(args.stack, None)
     try:
-        doc = diff_of(args.stack, new, old)
+        doc = diff_of(args.stack, new, old, args.display)
         if args.html:
+            from ..cli.loader import load_spec
             from ..plan import plan
+            from .synth import read_stack_file
 
-            _, rendering = load(args.stack, new, rendered=True)
-            _write_page(Path(args.html), plan.build(rendering.spec, args.stack), doc)
+            _write_page(Path(args.html), plan.build(load_spec(read_stack_file(new)), args.stack), doc)
     except Unusable as err:
         for line in err.lines:
             print(line, file=sys.stderr)
+        return EXIT_INVALID
+    except OSError as err:
+        print(f"{args.html}: cannot write: {err.strerror}", file=sys.stderr)
         return EXIT_INVALID
     if args.json:
         print(json.dumps(doc, indent=2, sort_keys=True))
@@ -111,18 +103,24 @@ def write_plan_page(args: argparse.Namespace, decided: Any, stack_file: Path) ->
     diff_doc = None
     if args.against:
         try:
-            diff_doc = diff_of(args.stack, stack_file, Path(args.against))
+            diff_doc = diff_of(args.stack, stack_file, Path(args.against), args.display)
         except Unusable as err:
             for line in err.lines:
                 print(line, file=sys.stderr)
             return EXIT_INVALID
-    _write_page(Path(args.html), decided, diff_doc)
+    try:
+        _write_page(Path(args.html), decided, diff_doc)
+    except OSError as err:
+        print(f"{args.html}: cannot write: {err.strerror}", file=sys.stderr)
+        return EXIT_INVALID
     print(f"wrote {args.html}", file=sys.stderr)
     return None
 
 
-def register(sub: Any, cmd: Any) -> None:
-    """The ``diff`` subcommand, and ``--html``/``--against`` on ``plan`` (``cmd``: its parser)."""
+def register(sub: Any, cmd: Any, stack_file: Any, display: Any) -> None:
+    """The ``diff`` subcommand, and ``--html``/``--against`` on ``plan`` (``cmd``: its parser). ``stack_file`` and
+    ``display``: the CLI's (main.py) stack-file lookup and path display, handed in (main imports this module)."""
+    cmd.set_defaults(display=display)
     cmd.add_argument("--html", metavar="FILE", help="also write the platform as one self-contained HTML page")
     cmd.add_argument("--against", metavar="OLD", help="with --html: show what changes from OLD; " + AGAINST_HELP)
     d = sub.add_parser("diff", help=DIFF_HELP)
@@ -132,4 +130,4 @@ def register(sub: Any, cmd: Any) -> None:
     d.add_argument("--json", action="store_true", help="print the diff as JSON")
     d.add_argument("--html", metavar="FILE", help="also write the new plan's page with the diff")
     d.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
-    d.set_defaults(fn=cmd_diff)
+    d.set_defaults(fn=cmd_diff, stack_file=stack_file, display=display)

@@ -376,7 +376,7 @@ def parser() -> argparse.ArgumentParser:
     pn.set_defaults(fn=cmd_plan)
     from .diff_cli import register
 
-    register(sub, pn)  # plan --html/--against, and the diff command
+    register(sub, pn, _stack_file, _display)  # plan --html/--against, and the diff command
     pl = sub.add_parser("plugins", help="print the provider plugins the stack uses: KIND NAME VERSION per line")
     pl.add_argument("stack")
     pl.add_argument("--config", help="stack file to use instead of stacks/Pulumi.STACK.yaml")
