@@ -34,6 +34,16 @@ CASES: list[tuple[str, dict[str, Any]]] = [
     ("iam.Role", {"name": "r", "description": "d", "assume_role_policy": '{"Version": "2012-10-17"}', "tags": TAGS}),
     ("iam.Policy", {"name": "p", "description": "d", "policy": '{"Statement": []}', "tags": TAGS}),
     ("iam.RolePolicyAttachment", {"role": "r", "policy_arn": "arn:aws:iam::aws:policy/X"}),
+    ("iam.RolePolicy", {"name": "p", "role": "r", "policy": '{"Statement": []}'}),
+    (
+        "ecr.PullThroughCacheRule",
+        {
+            "ecr_repository_prefix": "docker.io",
+            "upstream_registry_url": "registry-1.docker.io",
+            "credential_arn": "arn:aws:secretsmanager:us-east-1:123456789012:secret:ecr-pullthroughcache/d",
+            "region": "us-east-1",
+        },
+    ),
     ("iam.OpenIdConnectProvider", {"url": "https://oidc/id/X", "client_id_lists": ["sts.amazonaws.com"], "tags": TAGS}),
     (
         "eks.AccessEntry",

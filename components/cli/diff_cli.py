@@ -67,8 +67,9 @@ def diff_of(stack: str, new: Path, old: Path, display: Any = str) -> dict[str, A
 def cmd_diff(args: argparse.Namespace) -> int:
     from . import diff
 
-    new = Path(args.config) if args.config else args.stack_file(args.stack, None)
-    old = Path(args.against) if args.against else args.stack_file(args.stack, None)
+    default = args.stack_file(args.stack, None, args.stacks)
+    new = Path(args.config) if args.config else default
+    old = Path(args.against) if args.against else default
     try:
         doc = diff_of(args.stack, new, old, args.display)
         if args.html:
@@ -117,7 +118,7 @@ def write_plan_page(args: argparse.Namespace, decided: Any, stack_file: Path) ->
     return None
 
 
-def register(sub: Any, cmd: Any, stack_file: Any, display: Any) -> None:
+def register(sub: Any, cmd: Any, stack_file: Any, display: Any) -> argparse.ArgumentParser:
     """The ``diff`` subcommand, and ``--html``/``--against`` on ``plan`` (``cmd``: its parser). ``stack_file`` and
     ``display``: the CLI's (main.py) stack-file lookup and path display, handed in (main imports this module)."""
     cmd.set_defaults(display=display)
@@ -125,9 +126,10 @@ def register(sub: Any, cmd: Any, stack_file: Any, display: Any) -> None:
     cmd.add_argument("--against", metavar="OLD", help="with --html: show what changes from OLD; " + AGAINST_HELP)
     d = sub.add_parser("diff", help=DIFF_HELP)
     d.add_argument("stack")
-    d.add_argument("--config", help="the changed stack file (default stacks/Pulumi.STACK.yaml)")
+    d.add_argument("--config", help="the changed stack file (default: the stack's in the stacks folder)")
     d.add_argument("--against", metavar="OLD", help=AGAINST_HELP)
     d.add_argument("--json", action="store_true", help="print the diff as JSON")
     d.add_argument("--html", metavar="FILE", help="also write the new plan's page with the diff")
     d.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     d.set_defaults(fn=cmd_diff, stack_file=stack_file, display=display)
+    return d

@@ -120,6 +120,10 @@ CLUSTER_AUTOSCALER_IMAGE_TAGS: dict[str, str] = {
 # runtime (charts/kubeflow-trainer/templates/runtimes/torch-distributed.yaml at 2.2.1; components/plan/operators.py).
 TRAINER_TORCH_RUNTIME_IMAGE = "pytorch/pytorch:2.10.0-cuda12.8-cudnn9-runtime"
 
+# The pre-puller's pause container (components/plan/images.py): kubeadm's pause for Kubernetes 1.35 (kubernetes v1.35.4
+# cmd/kubeadm/app/constants/constants.go PauseVersion = "3.10.1"), the image JupyterHub's pre-puller also runs.
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10.1"
+
 # Images the platform sets that are pinned by tag only, by repository path (no registry host) and tag, with why;
 # tests/test_image_digests.py keeps this list exact (every other image the platform sets carries a digest). A digest
 # must come from a source that can be cited: for registry.k8s.io images the image promoter's manifest
@@ -135,6 +139,8 @@ IMAGES_WITHOUT_DIGEST: dict[str, str] = {
     "registries publish no digest list, and none can be read from here",
     TRAINER_TORCH_RUNTIME_IMAGE: "the trainer chart's runtime image, as its template names it: Docker Hub's digest "
     "for the tag cannot be read from here",
+    "pause:3.10.1": "the pre-puller's pause container: no citable digest (the image promoter's manifest is not "
+    "readable from here; kubeadm's constants name the tag only)",
 }
 
 
@@ -235,6 +241,19 @@ TRAINER = Chart(
 )
 OPERATOR_CHARTS = (JOBSET, LEADER_WORKER_SET, KUBERAY, TRAINER)
 
+# Spegel, the in-cluster peer-to-peer image mirror (images.mirror: peer; components/plan/images.py): spegel-org/spegel
+# v0.7.4 (2026-07-15). Its release workflow (.github/workflows/release.yaml at the tag) pushes the chart to
+# oci://ghcr.io/spegel-org/helm-charts as version 0.7.4 (the tag without its "v", appVersion v0.7.4) and stamps the
+# image's digest into values.yaml's image.digest. upstream/ holds no copy of it yet (NOT_BUNDLED).
+SPEGEL = Chart(
+    key="spegel",
+    chart="oci://ghcr.io/spegel-org/helm-charts/spegel",
+    version="0.7.4",
+    repository=None,
+    namespace="spegel",
+    release="spegel",
+)
+
 # node-exporter (a kube-prometheus-stack sub-chart) needs host network, PID and paths: Pod Security privileged,
 # so it gets a namespace of its own and the rest of the stack stays baseline.
 NODE_EXPORTER_NAMESPACE = "monitoring-node-exporter"
@@ -252,7 +271,15 @@ CHARTS: dict[str, Chart] = {
         KUBE_PROMETHEUS_STACK,
         EFA_DEVICE_PLUGIN,
         *OPERATOR_CHARTS,
+        SPEGEL,
     )
+}
+# Pinned charts that upstream/charts/ (a copy of the shared reference snapshot, edited only by
+# `make refresh-upstream`) does not hold yet, with why: `chartSource: bundled` cannot serve them (the loader says
+# which archive is missing); their values cite the chart's values.yaml at the pinned tag where they are set.
+NOT_BUNDLED: dict[str, str] = {
+    "spegel": "added with issue 39 (images.mirror: peer); the shared snapshot has no Spegel chart yet: add "
+    "spegel-org/spegel v0.7.4 charts/spegel to it and `make refresh-upstream`",
 }
 
 # Sources a release may come from; the policy pack's default allow-list: the official ones and the bundled archives.

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..data import versions
 from ..spec.model import NodePool, StackSpec, Tenant
-from . import ceilings, cost, derive
+from . import ceilings, cost, derive, mirror
 from .aws import plan as aws_plan
 from .aws.karpenter import KarpenterPlan, karpenter_plan
 from .frozen import freeze as _freeze, plain as plain
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from .existing import ExistingClusterPlan
     from .gcp.cluster_create import GkeCreatePlan
     from .gcp.plan import GkePlan
+    from .images import ImagesPlan
     from .kueue import KueueObjects
     from .monitoring import MonitoringPlan
     from .reservations import ReservationPlan
@@ -201,6 +202,7 @@ class Plan:
     gke_create: GkeCreatePlan | None = None  # components/plan/gcp/cluster_create.py; None: the cluster is found
     eks_create: EksCreatePlan | None = None  # the EKS cluster and VPC the platform creates (None: found or referenced)
     cluster_stack: ClusterStackPlan | None = None  # the stack whose outputs give the cluster (None: not referenced)
+    images: ImagesPlan | None = None  # image delivery: mirror, warm images per pool (None: no image section)
 
     def to_dict(self) -> dict[str, Any]:
         return {"schemaVersion": SCHEMA_VERSION, **plain(self)}
@@ -377,6 +379,7 @@ def _addons(spec: StackSpec) -> list[tuple[versions.Chart, bool, dict[str, Any]]
         "leaderWorkerSet": {},
         "kuberay": {},
         "trainer": {},
+        "spegel": {},
     }
     return [(c, c.key in installed, options.get(c.key, {})) for c in versions.CHARTS.values()]
 
@@ -384,6 +387,7 @@ def _addons(spec: StackSpec) -> list[tuple[versions.Chart, bool, dict[str, Any]]
 def addon_plan(spec: StackSpec, chart: versions.Chart, enabled: bool, options: dict[str, Any]) -> AddonPlan:
     from . import (
         gpu_operator,
+        images,
         kueue as kueue_plan,
         monitoring,
         operators,
@@ -401,6 +405,7 @@ def addon_plan(spec: StackSpec, chart: versions.Chart, enabled: bool, options: d
         "kueue": kueue_plan.helm_values,
         "volcano": volcano_plan.helm_values,
         **operators.VALUES,
+        "spegel": images.spegel_values,
     }
     probe_of = {
         "kueue": kueue_plan.webhook_probe,
@@ -420,7 +425,8 @@ def addon_plan(spec: StackSpec, chart: versions.Chart, enabled: bool, options: d
         namespace=c.namespace,
         release=c.release,
         options=_freeze(options),
-        values=_freeze(values(spec), keep_order=True) if values else None,
+        # every image block of the chart through the stack's mirror (imageRegistry, images.mirror: pull-through)
+        values=_freeze(mirror.chart_values(spec, chart.key, values(spec)), keep_order=True) if values else None,
         probe=probe,
         gate_job=_freeze(webhooks.job_spec(spec, probe), keep_order=True) if probe else None,
         critical_pods_quota=quota,
@@ -459,7 +465,7 @@ def build(spec: StackSpec, stack: str) -> Plan:
 
 @derive.per_spec
 def _decide(spec: StackSpec) -> Plan:
-    from . import cluster_stack, existing, kueue as kueue_plan, monitoring, reservations, storage
+    from . import cluster_stack, existing, images, kueue as kueue_plan, monitoring, reservations, storage
     from .aws import cluster_create
     from .gcp import cluster_create as gcp_create, plan as gcp_plan
 
@@ -498,4 +504,5 @@ def _decide(spec: StackSpec) -> Plan:
         gke_create=gcp_create.build(spec),
         eks_create=cluster_create.eks_create_plan(spec),
         cluster_stack=cluster_stack.cluster_stack_plan(spec),
+        images=images.build(spec, {p.name: cost.cold_pull(spec, p) for p in spec.node_pools}),
     )

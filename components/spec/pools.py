@@ -11,6 +11,7 @@ from pydantic import Field, field_validator
 
 from ..data import catalog
 from .base import DURATION, MAX_GPUS, MAX_NODES, MAX_SHARING_REPLICAS, Duration, Model, Name
+from .images import ImageCache
 from .validation import DnsLabel, GcpZone, LabelKey, LabelValue, NoBool, bounded_text, count, go_duration
 
 
@@ -106,6 +107,12 @@ class GkePoolOptions(Model):
     queued_provisioning: bool = Field(
         default=False, description="Dynamic Workload Scheduler: nodes come only for admitted workloads"
     )
+    image_streaming: bool | None = Field(
+        default=None,
+        description="GKE image streaming (gcfsConfig): containers start while their image is read on demand "
+        "(images in Artifact Registry). Default: on for pools with declared images or an imageCache disk image, "
+        "which needs it",
+    )
 
 
 class Reservation(Model):
@@ -186,6 +193,11 @@ class NodePool(Model):
     )
     reservation: Reservation | None = Field(
         default=None, description="reserved capacity (ODCR / Capacity Block on aws, a reservation on gcp)"
+    )
+    image_cache: ImageCache | None = Field(
+        default=None,
+        description="nodes boot with the declared images on disk: an EBS snapshot (aws, Bottlerocket) or a "
+        "secondary boot disk image (gcp)",
     )
     karpenter: KarpenterPoolOptions = Field(default_factory=KarpenterPoolOptions)
     gke: GkePoolOptions = Field(default_factory=GkePoolOptions)

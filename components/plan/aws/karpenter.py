@@ -17,7 +17,7 @@ from typing import Any
 
 from ...data import versions
 from ...spec.model import StackSpec
-from .. import derive
+from .. import derive, mirror
 from ..frozen import frozen as _frozen, plain as _thawed
 from .karpenter_nodes import (
     NODEPOOL_LABEL,
@@ -118,7 +118,7 @@ def helm_values(spec: StackSpec) -> dict[str, Any]:
     if gates:
         settings["featureGates"] = gates
     resources = {"cpu": k.controller_cpu, "memory": k.controller_memory}
-    return {
+    values = {
         "affinity": {
             "nodeAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": {
@@ -143,6 +143,7 @@ def helm_values(spec: StackSpec) -> dict[str, Any]:
         "settings": settings,
         "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}],
     }
+    return mirror.chart_values(spec, "karpenter", values)  # its controller image through the stack's mirror
 
 
 def with_outputs(
