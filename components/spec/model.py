@@ -43,6 +43,7 @@ from .base import (
     Name,
     Quantity,
 )
+from .fleet import Fleet, FleetWorkerRole
 from .images import DEFAULT_IMAGE_GIB, ImageCache, Images, PullThrough, UpstreamCredential, WorkloadImage
 from .options import (
     DEFAULT_CRITICAL_XIDS,
@@ -178,6 +179,12 @@ class StackSpec(Model):
     pricing: Pricing = Field(default_factory=Pricing)
     budget: Budget = Field(default_factory=Budget)
     storage: Storage = Field(default_factory=Storage)
+    fleet: Fleet | None = Field(
+        default=None, description="this stack is a MultiKueue manager: its workers and who dispatches where"
+    )
+    fleet_worker: FleetWorkerRole | None = Field(
+        default=None, description="this stack is a MultiKueue worker: the manager that dispatches here"
+    )
     images: Images = Field(default_factory=Images)
 
     @model_validator(mode="after")
