@@ -41,6 +41,11 @@ def test_top_level_help_lists_every_command_with_its_purpose(capsys):
         ("plan", "print what the platform decides per pool, tenant and add-on, writing nothing"),
         ("cost", "print what the stack's GPU pools and tenants cost per hour, writing nothing"),
         ("explain", "trace workloads through the stack: would they run, or where do they wait"),
+        (
+            "diff",
+            "what a change to the stack file does, offline: resources replaced or deleted (by URN), pools, quotas, "
+            "cost",
+        ),
         ("plugins", "print the provider plugins the stack uses: KIND NAME VERSION per line"),
         ("schema", "print the JSON Schema of a stack file"),
     ]:

@@ -3,8 +3,9 @@
 Exit codes: 0 rendered (warnings, printed on stderr, do not fail); 1 a mandatory policy is violated (with
 --strict: also any warning); 2 the stack config is invalid (one line per problem naming the stack file and key
 path; nothing is written); 4 internal error (a bug: one line, and the traceback with --debug). explain: 0 every
-workload runs, 3 one stays pending (its verdict on stdout). Stack files: stacks/Pulumi.STACK.yaml of the working
-directory (--stacks DIR, or --config FILE).
+workload runs, 3 one stays pending (its verdict on stdout). diff: 0 nothing is replaced, deleted or drained, 3
+something is (listed on stdout). Stack files: stacks/Pulumi.STACK.yaml of the working directory (--stacks DIR, or
+--config FILE).
 """
 
 from __future__ import annotations
@@ -208,6 +209,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if spec is None:
         return EXIT_INVALID
     p = plan.build(spec, args.stack)
+    if args.html:  # the page (components/cli/plan_html.py), before the text, so a problem writes nothing else
+        from .diff_cli import write_plan_page
+
+        if code := write_plan_page(args, p, _stack_file(args.stack, args.config, getattr(args, "stacks", None))):
+            return code
     _emit(args, p.to_json, lambda: plan_text(p))
     from ..explain.summary import stack_warnings
     from .outcome import conclude
@@ -228,52 +234,14 @@ def _units(units: Any) -> str:
 
 def plan_text(p: Any) -> list[str]:
     """The plan for a person: a line per pool and add-on, a few per tenant."""
-    lines = [f"Stack {p.stack} ({p.cloud})", *_existing_text(p.existing), "", "Pools"]
-    for pool in p.pools.values():
-        per_gpu = _units(pool.units_per_gpu)
-        price = pool.price["perGpuHour"]
-        lines.append(
-            f"  {pool.name}: {pool.provisioner}, {pool.gpus_per_node} x {pool.gpu_model} {pool.capacity}, "
-            f"{pool.min_nodes}..{pool.max_nodes} nodes; each GPU advertises {per_gpu} (max {_units(pool.max_units)}); "
-            f"handed out by {', '.join(pool.schedulers) or 'nobody'}"
-            + (f"; Kueue flavor {pool.kueue_flavor}" if pool.kueue_flavor else "")
-            + ("; opt-in (shared-gpu toleration)" if pool.one_unit_opt_in else "")
-            + (
-                f"; {pool.uncovered_gpus} GPUs ({_units(pool.uncovered_units)}) in no tenant's nominal quota: "
-                "Kueue never admits onto them"
-                if pool.uncovered_gpus
-                else ""
-            )
-            + (f"; ${price:.2f}/GPU-hour" if price is not None else "; price unknown")
-        )
-    lines += ["", "Tenants"]
-    for t in p.tenants.values():
-        queue = (
-            f"Kueue LocalQueue {t.local_queue} -> ClusterQueue {t.cluster_queue}"
-            + (f" (cohort {t.cohort})" if t.cohort else "")
-            if t.cluster_queue
-            else f"Volcano queue {t.volcano_queue}"
-            if t.volcano_queue
-            else "no queue"
-        )
-        lines.append(f"  {t.name}: namespace {t.namespace} (Pod Security {t.pod_security}), {queue}")
-        for pool, units in t.pool_units.items():
-            ceiling = t.pool_ceiling_units.get(pool, {})
-            idle_limit = t.cohort and ceiling == units and t.borrowing_limits.get(pool, 0) > 0  # nothing to borrow
-            lines.append(
-                f"    {pool}: {_units(units)}"
-                + (f", up to {_units(ceiling)} borrowing" if ceiling != units else "")
-                + (
-                    f" (borrowingLimit {t.borrowing_limits[pool]} GPUs adds nothing: no other ClusterQueue of cohort "
-                    f"{t.cohort} lends {pool})"
-                    if idle_limit
-                    else ""
-                )
-            )
-        forbidden = ", ".join(t.forbidden_priority_classes) or "none"
-        lines.append(
-            f"    priority ceiling {t.priority_ceiling} (refused: {forbidden}); ResourceQuota {dict(t.quota_hard)}"
-        )
+    from . import plan_tables
+
+    lines = [
+        f"Stack {p.stack} ({p.cloud})",
+        *_existing_text(p.existing),
+        *plan_tables.pools(p),
+        *plan_tables.tenants(p),
+    ]
     lines += ["", "Add-ons"]
     for a in p.addons.values():
         state = f"{a.chart.rsplit('/', 1)[-1]} {a.version} from {a.source}, in {a.namespace}" if a.enabled else "off"
@@ -496,13 +464,16 @@ def parser() -> argparse.ArgumentParser:
     pn.add_argument("--config", help="stack file to use instead of stacks/Pulumi.STACK.yaml")
     pn.add_argument("--json", action="store_true", help="print the plan as JSON")
     pn.set_defaults(fn=cmd_plan)
+    from .diff_cli import register
+
+    diff = register(sub, pn, _stack_file, _display)  # plan --html/--against, and the diff command
     pl = sub.add_parser("plugins", help="print the provider plugins the stack uses: KIND NAME VERSION per line")
     pl.add_argument("stack")
     pl.add_argument("--config", help="stack file to use instead of stacks/Pulumi.STACK.yaml")
     pl.set_defaults(fn=cmd_plugins)
     sch = sub.add_parser("schema", help="print the JSON Schema of a stack file")
     sch.set_defaults(fn=cmd_schema)
-    for command in (s, c, co, ex, pn, pl):
+    for command in (s, c, co, ex, pn, pl, diff):
         command.add_argument("--stacks", metavar="DIR", help=STACKS_HELP)
     for command in (s, c):
         command.add_argument("--strict", action="store_true", help=STRICT_HELP)
