@@ -119,6 +119,66 @@ def test_the_stack_file_reference_states_what_the_docs_say_in_prose():
     assert "At `gpu-platform:charts.<name>`." in page
 
 
+def _schema_keys():
+    """(model, key, property) for every key a stack file may set: the top level and every model's."""
+    from components.spec.model import stack_file_schema
+
+    schema = stack_file_schema()
+    for key, prop in schema["properties"]["config"]["properties"].items():
+        yield "config", key, prop
+    for name, model in schema["$defs"].items():
+        for key, prop in model.get("properties", {}).items():
+            yield name, key, prop
+
+
+def test_every_key_a_user_sets_has_a_description():
+    """A field without ``Field(description=...)`` is a blank cell in the reference: name it here."""
+    blank = [f"{model}.{key}" for model, key, prop in _schema_keys() if not str(prop.get("description", "")).strip()]
+    assert blank == [], "add Field(description=...) in components/spec for: " + ", ".join(blank)
+
+
+def _cells(row: str) -> list[str]:
+    return [c.strip() for c in re.split(r"(?<!\\)\|", row)[1:-1]]
+
+
+def test_every_key_of_the_reference_shows_its_default_or_that_it_is_required():
+    page = (DOCS / "reference" / "stack-file.md").read_text(encoding="utf-8")
+    rows = [_cells(line) for line in page.splitlines() if line.startswith("| `")]
+    assert len(rows) > 200
+    no_default = [r[0] for r in rows if not r[2]]
+    assert no_default == []
+
+
+def test_the_core_keys_carry_their_real_defaults_in_the_reference():
+    """Defaults made by a default_factory (lists, maps; pydantic's schema leaves them out) are on the page with
+    the values the docs' prose gives; a nested block links to its own keys' defaults."""
+    page = (DOCS / "reference" / "stack-file.md").read_text(encoding="utf-8")
+    rows = {m.group(1): _cells(m.group(0)) for m in re.finditer(r"^\| `([^`]+)` \|.*$", page, re.M)}
+    assert rows["gpu-platform:priorityClasses"][2] == (
+        "5 entries: `inference`, `training-critical`, `training`, `batch`, `dev`"
+    )
+    assert rows["gpu-platform:cluster"][2] == "[its keys' defaults](#clusterref)"
+    assert rows["gpu-platform:tenants"][2] == "`[]`"
+    assert rows["serviceMonitorLabels"][2] == '`{"release": "kube-prometheus-stack"}`'
+    assert rows["kueueIntegrations"][2] == '`["batch/job", "pod", "deployment", "statefulset"]`'
+    assert rows["minNodes"][2] == "`0`" and rows["maxNodes"][2] == "`null`"
+    assert rows["defaultCohort"][2] == "`gpu-platform`"
+    # borrowing is on by default: the tour and the reference say so (a pool left out of borrowingLimit: no limit)
+    assert rows["borrowingLimit"][2] == "`{}`" and "on by default" in rows["borrowingLimit"][3]
+    for key in (
+        "gpu-platform:cloud",
+        "gpu-platform:cluster",
+        "gpu-platform:nodePools",
+        "gpu-platform:tenants",
+        "lendingLimit",
+        "gpuQuota",
+        "maxNodes",
+        "minNodes",
+        "cohort",
+    ):
+        assert len(rows[key][3]) > 15, key
+
+
 def test_the_policy_reference_lists_every_policy_with_its_settings():
     from policies import pack
 
@@ -131,7 +191,7 @@ def test_the_policy_reference_lists_every_policy_with_its_settings():
 
 def test_a_pipe_in_a_cell_is_escaped_so_the_row_keeps_its_columns():
     row = docs._property_table({"x": {"type": "string", "pattern": "^(a|b)$"}}, [])[2]
-    assert row == "| `x` | string (matches <code>^(a&#124;b)$</code>) |  |  |"
+    assert row == "| `x` | string (matches <code>^(a&#124;b)$</code>) | unset |  |"
 
 
 # ---------------------------------------------------------------------------------------------- the site
