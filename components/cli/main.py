@@ -136,10 +136,10 @@ def cmd_check(args: argparse.Namespace) -> int:
     rendering, code = _render(args)
     if rendering is None:
         return code or EXIT_INVALID
+    print(f"{args.stack}: config renders, {len(rendering.resources)} resources")  # then its findings, warnings
     report, code = _policies(rendering, args.policy_config)
     if code:
         return code
-    print(f"{args.stack}: config renders, {len(rendering.resources)} resources")
     return _conclude(args, rendering, report)
 
 
@@ -158,8 +158,13 @@ def _policies(rendering, config_file: str | None = None):
         for problem in err.problems:
             print(problem, file=sys.stderr)
         return None, EXIT_INVALID
+    from .outcome import violation_line
+    from .terminal import paint_for
+
+    sys.stdout.flush()  # what the command printed first stays first when both streams go to one pipe
+    paint = paint_for(sys.stderr)
     for v in report.violations:
-        print(v.line(), file=sys.stderr)
+        print(violation_line(v, paint), file=sys.stderr)
     return report, None
 
 
@@ -189,7 +194,12 @@ def cmd_cost(args: argparse.Namespace) -> int:
     if spec is None:
         return EXIT_INVALID
     doc = cost.report_of(plan.build(spec, args.stack))
-    return _emit(args, lambda: cost.to_json(doc), lambda: cost.markdown(doc))
+    if args.markdown:  # the Markdown summary.md carries, to paste into a review or a wiki
+        print("\n".join(cost.markdown(doc)))
+        return EXIT_OK
+    from .terminal import markdown_text, paint_for
+
+    return _emit(args, lambda: cost.to_json(doc), lambda: markdown_text(cost.markdown(doc), paint_for(sys.stdout)))
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -413,7 +423,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
     except explain.WorkloadError as err:
         print(f"{args.workload}: {err}", file=sys.stderr)
         return EXIT_INVALID
-    print(explain.render(traces, args.json), end="")
+    from .terminal import paint_for
+
+    print(explain.render(traces, args.json, paint_for(sys.stdout)), end="")
     return explain.exit_code(traces)
 
 
@@ -452,7 +464,9 @@ def parser() -> argparse.ArgumentParser:
     co = sub.add_parser("cost", help="print what the stack's GPU pools and tenants cost per hour, writing nothing")
     co.add_argument("stack")
     co.add_argument("--config", help="stack file to use instead of stacks/Pulumi.STACK.yaml")
-    co.add_argument("--json", action="store_true", help="print cost.json instead of the table")
+    form = co.add_mutually_exclusive_group()
+    form.add_argument("--json", action="store_true", help="print cost.json instead of the tables")
+    form.add_argument("--markdown", action="store_true", help="print the tables as Markdown (as in summary.md)")
     co.set_defaults(fn=cmd_cost)
     ex = sub.add_parser("explain", help="trace workloads through the stack: would they run, or where do they wait")
     ex.add_argument("stack")

@@ -114,12 +114,18 @@ class Trace:
         if self.split:
             return f"runs on pools {self.pool}: {self.provisioner}"
         also = f", or on {', '.join(self.also)}: the pod selects no pool" if self.also else ""
+        if self.pool == "-":  # asks for no GPU
+            return f"runs on {self.provisioner} (it asks for no GPU){also}"
         return f"runs on pool {self.pool} via {self.provisioner}{also}"
 
-    def lines(self) -> list[str]:
-        out = [f"{self.workload.ref}:"]
-        out += [f"  {layer.name:<16} {'ok  ' if layer.ok else 'FAIL'} {layer.detail}" for layer in self.layers]
-        out.append(f"  verdict: {self.verdict}")
+    def lines(self, paint: Any = None) -> list[str]:
+        paint = paint or (lambda text, _style: text)  # paint(text, style): colour on a terminal (cli/terminal.py)
+        out = [paint(f"{self.workload.ref}:", "bold")]
+        out += [
+            f"  {x.name:<16} {paint('ok  ', 'green') if x.ok else paint('FAIL', 'bold+red')} {x.detail}"
+            for x in self.layers
+        ]
+        out.append(f"  verdict: {paint(self.verdict, 'red' if self.pending else 'green')}")
         if self.pending is not None:
             out.append(f"  in the cluster: {outcomes.OUTCOMES[self.outcome]}")
         return out
@@ -520,7 +526,8 @@ class _Tracer(PlacementLayers):
         if w.volcano_queue != tenant.name:
             self.fail(
                 "queue",
-                f"Volcano queue {w.volcano_queue}: the namespace's admission policy requires queue {tenant.name}",
+                f"Volcano queue {w.volcano_queue or 'unset (Volcano would use default)'}: the namespace's admission "
+                f"policy requires queue {tenant.name}",
             )
         why, detail = volcano_queue_verdict(tenant, gpu, volcano_minimum(self.plan, w))
         if why:
@@ -586,7 +593,7 @@ def exit_code(traces: list[Trace]) -> int:
     return EXIT_PENDING if any(t.pending for t in traces) else EXIT_RUNS
 
 
-def render(traces: list[Trace], as_json: bool = False) -> str:
+def render(traces: list[Trace], as_json: bool = False, paint: Any = None) -> str:
     if as_json:
         return json.dumps([t.doc() for t in traces], indent=2) + "\n"
-    return "\n".join(line for t in traces for line in t.lines()) + "\n"
+    return "\n".join(line for t in traces for line in t.lines(paint)) + "\n"
