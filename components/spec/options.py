@@ -120,7 +120,7 @@ class GpuOperatorOptions(Model):
         default="device-plugin",
         description="how pods get GPUs. device-plugin: extended resources (nvidia.com/gpu ...) through the "
         "operator's ClusterPolicy; dra: ResourceClaims (resource.k8s.io/v1) served by the NVIDIA DRA driver "
-        "through the operator's GPUCluster CR (needs cluster.kubernetesVersion >= 1.34; see README, DRA)",
+        "through the operator's GPUCluster CR (needs cluster.kubernetesVersion >= 1.34; see the DRA page)",
     )
 
 
