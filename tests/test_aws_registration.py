@@ -168,6 +168,17 @@ CASES: list[tuple[str, dict[str, Any]]] = [
     ("ec2.InternetGateway", {"vpc_id": "vpc-1", "region": "r", "tags": TAGS}),
     ("ec2.Eip", {"domain": "vpc", "region": "r", "tags": TAGS}),
     ("ec2.NatGateway", {"allocation_id": "eip-1", "subnet_id": "s-1", "region": "r", "tags": TAGS}),
+    (
+        "ec2.VpcEndpoint",
+        {
+            "vpc_id": "vpc-1",
+            "service_name": "com.amazonaws.r.s3",
+            "vpc_endpoint_type": "Gateway",
+            "route_table_ids": ["rt-1", "rt-2"],
+            "region": "r",
+            "tags": TAGS,
+        },
+    ),
     ("ec2.RouteTable", {"vpc_id": "vpc-1", "region": "r", "tags": TAGS}),
     ("ec2.Route", {"route_table_id": "rt-1", "destination_cidr_block": "0.0.0.0/0", "nat_gateway_id": "nat-1"}),
     ("ec2.RouteTableAssociation", {"subnet_id": "s-1", "route_table_id": "rt-1", "region": "r"}),

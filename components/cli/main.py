@@ -179,7 +179,7 @@ def _spec(args: argparse.Namespace):
     path = _stack_file(args.stack, args.config, getattr(args, "stacks", None))
     try:
         path, config = _read_stack(args)
-        return load_spec(config)
+        return load_spec(config, stack_dir=path.parent)
     except SpecError as err:
         for line in err.lines(_display(path)):
             print(line, file=sys.stderr)
@@ -193,13 +193,20 @@ def cmd_cost(args: argparse.Namespace) -> int:
     spec = _spec(args)
     if spec is None:
         return EXIT_INVALID
-    doc = cost.report_of(plan.build(spec, args.stack))
+    decided = plan.build(spec, args.stack)
+    doc = cost.report_of(decided)
+    lines = cost.markdown(doc)
+    if decided.fleet is not None:  # a fleet manager: each worker's cost and the fleet's (plan/fleet.py)
+        from ..plan import fleet
+
+        doc["fleet"] = fleet.cost_doc(decided.fleet, doc["total"])
+        lines = [*lines, *fleet.cost_lines(doc["fleet"])]
     if args.markdown:  # the Markdown summary.md carries, to paste into a review or a wiki
-        print("\n".join(cost.markdown(doc)))
+        print("\n".join(lines))
         return EXIT_OK
     from .terminal import markdown_text, paint_for
 
-    return _emit(args, lambda: cost.to_json(doc), lambda: markdown_text(cost.markdown(doc), paint_for(sys.stdout)))
+    return _emit(args, lambda: cost.to_json(doc), lambda: markdown_text(lines, paint_for(sys.stdout)))
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -284,6 +291,10 @@ def plan_text(p: Any) -> list[str]:
         from ..plan.aws.plan import text_lines
 
         lines += ["", "AWS", *text_lines(p.aws)]
+        if p.karpenter is not None:
+            from ..plan.aws.karpenter import local_disks
+
+            lines.append(f"  Karpenter nodes: {local_disks(p.karpenter)}")
     if p.eks_create is not None:
         from ..plan.aws import cluster_create
 
@@ -292,6 +303,18 @@ def plan_text(p: Any) -> list[str]:
         from ..plan import cluster_stack
 
         lines += cluster_stack.text_lines(p.cluster_stack)
+    if p.fleet is not None:
+        from ..plan import fleet
+
+        lines += ["", *fleet.text_lines(p.fleet)]
+    if p.fleet_worker is not None:
+        w = p.fleet_worker
+        lines += [
+            "",
+            f"fleet worker of {w.manager}: ServiceAccount {w.namespace}/{w.service_account}, ClusterRole "
+            f"{w.cluster_role} ({', '.join(w.kinds)}), token Secret {w.token_secret} (rotate by {w.rotate_by})"
+            + ("; draining: its LocalQueues hold" if w.draining else ""),
+        ]
     if p.gke is not None:
         from ..plan.gcp import plan as gcp_plan
 

@@ -29,8 +29,8 @@ import yaml
 
 from ..explain.rendering import Record, Rendering
 from .loader import load_spec
-from .synth_resolve import _resolved as _resolved
-from .synth_stacks import stack_identity, stack_outputs
+from .synth_resolve import _resolved as _resolved, _secrets_shown
+from .synth_stacks import fleet_outputs, stack_identity, stack_outputs
 from .synth_yaml import _ints as _ints, _json as _json, _yaml as _yaml
 
 ROOT = Path(__file__).resolve().parents[2]  # the project directory (site-packages in an installed package)
@@ -202,9 +202,10 @@ def _mock_classes():
             self.lean = lean and not preview  # a preview sends its inputs back, unknowns included
             self.stack_identity: dict[str, Any] = {}  # a referenced cluster stack's name, location, project
             self.cloud = ""  # whose outputs a referenced cluster stack answers (STACK_OUTPUTS)
+            self.fleet_outputs: dict[str, dict[str, Any]] = {}  # a fleet worker stack's (synth_stacks.fleet_outputs)
 
         def new_resource(self, args: pulumi.runtime.MockResourceArgs):
-            inputs = _wire_unknowns(args.inputs) if self.preview else args.inputs
+            inputs = _secrets_shown(_wire_unknowns(args.inputs) if self.preview else args.inputs)
             with self.lock:
                 self.inputs[(args.typ, args.name)] = inputs
             if self.preview:
@@ -213,6 +214,10 @@ def _mock_classes():
             placeholders = _placeholder_outputs(args.typ, args.name, args.inputs)
             if "outputs" in placeholders and args.typ == "pulumi:pulumi:StackReference":
                 placeholders["outputs"] = {**STACK_OUTPUTS.get(self.cloud, {}), **self.stack_identity}
+                fleet_worker = self.fleet_outputs.get(args.inputs.get("name", ""))
+                if fleet_worker is not None:  # its credential answered as the engine does: a secret output
+                    placeholders["outputs"] = fleet_worker
+                    placeholders["secretOutputNames"] = sorted(k for k in fleet_worker if k != "fleetWorker")
             state = _state(placeholders, args.inputs, self.lean)
             rid = f"{PLACEHOLDER}-{args.name}" if args.custom else ""
             return rid, state
@@ -431,6 +436,7 @@ def run_program(
     mocks = mocks_cls(preview=preview, lean=lean)
     if spec is not None:  # a referenced cluster stack answers as the stack file names it (cluster.fromStack)
         mocks.stack_identity, mocks.cloud = stack_identity(spec), spec.cloud
+        mocks.fleet_outputs = fleet_outputs(spec, PLACEHOLDER)
     monitor = monitor_cls(mocks, disabled_default_providers(project_file))
     monitor.stack_name = stack
     monitor.project = project
@@ -466,7 +472,8 @@ def run_program(
                 name=name,
                 parent=names.get(parent) if parent else None,
                 provider=provider_name,
-                depends_on=sorted({names.get(d, d) for d in deps}),
+                # a StackReference is read, not registered: nothing to order against in resources.json
+                depends_on=sorted({names.get(d, d) for d in deps if "$pulumi:pulumi:StackReference::" not in d}),
                 inputs=mocks.inputs.get((typ, name), {}),
                 custom=custom,
                 ignore_changes=ignore,

@@ -6,6 +6,8 @@ from __future__ import annotations
 from inspect import isawaitable
 from typing import Any
 
+SECRET_SHOWN = "[secret]"  # a secret stack output, as outputs.json (and `pulumi stack output`) show it
+
 
 class _UnknownOutput(Exception):
     """A stack output holds a value not known yet (a preview): the outputs as a whole are unknown."""
@@ -22,6 +24,8 @@ async def _resolved(value: Any) -> Any:
         if isinstance(v, pulumi.Output):
             if not await v.is_known():
                 raise _UnknownOutput
+            if await v.is_secret():  # as `pulumi stack output` shows it: a credential never lands in the files
+                return SECRET_SHOWN
             return await walk(await v.future())
         if isawaitable(v):
             return await walk(await v)
@@ -42,3 +46,26 @@ async def _resolved(value: Any) -> Any:
         return await walk(value)
     except _UnknownOutput:
         return None
+
+
+_SECRET_SIG = ("4dabf18193072939515e22adb298388d", "1b47061264138c4ac30d75fd1eb44270")  # Pulumi's wire secret
+
+
+def _secrets_shown(value: Any) -> Any:
+    """Inputs with every secret value's text shown as ``[secret]`` (as the state and ``pulumi preview --diff`` show
+    it): a credential never lands in the synth's files, and a test sees which inputs are secret."""
+    if isinstance(value, dict):
+        if value.get(_SECRET_SIG[0]) == _SECRET_SIG[1]:
+            return _masked(value.get("value"))
+        return {k: _secrets_shown(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_secrets_shown(v) for v in value]
+    return value
+
+
+def _masked(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _masked(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_masked(v) for v in value]
+    return SECRET_SHOWN if isinstance(value, str) else value

@@ -68,7 +68,7 @@ def _cells(row: str) -> list[str]:
 
 
 # a figure alone in its cell (a count, a range, a price, maybe marked estimated): right-aligned
-_FIGURE = re.compile(r"^(\$?[0-9][0-9,]*(\.[0-9]+)?(\.\.[0-9]+)?( \(est\.\))?|unknown|-)$")
+_FIGURE = re.compile(r"^(\$?[0-9][0-9,]*(\.[0-9]+)?(\.\.[0-9]+)?(/h)?( \(est\.\))?|unknown|-)$")
 
 
 def table(rows: list[str], paint: Paint = PLAIN) -> list[str]:

@@ -416,14 +416,21 @@ def bundled_digests() -> list[str]:
 #   pins them per minor (lib/addons/eks-pod-identity-agent/index.ts and lib/addons/ebs-csi-driver/index.ts at
 #   05d3dbd, 2026-07-01: pod identity "v1.3.10-eksbuild.2" for 1.33..1.35; EBS CSI "v1.56.0-eksbuild.1" for 1.34,
 #   "v1.57.1-eksbuild.1" for 1.35).
-# - eks-node-monitoring-agent: no table either; aws/eks-node-monitoring-agent publishes its builds as the chart's
-#   image tag (charts/eks-node-monitoring-agent/values.yaml nodeAgent.image.tag, v1.6.6-eksbuild.1 on 2026-06-10),
-#   and the add-on carries the same strings (a pin from `aws eks describe-addon-versions --kubernetes-version 1.36`
-#   names v1.6.6-eksbuild.1; the agent has no per-minor builds).
+# - eks-node-monitoring-agent: no table either, and one build line for every minor (the add-on carries the chart's
+#   image tag, charts/eks-node-monitoring-agent/values.yaml nodeAgent.image.tag: v1.6.6-eksbuild.1 at v1.6.6,
+#   2026-06-10; v1.7.0-eksbuild.1 at v1.7.0, 2026-08-04). Pinned per minor all the same, each from what was seen
+#   running or offered on that minor, never carried over from another: 1.35 from a 1.35 cluster's add-on table
+#   (Combine-Pathfinder-Palisade docs "EKS Add-ons": kube-proxy v1.35.3-eksbuild.2 beside eks-node-monitoring-agent
+#   v1.6.6-eksbuild.1); 1.34 and 1.33 from the build the 1.35 and 1.36 pins share, released (2026-06-10) while
+#   both minors were in standard support (no AWS page read here lists the agent's builds per minor: replace each from
+#   `aws eks describe-addon-versions --addon-name eks-node-monitoring-agent --kubernetes-version <minor>`).
+#   v1.7.0 is not pinned: its dcgm-server runs nv-hostengine from the agent image (CHANGELOG v1.7.0), unseen on EKS
+#   here. The configurationValues sent (components/plan/aws/node_health.py) must validate against the pinned
+#   build's configuration schema (tests/fixtures/eks-node-monitoring-agent/, per tag; tests/test_node_health_addon.py).
 # The minors: those in EKS standard support on the date read, and 1.33, which left it on 2026-07-29 (the EKS user
 # guide's release calendar, kubernetes-versions.html). 1.36 is released on EKS, but no AWS page read here names its
-# coredns, vpc-cni, pod identity or EBS CSI build (the node monitoring agent's pin above comes from a third-party
-# 1.36 pin, which the agent's single build line makes usable for every minor); add 1.36 once
+# coredns, vpc-cni, pod identity or EBS CSI build (a third-party 1.36 pin names the node monitoring agent's
+# v1.6.6-eksbuild.1 as that minor's default); add 1.36 once
 # `aws eks describe-addon-versions --kubernetes-version 1.36` can be read. A minor missing here is refused before
 # deploy.
 EKS_ADDON_VERSIONS: dict[str, dict[str, str | None]] = {

@@ -109,7 +109,11 @@ def render(
     if on["kueue"]:
         from .kueue import Kueue
 
-        Kueue("kueue", p, provider, namespaces=tenancy.namespaces, release_deps=kueue_deps, opts=opts())
+        kueue = Kueue("kueue", p, provider, namespaces=tenancy.namespaces, release_deps=kueue_deps, opts=opts())
+        if p.fleet is not None:
+            from .fleet import FleetManager
+
+            FleetManager("fleet", p, provider, kueue, opts())
     if on["volcano"]:
         from .volcano import Volcano
 
@@ -136,7 +140,18 @@ def render(
     CostRecord("cost", provider, cost_doc, opts())
     # a created cluster's outputs, which another stack's cluster.fromStack reads (components/plan/cluster_stack.py)
     created = getattr(access, "cluster_outputs", {})
-    return {"cost": cost_doc, **stack_outputs(p, pool_names, karpenter_out), **created}
+    fleet_out: dict[str, object] = {}
+    if p.fleet_worker is not None:  # the manager's credential: a secret output, never plain text (render/fleet.py)
+        from ..plan import fleet as fleet_plan
+        from ..plan.frozen import plain
+        from .fleet import FleetWorker
+
+        worker = FleetWorker("fleet-worker", p, provider, getattr(access, "endpoint", None), opts())
+        fleet_out = {
+            fleet_plan.OUTPUT_KUBECONFIG: worker.kubeconfig,
+            fleet_plan.OUTPUT_FACTS: plain(p.fleet_worker.facts),
+        }
+    return {"cost": cost_doc, **stack_outputs(p, pool_names, karpenter_out), **created, **fleet_out}
 
 
 def _cloud_pools(

@@ -44,6 +44,7 @@ from .base import (
     Name,
     Quantity,
 )
+from .fleet import Fleet, FleetWorkerRole
 from .images import DEFAULT_IMAGE_GIB, ImageCache, Images, PullThrough, UpstreamCredential, WorkloadImage
 from .options import (
     DEFAULT_CRITICAL_XIDS,
@@ -205,6 +206,12 @@ class StackSpec(Model):
     pricing: Pricing = Field(default_factory=Pricing, description="price overrides for the cost report")
     budget: Budget = Field(default_factory=Budget, description="the most the fleet may cost per hour (a policy)")
     storage: Storage = Field(default_factory=Storage, description="shared file systems")
+    fleet: Fleet | None = Field(
+        default=None, description="this stack is a MultiKueue manager: its workers and who dispatches where"
+    )
+    fleet_worker: FleetWorkerRole | None = Field(
+        default=None, description="this stack is a MultiKueue worker: the manager that dispatches here"
+    )
     images: Images = Field(
         default_factory=Images, description="how images reach the nodes: registry cache, warm pools, declared images"
     )

@@ -210,6 +210,13 @@ def ec2_node_class_spec(spec: StackSpec, need: NodeClassNeed, role: Any) -> dict
         "subnetSelectorTerms": subnet_selector_terms(spec),
         "tags": aws_tags(spec),
     }
+    # Karpenter v1.14.1 pkg/providers/amifamily/bootstrap: AL2023's NodeConfig gets instance.localStorage.strategy
+    # RAID0 (nodeadm.go; awslabs/amazon-eks-ami nodeadm mounts containerd's, the kubelet's and pod logs' directories
+    # on the array), Bottlerocket the bootstrap command "apiclient ephemeral-storage init" then "bind --dirs
+    # /var/lib/containerd /var/lib/kubelet /var/log/pods" (bottlerocket.go); its instance types then advertise the
+    # disks' size as ephemeral-storage (karpenter.sh/v1 docs, NodeClasses "spec.instanceStorePolicy").
+    if spec.karpenter.instance_store_policy == "RAID0":
+        body["instanceStorePolicy"] = "RAID0"
     if need.user_data is not None:
         body["userData"] = need.user_data
     additions = json.loads(need.additions) if need.additions else {}
