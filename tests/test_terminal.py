@@ -168,12 +168,6 @@ def test_explain_colours_fail_and_the_pending_verdict_on_a_terminal_only(tmp_pat
     assert ESC not in capsys.readouterr().out  # piped
 
 
-def test_explain_names_an_unset_volcano_queue_in_words(capsys):
-    cli.main(["explain", "prod-aws", str(CORPUS / "prod-aws" / "applied-ml-default-scheduler.yaml")])
-    out = capsys.readouterr().out
-    assert "Volcano queue unset (Volcano would use default): the namespace's admission policy requires" in out
-
-
 class _Finding:
     def __init__(self, level: str) -> None:
         self.enforcement_level = level
