@@ -139,10 +139,10 @@ def cmd_check(args: argparse.Namespace) -> int:
     rendering, code = _render(args)
     if rendering is None:
         return code or EXIT_INVALID
+    print(f"{args.stack}: config renders, {len(rendering.resources)} resources")  # then its findings, warnings
     report, code = _policies(rendering, args.policy_config)
     if code:
         return code
-    print(f"{args.stack}: config renders, {len(rendering.resources)} resources")
     return _conclude(args, rendering, report)
 
 
@@ -161,8 +161,13 @@ def _policies(rendering, config_file: str | None = None):
         for problem in err.problems:
             print(problem, file=sys.stderr)
         return None, EXIT_INVALID
+    from .outcome import violation_line
+    from .terminal import paint_for
+
+    sys.stdout.flush()  # what the command printed first stays first when both streams go to one pipe
+    paint = paint_for(sys.stderr)
     for v in report.violations:
-        print(v.line(), file=sys.stderr)
+        print(violation_line(v, paint), file=sys.stderr)
     return report, None
 
 
@@ -193,12 +198,18 @@ def cmd_cost(args: argparse.Namespace) -> int:
         return EXIT_INVALID
     decided = plan.build(spec, args.stack)
     doc = cost.report_of(decided)
+    lines = cost.markdown(doc)
     if decided.fleet is not None:  # a fleet manager: each worker's cost and the fleet's (plan/fleet.py)
         from ..plan import fleet
 
         doc["fleet"] = fleet.cost_doc(decided.fleet, doc["total"])
-        return _emit(args, lambda: cost.to_json(doc), lambda: [*cost.markdown(doc), *fleet.cost_lines(doc["fleet"])])
-    return _emit(args, lambda: cost.to_json(doc), lambda: cost.markdown(doc))
+        lines = [*lines, *fleet.cost_lines(doc["fleet"])]
+    if args.markdown:  # the Markdown summary.md carries, to paste into a review or a wiki
+        print("\n".join(lines))
+        return EXIT_OK
+    from .terminal import markdown_text, paint_for
+
+    return _emit(args, lambda: cost.to_json(doc), lambda: markdown_text(lines, paint_for(sys.stdout)))
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -405,7 +416,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
     except explain.WorkloadError as err:
         print(f"{args.workload}: {err}", file=sys.stderr)
         return EXIT_INVALID
-    print(explain.render(traces, args.json), end="")
+    from .terminal import paint_for
+
+    print(explain.render(traces, args.json, paint_for(sys.stdout)), end="")
     return explain.exit_code(traces)
 
 
@@ -444,7 +457,9 @@ def parser() -> argparse.ArgumentParser:
     co = sub.add_parser("cost", help="print what the stack's GPU pools and tenants cost per hour, writing nothing")
     co.add_argument("stack")
     co.add_argument("--config", help="stack file to use instead of stacks/Pulumi.STACK.yaml")
-    co.add_argument("--json", action="store_true", help="print cost.json instead of the table")
+    form = co.add_mutually_exclusive_group()
+    form.add_argument("--json", action="store_true", help="print cost.json instead of the tables")
+    form.add_argument("--markdown", action="store_true", help="print the tables as Markdown (as in summary.md)")
     co.set_defaults(fn=cmd_cost)
     ex = sub.add_parser("explain", help="trace workloads through the stack: would they run, or where do they wait")
     ex.add_argument("stack")
