@@ -270,7 +270,10 @@ def test_al2023_user_data_is_a_nodeconfig_nodeadm_reads():
     config = yaml.safe_load(part.get_payload())
     assert (config["apiVersion"], config["kind"]) == ("node.eks.aws/v1alpha1", "NodeConfig")
     # the one NodeConfig also stripes p5's NVMe (components/plan/aws/local_disks.py): images and disks compose
-    assert config["spec"] == {"featureGates": {"FastImagePull": True}, "instance": {"localStorage": {"strategy": "RAID0"}}}
+    assert config["spec"] == {
+        "featureGates": {"FastImagePull": True},
+        "instance": {"localStorage": {"strategy": "RAID0"}},
+    }
     assert {m["deviceName"]: m["ebs"]["throughput"] for m in lt.block_device_mappings} == {"/dev/xvda": 1000}
 
     karpenter = yaml.safe_load((ROOT / "tests" / "fixtures" / "coverage" / "Pulumi.coverage-aws.yaml").read_text())

@@ -69,7 +69,15 @@ KARPENTER_BOTTLEROCKET_RAID0 = {
     "000-mount-instance-storage": {
         "commands": [
             ["apiclient", "ephemeral-storage", "init"],
-            ["apiclient", "ephemeral-storage", "bind", "--dirs", "/var/lib/containerd", "/var/lib/kubelet", "/var/log/pods"],
+            [
+                "apiclient",
+                "ephemeral-storage",
+                "bind",
+                "--dirs",
+                "/var/lib/containerd",
+                "/var/lib/kubelet",
+                "/var/log/pods",
+            ],
         ],
         "essential": True,
         "mode": "always",
@@ -204,21 +212,31 @@ def test_spegel_and_karpenters_raid0_compose_into_nodeadm_config():
     cfg = yaml.safe_load(COVERAGE.read_text())["config"]
     k = plan_mod.build(load_spec(cfg), "coverage-aws").karpenter
     (a10g,) = [c for c in k.node_classes if "a10g-spot" in c.pools]
-    assert a10g.spec["instanceStorePolicy"] == "RAID0" and a10g.spec["amiSelectorTerms"][0]["alias"].startswith("al2023")
+    assert a10g.spec["instanceStorePolicy"] == "RAID0" and a10g.spec["amiSelectorTerms"][0]["alias"].startswith(
+        "al2023"
+    )
     (ours,) = _node_configs(a10g.spec["userData"])
     assert "instance" not in ours["spec"] and "containerd" in ours["spec"]
     karpenters = {
         "apiVersion": "node.eks.aws/v1alpha1",
         "kind": "NodeConfig",
         "spec": {
-            "cluster": {"name": "c", "apiServerEndpoint": "https://x", "certificateAuthority": "Y2E=", "cidr": "10.100.0.0/16"},
+            "cluster": {
+                "name": "c",
+                "apiServerEndpoint": "https://x",
+                "certificateAuthority": "Y2E=",
+                "cidr": "10.100.0.0/16",
+            },
             "instance": {"localStorage": {"strategy": "RAID0"}},
         },
     }
     Draft7Validator(_node_config_schema()).validate(karpenters)
     merged = {**karpenters["spec"], **ours["spec"]}  # disjoint keys: nothing of one overrides the other
     assert set(karpenters["spec"]).isdisjoint(ours["spec"])
-    assert merged["instance"]["localStorage"]["strategy"] == "RAID0" and "discard_unpacked_layers" in merged["containerd"]["config"]
+    assert (
+        merged["instance"]["localStorage"]["strategy"] == "RAID0"
+        and "discard_unpacked_layers" in merged["containerd"]["config"]
+    )
 
 
 def test_a_managed_peer_pool_gets_spegels_config_and_raid0_in_one_nodeconfig():
@@ -233,12 +251,14 @@ def test_a_managed_peer_pool_gets_spegels_config_and_raid0_in_one_nodeconfig():
 def test_raid0_on_a_bottlerocket_release_without_ephemeral_storage_is_refused():
     """Bottlerocket v1.22.0 brought bootstrap commands and apiclient ephemeral-storage (its CHANGELOG); Karpenter's
     RAID0 command is essential, so an older pinned release would fail every boot."""
-    from components.spec.model import SpecError
-
     import yaml
 
+    from components.spec.model import SpecError
+
     cfg = yaml.safe_load(COVERAGE.read_text())["config"]
-    (i, pool) = [(i, p) for i, p in enumerate(cfg[POOLS]) if p.get("os") == "bottlerocket" and p["provisioner"] == "karpenter"][0]
+    (i, pool) = next(
+        (i, p) for i, p in enumerate(cfg[POOLS]) if p.get("os") == "bottlerocket" and p["provisioner"] == "karpenter"
+    )
     pool["karpenter"]["amiVersion"] = "v1.21.1"
     try:
         load_spec(cfg)

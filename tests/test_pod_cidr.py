@@ -102,10 +102,14 @@ AT = "stacks/Pulumi.t.yaml: gpu-platform:cluster.create.network.podCidr: "
 @pytest.mark.parametrize(
     "network,line",
     [
-        ({"podCidr": "10.0.128.0/17"}, AT + "10.0.128.0/17 overlaps the VPC 10.0.0.0/16: choose a range outside it, e.g. 100.64.0.0/16"),
+        (
+            {"podCidr": "10.0.128.0/17"},
+            AT + "10.0.128.0/17 overlaps the VPC 10.0.0.0/16: choose a range outside it, e.g. 100.64.0.0/16",
+        ),
         (
             {"podCidr": "172.16.0.0/16"},
-            AT + "172.16.0.0/16 is not inside 100.64.0.0/10 (RFC 6598) or 10.0.0.0/8 (the VPC's RFC 1918 block), so AWS "
+            AT
+            + "172.16.0.0/16 is not inside 100.64.0.0/10 (RFC 6598) or 10.0.0.0/8 (the VPC's RFC 1918 block), so AWS "
             "refuses it as the VPC's secondary CIDR",
         ),
         (
@@ -120,7 +124,10 @@ AT = "stacks/Pulumi.t.yaml: gpu-platform:cluster.create.network.podCidr: "
             "stacks/Pulumi.t.yaml: gpu-platform:cluster.create.network.podSubnetPrefix: /24 subnets: 100.64.0.0/24 "
             "holds 1, the cluster needs one per zone (2)",
         ),
-        ({"podCidr": "100.64.0.0/16", "serviceCidr": "100.64.0.0/20"}, AT + "100.64.0.0/16 overlaps the Service CIDR 100.64.0.0/20"),
+        (
+            {"podCidr": "100.64.0.0/16", "serviceCidr": "100.64.0.0/20"},
+            AT + "100.64.0.0/16 overlaps the Service CIDR 100.64.0.0/20",
+        ),
     ],
 )
 def test_a_pod_cidr_aws_refuses_is_one_line_at_its_key(network, line):

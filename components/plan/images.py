@@ -214,8 +214,8 @@ def al2023_user_data(spec: StackSpec, pool: NodePool) -> str | None:
 
 
 def nodeadm_user_data(config: dict[str, Any]) -> str:
-    """One NodeConfig as MIME multi-part user data (one part, ``application/node.eks.aws``): the form Karpenter v1.14.1
-    reads (pkg/providers/amifamily/bootstrap/mime/mime.go: boundary "//") and EKS managed node groups pass to nodeadm."""
+    """One NodeConfig as MIME multi-part user data (one part, ``application/node.eks.aws``): the form Karpenter
+    v1.14.1 reads (pkg/providers/amifamily/bootstrap/mime/mime.go: boundary "//") and EKS node groups pass on."""
     import yaml
 
     body = yaml.safe_dump(config, sort_keys=True, default_flow_style=False)

@@ -107,7 +107,9 @@ def summary(spec: StackSpec, pool: NodePool) -> str | None:
         return None
     gb = instance_store_gb(pool)
     size = f"{gb} GB" if gb else "where the instance type has them"
-    held = "kubelet, pod logs (containerd on the snapshot volume)" if keeps_containerd(spec, pool) else (
-        "containerd, kubelet, pod logs"
+    held = (
+        "kubelet, pod logs (containerd on the snapshot volume)"
+        if keeps_containerd(spec, pool)
+        else ("containerd, kubelet, pod logs")
     )
     return f"local NVMe RAID0 ({size}) for {held}"

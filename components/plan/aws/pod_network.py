@@ -42,7 +42,7 @@ PREFIXES = (16, 24)
 
 @dataclass(frozen=True)
 class PodSubnet:
-    name: str  # <cluster>-pods-<zone>: the subnet, and the private subnet whose route table it shares is <cluster>-private-<zone>
+    name: str  # <cluster>-pods-<zone>; routed by the table of <cluster>-private-<zone>
     zone: str  # also the ENIConfig's name (ENI_CONFIG_LABEL_DEF picks the node's zone label)
     cidr: str
 
@@ -52,7 +52,11 @@ def pod_subnets(spec: StackSpec, zones: list[str]) -> tuple[PodSubnet, ...]:
     if spec.cloud != "aws" or c is None or c.network.pod_cidr is None:
         return ()
     net = ipaddress.ip_network(c.network.pod_cidr, strict=False)
-    cidrs = list(net.subnets(new_prefix=c.network.pod_subnet_prefix)) if c.network.pod_subnet_prefix >= net.prefixlen else []
+    cidrs = (
+        list(net.subnets(new_prefix=c.network.pod_subnet_prefix))
+        if c.network.pod_subnet_prefix >= net.prefixlen
+        else []
+    )
     name = spec.cluster.name or ""
     return tuple(PodSubnet(f"{name}-pods-{z}", z, str(cidr)) for z, cidr in zip(zones, cidrs, strict=False))
 

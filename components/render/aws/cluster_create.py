@@ -48,9 +48,7 @@ def _role(name: str, trust: dict[str, Any], policies: tuple[str, ...], partition
 class EksCluster(pulumi.ComponentResource):
     TYPE = "gpu-platform:aws:EksCluster"
 
-    def __init__(
-        self, name: str, c: EksCreatePlan, opts: pulumi.ResourceOptions | None = None, access: Any = None
-    ):
+    def __init__(self, name: str, c: EksCreatePlan, opts: pulumi.ResourceOptions | None = None, access: Any = None):
         """In order: the network, the cluster (with its key, log group and role), access entries, the add-ons
         nodes need, the system nodes, the add-ons that run on them; then ``view``, ``ready`` and ``outputs``."""
         exposed = cc.pods_cannot_reach_node_credentials(c.system_nodes.metadata_options)
@@ -292,7 +290,9 @@ class EksCluster(pulumi.ComponentResource):
                 region=region,
                 opts=child,
             )
-        self._pod_subnets(c, vpc, dict(zip([s.zone for s in c.subnets if not s.public], private_tables)), child)
+        self._pod_subnets(
+            c, vpc, dict(zip([s.zone for s in c.subnets if not s.public], private_tables, strict=True)), child
+        )
         if c.s3_gateway_endpoint is not None:
             # a gateway endpoint adds the S3 prefix list's route to these tables (plan: s3_service says why)
             sdk.resource(
@@ -352,7 +352,9 @@ class EksCluster(pulumi.ComponentResource):
         from .cluster import kubeconfig_document
 
         kubeconfig = pulumi.Output.all(
-            cluster.endpoint, cluster.certificate_authority.apply(lambda ca: sdk.field(ca, "data")), *[a.id for a in before]
+            cluster.endpoint,
+            cluster.certificate_authority.apply(lambda ca: sdk.field(ca, "data")),
+            *[a.id for a in before],
         ).apply(lambda a: kubeconfig_document(access, a[0], a[1]))
         provider = k8s.Provider(
             "eni-configs",
