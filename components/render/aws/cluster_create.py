@@ -48,9 +48,13 @@ def _role(name: str, trust: dict[str, Any], policies: tuple[str, ...], partition
 class EksCluster(pulumi.ComponentResource):
     TYPE = "gpu-platform:aws:EksCluster"
 
-    def __init__(self, name: str, c: EksCreatePlan, opts: pulumi.ResourceOptions | None = None, access: Any = None):
+    def __init__(
+        self, name: str, c: EksCreatePlan, opts: pulumi.ResourceOptions | None = None, kubeconfig_of: Any = None
+    ):
         """In order: the network, the cluster (with its key, log group and role), access entries, the add-ons
-        nodes need, the system nodes, the add-ons that run on them; then ``view``, ``ready`` and ``outputs``."""
+        nodes need (and the ENIConfigs), the system nodes, the add-ons that run on them; then ``view``, ``ready`` and
+        ``outputs``. ``kubeconfig_of(endpoint, ca_data)``: the stack's kubeconfig (``cluster.py``), for the
+        ENIConfigs' provider."""
         exposed = cc.pods_cannot_reach_node_credentials(c.system_nodes.metadata_options)
         if exposed:  # a plan change that would hand every pod the node role: refused before anything registers
             raise ValueError(f"system nodes {c.system_nodes.name}: {'; '.join(exposed)}")
@@ -73,7 +77,7 @@ class EksCluster(pulumi.ComponentResource):
         )
         self._access_entries(c, cluster, partition, child)
         before = self._addons(c, cluster, partition, child, before_nodes=True)
-        before += self._eni_configs(c, cluster, security_group, before, access)
+        before += self._eni_configs(c, cluster, security_group, before, kubeconfig_of)
         nodes = self._system_nodes(c, cluster, private, partition, before, child)
         after = self._addons(c, cluster, partition, child, before_nodes=False, depends_on=[nodes])
         self.ready = [nodes, *after]
@@ -293,20 +297,25 @@ class EksCluster(pulumi.ComponentResource):
         self._pod_subnets(
             c, vpc, dict(zip([s.zone for s in c.subnets if not s.public], private_tables, strict=True)), child
         )
-        if c.s3_gateway_endpoint is not None:
-            # a gateway endpoint adds the S3 prefix list's route to these tables (plan: s3_service says why)
-            sdk.resource(
-                "ec2.VpcEndpoint",
-                "s3",
-                vpc_id=vpc.id,
-                service_name=c.s3_gateway_endpoint,
-                vpc_endpoint_type="Gateway",
-                route_table_ids=[rt.id for rt in private_tables],
-                region=region,
-                tags={**tags, "Name": f"{c.name}-s3"},
-                opts=child,
-            )
+        self._s3_endpoint(c, vpc, private_tables, child)
         return [subnets[s.name] for s in c.subnets if not s.public], [subnets[s.name] for s in c.subnets if s.public]
+
+    def _s3_endpoint(self, c: EksCreatePlan, vpc: Any, private_tables: list[Any], child: Any) -> None:
+        if c.s3_gateway_endpoint is None:
+            return
+        region, tags = c.region, plain(c.tags)
+        # a gateway endpoint adds the S3 prefix list's route to these tables (plan: s3_service says why)
+        sdk.resource(
+            "ec2.VpcEndpoint",
+            "s3",
+            vpc_id=vpc.id,
+            service_name=c.s3_gateway_endpoint,
+            vpc_endpoint_type="Gateway",
+            route_table_ids=[rt.id for rt in private_tables],
+            region=region,
+            tags={**tags, "Name": f"{c.name}-s3"},
+            opts=child,
+        )
 
     def _pod_subnets(self, c: EksCreatePlan, vpc: Any, tables: dict[str, Any], child: Any) -> None:
         """The pods' secondary CIDR and a pod subnet per zone, routed by the zone's private route table
@@ -340,22 +349,21 @@ class EksCluster(pulumi.ComponentResource):
             )
             self.pod_subnets[s.zone] = subnet
 
-    def _eni_configs(self, c: EksCreatePlan, cluster: Any, security_group: Any, before: list[Any], access: Any):
+    def _eni_configs(self, c: EksCreatePlan, cluster: Any, security_group: Any, before: list[Any], kubeconfig_of: Any):
         """Each zone's ENIConfig, applied once the vpc-cni add-on (its CRD) is there and before any node joins: a
         node's secondary ENIs, and so its pods, take their zone's. A provider of their own, since the stack's waits
         for the system nodes."""
-        if not c.pod_subnets or access is None:
+        if not c.pod_subnets or kubeconfig_of is None:
             return []
         import pulumi_kubernetes as k8s
 
         from ..k8s import PROVIDER_OPTIONS, kube_object
-        from .cluster import kubeconfig_document
 
         kubeconfig = pulumi.Output.all(
             cluster.endpoint,
             cluster.certificate_authority.apply(lambda ca: sdk.field(ca, "data")),
             *[a.id for a in before],
-        ).apply(lambda a: kubeconfig_document(access, a[0], a[1]))
+        ).apply(lambda a: kubeconfig_of(a[0], a[1]))
         provider = k8s.Provider(
             "eni-configs",
             kubeconfig=kubeconfig,
