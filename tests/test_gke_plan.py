@@ -100,6 +100,11 @@ def test_prod_gcp_h100_train_node_pool_by_hand():
         },
         "secureBoot": True,  # GKE installs the (signed) driver
         "gvnic": True,
+        # the stack's imageCache: a secondary boot disk of its declared images, which needs image streaming (GKE)
+        "images": {
+            "gcfsConfig": {"enabled": True},
+            "secondaryBootDisks": [{"diskImage": "global/images/pytorch-25-08-cache", "mode": "CONTAINER_IMAGE_CACHE"}],
+        },
     }
 
 

@@ -51,7 +51,11 @@ def test_the_wheel_holds_only_gpu_platform(wheel: Path):
     names = zipfile.ZipFile(wheel).namelist()
     assert {n.split("/", 1)[0] for n in names} == {"gpu_platform", wheel.name.split("-py")[0] + ".dist-info"}
     # the data files the code reads beside its modules
-    for data in ("gpu_platform/data/prices.json", "gpu_platform/policies/pack_data.json"):
+    for data in (
+        "gpu_platform/data/prices.json",
+        "gpu_platform/policies/pack_data.json",
+        "gpu_platform/data/web/cytoscape-3.35.0.min.js",
+    ):
         assert data in names
 
 
@@ -89,7 +93,15 @@ def test_the_gpu_platform_command_renders_what_the_repository_module_renders(tmp
     Both ways give the same files."""
     command = Path(sys.executable).with_name("gpu-platform")
     runs = {
-        "command": [str(command), "synth", "dev-aws", "--out", str(tmp_path / "command")],
+        "command": [
+            str(command),
+            "synth",
+            "dev-aws",
+            "--stacks",
+            str(ROOT / "stacks"),
+            "--out",
+            str(tmp_path / "command"),
+        ],
         "module": [sys.executable, "-m", "components.cli", "synth", "dev-aws", "--out", str(tmp_path / "module")],
     }
     for how, argv in runs.items():

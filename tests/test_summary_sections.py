@@ -337,7 +337,7 @@ def test_summary_lists_the_pinned_charts():
     (line,) = [x for x in text.splitlines() if x.startswith("Pinned charts available: ")]
     assert line.endswith(".")
     items = line[len("Pinned charts available: ") : -1].split(", ")
-    assert len(items) == len(versions.CHARTS) == 13
+    assert len(items) == len(versions.CHARTS) == 14
     assert {item.split(" ")[0] for item in items} == {c.key for c in versions.CHARTS.values()}
     assert "gpuOperator v26.7.0" in items
 
@@ -382,7 +382,15 @@ def _sections(stack: str) -> list[str]:
 def test_sections_per_stack_kind():
     """AWS with a Karpenter pool gets a Karpenter section after the scaling table; a DRA stack its DRA section
     after the GPU Operator's; every summary ends with Helm releases and Warnings."""
-    common_tail = ["## Tenants", "## Queues", "## Cost", "## Priority classes", "## Helm releases", "## Warnings"]
+    common_tail = [
+        "## Tenants",
+        "## Queues",
+        "## Who can take what from whom",
+        "## Cost",
+        "## Priority classes",
+        "## Helm releases",
+        "## Warnings",
+    ]
     head = ["## GPU pools", "## Pool labels and taints", "## Who scales each pool"]
     assert _sections("dev-aws") == [*head, "## Karpenter", "## GPU Operator and monitoring", *common_tail]
     assert _sections("dra-existing") == [

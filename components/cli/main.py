@@ -1,8 +1,11 @@
 """The ``gpu-platform`` command: synth, check, plan, cost, explain, plugins and schema.
 
-Exit codes: 0 rendered; 1 a mandatory policy is violated; 2 the stack config is invalid (one line per
-problem naming the stack file and key path; nothing is written); 4 internal error (a bug: one line, and
-the traceback with --debug). explain: 0 every workload runs, 3 one stays pending (its verdict on stdout).
+Exit codes: 0 rendered (warnings, printed on stderr, do not fail); 1 a mandatory policy is violated (with
+--strict: also any warning); 2 the stack config is invalid (one line per problem naming the stack file and key
+path; nothing is written); 4 internal error (a bug: one line, and the traceback with --debug). explain: 0 every
+workload runs, 3 one stays pending (its verdict on stdout). diff: 0 nothing is replaced, deleted or drained, 3
+something is (listed on stdout). Stack files: stacks/Pulumi.STACK.yaml of the working directory (--stacks DIR, or
+--config FILE).
 """
 
 from __future__ import annotations
@@ -17,19 +20,29 @@ from typing import Any
 
 EXIT_OK, EXIT_POLICY, EXIT_INVALID, EXIT_INTERNAL = 0, 1, 2, 4  # 3: explain's 'pending' verdict
 POLICY_CONFIG_HELP = "policy pack config (JSON, the format of pulumi --policy-pack-config): levels and settings"
+STACKS_HELP = "the folder of the stack files (default: stacks in the working directory)"
+STRICT_HELP = "exit 1 on any warning or advisory policy finding too, not only on a mandatory violation"
 PREVIEW_HELP = (
     "render as a first `pulumi preview` sees it: outputs of resources to be created are unknown (policies that "
     "meet one report an advisory 'can't run during preview', as under the engine)"
 )
 
 
-def _stack_file(stack: str, config: str | None) -> Path:
-    from .synth import ROOT
+def _stack_file(stack: str, config: str | None, stacks_dir: str | None = None) -> Path:
+    from .outcome import stack_file
 
-    if config:
-        return Path(config)
-    local = Path("stacks") / f"Pulumi.{stack}.yaml"
-    return local if local.exists() else ROOT / local
+    return stack_file(stack, config, stacks_dir)
+
+
+def _read_stack(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
+    """The stack file's path and config map; SpecError when it is missing (listing the stacks there) or bad."""
+    from .outcome import require_stack_file
+    from .synth import read_stack_file
+
+    config = getattr(args, "config", None)
+    path = _stack_file(args.stack, config, getattr(args, "stacks", None))
+    require_stack_file(path, config)
+    return path, read_stack_file(path)
 
 
 def _display(path: Path) -> str:
@@ -41,11 +54,14 @@ def _display(path: Path) -> str:
 
 def _render(args: argparse.Namespace):
     from ..spec.model import SpecError
-    from .synth import read_stack_file, render
+    from .loader import stack_files_in
+    from .synth import render
 
-    path = _stack_file(args.stack, args.config)
+    path = _stack_file(args.stack, args.config, getattr(args, "stacks", None))
     try:
-        return render(args.stack, read_stack_file(path), preview=getattr(args, "preview", False)), None
+        path, config = _read_stack(args)
+        with stack_files_in(path.parent):  # a fleet manager's workers beside its stack file
+            return render(args.stack, config, preview=getattr(args, "preview", False)), None
     except SpecError as err:
         for line in err.lines(_display(path)):
             print(line, file=sys.stderr)
@@ -76,6 +92,11 @@ def _render_frozen(args: argparse.Namespace, then):
 
 
 def cmd_synth(args: argparse.Namespace) -> int:
+    if getattr(args, "program", None):
+        return _synth_program(args)
+    if not args.stack:
+        print("gpu-platform synth: name a STACK (or --program FILE)", file=sys.stderr)
+        return EXIT_INVALID
     return _render_frozen(args, lambda rendering: _synth(args, rendering))
 
 
@@ -91,7 +112,43 @@ def _synth(args: argparse.Namespace, rendering) -> int:
     out = Path(args.out or f"out/{args.stack}")
     synth.write(out, contents)
     print(f"wrote {len(contents)} files to {out} ({len(rendering.resources)} resources)")
-    return _policy_exit(report)
+    return _conclude(args, rendering, report)
+
+
+def _conclude(args: argparse.Namespace, rendering: Any, report: Any) -> int:
+    """Every warning on stderr, then the line saying what the exit code means."""
+    from .outcome import conclude, stack_warnings
+
+    warns = stack_warnings(rendering.spec, rendering.stack, rendering.unanswered_lookups)
+    return conclude(args.stack, report, warns, getattr(args, "strict", False))
+
+
+def _synth_program(args: argparse.Namespace) -> int:
+    """synth --program FILE: a user's own Pulumi program (one that uses the GpuPlatform component), offline."""
+    from ..explain.rendering import Rendering
+    from . import synth
+    from .outcome import program_config
+
+    program = Path(args.program)
+    if not program.is_file():
+        print(f"{args.program}: no such program file", file=sys.stderr)
+        return EXIT_INVALID
+    stack = args.stack or "dev"
+    project, project_file, config = program_config(program, args.stack)
+    run = synth.run_program(program, stack, config, project=project, project_file=project_file)
+    rendering = Rendering(spec=None, stack=stack, resources=run.resources, outputs=run.outputs)  # type: ignore[arg-type]
+    report, code = _policies(rendering, args.policy_config)
+    if code:
+        return code
+    contents = synth.files(rendering)
+    if report:
+        contents["policy-report.json"] = report.json()
+    out = Path(args.out or f"out/{project}-{stack}")
+    synth.write(out, contents)
+    print(f"wrote {len(contents)} files to {out} ({len(rendering.resources)} resources)")
+    from .outcome import conclude
+
+    return conclude(stack, report, [], getattr(args, "strict", False))
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -99,11 +156,11 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace, rendering) -> int:
+    print(f"{args.stack}: config renders, {len(rendering.resources)} resources")  # then its findings, warnings
     report, code = _policies(rendering, args.policy_config)
     if code:
         return code
-    print(f"{args.stack}: config valid, {len(rendering.resources)} resources")
-    return _policy_exit(report)
+    return _conclude(args, rendering, report)
 
 
 def _policies(rendering, config_file: str | None = None):
@@ -121,8 +178,13 @@ def _policies(rendering, config_file: str | None = None):
         for problem in err.problems:
             print(problem, file=sys.stderr)
         return None, EXIT_INVALID
+    from .outcome import violation_line
+    from .terminal import paint_for
+
+    sys.stdout.flush()  # what the command printed first stays first when both streams go to one pipe
+    paint = paint_for(sys.stderr)
     for v in report.violations:
-        print(v.line(), file=sys.stderr)
+        print(violation_line(v, paint), file=sys.stderr)
     return report, None
 
 
@@ -133,11 +195,11 @@ def _policy_exit(report) -> int:
 def _spec(args: argparse.Namespace):
     """The validated spec of the stack file, without running the engine; None after printing its problems."""
     from .loader import SpecError, load_spec
-    from .synth import read_stack_file
 
-    path = _stack_file(args.stack, args.config)
+    path = _stack_file(args.stack, args.config, getattr(args, "stacks", None))
     try:
-        return load_spec(read_stack_file(path))
+        path, config = _read_stack(args)
+        return load_spec(config, stack_dir=path.parent)
     except SpecError as err:
         for line in err.lines(_display(path)):
             print(line, file=sys.stderr)
@@ -151,8 +213,20 @@ def cmd_cost(args: argparse.Namespace) -> int:
     spec = _spec(args)
     if spec is None:
         return EXIT_INVALID
-    doc = cost.report_of(plan.build(spec, args.stack))
-    return _emit(args, lambda: cost.to_json(doc), lambda: cost.markdown(doc))
+    decided = plan.build(spec, args.stack)
+    doc = cost.report_of(decided)
+    lines = cost.markdown(doc)
+    if decided.fleet is not None:  # a fleet manager: each worker's cost and the fleet's (plan/fleet.py)
+        from ..plan import fleet
+
+        doc["fleet"] = fleet.cost_doc(decided.fleet, doc["total"])
+        lines = [*lines, *fleet.cost_lines(doc["fleet"])]
+    if args.markdown:  # the Markdown summary.md carries, to paste into a review or a wiki
+        print("\n".join(lines))
+        return EXIT_OK
+    from .terminal import markdown_text, paint_for
+
+    return _emit(args, lambda: cost.to_json(doc), lambda: markdown_text(lines, paint_for(sys.stdout)))
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -163,7 +237,17 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if spec is None:
         return EXIT_INVALID
     p = plan.build(spec, args.stack)
-    return _emit(args, p.to_json, lambda: plan_text(p))
+    if args.html:  # the page (components/cli/plan_html.py), before the text, so a problem writes nothing else
+        from .diff_cli import write_plan_page
+
+        if code := write_plan_page(args, p, _stack_file(args.stack, args.config, getattr(args, "stacks", None))):
+            return code
+    _emit(args, p.to_json, lambda: plan_text(p))
+    from ..explain.summary import stack_warnings
+    from .outcome import conclude
+
+    # the verdict on stderr: stdout is the plan (JSON with --json)
+    return conclude(args.stack, None, stack_warnings(spec, p), False, out=sys.stderr)
 
 
 def _emit(args: argparse.Namespace, as_json: Any, as_lines: Any) -> int:
@@ -178,52 +262,14 @@ def _units(units: Any) -> str:
 
 def plan_text(p: Any) -> list[str]:
     """The plan for a person: a line per pool and add-on, a few per tenant."""
-    lines = [f"Stack {p.stack} ({p.cloud})", *_existing_text(p.existing), "", "Pools"]
-    for pool in p.pools.values():
-        per_gpu = _units(pool.units_per_gpu)
-        price = pool.price["perGpuHour"]
-        lines.append(
-            f"  {pool.name}: {pool.provisioner}, {pool.gpus_per_node} x {pool.gpu_model} {pool.capacity}, "
-            f"{pool.min_nodes}..{pool.max_nodes} nodes; each GPU advertises {per_gpu} (max {_units(pool.max_units)}); "
-            f"handed out by {', '.join(pool.schedulers) or 'nobody'}"
-            + (f"; Kueue flavor {pool.kueue_flavor}" if pool.kueue_flavor else "")
-            + ("; opt-in (shared-gpu toleration)" if pool.one_unit_opt_in else "")
-            + (
-                f"; {pool.uncovered_gpus} GPUs ({_units(pool.uncovered_units)}) in no tenant's nominal quota: "
-                "Kueue never admits onto them"
-                if pool.uncovered_gpus
-                else ""
-            )
-            + (f"; ${price:.2f}/GPU-hour" if price is not None else "; price unknown")
-        )
-    lines += ["", "Tenants"]
-    for t in p.tenants.values():
-        queue = (
-            f"Kueue LocalQueue {t.local_queue} -> ClusterQueue {t.cluster_queue}"
-            + (f" (cohort {t.cohort})" if t.cohort else "")
-            if t.cluster_queue
-            else f"Volcano queue {t.volcano_queue}"
-            if t.volcano_queue
-            else "no queue"
-        )
-        lines.append(f"  {t.name}: namespace {t.namespace} (Pod Security {t.pod_security}), {queue}")
-        for pool, units in t.pool_units.items():
-            ceiling = t.pool_ceiling_units.get(pool, {})
-            idle_limit = t.cohort and ceiling == units and t.borrowing_limits.get(pool, 0) > 0  # nothing to borrow
-            lines.append(
-                f"    {pool}: {_units(units)}"
-                + (f", up to {_units(ceiling)} borrowing" if ceiling != units else "")
-                + (
-                    f" (borrowingLimit {t.borrowing_limits[pool]} GPUs adds nothing: no other ClusterQueue of cohort "
-                    f"{t.cohort} lends {pool})"
-                    if idle_limit
-                    else ""
-                )
-            )
-        forbidden = ", ".join(t.forbidden_priority_classes) or "none"
-        lines.append(
-            f"    priority ceiling {t.priority_ceiling} (refused: {forbidden}); ResourceQuota {dict(t.quota_hard)}"
-        )
+    from . import plan_tables
+
+    lines = [
+        f"Stack {p.stack} ({p.cloud})",
+        *_existing_text(p.existing),
+        *plan_tables.pools(p),
+        *plan_tables.tenants(p),
+    ]
     lines += ["", "Add-ons"]
     for a in p.addons.values():
         state = f"{a.chart.rsplit('/', 1)[-1]} {a.version} from {a.source}, in {a.namespace}" if a.enabled else "off"
@@ -232,6 +278,10 @@ def plan_text(p: Any) -> list[str]:
         from ..plan.aws.plan import text_lines
 
         lines += ["", "AWS", *text_lines(p.aws)]
+        if p.karpenter is not None:
+            from ..plan.aws.karpenter import local_disks
+
+            lines.append(f"  Karpenter nodes: {local_disks(p.karpenter)}")
     if p.eks_create is not None:
         from ..plan.aws import cluster_create
 
@@ -240,6 +290,18 @@ def plan_text(p: Any) -> list[str]:
         from ..plan import cluster_stack
 
         lines += cluster_stack.text_lines(p.cluster_stack)
+    if p.fleet is not None:
+        from ..plan import fleet
+
+        lines += ["", *fleet.text_lines(p.fleet)]
+    if p.fleet_worker is not None:
+        w = p.fleet_worker
+        lines += [
+            "",
+            f"fleet worker of {w.manager}: ServiceAccount {w.namespace}/{w.service_account}, ClusterRole "
+            f"{w.cluster_role} ({', '.join(w.kinds)}), token Secret {w.token_secret} (rotate by {w.rotate_by})"
+            + ("; draining: its LocalQueues hold" if w.draining else ""),
+        ]
     if p.gke is not None:
         from ..plan.gcp import plan as gcp_plan
 
@@ -251,7 +313,7 @@ def plan_text(p: Any) -> list[str]:
     from ..plan.aws import karpenter
 
     lines += karpenter.text(p.karpenter)
-    from ..plan import storage
+    from ..plan import images, storage
 
     return (
         lines
@@ -259,6 +321,7 @@ def plan_text(p: Any) -> list[str]:
         + _dra_text(p.dra)
         + _reservations_text(p.reservations)
         + storage.text(p.storage)
+        + images.text(p.images)
     )
 
 
@@ -370,7 +433,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
     except explain.WorkloadError as err:
         print(f"{args.workload}: {err}", file=sys.stderr)
         return EXIT_INVALID
-    print(explain.render(traces, args.json), end="")
+    from .terminal import paint_for
+
+    print(explain.render(traces, args.json, paint_for(sys.stdout)), end="")
     return explain.exit_code(traces)
 
 
@@ -382,11 +447,17 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="gpu-platform", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="gpu-platform", description=__doc__.splitlines()[0].replace("``", ""))
+    p.add_argument("--version", action="version", version=f"gpu-platform {_version()}")
     p.add_argument("--debug", action="store_true", help="on an internal error, print the traceback")
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("synth", help="render a stack offline to a directory")
-    s.add_argument("stack")
+    s.add_argument("stack", nargs="?", help="the stack (stacks/Pulumi.STACK.yaml); with --program, its stack config")
+    s.add_argument(
+        "--program",
+        help="render your own Pulumi program (a __main__.py using the GpuPlatform component) instead, offline; its "
+        "Pulumi.yaml and Pulumi.STACK.yaml are read from beside it",
+    )
     s.add_argument("--config", help="stack file to use instead of stacks/Pulumi.STACK.yaml")
     s.add_argument("--out", help="output directory (default out/STACK)")
     s.add_argument("--policy-config", help=POLICY_CONFIG_HELP)
@@ -403,7 +474,9 @@ def parser() -> argparse.ArgumentParser:
     co = sub.add_parser("cost", help="print what the stack's GPU pools and tenants cost per hour, writing nothing")
     co.add_argument("stack")
     co.add_argument("--config", help="stack file to use instead of stacks/Pulumi.STACK.yaml")
-    co.add_argument("--json", action="store_true", help="print cost.json instead of the table")
+    form = co.add_mutually_exclusive_group()
+    form.add_argument("--json", action="store_true", help="print cost.json instead of the tables")
+    form.add_argument("--markdown", action="store_true", help="print the tables as Markdown (as in summary.md)")
     co.set_defaults(fn=cmd_cost)
     ex = sub.add_parser("explain", help="trace workloads through the stack: would they run, or where do they wait")
     ex.add_argument("stack")
@@ -423,13 +496,29 @@ def parser() -> argparse.ArgumentParser:
     pn.add_argument("--config", help="stack file to use instead of stacks/Pulumi.STACK.yaml")
     pn.add_argument("--json", action="store_true", help="print the plan as JSON")
     pn.set_defaults(fn=cmd_plan)
+    from .diff_cli import register
+
+    diff = register(sub, pn, _stack_file, _display)  # plan --html/--against, and the diff command
     pl = sub.add_parser("plugins", help="print the provider plugins the stack uses: KIND NAME VERSION per line")
     pl.add_argument("stack")
     pl.add_argument("--config", help="stack file to use instead of stacks/Pulumi.STACK.yaml")
     pl.set_defaults(fn=cmd_plugins)
     sch = sub.add_parser("schema", help="print the JSON Schema of a stack file")
     sch.set_defaults(fn=cmd_schema)
+    for command in (s, c, co, ex, pn, pl, diff):
+        command.add_argument("--stacks", metavar="DIR", help=STACKS_HELP)
+    for command in (s, c):
+        command.add_argument("--strict", action="store_true", help=STRICT_HELP)
     return p
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("gpu-platform")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown (not installed)"
 
 
 def main(argv: list[str] | None = None) -> int:

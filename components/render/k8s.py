@@ -75,8 +75,15 @@ class KubeResource(pulumi.CustomResource):
     ``props`` are the camelCase fields (a None field is left out, as the SDK leaves it out of the request)."""
 
     def __init__(
-        self, token: str, resource_name: str, props: Mapping[str, Any], opts: pulumi.ResourceOptions | None = None
+        self,
+        token: str,
+        resource_name: str,
+        props: Mapping[str, Any],
+        opts: pulumi.ResourceOptions | None = None,
+        outputs: tuple[str, ...] = (),
     ):
+        """``outputs``: fields the server fills that the program reads (a token Secret's ``data``): attributes as
+        the typed class has them; an unset (None) property is not sent, as the typed class does not send it."""
         from pulumi_kubernetes import _utilities
 
         # The typed classes: merge(get_resource_opts_defaults(), opts), then merge(opts, alias_opts).
@@ -86,14 +93,27 @@ class KubeResource(pulumi.CustomResource):
             opts = pulumi.ResourceOptions.merge(
                 opts, pulumi.ResourceOptions(aliases=[pulumi.Alias(type_=t) for t in aliases])
             )
-        super().__init__(token, resource_name, {k: v for k, v in props.items() if v is not None}, opts)
+        sent = {k: v for k, v in props.items() if v is not None}
+        super().__init__(token, resource_name, {**{k: None for k in outputs}, **sent}, opts)
+
+
+SECRET_OUTPUTS = ["data", "stringData"]
 
 
 def kube_object(
     resource_name: str, api_version: str, kind: str, opts: pulumi.ResourceOptions | None = None, **fields: Any
 ) -> KubeResource:
     """A Kubernetes object; ``fields``: its top-level fields besides apiVersion and kind, named as in the object
-    (``metadata``, ``spec``, ``data``, ``rules``, ``roleRef``...)."""
+    (``metadata``, ``spec``, ``data``, ``rules``, ``roleRef``...).
+
+    A v1 Secret's ``data`` and ``stringData`` are secret, in and out, as the typed class makes them
+    (pulumi_kubernetes 4.34.2 core/v1/Secret.py: ``Output.secret`` on both, ``additional_secret_outputs``): else a
+    token the API server fills in would sit in plain text in the stack's state."""
+    if api_version == "v1" and kind == "Secret":
+        for field in ("data", "stringData"):
+            if fields.get(field) is not None:
+                fields[field] = pulumi.Output.secret(fields[field])
+        opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=SECRET_OUTPUTS))
     return KubeResource(
         type_token(api_version, kind), resource_name, {"apiVersion": api_version, "kind": kind, **fields}, opts
     )

@@ -42,6 +42,20 @@ class ClusterNetwork(Model):
         default=None,
         description="the cluster's Service IPv4 range (/12 to /24, outside the VPC); default the cloud's",
     )
+    s3_gateway_endpoint: bool = Field(
+        default=True,
+        description="aws: an S3 gateway endpoint on the private route tables, so image layers (ECR serves them from "
+        "S3), model and data downloads from S3 bypass the NAT gateway and its per-GB processing charge; free",
+    )
+    pod_cidr: Cidr | None = Field(
+        default=None,
+        description="aws: a secondary VPC CIDR for pods (VPC CNI custom networking, as awslabs/ai-on-eks), e.g. "
+        "100.64.0.0/16: one pod subnet per zone and an ENIConfig per zone, so pods stop using the nodes' subnet "
+        "addresses; RFC 6598 (100.64.0.0/10) or the VPC's RFC 1918 block, not overlapping the VPC. Default: none",
+    )
+    pod_subnet_prefix: count(16, 28) = Field(
+        default=18, description="aws, with podCidr: prefix length of each zone's pod subnet, cut from podCidr"
+    )
 
 
 class SystemNodes(Model):
@@ -54,7 +68,7 @@ class SystemNodes(Model):
         default=None, description="gcp: the system pool's machine type (default e2-standard-4)"
     )
     min: count(1, 100) = Field(default=2, description="at least this many (two: the controllers' replicas spread)")
-    max: count(1, 100) = Field(default=4)
+    max: count(1, 100) = Field(default=4, description="at most this many (the autoscaler adds them under load)")
     disk_gib: count(20, 16384) = Field(default=50, description="aws: root volume size (encrypted gp3)")
     labels: dict[LabelKey, LabelValue] = Field(
         default_factory=dict,
@@ -99,8 +113,12 @@ class EksCreate(Model):
 class ClusterCreate(Model):
     """Present: the platform creates the cluster (named ``cluster.name``) and its network."""
 
-    network: ClusterNetwork = Field(default_factory=ClusterNetwork)
-    system_nodes: SystemNodes = Field(default_factory=SystemNodes)
+    network: ClusterNetwork = Field(
+        default_factory=ClusterNetwork, description="aws: the VPC the platform creates (gcp: create.gke.network)"
+    )
+    system_nodes: SystemNodes = Field(
+        default_factory=SystemNodes, description="the on-demand nodes the platform's controllers run on"
+    )
     eks: EksCreate | None = Field(default=None, description="aws: the EKS cluster's settings")
     gke: GkeCreate | None = Field(
         default=None, description="gcp: the GKE Standard cluster, its VPC, Cloud NAT and GPUDirect networks"

@@ -36,8 +36,8 @@ from typing import Any
 
 from ...data import catalog
 from ...spec.model import NodePool, StackSpec, Taint
-from .. import derive, sharing
-from . import efa
+from .. import derive, images, sharing
+from . import efa, local_disks
 
 MANAGED_BY_TAG = {"managed-by": "gpu-platform"}
 POOL_TAG = derive.POOL_LABEL  # "gpu-platform/pool" on every AWS object of a pool
@@ -257,13 +257,27 @@ def block_device_mappings(spec: StackSpec, pool: NodePool) -> list[dict[str, Any
 
     Bottlerocket's OS volume keeps the AMI's size (the snapshot's) and is only read at boot, but is
     encrypted too: accounts without EBS encryption by default would otherwise get it in the clear.
+
+    Image delivery (``components/plan/images.py``): a Bottlerocket pool with an ``imageCache.snapshotId`` restores its
+    data volume from that snapshot, initialized at the provisioned rate; such a volume takes its encryption from the
+    snapshot (a launch template's ``encrypted`` cannot go with ``snapshot_id``: pulumi_aws 7.51.1
+    LaunchTemplateBlockDeviceMappingEbs), so the snapshot must be of an encrypted volume. An AL2023 pool with
+    FastImagePull gets the throughput nodeadm recommends for it.
     """
     if derive.node_os(spec, pool) == "bottlerocket":
+        data = _gp3(pool.disk_gib)
+        snapshot = images.snapshot_id(spec, pool)
+        if snapshot is not None:
+            del data["encrypted"]
+            data.update(snapshot_id=snapshot, volume_initialization_rate=images.SNAPSHOT_INIT_MIB_S)
         return [
             {"device_name": ROOT_DEVICE, "ebs": _gp3(None, fast=False)},
-            {"device_name": BOTTLEROCKET_DATA_DEVICE, "ebs": _gp3(pool.disk_gib)},
+            {"device_name": BOTTLEROCKET_DATA_DEVICE, "ebs": data},
         ]
-    return [{"device_name": ROOT_DEVICE, "ebs": _gp3(pool.disk_gib)}]
+    root = _gp3(pool.disk_gib)
+    if images.fast_pull(spec, pool):
+        root.update(iops=images.FAST_PULL_IOPS, throughput=images.FAST_PULL_THROUGHPUT)
+    return [{"device_name": ROOT_DEVICE, "ebs": root}]
 
 
 def metadata_options(pool: NodePool) -> dict[str, Any]:
@@ -283,6 +297,8 @@ def _toml_value(v: Any) -> str:
         return str(v)
     if isinstance(v, str):
         return json.dumps(v)  # a TOML basic string for the plain ASCII values used here
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"  # a TOML array (of arrays) of such values
     raise TypeError(f"no TOML rendering for {v!r}")
 
 
@@ -307,16 +323,33 @@ def bottlerocket_settings(spec: StackSpec, pool: NodePool) -> dict[str, Any]:
     if derive.node_os(spec, pool) != "bottlerocket":
         return {}
     plugin = sharing.bottlerocket_device_plugin_settings(spec, pool.name)
-    return {"settings": {"kubelet-device-plugins": {"nvidia": plugin}}} if plugin else {}
+    settings = {"kubelet-device-plugins": {"nvidia": plugin}} if plugin else {}
+    settings |= local_disks.bottlerocket_settings(spec, pool)
+    return {"settings": settings} if settings else {}
+
+
+def al2023_node_config(spec: StackSpec, pool: NodePool) -> dict[str, Any] | None:
+    """The pool's one NodeConfig: the image delivery's settings and the local disks' (``local_disks``), or None."""
+    config = images.al2023_node_config(spec, pool) or {
+        "apiVersion": "node.eks.aws/v1alpha1",
+        "kind": "NodeConfig",
+        "spec": {},
+    }
+    config["spec"] |= local_disks.al2023_node_config_spec(spec, pool)
+    return config if config["spec"] else None
 
 
 def user_data(spec: StackSpec, pool: NodePool) -> str | None:
     """The launch template's user data (plain text), or None.
 
-    Only Bottlerocket pools need any: EKS merges this TOML with the bootstrap settings it generates
-    (cluster endpoint, CA, node labels and taints) because the launch template names no AMI. AL2023
-    pools need none: nodeadm gets everything from EKS.
+    Bottlerocket pools: EKS merges this TOML with the bootstrap settings it generates (cluster endpoint, CA, node
+    labels and taints) because the launch template names no AMI. AL2023 pools need none (nodeadm gets everything from
+    EKS) unless their images or local disks call for a NodeConfig of their own (``al2023_node_config``: FastImagePull,
+    the peer mirror's containerd setting, localStorage RAID0), which nodeadm merges with EKS's.
     """
+    if derive.node_os(spec, pool) == "al2023":
+        config = al2023_node_config(spec, pool)
+        return images.nodeadm_user_data(config) if config is not None else None
     settings = bottlerocket_settings(spec, pool)
     if not settings:
         return None

@@ -27,12 +27,12 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
 from ...spec.model import NodePool, StackSpec
-from .. import derive
+from .. import derive, images
 from ..frozen import frozen as _frozen, plain as _plain
 from ..reservations import pool_reservation
 from . import cluster_create, gke
@@ -101,6 +101,8 @@ class GkeNodePoolPlan:
     reservation_affinity: Mapping[str, Any]
     secure_boot: bool
     gvnic: bool
+    # image delivery (components/plan/images.py): gcfsConfig (image streaming) and secondaryBootDisks ({}: neither)
+    images: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
 
 @dataclass(frozen=True)
@@ -285,6 +287,7 @@ def pool_plan(spec: StackSpec, pool: NodePool) -> GkeNodePoolPlan:
         # Operator builds on the node are not.
         secure_boot=derive.driver(spec) != "operator",
         gvnic=os_ == "cos",
+        images=_frozen(images.gke_node_config(spec, pool)),
     )
 
 
@@ -324,6 +327,7 @@ def node_config_of(pool: GkeNodePoolPlan) -> dict[str, Any]:
     }
     if pool.gvnic:
         cfg["gvnic"] = {"enabled": True}
+    cfg.update(_plain(pool.images))  # image streaming, the secondary boot disk of cached images
     return cfg
 
 

@@ -135,6 +135,15 @@ def _args(
             ),
             metadata=n["metadata"],
             gvnic=c.NodePoolNodeConfigGvnicArgs(enabled=True) if "gvnic" in n else None,
+            gcfs_config=c.NodePoolNodeConfigGcfsConfigArgs(enabled=n["gcfsConfig"]["enabled"])
+            if "gcfsConfig" in n
+            else None,
+            secondary_boot_disks=[
+                c.NodePoolNodeConfigSecondaryBootDiskArgs(disk_image=d["diskImage"], mode=d["mode"])
+                for d in n["secondaryBootDisks"]
+            ]
+            if "secondaryBootDisks" in n
+            else None,
         ),
     )
 
