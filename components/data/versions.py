@@ -255,6 +255,28 @@ CHARTS: dict[str, Chart] = {
     )
 }
 
+# The ports on a chart's own pods that the Kubernetes API server dials: the target ports of the Services its
+# admission webhooks, CRD conversion webhooks and aggregated APIs name, at the pinned versions (each read from the
+# archive in upstream/charts/, tests/test_gke_control_plane_ports.py). A private GKE cluster's control plane reaches
+# its nodes only on 443 and 10250, so a created cluster opens the others (components/plan/gcp/gke.py). Charts
+# with none (the GPU Operator, the DCGM exporter, KubeRay, Karpenter, the Cluster Autoscaler, the EFA plugin) are
+# left out.
+CONTROL_PLANE_PORTS: dict[str, dict[int, str]] = {
+    # templates/manager/manager.yaml containerPort webhook-server 9443 (values.yaml managerConfig webhook.port);
+    # templates/visibility/service.yaml targetPort 8082, the visibility APIService (always installed)
+    KUEUE.key: {9443: "admission and conversion webhooks", 8082: "visibility API (APIService)"},
+    # values.yaml basic.admission_port 8443 (templates/admission.yaml --port and the Service's targetPort)
+    VOLCANO.key: {8443: "admission webhooks"},
+    # templates/webhook/service.yaml targetPort webhook -> templates/controller/deployment.yaml containerPort 9443
+    JOBSET.key: {9443: "admission webhooks"},
+    # templates/webhook/service.yaml targetPort 9443 (values.yaml service.port)
+    LEADER_WORKER_SET.key: {9443: "admission webhooks"},
+    # templates/manager/service.yaml targetPort webhook -> templates/manager/deployment.yaml containerPort 9443
+    TRAINER.key: {9443: "admission webhooks"},
+    # values.yaml prometheusOperator.tls.internalPort 10250: the operator serves its admission webhooks itself
+    KUBE_PROMETHEUS_STACK.key: {10250: "prometheus-operator admission webhooks"},
+}
+
 # Sources a release may come from; the policy pack's default allow-list: the official ones and the bundled archives.
 ALLOWED_SOURCES: tuple[str, ...] = tuple(sorted({c.source for c in CHARTS.values()} | {BUNDLED_DIR}))
 

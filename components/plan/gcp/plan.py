@@ -65,6 +65,10 @@ class GkeClusterPlan:
     # pools running GPUDirect-TCPX (over the networks they name or the created ones): the cluster's versions are
     # checked against TCPX_BROKEN_FROM at deploy (components/render/gcp/cluster.py tcpx_warning)
     tcpx_pools: tuple[str, ...] = ()
+    # The ports on the installed add-ons' pods the API server dials (webhooks, aggregated APIs) beyond the two a
+    # private cluster's control plane reaches (``control_plane_ports``): a created cluster opens them with a firewall
+    # rule; for a found or referenced one with private nodes, a warning names them at deploy.
+    control_plane_ports: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -108,6 +112,7 @@ class GkePlan:
     cluster: GkeClusterPlan
     node_service_account: GkeServiceAccountPlan
     node_pools: Mapping[str, GkeNodePoolPlan]  # by pool name, in the order they are registered (by name)
+    created_firewall: str | None = None  # a created cluster's rule opening cluster.control_plane_ports
 
 
 # ------------------------------------------------------------------------------------ the decisions
@@ -240,6 +245,7 @@ def cluster_plan(spec: StackSpec) -> GkeClusterPlan:
             for p in spec.node_pools
             if cluster_create.gpudirect_stack(p) == "GPUDirect-TCPX" and cluster_create.uses_gpudirect(spec, p)
         ),
+        control_plane_ports=cluster_create.control_plane_ports(spec),
     )
 
 
@@ -298,6 +304,7 @@ def build(spec: StackSpec) -> GkePlan | None:
         node_pools=MappingProxyType(
             {p.name: pool_plan(spec, p) for p in sorted(spec.node_pools, key=lambda p: p.name)}
         ),
+        created_firewall=cluster_create.control_plane_firewall(spec),
     )
 
 
@@ -380,6 +387,9 @@ def text(plan: GkePlan) -> list[str]:
         ),
         f"  node service account {sa.account_id} ({', '.join(sa.roles)})",
     ]
+    if c.control_plane_ports:
+        ports = ", ".join(map(str, c.control_plane_ports))
+        lines.append(f"  control plane -> add-on pods on tcp {ports} ({ports_how(plan)})")
     for p in plan.node_pools.values():
         acc = p.accelerator
         sharing = acc.get("gpuSharingConfig")
@@ -404,6 +414,13 @@ def text(plan: GkePlan) -> list[str]:
             f"{p.location_policy}, {p.initial_nodes} at creation); {'; '.join(extras)}"
         )
     return lines
+
+
+def ports_how(plan: GkePlan) -> str:
+    """How the control plane reaches the add-ons' ports: a created cluster's firewall rule, or the user's."""
+    if plan.created_firewall:
+        return f"firewall rule {plan.created_firewall}"
+    return "private nodes need a firewall rule for them from the control plane's range: a warning at deploy"
 
 
 def _reservation_text(affinity: Mapping[str, Any]) -> str:
