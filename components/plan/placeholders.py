@@ -1,6 +1,7 @@
-"""Values in the cluster section that stand for the reader's own: documentation address ranges and AWS's
-documentation accounts. A shipped starter stack carries them until it is edited (``starter-aws``: the network the
-API answers and the admin role; ``starter-gcp``: the project and the network the API answers). EKS and GKE accept them, and the cluster would come up reachable by nobody and
+"""Values in the cluster section that stand for the reader's own: documentation address ranges, AWS's
+documentation accounts and GCP project IDs no project can have. A shipped starter stack carries them until it is
+edited (``starter-aws``: the network the API answers and the admin role; ``starter-gcp``: the project and the
+network). EKS and GKE accept the ranges and accounts, and the cluster would come up reachable by nobody and
 administered by nobody, so ``pulumi up`` refuses them (``components/cli/config.py``); a preview and the offline
 tools only warn, so the stack still renders and can be looked at before it is edited.
 
