@@ -33,9 +33,9 @@ from typing import Any
 
 from ...spec.model import NodePool, StackSpec
 from .. import derive
-from ..frozen import frozen as _frozen, plain as _plain
+from ..frozen import freeze as _freeze, frozen as _frozen, plain as _plain
 from ..reservations import pool_reservation
-from . import cluster_create, gke
+from . import cluster_create, gke, gpudirect
 from .rules import accelerator_type
 
 # The node service account's project roles. roles/container.defaultNodeServiceAccount is the role
@@ -113,6 +113,9 @@ class GkePlan:
     node_service_account: GkeServiceAccountPlan
     node_pools: Mapping[str, GkeNodePoolPlan]  # by pool name, in the order they are registered (by name)
     created_firewall: str | None = None  # a created cluster's rule opening cluster.control_plane_ports
+    # A created cluster's GPUDirect pools' NCCL plugin installers and NRI device injector (plan/gcp/gpudirect.py), as
+    # the DaemonSets the render registers once the cluster answers; () without a GPUDirect pool or cluster.create.
+    gpudirect_objects: tuple[Mapping[str, Any], ...] = ()
 
 
 # ------------------------------------------------------------------------------------ the decisions
@@ -305,6 +308,7 @@ def build(spec: StackSpec) -> GkePlan | None:
             {p.name: pool_plan(spec, p) for p in sorted(spec.node_pools, key=lambda p: p.name)}
         ),
         created_firewall=cluster_create.control_plane_firewall(spec),
+        gpudirect_objects=tuple(_freeze(m, keep_order=True) for m in gpudirect.manifests(spec)),
     )
 
 
@@ -390,6 +394,11 @@ def text(plan: GkePlan) -> list[str]:
     if c.control_plane_ports:
         ports = ", ".join(map(str, c.control_plane_ports))
         lines.append(f"  control plane -> add-on pods on tcp {ports} ({ports_how(plan)})")
+    for obj in plan.gpudirect_objects:
+        node = obj["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]
+        (term,) = node["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+        pools = ", ".join(term["matchExpressions"][0]["values"])
+        lines.append(f"  GPUDirect DaemonSet kube-system/{obj['metadata']['name']} on {pools}")
     for p in plan.node_pools.values():
         acc = p.accelerator
         sharing = acc.get("gpuSharingConfig")

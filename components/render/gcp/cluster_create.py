@@ -336,6 +336,7 @@ class GkeCluster(pulumi.ComponentResource):
             **PROVIDER_OPTIONS,
         )
         _k8s_networks(p, self, self.provider)
+        _gpudirect(gke.gpudirect_objects, self, self.provider)
         # What a stack reading this one through cluster.fromStack needs (components/plan/cluster_stack.py
         # GCP_OUTPUTS), as the created EKS cluster exports its own: the created cluster is a cluster stack too.
         self.cluster_outputs = {
@@ -420,3 +421,14 @@ def _k8s_networks(p: GkeCreatePlan, parent: pulumi.Resource, provider: Any) -> N
                 "parametersRef": {"group": "networking.gke.io", "kind": "GKENetworkParamSet", "name": n["name"]},
             },
         )
+
+
+def _gpudirect(objects: Any, parent: pulumi.Resource, provider: Any) -> None:
+    """The GPUDirect pools' NCCL plugin installers and NRI device injector (components/plan/gcp/gpudirect.py)."""
+    from ...plan.frozen import plain
+    from ..k8s import kube_object
+
+    opts = pulumi.ResourceOptions(parent=parent, provider=provider)
+    for obj in objects:
+        body = plain(obj)
+        kube_object(f"gpudirect-{body['metadata']['name']}", body.pop("apiVersion"), body.pop("kind"), opts, **body)
