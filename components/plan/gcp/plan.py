@@ -27,7 +27,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
@@ -105,6 +105,10 @@ class GkeNodePoolPlan:
     reservation_affinity: Mapping[str, Any]
     secure_boot: bool
     gvnic: bool
+    local_ssds: int = 0  # local SSDs backing the node's ephemeral storage (0: the boot disk)
+    flex_start: bool = False  # DWS flex-start capacity
+    max_run_duration: str | None = None  # "<seconds>s": GKE deletes a node this long after it started
+    sysctls: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))  # linuxNodeConfig.sysctls
 
 
 @dataclass(frozen=True)
@@ -167,9 +171,10 @@ def taints(pool: NodePool) -> list[dict[str, str]]:
 
 def location_policy(pool: NodePool) -> str:
     """ANY lets the autoscaler take whichever zone has capacity: it prefers unused reservations and lowers
-    the preemption risk of Spot VMs, and queued provisioning obtains a request in one place. BALANCED
+    the preemption risk of Spot VMs, and queued provisioning and flex-start obtain capacity in one place. BALANCED
     (spread across zones) otherwise."""
-    if pool.capacity == "spot" or pool.gke.queued_provisioning or pool_reservation(pool) is not None:
+    g = pool.gke
+    if pool.capacity == "spot" or g.queued_provisioning or g.flex_start or pool_reservation(pool) is not None:
         return "ANY"
     return "BALANCED"
 
@@ -185,7 +190,7 @@ def autoscaling(pool: NodePool) -> dict[str, Any]:
 def initial_nodes(pool: NodePool) -> int:
     """The nodes a new pool starts with in total: desiredNodes when given, else minNodes. Queued-provisioning
     pools start empty."""
-    return 0 if pool.gke.queued_provisioning else (pool.desired_nodes or pool.min_nodes)
+    return 0 if pool.gke.queued_provisioning or pool.gke.flex_start else (pool.desired_nodes or pool.min_nodes)
 
 
 def nodes_per_zone(target: int, max_nodes: int, zones: int) -> int:
@@ -229,7 +234,19 @@ def management(pool: NodePool) -> dict[str, bool]:
     """Auto-upgrade always; auto-repair except on queued-provisioning pools, which GKE's Dynamic Workload
     Scheduler guide creates with ``--no-enable-autorepair`` (auto-upgrade left on): their nodes are obtained
     together for one ProvisioningRequest, and a repair would recreate a node outside that request."""
-    return {"autoRepair": not pool.gke.queued_provisioning, "autoUpgrade": True}
+    # flex-start too: cluster-toolkit v1.95.0 gke-node-pool main.tf "enable_flex_start needs node auto_repair set to
+    # false" (GKE's flex-start guide creates the pool with --no-enable-autorepair)
+    return {"autoRepair": not (pool.gke.queued_provisioning or pool.gke.flex_start), "autoUpgrade": True}
+
+
+def local_ssds(pool: NodePool) -> int:
+    """Local SSDs backing the node's ephemeral storage: the machine's bundled ones unless the pool opts out."""
+    bundled = gke.BUNDLED_LOCAL_SSDS.get(pool.instance_types[0] if pool.instance_types else "", 0)
+    return bundled if pool.gke.local_ssd_ephemeral_storage is not False else 0
+
+
+def sysctls(pool: NodePool) -> dict[str, str]:
+    return dict(gke.NCCL_TCP_SYSCTLS) if pool.gke.nccl_tcp_sysctls else {}
 
 
 # ------------------------------------------------------------------------------------------- the plan
@@ -294,6 +311,10 @@ def pool_plan(spec: StackSpec, pool: NodePool) -> GkeNodePoolPlan:
         # Operator builds on the node are not.
         secure_boot=derive.driver(spec) != "operator",
         gvnic=os_ == "cos",
+        local_ssds=local_ssds(pool),
+        flex_start=pool.gke.flex_start,
+        max_run_duration=f"{pool.gke.max_run_duration}s" if pool.gke.max_run_duration else None,
+        sysctls=_frozen(sysctls(pool)),
     )
 
 
@@ -335,6 +356,14 @@ def node_config_of(pool: GkeNodePoolPlan) -> dict[str, Any]:
     }
     if pool.gvnic:
         cfg["gvnic"] = {"enabled": True}
+    if pool.local_ssds:
+        cfg["ephemeralStorageLocalSsdConfig"] = {"localSsdCount": pool.local_ssds}
+    if pool.flex_start:
+        cfg["flexStart"] = True
+    if pool.max_run_duration:
+        cfg["maxRunDuration"] = pool.max_run_duration
+    if pool.sysctls:
+        cfg["linuxNodeConfig"] = {"sysctls": _plain(pool.sysctls)}
     return cfg
 
 
@@ -413,6 +442,10 @@ def text(plan: GkePlan) -> list[str]:
             f"zones {', '.join(p.zones)}" if p.zones else "the cluster's zones",
             *(["compact placement"] if p.compact_placement else []),
             *(["queued provisioning"] if p.queued_provisioning else []),
+            *(["flex-start"] if p.flex_start else []),
+            *([f"max run {p.max_run_duration}"] if p.max_run_duration else []),
+            *([f"{p.local_ssds} local SSDs as ephemeral storage"] if p.local_ssds else []),
+            *(["NCCL TCP sysctls"] if p.sysctls else []),
             *([f"{len(p.additional_networks)} GPU networks"] if p.additional_networks else []),
             _reservation_text(p.reservation_affinity),
         ]
