@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STACK  ?= prod-aws
 
-.PHONY: component-schema plugins lock setup synth synth-all check test cluster-test sched-test engine-test lint fmt docs docs-check bench schema refresh-upstream policy-venv policy-data clean urn-snapshots plan-snapshots mutate mutate-sample
+.PHONY: need-pulumi plan cost explain component-schema plugins lock setup synth synth-all check test cluster-test sched-test engine-test lint fmt docs docs-check bench schema refresh-upstream policy-venv policy-data clean urn-snapshots plan-snapshots mutate mutate-sample
 
 # Everything installed comes from a hashed lock (`make lock` refreshes them from the ranges in pyproject.toml and
 # policies/requirements.in): requirements/dev.txt for the tests and tools, requirements.txt for the program (what
@@ -13,9 +13,11 @@ STACK  ?= prod-aws
 $(BIN)/.installed: requirements/dev.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "gpu-platform needs Python 3.11+: make PYTHON=python3.11 ...")'
 	@$(PYTHON) -c 'import ensurepip' 2>/dev/null || { echo "$(PYTHON) cannot create virtualenvs: install python3-venv (Debian/Ubuntu)"; exit 1; }
+	@echo "setup: installing the locked tools and both clouds' SDKs into $(VENV) (~1 GB, a few minutes the first time)"
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --require-hashes -r requirements/dev.txt
+	$(BIN)/python -m pip install --disable-pip-version-check --progress-bar on --require-hashes -r requirements/dev.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	@echo "setup: done. The CLI is $(BIN)/gpu-platform (or: source $(VENV)/bin/activate, then gpu-platform --help)"
 	touch $@
 
 setup: $(BIN)/.installed
@@ -63,10 +65,27 @@ engine-test: setup
 
 ## The provider plugins one stack uses, at the lock's versions (kubernetes; aws or gcp only on their stacks), for
 ## a deploy with PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true (docs/deploy.md).
-plugins: setup
+# The Pulumi CLI, where a target needs it: said once, with where to get it, instead of a shell's "not found"
+PULUMI ?= pulumi
+need-pulumi:
+	@command -v $(PULUMI) >/dev/null 2>&1 || { echo "this target needs the Pulumi CLI ($(PULUMI) is not on PATH): install it with 'curl -fsSL https://get.pulumi.com | sh' (https://www.pulumi.com/docs/iac/download-install/), or set PULUMI=/path/to/pulumi" >&2; exit 2; }
+
+## Print what the platform decides (pools, tenants, add-ons), the cost per hour, or explain a workload: offline
+plan: setup
+	$(BIN)/gpu-platform plan $(STACK)
+
+cost: setup
+	$(BIN)/gpu-platform cost $(STACK)
+
+## make explain WORKLOAD=examples/mig-inference-deployment.yaml [STACK=prod-aws]
+explain: setup
+	@test -n "$(WORKLOAD)" || { echo "usage: make explain WORKLOAD=<manifests.yaml> [STACK=<stack>]" >&2; exit 2; }
+	$(BIN)/gpu-platform explain $(STACK) $(WORKLOAD)
+
+plugins: setup need-pulumi
 	@test -n "$(STACK)" || { echo "usage: make plugins STACK=<stack>" >&2; exit 2; }
 	@$(BIN)/gpu-platform plugins $(STACK) | while read -r kind name version; do \
-	  pulumi plugin install "$$kind" "$$name" "$$version" || exit 1; done
+	  $(PULUMI) plugin install "$$kind" "$$name" "$$version" || exit 1; done
 
 lint: setup
 	$(BIN)/ruff check .
@@ -148,8 +167,8 @@ policy-data: setup
 UV_COMPILE := $(BIN)/uv pip compile --quiet --universal --python-version 3.11 --generate-hashes --custom-compile-command "make lock"
 UPGRADE ?= --upgrade
 lock: setup
-	$(UV_COMPILE) $(UPGRADE) pyproject.toml -o requirements.txt
-	$(UV_COMPILE) $(UPGRADE) pyproject.toml requirements/build.in --extra dev -c requirements.txt -o requirements/dev.txt
+	$(UV_COMPILE) $(UPGRADE) pyproject.toml --extra aws --extra gcp -o requirements.txt
+	$(UV_COMPILE) $(UPGRADE) pyproject.toml requirements/build.in --extra aws --extra gcp --extra dev -c requirements.txt -o requirements/dev.txt
 	$(UV_COMPILE) $(UPGRADE) policies/requirements.in -c requirements.txt -o policies/requirements.txt
 
 ## Refresh upstream/ (the project's copy of the upstream contracts) from ../shared/upstream

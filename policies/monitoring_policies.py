@@ -22,8 +22,17 @@ from .common import (
 
 
 def _chart_name(props: Mapping[str, Any]) -> str:
+    """The chart's name however the release names it: ``gpu-operator``, ``<repo>/gpu-operator``,
+    ``oci://<mirror>/gpu-operator``, or a packaged archive ``<folder>/gpu-operator-<version>.tgz`` (chartSource
+    bundled, or a folder: Helm's ``helm package`` file name, <name>-<version>.tgz)."""
     chart = props.get("chart")
-    return chart.rsplit("/", 1)[-1] if isinstance(chart, str) else ""
+    if not isinstance(chart, str):
+        return ""
+    name = chart.rsplit("/", 1)[-1]
+    version = props.get("version")
+    if name.endswith(".tgz") and isinstance(version, str) and name.endswith(f"-{version.strip()}.tgz"):
+        return name[: -len(f"-{version.strip()}.tgz")]
+    return name.removesuffix(".tgz")
 
 
 def _dcgm_monitoring(args: StackValidationArgs, report: ReportViolation) -> None:

@@ -135,7 +135,8 @@ DOCS: dict[str, Doc] = {
         ),
     ),
     "node-imdsv2-and-encryption": Doc(
-        checks="launch templates and EC2NodeClasses require IMDSv2 and encrypt every EBS volume",
+        checks="launch templates and EC2NodeClasses require IMDSv2 and encrypt every EBS volume (one restored from a "
+        "snapshot takes the snapshot's encryption: the EC2 API allows no other)",
         why=(
             "IMDSv1 hands the node role's credentials to any request forgery from a pod; unencrypted volumes keep"
             " data and model weights in the clear"

@@ -95,7 +95,12 @@ def _local_archive(chart: str, version: str, report: ReportViolation, props: Map
     if m is None:
         report(f"chart archive {chart!r} carries no digest (description 'chart sha256:<hex>').", None)
     elif m.group(1) not in allowed:
-        report(f"chart archive {chart!r} has sha256 {m.group(1)}, which is not among the allowed digests.", None)
+        report(
+            f"chart archive {chart!r} has sha256 {m.group(1)}, which is not among the allowed digests: add it to "
+            "this policy's allowedDigests in the policy pack config (gpu-platform check --policy-config FILE, "
+            "pulumi --policy-pack-config FILE)",
+            None,
+        )
 
 
 def _helm_chart_pinned(args: ResourceValidationArgs, report: ReportViolation) -> None:
@@ -118,7 +123,13 @@ def _helm_chart_pinned(args: ResourceValidationArgs, report: ReportViolation) ->
         )
         return
     if _norm(source) not in allowed:
-        report(f"chart {chart!r} comes from {source}, which is not allow-listed ({', '.join(allowed)}).", None)
+        report(
+            f"chart {chart!r} comes from {source}, which is not allow-listed ({', '.join(allowed)}). A mirror of "
+            f"your own: add {source} to this policy's allowedSources in the policy pack config (gpu-platform check "
+            f'--policy-config FILE, pulumi --policy-pack-config FILE): {{"helm-chart-pinned": {{"allowedSources": '
+            f'[...the defaults, "{source}"]}}}}',
+            None,
+        )
     archive = local_archive(props)
     if archive and isinstance(version, str) and version.strip():
         _local_archive(archive, version, report, props, args)
@@ -196,6 +207,11 @@ def _node_imdsv2_and_encryption(args: ResourceValidationArgs, report: ReportViol
         if m.get("noDevice") is not None or m.get("virtualName"):
             continue  # suppressed device or instance store: no EBS volume
         device = m.get("deviceName") or i
+        # A volume restored from a snapshot takes the snapshot's encryption: the EC2 API refuses an encryption value
+        # with a snapshot (LaunchTemplateEbsBlockDeviceRequest.Encrypted), and account-level encryption by default
+        # encrypts it whatever the snapshot.
+        if _get(m, "ebs", "snapshotId") or _get(m, "ebs", "snapshotID"):
+            continue
         if not _truthy(_get(m, "ebs", "encrypted")):
             report(f"{flag}[{device}]: EBS volume is not encrypted (ebs.encrypted must be true).", None)
 

@@ -95,6 +95,59 @@ def release(rendering, name: str) -> dict[str, Any]:
     raise KeyError(f"Helm release {name} not rendered")
 
 
+def stack_mirror(config: dict[str, Any]) -> tuple[str, str] | None:
+    """(kind, registry) of the mirror a stack file names, read as the docs lay it out (docs/concepts/images.md):
+    ECR ``<account>.dkr.ecr.<region>.amazonaws.com`` (pull-through on aws), Artifact Registry
+    ``<region>-docker.pkg.dev/<project>`` (pull-through on gcp), else ``imageRegistry``; None without one."""
+    images = config.get("gpu-platform:images") or {}
+    cloud = config["gpu-platform:cloud"]
+    if images.get("mirror") == "pull-through" and cloud == "aws":
+        account = images["pullThrough"]["accountId"]
+        region = (config.get("gpu-platform:cluster") or {}).get("region") or config["aws:region"]
+        return "ecr", f"{account}.dkr.ecr.{region}.amazonaws.com"
+    if images.get("mirror") == "pull-through" and cloud == "gcp":
+        cluster = config["gpu-platform:cluster"]
+        region = "-".join(cluster["location"].split("-")[:2])
+        project = cluster.get("project") or config["gcp:project"]
+        return "artifact-registry", f"{region}-docker.pkg.dev/{project}"
+    registry = config.get("gpu-platform:imageRegistry")
+    return ("registry", registry) if registry else None
+
+
+def upstream_of(ref: str, config: dict[str, Any]) -> str:
+    """``ref`` without the stack's mirror: ``<registry>/<host>/<path>`` (an Artifact Registry repository per host,
+    its id the host with '-' for '.') back to ``<host>/<path>``; a reference not through the mirror as it is."""
+    mirror = stack_mirror(config)
+    if mirror is None or not ref.startswith(f"{mirror[1]}/"):
+        return ref
+    rest = ref[len(mirror[1]) + 1 :]
+    if mirror[0] != "artifact-registry":
+        return rest
+    repo, _, path = rest.partition("/")
+    return f"{repo.replace('-', '.')}/{path}"
+
+
+def unmirrored(values: Any, config: dict[str, Any]) -> Any:
+    """Chart values without what only moves images to the stack's mirror (a ``repository``, ``registry`` or Volcano's
+    ``image_registry`` naming the mirror), a map left empty by that dropped: what the values say beside the mirror."""
+    mirror = stack_mirror(config)
+    if mirror is None:
+        return values
+    if isinstance(values, dict):
+        out = {}
+        for k, v in values.items():
+            if k in ("repository", "registry", "image_registry") and isinstance(v, str) and v.startswith(mirror[1]):
+                continue
+            v = unmirrored(v, config)
+            if isinstance(v, dict) and not v and values[k]:
+                continue
+            out[k] = v
+        return out
+    if isinstance(values, list):
+        return [unmirrored(v, config) for v in values]
+    return values
+
+
 def pytest_collection_modifyitems(config, items):
     """Under ``make mutate`` (a mutant's child run, with -x), run first the test files named after the mutated
     module (tests/test_karpenter*.py for components/render/aws/karpenter.py): they fail soonest, before the files

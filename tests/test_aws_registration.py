@@ -34,6 +34,16 @@ CASES: list[tuple[str, dict[str, Any]]] = [
     ("iam.Role", {"name": "r", "description": "d", "assume_role_policy": '{"Version": "2012-10-17"}', "tags": TAGS}),
     ("iam.Policy", {"name": "p", "description": "d", "policy": '{"Statement": []}', "tags": TAGS}),
     ("iam.RolePolicyAttachment", {"role": "r", "policy_arn": "arn:aws:iam::aws:policy/X"}),
+    ("iam.RolePolicy", {"name": "p", "role": "r", "policy": '{"Statement": []}'}),
+    (
+        "ecr.PullThroughCacheRule",
+        {
+            "ecr_repository_prefix": "docker.io",
+            "upstream_registry_url": "registry-1.docker.io",
+            "credential_arn": "arn:aws:secretsmanager:us-east-1:123456789012:secret:ecr-pullthroughcache/d",
+            "region": "us-east-1",
+        },
+    ),
     ("iam.OpenIdConnectProvider", {"url": "https://oidc/id/X", "client_id_lists": ["sts.amazonaws.com"], "tags": TAGS}),
     (
         "eks.AccessEntry",
@@ -158,6 +168,17 @@ CASES: list[tuple[str, dict[str, Any]]] = [
     ("ec2.InternetGateway", {"vpc_id": "vpc-1", "region": "r", "tags": TAGS}),
     ("ec2.Eip", {"domain": "vpc", "region": "r", "tags": TAGS}),
     ("ec2.NatGateway", {"allocation_id": "eip-1", "subnet_id": "s-1", "region": "r", "tags": TAGS}),
+    (
+        "ec2.VpcEndpoint",
+        {
+            "vpc_id": "vpc-1",
+            "service_name": "com.amazonaws.r.s3",
+            "vpc_endpoint_type": "Gateway",
+            "route_table_ids": ["rt-1", "rt-2"],
+            "region": "r",
+            "tags": TAGS,
+        },
+    ),
     ("ec2.RouteTable", {"vpc_id": "vpc-1", "region": "r", "tags": TAGS}),
     ("ec2.Route", {"route_table_id": "rt-1", "destination_cidr_block": "0.0.0.0/0", "nat_gateway_id": "nat-1"}),
     ("ec2.RouteTableAssociation", {"subnet_id": "s-1", "route_table_id": "rt-1", "region": "r"}),

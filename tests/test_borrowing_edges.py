@@ -50,6 +50,7 @@ def _render():
         {"name": "gang-sliced", **_SLICED},
     ]
     cfg.pop("gpu-platform:storage")  # its file systems name prod-aws's tenants, replaced here
+    cfg.pop("gpu-platform:images")  # its images name prod-aws's pools, replaced here
     cfg["gpu-platform:tenants"] = [
         # borrowingLimit far past the pools: capped at what the cohort lends (Kueue)
         {

@@ -28,7 +28,18 @@ from components.data import versions
 
 CHARTS_DIR = UPSTREAM / "charts"
 SCRIPT = ROOT / "scripts" / "package_charts.py"
-PINNED = sorted(versions.CHARTS.values(), key=lambda c: c.key)
+# the pinned charts upstream/charts/ holds: all but those listed, with why, in versions.NOT_BUNDLED
+PINNED = sorted((c for c in versions.CHARTS.values() if c.key not in versions.NOT_BUNDLED), key=lambda c: c.key)
+
+
+def test_the_charts_not_bundled_are_pinned_and_say_why():
+    """An exception names a pinned chart and a reason; ``chartSource: bundled`` is refused for a stack that needs it
+    (the loader names the missing archive), not silently broken."""
+    assert set(versions.NOT_BUNDLED) <= set(versions.CHARTS)
+    assert all(len(why) > 40 for why in versions.NOT_BUNDLED.values())
+    for key in versions.NOT_BUNDLED:
+        chart = versions.CHARTS[key]
+        assert not (CHARTS_DIR / f"{chart.chart.rsplit('/', 1)[-1]}-{chart.version}.tgz").exists()
 
 
 def _load_script():

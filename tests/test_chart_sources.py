@@ -206,7 +206,8 @@ def test_the_policy_accepts_an_allowed_archive_by_folder_name_and_digest():
 def test_the_policy_refuses_an_archive_whose_digest_is_not_allowed():
     assert _local(description="chart sha256:" + "cd" * 32) == [
         "chart archive 'upstream/charts/kueue-0.19.2.tgz' has sha256 " + "cd" * 32 + ", which is not among the "
-        "allowed digests."
+        "allowed digests: add it to this policy's allowedDigests in the policy pack config (gpu-platform check "
+        "--policy-config FILE, pulumi --policy-pack-config FILE)"
     ]
     assert _local(description=None) == [
         "chart archive 'upstream/charts/kueue-0.19.2.tgz' carries no digest (description 'chart sha256:<hex>')."
@@ -219,9 +220,22 @@ def test_the_policy_refuses_an_archive_of_another_version_than_the_pin():
     ]
 
 
+# a finding about a source names the policy setting that allows it (issue 41.9)
+_ALLOW = (
+    "A mirror of your own: add %(s)s to this policy's allowedSources in the policy pack config (gpu-platform "
+    'check --policy-config FILE, pulumi --policy-pack-config FILE): {"helm-chart-pinned": {"allowedSources": '
+    '[...the defaults, "%(s)s"]}}'
+)
+
+
+def _allow(source: str) -> str:
+    return _ALLOW.replace("%(s)s", source)
+
+
 def test_the_policy_refuses_an_archive_from_a_folder_not_allow_listed():
     assert _local(chart="elsewhere/kueue-0.19.2.tgz") == [
-        "chart 'elsewhere/kueue-0.19.2.tgz' comes from elsewhere, which is not allow-listed (upstream/charts)."
+        "chart 'elsewhere/kueue-0.19.2.tgz' comes from elsewhere, which is not allow-listed (upstream/charts). "
+        + _allow("elsewhere")
     ]
 
 
@@ -229,14 +243,14 @@ def test_the_policy_refuses_a_mirror_the_config_does_not_list_and_accepts_it_onc
     props = {"chart": "oci://mirror.internal/charts/kueue", "version": "0.19.2"}
     assert check(POLICY, common.HELM_RELEASE, props, LOCAL) == [
         "chart 'oci://mirror.internal/charts/kueue' comes from oci://mirror.internal/charts, which is not "
-        "allow-listed (upstream/charts)."
+        "allow-listed (upstream/charts). " + _allow("oci://mirror.internal/charts")
     ]
     assert check(POLICY, common.HELM_RELEASE, props, {"allowedSources": ["oci://mirror.internal/charts/"]}) == []
 
 
 def test_by_default_the_policy_accepts_the_bundled_archives_and_nothing_else_local():
     assert set(common.DEFAULT_ALLOWED_DIGESTS) == set(versions.bundled_digests())
-    assert len(common.DEFAULT_ALLOWED_DIGESTS) == len(versions.CHARTS)
+    assert len(common.DEFAULT_ALLOWED_DIGESTS) == len(set(versions.CHARTS) - set(versions.NOT_BUNDLED))
     bundled = render("local", {**stack_config("local"), "gpu-platform:chartSource": "bundled"})
     releases = [r for r in bundled.resources if r.type == RELEASE]
     assert releases and all(r.inputs["chart"].startswith("upstream/charts/") for r in releases)
@@ -244,3 +258,32 @@ def test_by_default_the_policy_accepts_the_bundled_archives_and_nothing_else_loc
         assert check(POLICY, common.HELM_RELEASE, r.inputs) == [], r.name
         digest = hashlib.sha256((versions.PROJECT_DIR / r.inputs["chart"]).read_bytes()).hexdigest()
         assert r.inputs["description"] == f"chart sha256:{digest}"
+
+
+@pytest.mark.parametrize("source", ["bundled", "oci://harbor.internal/helm"])
+def test_mirrored_charts_pass_the_whole_pack_without_false_findings(source, tmp_path):
+    """Issue 41.7/9: dev-aws (GPU pools, the GPU Operator with its DCGM exporter) with its charts bundled or from
+    an OCI mirror (listed in allowedSources, as the finding says) gets exactly the findings of the official
+    sources: no 'no DCGM exporter' advisory from an archive's file name, no source finding."""
+    import json
+
+    from components.cli.policy_pack import module
+
+    offline = module("offline")
+    official = offline.evaluate(rendered("dev-aws"))
+    mirrored = render("dev-aws", {**stack_config("dev-aws"), "gpu-platform:chartSource": source})
+    config = tmp_path / "policy.json"
+    allowed = [*common.DEFAULT_ALLOWED_SOURCES, source]
+    config.write_text(json.dumps({"helm-chart-pinned": {"allowedSources": allowed}}))
+    report = offline.evaluate(mirrored, config_file=str(config) if source.startswith("oci") else None)
+    assert [v.line() for v in report.violations] == [v.line() for v in official.violations]
+    assert not any(v.policy == "dcgm-monitoring" for v in report.violations)
+
+
+def test_the_dcgm_policy_reads_the_chart_name_of_an_archive_not_its_file_name():
+    from policies import monitoring_policies
+
+    name = monitoring_policies._chart_name
+    assert name({"chart": "upstream/charts/gpu-operator-v26.7.0.tgz", "version": "v26.7.0"}) == "gpu-operator"
+    assert name({"chart": "oci://harbor.internal/helm/dcgm-exporter", "version": "4.1.0"}) == "dcgm-exporter"
+    assert name({"chart": "gpu-operator", "version": "v26.7.0"}) == "gpu-operator"

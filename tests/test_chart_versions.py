@@ -33,6 +33,7 @@ def test_allowed_sources_are_every_charts_source_once_sorted():
         "https://ray-project.github.io/kuberay-helm",
         "https://volcano-sh.github.io/helm-charts",
         "oci://ghcr.io/kubeflow/charts",
+        "oci://ghcr.io/spegel-org/helm-charts",
         "oci://public.ecr.aws/karpenter",
         "oci://registry.k8s.io/jobset/charts",
         "oci://registry.k8s.io/kueue/charts",
@@ -53,6 +54,7 @@ def test_allowed_sources_are_every_charts_source_once_sorted():
         "leaderWorkerSet",
         "kuberay",
         "trainer",
+        "spegel",
     }
     assert all(key == c.key for key, c in versions.CHARTS.items())
 

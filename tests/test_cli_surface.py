@@ -33,7 +33,8 @@ def test_top_level_help_lists_every_command_with_its_purpose(capsys):
     """``gpu-platform --help`` is where a user learns the commands: each is listed with what it does."""
     text = _help([], capsys)
     assert text.startswith("usage: gpu-platform ")
-    assert "The ``gpu-platform`` command: synth, check, plan, cost, explain, plugins and schema." in text
+    assert "The gpu-platform command: synth, check, plan, cost, explain, plugins and schema." in text
+    assert "``" not in text  # no RST markup on the terminal
     for command, purpose in [
         ("synth", "render a stack offline to a directory"),
         ("check", "validate a stack and evaluate the policy pack, writing nothing"),
@@ -167,14 +168,30 @@ def test_schema_is_printed_indented_with_sorted_keys(capsys):
 
 
 def test_stack_file_lookup(tmp_path: Path, monkeypatch):
-    """--config wins; else stacks/Pulumi.STACK.yaml under the working directory if it is there, else the one
-    shipped with the package."""
+    """--config wins; else DIR/Pulumi.STACK.yaml, DIR being --stacks or stacks under the working directory; never
+    the repository's stacks by accident (issue 41.3)."""
     monkeypatch.chdir(tmp_path)
     assert cli._stack_file("dev-aws", "elsewhere.yaml") == Path("elsewhere.yaml")
-    assert cli._stack_file("mine", None) == synth.ROOT / "stacks" / "Pulumi.mine.yaml"
-    (tmp_path / "stacks").mkdir()
-    (tmp_path / "stacks" / "Pulumi.mine.yaml").write_text("config: {}\n")
     assert cli._stack_file("mine", None) == Path("stacks") / "Pulumi.mine.yaml"
+    assert cli._stack_file("mine", None, "envs") == Path("envs") / "Pulumi.mine.yaml"
+    assert cli.main(["plan", "dev-aws"]) == cli.EXIT_INVALID  # the repository has one; this directory has none
+
+
+def test_a_missing_stack_lists_the_stacks_found(tmp_path: Path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["check", "prod"]) == cli.EXIT_INVALID
+    assert capsys.readouterr().err == (
+        f"stacks/Pulumi.prod.yaml: (file): no such stack file; there is no folder stacks/ in {tmp_path} "
+        "(choose one, or --stacks DIR, or --config FILE)\n"
+    )
+    (tmp_path / "stacks").mkdir()
+    assert cli.main(["cost", "prod"]) == cli.EXIT_INVALID
+    assert "no stack files (Pulumi.*.yaml) in stacks/" in capsys.readouterr().err
+    for name in ("prod-aws", "dev-aws"):
+        (tmp_path / "stacks" / f"Pulumi.{name}.yaml").write_bytes(DEV_AWS.read_bytes())
+    assert cli.main(["explain", "prod", "w.yaml"]) == cli.EXIT_INVALID
+    assert "; stacks in stacks/: dev-aws, prod-aws (choose one" in capsys.readouterr().err
+    assert cli.main(["cost", "prod-aws"]) == cli.EXIT_OK
 
 
 def test_problem_lines_name_the_file_relative_to_the_working_directory(tmp_path: Path, monkeypatch):
@@ -287,11 +304,85 @@ def cached_render(monkeypatch):
 
 
 def test_check_says_the_stack_is_valid_with_its_resource_count(cached_render, capsys):
-    """check: one line on stdout naming the stack and how many resources it registers; exit 0."""
+    """check: a line naming the stack and how many resources it registers, then the verdict; exit 0."""
     assert cli.main(["check", "local"]) == cli.EXIT_OK
     out = capsys.readouterr()
-    assert out.out == f"local: config valid, {len(cached_render('local').resources)} resources\n"
+    assert out.out == (
+        f"local: config renders, {len(cached_render('local').resources)} resources\nlocal: valid, no warnings: exit 0\n"
+    )
     assert out.err == ""
+
+
+@pytest.fixture
+def rendered_as(monkeypatch):
+    """synth.render answering the session's cached rendering of the shipped stacks named (rendered first)."""
+
+    def use(*stacks: str):
+        from conftest import rendered
+
+        for stack in stacks:
+            rendered(stack)
+        monkeypatch.setattr(synth, "render", lambda stack, config, preview=False: rendered(stack))
+        return rendered
+
+    return use
+
+
+def test_check_prints_every_warning_with_its_key_path_and_strict_fails_on_them(rendered_as, capsys):
+    """prod-aws's summary.md warnings reach the terminal: one stderr line each, key path first; the last line
+    says the exit code; --strict turns them into exit 1."""
+    from components.explain.summary import stack_warnings
+    from components.plan import plan
+
+    r = rendered_as("prod-aws")("prod-aws")
+    expected = stack_warnings(r.spec, plan.build(r.spec, "prod-aws"))
+    assert len(expected) >= 3
+    assert cli.main(["check", "prod-aws"]) == cli.EXIT_OK
+    out = capsys.readouterr()
+    err = out.err.splitlines()
+    assert err == [f"warning: {w.path}: {w.message}" for w in expected]
+    assert "warning: gpu-platform:nodePools[4]: no DCGM metrics on Bottlerocket pools a100-gang, a100-train" in (
+        out.err
+    )
+    assert out.out.splitlines()[-1] == (
+        f"prod-aws: valid with {len(expected)} warnings (above): exit 0 (--strict fails on them)"
+    )
+    assert cli.main(["check", "prod-aws", "--strict"]) == cli.EXIT_POLICY
+    assert (
+        capsys.readouterr().out.splitlines()[-1] == f"prod-aws: {len(expected)} warnings (above): exit 1 under --strict"
+    )
+    assert cli.main(["check", "local", "--strict"]) == cli.EXIT_OK
+
+
+def test_starter_aws_placeholders_are_warnings_on_the_terminal(rendered_as, capsys):
+    rendered_as("starter-aws")
+    assert cli.main(["check", "starter-aws"]) == cli.EXIT_OK
+    err = capsys.readouterr().err
+    assert "warning: gpu-platform:cluster.create.eks.publicAccessCidrs[0]: 203.0.113.0/24 is a documentation" in err
+    assert err.count("; pulumi up refuses it\n") == 2
+
+
+def test_the_verdict_names_mandatory_violations_and_never_says_valid_then():
+    from components.cli.outcome import verdict
+
+    assert verdict("s", 2, 1, 3, False) == ("s: 2 mandatory policy violations: exit 1 (pulumi up would refuse)", 1)
+    assert verdict("s", 1, 0, 0, True)[0] == "s: 1 mandatory policy violation: exit 1 (pulumi up would refuse)"
+    assert verdict("s", 0, 1, 0, False) == (
+        "s: valid with 0 warnings and 1 advisory policy finding (above): exit 0 (--strict fails on them)",
+        0,
+    )
+    assert verdict("s", 0, 0, 1, True) == ("s: 1 warning (above): exit 1 under --strict", 1)
+    assert verdict("s", 0, 0, 0, True) == ("s: valid, no warnings: exit 0", 0)
+
+
+def test_plan_prints_the_warnings_after_the_plan_and_keeps_stdout_json(capsys):
+    assert cli.main(["plan", "prod-aws", "--json"]) == cli.EXIT_OK
+    out = capsys.readouterr()
+    import json
+
+    assert json.loads(out.out)["stack"] == "prod-aws"
+    assert out.err.startswith("warning: gpu-platform:nodePools[0]: pool a100-train:")
+    assert out.err.splitlines()[-1].startswith("prod-aws: valid with ")
 
 
 def test_synth_says_how_many_files_it_wrote_and_where(cached_render, tmp_path: Path, capsys):
@@ -303,13 +394,15 @@ def test_synth_says_how_many_files_it_wrote_and_where(cached_render, tmp_path: P
     assert (out_dir / "policy-report.json").is_file()
     assert "\n## Policy report\n" in (out_dir / "summary.md").read_text()  # the report's section in the summary
     n = len(cached_render("local").resources)
-    assert capsys.readouterr().out == f"wrote {len(written)} files to {out_dir} ({n} resources)\n"
+    assert capsys.readouterr().out == (
+        f"wrote {len(written)} files to {out_dir} ({n} resources)\nlocal: valid, no warnings: exit 0\n"
+    )
 
 
 def test_synth_writes_to_out_stack_by_default(cached_render, tmp_path: Path, monkeypatch, capsys):
     """Without --out the files go to out/STACK under the working directory."""
     monkeypatch.chdir(tmp_path)
-    assert cli.main(["synth", "local"]) == cli.EXIT_OK
+    assert cli.main(["synth", "local", "--stacks", str(STACKS_DIR)]) == cli.EXIT_OK
     assert (tmp_path / "out" / "local" / "summary.md").is_file()
     assert " files to out/local (" in capsys.readouterr().out
 

@@ -170,16 +170,18 @@ def test_summary_compares_pool_capacity_with_the_quotas():
     # the other way round: a100-train and h100-spot bring 32 GPUs for research's 16, l4-notebooks 12 L4 for
     # notebooks' 4, and Kueue admits nothing beyond the quotas (tests/test_uncovered_capacity.py); research sets a
     # cpu quota and runs on two pools: the per-pool Kueue vs. total quota caveat is named; and the Bottlerocket
-    # pools have no DCGM metrics (the GPU Operator's operands are off there)
+    # pools have no DCGM metrics (the GPU Operator's operands are off there); prod-aws pulls through ECR on a found
+    # cluster, whose system nodes' role the platform cannot give the cache's two actions (docs/concepts/images.md)
     assert [w.split(":", 1)[0] for w in warnings] == [
         "- pool a100-train",
         "- pool h100-spot",
         "- pool l4-notebooks",
+        "- images pull through ECR",
         "- tenant research",
         "- no DCGM metrics on Bottlerocket pools a100-gang, a100-train",
     ]
     assert warnings[0].startswith("- pool a100-train: 16 of its 32 GPUs are in no tenant's nominal quota")
-    assert warnings[3].startswith("- tenant research: Kueue holds its cpu/memory quota")
+    assert warnings[4].startswith("- tenant research: Kueue holds its cpu/memory quota")
     assert (
         "| research | `research/default` -> `research` | a100-train (dedicated) > h100-spot (spot) "
         "| lower priority; reclaims lent quota | gpu-platform | a100-train: 8, h100-spot: any |"

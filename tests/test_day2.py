@@ -134,7 +134,7 @@ def test_the_synth_refuses_a_kubernetes_resource_without_a_provider_as_the_engin
 @pytest.mark.parametrize("stack", STACKS)
 def test_tenant_namespaces_are_protected_by_default(stack):
     r = rendered(stack)
-    tenants = {t.name for t in r.spec.tenants}
+    tenants = {t.name for t in r.spec.tenants} | {t.name for t in (r.spec.fleet.tenants if r.spec.fleet else [])}
     namespaces = {x.inputs["metadata"]["name"]: x for x in r.of_type(NAMESPACE)}
     assert tenants <= set(namespaces)
     for name, ns in namespaces.items():
@@ -165,11 +165,13 @@ def test_a_kueue_tenants_queues_are_protected_with_its_namespace(stack):
         assert x.protect is True, (stack, x.name)
         tenant = x.name.rsplit("-", 2)[0]
         assert r.find(NAMESPACE, f"{tenant}-namespace").protect is True, (stack, x.name)
-    # nothing else of Kueue's: its flavors, priority classes and checks hold no tenant's workloads
+    # nothing else of Kueue's: its flavors, priority classes and checks hold no tenant's workloads (a fleet's
+    # MultiKueueClusters do: deleting one re-runs what runs on its worker, test_fleet.py)
     others = [
         x
         for x in r.resources
-        if x.type.startswith("kubernetes:kueue.x-k8s.io/") and x.type not in (CLUSTER_QUEUE, LOCAL_QUEUE)
+        if x.type.startswith("kubernetes:kueue.x-k8s.io/")
+        and x.type not in (CLUSTER_QUEUE, LOCAL_QUEUE, "kubernetes:kueue.x-k8s.io/v1beta2:MultiKueueCluster")
     ]
     assert not any(x.protect for x in others), stack
 

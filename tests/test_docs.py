@@ -59,6 +59,7 @@ def test_check_mode_names_a_stale_page_and_writes_nothing(tmp_path):
 # keys whose value is a map of the user's own names (pools, tenants, labels, MIG profiles, instance types)
 USER_MAPS = {
     "gpuQuota",
+    "credentials",  # images.pullThrough.credentials: registry hosts
     "borrowingLimit",
     "lendingLimit",
     "charts",

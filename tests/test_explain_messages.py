@@ -97,6 +97,9 @@ def test_the_volcano_example_prints_every_layer():
         "needs 2",
         "  node             ok   one a100-gang node (bottlerocket plugin) advertises 8 nvidia.com/gpu, "
         "4 vpc.amazonaws.com/efa",
+        # prod-aws declares the training image for a100-gang, whose nodes boot it from the data volume's snapshot
+        "  image            ok   123456789012.dkr.ecr.us-east-1.amazonaws.com/nvcr.io/nvidia/pytorch:25.08-py3 is warm "
+        "on a100-gang: on the node's data volume at boot (snapshot)",
         "  dcgm             ok   dcgm-exporter attributes the GPUs to the pod (Prometheus: install)",
         "  verdict: runs on pool a100-gang via EKS managed node group + Cluster Autoscaler",
     ]
@@ -104,9 +107,13 @@ def test_the_volcano_example_prints_every_layer():
 
 def test_a_pending_trace_as_text_and_as_json():
     t = trace(spec_of("dev-aws"), pod("ml-dev", {"nvidia.com/gpu": 1}, labels={"kueue.x-k8s.io/queue-name": "nope"}))
-    assert t.lines()[-3:] == [
+    assert (
         "  queue            FAIL LocalQueue nope does not exist in ml-dev: label the job kueue.x-k8s.io/queue-name: "
-        "default",
+        "default"
+    ) in t.lines()
+    # the layers after the stop are traced too (issue 41.2): here they all pass
+    assert [x.name for x in t.failing] == ["queue"] and t.layers[-1].name == "dcgm"
+    assert t.lines()[-2:] == [
         "  verdict: pending at queue: LocalQueue nope does not exist in ml-dev: label the job "
         "kueue.x-k8s.io/queue-name: default",
         "  in the cluster: kubectl get workloads: Pending, the Workload's LocalQueue does not exist",
@@ -116,6 +123,8 @@ def test_a_pending_trace_as_text_and_as_json():
     assert text.startswith('[\n  {\n    "workload": {\n      "kind": "Pod",\n') and text.endswith("}\n]\n")
     (doc,) = json.loads(text)
     detail = "LocalQueue nope does not exist in ml-dev: label the job kueue.x-k8s.io/queue-name: default"
+    assert all(x["ok"] for x in doc["layers"][4:])
+    doc["layers"] = doc["layers"][:4]
     assert doc == {
         "workload": {"kind": "Pod", "namespace": "ml-dev", "name": "p"},
         "layers": [
@@ -126,12 +135,13 @@ def test_a_pending_trace_as_text_and_as_json():
         ],
         "verdict": "pending",
         "pendingAt": "queue",
+        "failingLayers": ["queue"],
         "outcome": "queue",
         "pool": None,
         "provisioner": None,
         "summary": f"pending at queue: {detail}",
     }
-    assert t.layers[-1].ok is False
+    assert t.pending is t.layers[3] and t.pending.ok is False
     # a running one: no stop, the pool and the provisioner named
     (ok,) = explain.explain_all(spec_of("dev-aws"), NOTEBOOK.read_text())
     summary = {k: v for k, v in ok.doc().items() if k != "layers"}
@@ -139,6 +149,7 @@ def test_a_pending_trace_as_text_and_as_json():
         "workload": {"kind": "Pod", "namespace": "ml-dev", "name": "notebook-alice"},
         "verdict": "runs",
         "pendingAt": None,
+        "failingLayers": [],
         "outcome": "runs",
         "pool": "l4-shared",
         "provisioner": "EKS managed node group + Cluster Autoscaler",
@@ -923,3 +934,51 @@ def test_dra_claims_explain_does_not_trace():
     every = {"name": "r", "exactly": {"deviceClassName": "gpu.nvidia.com", "allocationMode": "All"}}
     text = _dra_pod([{"name": "g", "resourceClaimName": "mine"}], _claim("ResourceClaim", "mine", [every]))
     assert stop(trace(spec, text)) == ("claims", "ResourceClaim mine: allocationMode All is not traced")
+
+
+def test_every_failing_layer_is_reported_in_one_run_and_the_first_decides_the_outcome():
+    """Issue 41.2: a Job with three mistakes (Pod Security, an unknown PriorityClass, a resource the tenant's pools
+    do not advertise) names all three; where it waits (pendingAt, outcome) is the first, as before."""
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "j", "namespace": "serving"},
+        "spec": {
+            "template": {
+                "spec": {
+                    "priorityClassName": "nope",
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "c", "image": "x", "resources": {"limits": {"nvidia.com/gpu": 1}}}],
+                }
+            }
+        },
+    }
+    (t,) = explain.explain_all(spec_of("prod-aws"), json.dumps(job))
+    assert [x.name for x in t.failing] == ["namespace", "priority", "flavors"]
+    doc = t.doc()
+    assert (doc["pendingAt"], doc["outcome"], doc["pool"], doc["failingLayers"]) == (
+        "namespace",
+        "refused",
+        None,
+        ["namespace", "priority", "flavors"],
+    )
+    assert t.verdict.endswith(" (then also: priority, flavors)")
+
+
+def test_a_resource_no_pool_of_the_tenant_advertises_names_what_they_advertise():
+    """nvidia.com/gpu in prod-aws's MIG-only serving tenant: Kueue finds no flavor; explain says which resources
+    the tenant's pools advertise instead of a blank reason."""
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "j", "namespace": "serving"},
+        "spec": {"template": {"spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}},
+    }
+    (t,) = explain.explain_all(spec_of("prod-aws"), json.dumps(job))
+    flavors = next(x for x in t.layers if x.name == "flavors")
+    assert not flavors.ok
+    assert flavors.detail == (
+        "no flavor fits: no pool of serving advertises nvidia.com/gpu (h100-inference advertises "
+        "nvidia.com/mig-1g.10gb, nvidia.com/mig-2g.20gb, nvidia.com/mig-3g.40gb): request one of those resources "
+        "instead (resources.limits), or give serving gpuQuota on a pool that advertises nvidia.com/gpu"
+    )

@@ -218,16 +218,18 @@ def test_pod_sets_may_land_on_different_flavors():
         "quota) (order default-flavor > a100-train > h100-spot; skipped a100-train: topology-aware, the pod template "
         "asks for no topology (pod set workers))"
     )
-    assert [x.name for x in t.layers][-10:] == [
+    assert [x.name for x in t.layers][-12:] == [
         "admission-checks",
         "pool",
         "provisioner",
         "node",
+        "image",  # prod-aws declares images: each pool says whether the pods' images are warm there
         "dcgm",
         "admission-checks",
         "pool",
         "provisioner",
         "node",
+        "image",
         "dcgm",
     ]
     assert [x.detail for x in t.layers if x.name == "provisioner"] == [

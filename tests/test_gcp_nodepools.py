@@ -292,6 +292,7 @@ def operator_rendering():
     cfg["gpu-platform:gpuOperator"] = {"driver": "operator"}
     for p in cfg["gpu-platform:nodePools"]:
         p["os"] = "ubuntu"
+        p.pop("imageCache", None)  # Ubuntu boots secondary boot disks from GKE 1.35 only (tests/test_images.py)
     return render_config(cfg, "prod-gcp")
 
 

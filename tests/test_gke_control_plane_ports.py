@@ -97,7 +97,10 @@ def dialled_by_the_api_server(key: str) -> bool:
 
 
 def test_the_charts_with_webhooks_are_exactly_those_with_ports():
-    with_webhooks = {k for k in versions.CHARTS if dialled_by_the_api_server(k)}
+    # a chart upstream/ holds no archive of (versions.NOT_BUNDLED: Spegel, a registry mirror DaemonSet) cannot be
+    # read here; it must not claim ports it cannot show
+    bundled = [k for k in versions.CHARTS if k not in versions.NOT_BUNDLED]
+    with_webhooks = {k for k in bundled if dialled_by_the_api_server(k)}
     assert with_webhooks == set(versions.CONTROL_PLANE_PORTS)
 
 

@@ -106,6 +106,11 @@ def test_prod_gcp_h100_train_node_pool_by_hand():
         "flexStart": False,
         "maxRunDuration": None,
         "sysctls": {"net.ipv4.tcp_rmem": "4096 87380 16777216", "net.ipv4.tcp_wmem": "4096 16384 16777216"},
+        # the stack's imageCache: a secondary boot disk of its declared images, which needs image streaming (GKE)
+        "images": {
+            "gcfsConfig": {"enabled": True},
+            "secondaryBootDisks": [{"diskImage": "global/images/pytorch-25-08-cache", "mode": "CONTAINER_IMAGE_CACHE"}],
+        },
     }
 
 

@@ -19,6 +19,7 @@ from conftest import (
     release,
     rendered,
     stack_config,
+    unmirrored,
 )
 from jsonschema import Draft202012Validator
 from values_paths import deep_merge, unknown_paths
@@ -34,7 +35,8 @@ EXAMPLES = GPU_OPERATOR_DIR / "examples"
 
 
 def values(stack: str) -> dict[str, Any]:
-    return release(rendered(stack), "gpu-operator")["values"]
+    """The release's values beside the images the stack's mirror moves (conftest.unmirrored)."""
+    return unmirrored(release(rendered(stack), "gpu-operator")["values"], stack_config(stack))
 
 
 def spec_of(stack: str, **changes: Any):

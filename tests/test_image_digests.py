@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import ROOT, STACKS, render_config, rendered
+from conftest import ROOT, STACKS, render_config, rendered, stack_mirror, upstream_of
 
 from components.data import versions
 
@@ -51,6 +51,8 @@ def _chart_defaults(chart: str, version: str) -> dict[str, Any]:
     """values.yaml (and appVersion) of the chart's bundled archive."""
     name = chart.rsplit("/", 1)[-1]  # a repository chart's name, or an OCI reference's last segment
     path = ROOT / chart if chart.endswith(".tgz") else ROOT / "upstream" / "charts" / f"{name}-{version}.tgz"
+    if not path.exists() and any(c.name == name for k, c in versions.CHARTS.items() if k in versions.NOT_BUNDLED):
+        return {"values": {}, "appVersion": ""}  # no copy in upstream/ (versions.NOT_BUNDLED)
     with tarfile.open(path) as tar:
         names = tar.getnames()
         top = names[0].split("/")[0]
@@ -59,11 +61,23 @@ def _chart_defaults(chart: str, version: str) -> dict[str, Any]:
     return {"values": values, "appVersion": str(meta.get("appVersion", ""))}
 
 
-def _values_images(values: Any, defaults: Any, app_version: str) -> Iterator[str]:
-    """Images whose repository or tag the platform's values set, completed from the chart's defaults."""
+def _moved(block: dict[str, Any], mirror: str | None) -> bool:
+    """The platform only moved the chart's own image to the stack's mirror (imageRegistry, issue 39): it set the
+    registry part and nothing that chooses the image (tag, digest), so the image is still the chart's."""
+    if not mirror or set(block) - {"repository", "registry"}:
+        return False
+    where = block.get("registry") or block.get("repository") or ""
+    return where.startswith(f"{mirror}/")
+
+
+def _values_images(values: Any, defaults: Any, app_version: str, mirror: str | None = None) -> Iterator[str]:
+    """Images whose repository or tag the platform's values set, completed from the chart's defaults; an image only
+    moved to the stack's mirror stays the chart's."""
     if isinstance(values, dict):
         for k, v in values.items():
             d = defaults.get(k, {}) if isinstance(defaults, dict) else {}
+            if isinstance(v, dict) and _moved(v, mirror):
+                continue
             if k.lower().endswith("image") and isinstance(v, dict) and ({"repository", "tag", "digest"} & set(v)):
                 d = d if isinstance(d, dict) else {}
                 repo = v.get("repository", d.get("repository"))
@@ -75,18 +89,38 @@ def _values_images(values: Any, defaults: Any, app_version: str) -> Iterator[str
             elif k.lower().endswith("image") and isinstance(v, str):
                 yield v
             else:
-                yield from _values_images(v, d, app_version)
+                yield from _values_images(v, d, app_version, mirror)
     elif isinstance(values, list):
         for v in values:
-            yield from _values_images(v, {}, app_version)
+            yield from _values_images(v, {}, app_version, mirror)
+
+
+@cache
+def _config(name: str) -> dict[str, Any]:
+    if name in STACKS:
+        return yaml.safe_load((ROOT / "stacks" / f"Pulumi.{name}.yaml").read_text())["config"]
+    path = ROOT / "tests" / "fixtures" / "coverage" / f"Pulumi.{name}.yaml"
+    return yaml.safe_load(path.read_text())["config"]
+
+
+def _mirror(name: str) -> str | None:
+    """The registry of the stack file's mirror (imageRegistry, or the cloud's pull-through cache)."""
+    mirror = stack_mirror(_config(name))
+    return mirror[1] if mirror else None
 
 
 def images_set_by_the_platform(name: str) -> set[str]:
+    """As their upstreams name them (the stack's mirror taken off): the images of the objects the platform writes,
+    but the stack's own declared images its pre-pullers pull, and the images its chart values choose."""
     r = _rendering(name)
-    found = {i for m in r.manifests for i in _manifest_images(m)}
+    config = _config(name)
+    declared = {w["image"] for w in (config.get("gpu-platform:images") or {}).get("workloads", [])}
+    found = {upstream_of(i, config) for m in r.manifests for i in _manifest_images(m)} - declared
     for rel in r.releases:
         chart = _chart_defaults(rel.inputs["chart"], rel.inputs["version"])
-        found |= set(_values_images(rel.inputs.get("values") or {}, chart["values"], chart["appVersion"]))
+        values = rel.inputs.get("values") or {}
+        images = _values_images(values, chart["values"], chart["appVersion"], _mirror(name))
+        found |= {upstream_of(i, config) for i in images}
     return found
 
 

@@ -1087,6 +1087,7 @@ def test_ec2_node_class_spec_whole():
             "httpPutResponseHopLimit": 1,
             "httpTokens": "required",
         },
+        "instanceStorePolicy": "RAID0",  # the local NVMe disks as ephemeral storage (tests/test_local_nvme.py)
         "role": "role-name",
         "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "ml-dev"}}],
         "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "ml-dev"}}],
@@ -1232,7 +1233,8 @@ def test_summary_section_whole():
         "## Karpenter",
         "",
         "Controller 1.14.1 in `kube-system` (pod-identity), interruption queue `ml-dev-karpenter`, node role "
-        "`ml-dev-karpenter-node`, IMDSv2 hop limit 1.",
+        "`ml-dev-karpenter-node`, IMDSv2 hop limit 1, local NVMe disks striped (RAID0) as the nodes' ephemeral "
+        "storage (containerd, kubelet, pod logs).",
         "",
         "| NodePool | pool | capacity | weight | nvidia.com/gpu limit | node limit | EC2NodeClass |",
         "|---|---|---|---|---|---|---|",

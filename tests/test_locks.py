@@ -26,6 +26,8 @@ LOCKS = {
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 DEPENDENCIES = PYPROJECT["project"]["dependencies"]
 DEV = PYPROJECT["project"]["optional-dependencies"]["dev"]
+# both clouds' SDKs, extras for a program that installs the package (issue 41.4); the project's locks hold both
+CLOUDS = PYPROJECT["project"]["optional-dependencies"]["aws"] + PYPROJECT["project"]["optional-dependencies"]["gcp"]
 
 
 def _pins(path: Path) -> dict[str, tuple[str, list[str]]]:
@@ -66,11 +68,11 @@ def test_every_pin_is_exact_and_hashed(lock):
 @pytest.mark.parametrize(
     ("lock", "ranges"),
     [
-        ("program", lambda: _ranges(PYPROJECT["project"]["dependencies"])),
+        ("program", lambda: _ranges(PYPROJECT["project"]["dependencies"] + CLOUDS)),
         (
             "dev",
             lambda: _ranges(
-                PYPROJECT["project"]["dependencies"] + PYPROJECT["project"]["optional-dependencies"]["dev"]
+                PYPROJECT["project"]["dependencies"] + CLOUDS + PYPROJECT["project"]["optional-dependencies"]["dev"]
             ),
         ),
         ("dev", lambda: _ranges(PYPROJECT["build-system"]["requires"])),
@@ -108,7 +110,8 @@ def test_make_installs_only_from_the_locks_with_hashes():
     ).stdout
     installs = [ln for ln in out.splitlines() if " pip install " in ln]
     assert installs == [
-        ".venv/bin/python -m pip install --quiet --disable-pip-version-check --require-hashes -r requirements/dev.txt",
+        ".venv/bin/python -m pip install --disable-pip-version-check --progress-bar on --require-hashes -r "
+        "requirements/dev.txt",
         ".venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .",
     ]
 
@@ -122,6 +125,7 @@ def test_make_lock_compiles_all_three_locks_with_uv():
         "policies/requirements.txt",
     ]
     assert all("--generate-hashes" in ln and "--universal" in ln for ln in compiles)
+    assert all("--extra aws --extra gcp" in ln for ln in compiles[:2])  # the cloud SDK extras, both, in the locks
 
 
 def test_the_deploy_page_records_the_sdk_and_provider_versions_the_lock_pins():

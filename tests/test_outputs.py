@@ -63,7 +63,9 @@ def outputs(stack: str):
 def test_keys_are_stable_and_camel_case(stack):
     out = outputs(stack)
     created = {"starter-aws": CREATED_CLUSTER_KEYS, "starter-gcp": CREATED_GKE_KEYS}.get(stack, set())
-    assert set(out) == TOP_KEYS | created
+    worker = "gpu-platform:fleetWorker" in stack_config(stack)
+    fleet_worker = {"multikueueKubeconfig", "fleetWorker"} if worker else set()
+    assert set(out) == TOP_KEYS | created | fleet_worker
     for t in out["tenants"].values():
         assert set(t) == TENANT_KEYS
     for p in out["pools"].values():
@@ -261,6 +263,9 @@ def test_karpenter_outputs_are_its_queue_and_roles():
 def test_monitoring_outputs_point_at_rendered_objects(stack):
     r = rendered(stack)
     m = outputs(stack)["monitoring"]
+    if not r.spec.addons.dcgm:  # no DCGM (a fleet manager runs no GPU): nothing scraped, nothing pointed at
+        assert m["serviceMonitor"] is None and m["prometheusRule"] is None
+        return
     for key, kind in (("serviceMonitor", "ServiceMonitor"), ("prometheusRule", "PrometheusRule")):
         manifest(r, kind, m[key]["name"], m[key]["namespace"])
     manifest(r, "ConfigMap", m["dashboard"]["name"], m["dashboard"]["namespace"])

@@ -78,7 +78,15 @@ def test_the_gpu_platform_command_renders_what_the_repository_module_renders(tmp
     Both ways give the same files."""
     command = Path(sys.executable).with_name("gpu-platform")
     runs = {
-        "command": [str(command), "synth", "dev-aws", "--out", str(tmp_path / "command")],
+        "command": [
+            str(command),
+            "synth",
+            "dev-aws",
+            "--stacks",
+            str(ROOT / "stacks"),
+            "--out",
+            str(tmp_path / "command"),
+        ],
         "module": [sys.executable, "-m", "components.cli", "synth", "dev-aws", "--out", str(tmp_path / "module")],
     }
     for how, argv in runs.items():

@@ -150,7 +150,11 @@ def test_the_program_stops_an_update_before_registering_anything(monkeypatch, ta
 
 
 def test_an_edited_starter_stack_deploys_without_a_word(monkeypatch):
+    from components.render.aws import deployer
+
     monkeypatch.setattr(deploy_check, "under_mock_engine", lambda: False)
+    # deployed by its admin (tests/test_eks_create_access.py: anyone else is refused)
+    monkeypatch.setattr(deployer, "caller_arn", lambda: "arn:aws:sts::210987654321:assumed-role/platform-admin/me")
     said: list[str] = []
     monkeypatch.setattr(pulumi.log, "warn", lambda text, *a, **k: said.append(text))
     cfg = _starter_with(["198.18.0.0/15"], ["arn:aws:iam::210987654321:role/platform-admin"])

@@ -138,8 +138,13 @@ def test_coverage_aws_prefix_irsa_zonal_shift_selectors_and_hop_limit():
 
 def test_coverage_aws_pools_with_settings_of_their_own_get_their_own_class():
     """h200-reserved (a reservation, EFA) and l4-notebooks (Bottlerocket time-slicing) own their classes; a10g-spot
-    (200 GiB) and h100-mig (500 GiB) share AL2023 classes named by disk size."""
-    k = _karpenter(_coverage_config(), "coverage-aws")
+    (200 GiB) and h100-mig (500 GiB) share AL2023 classes named by disk size (the stack's image delivery aside:
+    test_image_delivery_gives_the_al2023_pools_classes_of_their_own)."""
+    cfg = _coverage_config()
+    cfg.pop("gpu-platform:images")
+    for pool in cfg["gpu-platform:nodePools"]:
+        pool.pop("imageCache", None)
+    k = _karpenter(cfg, "coverage-aws")
     classes = {c.name: c for c in k.node_classes}
     assert {n: (c.owner, c.pools) for n, c in classes.items()} == {
         "gpu-al2023-2000gib-h200-reserved": ("h200-reserved", ("h200-reserved",)),
@@ -153,6 +158,25 @@ def test_coverage_aws_pools_with_settings_of_their_own_get_their_own_class():
     assert "userData" not in classes["gpu-al2023-200gib"].spec
     capacity = {p.name: p.capacity_type for p in k.node_pools}
     assert capacity["h200-reserved"] == "reserved"
+
+
+def test_image_delivery_gives_the_al2023_pools_classes_of_their_own():
+    """coverage-aws's peer mirror: every AL2023 Karpenter pool's nodes keep unpacked layers (a NodeConfig in their
+    userData, nodeadm's containerd.config), which no other pool's class may carry, so each gets a class of its own;
+    h100-mig also holds a declared image: FastImagePull and the 1000 MiB/s root volume nodeadm recommends for it.
+    l4-notebooks (Bottlerocket) boots its data volume from the stack's snapshot."""
+    k = _karpenter(_coverage_config(), "coverage-aws")
+    classes = {c.name: c for c in k.node_classes}
+    mig, a10g = classes["gpu-al2023-500gib-h100-mig"].spec, classes["gpu-al2023-200gib-a10g-spot"].spec
+    assert (
+        "discard_unpacked_layers = false" in mig["userData"] and "discard_unpacked_layers = false" in a10g["userData"]
+    )
+    assert "FastImagePull: true" in mig["userData"] and "FastImagePull" not in a10g["userData"]
+    (root,) = mig["blockDeviceMappings"]
+    assert (root["ebs"]["throughput"], root["ebs"]["iops"]) == (1000, 4000)
+    data = classes["gpu-bottlerocket-200gib-l4-notebooks"].spec["blockDeviceMappings"][1]
+    assert data["ebs"]["snapshotID"] == "snap-0123456789abcdef0" and data["ebs"]["volumeInitializationRate"] == 300
+    assert "encrypted" not in data["ebs"]  # the snapshot's (EC2: no encryption value with a snapshot)
 
 
 def test_coverage_aws_overlays_say_what_shared_and_mig_nodes_advertise():

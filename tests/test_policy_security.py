@@ -164,7 +164,10 @@ def test_helm_chart_pinned_messages():
         f"<folder>/<name>-<version>.tgz archive). Allowed sources: {ALLOWED}."
     ]
     assert _helm({"chart": "oci://ghcr.io/x/charts/c", "version": "1.0.0"}) == [
-        f"chart 'oci://ghcr.io/x/charts/c' comes from oci://ghcr.io/x/charts, which is not allow-listed ({ALLOWED})."
+        f"chart 'oci://ghcr.io/x/charts/c' comes from oci://ghcr.io/x/charts, which is not allow-listed ({ALLOWED}). "
+        "A mirror of your own: add oci://ghcr.io/x/charts to this policy's allowedSources in the policy pack config "
+        '(gpu-platform check --policy-config FILE, pulumi --policy-pack-config FILE): {"helm-chart-pinned": '
+        '{"allowedSources": [...the defaults, "oci://ghcr.io/x/charts"]}}'
     ]
 
 

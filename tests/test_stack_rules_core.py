@@ -308,7 +308,7 @@ def test_references_list_what_exists():
         (
             G + "charts.kueu",
             "unknown chart (charts: clusterAutoscaler, dcgmExporter, efaDevicePlugin, gpuOperator, jobset, karpenter, "
-            "karpenterCrd, kubePrometheusStack, kuberay, kueue, leaderWorkerSet, trainer, volcano)",
+            "karpenterCrd, kubePrometheusStack, kuberay, kueue, leaderWorkerSet, spegel, trainer, volcano)",
         )
     ]
     cfg = stack_config("dev-aws")

@@ -337,7 +337,7 @@ def test_summary_lists_the_pinned_charts():
     (line,) = [x for x in text.splitlines() if x.startswith("Pinned charts available: ")]
     assert line.endswith(".")
     items = line[len("Pinned charts available: ") : -1].split(", ")
-    assert len(items) == len(versions.CHARTS) == 13
+    assert len(items) == len(versions.CHARTS) == 14
     assert {item.split(" ")[0] for item in items} == {c.key for c in versions.CHARTS.values()}
     assert "gpuOperator v26.7.0" in items
 

@@ -42,9 +42,14 @@ def test_rerun_replaces_stale_files(tmp_path, capsys):
 
 def test_runs_the_real_program():
     """The synth executes __main__.py (not a re-implementation) through the mock engine."""
-    assert synth.PROGRAM == ROOT / "__main__.py"
+    assert synth.PROGRAM == ROOT / "__main__.py" and synth.default_program() == synth.PROGRAM
     text = synth.PROGRAM.read_text()
     assert "spec_from_pulumi_config" in text and "run(" in text
+    # the installed package's copy of the program (it has no __main__.py) makes the same call
+    import inspect
+
+    packaged = inspect.getsource(synth._packaged_program)
+    assert "run(spec_from_pulumi_config())" in text and "run(spec_from_pulumi_config())" in packaged
     r = rendered("local")
     # the stack exports of __main__'s program ran, and the explicit provider was registered by it
     assert [x.name for x in r.of_type(K8S_PROVIDER)] == ["kubernetes"]

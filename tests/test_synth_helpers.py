@@ -170,6 +170,13 @@ def test_unknowns_become_the_engines_wire_sentinel():
 def test_the_project_disables_the_default_kubernetes_provider():
     """Pulumi.yaml's pulumi:disable-default-providers, as the synth enforces it."""
     assert synth.disabled_default_providers() == frozenset({"kubernetes"})
+    # the installed package carries no Pulumi.yaml: its copy of the setting is the same
+    assert synth.PROJECT_DISABLED_DEFAULT_PROVIDERS == synth.disabled_default_providers(synth.ROOT / "Pulumi.yaml")
+
+
+def test_without_a_project_file_the_projects_own_setting_holds(tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(synth, "ROOT", tmp_path)  # as in site-packages: no Pulumi.yaml
+    assert synth.disabled_default_providers() == synth.PROJECT_DISABLED_DEFAULT_PROVIDERS
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ import json
 
 import pytest
 import yaml
-from conftest import STACKS, UPSTREAM, manifest, manifests, release, rendered, stack_config
+from conftest import STACKS, UPSTREAM, manifest, manifests, release, rendered, stack_config, unmirrored
 from jsonschema import Draft7Validator
 from values_paths import unknown_paths
 
@@ -327,7 +327,7 @@ def test_binpack_packs_gpus_ten_times_harder_than_cpu_and_memory():
 
 def test_release_values_pin_pull_policy_and_system_nodes():
     """Images are pinned by tag (IfNotPresent) and Volcano's own pods go to the system node selector."""
-    vals = release(rendered("prod-aws"), "volcano")["values"]
+    vals = unmirrored(release(rendered("prod-aws"), "volcano")["values"], stack_config("prod-aws"))
     assert vals["basic"] == {"image_pull_policy": "IfNotPresent"}
     assert vals["custom"]["default_ns"] == {"kubernetes.io/os": "linux"}  # prod-aws sets no systemNodeSelector
 

@@ -13,7 +13,17 @@ import re
 
 import pytest
 import yaml
-from conftest import STACKS, UPSTREAM, manifest, release, render_config, rendered, stack_config, strict_crd_schema
+from conftest import (
+    STACKS,
+    UPSTREAM,
+    manifest,
+    release,
+    render_config,
+    rendered,
+    stack_config,
+    strict_crd_schema,
+    upstream_of,
+)
 from jsonschema import Draft7Validator
 
 from components.cli.loader import SpecError, load_spec
@@ -98,7 +108,7 @@ def test_probe_job_is_restricted_pinned_and_on_system_nodes(addon):
     assert pod["securityContext"]["runAsNonRoot"] is True
     assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
     (c,) = pod["containers"]
-    assert c["image"].startswith("registry.k8s.io/kubectl:v1.")
+    assert upstream_of(c["image"], stack_config("prod-aws")).startswith("registry.k8s.io/kubectl:v1.")
     assert c["args"][:2] == ["create", "--dry-run=server"]
     assert c["securityContext"] == {
         "allowPrivilegeEscalation": False,
@@ -306,10 +316,12 @@ def test_gated_releases_skip_helms_wait_and_the_others_keep_it(stack):
 @pytest.mark.parametrize("stack", STACKS)
 def test_every_image_the_platform_sets_itself_is_pinned_by_digest(stack):
     """The platform's own pods (the webhook gates') run an image named by tag and digest, so a re-pushed tag
-    cannot change what runs (charts' images are the charts')."""
+    cannot change what runs (charts' images are the charts'; the pre-pullers run the stack's declared images and a
+    pause container listed without a citable digest: tests/test_image_digests.py)."""
     images = [
         c["image"]
         for m in rendered(stack).manifests
+        if m["kind"] != "DaemonSet" or not m["metadata"]["name"].startswith("image-prepull-")
         for c in (m.get("spec", {}).get("template", {}).get("spec", {}).get("containers") or [])
     ]
     assert images, stack
@@ -323,7 +335,9 @@ def test_the_trainer_gate_dry_runs_the_runtime_the_platform_then_creates():
     from components.plan import operators
 
     r = rendered("prod-aws")
-    assert release(r, "kubeflow-trainer")["values"]["runtimes"] == {"torchDistributed": {"enabled": False}}
+    runtimes = release(r, "kubeflow-trainer")["values"]["runtimes"]
+    assert runtimes["torchDistributed"] == {"enabled": False}
+    assert not any(v.get("enabled") for v in runtimes.values())  # the others: only their images moved to the mirror
     cm = manifest(r, "ConfigMap", "trainer-webhook-ready", "kubeflow-system")
     probed = yaml.safe_load(cm["data"][webhooks.PROBE_FILE])
     (runtime,) = r.of_type("kubernetes:trainer.kubeflow.org/v1alpha1:ClusterTrainingRuntime")
@@ -344,6 +358,9 @@ def test_the_runtime_image_follows_the_image_registry():
     host as the mirror's first path segment (versions.image's layout); the gate dry-runs the same image."""
     cfg = stack_config("prod-aws")
     cfg["gpu-platform:imageRegistry"] = "harbor.internal/mirror"
+    images = cfg["gpu-platform:images"]  # one mirror: imageRegistry, not the stack's ECR cache
+    images["mirror"] = "none"
+    del images["pullThrough"]
     r = render_config(cfg, "prod-aws")
     (runtime,) = r.of_type("kubernetes:trainer.kubeflow.org/v1alpha1:ClusterTrainingRuntime")
     (job,) = runtime.inputs["spec"]["template"]["spec"]["replicatedJobs"]

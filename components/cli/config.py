@@ -31,4 +31,8 @@ def spec_from_pulumi_config() -> StackSpec:
         raise pulumi.RunError("invalid stack config:\n" + "\n".join(err.lines(stack_file()))) from None
     # a preview warns, an update stops; offline nothing is deployed (the synth's summary lists them instead)
     deploy_check.check(placeholders.lines(spec, stack_file()))
+    if spec.cloud == "aws" and spec.cluster.create is not None:
+        from ..render.aws import deployer  # the deployer must administer the cluster it creates
+
+        deployer.check(spec, stack_file())
     return spec

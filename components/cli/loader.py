@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from ..spec.model import Rule, SpecError, StackSpec, is_rule, parse_spec
+from ..spec.model import Problem, Rule, SpecError, StackSpec, is_rule, key, parse_spec
 
 __all__ = ["SpecError", "load_spec", "rule_modules", "rules"]
 
@@ -24,7 +25,9 @@ def rule_modules() -> tuple[ModuleType, ...]:
     from ..plan import (
         cost,
         dra,
+        fleet_rules,
         gpu_operator,
+        images_rules,
         monitoring,
         operators,
         prometheus_stack,
@@ -41,6 +44,7 @@ def rule_modules() -> tuple[ModuleType, ...]:
         rules_core,
         sharing,
         storage,
+        images_rules,
         reservations,
         scheduling_rules,
         gpu_operator,
@@ -55,6 +59,7 @@ def rule_modules() -> tuple[ModuleType, ...]:
         gke_create_rules,
         operators,
         cluster_create,
+        fleet_rules,
     )
 
 
@@ -69,13 +74,53 @@ def rules() -> tuple[Rule, ...]:
     )
 
 
-def load_spec(config: Mapping[str, Any]) -> StackSpec:
+def _attach_workers(spec: StackSpec, stack_dir: Path | None) -> list[Problem]:
+    """A fleet manager's workers, each read and validated from its stack file beside this one (``stack_dir``,
+    default ``stacks/`` of the working directory: the project's ``stackConfigDir``, where ``pulumi up`` runs), and
+    attached to ``spec.fleet`` so the fleet's rules see them. A worker that cannot be read is one problem."""
+    from ..spec import stackfile
+
+    f = spec.fleet
+    if f is None:
+        return []
+    where = stack_dir if stack_dir is not None else Path.cwd() / "stacks"
+    specs: dict[str, StackSpec] = {}
+    problems: list[Problem] = []
+    for i, w in enumerate(f.workers):
+        path = where / w.file_name
+        at = key("fleet", "workers", i, "stackFile" if w.stack_file else "stack")
+        if not path.is_file():
+            problems.append(Problem(at, f"worker {w.name}: no stack file {path.name} in {where} (set stackFile)"))
+            continue
+        try:
+            wspec = parse_spec(stackfile.read(path))
+            if wspec.fleet is not None:
+                problems.append(Problem(at, f"worker {w.name}: {path.name} is itself a fleet manager"))
+                continue
+            worker_problems = [p for r in rules() for p in r(wspec)]
+            if worker_problems:
+                raise SpecError(worker_problems)
+        except SpecError as err:
+            first = err.problems[0]
+            more = f" (and {len(err.problems) - 1} more: gpu-platform check it)" if len(err.problems) > 1 else ""
+            problems.append(Problem(at, f"worker {w.name}: {path.name}: {first.path}: {first.message}{more}"))
+            continue
+        specs[w.name] = wspec
+    f.attach(specs)
+    return problems
+
+
+def load_spec(config: Mapping[str, Any], stack_dir: Path | None = None) -> StackSpec:
     """Build the one validated spec from a stack's config map (``{"gpu-platform:cloud": "aws", ...}``).
 
-    Values may be decoded (YAML) or as Pulumi passes them (strings, objects as JSON).
+    Values may be decoded (YAML) or as Pulumi passes them (strings, objects as JSON). A fleet manager's worker
+    stack files are read from ``stack_dir`` (``_attach_workers``).
     Raises SpecError listing every problem: the structure's, or else every rule's.
     """
     spec = parse_spec(config)
+    unread = _attach_workers(spec, stack_dir)
+    if unread:
+        raise SpecError(unread)
     problems = [p for r in rules() for p in r(spec)]
     if problems:
         raise SpecError(problems)

@@ -1,8 +1,10 @@
 """The ``gpu-platform`` command: synth, check, plan, cost, explain, plugins and schema.
 
-Exit codes: 0 rendered; 1 a mandatory policy is violated; 2 the stack config is invalid (one line per
-problem naming the stack file and key path; nothing is written); 4 internal error (a bug: one line, and
-the traceback with --debug). explain: 0 every workload runs, 3 one stays pending (its verdict on stdout).
+Exit codes: 0 rendered (warnings, printed on stderr, do not fail); 1 a mandatory policy is violated (with
+--strict: also any warning); 2 the stack config is invalid (one line per problem naming the stack file and key
+path; nothing is written); 4 internal error (a bug: one line, and the traceback with --debug). explain: 0 every
+workload runs, 3 one stays pending (its verdict on stdout). Stack files: stacks/Pulumi.STACK.yaml of the working
+directory (--stacks DIR, or --config FILE).
 """
 
 from __future__ import annotations
@@ -17,19 +19,29 @@ from typing import Any
 
 EXIT_OK, EXIT_POLICY, EXIT_INVALID, EXIT_INTERNAL = 0, 1, 2, 4  # 3: explain's 'pending' verdict
 POLICY_CONFIG_HELP = "policy pack config (JSON, the format of pulumi --policy-pack-config): levels and settings"
+STACKS_HELP = "the folder of the stack files (default: stacks in the working directory)"
+STRICT_HELP = "exit 1 on any warning or advisory policy finding too, not only on a mandatory violation"
 PREVIEW_HELP = (
     "render as a first `pulumi preview` sees it: outputs of resources to be created are unknown (policies that "
     "meet one report an advisory 'can't run during preview', as under the engine)"
 )
 
 
-def _stack_file(stack: str, config: str | None) -> Path:
-    from .synth import ROOT
+def _stack_file(stack: str, config: str | None, stacks_dir: str | None = None) -> Path:
+    from .outcome import stack_file
 
-    if config:
-        return Path(config)
-    local = Path("stacks") / f"Pulumi.{stack}.yaml"
-    return local if local.exists() else ROOT / local
+    return stack_file(stack, config, stacks_dir)
+
+
+def _read_stack(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
+    """The stack file's path and config map; SpecError when it is missing (listing the stacks there) or bad."""
+    from .outcome import require_stack_file
+    from .synth import read_stack_file
+
+    config = getattr(args, "config", None)
+    path = _stack_file(args.stack, config, getattr(args, "stacks", None))
+    require_stack_file(path, config)
+    return path, read_stack_file(path)
 
 
 def _display(path: Path) -> str:
@@ -41,11 +53,12 @@ def _display(path: Path) -> str:
 
 def _render(args: argparse.Namespace):
     from ..spec.model import SpecError
-    from .synth import read_stack_file, render
+    from .synth import render
 
-    path = _stack_file(args.stack, args.config)
+    path = _stack_file(args.stack, args.config, getattr(args, "stacks", None))
     try:
-        return render(args.stack, read_stack_file(path), preview=getattr(args, "preview", False)), None
+        path, config = _read_stack(args)
+        return render(args.stack, config, preview=getattr(args, "preview", False)), None
     except SpecError as err:
         for line in err.lines(_display(path)):
             print(line, file=sys.stderr)
@@ -63,6 +76,11 @@ def _render(args: argparse.Namespace):
 def cmd_synth(args: argparse.Namespace) -> int:
     from . import synth
 
+    if getattr(args, "program", None):
+        return _synth_program(args)
+    if not args.stack:
+        print("gpu-platform synth: name a STACK (or --program FILE)", file=sys.stderr)
+        return EXIT_INVALID
     rendering, code = _render(args)
     if rendering is None:
         return code or EXIT_INVALID
@@ -75,7 +93,43 @@ def cmd_synth(args: argparse.Namespace) -> int:
     out = Path(args.out or f"out/{args.stack}")
     synth.write(out, contents)
     print(f"wrote {len(contents)} files to {out} ({len(rendering.resources)} resources)")
-    return _policy_exit(report)
+    return _conclude(args, rendering, report)
+
+
+def _conclude(args: argparse.Namespace, rendering: Any, report: Any) -> int:
+    """Every warning on stderr, then the line saying what the exit code means."""
+    from .outcome import conclude, stack_warnings
+
+    warns = stack_warnings(rendering.spec, rendering.stack, rendering.unanswered_lookups)
+    return conclude(args.stack, report, warns, getattr(args, "strict", False))
+
+
+def _synth_program(args: argparse.Namespace) -> int:
+    """synth --program FILE: a user's own Pulumi program (one that uses the GpuPlatform component), offline."""
+    from ..explain.rendering import Rendering
+    from . import synth
+    from .outcome import program_config
+
+    program = Path(args.program)
+    if not program.is_file():
+        print(f"{args.program}: no such program file", file=sys.stderr)
+        return EXIT_INVALID
+    stack = args.stack or "dev"
+    project, project_file, config = program_config(program, args.stack)
+    run = synth.run_program(program, stack, config, project=project, project_file=project_file)
+    rendering = Rendering(spec=None, stack=stack, resources=run.resources, outputs=run.outputs)  # type: ignore[arg-type]
+    report, code = _policies(rendering, args.policy_config)
+    if code:
+        return code
+    contents = synth.files(rendering)
+    if report:
+        contents["policy-report.json"] = report.json()
+    out = Path(args.out or f"out/{project}-{stack}")
+    synth.write(out, contents)
+    print(f"wrote {len(contents)} files to {out} ({len(rendering.resources)} resources)")
+    from .outcome import conclude
+
+    return conclude(stack, report, [], getattr(args, "strict", False))
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -85,8 +139,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     report, code = _policies(rendering, args.policy_config)
     if code:
         return code
-    print(f"{args.stack}: config valid, {len(rendering.resources)} resources")
-    return _policy_exit(report)
+    print(f"{args.stack}: config renders, {len(rendering.resources)} resources")
+    return _conclude(args, rendering, report)
 
 
 def _policies(rendering, config_file: str | None = None):
@@ -116,11 +170,11 @@ def _policy_exit(report) -> int:
 def _spec(args: argparse.Namespace):
     """The validated spec of the stack file, without running the engine; None after printing its problems."""
     from .loader import SpecError, load_spec
-    from .synth import read_stack_file
 
-    path = _stack_file(args.stack, args.config)
+    path = _stack_file(args.stack, args.config, getattr(args, "stacks", None))
     try:
-        return load_spec(read_stack_file(path))
+        path, config = _read_stack(args)
+        return load_spec(config, stack_dir=path.parent)
     except SpecError as err:
         for line in err.lines(_display(path)):
             print(line, file=sys.stderr)
@@ -134,7 +188,13 @@ def cmd_cost(args: argparse.Namespace) -> int:
     spec = _spec(args)
     if spec is None:
         return EXIT_INVALID
-    doc = cost.report_of(plan.build(spec, args.stack))
+    decided = plan.build(spec, args.stack)
+    doc = cost.report_of(decided)
+    if decided.fleet is not None:  # a fleet manager: each worker's cost and the fleet's (plan/fleet.py)
+        from ..plan import fleet
+
+        doc["fleet"] = fleet.cost_doc(decided.fleet, doc["total"])
+        return _emit(args, lambda: cost.to_json(doc), lambda: [*cost.markdown(doc), *fleet.cost_lines(doc["fleet"])])
     return _emit(args, lambda: cost.to_json(doc), lambda: cost.markdown(doc))
 
 
@@ -146,7 +206,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if spec is None:
         return EXIT_INVALID
     p = plan.build(spec, args.stack)
-    return _emit(args, p.to_json, lambda: plan_text(p))
+    _emit(args, p.to_json, lambda: plan_text(p))
+    from ..explain.summary import stack_warnings
+    from .outcome import conclude
+
+    # the verdict on stderr: stdout is the plan (JSON with --json)
+    return conclude(args.stack, None, stack_warnings(spec, p), False, out=sys.stderr)
 
 
 def _emit(args: argparse.Namespace, as_json: Any, as_lines: Any) -> int:
@@ -215,6 +280,10 @@ def plan_text(p: Any) -> list[str]:
         from ..plan.aws.plan import text_lines
 
         lines += ["", "AWS", *text_lines(p.aws)]
+        if p.karpenter is not None:
+            from ..plan.aws.karpenter import local_disks
+
+            lines.append(f"  Karpenter nodes: {local_disks(p.karpenter)}")
     if p.eks_create is not None:
         from ..plan.aws import cluster_create
 
@@ -223,6 +292,18 @@ def plan_text(p: Any) -> list[str]:
         from ..plan import cluster_stack
 
         lines += cluster_stack.text_lines(p.cluster_stack)
+    if p.fleet is not None:
+        from ..plan import fleet
+
+        lines += ["", *fleet.text_lines(p.fleet)]
+    if p.fleet_worker is not None:
+        w = p.fleet_worker
+        lines += [
+            "",
+            f"fleet worker of {w.manager}: ServiceAccount {w.namespace}/{w.service_account}, ClusterRole "
+            f"{w.cluster_role} ({', '.join(w.kinds)}), token Secret {w.token_secret} (rotate by {w.rotate_by})"
+            + ("; draining: its LocalQueues hold" if w.draining else ""),
+        ]
     if p.gke is not None:
         from ..plan.gcp import plan as gcp_plan
 
@@ -234,7 +315,7 @@ def plan_text(p: Any) -> list[str]:
     from ..plan.aws import karpenter
 
     lines += karpenter.text(p.karpenter)
-    from ..plan import storage
+    from ..plan import images, storage
 
     return (
         lines
@@ -242,6 +323,7 @@ def plan_text(p: Any) -> list[str]:
         + _dra_text(p.dra)
         + _reservations_text(p.reservations)
         + storage.text(p.storage)
+        + images.text(p.images)
     )
 
 
@@ -365,11 +447,17 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="gpu-platform", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="gpu-platform", description=__doc__.splitlines()[0].replace("``", ""))
+    p.add_argument("--version", action="version", version=f"gpu-platform {_version()}")
     p.add_argument("--debug", action="store_true", help="on an internal error, print the traceback")
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("synth", help="render a stack offline to a directory")
-    s.add_argument("stack")
+    s.add_argument("stack", nargs="?", help="the stack (stacks/Pulumi.STACK.yaml); with --program, its stack config")
+    s.add_argument(
+        "--program",
+        help="render your own Pulumi program (a __main__.py using the GpuPlatform component) instead, offline; its "
+        "Pulumi.yaml and Pulumi.STACK.yaml are read from beside it",
+    )
     s.add_argument("--config", help="stack file to use instead of stacks/Pulumi.STACK.yaml")
     s.add_argument("--out", help="output directory (default out/STACK)")
     s.add_argument("--policy-config", help=POLICY_CONFIG_HELP)
@@ -412,7 +500,20 @@ def parser() -> argparse.ArgumentParser:
     pl.set_defaults(fn=cmd_plugins)
     sch = sub.add_parser("schema", help="print the JSON Schema of a stack file")
     sch.set_defaults(fn=cmd_schema)
+    for command in (s, c, co, ex, pn, pl):
+        command.add_argument("--stacks", metavar="DIR", help=STACKS_HELP)
+    for command in (s, c):
+        command.add_argument("--strict", action="store_true", help=STRICT_HELP)
     return p
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("gpu-platform")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown (not installed)"
 
 
 def main(argv: list[str] | None = None) -> int:

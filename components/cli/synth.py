@@ -19,10 +19,9 @@ import shutil
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from inspect import isawaitable
 from pathlib import Path
 from typing import Any
 
@@ -30,11 +29,33 @@ import yaml
 
 from ..explain.rendering import Record, Rendering
 from .loader import load_spec
-from .synth_stacks import stack_identity, stack_outputs
+from .synth_resolve import _resolved as _resolved, _secrets_shown
+from .synth_stacks import fleet_outputs, stack_identity, stack_outputs
 from .synth_yaml import _ints as _ints, _json as _json, _yaml as _yaml
 
-ROOT = Path(__file__).resolve().parents[2]  # the project directory
+ROOT = Path(__file__).resolve().parents[2]  # the project directory (site-packages in an installed package)
 PROGRAM = ROOT / "__main__.py"
+# Pulumi.yaml's pulumi:disable-default-providers, for the installed package, which carries no Pulumi.yaml
+# (tests/test_synth_helpers.py holds the two equal).
+PROJECT_DISABLED_DEFAULT_PROVIDERS = frozenset({"kubernetes"})
+
+
+def _packaged_program() -> None:
+    """What ``__main__.py`` does, from this package: the program of an installed ``gpu-platform``, which has no
+    ``__main__.py`` beside it (tests/test_synth.py holds the two to the same calls)."""
+    from ..render.program import run
+    from .config import spec_from_pulumi_config
+
+    run(spec_from_pulumi_config())
+
+
+def default_program() -> Path | Callable[[], None]:
+    """The repository's ``__main__.py`` when this code runs from the repository (the program ``pulumi up`` runs),
+    else the packaged copy of it."""
+    in_repository = Path(__file__).resolve().parents[1] == ROOT / "components" and PROGRAM.is_file()
+    return PROGRAM if in_repository else _packaged_program
+
+
 PROJECT = "gpu-platform"
 PLACEHOLDER = "offline-placeholder"
 ACCOUNT = "000000000000"
@@ -181,9 +202,10 @@ def _mock_classes():
             self.lean = lean and not preview  # a preview sends its inputs back, unknowns included
             self.stack_identity: dict[str, Any] = {}  # a referenced cluster stack's name, location, project
             self.cloud = ""  # whose outputs a referenced cluster stack answers (STACK_OUTPUTS)
+            self.fleet_outputs: dict[str, dict[str, Any]] = {}  # a fleet worker stack's (synth_stacks.fleet_outputs)
 
         def new_resource(self, args: pulumi.runtime.MockResourceArgs):
-            inputs = _wire_unknowns(args.inputs) if self.preview else args.inputs
+            inputs = _secrets_shown(_wire_unknowns(args.inputs) if self.preview else args.inputs)
             with self.lock:
                 self.inputs[(args.typ, args.name)] = inputs
             if self.preview:
@@ -192,6 +214,10 @@ def _mock_classes():
             placeholders = _placeholder_outputs(args.typ, args.name, args.inputs)
             if "outputs" in placeholders and args.typ == "pulumi:pulumi:StackReference":
                 placeholders["outputs"] = {**STACK_OUTPUTS.get(self.cloud, {}), **self.stack_identity}
+                fleet_worker = self.fleet_outputs.get(args.inputs.get("name", ""))
+                if fleet_worker is not None:  # its credential answered as the engine does: a secret output
+                    placeholders["outputs"] = fleet_worker
+                    placeholders["secretOutputNames"] = sorted(k for k in fleet_worker if k != "fleetWorker")
             state = _state(placeholders, args.inputs, self.lean)
             rid = f"{PLACEHOLDER}-{args.name}" if args.custom else ""
             return rid, state
@@ -363,7 +389,7 @@ def render(stack: str, config: Mapping[str, Any], preview: bool = False, *, lean
 
 def _render(stack: str, config: Mapping[str, Any], preview: bool, lean: bool) -> Rendering:
     spec = load_spec(config)  # fail fast, nothing registered
-    run = run_program(PROGRAM, stack, config, preview, lean=lean, spec=spec)
+    run = run_program(default_program(), stack, config, preview, lean=lean, spec=spec)
     return Rendering(
         spec=spec,
         stack=stack,
@@ -385,7 +411,7 @@ class ProgramRun:
 
 
 def run_program(
-    program: Path,
+    program: Path | Callable[[], None],
     stack: str,
     config: Mapping[str, Any],
     preview: bool = False,
@@ -395,9 +421,10 @@ def run_program(
     project_file: Path | None = None,
     spec: Any = None,
 ) -> ProgramRun:
-    """Run a Pulumi Python program (``__main__.py``; examples/component-python) under the mock engine with this
-    config; ``project``/``project_file``: its Pulumi.yaml (URNs, disabled default providers); ``spec``: the stack
-    file's validated spec, so a referenced cluster stack answers as it names the cluster."""
+    """Run a Pulumi Python program (``__main__.py``; examples/component-python; or a function that is one) under
+    the mock engine with this config; ``project``/``project_file``: its Pulumi.yaml (URNs, disabled default
+    providers); ``spec``: the stack file's validated spec, so a referenced cluster stack answers as it names the
+    cluster."""
     import pulumi
     from pulumi.runtime import settings
     from pulumi.runtime.config import set_all_config
@@ -409,6 +436,7 @@ def run_program(
     mocks = mocks_cls(preview=preview, lean=lean)
     if spec is not None:  # a referenced cluster stack answers as the stack file names it (cluster.fromStack)
         mocks.stack_identity, mocks.cloud = stack_identity(spec), spec.cloud
+        mocks.fleet_outputs = fleet_outputs(spec, PLACEHOLDER)
     monitor = monitor_cls(mocks, disabled_default_providers(project_file))
     monitor.stack_name = stack
     monitor.project = project
@@ -420,8 +448,12 @@ def run_program(
     root = get_root_resource()
     root.outputs = {}  # type: ignore[union-attr]
     try:
-        with _without_stack_traces(lean), _program_dir_on_path(program):
-            _sync_await(run_pulumi_func(lambda: runpy.run_path(str(program), run_name="__main__")))
+        if callable(program):
+            with _without_stack_traces(lean):
+                _sync_await(run_pulumi_func(program))
+        else:
+            with _without_stack_traces(lean), _program_dir_on_path(program):
+                _sync_await(run_pulumi_func(lambda: runpy.run_path(str(program), run_name="__main__")))
         outputs = _sync_await(_resolved(root.outputs)) or {}  # type: ignore[union-attr]
     finally:
         root.outputs = {}  # type: ignore[union-attr]
@@ -440,7 +472,8 @@ def run_program(
                 name=name,
                 parent=names.get(parent) if parent else None,
                 provider=provider_name,
-                depends_on=sorted({names.get(d, d) for d in deps}),
+                # a StackReference is read, not registered: nothing to order against in resources.json
+                depends_on=sorted({names.get(d, d) for d in deps if "$pulumi:pulumi:StackReference::" not in d}),
                 inputs=mocks.inputs.get((typ, name), {}),
                 custom=custom,
                 ignore_changes=ignore,
@@ -456,47 +489,14 @@ def run_program(
     )
 
 
-class _UnknownOutput(Exception):
-    """A stack output holds a value not known yet (a preview): the outputs as a whole are unknown."""
-
-
-async def _resolved(value: Any) -> Any:
-    """The stack outputs with every ``Output`` in them awaited: what ``Output.from_input(value).future()`` gives,
-    None when any value is unknown, without lifting every plain leaf into an ``Output`` of its own (the outputs
-    are mostly plain data derived from the spec: thousands of leaves at 200 tenants, a few real outputs)."""
-    import pulumi
-    from pulumi import _types
-
-    async def walk(v: Any) -> Any:
-        if isinstance(v, pulumi.Output):
-            if not await v.is_known():
-                raise _UnknownOutput
-            return await walk(await v.future())
-        if isawaitable(v):
-            return await walk(await v)
-        if _types.is_input_type(type(v)):  # an args class: leave it to the SDK
-            lifted = pulumi.Output.from_input(v)
-            if not await lifted.is_known():
-                raise _UnknownOutput
-            return await lifted.future()
-        if isinstance(v, dict):
-            return {k: await walk(x) for k, x in v.items()}
-        if isinstance(v, list):
-            return [await walk(x) for x in v]
-        if isinstance(v, tuple):
-            return tuple([await walk(x) for x in v])
-        return v
-
-    try:
-        return await walk(value)
-    except _UnknownOutput:
-        return None
-
-
 def disabled_default_providers(project_file: Path | None = None) -> frozenset[str]:
     """Packages whose default provider the project disables (``config: pulumi:disable-default-providers``
-    in Pulumi.yaml, which applies to every stack); the synth refuses them as the engine does."""
-    project = yaml.safe_load((project_file or ROOT / "Pulumi.yaml").read_text(encoding="utf-8")) or {}
+    in Pulumi.yaml, which applies to every stack); the synth refuses them as the engine does. Without a project
+    file (the installed package's own program): the project's setting."""
+    path = project_file or ROOT / "Pulumi.yaml"
+    if project_file is None and not path.is_file():
+        return PROJECT_DISABLED_DEFAULT_PROVIDERS
+    project = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     value = (project.get("config") or {}).get("pulumi:disable-default-providers") or []
     if isinstance(value, dict):
         value = value.get("value") or []
@@ -558,6 +558,8 @@ def files(rendering: Rendering, sections: Mapping[str, str] | None = None) -> di
         )
         out[f"helm/{release}/values.yaml"] = _yaml(r.inputs.get("values") or {})
     out["outputs.json"] = _json(rendering.outputs)
+    if rendering.spec is None:  # a user's own program (synth --program): no one stack file to summarise
+        return out
     out["summary.md"] = summary(rendering, sections or {})
     from ..plan import cost, plan
 

@@ -34,3 +34,21 @@ def stack_identity(spec: Any) -> dict[str, Any]:
     from ..plan.cluster_stack import identity
 
     return identity(spec)
+
+
+def fleet_outputs(spec: Any, placeholder: str) -> dict[str, dict[str, Any]]:
+    """What each worker stack of a fleet manager answers: its ``fleetWorker`` facts as its stack file decides them,
+    and a placeholder credential (``multikueueKubeconfig``, a secret output)."""
+    from ..plan import fleet, plan
+
+    if spec.fleet is None:
+        return {}
+    out = {}
+    for w in spec.fleet.workers:
+        wspec = spec.fleet.worker_spec(w.name)
+        if wspec is None:
+            continue
+        decided = plan.build(wspec, w.stack.rsplit("/", 1)[-1]).fleet_worker
+        facts = {} if decided is None else plan.plain(decided.facts)
+        out[w.stack] = {fleet.OUTPUT_FACTS: facts, fleet.OUTPUT_KUBECONFIG: f"{placeholder}-kubeconfig-{w.name}"}
+    return out

@@ -120,6 +120,10 @@ CLUSTER_AUTOSCALER_IMAGE_TAGS: dict[str, str] = {
 # runtime (charts/kubeflow-trainer/templates/runtimes/torch-distributed.yaml at 2.2.1; components/plan/operators.py).
 TRAINER_TORCH_RUNTIME_IMAGE = "pytorch/pytorch:2.10.0-cuda12.8-cudnn9-runtime"
 
+# The pre-puller's pause container (components/plan/images.py): kubeadm's pause for Kubernetes 1.35 (kubernetes v1.35.4
+# cmd/kubeadm/app/constants/constants.go PauseVersion = "3.10.1"), the image JupyterHub's pre-puller also runs.
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10.1"
+
 # Images the platform sets that are pinned by tag only, by repository path (no registry host) and tag, with why;
 # tests/test_image_digests.py keeps this list exact (every other image the platform sets carries a digest). A digest
 # must come from a source that can be cited: for registry.k8s.io images the image promoter's manifest
@@ -135,6 +139,8 @@ IMAGES_WITHOUT_DIGEST: dict[str, str] = {
     "registries publish no digest list, and none can be read from here",
     TRAINER_TORCH_RUNTIME_IMAGE: "the trainer chart's runtime image, as its template names it: Docker Hub's digest "
     "for the tag cannot be read from here",
+    "pause:3.10.1": "the pre-puller's pause container: no citable digest (the image promoter's manifest is not "
+    "readable from here; kubeadm's constants name the tag only)",
 }
 
 
@@ -235,6 +241,19 @@ TRAINER = Chart(
 )
 OPERATOR_CHARTS = (JOBSET, LEADER_WORKER_SET, KUBERAY, TRAINER)
 
+# Spegel, the in-cluster peer-to-peer image mirror (images.mirror: peer; components/plan/images.py): spegel-org/spegel
+# v0.7.4 (2026-07-15). Its release workflow (.github/workflows/release.yaml at the tag) pushes the chart to
+# oci://ghcr.io/spegel-org/helm-charts as version 0.7.4 (the tag without its "v", appVersion v0.7.4) and stamps the
+# image's digest into values.yaml's image.digest. upstream/ holds no copy of it yet (NOT_BUNDLED).
+SPEGEL = Chart(
+    key="spegel",
+    chart="oci://ghcr.io/spegel-org/helm-charts/spegel",
+    version="0.7.4",
+    repository=None,
+    namespace="spegel",
+    release="spegel",
+)
+
 # node-exporter (a kube-prometheus-stack sub-chart) needs host network, PID and paths: Pod Security privileged,
 # so it gets a namespace of its own and the rest of the stack stays baseline.
 NODE_EXPORTER_NAMESPACE = "monitoring-node-exporter"
@@ -252,7 +271,15 @@ CHARTS: dict[str, Chart] = {
         KUBE_PROMETHEUS_STACK,
         EFA_DEVICE_PLUGIN,
         *OPERATOR_CHARTS,
+        SPEGEL,
     )
+}
+# Pinned charts that upstream/charts/ (a copy of the shared reference snapshot, edited only by
+# `make refresh-upstream`) does not hold yet, with why: `chartSource: bundled` cannot serve them (the loader says
+# which archive is missing); their values cite the chart's values.yaml at the pinned tag where they are set.
+NOT_BUNDLED: dict[str, str] = {
+    "spegel": "added with issue 39 (images.mirror: peer); the shared snapshot has no Spegel chart yet: add "
+    "spegel-org/spegel v0.7.4 charts/spegel to it and `make refresh-upstream`",
 }
 
 # The ports on a chart's own pods that the Kubernetes API server dials: the target ports of the Services its
@@ -455,14 +482,21 @@ def bundled_digests() -> list[str]:
 #   pins them per minor (lib/addons/eks-pod-identity-agent/index.ts and lib/addons/ebs-csi-driver/index.ts at
 #   05d3dbd, 2026-07-01: pod identity "v1.3.10-eksbuild.2" for 1.33..1.35; EBS CSI "v1.56.0-eksbuild.1" for 1.34,
 #   "v1.57.1-eksbuild.1" for 1.35).
-# - eks-node-monitoring-agent: no table either; aws/eks-node-monitoring-agent publishes its builds as the chart's
-#   image tag (charts/eks-node-monitoring-agent/values.yaml nodeAgent.image.tag, v1.6.6-eksbuild.1 on 2026-06-10),
-#   and the add-on carries the same strings (a pin from `aws eks describe-addon-versions --kubernetes-version 1.36`
-#   names v1.6.6-eksbuild.1; the agent has no per-minor builds).
+# - eks-node-monitoring-agent: no table either, and one build line for every minor (the add-on carries the chart's
+#   image tag, charts/eks-node-monitoring-agent/values.yaml nodeAgent.image.tag: v1.6.6-eksbuild.1 at v1.6.6,
+#   2026-06-10; v1.7.0-eksbuild.1 at v1.7.0, 2026-08-04). Pinned per minor all the same, each from what was seen
+#   running or offered on that minor, never carried over from another: 1.35 from a 1.35 cluster's add-on table
+#   (Combine-Pathfinder-Palisade docs "EKS Add-ons": kube-proxy v1.35.3-eksbuild.2 beside eks-node-monitoring-agent
+#   v1.6.6-eksbuild.1); 1.34 and 1.33 from the build the 1.35 and 1.36 pins share, released (2026-06-10) while
+#   both minors were in standard support (no AWS page read here lists the agent's builds per minor: replace each from
+#   `aws eks describe-addon-versions --addon-name eks-node-monitoring-agent --kubernetes-version <minor>`).
+#   v1.7.0 is not pinned: its dcgm-server runs nv-hostengine from the agent image (CHANGELOG v1.7.0), unseen on EKS
+#   here. The configurationValues sent (components/plan/aws/node_health.py) must validate against the pinned
+#   build's configuration schema (tests/fixtures/eks-node-monitoring-agent/, per tag; tests/test_node_health_addon.py).
 # The minors: those in EKS standard support on the date read, and 1.33, which left it on 2026-07-29 (the EKS user
 # guide's release calendar, kubernetes-versions.html). 1.36 is released on EKS, but no AWS page read here names its
-# coredns, vpc-cni, pod identity or EBS CSI build (the node monitoring agent's pin above comes from a third-party
-# 1.36 pin, which the agent's single build line makes usable for every minor); add 1.36 once
+# coredns, vpc-cni, pod identity or EBS CSI build (a third-party 1.36 pin names the node monitoring agent's
+# v1.6.6-eksbuild.1 as that minor's default); add 1.36 once
 # `aws eks describe-addon-versions --kubernetes-version 1.36` can be read. A minor missing here is refused before
 # deploy.
 EKS_ADDON_VERSIONS: dict[str, dict[str, str | None]] = {

@@ -73,7 +73,9 @@ def assign(decided: Plan, tenant: TenantPlan, w: Workload, gpu: dict[str, int]) 
                 break
         if not fits:
             which = f" pod set {ps.name}" if len(sets) > 1 else ""
-            return Assignment(f"no flavor fits{which}: " + "; ".join(tried), refused=True)
+            return Assignment(
+                f"no flavor fits{which}: " + ("; ".join(tried) or unadvertised(decided, tenant, req)), refused=True
+            )
         pool, _ = next((f for f in fits if not f[1]), fits[0])
         for r, n in req.items():
             assigned[pool.name][r] = assigned[pool.name].get(r, 0) + n
@@ -97,6 +99,20 @@ def assign(decided: Plan, tenant: TenantPlan, w: Workload, gpu: dict[str, int]) 
         detail,
         placements=[(decided.pools[name], on[name]) for name in pools],
         held={name: dict(units) for name, units in assigned.items() if units},
+    )
+
+
+def unadvertised(decided: Plan, tenant: TenantPlan, req: Mapping[str, int]) -> str:
+    """Why no flavor was even tried: the request's GPU resource is in the ClusterQueue's resource group only on
+    ``default-flavor`` (quota 0), as no pool of the tenant advertises it. Names what the pools do advertise."""
+    offered = {pool: sorted(decided.pools[pool].units_per_gpu) for pool in tenant.flavor_order if pool in decided.pools}
+    asked = ", ".join(r for r in req if r not in kueue.CPU_RESOURCES) or ", ".join(req)
+    if not offered:
+        return f"{tenant.name} has no GPU pool in its quota; {asked} has quota only on {kueue.DEFAULT_FLAVOR} (0)"
+    what = "; ".join(f"{pool} advertises {', '.join(units)}" for pool, units in offered.items())
+    return (
+        f"no pool of {tenant.name} advertises {asked} ({what}): request one of those resources instead "
+        f"(resources.limits), or give {tenant.name} gpuQuota on a pool that advertises {asked}"
     )
 
 

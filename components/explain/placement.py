@@ -9,6 +9,7 @@ from typing import Any
 
 from ..plan import derive, kueue
 from ..plan.plan import Plan, PoolPlan, TenantPlan
+from . import images
 from .facts import (
     _units,
     autoscaler_sees,
@@ -190,6 +191,12 @@ class PlacementLayers:
             "node",
             f"one {pool.name} node ({pool.device_plugin} plugin) advertises {_units(advertised)}",
         )
+
+    def image(self, pool: PoolPlan) -> None:
+        """Whether the pods' images are warm or mirrored on the pool (``explain/images.py``): a note, not a stop."""
+        detail = images.image_layer(self.plan, pool, self.gpu_sets())
+        if detail is not None:
+            self.ok("image", detail)
 
     def dcgm(self, pool: PoolPlan) -> None:
         monitoring = self.plan.monitoring

@@ -8,9 +8,11 @@ from typing import TYPE_CHECKING
 from ..data import versions
 from ..plan import derive, placeholders, plan
 from ..plan.cost import usd
+from ..spec.model import Problem, key
 
 if TYPE_CHECKING:
     from ..plan.plan import Plan, PoolPlan
+    from ..spec.model import StackSpec
     from .rendering import Rendering
 
 
@@ -81,25 +83,47 @@ def _oversubscription_ratio(decided: Plan) -> float:
 
 def warnings(decided: Plan, unanswered_lookups: Iterable[str] = ()) -> list[str]:
     """What a reviewer should not miss: the plan's risky decisions, and the lookups the synth could not answer."""
-    out = []
+    return [message for _, message in _anchored_warnings(decided, unanswered_lookups)]
+
+
+def _anchored_warnings(decided: Plan, unanswered_lookups: Iterable[str] = ()) -> list[tuple[tuple[str, ...], str]]:
+    """``warnings`` with where each one lives in the stack file: ("nodePools", pool), ("tenants", tenant), a key
+    path's parts, or () for none."""
+    out: list[tuple[tuple[str, ...], str]] = []
     ratio = _oversubscription_ratio(decided)
     for p in decided.pools.values():
         if (quota_ratio := _quota_ratio(p)) > ratio:
             out.append(
-                f"pool {p.name}: tenant quotas are {quota_ratio:.2f}x what it can bring "
-                f"(allowed {ratio:g}x by scheduling.oversubscriptionRatio)"
+                (
+                    ("nodePools", p.name),
+                    f"pool {p.name}: tenant quotas are {quota_ratio:.2f}x what it can bring "
+                    f"(allowed {ratio:g}x by scheduling.oversubscriptionRatio)",
+                ),
             )
-    out += [_uncovered(p) for p in decided.pools.values() if p.uncovered_gpus]
+    out += [(("nodePools", p.name), _uncovered(p)) for p in decided.pools.values() if p.uncovered_gpus]
+    images = decided.images
+    if images is not None and images.node_policy is not None and decided.eks_create is None:
+        out.append(
+            (
+                ("images",),
+                "images pull through ECR: the platform's controllers run on system nodes it does not manage; their "
+                "node role needs ecr:BatchImportUpstreamImage and ecr:CreateRepository on the cache's prefixes, or the "
+                "first pull of each controller image fails (docs/concepts/images.md)",
+            )
+        )
     if decided.addons["kueue"].enabled:
         for t in decided.tenants.values():
             pools = [p for p in t.pool_gpus if p in decided.pools]
             cpu_or_memory = {"requests.cpu", "requests.memory"} & set(t.quota_hard)
             if cpu_or_memory and len(pools) > 1 and t.scheduler == "kueue":
                 out.append(
-                    f"tenant {t.name}: Kueue holds its cpu/memory quota once per pool ({len(pools)} pools), the "
-                    "namespace ResourceQuota once in total; running in several pools at once, it can be admitted "
-                    "beyond the total, and then its pods are refused until the total has room (or waitForPodsReady "
-                    "requeues the job)"
+                    (
+                        ("tenants", t.name),
+                        f"tenant {t.name}: Kueue holds its cpu/memory quota once per pool ({len(pools)} pools), the "
+                        "namespace ResourceQuota once in total; running in several pools at once, it can be admitted "
+                        "beyond the total, and then its pods are refused until the total has room (or waitForPodsReady "
+                        "requeues the job)",
+                    ),
                 )
     kueue = decided.addons["kueue"]
     cold = [p.name for p in decided.pools.values() if p.cold_start]
@@ -107,24 +131,60 @@ def warnings(decided: Plan, unanswered_lookups: Iterable[str] = ()) -> list[str]
     if short:
         pools = ", ".join(cold)
         out.append(
-            f"scheduling.{' and '.join(short)} below {derive.COLD_START_SECONDS // 60}m while pools start from zero "
-            f"({pools}): node launch, GPU driver validation and a large image pull can outlast it, and Kueue "
-            "then evicts the job just before it would run"
+            (
+                ("scheduling", short[0]),
+                f"scheduling.{' and '.join(short)} below {derive.COLD_START_SECONDS // 60}m while pools start from "
+                f"zero ({pools}): node launch, GPU driver validation and a large image pull can outlast it, and "
+                "Kueue then evicts the job just before it would run",
+            ),
         )
     if decided.monitoring is not None and decided.monitoring.prometheus == "none":
-        out.append("GPU alerts are off: monitoring.prometheus is none (no ServiceMonitor, PrometheusRule or dashboard)")
+        out.append(
+            (
+                ("monitoring", "prometheus"),
+                "GPU alerts are off: monitoring.prometheus is none (no ServiceMonitor, PrometheusRule or dashboard)",
+            )
+        )
     if decided.monitoring is not None and decided.monitoring.unmonitored_pools:
         out.append(
-            f"no DCGM metrics on Bottlerocket pools {', '.join(decided.monitoring.unmonitored_pools)}: the GPU "
-            "Operator's validator, GPU Feature Discovery and DCGM exporter are off there (not in NVIDIA's supported "
-            "platforms), so the GPU utilization, memory, temperature and XID alerts and idle cost do not cover them; "
-            "GPU faults still page (GpuDevicesUnhealthy, the node monitoring agent's condition). Use os: al2023 for "
-            "a pool that needs them"
+            (
+                ("nodePools", decided.monitoring.unmonitored_pools[0]),
+                f"no DCGM metrics on Bottlerocket pools {', '.join(decided.monitoring.unmonitored_pools)}: the "
+                "GPU Operator's validator, GPU Feature Discovery and DCGM exporter are off there (not in NVIDIA's "
+                "supported platforms), so the GPU utilization, memory, temperature and XID alerts and idle cost do "
+                "not cover them; GPU faults still page (GpuDevicesUnhealthy, the node monitoring agent's "
+                "condition). Use os: al2023 for a pool that needs them",
+            ),
         )
-    out += _support_ending(decided)
+    out += [(("cluster", "kubernetesVersion"), w) for w in _support_ending(decided)]
     for token in unanswered_lookups:
-        out.append(f"lookup {token} has no offline placeholder; it answered empty")
+        out.append(((), f"lookup {token} has no offline placeholder; it answered empty"))
     return out
+
+
+def stack_warnings(spec: StackSpec, decided: Plan, unanswered_lookups: Iterable[str] = ()) -> list[Problem]:
+    """Every warning about a stack, with its key path in the stack file ("" where it has none): the plan's risky
+    decisions and the placeholders ``pulumi up`` refuses. The one source of summary.md's Warnings section and of
+    the lines ``check``, ``synth`` and ``plan`` print on stderr."""
+    index = {
+        "nodePools": {p.name: i for i, p in enumerate(spec.node_pools)},
+        "tenants": {t.name: i for i, t in enumerate(spec.tenants)},
+    }
+
+    def path(anchor: tuple[str, ...]) -> str:
+        if not anchor:
+            return ""
+        if anchor[0] in index and anchor[1] in index[anchor[0]]:
+            return key(anchor[0], index[anchor[0]][anchor[1]], *anchor[2:])
+        return key(*anchor) if anchor[0] not in index else key(anchor[0])
+
+    out = [Problem(path(anchor), message) for anchor, message in _anchored_warnings(decided, unanswered_lookups)]
+    return out + [Problem(p.path, f"{p.message}; pulumi up refuses it") for p in placeholders.problems(spec)]
+
+
+def warning_line(w: Problem) -> str:
+    """A warning as one line: its key path first where it has one."""
+    return f"{w.path}: {w.message}" if w.path else w.message
 
 
 SUPPORT_WARNING_DAYS = 90
@@ -429,6 +489,18 @@ def summary(rendering: Rendering, sections: Mapping[str, str]) -> str:
 
     if decided.reservations:
         lines += ["", *reservations.summary(decided.reservations)]
+    if decided.images is not None:  # the mirror and what is warm where, as `gpu-platform plan` says it
+        from ..plan import images
+
+        text = images.text(decided.images)[2:]
+        lines += [
+            "",
+            "## Image delivery",
+            "",
+            f"Mirror: {decided.images.mirror}.",
+            "",
+            *(f"- {x.strip()}" for x in text),
+        ]
     lines += ["", "## Priority classes", "", "| class | value | preemption | default |", "|---|---|---|---|"]
     for pc in sorted(decided.priority_classes, key=lambda c: -c.value):
         lines.append(f"| {pc.name} | {pc.value} | {pc.preemption_policy} | {'yes' if pc.global_default else ''} |")
@@ -442,8 +514,7 @@ def summary(rendering: Rendering, sections: Mapping[str, str]) -> str:
     lines += ["", f"Pinned charts available: {', '.join(f'{c.key} {c.version}' for c in versions.CHARTS.values())}."]
     for title, body in sections.items():
         lines += ["", f"## {title}", "", body.rstrip()]
-    warns = warnings(decided, rendering.unanswered_lookups)
-    warns += [f"{p.path}: {p.message}; pulumi up refuses it" for p in placeholders.problems(rendering.spec)]
+    warns = stack_warnings(rendering.spec, decided, rendering.unanswered_lookups)
     lines += ["", "## Warnings", ""]
-    lines += [f"- {w}" for w in warns] or ["- none"]
+    lines += [f"- {warning_line(w)}" for w in warns] or ["- none"]
     return "\n".join(lines) + "\n"

@@ -7,7 +7,8 @@ at a time, from zero nodes:
     namespace (Pod Security) -> priority (ceiling; Volcano GPU pod policy) -> scheduler (Kueue / Volcano)
     -> queue (LocalQueue -> ClusterQueue, or Volcano queue) -> operator (the kind's CRD and controller)
     -> flavors in order (quota, borrowing, TAS) -> admission checks -> pool (node labels and taints)
-    -> provisioner (from zero) -> node (what one node advertises) -> dcgm (can metrics be attributed to the pod)
+    -> provisioner (from zero) -> node (what one node advertises) -> image (warm, mirrored, or a cold pull: a note)
+    -> dcgm (can metrics be attributed to the pod)
 
 Every layer reads the plan the components build their objects from (``TenantPlan.cluster_queue_spec`` for
 the ClusterQueue, ``PoolPlan`` for labels, taints and units, ``AwsPlan.node_groups`` tags for what the
@@ -98,10 +99,18 @@ class Trace:
         return stop.seen or outcomes.LAYER_OUTCOME[stop.name] if stop else "runs"
 
     @property
+    def failing(self) -> list[Layer]:
+        """Every layer that failed, in order: the first is where the workload waits (``pending``); the others are
+        what still stands in its way once that one is fixed."""
+        return [layer for layer in self.layers if not layer.ok]
+
+    @property
     def verdict(self) -> str:
         stop = self.pending
         if stop:
-            return f"pending at {stop.name}: {stop.detail}"
+            more = [layer.name for layer in self.failing[1:]]
+            also = f" (then also: {', '.join(more)})" if more else ""
+            return f"pending at {stop.name}: {stop.detail}{also}"
         if self.split:
             return f"runs on pools {self.pool}: {self.provisioner}"
         also = f", or on {', '.join(self.also)}: the pod selects no pool" if self.also else ""
@@ -122,6 +131,7 @@ class Trace:
             "layers": [{"layer": x.name, "ok": x.ok, "detail": x.detail} for x in self.layers],
             "verdict": "pending" if stop else "runs",
             "pendingAt": stop.name if stop else None,
+            "failingLayers": [x.name for x in self.failing],
             "outcome": self.outcome,
             "pool": self.pool,
             "provisioner": self.provisioner,
@@ -131,6 +141,13 @@ class Trace:
 
 class _Stop(Exception):
     pass
+
+
+# Layers whose failure leaves the ones after them meaningful: the trace records it and goes on, so one run names
+# every fix (issue 41.2); not the operator's (without it nothing creates the pods). The pod's placement (flavors,
+# pool, provisioner, node) is traced only while the scheduler layer holds (which scheduler takes the pods decides
+# where they go), and stops at its first failure.
+GATE_LAYERS = ("namespace", "priority", "scheduler", "queue")
 
 
 class _Tracer(PlacementLayers):
@@ -156,32 +173,51 @@ class _Tracer(PlacementLayers):
         ``seen``: what the user sees, where the layer's default (``outcomes.LAYER_OUTCOME``) is not it."""
         if seen is None and name in ("pool", "provisioner", "node") and not stuck:
             seen = "runs"  # a waste or a loss: the pods still run
+        if self.t.pending is None:  # the trace's pool and provisioner are as they stood at its first stop
+            self.at_stop = (self.t.pool, self.t.provisioner)
         self.t.layers.append(Layer(name, False, detail, seen))
         self.stuck = stuck
         raise _Stop
 
     def run(self) -> Trace:
+        self.at_stop: tuple[str | None, str | None] | None = None
         try:
             self._trace()
         except _Stop:
             pass
+        if self.at_stop is not None:  # layers traced past the first stop name no pool the workload runs on
+            self.t.pool, self.t.provisioner = self.at_stop
+            self.t.split = False
         return self.t
+
+    def gate(self, layer: Any, *args: Any) -> Any:
+        """Run a gate layer (``GATE_LAYERS``): its failure is recorded and the trace goes on (None returned)."""
+        try:
+            return layer(*args)
+        except _Stop:
+            if self.t.layers[-1].name not in GATE_LAYERS:
+                raise
+            return None
 
     # -- layers
     def _trace(self) -> None:
         w = self.w
         if self.own:
             self.ok("cluster", "; ".join(cluster_state(x) for x in self.own))
-        tenant = self.namespace()
+        tenant = self.tenant_of()
+        self.gate(self.namespace, tenant)
         self.resolve_claims(tenant)
-        self.priority(tenant)
-        scheduler = self.scheduler(tenant)
+        self.gate(self.priority, tenant)
+        scheduled = self.gate(self.scheduler, tenant) is not None or tenant.scheduler is None
+        scheduler = tenant.scheduler
         gpu = _total(w)
         operator = operator_for(w)
         if gpu or operator is not None:
-            self.queue(tenant, scheduler, gpu)
+            self.gate(self.queue, tenant, scheduler, gpu)
         if operator is not None:
-            self.operator(operator)
+            self.gate(self.operator, operator)
+        if not scheduled:
+            raise _Stop  # which scheduler takes the pods is wrong: where they would go is not known
         if not gpu:
             self.ok("resources", "no GPU requested: nothing GPU-specific to trace")
             self.t.pool, self.t.provisioner = "-", "non-GPU nodes"
@@ -205,6 +241,7 @@ class _Tracer(PlacementLayers):
                     check = bool(pool.provisioning_class)
                     self.t.layers[-1].detail += kueue_holds_quota(self.plan, self.held, w.per_pod_workloads, check)
                 raise
+            self.image(pool)
             self.dcgm(pool)
             done.append((pool.name, self.t.provisioner))
         if len(done) > 1:  # a pool per pod set group: say which runs where
@@ -243,11 +280,16 @@ class _Tracer(PlacementLayers):
         """The pod sets asking for a GPU; while a pool is traced, those Kueue assigned to it."""
         return self.scope if self.scope is not None else gpu_podsets(self.w)
 
-    def namespace(self) -> TenantPlan:
+    def tenant_of(self) -> TenantPlan:
+        """The tenant whose namespace the workload is in; none: the trace stops (nothing after it applies)."""
         w = self.w
         tenant = next((t for t in self.plan.tenants.values() if t.namespace == w.namespace), None)
         if tenant is None:
             self.fail("namespace", f"{w.namespace} is not a tenant namespace (tenants: {', '.join(self.plan.tenants)})")
+        return tenant
+
+    def namespace(self, tenant: TenantPlan) -> TenantPlan:
+        w = self.w
         level = tenant.namespace_labels[PSA_ENFORCE]
         problems = [p for ps in w.podsets for p in pod_security_problems(ps.pod, level)]
         if problems:
@@ -351,8 +393,10 @@ class _Tracer(PlacementLayers):
 
     def queue(self, tenant: TenantPlan, scheduler: str | None, gpu: dict[str, int]) -> None:
         if scheduler == "kueue":
-            self.pods_under_quota(tenant, gpu)
-            self.local_queue(tenant)
+            refused = self.gate(self.pods_under_quota, tenant, gpu) is None
+            self.gate(self.local_queue, tenant)
+            if refused and self.t.layers[-1].ok:  # one queue line: the failure, not a passing label after it
+                self.t.layers.pop()
         elif scheduler == "volcano":
             self.volcano_queue(tenant, gpu)
         else:
@@ -365,13 +409,13 @@ class _Tracer(PlacementLayers):
             self.fail("operator", operator_missing(self.plan, operator, self.w))
         self.ok("operator", f"{operator.name} ({operator.group}) is installed ({operator.installed_by or 'add-on'})")
 
-    def pods_under_quota(self, tenant: TenantPlan, gpu: dict[str, int]) -> None:
+    def pods_under_quota(self, tenant: TenantPlan, gpu: dict[str, int]) -> bool:
         """Kueue's pod-based integrations (Pod, Deployment, StatefulSet, LeaderWorkerSet) create the pods before
         Kueue admits them, gated (kueue v0.19.2 pkg/controller/jobs/pod: the webhook adds the kueue.x-k8s.io/admission
         scheduling gate); the namespace ResourceQuota counts a pod at creation, gates or not, so a pod over it is
         refused before Kueue ever sees a workload (seen by make sched-test: 'exceeded quota: gpu-quota')."""
         if self.w.integration not in POD_BASED_INTEGRATIONS:
-            return
+            return True
         hard = {
             k.removeprefix("requests."): int(v)
             for k, v in tenant.quota_hard.items()
@@ -388,6 +432,7 @@ class _Tracer(PlacementLayers):
                 f"them at creation"
                 + (f"; {tenant.name}'s pools advertise {', '.join(offered)}, not {r}" if hard[r] == 0 else ""),
             )
+        return True
 
     def local_queue(self, tenant: TenantPlan) -> None:
         w = self.w

@@ -45,6 +45,7 @@ def markdown(doc: dict[str, Any]) -> list[str]:
     if not doc["pools"]:
         lines.append("| (none) | | | | | | | | | |")
     lines += _fixed_markdown(doc.get("fixed", []))
+    lines += _cold_pull_markdown(doc["pools"])
     total = doc["total"]
     if total["unknownPools"]:
         total_text = (
@@ -89,6 +90,26 @@ def markdown(doc: dict[str, Any]) -> list[str]:
     sources = "; ".join(f"{v['source']} generated {v['generatedAt']}" for v in doc["assumptions"]["catalog"].values())
     lines += ["", f"Price sources: {sources} (components/data/prices.json, scripts/extract_prices.py)."]
     return lines
+
+
+def _cold_pull_markdown(pools: list[dict[str, Any]]) -> list[str]:
+    """What a cold pull of each pool's images costs (a stack with an image section: docs/concepts/images.md)."""
+    rows = [(p["name"], p["coldPull"]) for p in pools if p.get("coldPull")]
+    if not rows:
+        return []
+    lines = [
+        "",
+        "| pool | images (GiB) | warm | cold pull (min) | GPU-hours per node | per node | from zero to max |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, c in rows:
+        size = f"{c['gib']}" + ("" if c["size"] == "stack" else " (default)")
+        warm = c["warm"] + (": avoided" if c["avoided"] else "")
+        lines.append(
+            f"| {name} | {size} | {warm} | {c['minutes']} | {c['gpuHoursPerNode']} | {usd(c['usdPerNode'])} "
+            f"| {usd(c['usdMaxScale'])} ({c['maxNodes']} nodes) |"
+        )
+    return [*lines, "", "A cold pull at 3.5 GB a minute, the node's GPUs idle meanwhile (docs/concepts/images.md)."]
 
 
 def _fixed_markdown(fixed: list[dict[str, Any]]) -> list[str]:

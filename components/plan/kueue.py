@@ -420,8 +420,10 @@ def queue_checks(cluster_queue: Mapping[str, Any]) -> list[str]:
     return [c["name"] for c in strategy.get("admissionChecks", [])]
 
 
-def local_queue_spec(tenant: Tenant) -> dict[str, Any]:
-    return {"clusterQueue": tenant.name}
+def local_queue_spec(tenant: Tenant, draining: bool = False) -> dict[str, Any]:
+    """``draining``: a fleet worker being retired holds new admissions; admitted workloads run on (kueue v0.19.2
+    apis/kueue/v1beta2/localqueue_types.go StopPolicy Hold)."""
+    return {"clusterQueue": tenant.name, **({"stopPolicy": "Hold"} if draining else {})}
 
 
 # ------------------------------------------------------------------------------------ component
@@ -486,11 +488,33 @@ def manager_config(spec: StackSpec) -> dict[str, Any]:
             ],
         },
         "integrations": {"frameworks": list(s.kueue_integrations)},
+        # a fleet's manager (plan/fleet.py): MultiKueue is beta and on by default in v0.19.2 (its feature gate)
+        **({"multiKueue": multikueue_config(spec)} if spec.fleet is not None else {}),
         "resources": {
             "excludeResourcePrefixes": list(EXCLUDED_RESOURCE_PREFIXES),
             # DRA stacks: claimed devices counted per DeviceClass (components/render/dra.py)
             **({"deviceClassMappings": m} if (m := dra.kueue_device_class_mappings(spec)) else {}),
         },
+    }
+
+
+# kueue v0.19.2 apis/config/v1beta2/configuration_types.go MultiKueueDispatcherMode*
+DISPATCHERS = {
+    "all-at-once": "kueue.x-k8s.io/multikueue-dispatcher-all-at-once",
+    "incremental": "kueue.x-k8s.io/multikueue-dispatcher-incremental",
+}
+
+
+def multikueue_config(spec: StackSpec) -> dict[str, Any]:
+    """A fleet manager's ``Configuration.multiKueue`` (kueue v0.19.2 apis/config/v1beta2/configuration_types.go
+    MultiKueue; plan/fleet.py): garbage collection, origin label, worker-lost timeout, dispatcher."""
+    f = spec.fleet
+    assert f is not None
+    return {
+        "gcInterval": f.gc_interval,
+        "origin": f.origin,
+        "workerLostTimeout": f.worker_lost_timeout,
+        "dispatcherName": DISPATCHERS[f.dispatcher],
     }
 
 

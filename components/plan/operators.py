@@ -43,7 +43,7 @@ from typing import Any
 from ..data import versions
 from ..spec.model import Problem, StackSpec, key, rule
 from ..spec.options import INTEGRATION_OPERATOR
-from . import derive, webhooks
+from . import derive, mirror, webhooks
 from .frozen import plain
 from .webhooks import pdb, spread
 
@@ -143,11 +143,9 @@ TORCH_RUNTIME_IMAGE = versions.TRAINER_TORCH_RUNTIME_IMAGE
 
 
 def torch_runtime_spec(spec: StackSpec) -> dict[str, Any]:
-    """The runtime's spec; its image from ``imageRegistry`` when the stack names one (Docker Hub's image keeps
-    its source registry as the mirror's first path segment, as ``versions.image`` lays mirrors out)."""
-    image = TORCH_RUNTIME_IMAGE
-    if spec.image_registry:
-        image = versions.image(f"docker.io/{TORCH_RUNTIME_IMAGE}", spec.image_registry)
+    """The runtime's spec; its image through the stack's mirror (``mirror.pull_ref``: Docker Hub's image keeps its
+    source registry as the mirror's first path segment)."""
+    image = mirror.pull_ref(spec, TORCH_RUNTIME_IMAGE)
     return {
         "mlPolicy": {"numNodes": 1, "torch": {}},
         "template": {

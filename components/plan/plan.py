@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..data import versions
 from ..spec.model import NodePool, StackSpec, Tenant
-from . import ceilings, cost, derive
+from . import ceilings, cost, derive, mirror
 from .aws import plan as aws_plan
 from .aws.karpenter import KarpenterPlan, karpenter_plan
 from .frozen import freeze as _freeze, plain as plain
@@ -31,8 +31,10 @@ if TYPE_CHECKING:
     from .cluster_stack import ClusterStackPlan
     from .dra import DraPlan
     from .existing import ExistingClusterPlan
+    from .fleet import FleetPlan, FleetWorkerPlan
     from .gcp.cluster_create import GkeCreatePlan
     from .gcp.plan import GkePlan
+    from .images import ImagesPlan
     from .kueue import KueueObjects
     from .monitoring import MonitoringPlan
     from .reservations import ReservationPlan
@@ -201,6 +203,9 @@ class Plan:
     gke_create: GkeCreatePlan | None = None  # components/plan/gcp/cluster_create.py; None: the cluster is found
     eks_create: EksCreatePlan | None = None  # the EKS cluster and VPC the platform creates (None: found or referenced)
     cluster_stack: ClusterStackPlan | None = None  # the stack whose outputs give the cluster (None: not referenced)
+    fleet: FleetPlan | None = None  # a MultiKueue manager's workers and tenants (plan/fleet.py; None: not one)
+    fleet_worker: FleetWorkerPlan | None = None  # a MultiKueue worker's grant to its manager (None: not one)
+    images: ImagesPlan | None = None  # image delivery: mirror, warm images per pool (None: no image section)
 
     def to_dict(self) -> dict[str, Any]:
         return {"schemaVersion": SCHEMA_VERSION, **plain(self)}
@@ -310,6 +315,11 @@ def pool_plan(spec: StackSpec, pool: NodePool) -> PoolPlan:
 # ---------------------------------------------------------------------------------------------- tenants
 
 
+def _draining(spec: StackSpec) -> bool:
+    """A fleet worker being retired (``fleetWorker.draining``): its LocalQueues hold (plan/fleet.py)."""
+    return spec.fleet_worker is not None and spec.fleet_worker.draining
+
+
 def tenant_plan(spec: StackSpec, tenant: Tenant) -> TenantPlan:
     from . import kueue as kueue_plan, tenancy, volcano as volcano_plan
 
@@ -339,7 +349,7 @@ def tenant_plan(spec: StackSpec, tenant: Tenant) -> TenantPlan:
         volcano_queue=tenant.name if volcano else None,
         volcano_queue_spec=_freeze(volcano_plan.queue_spec(spec, tenant)) if volcano else None,
         cluster_queue_spec=_freeze(kueue_plan.cluster_queue_spec(spec, tenant)) if kueue else None,
-        local_queue_spec=_freeze(kueue_plan.local_queue_spec(tenant)) if kueue else None,
+        local_queue_spec=_freeze(kueue_plan.local_queue_spec(tenant, draining=_draining(spec))) if kueue else None,
         pool_gpus=_freeze(dict(tenant.gpu_quota)),
         pool_ceiling_gpus=_freeze(cost.tenant_gpus(spec, tenant)[1]),
         borrowing_limits=_freeze(dict(tenant.borrowing_limit)),
@@ -377,6 +387,7 @@ def _addons(spec: StackSpec) -> list[tuple[versions.Chart, bool, dict[str, Any]]
         "leaderWorkerSet": {},
         "kuberay": {},
         "trainer": {},
+        "spegel": {},
     }
     return [(c, c.key in installed, options.get(c.key, {})) for c in versions.CHARTS.values()]
 
@@ -384,6 +395,7 @@ def _addons(spec: StackSpec) -> list[tuple[versions.Chart, bool, dict[str, Any]]
 def addon_plan(spec: StackSpec, chart: versions.Chart, enabled: bool, options: dict[str, Any]) -> AddonPlan:
     from . import (
         gpu_operator,
+        images,
         kueue as kueue_plan,
         monitoring,
         operators,
@@ -401,6 +413,7 @@ def addon_plan(spec: StackSpec, chart: versions.Chart, enabled: bool, options: d
         "kueue": kueue_plan.helm_values,
         "volcano": volcano_plan.helm_values,
         **operators.VALUES,
+        "spegel": images.spegel_values,
     }
     probe_of = {
         "kueue": kueue_plan.webhook_probe,
@@ -420,7 +433,8 @@ def addon_plan(spec: StackSpec, chart: versions.Chart, enabled: bool, options: d
         namespace=c.namespace,
         release=c.release,
         options=_freeze(options),
-        values=_freeze(values(spec), keep_order=True) if values else None,
+        # every image block of the chart through the stack's mirror (imageRegistry, images.mirror: pull-through)
+        values=_freeze(mirror.chart_values(spec, chart.key, values(spec)), keep_order=True) if values else None,
         probe=probe,
         gate_job=_freeze(webhooks.job_spec(spec, probe), keep_order=True) if probe else None,
         critical_pods_quota=quota,
@@ -459,7 +473,7 @@ def build(spec: StackSpec, stack: str) -> Plan:
 
 @derive.per_spec
 def _decide(spec: StackSpec) -> Plan:
-    from . import cluster_stack, existing, kueue as kueue_plan, monitoring, reservations, storage
+    from . import cluster_stack, existing, fleet, images, kueue as kueue_plan, monitoring, reservations, storage
     from .aws import cluster_create
     from .gcp import cluster_create as gcp_create, plan as gcp_plan
 
@@ -498,4 +512,7 @@ def _decide(spec: StackSpec) -> Plan:
         gke_create=gcp_create.build(spec),
         eks_create=cluster_create.eks_create_plan(spec),
         cluster_stack=cluster_stack.cluster_stack_plan(spec),
+        fleet=fleet.build(spec, build),
+        fleet_worker=fleet.worker_build(spec),
+        images=images.build(spec, {p.name: cost.cold_pull(spec, p) for p in spec.node_pools}),
     )

@@ -205,6 +205,7 @@ def installed_charts(spec: StackSpec) -> list[versions.Chart]:
         (versions.LEADER_WORKER_SET, spec.addons.leader_worker_set),
         (versions.KUBERAY, spec.addons.kuberay),
         (versions.TRAINER, spec.addons.trainer),
+        (versions.SPEGEL, spec.images.mirror == "peer" and spec.cloud != "gcp"),  # the rules refuse gcp
     ]
     return [c for c, on in wanted if on]
 

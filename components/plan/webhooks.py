@@ -10,7 +10,7 @@ from typing import Any
 
 from ..data import versions
 from ..spec.model import StackSpec
-from . import derive
+from . import derive, mirror
 
 RBAC_API = "rbac.authorization.k8s.io/v1"
 PROBE_FILE = "probe.yaml"
@@ -103,7 +103,7 @@ def job_spec(spec: StackSpec, probe: Probe) -> dict[str, Any]:
                 "containers": [
                     {
                         "name": "probe",
-                        "image": versions.image(versions.KUBECTL_IMAGE, spec.image_registry),
+                        "image": mirror.pull_ref(spec, versions.KUBECTL_IMAGE),
                         "args": ["create", "--dry-run=server", "-f", f"/probe/{PROBE_FILE}"],
                         # kubectl caches discovery under $HOME/.kube: a writable emptyDir, the rest read-only
                         "env": [{"name": "HOME", "value": "/tmp"}],

@@ -75,8 +75,15 @@ class KubeResource(pulumi.CustomResource):
     ``props`` are the camelCase fields (a None field is left out, as the SDK leaves it out of the request)."""
 
     def __init__(
-        self, token: str, resource_name: str, props: Mapping[str, Any], opts: pulumi.ResourceOptions | None = None
+        self,
+        token: str,
+        resource_name: str,
+        props: Mapping[str, Any],
+        opts: pulumi.ResourceOptions | None = None,
+        outputs: tuple[str, ...] = (),
     ):
+        """``outputs``: fields the server fills that the program reads (a token Secret's ``data``): attributes as
+        the typed class has them; an unset (None) property is not sent, as the typed class does not send it."""
         from pulumi_kubernetes import _utilities
 
         # The typed classes: merge(get_resource_opts_defaults(), opts), then merge(opts, alias_opts).
@@ -86,7 +93,8 @@ class KubeResource(pulumi.CustomResource):
             opts = pulumi.ResourceOptions.merge(
                 opts, pulumi.ResourceOptions(aliases=[pulumi.Alias(type_=t) for t in aliases])
             )
-        super().__init__(token, resource_name, {k: v for k, v in props.items() if v is not None}, opts)
+        sent = {k: v for k, v in props.items() if v is not None}
+        super().__init__(token, resource_name, {**{k: None for k in outputs}, **sent}, opts)
 
 
 def kube_object(

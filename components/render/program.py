@@ -109,7 +109,11 @@ def render(
     if on["kueue"]:
         from .kueue import Kueue
 
-        Kueue("kueue", p, provider, namespaces=tenancy.namespaces, release_deps=kueue_deps, opts=opts())
+        kueue = Kueue("kueue", p, provider, namespaces=tenancy.namespaces, release_deps=kueue_deps, opts=opts())
+        if p.fleet is not None:
+            from .fleet import FleetManager
+
+            FleetManager("fleet", p, provider, kueue, opts())
     if on["volcano"]:
         from .volcano import Volcano
 
@@ -118,7 +122,15 @@ def render(
     from . import operators
 
     operators.install(p, provider, opts)
-    pool_names, karpenter_out = _cloud_pools(p, access, provider, opts)
+    pool_names, karpenter_out, node_components = _cloud_pools(p, access, provider, opts)
+    if p.images is not None:
+        from .images import ImageDelivery
+
+        ImageDelivery("images", p, provider, node_components, opts())
+    if on["spegel"]:
+        from .images import Spegel
+
+        Spegel("spegel", p, provider, opts())
 
     from ..plan import cost
     from .cost_record import CostRecord
@@ -128,7 +140,18 @@ def render(
     CostRecord("cost", provider, cost_doc, opts())
     # a created cluster's outputs, which another stack's cluster.fromStack reads (components/plan/cluster_stack.py)
     created = getattr(access, "cluster_outputs", {})
-    return {"cost": cost_doc, **stack_outputs(p, pool_names, karpenter_out), **created}
+    fleet_out: dict[str, object] = {}
+    if p.fleet_worker is not None:  # the manager's credential: a secret output, never plain text (render/fleet.py)
+        from ..plan import fleet as fleet_plan
+        from ..plan.frozen import plain
+        from .fleet import FleetWorker
+
+        worker = FleetWorker("fleet-worker", p, provider, getattr(access, "endpoint", None), opts())
+        fleet_out = {
+            fleet_plan.OUTPUT_KUBECONFIG: worker.kubeconfig,
+            fleet_plan.OUTPUT_FACTS: plain(p.fleet_worker.facts),
+        }
+    return {"cost": cost_doc, **stack_outputs(p, pool_names, karpenter_out), **created, **fleet_out}
 
 
 def _cloud_pools(
@@ -136,15 +159,18 @@ def _cloud_pools(
     access: pulumi.ComponentResource,
     provider: pulumi.ProviderResource,
     opts: Callable[[], pulumi.ResourceOptions | None],
-) -> tuple[dict[str, dict[str, object]], dict[str, object] | None]:
-    """The cloud objects that bring the pools' nodes: pool -> their names (stack outputs), and Karpenter's."""
+) -> tuple[dict[str, dict[str, object]], dict[str, object] | None, list[pulumi.Resource]]:
+    """The cloud objects that bring the pools' nodes: pool -> their names (stack outputs), Karpenter's, and the
+    components holding the node roles (what the image cache's node policy waits for)."""
     pool_names: dict[str, dict[str, object]] = {}
     karpenter_out = None
+    nodes: list[pulumi.Resource] = []
     cluster = getattr(access, "cluster", None)  # the EKS cluster lookup (EksAccess)
     if p.karpenter is not None:
         from .aws.karpenter import CONTROLLER_NAMESPACE, Karpenter
 
         karpenter = Karpenter("karpenter", p, provider, cluster, opts())
+        nodes.append(karpenter)
         karpenter_out = {
             "namespace": CONTROLLER_NAMESPACE,
             "interruptionQueue": karpenter.queue_name,
@@ -168,6 +194,7 @@ def _cloud_pools(
             from .aws.nodegroups import EksGpuNodeGroups
 
             groups = EksGpuNodeGroups("eks-gpu-node-groups", p, cluster, opts())
+            nodes.append(groups)
             for pool_name, ng in groups.node_groups.items():
                 pool_names[pool_name] = {"nodeGroup": ng.node_group_name}
     if p.gke is not None:
@@ -176,4 +203,6 @@ def _cloud_pools(
         gke = GkeGpuNodePools("gke-gpu-node-pools", p, access, opts())  # type: ignore[arg-type]
         for pool_name, np in gke.node_pools.items():
             pool_names[pool_name] = {"gkeNodePool": np.name}
-    return pool_names, karpenter_out
+    if p.eks_create is not None:
+        nodes.append(access)  # the created cluster's system node role
+    return pool_names, karpenter_out, nodes

@@ -42,6 +42,11 @@ class ClusterNetwork(Model):
         default=None,
         description="the cluster's Service IPv4 range (/12 to /24, outside the VPC); default the cloud's",
     )
+    s3_gateway_endpoint: bool = Field(
+        default=True,
+        description="aws: an S3 gateway endpoint on the private route tables, so image layers (ECR serves them from "
+        "S3), model and data downloads from S3 bypass the NAT gateway and its per-GB processing charge; free",
+    )
 
 
 class SystemNodes(Model):

@@ -43,6 +43,8 @@ from .base import (
     Name,
     Quantity,
 )
+from .fleet import Fleet, FleetWorkerRole
+from .images import DEFAULT_IMAGE_GIB, ImageCache, Images, PullThrough, UpstreamCredential, WorkloadImage
 from .options import (
     DEFAULT_CRITICAL_XIDS,
     DEFAULT_KUEUE_INTEGRATIONS,
@@ -80,6 +82,7 @@ from .validation import QUOTE_MAX, LabelKey, LabelValue, quote
 
 __all__ = [
     "DEFAULT_CRITICAL_XIDS",
+    "DEFAULT_IMAGE_GIB",
     "DEFAULT_KUEUE_INTEGRATIONS",
     "DEFAULT_PRIORITY_CLASSES",
     "DNS_LABEL",
@@ -111,6 +114,8 @@ __all__ = [
     "GkePoolOptions",
     "GpuOperatorOptions",
     "GpuSpec",
+    "ImageCache",
+    "Images",
     "KarpenterOptions",
     "KarpenterPoolOptions",
     "KueueIntegration",
@@ -123,6 +128,7 @@ __all__ = [
     "PriorityClassSpec",
     "Problem",
     "Protection",
+    "PullThrough",
     "Quantity",
     "Reservation",
     "ResourceBudget",
@@ -134,6 +140,8 @@ __all__ = [
     "Storage",
     "Taint",
     "Tenant",
+    "UpstreamCredential",
+    "WorkloadImage",
     "decode_config",
     "is_rule",
     "key",
@@ -158,7 +166,9 @@ class StackSpec(Model):
         default=None, description="where every chart comes from (default: each chart's official repository)"
     )
     image_registry: ImageRegistryStr | None = Field(
-        default=None, description="pull the images the platform sets through this registry (a mirror)"
+        default=None,
+        description="pull every image the platform installs (each chart's images and its own) through this registry "
+        "(a mirror), as <registry>/<upstream host>/<path>",
     )
     system_node_selector: dict[LabelKey, LabelValue] = Field(
         default_factory=dict, description="where controllers run (they never tolerate the GPU taint)"
@@ -169,6 +179,13 @@ class StackSpec(Model):
     pricing: Pricing = Field(default_factory=Pricing)
     budget: Budget = Field(default_factory=Budget)
     storage: Storage = Field(default_factory=Storage)
+    fleet: Fleet | None = Field(
+        default=None, description="this stack is a MultiKueue manager: its workers and who dispatches where"
+    )
+    fleet_worker: FleetWorkerRole | None = Field(
+        default=None, description="this stack is a MultiKueue worker: the manager that dispatches here"
+    )
+    images: Images = Field(default_factory=Images)
 
     @model_validator(mode="after")
     def _kueue_integrations_follow_the_operators(self) -> StackSpec:

@@ -308,6 +308,12 @@ class KarpenterOptions(Model):
         description="IMDSv2 PUT response hop limit on Karpenter nodes: 1 keeps pods off the node role's "
         "credentials; 2 only for pods that must reach IMDS from their own network namespace",
     )
+    instance_store_policy: Literal["RAID0", "none"] = Field(
+        default="RAID0",
+        description="the GPU nodes' local NVMe disks (p4d, p5, g5, g6...): RAID0 stripes them into one volume that "
+        "holds containerd's images, the kubelet's pods and pod logs, so ephemeral storage is the NVMe, not the "
+        "root EBS volume (EC2NodeClass instanceStorePolicy; no effect on types without them); none leaves them unused",
+    )
     replicas: count(1, 5) = 2
     controller_cpu: Quantity = "1"
     controller_memory: Quantity = "1Gi"

@@ -11,6 +11,7 @@ from pydantic import Field, field_validator
 
 from ..data import catalog
 from .base import DURATION, MAX_GPUS, MAX_NODES, MAX_SHARING_REPLICAS, Duration, Model, Name
+from .images import ImageCache
 from .validation import DnsLabel, GcpZone, LabelKey, LabelValue, NoBool, bounded_text, count, go_duration
 
 
@@ -126,6 +127,12 @@ class GkePoolOptions(Model):
         description="NCCL's TCP buffer sysctls on the nodes (net.ipv4.tcp_rmem / tcp_wmem up to 16 MiB, as "
         "cluster-toolkit's gke-node-pool sets them)",
     )
+    image_streaming: bool | None = Field(
+        default=None,
+        description="GKE image streaming (gcfsConfig): containers start while their image is read on demand "
+        "(images in Artifact Registry). Default: on for pools with declared images or an imageCache disk image, "
+        "which needs it",
+    )
 
 
 class Reservation(Model):
@@ -206,6 +213,11 @@ class NodePool(Model):
     )
     reservation: Reservation | None = Field(
         default=None, description="reserved capacity (ODCR / Capacity Block on aws, a reservation on gcp)"
+    )
+    image_cache: ImageCache | None = Field(
+        default=None,
+        description="nodes boot with the declared images on disk: an EBS snapshot (aws, Bottlerocket) or a "
+        "secondary boot disk image (gcp)",
     )
     karpenter: KarpenterPoolOptions = Field(default_factory=KarpenterPoolOptions)
     gke: GkePoolOptions = Field(default_factory=GkePoolOptions)

@@ -12,7 +12,7 @@ from typing import Any
 
 from ...data import versions
 from ...spec.model import StackSpec
-from .. import derive
+from .. import derive, mirror
 from . import iam, managed_pools
 
 CHART = versions.CLUSTER_AUTOSCALER
@@ -137,7 +137,7 @@ def helm_values(spec: StackSpec) -> dict[str, Any]:
     """
     resources = {"cpu": CONTROLLER_CPU, "memory": CONTROLLER_MEMORY}
     cluster = spec.cluster.name or ""
-    return {
+    values = {
         "affinity": {
             "nodeAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": {
@@ -176,3 +176,4 @@ def helm_values(spec: StackSpec) -> dict[str, Any]:
         },
         "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}],
     }
+    return mirror.chart_values(spec, "clusterAutoscaler", values)  # its image through the stack's mirror

@@ -29,7 +29,7 @@ from typing import Any
 from ...data import versions
 from ...spec.model import Problem, StackSpec, key, rule
 from .. import derive
-from . import iam, managed_pools as mp
+from . import cluster_access, iam, managed_pools as mp
 from .karpenter_nodes import DISCOVERY_TAG
 from .plan import _freeze
 
@@ -114,6 +114,7 @@ class EksCreatePlan:
     vpc_cidr: str
     subnets: tuple[SubnetPlan, ...]  # private ones first, zone by zone, then the public ones
     nat_gateway_zones: tuple[str, ...]  # the zones with a NAT gateway (in their public subnet)
+    s3_gateway_endpoint: str | None  # the S3 gateway endpoint's service name (on the private route tables); None: off
     service_cidr: str | None
     endpoint_public_access: bool
     endpoint_private_access: bool
@@ -238,9 +239,27 @@ def system_node_group(spec: StackSpec) -> SystemNodeGroupPlan:
                 }
             ]
         ),
-        # IMDSv2 only and one hop: pods do not reach the node role's credentials (controllers use Pod Identity)
-        metadata_options=_freeze({"httpEndpoint": "enabled", "httpTokens": "required", "httpPutResponseHopLimit": 1}),
+        metadata_options=_freeze(SYSTEM_METADATA_OPTIONS),
     )
+
+
+# The system nodes' instance metadata: IMDSv2 only and one hop. A pod's packets to 169.254.169.254 cross one more
+# hop than the node's own, so with a PUT response hop limit of 1 a pod (not on the host network) never gets the
+# session token IMDSv2 requires, and never the node role's credentials (EC2 user guide "Configure the instance
+# metadata options", "Instance metadata limits" / hop limit; EKS best practices guide, security, "Restrict access
+# to the instance profile assigned to the worker node"). The controllers there use Pod Identity or IRSA instead.
+SYSTEM_METADATA_OPTIONS = {"httpEndpoint": "enabled", "httpTokens": "required", "httpPutResponseHopLimit": 1}
+
+
+def pods_cannot_reach_node_credentials(options: Mapping[str, Any]) -> list[str]:
+    """What, in a launch template's ``metadataOptions``, would hand pods the system node role's credentials
+    (the renderer refuses to register such a template); empty when tokens are required and the hop limit is 1."""
+    out = []
+    if options.get("httpTokens") != "required":
+        out.append(f"httpTokens is {options.get('httpTokens')!r}, not 'required' (IMDSv1 answers any pod)")
+    if options.get("httpEndpoint") != "disabled" and options.get("httpPutResponseHopLimit") != 1:
+        out.append(f"httpPutResponseHopLimit is {options.get('httpPutResponseHopLimit')!r}, not 1 (pods get a token)")
+    return out
 
 
 def eks_create_plan(spec: StackSpec) -> EksCreatePlan | None:
@@ -258,6 +277,9 @@ def eks_create_plan(spec: StackSpec) -> EksCreatePlan | None:
         vpc_cidr=c.network.cidr,
         subnets=tuple(subnets(spec)),
         nat_gateway_zones=tuple(nat),
+        s3_gateway_endpoint=s3_service(spec.cluster.region or _region_of(zones))
+        if c.network.s3_gateway_endpoint
+        else None,
         service_cidr=c.network.service_cidr,
         endpoint_public_access=eks.endpoint_public_access,
         endpoint_private_access=eks.endpoint_private_access,
@@ -281,6 +303,19 @@ def eks_create_plan(spec: StackSpec) -> EksCreatePlan | None:
     )
 
 
+def _region_of(zones: list[str]) -> str:
+    return zones[0][:-1] if zones else ""
+
+
+def s3_service(region: str) -> str:
+    """The S3 gateway endpoint's service name in ``region`` (VPC user guide "Gateway endpoints for Amazon S3":
+    ``com.amazonaws.<region>.s3``, China regions included). ECR keeps image layers in S3 (ECR user guide "Amazon
+    ECR interface VPC endpoints (AWS PrivateLink)": "Amazon ECR uses Amazon S3 to store your image layers"; the
+    same page has nodes without S3 access fail to pull), so every node's layer pulls, and any S3 read of the
+    region, take the endpoint instead of the NAT gateway, which bills each GB it processes."""
+    return f"com.amazonaws.{region}.s3"
+
+
 def _default_eks() -> Any:
     from ...spec.cluster import EksCreate
 
@@ -296,6 +331,11 @@ def ebs_csi_trust(cluster: str) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------------ rules
+
+
+def _open(cidrs: list[str]) -> bool:
+    """The public endpoint admits every address (some CIDR is 0.0.0.0/0)."""
+    return any((n := _net(c)) is not None and n.prefixlen == 0 for c in cidrs)
 
 
 def _net(text: str) -> ipaddress.IPv4Network | None:
@@ -340,11 +380,24 @@ def eks_create_rules(spec: StackSpec) -> Iterator[Problem]:
         )
     if not eks.endpoint_public_access and not eks.endpoint_private_access:
         yield Problem(key("cluster", "create", "eks", "endpointPrivateAccess"), "one endpoint must be on")
+    elif eks.endpoint_public_access and not eks.endpoint_private_access and not _open(eks.public_access_cidrs):
+        # EKS user guide "Cluster API server endpoint" (cluster-endpoint.html): with the private endpoint off,
+        # nodes in private subnets reach the public one from the NAT gateway's address; "If you limit access to
+        # specific CIDR blocks, then it is recommended that you also enable the private endpoint, or ensure that
+        # the CIDR blocks that you specify include the addresses that nodes and Fargate Pods (if you use them)
+        # access the public endpoint from." The NAT gateways' Elastic IPs are created with the VPC, unknown here.
+        yield Problem(
+            key("cluster", "create", "eks", "endpointPrivateAccess"),
+            "is off while publicAccessCidrs admit only some networks: the nodes reach the API from the NAT "
+            "gateway's address, which is created with the VPC and not among them, so they never join; set "
+            "endpointPrivateAccess: true (nodes then use the endpoint inside the VPC)",
+        )
     if eks.log_retention_days not in LOG_RETENTION_DAYS:
         yield Problem(
             key("cluster", "create", "eks", "logRetentionDays"),
             f"{eks.log_retention_days} is not a CloudWatch Logs retention (e.g. 30, 90, 365, 731)",
         )
+    yield from _admin_rules(spec, eks)
     roles = [f"{spec.cluster.name or ''}{suffix}" for suffix in ("-cluster", "-system-nodes", "-ebs-csi")]
     longest = max(roles, key=len)
     if len(longest) > mp.IAM_ROLE_NAME_MAX:
@@ -357,6 +410,24 @@ def eks_create_rules(spec: StackSpec) -> Iterator[Problem]:
         if _net(cidr) is None:
             yield Problem(key("cluster", "create", "eks", "publicAccessCidrs", i), f"{cidr} is not a network CIDR")
     yield from _network_rules(n, len(zones))
+
+
+def _admin_rules(spec: StackSpec, eks: Any) -> Iterator[Problem]:
+    """Someone must administer the cluster (its creator gets no access, ``cluster_access``): the token's role,
+    when the stack names one, must be an admin; the deploying identity is checked at deploy
+    (``components/render/aws/deployer.py``)."""
+    if not eks.admin_role_arns:
+        yield Problem(
+            key("cluster", "create", "eks", "adminRoleArns"),
+            "name at least one role: the created cluster gives its creator no access, so without an admin the "
+            "Kubernetes half of pulumi up fails Unauthorized (aws sts get-caller-identity shows your role)",
+        )
+    elif spec.cluster.role_arn and not cluster_access.is_admin(spec.cluster.role_arn, eks.admin_role_arns):
+        yield Problem(
+            key("cluster", "roleArn"),
+            f"{spec.cluster.role_arn} is the role the kubeconfig's token assumes, but not among "
+            "cluster.create.eks.adminRoleArns: add it there, or the Kubernetes half of pulumi up fails Unauthorized",
+        )
 
 
 def _network_rules(n: Any, zones: int) -> Iterator[Problem]:
@@ -442,7 +513,12 @@ def text_lines(p: EksCreatePlan) -> list[str]:
         f"encrypted with KMS {p.secrets_encryption['keyAlias']} (rotated), logs {', '.join(p.log_types)} kept "
         f"{p.log_retention_days} days, endpoint {' and '.join(endpoint)}",
         f"  VPC {p.vpc_cidr}: private {', '.join(f'{s.zone} {s.cidr}' for s in private)}; public "
-        f"{', '.join(f'{s.zone} {s.cidr}' for s in public)}; NAT gateway in {', '.join(p.nat_gateway_zones)}",
+        f"{', '.join(f'{s.zone} {s.cidr}' for s in public)}; NAT gateway in {', '.join(p.nat_gateway_zones)}; "
+        + (
+            f"S3 gateway endpoint {p.s3_gateway_endpoint} on the private route tables"
+            if p.s3_gateway_endpoint
+            else "no S3 gateway endpoint (image layers and S3 reads pay NAT processing)"
+        ),
         f"  add-ons: {addons}",
         f"  system nodes {ng.name}: {ng.ami_type} {ng.capacity_type} {', '.join(ng.instance_types)}, "
         f"{ng.scaling['minSize']}..{ng.scaling['maxSize']} nodes, {ng.disk_gib} GiB encrypted, labels "

@@ -32,7 +32,7 @@ from typing import Any
 from ...data import catalog
 from ...data.aws_registries import EKS_ADDON_REGISTRIES
 from ...spec.model import NodePool, Problem, StackSpec, key, rule
-from .. import derive
+from .. import derive, mirror
 
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
 # What an EFA node's kubelet advertises besides the interfaces: the EFA software on the EKS-optimized accelerated
@@ -150,7 +150,7 @@ def device_plugin_values(spec: StackSpec) -> dict[str, Any]:
         # The chart pulls from us-west-2 whatever the cluster's Region (values.yaml image.repository): from the
         # cluster's own Region instead, where EKS replicates the image (data/aws_registries.py).
         values["image"] = {"repository": f"{registry}/{DEVICE_PLUGIN_REPOSITORY}"}
-    return values
+    return mirror.chart_values(spec, "efaDevicePlugin", values)  # through the stack's mirror (ECR is not moved)
 
 
 def summary(decided: Any) -> list[str]:

@@ -17,7 +17,7 @@ from typing import Any
 
 from ...data import versions
 from ...spec.model import StackSpec
-from .. import derive
+from .. import derive, mirror
 from ..frozen import frozen as _frozen, plain as _thawed
 from .karpenter_nodes import (
     NODEPOOL_LABEL,
@@ -118,7 +118,7 @@ def helm_values(spec: StackSpec) -> dict[str, Any]:
     if gates:
         settings["featureGates"] = gates
     resources = {"cpu": k.controller_cpu, "memory": k.controller_memory}
-    return {
+    values = {
         "affinity": {
             "nodeAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": {
@@ -143,6 +143,7 @@ def helm_values(spec: StackSpec) -> dict[str, Any]:
         "settings": settings,
         "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}],
     }
+    return mirror.chart_values(spec, "karpenter", values)  # its controller image through the stack's mirror
 
 
 def with_outputs(
@@ -233,6 +234,7 @@ class KarpenterPlan:
     identity: str  # pod-identity | irsa
     zonal_shift: bool
     imds_hop_limit: int
+    instance_store_policy: str  # RAID0 | none: the GPU nodes' local NVMe as ephemeral storage, or unused
     controller_role: str  # IAM role names, queue and EventBridge rule names
     node_role: str
     queue: str
@@ -305,6 +307,7 @@ def karpenter_plan(spec: StackSpec) -> KarpenterPlan | None:
         identity=k.identity,
         zonal_shift=k.zonal_shift,
         imds_hop_limit=k.imds_hop_limit,
+        instance_store_policy=k.instance_store_policy,
         controller_role=controller_role_name(spec),
         node_role=node_role_name(spec),
         queue=queue_name(spec),
@@ -323,6 +326,12 @@ def karpenter_plan(spec: StackSpec) -> KarpenterPlan | None:
 # ------------------------------------------------------------------------------------------ reading it
 
 
+def local_disks(k: KarpenterPlan) -> str:
+    if k.instance_store_policy == "RAID0":
+        return "local NVMe disks striped (RAID0) as the nodes' ephemeral storage (containerd, kubelet, pod logs)"
+    return "local NVMe disks unused (karpenter.instanceStorePolicy: none)"
+
+
 def summary(k: KarpenterPlan | None) -> list[str]:
     """The summary.md section: each NodePool's capacity type, weight, limits and node class."""
     if k is None:
@@ -331,7 +340,7 @@ def summary(k: KarpenterPlan | None) -> list[str]:
         "## Karpenter",
         "",
         f"Controller {k.chart.version} in `{k.namespace}` ({k.identity}), interruption queue "
-        f"`{k.queue}`, node role `{k.node_role}`, IMDSv2 hop limit {k.imds_hop_limit}.",
+        f"`{k.queue}`, node role `{k.node_role}`, IMDSv2 hop limit {k.imds_hop_limit}, {local_disks(k)}.",
         "",
         "| NodePool | pool | capacity | weight | nvidia.com/gpu limit | node limit | EC2NodeClass |",
         "|---|---|---|---|---|---|---|",

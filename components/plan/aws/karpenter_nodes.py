@@ -13,7 +13,7 @@ from typing import Any
 
 from ...data import catalog
 from ...spec.model import NodePool, StackSpec
-from .. import derive, sharing
+from .. import derive, images, sharing
 from ..reservations import pool_reservation
 from . import efa, managed_pools, reservations as aws_reservations
 from .capacity import fallback_split
@@ -77,6 +77,8 @@ class NodeClassNeed:
     # which must not reach other pools' nodes
     owner: str | None = None
     additions: str = ""  # JSON of ``own_class_additions`` (keeps the need hashable); "" for shared classes
+    snapshot_id: str | None = None  # Bottlerocket: the data volume's snapshot (``images.snapshot_id``)
+    fast_pull: bool = False  # AL2023: nodeadm FastImagePull, with the root volume's throughput for it
 
     @property
     def name(self) -> str:
@@ -102,10 +104,13 @@ def node_class_need(spec: StackSpec, pool: NodePool) -> NodeClassNeed:
     os = derive.node_os(spec, pool)
     additions = own_class_additions(spec, pool)
     shares = os == "bottlerocket" and sharing.bottlerocket_shares_gpus(spec, pool.name)
-    owner = pool.name if shares or additions else None
+    # the pool's image delivery (a snapshot, FastImagePull, the peer mirror's containerd setting) is its own too
+    snapshot, fast = images.snapshot_id(spec, pool), images.fast_pull(spec, pool)
+    own_images = snapshot is not None or images.al2023_node_config(spec, pool) is not None
+    owner = pool.name if shares or additions or own_images else None
     user_data = managed_pools.user_data(spec, pool)
     extra = json.dumps(additions, sort_keys=True) if additions else ""
-    return NodeClassNeed(os, pool.disk_gib, pool.karpenter.ami_version, user_data, owner, extra)
+    return NodeClassNeed(os, pool.disk_gib, pool.karpenter.ami_version, user_data, owner, extra, snapshot, fast)
 
 
 def own_class_additions(spec: StackSpec, pool: NodePool) -> dict[str, Any]:
@@ -147,11 +152,20 @@ def block_device_mappings(need: NodeClassNeed) -> list[dict[str, Any]]:
     if need.os == "bottlerocket":
         os_volume = {**_gp3(BOTTLEROCKET_OS_VOLUME_GIB)}
         del os_volume["iops"], os_volume["throughput"]  # the OS volume is read at boot only
+        data = _gp3(need.disk_gib)
+        if need.snapshot_id:
+            # the images on disk at boot (components/plan/images.py); the volume takes the snapshot's encryption (EC2
+            # API LaunchTemplateEbsBlockDeviceRequest: no encryption value with a snapshot)
+            del data["encrypted"]
+            data.update(snapshotID=need.snapshot_id, volumeInitializationRate=images.SNAPSHOT_INIT_MIB_S)
         return [
             {"deviceName": "/dev/xvda", "ebs": os_volume},
-            {"deviceName": "/dev/xvdb", "ebs": _gp3(need.disk_gib)},
+            {"deviceName": "/dev/xvdb", "ebs": dict(sorted(data.items()))},
         ]
-    return [{"deviceName": "/dev/xvda", "ebs": _gp3(need.disk_gib)}]
+    root = _gp3(need.disk_gib)
+    if need.fast_pull:
+        root.update(iops=images.FAST_PULL_IOPS, throughput=images.FAST_PULL_THROUGHPUT)
+    return [{"deviceName": "/dev/xvda", "ebs": root}]
 
 
 def _selector_terms(tags: dict[str, str], ids: list[str], cluster: str) -> list[dict[str, Any]]:
@@ -196,6 +210,13 @@ def ec2_node_class_spec(spec: StackSpec, need: NodeClassNeed, role: Any) -> dict
         "subnetSelectorTerms": subnet_selector_terms(spec),
         "tags": aws_tags(spec),
     }
+    # Karpenter v1.14.1 pkg/providers/amifamily/bootstrap: AL2023's NodeConfig gets instance.localStorage.strategy
+    # RAID0 (nodeadm.go; awslabs/amazon-eks-ami nodeadm mounts containerd's, the kubelet's and pod logs' directories
+    # on the array), Bottlerocket the bootstrap command "apiclient ephemeral-storage init" then "bind --dirs
+    # /var/lib/containerd /var/lib/kubelet /var/log/pods" (bottlerocket.go); its instance types then advertise the
+    # disks' size as ephemeral-storage (karpenter.sh/v1 docs, NodeClasses "spec.instanceStorePolicy").
+    if spec.karpenter.instance_store_policy == "RAID0":
+        body["instanceStorePolicy"] = "RAID0"
     if need.user_data is not None:
         body["userData"] = need.user_data
     additions = json.loads(need.additions) if need.additions else {}

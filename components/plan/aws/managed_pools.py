@@ -36,7 +36,7 @@ from typing import Any
 
 from ...data import catalog
 from ...spec.model import NodePool, StackSpec, Taint
-from .. import derive, sharing
+from .. import derive, images, sharing
 from . import efa
 
 MANAGED_BY_TAG = {"managed-by": "gpu-platform"}
@@ -257,13 +257,27 @@ def block_device_mappings(spec: StackSpec, pool: NodePool) -> list[dict[str, Any
 
     Bottlerocket's OS volume keeps the AMI's size (the snapshot's) and is only read at boot, but is
     encrypted too: accounts without EBS encryption by default would otherwise get it in the clear.
+
+    Image delivery (``components/plan/images.py``): a Bottlerocket pool with an ``imageCache.snapshotId`` restores its
+    data volume from that snapshot, initialized at the provisioned rate; such a volume takes its encryption from the
+    snapshot (a launch template's ``encrypted`` cannot go with ``snapshot_id``: pulumi_aws 7.51.1
+    LaunchTemplateBlockDeviceMappingEbs), so the snapshot must be of an encrypted volume. An AL2023 pool with
+    FastImagePull gets the throughput nodeadm recommends for it.
     """
     if derive.node_os(spec, pool) == "bottlerocket":
+        data = _gp3(pool.disk_gib)
+        snapshot = images.snapshot_id(spec, pool)
+        if snapshot is not None:
+            del data["encrypted"]
+            data.update(snapshot_id=snapshot, volume_initialization_rate=images.SNAPSHOT_INIT_MIB_S)
         return [
             {"device_name": ROOT_DEVICE, "ebs": _gp3(None, fast=False)},
-            {"device_name": BOTTLEROCKET_DATA_DEVICE, "ebs": _gp3(pool.disk_gib)},
+            {"device_name": BOTTLEROCKET_DATA_DEVICE, "ebs": data},
         ]
-    return [{"device_name": ROOT_DEVICE, "ebs": _gp3(pool.disk_gib)}]
+    root = _gp3(pool.disk_gib)
+    if images.fast_pull(spec, pool):
+        root.update(iops=images.FAST_PULL_IOPS, throughput=images.FAST_PULL_THROUGHPUT)
+    return [{"device_name": ROOT_DEVICE, "ebs": root}]
 
 
 def metadata_options(pool: NodePool) -> dict[str, Any]:
@@ -313,10 +327,13 @@ def bottlerocket_settings(spec: StackSpec, pool: NodePool) -> dict[str, Any]:
 def user_data(spec: StackSpec, pool: NodePool) -> str | None:
     """The launch template's user data (plain text), or None.
 
-    Only Bottlerocket pools need any: EKS merges this TOML with the bootstrap settings it generates
-    (cluster endpoint, CA, node labels and taints) because the launch template names no AMI. AL2023
-    pools need none: nodeadm gets everything from EKS.
+    Bottlerocket pools: EKS merges this TOML with the bootstrap settings it generates (cluster endpoint, CA, node
+    labels and taints) because the launch template names no AMI. AL2023 pools need none (nodeadm gets everything from
+    EKS) unless their images call for a NodeConfig of their own (``images.al2023_user_data``: FastImagePull, the peer
+    mirror's containerd setting), which nodeadm merges with EKS's.
     """
+    if derive.node_os(spec, pool) == "al2023":
+        return images.al2023_user_data(spec, pool)
     settings = bottlerocket_settings(spec, pool)
     if not settings:
         return None

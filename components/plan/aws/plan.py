@@ -32,9 +32,7 @@ from . import (
     managed_pools as mp,
     reservations as aws_reservations,
 )
-
-NODE_MONITORING_AGENT = "eks-node-monitoring-agent"  # the EKS add-on's name (EKS user guide, "node-health")
-
+from .node_health import NODE_MONITORING_AGENT, configuration as node_health_configuration
 
 # Arguments whose value is a map of the user's own keys: their keys stay as given (render/aws/sdk.py USER_MAPS).
 _USER_MAPS = frozenset({"tags", "labels"})
@@ -125,6 +123,8 @@ class AwsPlan:
     efa_device_plugin: Mapping[str, Any] | None  # the aws-efa-k8s-device-plugin chart's values; None: no EFA pool
     cluster_autoscaler: ClusterAutoscalerPlan | None  # None: off
     node_health_addon: str | None  # the EKS add-on reporting GPU node health; None: off
+    # its configurationValues (node_health.py: the DCGM DaemonSet's tolerations); None: off
+    node_health_configuration: Mapping[str, Any] | None
     # Bottlerocket pool -> its host device plugin's settings.kubelet-device-plugins.nvidia (the user data of its
     # node group or EC2NodeClass must carry them: explain checks the device IDs and the sharing settings)
     bottlerocket_device_plugins: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: MappingProxyType({}))
@@ -235,6 +235,9 @@ def build(spec: StackSpec) -> AwsPlan | None:
         efa_device_plugin=_freeze(efa.device_plugin_values(spec)) if efa_pools else None,
         cluster_autoscaler=cluster_autoscaler_plan(spec),
         node_health_addon=NODE_MONITORING_AGENT if spec.node_monitoring_agent_enabled else None,
+        node_health_configuration=_freeze(node_health_configuration(spec))
+        if spec.node_monitoring_agent_enabled
+        else None,
         bottlerocket_device_plugins=_freeze(bottlerocket_device_plugins(spec)),
     )
 
@@ -287,7 +290,11 @@ def text_lines(p: AwsPlan) -> list[str]:
         tag = a.image_tag or "of the cluster's version"
         tags = ", ".join(a.values["autoDiscovery"]["tags"])
         lines.append(f"  Cluster Autoscaler: role {a.role_name}, image tag {tag}, discovers groups tagged {tags}")
-    lines.append(f"  node health: {p.node_health_addon or 'off'}")
+    health = p.node_health_addon or "off"
+    if p.node_health_configuration is not None:
+        tolerated = [t["key"] for t in p.node_health_configuration["dcgmAgent"]["tolerations"]]
+        health += f" (its DCGM host engine on the GPU nodes, tolerating {', '.join(dict.fromkeys(tolerated))})"
+    lines.append(f"  node health: {health}")
     for pool, plugin in p.bottlerocket_device_plugins.items():
         shared = plugin.get("device-sharing-strategy")
         lines.append(

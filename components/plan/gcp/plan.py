@@ -32,7 +32,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ...spec.model import NodePool, StackSpec
-from .. import derive
+from .. import derive, images
 from ..frozen import freeze as _freeze, frozen as _frozen, plain as _plain
 from ..reservations import pool_reservation
 from . import cluster_create, gke, gpudirect
@@ -109,6 +109,8 @@ class GkeNodePoolPlan:
     flex_start: bool = False  # DWS flex-start capacity
     max_run_duration: str | None = None  # "<seconds>s": GKE deletes a node this long after it started
     sysctls: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))  # linuxNodeConfig.sysctls
+    # image delivery (components/plan/images.py): gcfsConfig (image streaming) and secondaryBootDisks ({}: neither)
+    images: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
 
 @dataclass(frozen=True)
@@ -315,6 +317,7 @@ def pool_plan(spec: StackSpec, pool: NodePool) -> GkeNodePoolPlan:
         flex_start=pool.gke.flex_start,
         max_run_duration=f"{pool.gke.max_run_duration}s" if pool.gke.max_run_duration else None,
         sysctls=_frozen(sysctls(pool)),
+        images=_frozen(images.gke_node_config(spec, pool)),
     )
 
 
@@ -364,6 +367,7 @@ def node_config_of(pool: GkeNodePoolPlan) -> dict[str, Any]:
         cfg["maxRunDuration"] = pool.max_run_duration
     if pool.sysctls:
         cfg["linuxNodeConfig"] = {"sysctls": _plain(pool.sysctls)}
+    cfg.update(_plain(pool.images))  # image streaming, the secondary boot disk of cached images
     return cfg
 
 

@@ -87,7 +87,7 @@ def helm_values(aws: aws_plan.AwsPlan, role_arn: Any = None, kubernetes_version:
     annotations = identity.irsa_annotations(aws.cluster, role_arn)
     if annotations:
         values["rbac"]["serviceAccount"]["annotations"] = annotations
-    values["image"] = {"tag": image_tag(plan, kubernetes_version)}
+    values.setdefault("image", {})["tag"] = image_tag(plan, kubernetes_version)  # the mirror's repository kept
     return values
 
 

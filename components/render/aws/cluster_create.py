@@ -51,6 +51,9 @@ class EksCluster(pulumi.ComponentResource):
     def __init__(self, name: str, c: EksCreatePlan, opts: pulumi.ResourceOptions | None = None):
         """In order: the network, the cluster (with its key, log group and role), access entries, the add-ons
         nodes need, the system nodes, the add-ons that run on them; then ``view``, ``ready`` and ``outputs``."""
+        exposed = cc.pods_cannot_reach_node_credentials(c.system_nodes.metadata_options)
+        if exposed:  # a plan change that would hand every pod the node role: refused before anything registers
+            raise ValueError(f"system nodes {c.system_nodes.name}: {'; '.join(exposed)}")
         super().__init__(self.TYPE, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         self.plan = c
@@ -259,6 +262,7 @@ class EksCluster(pulumi.ComponentResource):
                     tags={**tags, "Name": f"{c.name}-nat-{s.zone}"},
                     opts=pulumi.ResourceOptions(parent=self, depends_on=[igw]),
                 )
+        private_tables = []
         for s in c.subnets:
             if s.public:
                 continue
@@ -267,6 +271,7 @@ class EksCluster(pulumi.ComponentResource):
             rt = sdk.resource(
                 "ec2.RouteTable", s.name, vpc_id=vpc.id, region=region, tags={**tags, "Name": s.name}, opts=child
             )
+            private_tables.append(rt)
             sdk.resource(
                 "ec2.Route",
                 f"{s.name}-default",
@@ -282,6 +287,19 @@ class EksCluster(pulumi.ComponentResource):
                 subnet_id=subnets[s.name].id,
                 route_table_id=rt.id,
                 region=region,
+                opts=child,
+            )
+        if c.s3_gateway_endpoint is not None:
+            # a gateway endpoint adds the S3 prefix list's route to these tables (plan: s3_service says why)
+            sdk.resource(
+                "ec2.VpcEndpoint",
+                "s3",
+                vpc_id=vpc.id,
+                service_name=c.s3_gateway_endpoint,
+                vpc_endpoint_type="Gateway",
+                route_table_ids=[rt.id for rt in private_tables],
+                region=region,
+                tags={**tags, "Name": f"{c.name}-s3"},
                 opts=child,
             )
         return [subnets[s.name] for s in c.subnets if not s.public], [subnets[s.name] for s in c.subnets if s.public]

@@ -14,6 +14,7 @@ from typing import Any
 
 import pulumi
 
+from ...plan.aws.node_health import configuration_json
 from ...plan.plan import Plan, plain
 from . import sdk
 
@@ -37,7 +38,9 @@ class NodeHealth(pulumi.ComponentResource):
             cluster_name=sdk.cluster_name(aws.cluster.name, cluster),
             addon_name=addon,
             addon_version=plan.eks_create.node_monitoring_agent_version if plan.eks_create is not None else None,
-            # the agent's DaemonSet must run on every GPU node: the add-on's own manifest tolerates every taint
+            # the agent's DaemonSet tolerates every taint (the chart's nodeAgent.tolerations); its DCGM host
+            # engine's tolerates none by default, so the plan gives it the GPU pools' (plan/aws/node_health.py)
+            configuration_values=configuration_json(plain(aws.node_health_configuration)),
             resolve_conflicts_on_create="OVERWRITE",
             resolve_conflicts_on_update="PRESERVE",
             region=aws.cluster.region,

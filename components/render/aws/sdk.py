@@ -43,8 +43,10 @@ KINDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "ec2.Subnet": ("aws:ec2/subnet:Subnet", ()),
     "ec2.Tag": ("aws:ec2/tag:Tag", ()),
     "ec2.Vpc": ("aws:ec2/vpc:Vpc", ()),
+    "ec2.VpcEndpoint": ("aws:ec2/vpcEndpoint:VpcEndpoint", ()),
     "eks.AccessEntry": ("aws:eks/accessEntry:AccessEntry", ()),
     "eks.AccessPolicyAssociation": ("aws:eks/accessPolicyAssociation:AccessPolicyAssociation", ()),
+    "ecr.PullThroughCacheRule": ("aws:ecr/pullThroughCacheRule:PullThroughCacheRule", ()),
     "eks.Addon": ("aws:eks/addon:Addon", ()),
     "eks.Cluster": (
         "aws:eks/cluster:Cluster",
@@ -55,6 +57,7 @@ KINDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "iam.Policy": ("aws:iam/policy:Policy", ("arn", "name")),
     "iam.OpenIdConnectProvider": ("aws:iam/openIdConnectProvider:OpenIdConnectProvider", ("arn",)),
     "iam.Role": ("aws:iam/role:Role", ("arn", "name")),
+    "iam.RolePolicy": ("aws:iam/rolePolicy:RolePolicy", ()),
     "iam.RolePolicyAttachment": ("aws:iam/rolePolicyAttachment:RolePolicyAttachment", ()),
     "kms.Alias": ("aws:kms/alias:Alias", ()),
     "kms.Key": ("aws:kms/key:Key", ("arn", "key_id")),

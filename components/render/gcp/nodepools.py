@@ -148,6 +148,15 @@ def _args(
             linux_node_config=c.NodePoolNodeConfigLinuxNodeConfigArgs(sysctls=n["linuxNodeConfig"]["sysctls"])
             if "linuxNodeConfig" in n
             else None,
+            gcfs_config=c.NodePoolNodeConfigGcfsConfigArgs(enabled=n["gcfsConfig"]["enabled"])
+            if "gcfsConfig" in n
+            else None,
+            secondary_boot_disks=[
+                c.NodePoolNodeConfigSecondaryBootDiskArgs(disk_image=d["diskImage"], mode=d["mode"])
+                for d in n["secondaryBootDisks"]
+            ]
+            if "secondaryBootDisks" in n
+            else None,
         ),
     )
 

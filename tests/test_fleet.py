@@ -1,0 +1,209 @@
+"""A fleet behind one queue (issue 43): the fleet stack's plan, its rules across the stacks, its credential.
+
+Expected values are worked from the example stack files by hand (stacks/Pulumi.fleet-*.yaml): research has 16
+H100s on fleet-eks (2 nodes x 8, all its quota) and 4 L4s on fleet-gke; evals 4 L4s on fleet-gke."""
+
+from __future__ import annotations
+
+import datetime
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from components.cli import main as cli
+from components.cli.loader import load_spec
+from components.plan import fleet as fleet_plan, kueue as kueue_plan, plan as plan_stage
+from components.render import fleet as fleet_render
+from components.spec import stackfile
+from components.spec.model import SpecError
+
+ROOT = Path(__file__).resolve().parents[1]
+FILES = ("fleet-manager", "fleet-eks", "fleet-gke")
+
+
+@pytest.fixture
+def stacks(tmp_path: Path) -> Path:
+    for name in FILES:
+        shutil.copy(ROOT / "stacks" / f"Pulumi.{name}.yaml", tmp_path / f"Pulumi.{name}.yaml")
+    return tmp_path
+
+
+def edit(stacks: Path, name: str, change) -> None:
+    path = stacks / f"Pulumi.{name}.yaml"
+    doc = yaml.safe_load(path.read_text())
+    change(doc["config"])
+    path.write_text(yaml.safe_dump(doc))
+
+
+def load(stacks: Path, name: str = "fleet-manager"):
+    return load_spec(stackfile.read(stacks / f"Pulumi.{name}.yaml"), stack_dir=stacks)
+
+
+def problems(stacks: Path) -> list[str]:
+    with pytest.raises(SpecError) as err:
+        load(stacks)
+    return [f"{p.path}: {p.message}" for p in err.value.problems]
+
+
+def test_fleet_quota_is_the_sum_of_what_the_workers_give_each_tenant(stacks):
+    p = plan_stage.build(load(stacks), "fleet-manager").fleet
+    assert dict(p.tenants["research"].quota) == {"nvidia.com/gpu": 20}
+    assert dict(p.tenants["evals"].quota) == {"nvidia.com/gpu": 4}
+    assert p.workers["eks-h100"].capacity_units == {"nvidia.com/gpu": 16}
+    assert p.workers["gke-l4"].capacity_units == {"nvidia.com/gpu": 8}
+    cq = p.tenants["research"].cluster_queue_spec
+    assert cq["admissionChecksStrategy"] == {"admissionChecks": [{"name": "fleet-research", "onFlavors": ["fleet"]}]}
+    gpu = next(r for r in cq["resourceGroups"][0]["flavors"][0]["resources"] if r["name"] == "nvidia.com/gpu")
+    assert gpu["nominalQuota"] == "20"
+    # the tenant's order of preference is the MultiKueueConfig's (the incremental dispatcher follows it)
+    assert p.tenants["research"].multikueue_config_spec == {"clusters": ["eks-h100", "gke-l4"]}
+    assert p.tenants["research"].admission_check_spec["controllerName"] == "kueue.x-k8s.io/multikueue"
+
+
+def test_the_managers_kueue_configuration_carries_multikueue_as_written(stacks):
+    edit(stacks, "fleet-manager", lambda c: c["gpu-platform:fleet"].update(workerLostTimeout="2m", origin="fleet-a"))
+    config = kueue_plan.manager_config(load(stacks))
+    assert config["multiKueue"] == {
+        "gcInterval": "1m",
+        "origin": "fleet-a",
+        "workerLostTimeout": "2m",
+        "dispatcherName": "kueue.x-k8s.io/multikueue-dispatcher-incremental",
+    }
+    assert "multiKueue" not in kueue_plan.manager_config(load(stacks, "fleet-eks"))
+
+
+def test_a_tenant_dispatched_to_a_worker_without_it_is_refused(stacks):
+    edit(stacks, "fleet-manager", lambda c: c["gpu-platform:fleet"]["tenants"][1].update(workers=["eks-h100"]))
+    (line,) = problems(stacks)
+    assert line.startswith("gpu-platform:fleet.tenants[1].workers[0]: worker eks-h100 has no tenant evals")
+
+
+def test_a_kind_whose_operator_is_missing_on_a_worker_is_refused(stacks):
+    edit(stacks, "fleet-gke", lambda c: c["gpu-platform:addons"].update(jobset=False))
+    (line,) = problems(stacks)
+    assert line.startswith("gpu-platform:fleet.workers[1].stack: worker gke-l4 cannot run jobset.x-k8s.io/jobset")
+    assert "addons.jobset true" in line
+
+
+def test_workers_on_another_kueue_minor_are_refused(stacks):
+    edit(stacks, "fleet-eks", lambda c: c.update({"gpu-platform:charts": {"kueue": {"version": "0.18.3"}}}))
+    (line,) = problems(stacks)
+    assert line.startswith("gpu-platform:fleet.workers[0].stack: worker eks-h100 runs Kueue 0.18.3, the manager 0.19.2")
+
+
+def test_a_fleet_quota_above_the_workers_is_refused_and_equal_passes(stacks):
+    def quota(n):
+        return lambda c: c["gpu-platform:fleet"]["tenants"][0].update(gpuQuota={"nvidia.com/gpu": n})
+
+    edit(stacks, "fleet-manager", quota(21))
+    (line,) = problems(stacks)
+    assert line.startswith("gpu-platform:fleet.tenants[0].gpuQuota.nvidia.com/gpu: 21 is above the 20")
+    edit(stacks, "fleet-manager", quota(20))
+    assert plan_stage.build(load(stacks), "m").fleet.tenants["research"].quota == {"nvidia.com/gpu": 20}
+
+
+def test_a_credential_in_plain_text_in_a_fleet_stack_is_refused(stacks):
+    edit(stacks, "fleet-manager", lambda c: c["gpu-platform:tags"].update(kubeconfig="token: eyJhbGciOiJSUzI1NiJ9abc"))
+    (line,) = problems(stacks)
+    assert line.startswith("gpu-platform:tags.kubeconfig: holds what looks like a credential in plain text")
+
+
+def test_a_missing_worker_stack_file_and_an_unknown_worker_are_one_line_each(stacks):
+    (stacks / "Pulumi.fleet-gke.yaml").unlink()
+    (line,) = problems(stacks)
+    assert line.startswith("gpu-platform:fleet.workers[1].stack: worker gke-l4: no stack file Pulumi.fleet-gke.yaml")
+
+
+def test_the_cli_exits_2_naming_the_stack_file_and_key(stacks, capsys):
+    edit(stacks, "fleet-manager", lambda c: c["gpu-platform:fleet"]["tenants"][1].update(workers=["nowhere"]))
+    code = cli.main(["plan", "fleet-manager", "--config", str(stacks / "Pulumi.fleet-manager.yaml")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == cli.EXIT_INVALID
+    assert len(err) == 1 and "Pulumi.fleet-manager.yaml" in err[0] and "fleet.tenants[1].workers[0]" in err[0]
+
+
+def test_a_tenant_whose_workers_are_all_retired_is_refused(stacks):
+    edit(stacks, "fleet-manager", lambda c: c["gpu-platform:fleet"].update(retiredWorkers=["gke-l4"]))
+    edit(stacks, "fleet-gke", lambda c: c["gpu-platform:fleetWorker"].update(draining=True))
+    (line,) = problems(stacks)
+    assert line.startswith("gpu-platform:fleet.tenants[1].workers: every worker of evals is retired")
+
+
+def test_a_retired_worker_must_drain_first(stacks):
+    edit(stacks, "fleet-manager", lambda c: c["gpu-platform:fleet"].update(retiredWorkers=["eks-h100"]))
+    (line,) = problems(stacks)
+    assert "worker eks-h100 is retired here but not draining there" in line
+    edit(stacks, "fleet-eks", lambda c: c["gpu-platform:fleetWorker"].update(draining=True))
+    p = plan_stage.build(load(stacks), "m")
+    assert p.fleet.workers["eks-h100"].retired and not p.fleet.workers["gke-l4"].retired
+    worker = plan_stage.build(load(stacks, "fleet-eks"), "w")
+    assert {t.local_queue_spec.get("stopPolicy") for t in worker.tenants.values()} == {"Hold"}
+
+
+def test_the_worker_grants_the_manager_only_the_dispatched_kinds(stacks):
+    w = plan_stage.build(load(stacks, "fleet-eks"), "fleet-eks").fleet_worker
+    granted = {(g, r) for rule in w.rules for g in rule["apiGroups"] for r in rule["resources"]}
+    assert granted == {
+        ("batch", "jobs"),
+        ("batch", "jobs/status"),
+        ("jobset.x-k8s.io", "jobsets"),
+        ("jobset.x-k8s.io", "jobsets/status"),
+        ("kueue.x-k8s.io", "workloads"),
+        ("kueue.x-k8s.io", "workloads/status"),
+        ("kueue.x-k8s.io", "clusterqueues"),
+        ("kueue.x-k8s.io", "localqueues"),
+    }
+    status_verbs = {tuple(r["verbs"]) for r in w.rules if r["resources"] == ["jobs/status"]}
+    assert status_verbs == {("get",)}
+    edit(stacks, "fleet-eks", lambda c: c["gpu-platform:addons"].update(jobset=False))
+    w = plan_stage.build(load(stacks, "fleet-eks"), "fleet-eks").fleet_worker
+    assert not any("jobset.x-k8s.io" in r["apiGroups"] for r in w.rules)
+
+
+def test_credential_rotation_warns_before_and_refuses_after_its_date():
+    w = fleet_plan.WorkerPlan("a", "o/p/a", "aws", "s", False, "0.19.2", (), (), {}, {}, 0, "2026-09-30", {})
+    p = fleet_plan.FleetPlan((), {}, {"a": w}, {})
+    assert fleet_render.credential_lines(p, datetime.date(2026, 9, 1)) == []
+    (soon,) = fleet_render.credential_lines(p, datetime.date(2026, 9, 20))
+    assert "is due for rotation on 2026-09-30" in soon
+    (late,) = fleet_render.credential_lines(p, datetime.date(2026, 10, 1))
+    assert "was due for rotation on 2026-09-30" in late
+
+
+def test_the_manager_refuses_a_deployed_worker_that_disagrees_with_its_stack_file():
+    w = fleet_plan.WorkerPlan(
+        "a", "o/p/a", "aws", "s", False, "0.19.2", ("batch/job",), ("research",), {}, {}, 0, "2026-09-30", {}
+    )
+    good = {"manager": "o/p/m", "kinds": ["batch/job"], "kueueVersion": "0.19.2", "tenants": ["research"]}
+    assert fleet_render.check_worker("o/p/m", w, ("batch/job",), good) == good
+    with pytest.raises(fleet_render.FleetProblem, match="no tenant research"):
+        fleet_render.check_worker("o/p/m", w, ("batch/job",), {**good, "tenants": []})
+    with pytest.raises(fleet_render.FleetProblem, match="does not run batch/job"):
+        fleet_render.check_worker("o/p/m", w, ("batch/job",), {**good, "kinds": []})
+    with pytest.raises(fleet_render.FleetProblem, match="exports no fleetWorker"):
+        fleet_render.check_worker("o/p/m", w, ("batch/job",), None)
+
+
+def test_the_kubeconfig_is_what_kueue_accepts():
+    text = fleet_render.kubeconfig_text("w", "1.2.3.4", "Q0E=", "tok")
+    doc = yaml.safe_load(text)
+    assert doc["clusters"][0]["cluster"] == {"server": "https://1.2.3.4", "certificate-authority-data": "Q0E="}
+    assert doc["users"][0]["user"] == {"token": "tok"}  # inline: Kueue refuses tokenFile, insecure TLS, exec
+
+
+def test_the_synth_shows_the_credential_only_as_a_secret(monkeypatch):
+    from components.cli.synth import read_stack_file, render
+
+    monkeypatch.chdir(ROOT)
+    worker = render("fleet-eks", read_stack_file(ROOT / "stacks" / "Pulumi.fleet-eks.yaml"))
+    assert worker.outputs["multikueueKubeconfig"] == "[secret]"
+    assert worker.outputs["fleetWorker"]["kinds"] == ["batch/job", "jobset.x-k8s.io/jobset"]
+    manager = render("fleet-manager", read_stack_file(ROOT / "stacks" / "Pulumi.fleet-manager.yaml"))
+    clusters = {r.name: r for r in manager.of_type("kubernetes:kueue.x-k8s.io/v1beta2:MultiKueueCluster")}
+    assert set(clusters) == {"fleet-eks-h100-cluster", "fleet-gke-l4-cluster"}
+    assert all(r.protect for r in clusters.values())  # removing a worker is never silent
+    secret = manager.find("kubernetes:core/v1:Secret", "fleet-eks-h100-kubeconfig")
+    assert secret.inputs["stringData"] == {"kubeconfig": "[secret]"}  # a secret input: never in the synth's files
+    assert "token:" not in repr(manager.outputs) and "token:" not in repr(worker.outputs)
