@@ -240,7 +240,8 @@ def test_scheduler_layer_names_who_schedules():
     plain = job("applied-ml", 1, {})
     assert stop(trace(prod, plain)) == (
         "scheduler",
-        "applied-ml is gang-scheduled by Volcano: set schedulerName: volcano (a Volcano Job)",
+        "applied-ml is scheduled by Volcano: set schedulerName: volcano in the pod templates (a Volcano Job sets it "
+        "itself)",
     )
     gang = volcano_job(
         "applied-ml", "applied-ml", 1, {"nvidia.com/gpu": 8}, tolerations=GPU_TOLERATION, nodeSelector=GANG_POOL

@@ -54,6 +54,7 @@ from .schedulers import (
     operator_missing,
     provisioning_guarantee,
     volcano_minimum,
+    volcano_queue_of,
     volcano_queue_verdict,
 )
 from .workloads import (
@@ -381,12 +382,14 @@ class _Tracer(PlacementLayers):
                 )
             self.ok("scheduler", f"Kueue ({w.integration} integration)")
         elif who == "volcano":
-            if w.scheduler_name != "volcano":
+            path = volcano_queue_of(self.plan, tenant, w)
+            if w.scheduler_name != "volcano" and not path.scheduler_set:
                 self.fail(
                     "scheduler",
-                    f"{tenant.name} is gang-scheduled by Volcano: set schedulerName: volcano (a Volcano Job)",
+                    f"{tenant.name} is scheduled by Volcano: set schedulerName: volcano in the pod templates "
+                    "(a Volcano Job sets it itself)",
                 )
-            self.ok("scheduler", "Volcano (gang)")
+            self.ok("scheduler", "Volcano (gang)" if path.gang else "Volcano (a PodGroup per pod: no gang)")
         else:
             self.ok("scheduler", "no batch scheduler: kube-scheduler, within the namespace ResourceQuota")
         return who
@@ -517,15 +520,17 @@ class _Tracer(PlacementLayers):
 
     def volcano_queue(self, tenant: TenantPlan, gpu: dict[str, int]) -> None:
         w = self.w
-        if w.volcano_queue != tenant.name:
+        path = volcano_queue_of(self.plan, tenant, w)
+        if path.queue != tenant.name:
             self.fail(
                 "queue",
-                f"Volcano queue {w.volcano_queue}: the namespace's admission policy requires queue {tenant.name}",
+                f"Volcano queue {path.queue} (from {path.source}): the namespace's admission policy requires queue "
+                f"{tenant.name}",
             )
         why, detail = volcano_queue_verdict(tenant, gpu, volcano_minimum(self.plan, w))
         if why:
             self.fail("queue", why, seen="queued")
-        self.ok("queue", detail)
+        self.ok("queue", detail if w.group == "batch.volcano.sh" else f"{detail} (from {path.source})")
 
     def resource_quota(self, tenant: TenantPlan, gpu: dict[str, int]) -> None:
         """No batch scheduler: the namespace ResourceQuota (``TenantPlan.quota_hard``) is the only gate."""
