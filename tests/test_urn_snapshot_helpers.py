@@ -39,10 +39,14 @@ def test_shipped_stacks_are_the_stack_files():
         "dev-aws",
         "dev-gcp",
         "dra-existing",
+        "fleet-eks",
+        "fleet-gke",
+        "fleet-manager",
         "local",
         "prod-aws",
         "prod-gcp",
         "starter-aws",
+        "starter-gcp",
     ]
 
 
