@@ -165,7 +165,7 @@ def test_a_workload_without_gpus_runs_on_any_node():
         "no GPU requested: nothing GPU-specific to trace",
     )
     assert (t.pool, t.provisioner) == ("-", "non-GPU nodes")
-    assert t.verdict == "runs on pool - via non-GPU nodes"
+    assert t.verdict == "runs on non-GPU nodes (it asks for no GPU)"
 
 
 # ------------------------------------------------------------------------------------ namespace, priority

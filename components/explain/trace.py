@@ -68,6 +68,7 @@ from .workloads import (
 EXIT_RUNS, EXIT_PENDING = 0, 3
 # Kueue integrations whose pods exist before admission (gated): the namespace ResourceQuota meets them first
 POD_BASED_INTEGRATIONS = ("pod", "leaderworkerset.x-k8s.io/leaderworkerset")
+STATUS = {True: ("ok  ", "green"), False: ("FAIL", "bold+red")}  # a layer's status word and its colour on a TTY
 
 # -------------------------------------------------------------------------------------------- traces
 
@@ -115,12 +116,14 @@ class Trace:
         if self.split:
             return f"runs on pools {self.pool}: {self.provisioner}"
         also = f", or on {', '.join(self.also)}: the pod selects no pool" if self.also else ""
+        if self.pool == "-":  # asks for no GPU
+            return f"runs on {self.provisioner} (it asks for no GPU){also}"
         return f"runs on pool {self.pool} via {self.provisioner}{also}"
 
-    def lines(self) -> list[str]:
-        out = [f"{self.workload.ref}:"]
-        out += [f"  {layer.name:<16} {'ok  ' if layer.ok else 'FAIL'} {layer.detail}" for layer in self.layers]
-        out.append(f"  verdict: {self.verdict}")
+    def lines(self, paint: Any = lambda text, _style: text) -> list[str]:  # paint: colour on a TTY (cli/terminal.py)
+        out = [paint(f"{self.workload.ref}:", "bold")]
+        out += [f"  {x.name:<16} {paint(*STATUS[x.ok])} {x.detail}" for x in self.layers]
+        out.append(f"  verdict: {paint(self.verdict, 'red' if self.pending else 'green')}")
         if self.pending is not None:
             out.append(f"  in the cluster: {outcomes.OUTCOMES[self.outcome]}")
         return out
@@ -591,7 +594,7 @@ def exit_code(traces: list[Trace]) -> int:
     return EXIT_PENDING if any(t.pending for t in traces) else EXIT_RUNS
 
 
-def render(traces: list[Trace], as_json: bool = False) -> str:
+def render(traces: list[Trace], as_json: bool = False, paint: Any = None) -> str:
     if as_json:
         return json.dumps([t.doc() for t in traces], indent=2) + "\n"
-    return "\n".join(line for t in traces for line in t.lines()) + "\n"
+    return "\n".join(line for t in traces for line in (t.lines(paint) if paint else t.lines())) + "\n"
