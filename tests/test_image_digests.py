@@ -28,7 +28,7 @@ def _rendering(name: str):
     if name in STACKS:
         return rendered(name)
     path = ROOT / "tests" / "fixtures" / "coverage" / f"Pulumi.{name}.yaml"
-    return render_config(yaml.safe_load(path.read_text())["config"], name)
+    return render_config(yaml.safe_load(path.read_text())["config"], name, path.parent)
 
 
 ALL = [*STACKS, *(p.name[len("Pulumi.") : -len(".yaml")] for p in COVERAGE)]

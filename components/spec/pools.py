@@ -219,6 +219,13 @@ class EksPoolOptions(Model):
         "IMDS; 1 keeps them off the node role's credentials",
     )
     auto_repair: bool = Field(default=True, description="EKS node auto repair replaces nodes that turn unhealthy")
+    instance_store_policy: Literal["RAID0", "none"] = Field(
+        default="RAID0",
+        description="the nodes' local NVMe disks (instance types with an instance store: p4d, p5, g5, g6...): RAID0 "
+        "stripes them into one volume for containerd's images, the kubelet's pods and pod logs (AL2023: nodeadm "
+        "localStorage; Bottlerocket: apiclient ephemeral-storage), as karpenter.instanceStorePolicy does on "
+        "Karpenter nodes; none leaves them unused",
+    )
 
 
 class NodePool(Model):
