@@ -165,18 +165,34 @@ def test_a3_high_small_sells_as_flex_start(tmp_path, capsys):
 # ------------------------------------------------------------------------------------------- sysctls
 
 
-def test_every_gpu_pool_gets_ncclss_tcp_buffers_by_default():
-    for stack in ("dev-gcp", "prod-gcp"):
-        for p in load_spec(stack_config(stack)).node_pools:
-            assert gcp_plan.node_config(load_spec(stack_config(stack)), p)["linuxNodeConfig"] == {"sysctls": SYSCTLS}
+def test_only_multi_node_pools_get_nccls_tcp_buffers_by_default():
+    """prod-gcp's h100-train is topologyAware with GPUDirect networks (stacks/Pulumi.prod-gcp.yaml): NCCL talks
+    between its nodes. The single-node pools of prod-gcp and dev-gcp keep the kernel's buffers, so the default
+    rolls no deployed pool that gains nothing from it."""
+    with_buffers = {
+        stack: sorted(
+            p.name
+            for p in load_spec(stack_config(stack)).node_pools
+            if gcp_plan.node_config(load_spec(stack_config(stack)), p).get("linuxNodeConfig") == {"sysctls": SYSCTLS}
+        )
+        for stack in ("dev-gcp", "prod-gcp")
+    }
+    assert with_buffers == {"dev-gcp": [], "prod-gcp": ["h100-train"]}
 
 
-def test_sysctls_opt_out():
+def test_sysctls_opt_in_and_out():
+    assert node_config(dev_with(gke={"ncclTcpSysctls": True}))["linuxNodeConfig"] == {"sysctls": SYSCTLS}
     assert "linuxNodeConfig" not in node_config(dev_with(gke={"ncclTcpSysctls": False}))
+    assert "linuxNodeConfig" not in node_config(dev_with(topologyAware=True, gke={"ncclTcpSysctls": False}))
+
+
+def test_a_topology_aware_pool_gets_the_buffers_by_default():
+    assert node_config(dev_with(topologyAware=True))["linuxNodeConfig"] == {"sysctls": SYSCTLS}
 
 
 def test_the_node_pool_resource_carries_the_sysctls():
-    inputs = render_config(stack_config("dev-gcp"), "dev-gcp").find(NODE_POOL, "gke-t4-spot").inputs
+    cfg = stack_config("prod-gcp")
+    inputs = render_config(cfg, "prod-gcp").find(NODE_POOL, "gke-h100-train").inputs
     assert inputs["nodeConfig"]["linuxNodeConfig"] == {"sysctls": SYSCTLS}
 
 
@@ -184,7 +200,7 @@ def test_the_node_pool_resource_carries_the_sysctls():
 
 
 def test_the_plan_shows_each():
-    cfg = flex(maxRunDuration=3600)
+    cfg = flex(maxRunDuration=3600, ncclTcpSysctls=True)
     text = "\n".join(gcp_plan.text(gcp_plan.build(load_spec(cfg))))
     line = next(x for x in text.splitlines() if x.startswith("  l4-shared:"))
     assert "flex-start; max run 3600s; 16 local SSDs as ephemeral storage; NCCL TCP sysctls" in line

@@ -159,10 +159,11 @@ class GkePoolOptions(Model):
         description="the machine's bundled local SSDs (A3, A4, A2 Ultra) as the node's ephemeral storage (emptyDir, "
         "container images, logs); default: on where the machine type bundles them",
     )
-    nccl_tcp_sysctls: bool = Field(
-        default=True,
+    nccl_tcp_sysctls: bool | None = Field(
+        default=None,
         description="NCCL's TCP buffer sysctls on the nodes (net.ipv4.tcp_rmem / tcp_wmem up to 16 MiB, as "
-        "cluster-toolkit's gke-node-pool sets them)",
+        "cluster-toolkit's gke-node-pool sets them). Default: on for pools that run multi-node NCCL "
+        "(topologyAware, or GPUDirect additionalNetworks), off elsewhere: changing it rolls a deployed pool's nodes",
     )
     image_streaming: bool | None = Field(
         default=None,

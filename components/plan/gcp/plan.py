@@ -248,7 +248,13 @@ def local_ssds(pool: NodePool) -> int:
 
 
 def sysctls(pool: NodePool) -> dict[str, str]:
-    return dict(gke.NCCL_TCP_SYSCTLS) if pool.gke.nccl_tcp_sysctls else {}
+    """NCCL's TCP buffers where NCCL talks between nodes (a pool that runs multi-node jobs: topology-aware, or
+    with GPUDirect networks) unless the pool says otherwise; not by default elsewhere, since setting them on a
+    deployed pool rolls its nodes and single-node jobs gain nothing."""
+    on = pool.gke.nccl_tcp_sysctls
+    if on is None:
+        on = pool.topology_aware or bool(pool.gke.additional_networks)
+    return dict(gke.NCCL_TCP_SYSCTLS) if on else {}
 
 
 # ------------------------------------------------------------------------------------------- the plan
