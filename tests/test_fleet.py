@@ -207,3 +207,20 @@ def test_the_synth_shows_the_credential_only_as_a_secret(monkeypatch):
     secret = manager.find("kubernetes:core/v1:Secret", "fleet-eks-h100-kubeconfig")
     assert secret.inputs["stringData"] == {"kubeconfig": "[secret]"}  # a secret input: never in the synth's files
     assert "token:" not in repr(manager.outputs) and "token:" not in repr(worker.outputs)
+
+
+def test_the_managers_kueue_manages_exactly_the_dispatched_kinds(stacks):
+    """Kueue v0.19.2 watches every integration its manager manages on every worker (cmd/kueue/main.go
+    GetMultiKueueAdapters): one the workers do not grant leaves them all inactive (the real fleet test found the
+    default's pod integration forbidden)."""
+    assert load(stacks).scheduling.kueue_integrations == ["batch/job", "jobset.x-k8s.io/jobset"]
+    edit(stacks, "fleet-manager", lambda c: c["gpu-platform:fleet"].update(kinds=["batch/job"]))
+    assert load(stacks).scheduling.kueue_integrations == ["batch/job"]
+    edit(
+        stacks,
+        "fleet-manager",
+        lambda c: c.update({"gpu-platform:scheduling": {"kueueIntegrations": ["batch/job", "deployment", "pod"]}}),
+    )
+    (line,) = problems(stacks)
+    assert line.startswith("gpu-platform:scheduling.kueueIntegrations[2]: a manager's Kueue watches every integration")
+    assert "pod would leave every worker inactive" in line
