@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STACK  ?= prod-aws
 
-.PHONY: need-pulumi plan cost explain component-schema plugins lock setup synth synth-all check test cluster-test sched-test engine-test lint fmt docs docs-check bench schema refresh-upstream policy-venv policy-data clean urn-snapshots plan-snapshots mutate mutate-sample
+.PHONY: need-pulumi plan cost explain component-schema plugins lock setup synth synth-all check test browser-test cluster-test sched-test engine-test lint fmt docs docs-check bench schema refresh-upstream policy-venv policy-data clean urn-snapshots plan-snapshots mutate mutate-sample
 
 # Everything installed comes from a hashed lock (`make lock` refreshes them from the ranges in pyproject.toml and
 # policies/requirements.in): requirements/dev.txt for the tests and tools, requirements.txt for the program (what
@@ -36,6 +36,13 @@ check: setup
 ## The test suite (what CI runs)
 test: setup
 	$(BIN)/python -m pytest -n auto
+
+## The plan page in a real browser (tests/test_plan_html_browser.py): the system's Chromium (Debian: apt-get install
+## chromium; .ci/run installs it) driven by Playwright from the dev lock, offline. Part of `make test` too, where it
+## skips without chromium outside CI.
+browser-test: setup
+	@command -v chromium >/dev/null 2>&1 || { echo "browser-test needs chromium: apt-get install chromium (never 'playwright install')"; exit 1; }
+	$(BIN)/python -m pytest -p no:xdist tests/test_plan_html_browser.py
 
 ## The cluster tests: every stack on a real control plane on loopback (etcd 3.6, kube-apiserver and
 ## kube-controller-manager 1.35, built from Go modules into a per-user cache by scripts/cluster-bins.sh: about

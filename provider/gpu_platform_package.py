@@ -16,9 +16,13 @@ import inspect
 from typing import TypedDict
 
 import pulumi
-from gpu_platform.cli.loader import SpecError, load_spec
-from gpu_platform.render import platform
-from gpu_platform.spec import stackfile
+import source
+
+source.load()  # the component's code as gpu_platform (source.py: why it is not pip-installed here)
+
+from gpu_platform.cli.loader import SpecError, load_spec  # noqa: E402
+from gpu_platform.render import platform  # noqa: E402
+from gpu_platform.spec import stackfile  # noqa: E402
 
 PACKAGE = "gpu-platform"  # platform.TYPE's package: the provider's name must be it
 NAMESPACE = "gpu-platform"  # the generated SDKs' scope (@gpu-platform/gpu-platform), not Pulumi's own

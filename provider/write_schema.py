@@ -5,17 +5,17 @@ compares it with the committed file, so a change of the arguments or outputs fai
 
 import json
 import sys
-from importlib.metadata import version
 from pathlib import Path
 
 from gpu_platform_package import NAMESPACE, PACKAGE, GpuPlatform
 from pulumi.provider.experimental.component import ComponentProvider
+from source import package_version
 
 SCHEMA = Path(__file__).resolve().parent / "schema.json"
 
 
 def schema() -> dict:
-    provider = ComponentProvider([GpuPlatform], PACKAGE, NAMESPACE, version("gpu-platform"))
+    provider = ComponentProvider([GpuPlatform], PACKAGE, NAMESPACE, package_version())
     return json.loads(provider.schema or "{}")
 
 

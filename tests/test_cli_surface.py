@@ -41,6 +41,11 @@ def test_top_level_help_lists_every_command_with_its_purpose(capsys):
         ("plan", "print what the platform decides per pool, tenant and add-on, writing nothing"),
         ("cost", "print what the stack's GPU pools and tenants cost per hour, writing nothing"),
         ("explain", "trace workloads through the stack: would they run, or where do they wait"),
+        (
+            "diff",
+            "what a change to the stack file does, offline: resources replaced or deleted (by URN), pools, quotas, "
+            "cost",
+        ),
         ("plugins", "print the provider plugins the stack uses: KIND NAME VERSION per line"),
         ("schema", "print the JSON Schema of a stack file"),
     ]:
@@ -445,12 +450,17 @@ def test_an_unusable_policy_config_prints_each_problem(monkeypatch, capsys):
     assert capsys.readouterr().err == "p.json: a: no such policy\np.json: b: no such policy\n"
 
 
-def test_cost_prints_the_table_or_the_json_each_ending_in_one_newline(capsys):
-    """cost: the Markdown table by default, cost.json with --json; either way one trailing newline."""
+def test_cost_prints_the_tables_the_markdown_or_the_json_each_ending_in_one_newline(capsys):
+    """cost: aligned text by default, summary.md's Markdown with --markdown, cost.json with --json; either way one
+    trailing newline."""
     assert cli.main(["cost", "dev-gcp", "--config", str(STACKS_DIR / "Pulumi.dev-gcp.yaml")]) == cli.EXIT_OK
     table = capsys.readouterr().out
-    assert table.startswith("## Cost\n\nList prices, USD per hour (gcp, region us-central1)")
+    assert table.startswith("Cost\n\nList prices, USD per hour (gcp, region us-central1)")
     assert table.endswith(".\n") and not table.endswith("\n\n")
+    assert cli.main(["cost", "dev-gcp", "--markdown"]) == cli.EXIT_OK
+    markdown = capsys.readouterr().out
+    assert markdown.startswith("## Cost\n\nList prices, USD per hour (gcp, region us-central1)")
+    assert markdown.endswith(".\n") and not markdown.endswith("\n\n")
     assert cli.main(["cost", "dev-gcp", "--json"]) == cli.EXIT_OK
     doc = capsys.readouterr().out
     assert doc.startswith('{\n  "assumptions": {') and doc.endswith("}\n") and not doc.endswith("\n\n")

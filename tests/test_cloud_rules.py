@@ -75,7 +75,11 @@ def test_gke_block_and_missing_instance_types_on_aws():
         (f"{POOLS}[0].gke", "does not apply when cloud is aws")
     ]
     assert run(aws_rules.aws_pools, dev_aws(instanceTypes=[])) == [
-        (f"{POOLS}[0].instanceTypes", "needs at least one instance type on aws")
+        (
+            f"{POOLS}[0].instanceTypes",
+            "needs at least one instance type on aws (L4 with 1 per node: g6.xlarge, g6.2xlarge, g6.4xlarge, "
+            "g6.8xlarge, g6.16xlarge)",
+        )
     ]
 
 

@@ -419,6 +419,47 @@ def test_missing_outputs_are_named_with_the_stack():
     assert str(err.value).endswith("exports clusterName 'other', but gpu-platform:cluster.name is 'ml-dev'")
 
 
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ([], "an empty list"),
+        ([""], "[''] (an entry that is not a non-empty string)"),
+        ("subnet-0a1b", "str 'subnet-0a1b'"),  # read as a list, a string is its characters
+    ],
+    ids=["empty", "empty-entry", "string"],
+)
+def test_a_required_list_output_must_hold_something(value, shown):
+    """Issue 40.6: privateSubnetIds [] (or a string, or an empty entry) went on to the node groups' cloud call,
+    which fails naming no output; it is refused naming the output and what it must hold."""
+    spec = load_spec(_from_stack("dev-aws"))
+    p = plan_mod.build(spec, "t").cluster_stack
+    outputs = {o: "x" for o in p.required} | dict(p.identity) | {"privateSubnetIds": value}
+    with pytest.raises(MissingOutputs) as err:
+        check_outputs(p, outputs)
+    assert str(err.value) == (
+        f"gpu-platform:cluster.fromStack: stack acme/clusters/prod exports privateSubnetIds as {shown}: it must be "
+        "a list of at least one subnet ID, where the managed node groups launch"
+    )
+
+
+def test_a_regional_gke_clusters_node_locations_must_name_a_zone_a_zonal_ones_may_be_empty():
+    from components.plan.cluster_stack import cluster_stack_plan
+
+    regional = cluster_stack_plan(load_spec(_from_stack("dev-gcp")))
+    outputs = {o: "x" for o in regional.required} | dict(regional.identity) | {"nodeLocations": []}
+    with pytest.raises(MissingOutputs) as err:
+        check_outputs(regional, outputs)
+    assert "exports nodeLocations as an empty list: it must be a list of at least one zone" in str(err.value)
+    assert check_outputs(regional, outputs | {"nodeLocations": ["us-central1-a"]})
+    zonal_cfg = _from_stack("dev-gcp")
+    zonal_cfg[CLUSTER]["location"] = "us-central1-a"
+    zonal = cluster_stack_plan(load_spec(zonal_cfg))
+    outputs = {o: "x" for o in zonal.required} | dict(zonal.identity)
+    assert check_outputs(zonal, outputs | {"nodeLocations": []})
+    with pytest.raises(MissingOutputs, match=r"exports nodeLocations as str 'us-central1-b': it must be a list$"):
+        check_outputs(zonal, outputs | {"nodeLocations": "us-central1-b"})
+
+
 def test_irsa_needs_the_oidc_issuer_pod_identity_does_not():
     spec = load_spec(_from_stack("dev-aws"))
     p = plan_mod.build(spec, "t").cluster_stack

@@ -81,8 +81,12 @@ def test_add_ons_use_the_skeleton(path: Path):
 # while it runs, so only the first test that requested the fixture is mapped to the code that built it
 # (tests/caching.py shared_fixture is the once-per-session fixture that maps every reader). The analyzer starts
 # the pack in a subprocess, which mutmut's per-test map cannot see anyway; so does served_schema, the component
-# provider's.
-BROAD_FIXTURES_ALLOWED = {("test_policy_pack.py", "analyzer"), ("test_component_package.py", "served_schema")}
+# provider's. So does the browser of test_plan_html_browser.py: a Chromium process, no package code inside.
+BROAD_FIXTURES_ALLOWED = {
+    ("test_policy_pack.py", "analyzer"),
+    ("test_component_package.py", "served_schema"),
+    ("test_plan_html_browser.py", "browser"),
+}
 
 
 def test_no_module_or_session_scoped_fixture_hides_code_from_mutation_testing():

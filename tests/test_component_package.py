@@ -199,3 +199,43 @@ def test_an_invalid_stack_file_is_reported_as_the_stack_file_is(tmp_path):
     )
     with pytest.raises(Exception, match=r"invalid stackFile:\n.*h100"):
         _run_package(tmp_path, bad)
+
+
+# ------------------------------------------------------------------------ the provider's install (issue 40.8)
+
+
+def test_the_provider_installs_only_the_programs_hashed_lock():
+    """What Pulumi pip-installs into provider/venv is the program's lock (every pin exact and hashed:
+    tests/test_locks.py), nothing else: no range, no unhashed package, not the repository with its own ranges."""
+    lines = [ln.split("#", 1)[0].strip() for ln in (PROVIDER / "requirements.txt").read_text().splitlines()]
+    assert [ln for ln in lines if ln] == ["-r ../requirements.txt"]
+    assert (PROVIDER / "../requirements.txt").resolve() == ROOT / "requirements.txt"
+
+
+def test_the_provider_serves_its_schema_without_the_package_installed(tmp_path):
+    """In a virtualenv holding only the locked dependencies (this one's site-packages, without the editable
+    install of gpu_platform, whose .pth a path added this way does not run), the provider loads the component
+    from the repository and serves the committed schema."""
+    import site
+    import subprocess
+
+    from pulumi.runtime.proto import provider_pb2, provider_pb2_grpc
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    (purelib,) = [p for p in (venv / "lib").glob("python3*/site-packages")]
+    (purelib / "locked.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    python = str(venv / "bin" / "python")
+    probe = subprocess.run(
+        [python, "-c", "import importlib.util, pulumi; print(importlib.util.find_spec('gpu_platform'))"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert probe.stdout.strip() == "None", probe.stderr  # the dependencies are there, the package is not
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PULUMI_") and k != "PYTHONPATH"}
+    argv = [python, "-u", str(PROVIDER / "__main__.py"), "127.0.0.1:1"]
+    with served(argv, PROVIDER, env, "the provider") as channel:
+        stub = provider_pb2_grpc.ResourceProviderStub(channel)
+        response = stub.GetSchema(provider_pb2.GetSchemaRequest(version=0), timeout=60)
+    assert json.loads(response.schema) == json.loads(SCHEMA.read_text())

@@ -172,16 +172,20 @@ def test_summary_compares_pool_capacity_with_the_quotas():
     # cpu quota and runs on two pools: the per-pool Kueue vs. total quota caveat is named; and the Bottlerocket
     # pools have no DCGM metrics (the GPU Operator's operands are off there); prod-aws pulls through ECR on a found
     # cluster, whose system nodes' role the platform cannot give the cache's two actions (docs/concepts/images.md)
-    assert [w.split(":", 1)[0] for w in warnings] == [
-        "- pool a100-train",
-        "- pool h100-spot",
-        "- pool l4-notebooks",
-        "- images pull through ECR",
-        "- tenant research",
-        "- no DCGM metrics on Bottlerocket pools a100-gang, a100-train",
+    # each warning starts with the stack file's key path it is about (the pools' and tenants' list positions in
+    # stacks/Pulumi.prod-aws.yaml: a100-train 0, h100-spot 2, l4-notebooks 3, a100-gang 4; research is tenant 0)
+    assert [w.split(": ", 2)[:2] for w in warnings] == [
+        ["- gpu-platform:nodePools[0]", "pool a100-train"],
+        ["- gpu-platform:nodePools[2]", "pool h100-spot"],
+        ["- gpu-platform:nodePools[3]", "pool l4-notebooks"],
+        ["- gpu-platform:images", "images pull through ECR"],
+        ["- gpu-platform:tenants[0]", "tenant research"],
+        ["- gpu-platform:nodePools[4]", "no DCGM metrics on Bottlerocket pools a100-gang, a100-train"],
     ]
-    assert warnings[0].startswith("- pool a100-train: 16 of its 32 GPUs are in no tenant's nominal quota")
-    assert warnings[4].startswith("- tenant research: Kueue holds its cpu/memory quota")
+    assert warnings[0].startswith(
+        "- gpu-platform:nodePools[0]: pool a100-train: 16 of its 32 GPUs are in no tenant's nominal quota"
+    )
+    assert warnings[4].startswith("- gpu-platform:tenants[0]: tenant research: Kueue holds its cpu/memory quota")
     assert (
         "| research | `research/default` -> `research` | a100-train (dedicated) > h100-spot (spot) "
         "| lower priority; reclaims lent quota | gpu-platform | a100-train: 8, h100-spot: any |"
@@ -197,6 +201,8 @@ def test_summary_warns_when_quotas_exceed_capacity_beyond_the_ratio():
     text = synth.files(render_config(cfg))["summary.md"]
     assert "| 56 nvidia.com/gpu | **1.75x** (over 1.5x) |" in text
     warnings = text.split("## Warnings", 1)[1]
-    assert "- pool a100-train: tenant quotas are 1.75x what it can bring (allowed 1.5x" in warnings
+    assert "- gpu-platform:nodePools[0]: pool a100-train: tenant quotas are 1.75x what it can bring (allowed 1.5x" in (
+        warnings
+    )
     assert "h100-spot" not in warnings
     assert "| 48 nvidia.com/gpu | 1.50x |" in text

@@ -83,6 +83,9 @@ def test_there_is_a_coverage_stack_per_cloud():
         "Pulumi.coverage-aws-from-stack.yaml",
         "Pulumi.coverage-aws.yaml",
         "Pulumi.coverage-existing.yaml",
+        "Pulumi.coverage-fleet-worker-a.yaml",
+        "Pulumi.coverage-fleet-worker-b.yaml",
+        "Pulumi.coverage-fleet.yaml",
         "Pulumi.coverage-gcp-create.yaml",
         "Pulumi.coverage-gcp.yaml",
     ]

@@ -119,6 +119,66 @@ def test_the_stack_file_reference_states_what_the_docs_say_in_prose():
     assert "At `gpu-platform:charts.<name>`." in page
 
 
+def _schema_keys():
+    """(model, key, property) for every key a stack file may set: the top level and every model's."""
+    from components.spec.model import stack_file_schema
+
+    schema = stack_file_schema()
+    for key, prop in schema["properties"]["config"]["properties"].items():
+        yield "config", key, prop
+    for name, model in schema["$defs"].items():
+        for key, prop in model.get("properties", {}).items():
+            yield name, key, prop
+
+
+def test_every_key_a_user_sets_has_a_description():
+    """A field without ``Field(description=...)`` is a blank cell in the reference: name it here."""
+    blank = [f"{model}.{key}" for model, key, prop in _schema_keys() if not str(prop.get("description", "")).strip()]
+    assert blank == [], "add Field(description=...) in components/spec for: " + ", ".join(blank)
+
+
+def _cells(row: str) -> list[str]:
+    return [c.strip() for c in re.split(r"(?<!\\)\|", row)[1:-1]]
+
+
+def test_every_key_of_the_reference_shows_its_default_or_that_it_is_required():
+    page = (DOCS / "reference" / "stack-file.md").read_text(encoding="utf-8")
+    rows = [_cells(line) for line in page.splitlines() if line.startswith("| `")]
+    assert len(rows) > 200
+    no_default = [r[0] for r in rows if not r[2]]
+    assert no_default == []
+
+
+def test_the_core_keys_carry_their_real_defaults_in_the_reference():
+    """Defaults made by a default_factory (lists, maps; pydantic's schema leaves them out) are on the page with
+    the values the docs' prose gives; a nested block links to its own keys' defaults."""
+    page = (DOCS / "reference" / "stack-file.md").read_text(encoding="utf-8")
+    rows = {m.group(1): _cells(m.group(0)) for m in re.finditer(r"^\| `([^`]+)` \|.*$", page, re.M)}
+    assert rows["gpu-platform:priorityClasses"][2] == (
+        "5 entries: `inference`, `training-critical`, `training`, `batch`, `dev`"
+    )
+    assert rows["gpu-platform:cluster"][2] == "[its keys' defaults](#clusterref)"
+    assert rows["gpu-platform:tenants"][2] == "`[]`"
+    assert rows["serviceMonitorLabels"][2] == '`{"release": "kube-prometheus-stack"}`'
+    assert rows["kueueIntegrations"][2] == '`["batch/job", "pod", "deployment", "statefulset"]`'
+    assert rows["minNodes"][2] == "`0`" and rows["maxNodes"][2] == "`null`"
+    assert rows["defaultCohort"][2] == "`gpu-platform`"
+    # borrowing is on by default: the tour and the reference say so (a pool left out of borrowingLimit: no limit)
+    assert rows["borrowingLimit"][2] == "`{}`" and "on by default" in rows["borrowingLimit"][3]
+    for key in (
+        "gpu-platform:cloud",
+        "gpu-platform:cluster",
+        "gpu-platform:nodePools",
+        "gpu-platform:tenants",
+        "lendingLimit",
+        "gpuQuota",
+        "maxNodes",
+        "minNodes",
+        "cohort",
+    ):
+        assert len(rows[key][3]) > 15, key
+
+
 def test_the_policy_reference_lists_every_policy_with_its_settings():
     from policies import pack
 
@@ -131,7 +191,7 @@ def test_the_policy_reference_lists_every_policy_with_its_settings():
 
 def test_a_pipe_in_a_cell_is_escaped_so_the_row_keeps_its_columns():
     row = docs._property_table({"x": {"type": "string", "pattern": "^(a|b)$"}}, [])[2]
-    assert row == "| `x` | string (matches <code>^(a&#124;b)$</code>) |  |  |"
+    assert row == "| `x` | string (matches <code>^(a&#124;b)$</code>) | unset |  |"
 
 
 # ---------------------------------------------------------------------------------------------- the site
@@ -144,7 +204,7 @@ def test_every_page_is_in_the_nav_and_every_nav_entry_exists():
     assert len(nav) == len(set(nav)), "a page listed twice in the nav"
 
 
-def test_the_site_builds_strict(tmp_path):
+def test_the_site_builds_strict_and_loads_nothing_from_the_network(tmp_path):
     """mkdocs build --strict: a broken link or anchor inside the site, or a page outside the nav, fails."""
     run = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "--site-dir", str(tmp_path / "site")],
@@ -153,7 +213,78 @@ def test_the_site_builds_strict(tmp_path):
         text=True,
     )
     assert run.returncode == 0, run.stderr
-    assert (tmp_path / "site" / "reference" / "stack-file" / "index.html").is_file()
+    site = tmp_path / "site"
+    assert (site / "reference" / "stack-file" / "index.html").is_file()
+    # offline: no page or stylesheet loads a script, a stylesheet, an image or a font from the network (the
+    # theme's highlight.js came from cdnjs); links to other sites (<a href>) are content, not loads
+    loads = []
+    for page in site.rglob("*.html"):
+        html = page.read_text(encoding="utf-8")
+        loads += [
+            (page.name, u) for u in re.findall(r"<(?:script|img|iframe)\b[^>]*\bsrc=\"((?:https?:)?//[^\"]+)", html)
+        ]
+        loads += [(page.name, u) for u in re.findall(r"<link\b[^>]*\bhref=\"((?:https?:)?//[^\"]+)", html)]
+    for css in site.rglob("*.css"):
+        loads += [
+            (css.name, u) for u in re.findall(r"(?:url\(|@import)\s*['\"]?((?:https?:)?//[^'\")\s]+)", css.read_text())
+        ]
+    assert loads == []
+    # code blocks are highlighted at build time (Pygments' token classes), with the site's own stylesheet
+    tour = (site / "stack-file" / "index.html").read_text(encoding="utf-8")
+    assert '<div class="codehilite"><pre>' in tour and '<span class="nt">maxNodes</span>' in tour
+    assert 'href="../css/pygments.css"' in tour
+
+
+def test_the_site_highlights_offline_with_pygments_own_stylesheet():
+    """mkdocs.yml turns the theme's CDN highlight.js off and names no network script or stylesheet; the committed
+    stylesheet is what Pygments writes for the classes codehilite emits (rewrite it with the command below)."""
+    from pygments.formatters import HtmlFormatter
+
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
+    assert config["theme"]["highlightjs"] is False
+    assert {"codehilite": {"guess_lang": False}} in config["markdown_extensions"]
+    for key in ("extra_css", "extra_javascript"):
+        assert not [u for u in config.get(key, []) if re.match(r"(https?:)?//", u)], key
+    css = (DOCS / "css" / "pygments.css").read_text(encoding="utf-8")
+    # python -c "from pygments.formatters import HtmlFormatter as F; print(F().get_style_defs('.codehilite'))"
+    assert css.strip() == HtmlFormatter(style="default").get_style_defs(".codehilite").strip()
+
+
+# Pages for maintainers: source lines, commit hashes and issue numbers belong there, not in the user pages
+MAINTAINER_PAGES = {"architecture.md", "development.md"}
+MAINTAINER_DETAIL = re.compile(
+    r"\b(?:at|commit|in)\s+`?[0-9a-f]{7,40}`?(?![\w-])"  # a commit hash: at `1d927085dd81`, in d22b537
+    r"|@[0-9a-f]{7,40}\b"  # owner/repo@992db81
+    r"|\.(?:py|go|ts|sh|yaml|tpl):\d+"  # a source line: file.py:123, flavorassigner.go:1239-1245
+    r"|\b[Ii]ssues? #?\d+"  # issue 31
+)
+
+
+def test_the_maintainer_detail_pattern_finds_what_it_means_to_and_not_ids():
+    found = [
+        "the AWS Price List (`aws/karpenter-provider-aws` at `1d927085dd81`)",
+        "namespaces renamed in d22b537 do",
+        "a commit 0123abcd",
+        "container-engine-accelerators@992db81 `health_checker.go`",
+        "(kueue v0.19.2 `flavorassigner.go:1239-1245`)",
+        "`components/plan/derive.py:120`",
+        "**Workload operators** (issue 31)",
+    ]
+    kept = ["subnetId: subnet-0a1b2c3d4e5f60718", "snap-0c1d2e3f4a5b6c7d8", "accountId: 123456789012", "v0.19.2"]
+    assert [t for t in found if not MAINTAINER_DETAIL.search(t)] == []
+    assert [t for t in kept if MAINTAINER_DETAIL.search(t)] == []
+
+
+@pytest.mark.parametrize(
+    "page", sorted(p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*.md") if p.name not in MAINTAINER_PAGES)
+)
+def test_user_pages_carry_no_source_lines_commit_hashes_or_issue_numbers(page):
+    """The concepts, the tour, deploy, day 2, explain, policies and the generated references (model docstrings
+    reach the stack-file reference) read as user documentation; what upstream line a behaviour rests on is in
+    architecture.md ("Upstream code behind the user pages")."""
+    text = (DOCS / page).read_text(encoding="utf-8")
+    hits = [m.group(0) for m in MAINTAINER_DETAIL.finditer(text)]
+    assert hits == [], f"move these to docs/architecture.md: {hits}"
 
 
 # -------------------------------------------------------------------------------------------- the README

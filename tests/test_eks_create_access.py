@@ -69,14 +69,14 @@ def test_a_role_with_a_path_matches_its_assumed_session():
 
 def test_a_deployer_outside_the_admins_is_told_the_fix_in_one_line():
     spec = load_spec(starter())
-    (p,) = deployer.problems(spec, "arn:aws:sts::210987654321:assumed-role/ci-deployer/run-7")
+    (p,) = cluster_access.deployer_check(spec).problems("arn:aws:sts::210987654321:assumed-role/ci-deployer/run-7")
     line = p.line("stacks/Pulumi.starter-aws.yaml")
     assert "\n" not in line
     assert line.startswith("stacks/Pulumi.starter-aws.yaml: gpu-platform:cluster.create.eks.adminRoleArns: ")
     assert "fail Unauthorized" in line and "add arn:aws:iam::210987654321:role/ci-deployer" in line
-    (user,) = deployer.problems(spec, "arn:aws:iam::210987654321:user/alice")
+    (user,) = cluster_access.deployer_check(spec).problems("arn:aws:iam::210987654321:user/alice")
     assert "set gpu-platform:cluster.roleArn to one of them" in user.message
-    assert deployer.problems(spec, "arn:aws:sts::210987654321:assumed-role/platform-admin/x") == []
+    assert cluster_access.deployer_check(spec).problems("arn:aws:sts::210987654321:assumed-role/platform-admin/x") == []
 
 
 def test_an_update_by_a_non_admin_stops_before_anything_is_registered(monkeypatch, tap_mocks):
@@ -86,7 +86,7 @@ def test_an_update_by_a_non_admin_stops_before_anything_is_registered(monkeypatc
     monkeypatch.setattr(deployer, "caller_arn", lambda: "arn:aws:sts::210987654321:assumed-role/ci-deployer/run")
     monkeypatch.setattr(pulumi.runtime, "is_dry_run", lambda: False)
     with pytest.raises(pulumi.RunError, match="nobody could administer the cluster this update creates"):
-        deployer.check(load_spec(starter()), "stacks/Pulumi.starter-aws.yaml")
+        deployer.check(cluster_access.deployer_check(load_spec(starter())), "stacks/Pulumi.starter-aws.yaml")
     with pytest.raises(pulumi.RunError, match="adminRoleArns: the identity running pulumi"):
         render_config(starter(), "starter-aws")
     assert tap_mocks.registered == []
@@ -98,7 +98,7 @@ def test_a_preview_by_a_non_admin_warns(monkeypatch):
     monkeypatch.setattr(deployer, "caller_arn", lambda: "arn:aws:sts::210987654321:assumed-role/ci-deployer/run")
     monkeypatch.setattr(pulumi.runtime, "is_dry_run", lambda: True)
     monkeypatch.setattr(pulumi.log, "warn", lambda text, *a, **k: said.append(text))
-    deployer.check(load_spec(starter()), "stacks/Pulumi.starter-aws.yaml")
+    deployer.check(cluster_access.deployer_check(load_spec(starter())), "stacks/Pulumi.starter-aws.yaml")
     assert len(said) == 1 and said[0].endswith("; pulumi up refuses it")
 
 

@@ -165,7 +165,7 @@ def test_a_workload_without_gpus_runs_on_any_node():
         "no GPU requested: nothing GPU-specific to trace",
     )
     assert (t.pool, t.provisioner) == ("-", "non-GPU nodes")
-    assert t.verdict == "runs on pool - via non-GPU nodes"
+    assert t.verdict == "runs on non-GPU nodes (it asks for no GPU)"
 
 
 # ------------------------------------------------------------------------------------ namespace, priority
@@ -240,7 +240,8 @@ def test_scheduler_layer_names_who_schedules():
     plain = job("applied-ml", 1, {})
     assert stop(trace(prod, plain)) == (
         "scheduler",
-        "applied-ml is gang-scheduled by Volcano: set schedulerName: volcano (a Volcano Job)",
+        "applied-ml is scheduled by Volcano: set schedulerName: volcano in the pod templates (a Volcano Job sets it "
+        "itself)",
     )
     gang = volcano_job(
         "applied-ml", "applied-ml", 1, {"nvidia.com/gpu": 8}, tolerations=GPU_TOLERATION, nodeSelector=GANG_POOL

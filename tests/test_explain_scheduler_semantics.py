@@ -275,7 +275,7 @@ def test_a_cpu_launcher_does_not_take_a_node_of_the_gang_pool():
 def test_a_pod_asking_zero_gpus_is_not_a_gpu_workload():
     t = trace(spec_of("dev-aws"), pod("ml-dev", {"nvidia.com/gpu": 0}))
     assert (t.layers[-1].name, t.layers[-1].detail) == ("resources", "no GPU requested: nothing GPU-specific to trace")
-    assert t.verdict == "runs on pool - via non-GPU nodes"
+    assert t.verdict == "runs on non-GPU nodes (it asks for no GPU)"
 
 
 def test_a_zero_efa_request_needs_no_efa_node():

@@ -25,6 +25,12 @@ CASES: list[tuple[str, str, str, dict[str, Any]]] = [
     ("core.v1.ConfigMap", "v1", "ConfigMap", {"metadata": META, "data": {"config.yaml": "a: 1\n"}}),
     ("core.v1.ServiceAccount", "v1", "ServiceAccount", {"metadata": META}),
     (
+        "core.v1.Secret",
+        "v1",
+        "Secret",
+        {"metadata": META, "type": "kubernetes.io/service-account-token", "stringData": {"k": "v"}},
+    ),
+    (
         "scheduling.v1.PriorityClass",
         "scheduling.k8s.io/v1",
         "PriorityClass",

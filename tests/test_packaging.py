@@ -40,7 +40,11 @@ def test_the_wheel_holds_only_gpu_platform(wheel: Path):
     names = zipfile.ZipFile(wheel).namelist()
     assert {n.split("/", 1)[0] for n in names} == {"gpu_platform", wheel.name.split("-py")[0] + ".dist-info"}
     # the data files the code reads beside its modules
-    for data in ("gpu_platform/data/prices.json", "gpu_platform/policies/pack_data.json"):
+    for data in (
+        "gpu_platform/data/prices.json",
+        "gpu_platform/policies/pack_data.json",
+        "gpu_platform/data/web/cytoscape-3.35.0.min.js",
+    ):
         assert data in names
 
 

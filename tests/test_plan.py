@@ -91,21 +91,29 @@ def test_plan_json_is_the_snapshot_format_and_the_text_names_every_pool_tenant_a
     assert doc["schemaVersion"] == plan.SCHEMA_VERSION
     assert cli.main(["plan", "prod-aws"]) == 0
     text = capsys.readouterr().out
-    for name in [*doc["pools"], *doc["tenants"], *doc["addons"]]:
+    rows = {line.split()[0]: line.split("  ") for line in text.splitlines() if line.startswith("  ") and line.split()}
+    for name in [*doc["pools"], *doc["tenants"]]:
+        assert name in rows, name  # a row of the Pools or Tenants table
+    for name in doc["addons"]:
         assert f"  {name}: " in text, name
-    assert (
-        "research: namespace research (Pod Security baseline), Kueue LocalQueue default -> ClusterQueue research"
-        in text
-    )
+    # the tables are aligned: every row of a table as long as its rule (trailing cells may be blank)
+    pools_table = text.split("\nPools\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    header, rule, *body = pools_table
+    assert set(rule.strip()) == {"-", " "} and len(header) <= len(rule)
+    assert sorted(line.split()[0] for line in body[: len(doc["pools"])]) == sorted(doc["pools"])
+    assert all(line.index("on-demand") == header.index("capacity") for line in body if " on-demand " in line)
+    assert "research    research    baseline      Kueue default -> research   gpu-platform" in text
     assert "  dcgmExporter: off" in text
+    assert "{" not in text.split("\nAdd-ons\n")[0]  # no Python dict literal (issue 41.6)
     # research's ceiling per pool is Kueue's: its borrowingLimit of 8 on a100-train has no lender behind it (nobody
     # else in cohort gpu-platform has quota there); dra-existing research borrows serving's 4 H100 on h100
     assert (
-        "    a100-train: 16 nvidia.com/gpu (borrowingLimit 8 GPUs adds nothing: no other ClusterQueue of cohort "
-        "gpu-platform lends a100-train)\n    h100-spot: 16 nvidia.com/gpu\n"
+        "  research on a100-train: borrowingLimit 8 GPUs adds nothing: no other ClusterQueue of cohort gpu-platform "
+        "lends a100-train\n"
     ) in text
     assert cli.main(["plan", "dra-existing"]) == 0
-    assert "    h100: 10 gpu.nvidia.com/devices, up to 14 gpu.nvidia.com/devices borrowing\n" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "  research   h100      10 gpu.nvidia.com/devices  14 gpu.nvidia.com/devices\n" in out
 
 
 def test_plan_of_an_invalid_stack_prints_nothing_and_exits_2(tmp_path, capsys):

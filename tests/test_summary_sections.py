@@ -382,7 +382,15 @@ def _sections(stack: str) -> list[str]:
 def test_sections_per_stack_kind():
     """AWS with a Karpenter pool gets a Karpenter section after the scaling table; a DRA stack its DRA section
     after the GPU Operator's; every summary ends with Helm releases and Warnings."""
-    common_tail = ["## Tenants", "## Queues", "## Cost", "## Priority classes", "## Helm releases", "## Warnings"]
+    common_tail = [
+        "## Tenants",
+        "## Queues",
+        "## Who can take what from whom",
+        "## Cost",
+        "## Priority classes",
+        "## Helm releases",
+        "## Warnings",
+    ]
     head = ["## GPU pools", "## Pool labels and taints", "## Who scales each pool"]
     assert _sections("dev-aws") == [*head, "## Karpenter", "## GPU Operator and monitoring", *common_tail]
     assert _sections("dra-existing") == [

@@ -28,7 +28,7 @@ def test_synth_is_byte_identical_on_rerun(tmp_path, capsys):
     assert cli.main(["synth", "prod-aws", "--out", str(b)]) == 0  # no mandatory policy violation
     ta, tb = _tree(a), _tree(b)
     assert ta == tb
-    assert {"resources.json", "summary.md"} <= set(ta)
+    assert {"resources.json", "summary.md", "plan.html"} <= set(ta)  # the page too (issue 41.6)
 
 
 def test_rerun_replaces_stale_files(tmp_path, capsys):

@@ -301,6 +301,7 @@ def test_files_lists_resources_manifests_outputs_summary_and_cost():
         "cost.json",
         "manifests/n/configmap.core-c.yaml",
         "outputs.json",
+        "plan.html",
         "resources.json",
         "summary.md",
     ]

@@ -13,6 +13,7 @@ from components.render.tenancy import FORBIDDEN_PRIORITY_ANNOTATION as FORBIDDEN
 
 POOLS = "gpu-platform/pools"
 ONE_UNIT = "gpu-platform/one-unit-pools"
+QUEUE = "scheduling.volcano.sh/queue-name"  # Volcano's, read by its /podgroups/mutate webhook
 
 
 def test_namespace_pod_security_labels():
@@ -299,7 +300,12 @@ def test_a_volcano_tenants_namespace_lists_its_pools():
     annotation names it, and there is no one-unit annotation. Kueue tenants carry only their ceiling."""
     r = rendered("prod-aws")
     annotations = {t.name: manifest(r, "Namespace", t.name)["metadata"].get("annotations", {}) for t in r.spec.tenants}
-    assert annotations["applied-ml"] == {FORBIDDEN: "inference,training-critical", POOLS: "a100-gang"}
+    # and its queue, which Volcano's /podgroups/mutate gives a PodGroup created in "default" there
+    assert annotations["applied-ml"] == {
+        FORBIDDEN: "inference,training-critical",
+        POOLS: "a100-gang",
+        QUEUE: "applied-ml",
+    }
     assert annotations["research"] == {FORBIDDEN: "inference"}
     assert annotations["notebooks"] == {FORBIDDEN: "batch,inference,training,training-critical"}
     assert annotations["serving"] == {}
@@ -320,11 +326,13 @@ def test_pools_whose_containers_may_ask_one_unit_are_listed_apart():
         FORBIDDEN: "inference,training-critical",
         POOLS: "a100-gang,l4-notebooks",
         ONE_UNIT: "l4-notebooks",
+        QUEUE: "applied-ml",
     }
     assert tenancy.namespace_annotations(spec, notebooks) == {
         FORBIDDEN: "batch,inference,training,training-critical",
         POOLS: "l4-notebooks",
         ONE_UNIT: "l4-notebooks",
+        QUEUE: "notebooks",
     }
     # time-slicing that lets a container ask for more (failRequestsGreaterThanOne: false) is not one-unit
     cfg["gpu-platform:nodePools"][3]["sharing"]["failRequestsGreaterThanOne"] = False
@@ -332,6 +340,7 @@ def test_pools_whose_containers_may_ask_one_unit_are_listed_apart():
     assert tenancy.namespace_annotations(spec, spec.tenants[3]) == {
         FORBIDDEN: "batch,inference,training,training-critical",
         POOLS: "l4-notebooks",
+        QUEUE: "notebooks",
     }
 
 
@@ -347,16 +356,18 @@ def test_mps_and_mig_pools_in_the_annotations():
         FORBIDDEN: "batch,inference,training,training-critical",
         POOLS: "workstation",
         ONE_UNIT: "workstation",
+        QUEUE: "dev",
     }
     cfg = stack_config("prod-aws")
     cfg["gpu-platform:tenants"][1]["scheduler"] = "volcano"  # serving: ceiling inference, the top class
     spec = load_spec(cfg)
-    assert tenancy.namespace_annotations(spec, spec.tenants[1]) == {POOLS: "h100-inference"}
+    assert tenancy.namespace_annotations(spec, spec.tenants[1]) == {POOLS: "h100-inference", QUEUE: "serving"}
     # GKE (prod-gcp serving on Volcano): MIG a100-inference hands out slices, MPS l4-serving one client each
     cfg = stack_config("prod-gcp")
     cfg["gpu-platform:tenants"][1]["scheduler"] = "volcano"
     spec = load_spec(cfg)
     assert tenancy.namespace_annotations(spec, spec.tenants[1]) == {
+        QUEUE: "serving",
         POOLS: "a100-inference,l4-serving",
         ONE_UNIT: "l4-serving",
     }

@@ -131,8 +131,8 @@ def test_a_pool_no_tenant_reaches_an_existing_pool_and_a_volcano_pool():
 def test_gpu_platform_plan_names_them_per_pool(capsys):
     assert cli.main(["plan", "prod-aws"]) == 0
     text = capsys.readouterr().out
-    assert (
-        "Kueue flavor a100-train; 16 GPUs (16 nvidia.com/gpu) in no tenant's nominal quota: Kueue never admits" in text
-    )
-    assert "Kueue flavor l4-notebooks; 8 GPUs (32 nvidia.com/gpu) in no tenant's nominal quota" in text
-    assert "Kueue flavor h100-inference; $" in text  # covered: nothing said
+    assert "\n  a100-train: 16 GPUs (16 nvidia.com/gpu) in no tenant's nominal quota: Kueue never admits" in text
+    assert "\n  l4-notebooks: 8 GPUs (32 nvidia.com/gpu) in no tenant's nominal quota" in text
+    assert "\n  h100-inference: " not in text.split("\nTenants\n")[0]  # covered: nothing said
+    row = next(line.split() for line in text.splitlines() if line.startswith("  a100-train  "))
+    assert row[-2:] == ["16", "$3.43"]  # the Pools table's 'in no quota' and $/GPU-hour columns

@@ -232,10 +232,13 @@ def test_tenants_are_held_to_their_own_queue():
         "matchExpressions": [{"key": "gpu-platform/tenant", "operator": "Exists"}]
     }
     rules = {(rr["apiGroups"][0], rr["resources"][0]) for rr in policy["matchConstraints"]["resourceRules"]}
-    assert rules == {("batch.volcano.sh", "jobs"), ("scheduling.volcano.sh", "podgroups")}
-    assert policy["validations"][0]["expression"] == (
-        "has(object.spec.queue) && object.spec.queue == namespaceObject.metadata.name"
-    )
+    assert rules == {
+        ("batch.volcano.sh", "jobs"),
+        ("scheduling.volcano.sh", "podgroups"),
+        ("ray.io", "rayclusters"),  # their volcano.sh/queue-name label is the queue of KubeRay's PodGroup
+        ("ray.io", "rayjobs"),
+    }
+    assert policy["validations"][0]["expression"] == "variables.queue == namespaceObject.metadata.name"
     binding = manifest(r, "ValidatingAdmissionPolicyBinding", "gpu-platform-volcano-tenant-queue")["spec"]
     assert binding["validationActions"] == ["Deny"]
 
@@ -346,16 +349,21 @@ def test_queue_policy_refuses_on_create_and_update_and_says_which_queue():
     (v,) = policy["validations"]
     assert v["reason"] == "Forbidden"
 
-    def message(obj):
+    def message(obj, group="batch.volcano.sh"):
         ctx = cel.Context()
         ctx.add_variable("object", obj)
+        ctx.add_variable("request", {"kind": {"group": group}})
         ctx.add_variable("namespaceObject", {"metadata": {"name": "applied-ml"}})
+        (var,) = policy["variables"]
+        ctx.add_variable("variables", {"queue": cel.evaluate(var["expression"], ctx)})
         return cel.evaluate(v["messageExpression"], ctx)
 
     assert message({"spec": {"queue": "research"}}) == (
         "use the Volcano queue applied-ml (this tenant's queue), not research"
     )
     assert message({"spec": {}}) == "use the Volcano queue applied-ml (this tenant's queue), not default"
+    ray = {"metadata": {"labels": {"volcano.sh/queue-name": "research"}}, "spec": {}}
+    assert message(ray, "ray.io") == "use the Volcano queue applied-ml (this tenant's queue), not research"
 
 
 def test_the_webhook_probe_dry_runs_a_minimal_queue_in_volcanos_namespace():
@@ -499,8 +507,8 @@ def test_the_pod_policy_matches_pod_creation_in_volcano_tenant_namespaces_and_de
     }
     # the namespace is read in variables: kube-apiserver gives match conditions no namespaceObject
     assert "matchConditions" not in policy
-    assert [v["name"] for v in policy["variables"]] == ["containers", "gpu", "pool", "pools", "oneUnit"]
-    assert [v["reason"] for v in policy["validations"]] == ["Forbidden"] * 3
+    assert [v["name"] for v in policy["variables"]] == ["containers", "gpu", "pool", "pools", "oneUnit", "queue"]
+    assert [v["reason"] for v in policy["validations"]] == ["Forbidden"] * 4
     binding = manifest(r, "ValidatingAdmissionPolicyBinding", PODS_POLICY)["spec"]
     assert binding == {"policyName": PODS_POLICY, "validationActions": ["Deny"]}
     # only applied-ml's namespace matches the selector

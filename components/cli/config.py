@@ -32,7 +32,8 @@ def spec_from_pulumi_config() -> StackSpec:
     # a preview warns, an update stops; offline nothing is deployed (the synth's summary lists them instead)
     deploy_check.check(placeholders.lines(spec, stack_file()))
     if spec.cloud == "aws" and spec.cluster.create is not None:
+        from ..plan.aws import cluster_access
         from ..render.aws import deployer  # the deployer must administer the cluster it creates
 
-        deployer.check(spec, stack_file())
+        deployer.check(cluster_access.deployer_check(spec), stack_file())
     return spec

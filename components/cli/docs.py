@@ -135,15 +135,26 @@ def _model_paths(config: dict[str, Any], defs: dict[str, Any]) -> dict[str, list
     return paths
 
 
+def _default(prop: dict[str, Any], required: bool) -> str:
+    """A key's default in words: ``required``, the value, the names of a default list of named entries (the
+    priority classes), or, for a nested model whose keys carry their own defaults, a link to them."""
+    if required:
+        return "required"
+    if "default" in prop:
+        value = prop["default"]
+        if isinstance(value, list) and value and all(isinstance(v, dict) and "name" in v for v in value):
+            return f"{len(value)} entries: " + ", ".join(_code(v["name"]) for v in value)
+        return _code(value)
+    if "$ref" in prop:
+        name = _ref_name(prop["$ref"])
+        return f"[its keys' defaults](#{name.lower()})"
+    return "unset"
+
+
 def _property_table(props: dict[str, Any], required: list[str]) -> list[str]:
     rows = ["| key | type | default | description |", "|---|---|---|---|"]
     for key, prop in props.items():
-        if key in required:
-            default = "required"
-        elif "default" in prop:
-            default = _code(prop["default"])
-        else:
-            default = ""
+        default = _default(prop, key in required)
         rows.append(f"| `{key}` | {_cell(_type(prop))} | {_cell(default)} | {_cell(prop.get('description', ''))} |")
     return rows
 

@@ -9,8 +9,10 @@ error path, ``components.cli.config``) stays light.
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Mapping
+import os
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -74,6 +76,28 @@ def rules() -> tuple[Rule, ...]:
     )
 
 
+# where a fleet manager's worker stack files are when no stack_dir is given: the folder of the stack file the CLI
+# renders (``stack_files_in``), so ``check --config DIR/Pulumi.x.yaml`` reads the workers beside it, as the
+# program's own load_spec under the mock engine does too. An environment variable, not a module global: the
+# installed CLI runs as ``gpu_platform.*`` while the program it renders imports ``components.*``, two copies of
+# this module in one process.
+STACK_DIR_ENV = "GPU_PLATFORM_STACK_DIR"
+
+
+@contextlib.contextmanager
+def stack_files_in(stack_dir: Path) -> Iterator[None]:
+    """Within this block, ``load_spec`` without a ``stack_dir`` reads worker stack files from ``stack_dir``."""
+    before = os.environ.get(STACK_DIR_ENV)
+    os.environ[STACK_DIR_ENV] = str(stack_dir.resolve())
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(STACK_DIR_ENV, None)
+        else:
+            os.environ[STACK_DIR_ENV] = before
+
+
 def _attach_workers(spec: StackSpec, stack_dir: Path | None) -> list[Problem]:
     """A fleet manager's workers, each read and validated from its stack file beside this one (``stack_dir``,
     default ``stacks/`` of the working directory: the project's ``stackConfigDir``, where ``pulumi up`` runs), and
@@ -83,7 +107,7 @@ def _attach_workers(spec: StackSpec, stack_dir: Path | None) -> list[Problem]:
     f = spec.fleet
     if f is None:
         return []
-    where = stack_dir if stack_dir is not None else Path.cwd() / "stacks"
+    where = stack_dir if stack_dir is not None else Path(os.environ.get(STACK_DIR_ENV) or Path.cwd() / "stacks")
     specs: dict[str, StackSpec] = {}
     problems: list[Problem] = []
     for i, w in enumerate(f.workers):

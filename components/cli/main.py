@@ -3,8 +3,9 @@
 Exit codes: 0 rendered (warnings, printed on stderr, do not fail); 1 a mandatory policy is violated (with
 --strict: also any warning); 2 the stack config is invalid (one line per problem naming the stack file and key
 path; nothing is written); 4 internal error (a bug: one line, and the traceback with --debug). explain: 0 every
-workload runs, 3 one stays pending (its verdict on stdout). Stack files: stacks/Pulumi.STACK.yaml of the working
-directory (--stacks DIR, or --config FILE).
+workload runs, 3 one stays pending (its verdict on stdout). diff: 0 nothing is replaced, deleted or drained, 3
+something is (listed on stdout). Stack files: stacks/Pulumi.STACK.yaml of the working directory (--stacks DIR, or
+--config FILE).
 """
 
 from __future__ import annotations
@@ -53,12 +54,14 @@ def _display(path: Path) -> str:
 
 def _render(args: argparse.Namespace):
     from ..spec.model import SpecError
+    from .loader import stack_files_in
     from .synth import render
 
     path = _stack_file(args.stack, args.config, getattr(args, "stacks", None))
     try:
         path, config = _read_stack(args)
-        return render(args.stack, config, preview=getattr(args, "preview", False)), None
+        with stack_files_in(path.parent):  # a fleet manager's workers beside its stack file
+            return render(args.stack, config, preview=getattr(args, "preview", False)), None
     except SpecError as err:
         for line in err.lines(_display(path)):
             print(line, file=sys.stderr)
@@ -136,10 +139,10 @@ def cmd_check(args: argparse.Namespace) -> int:
     rendering, code = _render(args)
     if rendering is None:
         return code or EXIT_INVALID
+    print(f"{args.stack}: config renders, {len(rendering.resources)} resources")  # then its findings, warnings
     report, code = _policies(rendering, args.policy_config)
     if code:
         return code
-    print(f"{args.stack}: config renders, {len(rendering.resources)} resources")
     return _conclude(args, rendering, report)
 
 
@@ -158,8 +161,13 @@ def _policies(rendering, config_file: str | None = None):
         for problem in err.problems:
             print(problem, file=sys.stderr)
         return None, EXIT_INVALID
+    from .outcome import violation_line
+    from .terminal import paint_for
+
+    sys.stdout.flush()  # what the command printed first stays first when both streams go to one pipe
+    paint = paint_for(sys.stderr)
     for v in report.violations:
-        print(v.line(), file=sys.stderr)
+        print(violation_line(v, paint), file=sys.stderr)
     return report, None
 
 
@@ -190,12 +198,18 @@ def cmd_cost(args: argparse.Namespace) -> int:
         return EXIT_INVALID
     decided = plan.build(spec, args.stack)
     doc = cost.report_of(decided)
+    lines = cost.markdown(doc)
     if decided.fleet is not None:  # a fleet manager: each worker's cost and the fleet's (plan/fleet.py)
         from ..plan import fleet
 
         doc["fleet"] = fleet.cost_doc(decided.fleet, doc["total"])
-        return _emit(args, lambda: cost.to_json(doc), lambda: [*cost.markdown(doc), *fleet.cost_lines(doc["fleet"])])
-    return _emit(args, lambda: cost.to_json(doc), lambda: cost.markdown(doc))
+        lines = [*lines, *fleet.cost_lines(doc["fleet"])]
+    if args.markdown:  # the Markdown summary.md carries, to paste into a review or a wiki
+        print("\n".join(lines))
+        return EXIT_OK
+    from .terminal import markdown_text, paint_for
+
+    return _emit(args, lambda: cost.to_json(doc), lambda: markdown_text(lines, paint_for(sys.stdout)))
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -206,6 +220,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if spec is None:
         return EXIT_INVALID
     p = plan.build(spec, args.stack)
+    if args.html:  # the page (components/cli/plan_html.py), before the text, so a problem writes nothing else
+        from .diff_cli import write_plan_page
+
+        if code := write_plan_page(args, p, _stack_file(args.stack, args.config, getattr(args, "stacks", None))):
+            return code
     _emit(args, p.to_json, lambda: plan_text(p))
     from ..explain.summary import stack_warnings
     from .outcome import conclude
@@ -226,52 +245,14 @@ def _units(units: Any) -> str:
 
 def plan_text(p: Any) -> list[str]:
     """The plan for a person: a line per pool and add-on, a few per tenant."""
-    lines = [f"Stack {p.stack} ({p.cloud})", *_existing_text(p.existing), "", "Pools"]
-    for pool in p.pools.values():
-        per_gpu = _units(pool.units_per_gpu)
-        price = pool.price["perGpuHour"]
-        lines.append(
-            f"  {pool.name}: {pool.provisioner}, {pool.gpus_per_node} x {pool.gpu_model} {pool.capacity}, "
-            f"{pool.min_nodes}..{pool.max_nodes} nodes; each GPU advertises {per_gpu} (max {_units(pool.max_units)}); "
-            f"handed out by {', '.join(pool.schedulers) or 'nobody'}"
-            + (f"; Kueue flavor {pool.kueue_flavor}" if pool.kueue_flavor else "")
-            + ("; opt-in (shared-gpu toleration)" if pool.one_unit_opt_in else "")
-            + (
-                f"; {pool.uncovered_gpus} GPUs ({_units(pool.uncovered_units)}) in no tenant's nominal quota: "
-                "Kueue never admits onto them"
-                if pool.uncovered_gpus
-                else ""
-            )
-            + (f"; ${price:.2f}/GPU-hour" if price is not None else "; price unknown")
-        )
-    lines += ["", "Tenants"]
-    for t in p.tenants.values():
-        queue = (
-            f"Kueue LocalQueue {t.local_queue} -> ClusterQueue {t.cluster_queue}"
-            + (f" (cohort {t.cohort})" if t.cohort else "")
-            if t.cluster_queue
-            else f"Volcano queue {t.volcano_queue}"
-            if t.volcano_queue
-            else "no queue"
-        )
-        lines.append(f"  {t.name}: namespace {t.namespace} (Pod Security {t.pod_security}), {queue}")
-        for pool, units in t.pool_units.items():
-            ceiling = t.pool_ceiling_units.get(pool, {})
-            idle_limit = t.cohort and ceiling == units and t.borrowing_limits.get(pool, 0) > 0  # nothing to borrow
-            lines.append(
-                f"    {pool}: {_units(units)}"
-                + (f", up to {_units(ceiling)} borrowing" if ceiling != units else "")
-                + (
-                    f" (borrowingLimit {t.borrowing_limits[pool]} GPUs adds nothing: no other ClusterQueue of cohort "
-                    f"{t.cohort} lends {pool})"
-                    if idle_limit
-                    else ""
-                )
-            )
-        forbidden = ", ".join(t.forbidden_priority_classes) or "none"
-        lines.append(
-            f"    priority ceiling {t.priority_ceiling} (refused: {forbidden}); ResourceQuota {dict(t.quota_hard)}"
-        )
+    from . import plan_tables
+
+    lines = [
+        f"Stack {p.stack} ({p.cloud})",
+        *_existing_text(p.existing),
+        *plan_tables.pools(p),
+        *plan_tables.tenants(p),
+    ]
     lines += ["", "Add-ons"]
     for a in p.addons.values():
         state = f"{a.chart.rsplit('/', 1)[-1]} {a.version} from {a.source}, in {a.namespace}" if a.enabled else "off"
@@ -435,7 +416,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
     except explain.WorkloadError as err:
         print(f"{args.workload}: {err}", file=sys.stderr)
         return EXIT_INVALID
-    print(explain.render(traces, args.json), end="")
+    from .terminal import paint_for
+
+    print(explain.render(traces, args.json, paint_for(sys.stdout)), end="")
     return explain.exit_code(traces)
 
 
@@ -474,7 +457,9 @@ def parser() -> argparse.ArgumentParser:
     co = sub.add_parser("cost", help="print what the stack's GPU pools and tenants cost per hour, writing nothing")
     co.add_argument("stack")
     co.add_argument("--config", help="stack file to use instead of stacks/Pulumi.STACK.yaml")
-    co.add_argument("--json", action="store_true", help="print cost.json instead of the table")
+    form = co.add_mutually_exclusive_group()
+    form.add_argument("--json", action="store_true", help="print cost.json instead of the tables")
+    form.add_argument("--markdown", action="store_true", help="print the tables as Markdown (as in summary.md)")
     co.set_defaults(fn=cmd_cost)
     ex = sub.add_parser("explain", help="trace workloads through the stack: would they run, or where do they wait")
     ex.add_argument("stack")
@@ -494,13 +479,16 @@ def parser() -> argparse.ArgumentParser:
     pn.add_argument("--config", help="stack file to use instead of stacks/Pulumi.STACK.yaml")
     pn.add_argument("--json", action="store_true", help="print the plan as JSON")
     pn.set_defaults(fn=cmd_plan)
+    from .diff_cli import register
+
+    diff = register(sub, pn, _stack_file, _display)  # plan --html/--against, and the diff command
     pl = sub.add_parser("plugins", help="print the provider plugins the stack uses: KIND NAME VERSION per line")
     pl.add_argument("stack")
     pl.add_argument("--config", help="stack file to use instead of stacks/Pulumi.STACK.yaml")
     pl.set_defaults(fn=cmd_plugins)
     sch = sub.add_parser("schema", help="print the JSON Schema of a stack file")
     sch.set_defaults(fn=cmd_schema)
-    for command in (s, c, co, ex, pn, pl):
+    for command in (s, c, co, ex, pn, pl, diff):
         command.add_argument("--stacks", metavar="DIR", help=STACKS_HELP)
     for command in (s, c):
         command.add_argument("--strict", action="store_true", help=STRICT_HELP)

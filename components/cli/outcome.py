@@ -52,10 +52,23 @@ def require_stack_file(path: Path, config: str | None) -> None:
 
 def print_warnings(warnings: Sequence[Problem]) -> None:
     from ..explain.summary import warning_line
+    from .terminal import inline, paint_for
 
     sys.stdout.flush()  # the result first, then its warnings, also when both go to one pipe
-    for w in warnings:
-        print(f"warning: {warning_line(w)}", file=sys.stderr)
+    paint = paint_for(sys.stderr)
+    for w in warnings:  # summary.md's lines: any Markdown marks in them are dropped on a terminal
+        print(f"{paint('warning:', 'yellow')} {inline(warning_line(w))}", file=sys.stderr)
+
+
+def violation_line(v: Any, paint: Any) -> str:
+    """A policy finding as one line, its level coloured on a terminal (mandatory red, advisory yellow)."""
+    level = getattr(v, "enforcement_level", "")
+    style = {"mandatory": "bold+red", "advisory": "yellow"}.get(level)
+    line = v.line()
+    prefix = f"policy {level} "
+    if style and line.startswith(prefix):
+        return f"policy {paint(level, style)} {line[len(prefix) :]}"
+    return line
 
 
 def stack_warnings(spec: Any, stack: str, unanswered_lookups: Sequence[str] = ()) -> list[Problem]:
@@ -89,7 +102,11 @@ def conclude(stack: str, report: Any, warnings: Sequence[Problem], strict: bool,
     mandatory = len(report.mandatory_violations) if report is not None else 0
     advisory = len(getattr(report, "advisory_violations", [])) if report is not None else 0
     line, code = verdict(stack, mandatory, advisory, len(warnings), strict)
-    print(line, file=out or sys.stdout)
+    from .terminal import paint_for
+
+    stream = out or sys.stdout
+    style = "bold+red" if code else ("yellow" if warnings or advisory else "green")
+    print(paint_for(stream)(line, style), file=stream)
     return code
 
 

@@ -563,7 +563,11 @@ def files(rendering: Rendering, sections: Mapping[str, str] | None = None) -> di
     out["summary.md"] = summary(rendering, sections or {})
     from ..plan import cost, plan
 
-    out["cost.json"] = cost.to_json(cost.report_of(plan.build(rendering.spec, rendering.stack)))
+    decided = plan.build(rendering.spec, rendering.stack)
+    out["cost.json"] = cost.to_json(cost.report_of(decided))
+    from .plan_html import page
+
+    out["plan.html"] = page(decided)  # the same plan as a page (gpu-platform plan --html)
     return out
 
 

@@ -221,6 +221,23 @@ def pod_selection(
 # ------------------------------------------------------------------- a Volcano tenant's GPU pods
 
 
+RAY_KINDS = frozenset({("ray.io", "RayCluster"), ("ray.io", "RayJob")})
+
+
+def ray_batch_scheduler(decided: Plan) -> str | None:
+    """KubeRay's batch scheduler as the plan installs it (``operators.ray_batch_scheduler``)."""
+    addon = decided.addons.get("kuberay")
+    if addon is None or not addon.enabled:
+        return None
+    return ((addon.values or {}).get("batchScheduler") or {}).get("name")
+
+
+def kuberay_sets_volcano(decided: Plan, w: Workload) -> bool:
+    """KubeRay sets ``schedulerName: volcano`` on the kind's pods before it creates them (kuberay v1.6.2
+    batchscheduler/volcano/volcano_scheduler.go AddMetadataToChildResource)."""
+    return (w.group, w.kind) in RAY_KINDS and ray_batch_scheduler(decided) == volcano.SCHEDULER_NAME
+
+
 def volcano_pods_policy_applies(decided: Plan, tenant: TenantPlan) -> bool:
     """The admission policy ``volcano.PODS_POLICY_NAME`` exists (Volcano is on and has tenants: some tenant has a
     Volcano queue) and selects the tenant's namespace (labelled ``gpu-platform/scheduler: volcano``)."""
@@ -291,6 +308,8 @@ def volcano_pods_admission(decided: Plan, tenant: TenantPlan, w: Workload) -> tu
     for ps in gpu_sets:
         # a Volcano Job (no Kueue integration) hands its schedulerName to templates that name none
         scheduler_name = ps.pod.get("schedulerName") or (w.scheduler_name if w.integration is None else None)
+        if kuberay_sets_volcano(decided, w):
+            scheduler_name = volcano.SCHEDULER_NAME
         why = volcano_pod_refusal(tenant, ps.name, ps.pod, scheduler_name)
         if why:
             return why, None

@@ -5,7 +5,8 @@ Autoscaler 1.35.0 / chart 9.59.0), cited beside it:
 
 - operators: a kind is served by an operator (KubeRay, JobSet, LeaderWorkerSet, Kubeflow); without it the API
   server has no such resource and nothing creates the pods (``operator_for``, ``operator_installed``);
-- Volcano's enqueue gate from an idle cluster (``volcano_queue_verdict``, ``volcano_min_pods``);
+- the Volcano queue a workload's PodGroups land in (``volcano_queue_of``) and Volcano's enqueue gate from an idle
+  cluster (``volcano_queue_verdict``, ``volcano_min_pods``);
 - what a ProvisioningRequest admission check guarantees on each cloud (``provisioning_guarantee``);
 - the quota Kueue admits and holds for a workload no node can run (``kueue_holds_quota``).
 """
@@ -15,11 +16,62 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from ..plan import kueue
+from ..plan import kueue, volcano as volcano_plan
 from ..plan.plan import Plan, PoolPlan, TenantPlan
 from ..spec.options import INTEGRATION_OPERATOR
-from .facts import _units
+from .facts import _units, kuberay_sets_volcano
 from .workloads import Workload
+
+# ------------------------------------------------------------------------------------- Volcano queues
+
+
+@dataclass(frozen=True)
+class VolcanoQueue:
+    queue: str  # the queue the workload's PodGroups are created in
+    source: str  # where it comes from, for the trace
+    gang: bool  # one PodGroup for the whole workload (else one per pod)
+    scheduler_set: bool  # the operator sets schedulerName: volcano on the pods itself
+
+
+def volcano_queue_of(decided: Plan, tenant: TenantPlan, w: Workload) -> VolcanoQueue:
+    """The queue Volcano v1.15.1 puts the workload's PodGroups in, by the path its controllers take
+    (``plan/volcano.py`` ENABLED_ADMISSIONS cites each step):
+
+    1. a pod template's ``scheduling.volcano.sh/queue-name`` annotation (vc-controller's PodGroup for a pod
+       without one: pkg/controllers/podgroup/pg_controller_handler.go buildPodGroupFromPod);
+    2. the owner's own queue: a Volcano Job's ``spec.queue`` ("default" when empty: /jobs/mutate), a RayCluster's
+       or RayJob's ``volcano.sh/queue-name`` label when KubeRay's batch scheduler is Volcano (kuberay v1.6.2
+       batchscheduler/volcano/volcano_scheduler.go createPodGroup); no other owner's annotation reaches the queue;
+    3. the namespace's ``scheduling.volcano.sh/queue-name`` annotation, which /podgroups/mutate gives a PodGroup
+       created in "default" (pkg/webhooks/admission/podgroups/mutate/mutate_podgroup.go), else "default"."""
+    annotation = volcano_plan.QUEUE_ANNOTATION
+    kuberay = kuberay_sets_volcano(decided, w)
+    if w.group == "batch.volcano.sh":
+        return VolcanoQueue(w.volcano_queue or "default", "the Volcano Job's spec.queue", True, True)
+    named = sorted(
+        {str(ps.metadata.get("annotations", {})[annotation]) for ps in w.podsets if _annotated(ps, annotation)}
+    )
+    gang = kuberay
+    if named and not kuberay:
+        other = [q for q in named if q != tenant.name]
+        return VolcanoQueue((other or named)[0], f"the pod template's {annotation} annotation", gang, False)
+    if kuberay and volcano_plan.RAY_QUEUE_LABEL in w.labels:
+        return VolcanoQueue(
+            str(w.labels[volcano_plan.RAY_QUEUE_LABEL]),
+            f"its {volcano_plan.RAY_QUEUE_LABEL} label (KubeRay's PodGroup)",
+            gang,
+            True,
+        )
+    ns = tenant.namespace_annotations.get(annotation)
+    if ns:
+        return VolcanoQueue(ns, f"the namespace's {annotation} annotation (Volcano's /podgroups/mutate)", gang, kuberay)
+    return VolcanoQueue("default", "no queue named: Volcano's default", gang, kuberay)
+
+
+def _annotated(ps, annotation: str) -> bool:
+    annotations = ps.metadata.get("annotations")
+    return isinstance(annotations, dict) and annotation in annotations
+
 
 # ------------------------------------------------------------------------------------------- operators
 

@@ -482,6 +482,9 @@ def summary(rendering: Rendering, sections: Mapping[str, str]) -> str:
             f"| {t.priority_ceiling} | {t.pod_security} |"
         )
     lines += _queue_lines(decided)
+    from ..plan import lending
+
+    lines += lending.summary_section(decided)  # the same graph as plan.html's, in Mermaid
     from ..plan import cost
 
     lines += ["", *cost.markdown(cost.report_of(decided))]

@@ -54,6 +54,7 @@ from .schedulers import (
     operator_missing,
     provisioning_guarantee,
     volcano_minimum,
+    volcano_queue_of,
     volcano_queue_verdict,
 )
 from .workloads import (
@@ -67,6 +68,7 @@ from .workloads import (
 EXIT_RUNS, EXIT_PENDING = 0, 3
 # Kueue integrations whose pods exist before admission (gated): the namespace ResourceQuota meets them first
 POD_BASED_INTEGRATIONS = ("pod", "leaderworkerset.x-k8s.io/leaderworkerset")
+STATUS = {True: ("ok  ", "green"), False: ("FAIL", "bold+red")}  # a layer's status word and its colour on a TTY
 
 # -------------------------------------------------------------------------------------------- traces
 
@@ -114,12 +116,14 @@ class Trace:
         if self.split:
             return f"runs on pools {self.pool}: {self.provisioner}"
         also = f", or on {', '.join(self.also)}: the pod selects no pool" if self.also else ""
+        if self.pool == "-":  # asks for no GPU
+            return f"runs on {self.provisioner} (it asks for no GPU){also}"
         return f"runs on pool {self.pool} via {self.provisioner}{also}"
 
-    def lines(self) -> list[str]:
-        out = [f"{self.workload.ref}:"]
-        out += [f"  {layer.name:<16} {'ok  ' if layer.ok else 'FAIL'} {layer.detail}" for layer in self.layers]
-        out.append(f"  verdict: {self.verdict}")
+    def lines(self, paint: Any = lambda text, _style: text) -> list[str]:  # paint: colour on a TTY (cli/terminal.py)
+        out = [paint(f"{self.workload.ref}:", "bold")]
+        out += [f"  {x.name:<16} {paint(*STATUS[x.ok])} {x.detail}" for x in self.layers]
+        out.append(f"  verdict: {paint(self.verdict, 'red' if self.pending else 'green')}")
         if self.pending is not None:
             out.append(f"  in the cluster: {outcomes.OUTCOMES[self.outcome]}")
         return out
@@ -381,12 +385,14 @@ class _Tracer(PlacementLayers):
                 )
             self.ok("scheduler", f"Kueue ({w.integration} integration)")
         elif who == "volcano":
-            if w.scheduler_name != "volcano":
+            path = volcano_queue_of(self.plan, tenant, w)
+            if w.scheduler_name != "volcano" and not path.scheduler_set:
                 self.fail(
                     "scheduler",
-                    f"{tenant.name} is gang-scheduled by Volcano: set schedulerName: volcano (a Volcano Job)",
+                    f"{tenant.name} is scheduled by Volcano: set schedulerName: volcano in the pod templates "
+                    "(a Volcano Job sets it itself)",
                 )
-            self.ok("scheduler", "Volcano (gang)")
+            self.ok("scheduler", "Volcano (gang)" if path.gang else "Volcano (a PodGroup per pod: no gang)")
         else:
             self.ok("scheduler", "no batch scheduler: kube-scheduler, within the namespace ResourceQuota")
         return who
@@ -517,15 +523,17 @@ class _Tracer(PlacementLayers):
 
     def volcano_queue(self, tenant: TenantPlan, gpu: dict[str, int]) -> None:
         w = self.w
-        if w.volcano_queue != tenant.name:
+        path = volcano_queue_of(self.plan, tenant, w)
+        if path.queue != tenant.name:
             self.fail(
                 "queue",
-                f"Volcano queue {w.volcano_queue}: the namespace's admission policy requires queue {tenant.name}",
+                f"Volcano queue {path.queue} (from {path.source}): the namespace's admission policy requires queue "
+                f"{tenant.name}",
             )
         why, detail = volcano_queue_verdict(tenant, gpu, volcano_minimum(self.plan, w))
         if why:
             self.fail("queue", why, seen="queued")
-        self.ok("queue", detail)
+        self.ok("queue", detail if w.group == "batch.volcano.sh" else f"{detail} (from {path.source})")
 
     def resource_quota(self, tenant: TenantPlan, gpu: dict[str, int]) -> None:
         """No batch scheduler: the namespace ResourceQuota (``TenantPlan.quota_hard``) is the only gate."""
@@ -592,7 +600,7 @@ def exit_code(traces: list[Trace]) -> int:
     return EXIT_PENDING if any(t.pending for t in traces) else EXIT_RUNS
 
 
-def render(traces: list[Trace], as_json: bool = False) -> str:
+def render(traces: list[Trace], as_json: bool = False, paint: Any = None) -> str:
     if as_json:
         return json.dumps([t.doc() for t in traces], indent=2) + "\n"
-    return "\n".join(line for t in traces for line in t.lines()) + "\n"
+    return "\n".join(line for t in traces for line in (t.lines(paint) if paint else t.lines())) + "\n"

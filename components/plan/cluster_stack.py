@@ -38,6 +38,13 @@ GCP_OUTPUTS: dict[str, str] = {
     "nodeLocations": "the zones the cluster's nodes span (a list; how many nodes a pool's per-zone count makes)",
 }
 
+# Outputs that are lists: a required one must hold at least one non-empty string (an empty list passes nothing to
+# the cloud calls that read it, which then fail naming no output); an optional one may be empty.
+LIST_OUTPUTS: dict[str, str] = {
+    "privateSubnetIds": "subnet ID, where the managed node groups launch",
+    "nodeLocations": "zone (a regional cluster's nodes span one or more of its region's zones)",
+}
+
 
 @dataclass(frozen=True)
 class ClusterStackPlan:

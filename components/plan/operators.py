@@ -123,9 +123,33 @@ def trainer_pdb(namespace: str) -> dict[str, Any]:
     return pdb(TRAINER_PDB, namespace, TRAINER_MANAGER_LABELS)
 
 
+def ray_batch_scheduler(spec: StackSpec) -> str | None:
+    """KubeRay's batch scheduler: ``volcano`` when every tenant is a Volcano tenant, else none.
+
+    With it, KubeRay makes one PodGroup per RayCluster/RayJob (the gang: head and workers at once) and sets
+    ``schedulerName: volcano`` on their pods. It is one setting for the whole operator: KubeRay v1.6.2 calls its
+    batch scheduler for every RayCluster and RayJob in every namespace (ray-operator/controllers/ray/
+    raycluster_controller.go, rayjob_controller.go: ``BatchSchedulerManager.GetScheduler()`` with no per-object
+    choice; batchscheduler/schedulermanager.go). Beside a Kueue tenant (or one without a batch scheduler) it
+    would hand that tenant's Ray pods to Volcano, in queue "default", which the tenant queue policy refuses; so
+    there it stays unset, and a Volcano tenant's Ray pods set ``schedulerName: volcano`` in their templates
+    (the tenant pods policy asks it of GPU pods): each pod gets a PodGroup of its own in the tenant's queue, not a
+    gang (explain says so)."""
+    if not (spec.addons.kuberay and derive.volcano_tenants(spec)):
+        return None
+    if all(derive.tenant_scheduler(spec, t) == "volcano" for t in spec.tenants):
+        return "volcano"
+    return None
+
+
 def kuberay_values(spec: StackSpec) -> dict[str, Any]:
-    """Values of the kuberay-operator release; every path exists in the pinned chart's values.yaml."""
-    return {"nodeSelector": derive.system_node_selector(spec)}
+    """Values of the kuberay-operator release; every path exists in the pinned chart's values.yaml
+    (``batchScheduler.name``: ``ray_batch_scheduler``)."""
+    out: dict[str, Any] = {"nodeSelector": derive.system_node_selector(spec)}
+    scheduler = ray_batch_scheduler(spec)
+    if scheduler:
+        out["batchScheduler"] = {"name": scheduler}
+    return out
 
 
 # The ClusterTrainingRuntime torch-distributed, so a TrainJob has a PyTorch runtime to reference

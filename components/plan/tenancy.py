@@ -15,6 +15,9 @@ FORBIDDEN_PRIORITY_ANNOTATION = "gpu-platform/forbidden-priority-classes"
 # for one unit at most (volcano.tenant_pods_policy reads both).
 POOLS_ANNOTATION = "gpu-platform/pools"
 SHARED_POOLS_ANNOTATION = "gpu-platform/one-unit-pools"
+# Volcano's queue annotation, on pods and namespaces (volcano v1.15.1 staging/src/volcano.sh/apis/pkg/apis/scheduling/
+# v1beta1/labels.go QueueNameAnnotationKey; what it does: plan/volcano.py ENABLED_ADMISSIONS)
+VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 PRIORITY_CEILING_POLICY = "gpu-platform-priority-ceiling"
 KUEUE_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 # On the namespaces of tenants marked critical; the policy pack's critical-tenant-capacity reads it.
@@ -68,6 +71,8 @@ def namespace_annotations(spec: StackSpec, tenant: Tenant) -> dict[str, str]:
     excluded = derive.priority_ceiling_excluded(spec, tenant)
     out = {FORBIDDEN_PRIORITY_ANNOTATION: ",".join(excluded)} if excluded else {}
     if spec.addons.volcano and derive.tenant_scheduler(spec, tenant) == "volcano":
+        # the queue Volcano's /podgroups/mutate gives a PodGroup created in "default" here (volcano.ENABLED_ADMISSIONS)
+        out[VOLCANO_QUEUE_ANNOTATION] = tenant.name
         pools = sorted(tenant.gpu_quota)
         if pools:  # without one, every GPU pod of the tenant is refused (the policy's pool list is empty)
             out[POOLS_ANNOTATION] = ",".join(pools)

@@ -11,7 +11,7 @@ import yaml
 from ..data import versions
 from ..spec.model import StackSpec, Tenant
 from . import derive, webhooks
-from .tenancy import POOLS_ANNOTATION, SHARED_POOLS_ANNOTATION, all_gpu_resources
+from .tenancy import POOLS_ANNOTATION, SHARED_POOLS_ANNOTATION, VOLCANO_QUEUE_ANNOTATION, all_gpu_resources
 
 CHART = versions.VOLCANO
 API = versions.VOLCANO_QUEUE_API
@@ -22,6 +22,33 @@ PODS_POLICY_NAME = "gpu-platform-volcano-tenant-pods"
 RESERVED_QUEUES = ("default", "root")
 ACTIONS = ("enqueue", "allocate", "preempt", "reclaim", "backfill")
 BINPACK_GPU_WEIGHT = 10
+
+# Where Volcano reads a PodGroup's queue, on a pod and on a namespace (tenancy.VOLCANO_QUEUE_ANNOTATION). And the
+# label KubeRay copies into the PodGroup it makes for a RayCluster or RayJob (kuberay v1.6.2 ray-operator/
+# controllers/ray/batchscheduler/volcano/volcano_scheduler.go QueueNameLabelKey, createPodGroup).
+QUEUE_ANNOTATION = VOLCANO_QUEUE_ANNOTATION
+RAY_QUEUE_LABEL = "volcano.sh/queue-name"
+# The pinned chart's admission paths (values.yaml custom.enabled_admissions, volcano 1.15.1) plus /podgroups/mutate.
+# How a PodGroup gets its queue (volcano v1.15.1):
+# - a Volcano Job's PodGroup: the Job's spec.queue (pkg/controllers/job/job_controller_actions.go); /jobs/mutate
+#   fills "default" when it is empty (pkg/webhooks/admission/jobs/mutate/mutate_job.go patchDefaultQueue);
+# - any other volcano pod without a PodGroup (Deployment, StatefulSet, Job, JobSet, LWS, bare Pod): vc-controller
+#   makes one per pod with spec.queue = the POD's scheduling.volcano.sh/queue-name annotation and nothing else;
+#   the owner's annotations are inherited only under the "volcano.sh/" prefix, into metadata.annotations, never the
+#   queue (pkg/controllers/podgroup/pg_controller_handler.go buildPodGroupFromPod, inheritUpperAnnotations);
+# - KubeRay's PodGroup: the RayCluster's or RayJob's volcano.sh/queue-name label (kuberay, above);
+# - otherwise spec.queue is empty and the PodGroup CRD defaults it to "default".
+# Only /podgroups/mutate reads the namespace: a PodGroup created in queue "default" gets the namespace's
+# scheduling.volcano.sh/queue-name annotation (pkg/webhooks/admission/podgroups/mutate/mutate_podgroup.go
+# createPodGroupPatch). The chart leaves it off; on, with each Volcano tenant's namespace annotated with its queue
+# (tenancy.namespace_annotations), every kind whose pods name no queue lands in the tenant's queue instead of
+# "default" (which the queue policy below refuses, leaving the pods Pending with no event). The chart gives the
+# webhook the namespaces read it needs with it (templates/admission.yaml), and it fails closed as the others do.
+CHART_ADMISSIONS = (
+    "/jobs/mutate,/jobs/validate,/podgroups/validate,/queues/mutate,/queues/validate,/hypernodes/validate,"
+    "/cronjobs/validate"
+)
+ENABLED_ADMISSIONS = CHART_ADMISSIONS + ",/podgroups/mutate"
 
 
 def scheduler_tiers(spec: StackSpec) -> list[dict[str, Any]]:
@@ -88,33 +115,51 @@ def helm_values(spec: StackSpec) -> dict[str, Any]:
             "default_ns": derive.system_node_selector(spec),  # admission, controller, scheduler
             "admission_replicas": ADMISSION_REPLICAS,
             "admission_affinity": admission_affinity(),
+            "enabled_admissions": ENABLED_ADMISSIONS,
         },
     }
 
 
 def queue_policy() -> dict[str, Any]:
     """ValidatingAdmissionPolicy spec: in tenant namespaces, Volcano Jobs and PodGroups use the queue named
-    after the namespace (the tenant's)."""
+    after the namespace (the tenant's), and a RayCluster or RayJob that names a Volcano queue
+    (``RAY_QUEUE_LABEL``, which KubeRay copies into its PodGroup) names that one: refused at creation with the
+    queue to use, rather than a PodGroup KubeRay cannot create. The Ray rules match nothing without KubeRay's CRDs.
+
+    A PodGroup made without a queue (vc-controller's for a Deployment's pod, KubeRay's for an unlabelled
+    RayCluster) arrives here already in the tenant's queue: Volcano's /podgroups/mutate webhook (a mutating
+    webhook, which kube-apiserver runs before validating policies) moved it from "default" (``ENABLED_ADMISSIONS``)."""
     ops = ["CREATE", "UPDATE"]
+
+    def rule(group: str, resource: str) -> dict[str, Any]:
+        return {"apiGroups": [group], "apiVersions": ["*"], "resources": [resource], "operations": ops}
+
+    labels = "object.metadata.labels"
     return {
         "failurePolicy": "Fail",
         "matchConstraints": {
             "namespaceSelector": {"matchExpressions": [{"key": derive.TENANT_LABEL, "operator": "Exists"}]},
             "resourceRules": [
-                {"apiGroups": ["batch.volcano.sh"], "apiVersions": ["*"], "resources": ["jobs"], "operations": ops},
-                {
-                    "apiGroups": ["scheduling.volcano.sh"],
-                    "apiVersions": ["*"],
-                    "resources": ["podgroups"],
-                    "operations": ops,
-                },
+                rule("batch.volcano.sh", "jobs"),
+                rule("scheduling.volcano.sh", "podgroups"),
+                rule("ray.io", "rayclusters"),
+                rule("ray.io", "rayjobs"),
             ],
         },
+        "variables": [
+            {
+                "name": "queue",
+                "expression": "request.kind.group == 'ray.io' ? "
+                f"(has({labels}) && '{RAY_QUEUE_LABEL}' in {labels} ? {labels}['{RAY_QUEUE_LABEL}'] : "
+                "namespaceObject.metadata.name) : "
+                "(has(object.spec.queue) ? object.spec.queue : 'default')",
+            }
+        ],
         "validations": [
             {
-                "expression": "has(object.spec.queue) && object.spec.queue == namespaceObject.metadata.name",
+                "expression": "variables.queue == namespaceObject.metadata.name",
                 "messageExpression": "'use the Volcano queue ' + namespaceObject.metadata.name + "
-                "' (this tenant\\'s queue), not ' + (has(object.spec.queue) ? object.spec.queue : 'default')",
+                "' (this tenant\\'s queue), not ' + variables.queue",
                 "reason": "Forbidden",
             }
         ],
@@ -124,7 +169,8 @@ def queue_policy() -> dict[str, Any]:
 def tenant_pods_policy() -> dict[str, Any]:
     """ValidatingAdmissionPolicy spec: in a Volcano tenant's namespace, a Pod that asks for a GPU resource
     (``nvidia.com/*``) is scheduled by Volcano, on one of the tenant's own pools, and on a pool whose device
-    plugin refuses more than one shared unit it asks for one at most.
+    plugin refuses more than one shared unit it asks for one at most. And any pod that names a Volcano queue
+    (``QUEUE_ANNOTATION``) names the tenant's.
 
     Why: Kueue leaves these namespaces alone and Volcano schedules only ``schedulerName: volcano`` pods, so a
     pod with the default scheduler would hold GPUs neither counts; Volcano queues count resource names, not
@@ -175,6 +221,12 @@ def tenant_pods_policy() -> dict[str, Any]:
             },
             {"name": "pools", "expression": listed(POOLS_ANNOTATION)},
             {"name": "oneUnit", "expression": listed(SHARED_POOLS_ANNOTATION)},
+            {
+                "name": "queue",
+                "expression": f"has(object.metadata.annotations) && '{QUEUE_ANNOTATION}' in "
+                f"object.metadata.annotations ? object.metadata.annotations['{QUEUE_ANNOTATION}'] : "
+                "namespaceObject.metadata.name",
+            },
         ],
         "validations": [
             {
@@ -197,6 +249,14 @@ def tenant_pods_policy() -> dict[str, Any]:
                 "quantity(c.resources.limits[k]).compareTo(quantity('1')) <= 0))",
                 "messageExpression": "'pool ' + variables.pool + ' shares its GPUs: a container may ask for "
                 "one unit at most (the device plugin refuses more)'",
+                "reason": "Forbidden",
+            },
+            {
+                # vc-controller gives the pod's PodGroup the queue this annotation names (``ENABLED_ADMISSIONS``):
+                # another queue's PodGroup would be refused, and the pod would wait with no event.
+                "expression": "variables.queue == namespaceObject.metadata.name",
+                "messageExpression": f"'{QUEUE_ANNOTATION} names ' + variables.queue + ': this tenant\\'s Volcano "
+                "queue is ' + namespaceObject.metadata.name + ' (leave it out: the namespace names it)'",
                 "reason": "Forbidden",
             },
         ],

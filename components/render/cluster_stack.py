@@ -10,7 +10,7 @@ from typing import Any
 
 import pulumi
 
-from ..plan.cluster_stack import AWS_OUTPUTS, GCP_OUTPUTS, ClusterStackPlan
+from ..plan.cluster_stack import AWS_OUTPUTS, GCP_OUTPUTS, LIST_OUTPUTS, ClusterStackPlan
 from ..plan.plan import Plan
 
 
@@ -22,9 +22,10 @@ def check_outputs(p: ClusterStackPlan, outputs: dict[str, Any] | None) -> dict[s
     """The referenced stack's outputs, or ``MissingOutputs`` naming what is missing (pure: tested directly)."""
     outputs = outputs or {}
     described = AWS_OUTPUTS if p.cloud == "aws" else GCP_OUTPUTS
-    missing = [o for o in p.required if outputs.get(o) in (None, "", [])]
+    missing = [o for o in p.required if outputs.get(o) in (None, "") and o not in LIST_OUTPUTS]
+    missing += [o for o in p.required if o in LIST_OUTPUTS and outputs.get(o) is None]
     if missing:
-        what = "; ".join(f"{o} ({described[o]})" for o in missing)
+        what = "; ".join(f"{o} ({described[o]})" for o in sorted(missing, key=list(described).index))
         raise MissingOutputs(f"gpu-platform:cluster.fromStack: stack {p.stack} has no output {what}")
     keys = {"clusterName": "cluster.name", "location": "cluster.location", "project": "cluster.project"}
     for output, want in p.identity.items():
@@ -33,7 +34,28 @@ def check_outputs(p: ClusterStackPlan, outputs: dict[str, Any] | None) -> dict[s
                 f"gpu-platform:cluster.fromStack: stack {p.stack} exports {output} {outputs[output]!r}, "
                 f"but gpu-platform:{keys[output]} is {want!r}"
             )
+    for o in (o for o in described if o in LIST_OUTPUTS and outputs.get(o) is not None):
+        problem = _list_problem(outputs[o], required=o in p.required)
+        if problem:
+            raise MissingOutputs(
+                f"gpu-platform:cluster.fromStack: stack {p.stack} exports {o} as {problem}: it must be a list of "
+                f"at least one {LIST_OUTPUTS[o]}"
+                if o in p.required
+                else f"gpu-platform:cluster.fromStack: stack {p.stack} exports {o} as {problem}: it must be a list"
+            )
     return outputs
+
+
+def _list_problem(value: Any, required: bool) -> str | None:
+    """What is wrong with a list output's value, or None: not a list (a string would be read character by
+    character), an empty entry, or empty where the output is required."""
+    if not isinstance(value, list | tuple):
+        return f"{type(value).__name__} {value!r}"[:80]
+    if any(not isinstance(v, str) or not v for v in value):
+        return f"{list(value)!r} (an entry that is not a non-empty string)"[:120]
+    if required and not value:
+        return "an empty list"
+    return None
 
 
 def _reference(p: ClusterStackPlan, parent: pulumi.Resource) -> pulumi.Output[dict[str, Any]]:

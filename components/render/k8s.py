@@ -97,11 +97,23 @@ class KubeResource(pulumi.CustomResource):
         super().__init__(token, resource_name, {**{k: None for k in outputs}, **sent}, opts)
 
 
+SECRET_OUTPUTS = ["data", "stringData"]
+
+
 def kube_object(
     resource_name: str, api_version: str, kind: str, opts: pulumi.ResourceOptions | None = None, **fields: Any
 ) -> KubeResource:
     """A Kubernetes object; ``fields``: its top-level fields besides apiVersion and kind, named as in the object
-    (``metadata``, ``spec``, ``data``, ``rules``, ``roleRef``...)."""
+    (``metadata``, ``spec``, ``data``, ``rules``, ``roleRef``...).
+
+    A v1 Secret's ``data`` and ``stringData`` are secret, in and out, as the typed class makes them
+    (pulumi_kubernetes 4.34.2 core/v1/Secret.py: ``Output.secret`` on both, ``additional_secret_outputs``): else a
+    token the API server fills in would sit in plain text in the stack's state."""
+    if api_version == "v1" and kind == "Secret":
+        for field in ("data", "stringData"):
+            if fields.get(field) is not None:
+                fields[field] = pulumi.Output.secret(fields[field])
+        opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=SECRET_OUTPUTS))
     return KubeResource(
         type_token(api_version, kind), resource_name, {"apiVersion": api_version, "kind": kind, **fields}, opts
     )

@@ -145,9 +145,10 @@ class GpuPlatform(pulumi.ComponentResource):
         # documentation values left in the spec: an update stops here, before anything is registered
         placeholders.check(spec_placeholders.lines(spec, f"GpuPlatform {name}"))
         if spec.cloud == "aws" and spec.cluster.create is not None:
+            from ..plan.aws import cluster_access
             from .aws import deployer  # the deployer must administer the cluster it creates
 
-            deployer.check(spec, f"GpuPlatform {name}")
+            deployer.check(cluster_access.deployer_check(spec), f"GpuPlatform {name}")
         super().__init__(TYPE, name, None, opts)
         provider = provider or self.get_provider("kubernetes::")
         if provider is None:

@@ -59,7 +59,7 @@ class SystemNodes(Model):
         default=None, description="gcp: the system pool's machine type (default e2-standard-4)"
     )
     min: count(1, 100) = Field(default=2, description="at least this many (two: the controllers' replicas spread)")
-    max: count(1, 100) = Field(default=4)
+    max: count(1, 100) = Field(default=4, description="at most this many (the autoscaler adds them under load)")
     disk_gib: count(20, 16384) = Field(default=50, description="aws: root volume size (encrypted gp3)")
     labels: dict[LabelKey, LabelValue] = Field(
         default_factory=dict,
@@ -104,8 +104,12 @@ class EksCreate(Model):
 class ClusterCreate(Model):
     """Present: the platform creates the cluster (named ``cluster.name``) and its network."""
 
-    network: ClusterNetwork = Field(default_factory=ClusterNetwork)
-    system_nodes: SystemNodes = Field(default_factory=SystemNodes)
+    network: ClusterNetwork = Field(
+        default_factory=ClusterNetwork, description="aws: the VPC the platform creates (gcp: create.gke.network)"
+    )
+    system_nodes: SystemNodes = Field(
+        default_factory=SystemNodes, description="the on-demand nodes the platform's controllers run on"
+    )
     eks: EksCreate | None = Field(default=None, description="aws: the EKS cluster's settings")
     gke: GkeCreate | None = Field(
         default=None, description="gcp: the GKE Standard cluster, its VPC, Cloud NAT and GPUDirect networks"

@@ -49,7 +49,7 @@ class FleetWorker(Model):
 class FleetTenant(Model):
     """A tenant whose jobs are submitted to the manager and run on the workers listed."""
 
-    name: Name
+    name: Name = Field(description="the tenant, as named in each of its workers' stacks")
     workers: list[Name] = Field(
         min_length=1, description="the workers it dispatches to, most preferred first (each must have the tenant)"
     )
@@ -63,8 +63,10 @@ class FleetTenant(Model):
 class Fleet(Model):
     """The manager's side: its workers, who dispatches where, and MultiKueue's settings."""
 
-    workers: list[FleetWorker] = Field(min_length=1)
-    tenants: list[FleetTenant] = Field(min_length=1)
+    workers: list[FleetWorker] = Field(min_length=1, description="the worker clusters, each from its stack")
+    tenants: list[FleetTenant] = Field(
+        min_length=1, description="the tenants whose jobs the manager dispatches, and to which workers"
+    )
     kinds: list[FleetKind] = Field(
         default_factory=lambda: ["batch/job"],
         description="the workload kinds dispatched; each worker installs its operator and grants the manager "
@@ -129,7 +131,7 @@ class FleetWorkerRole(Model):
         description="the API server URL the manager dials (default the cluster's endpoint; required on existing "
         "clusters)",
     )
-    credential: FleetCredential
+    credential: FleetCredential = Field(description="the manager's token on this worker and when to rotate it")
     draining: bool = Field(
         default=False,
         description="admit nothing new from the manager (its tenants' LocalQueues hold); what runs finishes and "

@@ -63,7 +63,9 @@ class GkeCreate(Model):
         description="the cluster's node locations (zones of its region), where the system pool and pools without "
         "gke.zones run; default: GKE's choice (three zones of a regional cluster, the zone of a zonal one)",
     )
-    network: GkeNetworkRanges = Field(default_factory=GkeNetworkRanges)
+    network: GkeNetworkRanges = Field(
+        default_factory=GkeNetworkRanges, description="the VPC's subnet and its ranges for pods and Services"
+    )
     private_endpoint: bool = Field(
         default=False,
         description="the control plane is reached only on its private address (from the VPC or a peered network)",

@@ -117,7 +117,9 @@ class Images(Model):
         "declared image is pulled through; peer: an in-cluster peer-to-peer mirror (Spegel) on the nodes' "
         "containerd; none: upstream registries (imageRegistry still moves the platform's images)",
     )
-    pull_through: PullThrough = Field(default_factory=PullThrough)
+    pull_through: PullThrough = Field(
+        default_factory=PullThrough, description="mirror pull-through: the registry cache's account and credentials"
+    )
     workloads: list[WorkloadImage] = Field(
         default_factory=list, max_length=100, description="the workload images that matter (CUDA, PyTorch, vLLM...)"
     )

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic.json_schema import GenerateJsonSchema, NoDefault
 
 from .base import (
     DNS_LABEL,
@@ -152,16 +153,36 @@ __all__ = [
 
 
 class StackSpec(Model):
-    cloud: Literal["aws", "gcp", "existing"]
-    cluster: ClusterRef = Field(default_factory=ClusterRef)
-    node_pools: list[NodePool] = Field(default_factory=list)
-    tenants: list[Tenant] = Field(default_factory=list)
-    priority_classes: list[PriorityClassSpec] = Field(default_factory=lambda: list(DEFAULT_PRIORITY_CLASSES))
-    addons: Addons = Field(default_factory=Addons)
-    gpu_operator: GpuOperatorOptions = Field(default_factory=GpuOperatorOptions)
-    monitoring: Monitoring = Field(default_factory=Monitoring)
-    scheduling: Scheduling = Field(default_factory=Scheduling)
-    charts: dict[str, ChartOverride] = Field(default_factory=dict)
+    cloud: Literal["aws", "gcp", "existing"] = Field(
+        description="aws: EKS; gcp: GKE; existing: any conformant cluster reached through a kubeconfig (no cloud "
+        "resources)"
+    )
+    cluster: ClusterRef = Field(
+        default_factory=ClusterRef, description="the cluster: found by name, created, or from another stack"
+    )
+    node_pools: list[NodePool] = Field(default_factory=list, description="the GPU node pools")
+    tenants: list[Tenant] = Field(
+        default_factory=list, description="the teams sharing the GPUs: a namespace, quotas and queues each"
+    )
+    priority_classes: list[PriorityClassSpec] = Field(
+        default_factory=lambda: list(DEFAULT_PRIORITY_CLASSES),
+        description="the PriorityClasses tenants choose from; a list here replaces the defaults",
+    )
+    addons: Addons = Field(default_factory=Addons, description="what the platform installs")
+    gpu_operator: GpuOperatorOptions = Field(
+        default_factory=GpuOperatorOptions, description="the NVIDIA GPU Operator: driver, toolkit, how pods get GPUs"
+    )
+    monitoring: Monitoring = Field(
+        default_factory=Monitoring, description="GPU metrics, alerts and dashboards, and which Prometheus reads them"
+    )
+    scheduling: Scheduling = Field(
+        default_factory=Scheduling, description="Kueue: queues, cohort, ready timeouts, managed kinds, topology"
+    )
+    charts: dict[str, ChartOverride] = Field(
+        default_factory=dict,
+        description="per chart (gpuOperator, kueue, dcgmExporter, ...): another exact version or source than the "
+        "pinned one",
+    )
     chart_source: ChartSourceStr | None = Field(
         default=None, description="where every chart comes from (default: each chart's official repository)"
     )
@@ -173,19 +194,27 @@ class StackSpec(Model):
     system_node_selector: dict[LabelKey, LabelValue] = Field(
         default_factory=dict, description="where controllers run (they never tolerate the GPU taint)"
     )
-    tags: dict[str, str] = Field(default_factory=dict)
-    karpenter: KarpenterOptions = Field(default_factory=KarpenterOptions)
-    protect: Protection = Field(default_factory=Protection)
-    pricing: Pricing = Field(default_factory=Pricing)
-    budget: Budget = Field(default_factory=Budget)
-    storage: Storage = Field(default_factory=Storage)
+    tags: dict[str, str] = Field(
+        default_factory=dict,
+        description="tags (aws) or labels (gcp) on the cloud resources the platform creates (node groups, node "
+        "pools, the cluster, buckets)",
+    )
+    karpenter: KarpenterOptions = Field(
+        default_factory=KarpenterOptions, description="aws: Karpenter's stack-wide settings"
+    )
+    protect: Protection = Field(default_factory=Protection, description="what pulumi refuses to delete")
+    pricing: Pricing = Field(default_factory=Pricing, description="price overrides for the cost report")
+    budget: Budget = Field(default_factory=Budget, description="the most the fleet may cost per hour (a policy)")
+    storage: Storage = Field(default_factory=Storage, description="shared file systems")
     fleet: Fleet | None = Field(
         default=None, description="this stack is a MultiKueue manager: its workers and who dispatches where"
     )
     fleet_worker: FleetWorkerRole | None = Field(
         default=None, description="this stack is a MultiKueue worker: the manager that dispatches here"
     )
-    images: Images = Field(default_factory=Images)
+    images: Images = Field(
+        default_factory=Images, description="how images reach the nodes: registry cache, warm pools, declared images"
+    )
 
     @model_validator(mode="after")
     def _kueue_integrations_follow_the_operators(self) -> StackSpec:
@@ -515,9 +544,24 @@ def parse_spec(config: Mapping[str, Any]) -> StackSpec:
     return spec
 
 
+class _FactoryDefaults(GenerateJsonSchema):
+    """Pydantic leaves out a default made by a ``default_factory`` (a list, a map); an editor and the reference
+    page should show it like any other. A factory that makes a whole model (``cluster: {}``) is left out: its
+    keys carry their own defaults."""
+
+    def get_default_value(self, schema: Any) -> Any:
+        factory = schema.get("default_factory")
+        if factory is None or schema.get("default_factory_takes_data"):
+            return super().get_default_value(schema)
+        value = factory()
+        return NoDefault if isinstance(value, BaseModel) else value
+
+
 def stack_file_schema() -> dict[str, Any]:
     """JSON Schema of a stack file (``stacks/Pulumi.<stack>.yaml``), for editors."""
-    inner = StackSpec.model_json_schema(by_alias=True, ref_template="#/$defs/{model}")
+    inner = StackSpec.model_json_schema(
+        by_alias=True, ref_template="#/$defs/{model}", schema_generator=_FactoryDefaults
+    )
     defs = inner.pop("$defs", {})
     props = {f"{NAMESPACE}:{k}": v for k, v in inner["properties"].items()}
     props["aws:region"] = {"type": "string", "description": "AWS region of the EKS cluster"}

@@ -30,13 +30,11 @@ StackName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+/[A-Z
 
 
 class ClusterRef(Model):
+    """The Kubernetes cluster the platform goes on: found by name, created (create), or taken from another stack's
+    outputs (fromStack); on cloud existing, reached through a kubeconfig."""
+
     name: bounded_text(100) | None = Field(
         default=None, description="aws/gcp: the cluster's name: the existing cluster's, or the one created"
-    )
-    create: ClusterCreate | None = Field(
-        default=None,
-        description="aws/gcp: the platform creates the cluster and its network (see create.*); without it the "
-        "cluster exists and is found by name",
     )
     from_stack: StackName | None = Field(
         default=None,
@@ -60,15 +58,29 @@ class ClusterRef(Model):
         "Required with gpuOperator.allocation dra",
     )
     create: ClusterCreate | None = Field(
-        default=None, description="create the cluster (and its network) instead of finding an existing one by name"
+        default=None,
+        description="aws/gcp: the platform creates the cluster and its network (see ClusterCreate); without it the "
+        "cluster exists and is found by name",
     )
 
 
 class Addons(Model):
-    gpu_operator: bool = True
-    dcgm: bool = True
-    kueue: bool = True
-    volcano: bool = False
+    """What the platform installs besides the node pools and tenants."""
+
+    gpu_operator: bool = Field(
+        default=True,
+        description="the NVIDIA GPU Operator (device plugin, GPU feature discovery, MIG manager, DCGM exporter; "
+        "the driver and toolkit as gpuOperator says)",
+    )
+    dcgm: bool = Field(
+        default=True,
+        description="GPU metrics: the DCGM exporter (the GPU Operator's, or its own chart without the operator) "
+        "with its ServiceMonitor, alerts and dashboard",
+    )
+    kueue: bool = Field(
+        default=True, description="Kueue: tenants' ClusterQueues and LocalQueues, quotas, borrowing and preemption"
+    )
+    volcano: bool = Field(default=False, description="Volcano's gang scheduler, for tenants with scheduler: volcano")
     karpenter: bool | None = Field(default=None, description="default: on when any pool uses karpenter")
     cluster_autoscaler: bool | None = Field(
         default=None,
@@ -108,7 +120,7 @@ class GpuOperatorOptions(Model):
         default="device-plugin",
         description="how pods get GPUs. device-plugin: extended resources (nvidia.com/gpu ...) through the "
         "operator's ClusterPolicy; dra: ResourceClaims (resource.k8s.io/v1) served by the NVIDIA DRA driver "
-        "through the operator's GPUCluster CR (needs cluster.kubernetesVersion >= 1.34; see README, DRA)",
+        "through the operator's GPUCluster CR (needs cluster.kubernetesVersion >= 1.34; see the DRA page)",
     )
 
 
@@ -125,9 +137,11 @@ class AlertThresholds(Model):
     )
     idle_for: Duration = Field(default="30m", description="GpuIdle: unallocated GPU idle this long")
     memory_used_percent: number() = Field(default=95, gt=0, lt=100, description="framebuffer used / total")
-    memory_for: Duration = "5m"
-    temperature_celsius: number() = Field(default=85, gt=0, lt=150)
-    temperature_for: Duration = "5m"
+    memory_for: Duration = Field(default="5m", description="GpuFramebufferMemoryHigh: above the threshold this long")
+    temperature_celsius: number() = Field(
+        default=85, gt=0, lt=150, description="GpuTemperatureHigh: a GPU hotter than this"
+    )
+    temperature_for: Duration = Field(default="5m", description="GpuTemperatureHigh: hotter this long")
     allocated_idle_for: Duration = Field(default="30m", description="GpuAllocatedIdle: a pod's GPUs idle this long")
     xid_for: Duration = Field(default="0s", description="how long an XID must persist before alerting")
     xid_critical_codes: list[count(1, 1000)] = Field(
@@ -168,7 +182,9 @@ class Monitoring(Model):
     scrape_interval: Duration = Field(
         default="30s", description="DCGM exporter scrape interval (dcgm-exporter collects every 30s by default)"
     )
-    alerts: AlertThresholds = Field(default_factory=AlertThresholds)
+    alerts: AlertThresholds = Field(
+        default_factory=AlertThresholds, description="the GPU alerts' thresholds and durations"
+    )
 
 
 KueueIntegration = Literal[
@@ -258,7 +274,11 @@ class Scheduling(Model):
         description="Kueue: requeues after a waitForPodsReady timeout before the workload is deactivated "
         "(backoff 60s doubling to 1h in between); null: requeue forever",
     )
-    queueing_strategy: Literal["BestEffortFIFO", "StrictFIFO"] = "BestEffortFIFO"
+    queueing_strategy: Literal["BestEffortFIFO", "StrictFIFO"] = Field(
+        default="BestEffortFIFO",
+        description="every ClusterQueue's order: BestEffortFIFO lets a smaller workload that fits pass one that "
+        "does not; StrictFIFO keeps the head waiting",
+    )
     oversubscription_ratio: number() = Field(
         default=1.0, ge=1.0, le=10.0, description="warn when tenant quotas exceed pool capacity by more"
     )
@@ -297,12 +317,16 @@ class KarpenterOptions(Model):
         default_factory=dict,
         description="tags selecting the subnets nodes launch in; default {karpenter.sh/discovery: <cluster>}",
     )
-    subnet_ids: list[Annotated[str, Field(pattern=r"^subnet-[0-9a-z]+$")]] = Field(default_factory=list)
+    subnet_ids: list[Annotated[str, Field(pattern=r"^subnet-[0-9a-z]+$")]] = Field(
+        default_factory=list, description="subnets nodes launch in, by id (with or instead of subnetTags)"
+    )
     security_group_tags: dict[str, str] = Field(
         default_factory=dict,
         description="tags selecting the nodes' security groups; default {karpenter.sh/discovery: <cluster>}",
     )
-    security_group_ids: list[Annotated[str, Field(pattern=r"^sg-[0-9a-z]+$")]] = Field(default_factory=list)
+    security_group_ids: list[Annotated[str, Field(pattern=r"^sg-[0-9a-z]+$")]] = Field(
+        default_factory=list, description="the nodes' security groups, by id (with or instead of securityGroupTags)"
+    )
     imds_hop_limit: Annotated[Literal[1, 2], NoBool] = Field(
         default=1,
         description="IMDSv2 PUT response hop limit on Karpenter nodes: 1 keeps pods off the node role's "
@@ -314,9 +338,9 @@ class KarpenterOptions(Model):
         "holds containerd's images, the kubelet's pods and pod logs, so ephemeral storage is the NVMe, not the "
         "root EBS volume (EC2NodeClass instanceStorePolicy; no effect on types without them); none leaves them unused",
     )
-    replicas: count(1, 5) = 2
-    controller_cpu: Quantity = "1"
-    controller_memory: Quantity = "1Gi"
+    replicas: count(1, 5) = Field(default=2, description="Karpenter controller replicas (one leads)")
+    controller_cpu: Quantity = Field(default="1", description="the controller's CPU request and limit")
+    controller_memory: Quantity = Field(default="1Gi", description="the controller's memory request and limit")
     zonal_shift: bool = Field(
         default=False, description="respect EKS zonal shifts (settings.enableZonalShift; the cluster must enable it)"
     )
@@ -371,12 +395,19 @@ class ChartOverride(Model):
 class PriceOverride(Model):
     """USD per node-hour of one instance / machine type (negotiated rate, savings plan, committed use)."""
 
-    on_demand: number() | None = Field(default=None, gt=0, le=10_000)
-    spot: number() | None = Field(default=None, gt=0, le=10_000)
+    on_demand: number() | None = Field(
+        default=None, gt=0, le=10_000, description="USD per node-hour on demand; default the list price"
+    )
+    spot: number() | None = Field(
+        default=None,
+        gt=0,
+        le=10_000,
+        description="USD per node-hour on spot; default the list price (aws: on-demand less pricing.spotDiscount)",
+    )
 
 
 class Pricing(Model):
-    """Price assumptions for the cost summary and the budget policy (components/plan/cost.py)."""
+    """Price assumptions for the cost summary and the budget policy."""
 
     overrides: dict[str, PriceOverride] = Field(
         default_factory=dict,

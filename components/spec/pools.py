@@ -16,7 +16,12 @@ from .validation import DnsLabel, GcpZone, LabelKey, LabelValue, NoBool, bounded
 
 
 class GpuSpec(Model):
-    model: str = Field(json_schema_extra={"enum": sorted(catalog.GPU_MODELS)})
+    """The GPUs of each node of a pool."""
+
+    model: str = Field(
+        json_schema_extra={"enum": sorted(catalog.GPU_MODELS)},
+        description="the GPU model (the catalog's name); checked against the pool's instance or machine types",
+    )
     per_node: count(1, 16) = Field(description="GPUs on each node of the pool")
 
     @field_validator("model")
@@ -28,18 +33,25 @@ class GpuSpec(Model):
 
 
 class Sharing(Model):
-    """How a pool's GPUs are shared. Each strategy uses only its own keys (checked in sharing.py).
+    """How a pool's GPUs are shared. Each strategy uses only its own keys (checked before deploy).
 
     Who applies it: the GPU Operator's device plugin and MIG manager (ConfigMaps selected by node labels);
     on GKE with GKE-installed drivers, GKE's device plugin (gpuSharingConfig; MIG becomes the node pool's
     gpuPartitionSize: one profile at its maximum count); on Bottlerocket, the host's device plugin
     (time-slicing / MPS only)."""
 
-    strategy: Literal["time-slicing", "mps", "mig"]
+    strategy: Literal["time-slicing", "mps", "mig"] = Field(
+        description="time-slicing: GPUs shared in turns, no memory isolation; mps: CUDA MPS, each unit a share of "
+        "memory and compute; mig: hardware partitions (layout)"
+    )
     replicas: count(2, MAX_SHARING_REPLICAS) | None = Field(
         default=None, description="time-slicing / mps: units each physical GPU advertises"
     )
-    rename_by_default: bool = False
+    rename_by_default: bool = Field(
+        default=False,
+        description="time-slicing / mps: advertise the shared units as nvidia.com/gpu.shared instead of "
+        "nvidia.com/gpu (not on GKE's device plugin)",
+    )
     fail_requests_greater_than_one: bool = Field(
         default=True,
         description="time-slicing: reject pods asking for more than one shared unit (they would get no "
@@ -53,9 +65,13 @@ class Sharing(Model):
 
 
 class Taint(Model):
-    key: LabelKey
-    value: LabelValue | None = None
-    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = "NoSchedule"
+    """A taint on the pool's nodes, beside nvidia.com/gpu=present:NoSchedule, which every GPU pool carries."""
+
+    key: LabelKey = Field(description="the taint's key (not nvidia.com/gpu)")
+    value: LabelValue | None = Field(default=None, description="the taint's value; default none")
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = Field(
+        default="NoSchedule", description="what the taint does to pods that do not tolerate it"
+    )
 
 
 class KarpenterPoolOptions(Model):
@@ -77,10 +93,20 @@ class KarpenterPoolOptions(Model):
         default="WhenEmpty",
         description="WhenEmpty: only idle GPU nodes are removed (running jobs are never moved to save cost)",
     )
-    consolidate_after: Duration = "10m"
-    expire_after: go_duration(DURATION, allow=("Never",)) = "720h"
-    termination_grace_period: Duration = "4h"
-    disruption_budget: Annotated[str, Field(pattern=r"^((100|[0-9]{1,2})%|[0-9]+)$")] = "10%"
+    consolidate_after: Duration = Field(
+        default="10m", description="how long a node stays idle (or underutilized) before Karpenter removes it"
+    )
+    expire_after: go_duration(DURATION, allow=("Never",)) = Field(
+        default="720h", description="nodes older than this are replaced (fresh AMIs); Never keeps them"
+    )
+    termination_grace_period: Duration = Field(
+        default="4h",
+        description="the longest a draining node waits for its pods before it is terminated anyway",
+    )
+    disruption_budget: Annotated[str, Field(pattern=r"^((100|[0-9]{1,2})%|[0-9]+)$")] = Field(
+        default="10%",
+        description="how many of the pool's nodes Karpenter may disrupt at once (a count or a percentage)",
+    )
     ami_version: Annotated[str, Field(pattern=r"^(latest|v[0-9]+(\.[0-9]+)*)$")] = Field(
         default="latest",
         description="EKS-optimized AMI release: latest, or pinned (al2023: vYYYYMMDD, bottlerocket: vX.Y.Z)",
@@ -90,8 +116,10 @@ class KarpenterPoolOptions(Model):
 class GkeNetwork(Model):
     """A VPC network and subnetwork by name or resource path, as ``--additional-node-network`` takes them."""
 
-    network: Annotated[bounded_text(1024), Field(min_length=1)]
-    subnetwork: Annotated[bounded_text(1024), Field(min_length=1)]
+    network: Annotated[bounded_text(1024), Field(min_length=1)] = Field(description="the VPC network")
+    subnetwork: Annotated[bounded_text(1024), Field(min_length=1)] = Field(
+        description="the subnetwork of that network, in the cluster's region"
+    )
 
 
 class GkePoolOptions(Model):
@@ -101,9 +129,18 @@ class GkePoolOptions(Model):
         description="A3/A4 GPUDirect: the GPU NICs' VPC networks and subnetworks, in NIC order (node pool "
         "networkConfig.additionalNodeNetworkConfigs); they and the cluster's multi-networking must exist",
     )
-    compact_placement: bool = False
-    reservation: Literal["none", "any", "specific"] = "none"
-    reservation_name: DnsLabel | None = None
+    compact_placement: bool = Field(
+        default=False,
+        description="a compact placement policy: nodes placed close together for multi-node training",
+    )
+    reservation: Literal["none", "any", "specific"] = Field(
+        default="none",
+        description="older form of the pool's reservation block: consume no reservation, any matching one, or "
+        "the one named in reservationName",
+    )
+    reservation_name: DnsLabel | None = Field(
+        default=None, description="with reservation: specific, the Compute Engine reservation's name"
+    )
     queued_provisioning: bool = Field(
         default=False, description="Dynamic Workload Scheduler: nodes come only for admitted workloads"
     )
@@ -116,7 +153,7 @@ class GkePoolOptions(Model):
 
 
 class Reservation(Model):
-    """Reserved capacity a pool launches into, the same block on both clouds (``components/plan/reservations.py``).
+    """Reserved capacity a pool launches into, the same block on both clouds.
 
     aws: On-Demand Capacity Reservations (``kind: on-demand``) or Capacity Blocks for ML
     (``kind: capacity-block``), by id (``cr-...``) or, Karpenter pools only, by tags. gcp: a Compute Engine
@@ -165,26 +202,54 @@ class EksPoolOptions(Model):
 
 
 class NodePool(Model):
-    name: Name
-    gpu: GpuSpec
+    """A pool of GPU nodes of one kind: what each node holds, how the pool scales and how its GPUs are shared."""
+
+    name: Name = Field(
+        description="the pool's name: tenants' quotas, Kueue flavors and cloud resources are named after it "
+        "(renaming a pool replaces it)"
+    )
+    gpu: GpuSpec = Field(description="the GPU model and how many each node has")
     instance_types: list[str] = Field(
         default_factory=list, description="aws: instance types; gcp: exactly one machine type"
     )
-    capacity: Literal["on-demand", "spot"] = "on-demand"
-    provisioner: Literal["managed", "karpenter"] = "managed"
+    capacity: Literal["on-demand", "spot"] = Field(
+        default="on-demand", description="on-demand, or spot (cheaper; the cloud may take the nodes back)"
+    )
+    provisioner: Literal["managed", "karpenter"] = Field(
+        default="managed",
+        description="managed: an EKS managed node group or GKE node pool, scaled by the cluster autoscaler; "
+        "karpenter (aws): Karpenter NodePools that launch nodes for pending pods",
+    )
     os: Literal["al2023", "bottlerocket", "cos", "ubuntu"] | None = Field(
         default=None, description="node image; default al2023 on aws, cos on gcp"
     )
-    min_nodes: count(0, MAX_NODES) = 0
-    max_nodes: count(1, MAX_NODES) | None = None
+    min_nodes: count(0, MAX_NODES) = Field(
+        default=0,
+        description="nodes kept even when idle (billed around the clock); karpenter pools must keep 0",
+    )
+    max_nodes: count(1, MAX_NODES) | None = Field(
+        default=None,
+        description="the most nodes the pool may have; required, except on karpenter pools that set maxGpus",
+    )
     max_gpus: count(1, MAX_GPUS) | None = Field(
         default=None, description="karpenter pools: the GPU spend cap (a multiple of gpu.perNode)"
     )
-    desired_nodes: count(0, MAX_NODES) | None = None
-    disk_gib: count(50, 16384) = 200
-    sharing: Sharing | None = None
-    taints: list[Taint] = Field(default_factory=list)
-    labels: dict[LabelKey, LabelValue] = Field(default_factory=dict)
+    desired_nodes: count(0, MAX_NODES) | None = Field(
+        default=None,
+        description="managed pools: the nodes to start with (within minNodes..maxNodes); default minNodes",
+    )
+    disk_gib: count(50, 16384) = Field(
+        default=200, description="each node's disk for images and pod storage, GiB (encrypted)"
+    )
+    sharing: Sharing | None = Field(
+        default=None, description="share each GPU (time-slicing, MPS or MIG); default: whole GPUs"
+    )
+    taints: list[Taint] = Field(
+        default_factory=list, description="more taints on the nodes, beside nvidia.com/gpu=present:NoSchedule"
+    )
+    labels: dict[LabelKey, LabelValue] = Field(
+        default_factory=dict, description="more node labels (not reserved ones: kubernetes.io, nvidia.com/gpu.*, ...)"
+    )
     topology_aware: bool = Field(default=False, description="Kueue topology-aware scheduling")
     efa: bool | None = Field(
         default=None,
@@ -199,9 +264,13 @@ class NodePool(Model):
         description="nodes boot with the declared images on disk: an EBS snapshot (aws, Bottlerocket) or a "
         "secondary boot disk image (gcp)",
     )
-    karpenter: KarpenterPoolOptions = Field(default_factory=KarpenterPoolOptions)
-    gke: GkePoolOptions = Field(default_factory=GkePoolOptions)
-    eks: EksPoolOptions = Field(default_factory=EksPoolOptions)
+    karpenter: KarpenterPoolOptions = Field(
+        default_factory=KarpenterPoolOptions, description="provisioner karpenter: the NodePool's settings"
+    )
+    gke: GkePoolOptions = Field(default_factory=GkePoolOptions, description="gcp: the GKE node pool's settings")
+    eks: EksPoolOptions = Field(
+        default_factory=EksPoolOptions, description="aws, provisioner managed: the managed node group's settings"
+    )
 
     @property
     def node_cap(self) -> int:

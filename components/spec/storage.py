@@ -48,7 +48,9 @@ class FsxLustre(Model):
 class Filestore(Model):
     """Filestore, provisioned by GKE's Filestore CSI driver (``filestore.csi.storage.gke.io``) per claim."""
 
-    tier: Literal["BASIC_HDD", "BASIC_SSD", "ZONAL", "ENTERPRISE"] = "BASIC_SSD"
+    tier: Literal["BASIC_HDD", "BASIC_SSD", "ZONAL", "ENTERPRISE"] = Field(
+        default="BASIC_SSD", description="the Filestore service tier of each instance"
+    )
     network: str | None = Field(default=None, description="the VPC network of the instances (default: default)")
 
 
@@ -62,6 +64,8 @@ class GcsFuse(Model):
 
 
 class FileSystem(Model):
+    """A shared file system: a ReadWriteMany StorageClass tenants claim from, or one tenant's own claim."""
+
     name: Name = Field(description="the StorageClass's name, and of a tenant file system's claim")
     kind: Literal["fsx-lustre", "filestore", "parallelstore", "gcs-fuse"] = Field(
         description="fsx-lustre on aws; filestore, parallelstore or gcs-fuse on gcp"
@@ -79,13 +83,15 @@ class FileSystem(Model):
         default_factory=dict,
         description="scope cluster: per tenant, what it may claim of the class (a tenant left out may claim none)",
     )
-    fsx: FsxLustre | None = None
-    filestore: Filestore | None = None
-    gcs_fuse: GcsFuse | None = None
+    fsx: FsxLustre | None = Field(default=None, description="kind fsx-lustre: the file systems' settings")
+    filestore: Filestore | None = Field(default=None, description="kind filestore: the instances' settings")
+    gcs_fuse: GcsFuse | None = Field(default=None, description="kind gcs-fuse: the bucket the platform creates")
 
 
 class Storage(Model):
-    file_systems: list[FileSystem] = Field(default_factory=list)
+    """Shared file systems for training data and checkpoints."""
+
+    file_systems: list[FileSystem] = Field(default_factory=list, description="the shared file systems")
     protect: bool = Field(
         default=True,
         description="protect what holds data (tenant claims, their volumes, buckets): removing a file system or "

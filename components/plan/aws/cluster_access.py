@@ -18,6 +18,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from ...spec.model import Problem, key
 
 _ROLE = re.compile(r"^arn:(aws[a-z-]*):iam::(\d{12}):role/(?:[^/]+/)*([^/]+)$")
 _ASSUMED = re.compile(r"^arn:(aws[a-z-]*):sts::(\d{12}):assumed-role/([^/]+)/[^/]+$")
@@ -56,3 +60,27 @@ def deployer_message(caller: str, admins: Iterable[str]) -> str | None:
     return (
         lead + f"{kind} cannot be named there: set gpu-platform:cluster.roleArn to one of them (the token assumes it)"
     )
+
+
+@dataclass(frozen=True)
+class DeployerCheck:
+    """What the deploying identity is checked against when the program starts (``render/aws/deployer.py``): the
+    admins of the EKS cluster the stack creates, and the stack's own AWS profile (whose identity may differ from
+    the provider's, so a finding is only a warning)."""
+
+    admins: tuple[str, ...]
+    profile: str | None = None
+
+    def problems(self, caller: str) -> list[Problem]:
+        """The deployer ``caller`` is not an admin of the cluster the stack creates (one problem), else none."""
+        message = deployer_message(caller, self.admins)
+        return [Problem(key("cluster", "create", "eks", "adminRoleArns"), message)] if message else []
+
+
+def deployer_check(spec: Any) -> DeployerCheck | None:
+    """The check for a stack that creates an EKS cluster and deploys with the token's own identity; None where
+    there is nothing to check (another cloud, a found cluster, or ``cluster.roleArn``, checked by a rule)."""
+    c = spec.cluster
+    if spec.cloud != "aws" or c.create is None or c.create.eks is None or c.role_arn:
+        return None
+    return DeployerCheck(tuple(c.create.eks.admin_role_arns), c.profile)

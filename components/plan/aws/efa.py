@@ -74,7 +74,9 @@ def interfaces_per_node(pool: NodePool) -> int:
 
 def interfaces_of_types(instance_types: Sequence[str]) -> int:
     """``interfaces_per_node`` of a pool with these instance types."""
-    return min(catalog.aws_efa_interfaces(t) for t in instance_types)
+    # none without instance types: the aws rules refuse such a pool ("needs at least one instance type"), and the
+    # rules that read this (tag lengths) run beside them, so it must not raise
+    return min((catalog.aws_efa_interfaces(t) for t in instance_types), default=0)
 
 
 def network_interfaces(pool: NodePool, security_groups: list[Any]) -> list[dict[str, Any]]:

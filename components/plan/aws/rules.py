@@ -33,7 +33,9 @@ def aws_pools(spec: StackSpec) -> Iterator[Problem]:
         if pool.os is not None and pool.os not in AWS_OS:
             yield Problem(key("nodePools", i, "os"), f"must be one of {', '.join(AWS_OS)} on aws")
         if not pool.instance_types:
-            yield Problem(key("nodePools", i, "instanceTypes"), "needs at least one instance type on aws")
+            yield Problem(
+                key("nodePools", i, "instanceTypes"), f"needs at least one instance type on aws{_fitting_hint(pool)}"
+            )
         arches = set()
         for j, name in enumerate(pool.instance_types):
             it = catalog.aws_instance_type(name)

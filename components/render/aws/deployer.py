@@ -16,8 +16,7 @@ from typing import Any
 
 import pulumi
 
-from ...plan.aws import cluster_access
-from ...spec.model import Problem, StackSpec, key
+from ...plan.aws.cluster_access import DeployerCheck
 from .. import placeholders
 
 CALLER_IDENTITY = "aws:index/getCallerIdentity:getCallerIdentity"
@@ -31,22 +30,13 @@ def caller_arn() -> str:
     return str(result.value["arn"])
 
 
-def problems(spec: StackSpec, caller: str) -> list[Problem]:
-    """The deployer ``caller`` is not an admin of the cluster the stack creates (one problem), else none."""
-    c = spec.cluster
-    if spec.cloud != "aws" or c.create is None or c.create.eks is None or c.role_arn:
-        return []
-    message = cluster_access.deployer_message(caller, c.create.eks.admin_role_arns)
-    return [Problem(key("cluster", "create", "eks", "adminRoleArns"), message)] if message else []
-
-
-def check(spec: StackSpec, source: str) -> None:
-    """A preview warns, an update stops before anything is registered; nothing under the mock engine."""
-    c = spec.cluster
-    if placeholders.under_mock_engine() or spec.cloud != "aws" or c.create is None or c.role_arn:
+def check(needed: DeployerCheck | None, source: str) -> None:
+    """A preview warns, an update stops before anything is registered; nothing under the mock engine.
+    ``needed``: ``plan.aws.cluster_access.deployer_check(spec)``."""
+    if needed is None or placeholders.under_mock_engine():
         return
-    lines = [p.line(source) for p in problems(spec, caller_arn())]
-    if lines and c.profile:
+    lines = [p.line(source) for p in needed.problems(caller_arn())]
+    if lines and needed.profile:
         lines = [f"{line} (checked with pulumi's credentials; cluster.profile's may differ)" for line in lines]
         for line in lines:
             pulumi.log.warn(line)
