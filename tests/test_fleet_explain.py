@@ -17,7 +17,7 @@ import yaml
 
 from components.cli import main as cli
 from components.cli.loader import load_spec
-from components.explain import trace
+from components.explain import fleet
 from components.spec import stackfile
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,7 +70,7 @@ def job(ns: str, pods: int, gpus: int, kind: str = "Job") -> dict:
 
 def explain(stacks: Path, doc: dict):
     spec = load_spec(stackfile.read(stacks / "Pulumi.fleet-manager.yaml"), stack_dir=stacks)
-    [t] = trace.explain_all(spec, yaml.safe_dump(doc))
+    [t] = fleet.explain_all(spec, yaml.safe_dump(doc))
     return t
 
 

@@ -21,8 +21,8 @@ from ..plan import plan as plan_stage
 from ..plan.fleet import FleetPlan
 from ..plan.plan import Plan
 from .facts import _total
-from .trace import Layer, Trace, explain_plan
-from .workloads import Workload
+from .trace import STATUS, Layer, Trace, explain_plan
+from .workloads import Workload, load
 
 
 @dataclass
@@ -75,10 +75,10 @@ class FleetTrace(Trace):
             )
         return out
 
-    def lines(self) -> list[str]:
-        out = super().lines()
-        verdict = out.index(f"  verdict: {self.verdict}")
-        rows = [f"  worker {w.worker:<9} {'ok  ' if w.runs else 'FAIL'} {w.detail}" for w in self.workers]
+    def lines(self, paint: Any = lambda text, _style: text) -> list[str]:  # paint: colour on a TTY
+        out = super().lines(paint)
+        verdict = next(i for i, line in enumerate(out) if line.startswith("  verdict: "))
+        rows = [f"  worker {w.worker:<9} {paint(*STATUS[w.runs])} {w.detail}" for w in self.workers]
         return out[:verdict] + rows + out[verdict:]
 
     def doc(self) -> dict[str, Any]:
@@ -160,10 +160,18 @@ def worker_plans(decided: Plan, spec: Any) -> dict[str, Plan]:
 
 
 def explain_on_manager(decided: Plan, spec: Any, workloads: list[Workload], cluster: Any = None) -> list[Trace]:
-    """``explain_all`` on a manager: a fleet tenant's workload through its workers, any other through the manager's
+    """``explain_all``: on a manager, a fleet tenant's workload through its workers, any other through the manager's
     own plan (``cluster``: the manager's live Kueue workloads, read for those only)."""
+    if decided.fleet is None:  # not a manager: every workload through the stack's own plan
+        return [explain_plan(decided, w, cluster) for w in workloads]
     plans = worker_plans(decided, spec)
     return [
         explain_fleet(decided, w, plans) if is_fleet_workload(decided, w) else explain_plan(decided, w, cluster)
         for w in workloads
     ]
+
+
+def explain_all(spec: Any, text: str, cluster: Any = None) -> list[Trace]:
+    """``gpu-platform explain``: ``trace.explain_all``, and on a fleet manager a fleet tenant's workload through each
+    of its workers (here, not in trace.py: this module builds on trace's layers)."""
+    return explain_on_manager(plan_stage.build(spec, ""), spec, load(text), cluster)

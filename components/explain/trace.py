@@ -556,14 +556,8 @@ def explain(spec: StackSpec, workload: Workload, cluster: Live | None = None) ->
 
 def explain_all(spec: StackSpec, text: str, cluster: Live | None = None) -> list[Trace]:
     """``gpu-platform explain``: every workload of a manifest file, traced through the plan of a validated spec;
-    ``cluster``: a live cluster's Kueue workloads (``live.read``), else an idle cluster. On a fleet manager, a
-    workload of a fleet tenant is traced through each of its workers (``explain/fleet.py``)."""
-    decided = plan.build(spec, "")  # built once per spec
-    if decided.fleet is not None:
-        from .fleet import explain_on_manager
-
-        return explain_on_manager(decided, spec, load(text), cluster)
-    return [explain_plan(decided, w, cluster) for w in load(text)]
+    ``cluster``: a live cluster's Kueue workloads (``live.read``), else an idle cluster."""
+    return [explain(spec, w, cluster) for w in load(text)]  # the plan is built once per spec (plan.build)
 
 
 def explain_plan(decided: Plan, workload: Workload, cluster: Live | None = None) -> Trace:
