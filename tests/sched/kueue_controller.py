@@ -100,8 +100,8 @@ ADAPTATIONS: dict[str, str] = {
     "worker-lost timeout": "the fleet test's manager waits 20s for a lost worker, not the stack's 15m "
     "(fleet.workerLostTimeout set in the test's copy of stacks/Pulumi.fleet-manager.yaml): what Kueue does then "
     "(evict, requeue, dispatch again) is its own.",
-    "fleet manager without nodes": "the fleet test's manager runs no kube-scheduler, no kwok and no nodes: nothing runs "
-    "on a manager (its Jobs and JobSets are managed by MultiKueue), and the test asserts no pod is made there.",
+    "fleet manager without nodes": "the fleet test's manager runs no kube-scheduler, no kwok and no nodes: nothing "
+    "runs on a manager (its Jobs and JobSets are managed by MultiKueue), and the test asserts no pod is made there.",
     "pod completion": "the fleet test completes a Job's pods by setting them Succeeded with exit code 0, as kwok's "
     "pod-complete stage would (left out, so that other pods keep running).",
     "JobSet controller": "JobSet's controller is not built here (its CRD comes from upstream/crds): a JobSet is "
