@@ -13,9 +13,10 @@ pkg/controller/admissionchecks/multikueue/workload.go and site/content/en/docs/c
 
 1. both MultiKueueClusters turn Active (the token, the CA and the grant's list/watch suffice); the credential is
    refused Secrets and Pods on its worker;
-2. research's ``hold`` (4 pods x 1 GPU, pinned to the L4 pool) can only be admitted by fleet-gke: it runs there;
-   research's ``move`` (4 x 1 GPU, any pool) then finds fleet-gke's research quota taken and runs on fleet-eks,
-   the worker with room; the manager's Job shows the worker's progress (status.active);
+2. research's ``hold`` (8 pods x 1 GPU, pinned to the L4 pool) can only be admitted by fleet-gke (research's 4 L4
+   and the 4 evals lends it in cohort gpu-platform): it runs there, on every L4; research's ``move`` (4 x 1 GPU, any
+   pool) then finds no room on fleet-gke and runs on fleet-eks, the worker with room; the manager's Job shows the
+   worker's progress (status.active);
 3. ``hold``'s pods complete on fleet-gke: its Job's Complete condition and succeeded count reach the manager's Job,
    and the manager's Workload finishes;
 4. a JobSet (evals, only on fleet-gke) is dispatched and admitted there; JobSet's controller is not built here, so
@@ -295,8 +296,8 @@ def test_a_fleet_dispatches_to_the_worker_with_room_mirrors_status_and_evicts_a_
         assert as_manager(gke, kubeconfigs["gke-l4"], "/api/v1/pods") == 403
 
         # 2. each job to the worker with room
-        assert manager.create([job("hold", "research", 4, 1, pool="l4")]) == []
-        wait("hold running on fleet-gke", lambda: len(running_pods(gke, "research", "hold")) == 4)
+        assert manager.create([job("hold", "research", 8, 1, pool="l4")]) == []
+        wait("hold running on fleet-gke", lambda: len(running_pods(gke, "research", "hold")) == 8)
         assert manager.create([job("move", "research", 4, 1)]) == []
         wait("move running on fleet-eks", lambda: len(running_pods(eks, "research", "move")) == 4)
         for name, worker in (("move", "eks-h100"), ("hold", "gke-l4")):
@@ -304,7 +305,12 @@ def test_a_fleet_dispatches_to_the_worker_with_room_mirrors_status_and_evicts_a_
                 f"the manager's Workload of {name} admitted through {worker}",
                 lambda n=name, w=worker: workload(manager, "research", f"job-{n}-")["status"].get("clusterName") == w,
             )
-        assert not [j for j in gke.api.get("batch/v1", "Job", "research")["items"] if j["metadata"]["name"] == "move"]
+        wait(  # the other worker's copy, if it got one, is deleted once one admitted it
+            "no copy of move left on fleet-gke",
+            lambda: (
+                not [j for j in gke.api.get("batch/v1", "Job", "research")["items"] if j["metadata"]["name"] == "move"]
+            ),
+        )
         wait(
             "move's progress on the manager",
             lambda: get(manager, "batch/v1", "Job", "research", "move")["status"].get("active") == 4,
@@ -321,7 +327,7 @@ def test_a_fleet_dispatches_to_the_worker_with_room_mirrors_status_and_evicts_a_
                 (j for j in [get(manager, "batch/v1", "Job", "research", "hold")] if is_true(j, "Complete")), None
             ),
         )
-        assert done["status"]["succeeded"] == 4
+        assert done["status"]["succeeded"] == 8
         wait(
             "the manager's Workload of hold finished",
             lambda: is_true(workload(manager, "research", "job-hold-"), "Finished"),
