@@ -69,11 +69,16 @@ def rendered(stack: str):
     return render(stack, stack_config(stack))
 
 
-def render_config(config: dict[str, Any], stack: str = "test"):
-    """Render an ad-hoc config (not cached)."""
+def render_config(config: dict[str, Any], stack: str = "test", stack_dir: Path | None = None):
+    """Render an ad-hoc config (not cached); ``stack_dir``: where a fleet manager's worker stack files are (the
+    folder of the stack file the config came from, as the CLI reads them)."""
+    from components.cli.loader import stack_files_in
     from components.cli.synth import render
 
-    return render(stack, config)
+    if stack_dir is None:
+        return render(stack, config)
+    with stack_files_in(stack_dir):
+        return render(stack, config)
 
 
 def manifests(rendering, kind: str | None = None) -> list[dict[str, Any]]:

@@ -279,7 +279,8 @@ def test_launch_template_tags_instances_and_volumes():
         assert tags["environment"] == "prod"
         assert tags["gpu-platform/pool"] == "h100-inference"
         assert tags["Name"] == "ml-prod-h100-inference"
-    assert "userData" not in lt  # AL2023: nodeadm needs nothing from us
+    # AL2023: nodeadm needs nothing from us but p5's local NVMe striped (a NodeConfig, tests/test_local_nvme.py)
+    assert "localStorage:\n      strategy: RAID0" in base64.b64decode(lt["userData"]).decode()
 
 
 def test_bottlerocket_time_slicing_user_data():
@@ -293,12 +294,13 @@ def test_bottlerocket_time_slicing_user_data():
     assert nvidia["time-slicing"] == {"replicas": 4, "rename-by-default": False, "fail-requests-greater-than-one": True}
     # UUID device IDs on every Bottlerocket pool: dcgm-exporter maps GPUs to pods by UUID
     assert nvidia["device-id-strategy"] == "uuid"
-    # a Bottlerocket pool without sharing gets only the device-id strategy
+    # a Bottlerocket pool without sharing gets only the device-id strategy (and its NVMe striped)
     prod = load_spec(stack_config("prod-aws"))
     doc = tomllib.loads(plan.user_data(prod, prod.pool("a100-train")))
-    assert doc == {"settings": {"kubelet-device-plugins": {"nvidia": {"device-id-strategy": "uuid"}}}}
-    # AL2023 pools need none (the GPU Operator's plugin is configured by ConfigMap)
-    assert plan.user_data(prod, prod.pool("l4-notebooks")) is None
+    assert doc["settings"]["kubelet-device-plugins"] == {"nvidia": {"device-id-strategy": "uuid"}}
+    assert set(doc["settings"]) == {"kubelet-device-plugins", "bootstrap-commands"}
+    # AL2023 pools need no device plugin settings (the GPU Operator's plugin is configured by ConfigMap)
+    assert "kubelet-device-plugins" not in plan.user_data(prod, prod.pool("l4-notebooks"))
 
 
 # ------------------------------------------------------------------------------------------ IAM

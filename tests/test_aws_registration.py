@@ -180,6 +180,7 @@ CASES: list[tuple[str, dict[str, Any]]] = [
         },
     ),
     ("ec2.RouteTable", {"vpc_id": "vpc-1", "region": "r", "tags": TAGS}),
+    ("ec2.VpcIpv4CidrBlockAssociation", {"vpc_id": "vpc-1", "cidr_block": "100.64.0.0/16", "region": "r"}),
     ("ec2.Route", {"route_table_id": "rt-1", "destination_cidr_block": "0.0.0.0/0", "nat_gateway_id": "nat-1"}),
     ("ec2.RouteTableAssociation", {"subnet_id": "s-1", "route_table_id": "rt-1", "region": "r"}),
     ("ec2.Tag", {"resource_id": "sg-1", "key": "karpenter.sh/discovery", "value": "c", "region": "r"}),

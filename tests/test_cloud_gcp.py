@@ -246,6 +246,10 @@ def test_node_config_of_a_cos_pool():
         "workloadMetadataConfig": {"mode": "GKE_METADATA"},
         "metadata": {"disable-legacy-endpoints": "true"},
         "gvnic": {"enabled": True},
+        # NCCL's TCP buffers (cluster-toolkit gke-node-pool linux_node_config default); g2 bundles no local SSD
+        "linuxNodeConfig": {
+            "sysctls": {"net.ipv4.tcp_rmem": "4096 87380 16777216", "net.ipv4.tcp_wmem": "4096 16384 16777216"}
+        },
     }
 
 

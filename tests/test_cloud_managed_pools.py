@@ -173,6 +173,12 @@ def test_bottlerocket_user_data_text():
     tables, booleans as true/false, strings quoted, one final newline."""
     spec = spec_of("dev-aws", os="bottlerocket")
     assert plan.user_data(spec, spec.pool("l4-shared")) == (
+        "[settings.bootstrap-commands.000-mount-instance-storage]\n"
+        'commands = [["apiclient", "ephemeral-storage", "init"], ["apiclient", "ephemeral-storage", "bind", "--dirs", '
+        '"/var/lib/containerd", "/var/lib/kubelet", "/var/log/pods"]]\n'
+        "essential = true\n"
+        'mode = "always"\n'
+        "\n"
         "[settings.kubelet-device-plugins.nvidia]\n"
         'device-id-strategy = "uuid"\n'
         'device-sharing-strategy = "time-slicing"\n'
@@ -188,7 +194,7 @@ def test_bottlerocket_user_data_text():
     encoded = plan.user_data_base64(spec, spec.pool("l4-shared"))
     assert base64.b64decode(encoded).decode() == plan.user_data(spec, spec.pool("l4-shared"))
     plain = load_spec(stack_config("dev-aws"))
-    assert plan.user_data_base64(plain, plain.pool("l4-shared")) is None
+    assert "NodeConfig" in plan.user_data(plain, plain.pool("l4-shared"))  # AL2023: only the NVMe's nodeadm setting
     assert plan.bottlerocket_settings(plain, plain.pool("l4-shared")) == {}
 
 

@@ -269,7 +269,11 @@ def test_al2023_user_data_is_a_nodeconfig_nodeadm_reads():
     assert part.get_content_type() == "application/node.eks.aws"
     config = yaml.safe_load(part.get_payload())
     assert (config["apiVersion"], config["kind"]) == ("node.eks.aws/v1alpha1", "NodeConfig")
-    assert config["spec"] == {"featureGates": {"FastImagePull": True}}
+    # the one NodeConfig also stripes p5's NVMe (components/plan/aws/local_disks.py): images and disks compose
+    assert config["spec"] == {
+        "featureGates": {"FastImagePull": True},
+        "instance": {"localStorage": {"strategy": "RAID0"}},
+    }
     assert {m["deviceName"]: m["ebs"]["throughput"] for m in lt.block_device_mappings} == {"/dev/xvda": 1000}
 
     karpenter = yaml.safe_load((ROOT / "tests" / "fixtures" / "coverage" / "Pulumi.coverage-aws.yaml").read_text())
@@ -300,7 +304,8 @@ def test_bottlerocket_pools_keep_their_settings_only():
 
     text = base64.b64decode(a100["userData"]).decode()
     assert "container-registry" not in text
-    assert set(tomllib.loads(text)["settings"]) == {"kubelet-device-plugins"}
+    # the device plugin's settings, and the p4de's NVMe striped (components/plan/aws/local_disks.py), nothing else
+    assert set(tomllib.loads(text)["settings"]) == {"kubelet-device-plugins", "bootstrap-commands"}
 
 
 # -------------------------------------------------------------------------------------------- the pre-puller

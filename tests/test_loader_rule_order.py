@@ -15,7 +15,7 @@ def test_every_listed_module_contributes_its_rules_in_source_order():
     rules = loader.rules()
     assert len(rules) == len(set(rules))
     modules = [m.__name__ for m in loader.rule_modules()]
-    assert len(modules) == 19 and modules[0] == "components.plan.rules_core"
+    assert len(modules) == 20 and modules[0] == "components.plan.rules_core"
     per_module = {name: [r for r in rules if r.__module__ == name] for name in modules}
     assert all(per_module[name] for name in modules), [n for n in modules if not per_module[n]]
     assert [r.__module__ for r in rules] == sorted((r.__module__ for r in rules), key=modules.index)

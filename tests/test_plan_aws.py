@@ -95,7 +95,7 @@ def test_a_bottlerocket_efa_training_group():
 def test_the_reserved_inference_group_and_a_plain_one():
     aws = _aws("prod-aws")
     h100 = aws.node_groups["h100-inference"]
-    assert h100.ami_type == "AL2023_x86_64_NVIDIA" and h100.launch_template.user_data is None
+    assert h100.ami_type == "AL2023_x86_64_NVIDIA" and "NodeConfig" in h100.launch_template.user_data
     assert dict(h100.scaling) == {"minSize": 1, "desiredSize": 1, "maxSize": 2}
     assert plain(h100.launch_template.capacity_reservation) == {
         "capacityReservationTarget": {"capacityReservationId": "cr-0c1d2e3f4a5b6c7d8"}

@@ -39,7 +39,7 @@ def rule_modules() -> tuple[ModuleType, ...]:
         sharing,
         storage,
     )
-    from ..plan.aws import cluster_create, efa, rules as aws_rules, rules_karpenter
+    from ..plan.aws import cluster_create, efa, pod_network, rules as aws_rules, rules_karpenter
     from ..plan.gcp import cluster_create_rules as gke_create_rules, rules as gcp_rules
 
     return (
@@ -61,6 +61,7 @@ def rule_modules() -> tuple[ModuleType, ...]:
         gke_create_rules,
         operators,
         cluster_create,
+        pod_network,
         fleet_rules,
     )
 

@@ -209,11 +209,15 @@ def al2023_node_config(spec: StackSpec, pool: NodePool) -> dict[str, Any] | None
 def al2023_user_data(spec: StackSpec, pool: NodePool) -> str | None:
     """The NodeConfig as MIME multi-part user data (the form EKS managed node groups take for AL2023 and Karpenter's
     al2023 example uses: upstream/karpenter/examples/v1/al2023-custom-userdata.yaml), or None."""
+    config = al2023_node_config(spec, pool)
+    return nodeadm_user_data(config) if config is not None else None
+
+
+def nodeadm_user_data(config: dict[str, Any]) -> str:
+    """One NodeConfig as MIME multi-part user data (one part, ``application/node.eks.aws``): the form Karpenter
+    v1.14.1 reads (pkg/providers/amifamily/bootstrap/mime/mime.go: boundary "//") and EKS node groups pass on."""
     import yaml
 
-    config = al2023_node_config(spec, pool)
-    if config is None:
-        return None
     body = yaml.safe_dump(config, sort_keys=True, default_flow_style=False)
     return (
         'MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="//"\n\n'

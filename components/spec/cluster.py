@@ -47,6 +47,15 @@ class ClusterNetwork(Model):
         description="aws: an S3 gateway endpoint on the private route tables, so image layers (ECR serves them from "
         "S3), model and data downloads from S3 bypass the NAT gateway and its per-GB processing charge; free",
     )
+    pod_cidr: Cidr | None = Field(
+        default=None,
+        description="aws: a secondary VPC CIDR for pods (VPC CNI custom networking, as awslabs/ai-on-eks), e.g. "
+        "100.64.0.0/16: one pod subnet per zone and an ENIConfig per zone, so pods stop using the nodes' subnet "
+        "addresses; RFC 6598 (100.64.0.0/10) or the VPC's RFC 1918 block, not overlapping the VPC. Default: none",
+    )
+    pod_subnet_prefix: count(16, 28) = Field(
+        default=18, description="aws, with podCidr: prefix length of each zone's pod subnet, cut from podCidr"
+    )
 
 
 class SystemNodes(Model):

@@ -29,7 +29,7 @@ from typing import Any
 from ...data import versions
 from ...spec.model import Problem, StackSpec, key, rule
 from .. import derive
-from . import cluster_access, iam, managed_pools as mp
+from . import cluster_access, iam, managed_pools as mp, pod_network
 from .karpenter_nodes import DISCOVERY_TAG
 from .plan import _freeze
 
@@ -90,6 +90,7 @@ class EksAddonPlan:
     version: str | None  # None: EKS's default for the cluster's minor
     before_nodes: bool
     pod_identity: Mapping[str, str] | None  # {serviceAccount, role}: its IAM role through Pod Identity
+    configuration_values: str | None = None  # JSON (vpc-cni: custom networking, pod_network.py), None: defaults
 
 
 @dataclass(frozen=True)
@@ -115,6 +116,8 @@ class EksCreatePlan:
     subnets: tuple[SubnetPlan, ...]  # private ones first, zone by zone, then the public ones
     nat_gateway_zones: tuple[str, ...]  # the zones with a NAT gateway (in their public subnet)
     s3_gateway_endpoint: str | None  # the S3 gateway endpoint's service name (on the private route tables); None: off
+    pod_cidr: str | None  # the VPC's secondary CIDR for pods (pod_network.py); None: pods in the nodes' subnets
+    pod_subnets: tuple[pod_network.PodSubnet, ...]  # one per zone, each with its zone's ENIConfig
     service_cidr: str | None
     endpoint_public_access: bool
     endpoint_private_access: bool
@@ -196,7 +199,8 @@ def addons(spec: StackSpec) -> list[EksAddonPlan]:
             if addon == "aws-ebs-csi-driver"
             else None
         )
-        out.append(EksAddonPlan(addon, table.get(addon), addon in BEFORE_NODES, _freeze(identity)))
+        config = pod_network.vpc_cni_configuration(spec) if addon == "vpc-cni" else None
+        out.append(EksAddonPlan(addon, table.get(addon), addon in BEFORE_NODES, _freeze(identity), config))
     return out
 
 
@@ -280,6 +284,8 @@ def eks_create_plan(spec: StackSpec) -> EksCreatePlan | None:
         s3_gateway_endpoint=s3_service(spec.cluster.region or _region_of(zones))
         if c.network.s3_gateway_endpoint
         else None,
+        pod_cidr=c.network.pod_cidr,
+        pod_subnets=pod_network.pod_subnets(spec, zones),
         service_cidr=c.network.service_cidr,
         endpoint_public_access=eks.endpoint_public_access,
         endpoint_private_access=eks.endpoint_private_access,
@@ -518,6 +524,14 @@ def text_lines(p: EksCreatePlan) -> list[str]:
             f"S3 gateway endpoint {p.s3_gateway_endpoint} on the private route tables"
             if p.s3_gateway_endpoint
             else "no S3 gateway endpoint (image layers and S3 reads pay NAT processing)"
+        ),
+        *(
+            [
+                f"  pods from secondary CIDR {p.pod_cidr} (VPC CNI custom networking, ENIConfig per zone): "
+                + ", ".join(f"{s.zone} {s.cidr}" for s in p.pod_subnets)
+            ]
+            if p.pod_cidr
+            else []
         ),
         f"  add-ons: {addons}",
         f"  system nodes {ng.name}: {ng.ami_type} {ng.capacity_type} {', '.join(ng.instance_types)}, "

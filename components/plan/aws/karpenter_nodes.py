@@ -215,7 +215,11 @@ def ec2_node_class_spec(spec: StackSpec, need: NodeClassNeed, role: Any) -> dict
     # on the array), Bottlerocket the bootstrap command "apiclient ephemeral-storage init" then "bind --dirs
     # /var/lib/containerd /var/lib/kubelet /var/log/pods" (bottlerocket.go); its instance types then advertise the
     # disks' size as ephemeral-storage (karpenter.sh/v1 docs, NodeClasses "spec.instanceStorePolicy").
-    if spec.karpenter.instance_store_policy == "RAID0":
+    # On a type without an instance store both are no-ops that succeed (local_disks.py cites the sources), so the
+    # policy is safe on every class. Not on a Bottlerocket class whose data volume boots from an image snapshot:
+    # Karpenter's bind would hide the snapshot's images under the NVMe (that class's userData binds the rest:
+    # local_disks.bottlerocket_settings). A Bottlerocket release before v1.22.0 has neither: rules_karpenter.
+    if spec.karpenter.instance_store_policy == "RAID0" and need.snapshot_id is None:
         body["instanceStorePolicy"] = "RAID0"
     if need.user_data is not None:
         body["userData"] = need.user_data

@@ -37,7 +37,7 @@ from typing import Any
 from ...data import catalog
 from ...spec.model import NodePool, StackSpec, Taint
 from .. import derive, images, sharing
-from . import efa
+from . import efa, local_disks
 
 MANAGED_BY_TAG = {"managed-by": "gpu-platform"}
 POOL_TAG = derive.POOL_LABEL  # "gpu-platform/pool" on every AWS object of a pool
@@ -297,6 +297,8 @@ def _toml_value(v: Any) -> str:
         return str(v)
     if isinstance(v, str):
         return json.dumps(v)  # a TOML basic string for the plain ASCII values used here
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"  # a TOML array (of arrays) of such values
     raise TypeError(f"no TOML rendering for {v!r}")
 
 
@@ -321,7 +323,20 @@ def bottlerocket_settings(spec: StackSpec, pool: NodePool) -> dict[str, Any]:
     if derive.node_os(spec, pool) != "bottlerocket":
         return {}
     plugin = sharing.bottlerocket_device_plugin_settings(spec, pool.name)
-    return {"settings": {"kubelet-device-plugins": {"nvidia": plugin}}} if plugin else {}
+    settings = {"kubelet-device-plugins": {"nvidia": plugin}} if plugin else {}
+    settings |= local_disks.bottlerocket_settings(spec, pool)
+    return {"settings": settings} if settings else {}
+
+
+def al2023_node_config(spec: StackSpec, pool: NodePool) -> dict[str, Any] | None:
+    """The pool's one NodeConfig: the image delivery's settings and the local disks' (``local_disks``), or None."""
+    config = images.al2023_node_config(spec, pool) or {
+        "apiVersion": "node.eks.aws/v1alpha1",
+        "kind": "NodeConfig",
+        "spec": {},
+    }
+    config["spec"] |= local_disks.al2023_node_config_spec(spec, pool)
+    return config if config["spec"] else None
 
 
 def user_data(spec: StackSpec, pool: NodePool) -> str | None:
@@ -329,11 +344,12 @@ def user_data(spec: StackSpec, pool: NodePool) -> str | None:
 
     Bottlerocket pools: EKS merges this TOML with the bootstrap settings it generates (cluster endpoint, CA, node
     labels and taints) because the launch template names no AMI. AL2023 pools need none (nodeadm gets everything from
-    EKS) unless their images call for a NodeConfig of their own (``images.al2023_user_data``: FastImagePull, the peer
-    mirror's containerd setting), which nodeadm merges with EKS's.
+    EKS) unless their images or local disks call for a NodeConfig of their own (``al2023_node_config``: FastImagePull,
+    the peer mirror's containerd setting, localStorage RAID0), which nodeadm merges with EKS's.
     """
     if derive.node_os(spec, pool) == "al2023":
-        return images.al2023_user_data(spec, pool)
+        config = al2023_node_config(spec, pool)
+        return images.nodeadm_user_data(config) if config is not None else None
     settings = bottlerocket_settings(spec, pool)
     if not settings:
         return None

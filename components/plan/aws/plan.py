@@ -29,6 +29,7 @@ from . import (
     cluster_autoscaler as ca,
     efa,
     iam,
+    local_disks,
     managed_pools as mp,
     reservations as aws_reservations,
 )
@@ -69,6 +70,7 @@ class LaunchTemplatePlan:
     instance_market_options: Mapping[str, Any] | None  # a Capacity Block's market type (None: other capacity)
     efa_interfaces: tuple[Mapping[str, Any], ...] | None  # EFA pools: the interfaces, less their security groups
     tags: Mapping[str, str]
+    local_disks: str | None = None  # the nodes' local NVMe striped as ephemeral storage (local_disks.summary), or None
 
 
 @dataclass(frozen=True)
@@ -171,6 +173,7 @@ def launch_template_plan(spec: StackSpec, pool: NodePool) -> LaunchTemplatePlan:
         if interfaces is not None
         else None,
         tags=_freeze({**mp.base_tags(spec), mp.POOL_TAG: pool.name}),
+        local_disks=local_disks.summary(spec, pool),
     )
 
 
@@ -259,7 +262,9 @@ def _node_group_line(ng: NodeGroupPlan) -> str:
     extras = [f"EFA ({len(lt.efa_interfaces)} interfaces)"] if lt.efa_interfaces else []
     extras += ["capacity reservation"] if lt.capacity_reservation else []
     extras += ["Capacity Block"] if lt.instance_market_options else []
-    extras += ["Bottlerocket settings"] if lt.user_data else []
+    extras += [lt.local_disks] if lt.local_disks else []
+    if lt.user_data:
+        extras += ["nodeadm NodeConfig" if lt.user_data.startswith("MIME-Version") else "Bottlerocket settings"]
     return (
         f"  node group {ng.name_prefix}*: {ng.ami_type} {ng.capacity_type} {', '.join(ng.instance_types)}, "
         f"{s['minSize']}..{s['maxSize']} nodes (desired {s['desiredSize']}), update {u['maxUnavailable']} at a "

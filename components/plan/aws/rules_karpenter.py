@@ -68,6 +68,16 @@ def _pools(spec: StackSpec) -> Iterator[Problem]:
                     key("nodePools", i, "karpenter", "amiVersion"),
                     f"{k.ami_version!r} is not {a_or_an(os)} AMI release (expected latest or {form})",
                 )
+        if os == "bottlerocket" and spec.karpenter.instance_store_policy == "RAID0" and _before(k.ami_version, (1, 22)):
+            # Karpenter v1.14.1 bootstrap/bottlerocket.go gives every RAID0 class an essential bootstrap command
+            # "apiclient ephemeral-storage init"; both arrived in Bottlerocket v1.22.0 (its CHANGELOG: "Add support
+            # for bootstrap commands", core-kit v2.4.1 with ephemeral-storage), so an older node fails its boot
+            yield Problem(
+                key("nodePools", i, "karpenter", "amiVersion"),
+                f"{k.ami_version} is a Bottlerocket release before v1.22.0, which has no bootstrap commands or "
+                "apiclient ephemeral-storage that karpenter.instanceStorePolicy RAID0 runs at boot: pin v1.22.0 or "
+                "later, or set gpu-platform:karpenter.instanceStorePolicy: none",
+            )
         if k.on_demand_max_gpus is not None and not k.on_demand_fallback:
             yield Problem(key("nodePools", i, "karpenter", "onDemandMaxGpus"), "needs onDemandFallback: true")
         if not k.on_demand_fallback or p.capacity != "spot":
@@ -92,6 +102,12 @@ def _pools(spec: StackSpec) -> Iterator[Problem]:
                 key("nodePools", i, "karpenter", "onDemandFallback"),
                 f"its on-demand NodePool would be named {fallback!r}, which is another pool's name",
             )
+
+
+def _before(ami_version: str, release: tuple[int, int]) -> bool:
+    """A pinned vX.Y.Z release older than ``release`` (False for latest or a malformed pin, another rule's)."""
+    m = re.match(r"^v([0-9]+)\.([0-9]+)\.[0-9]+$", ami_version)
+    return m is not None and (int(m[1]), int(m[2])) < release
 
 
 def _shared_node_classes(spec: StackSpec) -> Iterator[Problem]:

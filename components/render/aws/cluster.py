@@ -59,7 +59,12 @@ class EksAccess(pulumi.ComponentResource):
             # system nodes and the add-ons that run on them, so no release starts before its pods can.
             from .cluster_create import EksCluster
 
-            created = EksCluster("eks", plan.eks_create, pulumi.ResourceOptions(parent=self))
+            created = EksCluster(
+                "eks",
+                plan.eks_create,
+                pulumi.ResourceOptions(parent=self),
+                kubeconfig_of=lambda endpoint, ca: kubeconfig_document(c, endpoint, ca),
+            )
             self.cluster = created.view
             self.cluster_outputs = created.outputs
             ready = created.ready

@@ -14,7 +14,7 @@ from typing import Any
 
 import pulumi
 
-from ...plan.aws import cluster_create as cc, iam
+from ...plan.aws import cluster_create as cc, iam, pod_network
 from ...plan.aws.cluster_create import EksCreatePlan
 from ...plan.aws.karpenter_nodes import DISCOVERY_TAG
 from ...plan.plan import plain
@@ -48,9 +48,13 @@ def _role(name: str, trust: dict[str, Any], policies: tuple[str, ...], partition
 class EksCluster(pulumi.ComponentResource):
     TYPE = "gpu-platform:aws:EksCluster"
 
-    def __init__(self, name: str, c: EksCreatePlan, opts: pulumi.ResourceOptions | None = None):
+    def __init__(
+        self, name: str, c: EksCreatePlan, opts: pulumi.ResourceOptions | None = None, kubeconfig_of: Any = None
+    ):
         """In order: the network, the cluster (with its key, log group and role), access entries, the add-ons
-        nodes need, the system nodes, the add-ons that run on them; then ``view``, ``ready`` and ``outputs``."""
+        nodes need (and the ENIConfigs), the system nodes, the add-ons that run on them; then ``view``, ``ready`` and
+        ``outputs``. ``kubeconfig_of(endpoint, ca_data)``: the stack's kubeconfig (``cluster.py``), for the
+        ENIConfigs' provider."""
         exposed = cc.pods_cannot_reach_node_credentials(c.system_nodes.metadata_options)
         if exposed:  # a plan change that would hand every pod the node role: refused before anything registers
             raise ValueError(f"system nodes {c.system_nodes.name}: {'; '.join(exposed)}")
@@ -73,6 +77,7 @@ class EksCluster(pulumi.ComponentResource):
         )
         self._access_entries(c, cluster, partition, child)
         before = self._addons(c, cluster, partition, child, before_nodes=True)
+        before += self._eni_configs(c, cluster, security_group, before, kubeconfig_of)
         nodes = self._system_nodes(c, cluster, private, partition, before, child)
         after = self._addons(c, cluster, partition, child, before_nodes=False, depends_on=[nodes])
         self.ready = [nodes, *after]
@@ -289,20 +294,97 @@ class EksCluster(pulumi.ComponentResource):
                 region=region,
                 opts=child,
             )
-        if c.s3_gateway_endpoint is not None:
-            # a gateway endpoint adds the S3 prefix list's route to these tables (plan: s3_service says why)
-            sdk.resource(
-                "ec2.VpcEndpoint",
-                "s3",
+        self._pod_subnets(
+            c, vpc, dict(zip([s.zone for s in c.subnets if not s.public], private_tables, strict=True)), child
+        )
+        self._s3_endpoint(c, vpc, private_tables, child)
+        return [subnets[s.name] for s in c.subnets if not s.public], [subnets[s.name] for s in c.subnets if s.public]
+
+    def _s3_endpoint(self, c: EksCreatePlan, vpc: Any, private_tables: list[Any], child: Any) -> None:
+        if c.s3_gateway_endpoint is None:
+            return
+        region, tags = c.region, plain(c.tags)
+        # a gateway endpoint adds the S3 prefix list's route to these tables (plan: s3_service says why)
+        sdk.resource(
+            "ec2.VpcEndpoint",
+            "s3",
+            vpc_id=vpc.id,
+            service_name=c.s3_gateway_endpoint,
+            vpc_endpoint_type="Gateway",
+            route_table_ids=[rt.id for rt in private_tables],
+            region=region,
+            tags={**tags, "Name": f"{c.name}-s3"},
+            opts=child,
+        )
+
+    def _pod_subnets(self, c: EksCreatePlan, vpc: Any, tables: dict[str, Any], child: Any) -> None:
+        """The pods' secondary CIDR and a pod subnet per zone, routed by the zone's private route table
+        (components/plan/aws/pod_network.py); ``pod_subnets`` holds them for the ENIConfigs."""
+        self.pod_subnets: dict[str, Any] = {}
+        if c.pod_cidr is None:
+            return
+        tags = plain(c.tags)
+        cidr = sdk.resource(
+            "ec2.VpcIpv4CidrBlockAssociation", "pods", vpc_id=vpc.id, cidr_block=c.pod_cidr, region=c.region, opts=child
+        )
+        for s in c.pod_subnets:
+            subnet = sdk.resource(
+                "ec2.Subnet",
+                s.name,
                 vpc_id=vpc.id,
-                service_name=c.s3_gateway_endpoint,
-                vpc_endpoint_type="Gateway",
-                route_table_ids=[rt.id for rt in private_tables],
-                region=region,
-                tags={**tags, "Name": f"{c.name}-s3"},
+                cidr_block=s.cidr,
+                availability_zone=s.zone,
+                map_public_ip_on_launch=False,
+                region=c.region,
+                tags={**tags, "Name": s.name},
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[cidr]),
+            )
+            sdk.resource(
+                "ec2.RouteTableAssociation",
+                s.name,
+                subnet_id=subnet.id,
+                route_table_id=tables[s.zone].id,
+                region=c.region,
                 opts=child,
             )
-        return [subnets[s.name] for s in c.subnets if not s.public], [subnets[s.name] for s in c.subnets if s.public]
+            self.pod_subnets[s.zone] = subnet
+
+    def _eni_configs(self, c: EksCreatePlan, cluster: Any, security_group: Any, before: list[Any], kubeconfig_of: Any):
+        """Each zone's ENIConfig, applied once the vpc-cni add-on (its CRD) is there and before any node joins: a
+        node's secondary ENIs, and so its pods, take their zone's. A provider of their own, since the stack's waits
+        for the system nodes."""
+        if not c.pod_subnets or kubeconfig_of is None:
+            return []
+        import pulumi_kubernetes as k8s
+
+        from ..k8s import PROVIDER_OPTIONS, kube_object
+
+        kubeconfig = pulumi.Output.all(
+            cluster.endpoint,
+            cluster.certificate_authority.apply(lambda ca: sdk.field(ca, "data")),
+            *[a.id for a in before],
+        ).apply(lambda a: kubeconfig_of(a[0], a[1]))
+        provider = k8s.Provider(
+            "eni-configs",
+            kubeconfig=kubeconfig,
+            cluster_identifier=cluster.arn,
+            opts=pulumi.ResourceOptions(parent=self),
+            **PROVIDER_OPTIONS,
+        )
+        out = []
+        for s in c.pod_subnets:
+            doc = pod_network.eni_config(s.zone, self.pod_subnets[s.zone].id, security_group)
+            fields = {k: v for k, v in doc.items() if k not in ("apiVersion", "kind")}
+            out.append(
+                kube_object(
+                    f"eni-config-{s.zone}",
+                    doc["apiVersion"],
+                    doc["kind"],
+                    pulumi.ResourceOptions(parent=self, provider=provider, depends_on=list(before)),
+                    **fields,
+                )
+            )
+        return out
 
     def _access_entries(self, c: EksCreatePlan, cluster: Any, partition: str, child: Any) -> None:
         for i, arn in enumerate(c.admin_role_arns):
@@ -355,6 +437,7 @@ class EksCluster(pulumi.ComponentResource):
                     resolve_conflicts_on_create="OVERWRITE",
                     resolve_conflicts_on_update="PRESERVE",
                     pod_identity_associations=identities,
+                    configuration_values=a.configuration_values,
                     region=c.region,
                     tags=plain(c.tags),
                     opts=pulumi.ResourceOptions(parent=self, depends_on=list(depends_on)),

@@ -44,6 +44,7 @@ KINDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "ec2.Tag": ("aws:ec2/tag:Tag", ()),
     "ec2.Vpc": ("aws:ec2/vpc:Vpc", ()),
     "ec2.VpcEndpoint": ("aws:ec2/vpcEndpoint:VpcEndpoint", ()),
+    "ec2.VpcIpv4CidrBlockAssociation": ("aws:ec2/vpcIpv4CidrBlockAssociation:VpcIpv4CidrBlockAssociation", ()),
     "eks.AccessEntry": ("aws:eks/accessEntry:AccessEntry", ()),
     "eks.AccessPolicyAssociation": ("aws:eks/accessPolicyAssociation:AccessPolicyAssociation", ()),
     "ecr.PullThroughCacheRule": ("aws:ecr/pullThroughCacheRule:PullThroughCacheRule", ()),
