@@ -102,6 +102,30 @@ def render_config(config: dict[str, Any], stack: str = "test", stack_dir: Path |
         return render(stack, config)
 
 
+def config_paths(node: Any, prefix: tuple = ()) -> list[tuple]:
+    """Every key path of a stack config (dict keys and list positions), parents before children."""
+    out = [prefix] if prefix else []
+    if isinstance(node, dict):
+        for k, v in node.items():
+            out += config_paths(v, (*prefix, k))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            out += config_paths(v, (*prefix, i))
+    return out
+
+
+def spec_problems(config: dict[str, Any], source: str = "stacks/Pulumi.t.yaml") -> list[str]:
+    """The lines ``load_spec`` refuses ``config`` with (as the CLI prints them for ``source``), none if valid."""
+    from components.cli.loader import load_spec
+    from components.spec.model import SpecError
+
+    try:
+        load_spec(config)
+    except SpecError as err:
+        return err.lines(source)
+    return []
+
+
 def manifests(rendering, kind: str | None = None) -> list[dict[str, Any]]:
     return [m for m in rendering.manifests if kind is None or m["kind"] == kind]
 

@@ -246,6 +246,8 @@ def test_node_config_of_a_cos_pool():
         "workloadMetadataConfig": {"mode": "GKE_METADATA"},
         "metadata": {"disable-legacy-endpoints": "true"},
         "gvnic": {"enabled": True},
+        # no linuxNodeConfig: a single-node pool (not topologyAware, no GPUDirect networks) keeps the kernel's TCP
+        # buffers; g2 bundles no local SSD
     }
 
 

@@ -641,7 +641,8 @@ def test_small_a3_is_spot_or_flex_start_only():
     assert gke_problems(prod_gcp(2, **base, sharing=None)) == [  # a100-inference: on-demand, not queued
         (
             f"{POOLS}[2].capacity",
-            "a3-highgpu-2g is sold only as Spot or flex-start capacity: set capacity: spot or gke.queuedProvisioning",
+            "a3-highgpu-2g is sold only as Spot or flex-start capacity: set capacity: spot, gke.flexStart or "
+            "gke.queuedProvisioning",
         )
     ]
     assert gke_problems(prod_gcp(1, **base)) == []  # h100-burst is queued

@@ -11,14 +11,13 @@ from typing import Any
 
 import pulumi
 import pytest
-from conftest import render_config, rendered, stack_config
+from conftest import render_config, rendered, spec_problems, stack_config
 
 from components.cli.loader import load_spec
 from components.plan import plan as plan_mod
 from components.plan.aws import cluster_access
 from components.render import placeholders as deploy_check
 from components.render.aws import deployer
-from components.spec.model import SpecError
 
 CLUSTER = "gpu-platform:cluster"
 ADMIN = "arn:aws:iam::210987654321:role/platform-admin"
@@ -34,11 +33,7 @@ def starter(cidrs=("198.18.0.0/15",), admins=(ADMIN,), **eks: Any) -> dict[str, 
 
 
 def problems(cfg: dict[str, Any]) -> list[str]:
-    try:
-        load_spec(cfg)
-    except SpecError as err:
-        return err.lines("stacks/Pulumi.t.yaml")
-    return []
+    return spec_problems(cfg)
 
 
 # ------------------------------------------------------------------------ 5a: the deployer must be an admin

@@ -149,6 +149,7 @@ def test_there_are_examples_for_kueue_volcano_mig_and_time_slicing():
         "jobset-training.yaml",
         "ray-training-job.yaml",
         "starter-finetune-job.yaml",
+        "starter-gcp-finetune-job.yaml",
         "trainjob-training.yaml",
     }
 

@@ -207,3 +207,46 @@ def test_the_synth_shows_the_credential_only_as_a_secret(monkeypatch):
     secret = manager.find("kubernetes:core/v1:Secret", "fleet-eks-h100-kubeconfig")
     assert secret.inputs["stringData"] == {"kubeconfig": "[secret]"}  # a secret input: never in the synth's files
     assert "token:" not in repr(manager.outputs) and "token:" not in repr(worker.outputs)
+
+
+def test_the_managers_kueue_manages_exactly_the_dispatched_kinds(stacks):
+    """Kueue v0.19.2 watches every integration its manager manages on every worker (cmd/kueue/main.go
+    GetMultiKueueAdapters): one the workers do not grant leaves them all inactive (the real fleet test found the
+    default's pod integration forbidden)."""
+    assert load(stacks).scheduling.kueue_integrations == ["batch/job", "jobset.x-k8s.io/jobset"]
+    edit(stacks, "fleet-manager", lambda c: c["gpu-platform:fleet"].update(kinds=["batch/job"]))
+    assert load(stacks).scheduling.kueue_integrations == ["batch/job"]
+    edit(
+        stacks,
+        "fleet-manager",
+        lambda c: c.update({"gpu-platform:scheduling": {"kueueIntegrations": ["batch/job", "deployment", "pod"]}}),
+    )
+    (line,) = problems(stacks)
+    assert line.startswith("gpu-platform:scheduling.kueueIntegrations[2]: a manager's Kueue watches every integration")
+    assert "pod would leave every worker inactive" in line
+
+
+def test_removing_a_worker_is_refused_until_it_is_retired_and_a_retired_one_is_unprotected(tmp_path, monkeypatch):
+    """A worker's MultiKueueCluster and Secret are protected: taking the worker out of fleet.workers makes the engine
+    delete a protected resource, which Pulumi refuses. Retired (fleet.retiredWorkers, its stack draining), it is still
+    rendered and connected, and no longer protected: then it can be removed."""
+    from components.cli.synth import read_stack_file, render
+
+    (tmp_path / "stacks").mkdir()
+    for name in FILES:
+        shutil.copy(ROOT / "stacks" / f"Pulumi.{name}.yaml", tmp_path / "stacks" / f"Pulumi.{name}.yaml")
+    monkeypatch.chdir(tmp_path)  # the program reads the workers' stack files from stacks/
+    edit(tmp_path / "stacks", "fleet-manager", lambda c: c["gpu-platform:fleet"].update(retiredWorkers=["eks-h100"]))
+    edit(tmp_path / "stacks", "fleet-eks", lambda c: c["gpu-platform:fleetWorker"].update(draining=True))
+    manager = render("fleet-manager", read_stack_file(tmp_path / "stacks" / "Pulumi.fleet-manager.yaml"))
+    protect = {
+        r.name: r.protect
+        for r in manager.resources
+        if r.name.startswith(("fleet-eks-h100-", "fleet-gke-l4-")) and r.name.endswith(("-cluster", "-kubeconfig"))
+    }
+    assert protect == {
+        "fleet-eks-h100-cluster": False,
+        "fleet-eks-h100-kubeconfig": False,
+        "fleet-gke-l4-cluster": True,
+        "fleet-gke-l4-kubeconfig": True,
+    }

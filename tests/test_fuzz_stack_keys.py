@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from conftest import STACKS, STACKS_DIR
+from conftest import STACKS, STACKS_DIR, config_paths
 
 from components.cli import main as cli
 from components.spec import stackfile
@@ -25,17 +25,6 @@ PER_STACK = 14
 # (label keys in the path carry "/" and ".": gpu-platform:systemNodeSelector.gpu-platform/node-role)
 LINE = r"^{file}: [a-z][a-z0-9-]*:\S*: \S"
 SYNTHS = 2  # valid mutations rendered in full too (a synth costs about 1 s; the plans cover the rest)
-
-
-def _paths(node: Any, prefix: tuple = ()) -> list[tuple]:
-    out = [prefix] if prefix else []
-    if isinstance(node, dict):
-        for k, v in node.items():
-            out += _paths(v, (*prefix, k))
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            out += _paths(v, (*prefix, i))
-    return out
 
 
 def _wrong_type(value: Any) -> Any:
@@ -57,7 +46,7 @@ def _empty(value: Any) -> Any:
 def mutate(config: dict[str, Any], rng: random.Random) -> tuple[str, dict[str, Any]]:
     """One key of the stack dropped, emptied or given a wrong type: (what was done, the mutated config)."""
     cfg = copy.deepcopy(config)
-    path = rng.choice(_paths(cfg))
+    path = rng.choice(config_paths(cfg))
     parent = cfg
     for p in path[:-1]:
         parent = parent[p]

@@ -339,13 +339,16 @@ def test_engine_receives_ignore_changes_and_delete_before_replace(monkeypatch):
     monkeypatch.setattr(synth, "_mock_classes", lambda: (mocks_cls, Capturing))
     render_config(stack_config("dev-gcp"), "dev-gcp")
     assert seen == {
-        "gke-l4-shared": (["initialNodeCount", "nodeCount"], True),
-        "gke-t4-spot": (["initialNodeCount", "nodeCount"], True),
+        "gke-l4-shared": (["initialNodeCount", "nodeCount", "nodeConfig.ephemeralStorageLocalSsdConfig"], True),
+        "gke-t4-spot": (["initialNodeCount", "nodeCount", "nodeConfig.ephemeralStorageLocalSsdConfig"], True),
     }
     import pulumi_gcp as gcp
 
     wire = {gcp.container.NodePoolArgs.initial_node_count.fget._pulumi_name}
     wire.add(gcp.container.NodePoolArgs.node_count.fget._pulumi_name)
+    # the local SSDs GKE cannot change in place (a change would replace the pool), as wire names nest
+    config = gcp.container.NodePoolNodeConfigArgs.ephemeral_storage_local_ssd_config.fget._pulumi_name
+    wire.add(f"{gcp.container.NodePoolArgs.node_config.fget._pulumi_name}.{config}")
     assert set(nodepools.IGNORE_CHANGES) == wire
 
 

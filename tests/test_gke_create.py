@@ -226,7 +226,8 @@ def test_the_network_subnet_and_nat(small):
         "subnetworks": [{"name": "offline-placeholder-gke-subnet", "sourceIpRangesToNats": ["ALL_IP_RANGES"]}],
         "logConfig": {"enable": True, "filter": "ERRORS_ONLY"},
     }
-    assert small.of_type("gcp:compute/firewall:Firewall") == []  # no GPU networks
+    # no GPU networks: the only rule is the control plane's to the add-ons (tests/test_gke_control_plane_ports.py)
+    assert [f.name for f in small.of_type("gcp:compute/firewall:Firewall")] == ["gke-master-webhooks"]
 
 
 def test_the_system_pool_and_its_account(small):

@@ -46,6 +46,8 @@ def test_prod_gcp_cluster_and_node_service_account_by_hand():
         kubeconfig_name="gke_ml-prod-project_us-central1_ml-prod",
         needs_workload_identity=True,
         tcpx_pools=("h100-train",),  # its 4 named networks on a3-highgpu-8g; h100-burst names none
+        # Kueue (webhooks 9443, visibility API 8082) and Volcano (8443): for a found cluster, a warning at deploy
+        control_plane_ports=(8082, 8443, 9443),
     )
     sa = g.node_service_account
     assert (sa.account_id, sa.display_name) == ("gpu-nodes-ml-prod", "GKE GPU nodes (ml-prod)")
@@ -100,6 +102,10 @@ def test_prod_gcp_h100_train_node_pool_by_hand():
         },
         "secureBoot": True,  # GKE installs the (signed) driver
         "gvnic": True,
+        "localSsds": 16,  # a3-highgpu-8g's bundled local SSDs back the ephemeral storage
+        "flexStart": False,
+        "maxRunDuration": None,
+        "sysctls": {"net.ipv4.tcp_rmem": "4096 87380 16777216", "net.ipv4.tcp_wmem": "4096 16384 16777216"},
         # the stack's imageCache: a secondary boot disk of its declared images, which needs image streaming (GKE)
         "images": {
             "gcfsConfig": {"enabled": True},
@@ -208,8 +214,8 @@ def test_plan_text_has_a_line_per_gke_node_pool(capsys):
     ) in text
     assert (
         "  h100-train: a3-highgpu-8g, 8 x nvidia-h100-80gb (driver LATEST), COS_CONTAINERD on 500 GiB pd-balanced; "
-        "0..4 nodes (location policy ANY, 0 at creation); zones us-central1-a; compact placement; 4 GPU networks; "
-        "reservation ml-prod-h100-train\n"
+        "0..4 nodes (location policy ANY, 0 at creation); zones us-central1-a; compact placement; 16 local SSDs as "
+        "ephemeral storage; NCCL TCP sysctls; 4 GPU networks; reservation ml-prod-h100-train\n"
     ) in text
     assert "  l4-serving: g2-standard-8 spot, 1 x nvidia-l4 (driver LATEST, MPS x2)" in text
     assert "GKE" not in cli.plan_text(plan.build(load_spec(stack_config("dev-aws")), "dev-aws"))

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import ROOT, STACKS, STACKS_DIR
+from conftest import ROOT, STACKS, STACKS_DIR, config_paths
 from limits import GIB, bounded, preexec
 
 from components.cli import main as cli
@@ -254,21 +254,10 @@ HUGE = [10**40, -(10**40), 2**63, -1, 0, 10**6, 1.5, float("inf")]
 ODD = [True, None, [], {}, "", "x" * 5000, "ñandú-🚀", "on", "2025-11-20", "1e400", "\x00"]
 
 
-def _paths(node: Any, prefix: tuple = ()) -> list[tuple]:
-    out = [prefix] if prefix else []
-    if isinstance(node, dict):
-        for k, v in node.items():
-            out += _paths(v, (*prefix, k))
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            out += _paths(v, (*prefix, i))
-    return out
-
-
 def _mutate(config: dict[str, Any], rng: random.Random) -> str:
     cfg = copy.deepcopy(config)
     for _ in range(rng.randint(1, 3)):
-        path = rng.choice(_paths(cfg))
+        path = rng.choice(config_paths(cfg))
         parent = cfg
         for p in path[:-1]:
             parent = parent[p]

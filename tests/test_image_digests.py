@@ -154,6 +154,8 @@ def test_the_list_of_images_without_digest_is_exact():
     seen |= {
         f"autoscaling/cluster-autoscaler:{t}" for t in versions.CLUSTER_AUTOSCALER_IMAGE_TAGS.values() if "@" not in t
     }
+    # GPUDirect installers no shipped or coverage stack runs (TCPX: tests/test_gke_gpudirect_installers.py)
+    seen |= {_path_and_tag(i["image"]) for i in versions.GPUDIRECT_INSTALLERS.values() if not DIGEST.search(i["image"])}
     assert set(versions.IMAGES_WITHOUT_DIGEST) == seen
 
 

@@ -26,6 +26,8 @@ CREATED_CLUSTER_KEYS = {
     "privateSubnetIds",
     "kubernetesVersion",
 }
+# what a created GKE cluster exports for cluster.fromStack (render/gcp/cluster_create.py cluster_outputs)
+CREATED_GKE_KEYS = {"clusterName", "location", "project", "endpoint", "clusterCaCertificate", "nodeLocations"}
 TENANT_KEYS = {
     "namespace",
     "scheduler",
@@ -60,9 +62,10 @@ def outputs(stack: str):
 @pytest.mark.parametrize("stack", STACKS)
 def test_keys_are_stable_and_camel_case(stack):
     out = outputs(stack)
+    created = {"starter-aws": CREATED_CLUSTER_KEYS, "starter-gcp": CREATED_GKE_KEYS}.get(stack, set())
     worker = "gpu-platform:fleetWorker" in stack_config(stack)
     fleet_worker = {"multikueueKubeconfig", "fleetWorker"} if worker else set()
-    assert set(out) == TOP_KEYS | (CREATED_CLUSTER_KEYS if stack == "starter-aws" else set()) | fleet_worker
+    assert set(out) == TOP_KEYS | created | fleet_worker
     for t in out["tenants"].values():
         assert set(t) == TENANT_KEYS
     for p in out["pools"].values():

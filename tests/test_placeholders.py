@@ -25,6 +25,16 @@ STARTER_LINES = [
 ]
 
 
+STARTER_GCP_LINES = [
+    "stacks/Pulumi.starter-gcp.yaml: gcp:project: your-google-project contains 'google', which no GCP project ID may "
+    "contain; put your project's ID (gcloud config get-value project shows yours)",
+    "stacks/Pulumi.starter-gcp.yaml: gpu-platform:cluster.create.gke.authorizedNetworks[0].cidr: 203.0.113.0/24 is a "
+    "documentation range (203.0.113.0/24, RFC 5737) that no machine has; put the network you run pulumi and kubectl "
+    "from",
+]
+STARTERS = {"starter-aws": STARTER_LINES, "starter-gcp": STARTER_GCP_LINES}
+
+
 def _starter_with(cidrs: list[str], roles: list[str]) -> dict:
     cfg = copy.deepcopy(stack_config("starter-aws"))
     eks = cfg[CLUSTER]["create"]["eks"]
@@ -37,7 +47,46 @@ def test_the_starter_stack_names_both_of_its_placeholders():
     assert [p.line("stacks/Pulumi.starter-aws.yaml") for p in found] == STARTER_LINES
 
 
-@pytest.mark.parametrize("stack", [s for s in STACKS if s != "starter-aws"])
+def test_the_gcp_starter_stack_names_its_project_and_network():
+    """A project ID with a string GCP refuses in every project ID ("Creating and managing projects": no "google",
+    "null", "undefined" or "ssl") is nobody's project, as an RFC 5737 range is nobody's network."""
+    found = placeholders.problems(load_spec(stack_config("starter-gcp")))
+    assert [p.line("stacks/Pulumi.starter-gcp.yaml") for p in found] == STARTER_GCP_LINES
+
+
+@pytest.mark.parametrize(
+    ("project", "placeholder"),
+    [("your-google-project", True), ("ml-null-1", True), ("my-ssl-proj", True), ("ml-train-project", False)],
+)
+def test_restricted_project_words_are_placeholders(project, placeholder):
+    cfg = copy.deepcopy(stack_config("starter-gcp"))
+    cfg["gcp:project"] = project
+    cfg[CLUSTER]["create"]["gke"]["authorizedNetworks"] = [{"cidr": "198.18.0.0/15"}]
+    paths = [p.path for p in placeholders.problems(load_spec(cfg))]
+    assert paths == (["gcp:project"] if placeholder else [])
+
+
+@pytest.mark.parametrize("stack", sorted(STARTERS))
+def test_an_update_of_a_starter_stops_before_registering_anything(stack, monkeypatch, tap_mocks, failed_render):
+    monkeypatch.setattr(deploy_check, "under_mock_engine", lambda: False)
+    with pytest.raises(pulumi.RunError, match="stack config still holds placeholders"):
+        synth.render(stack, stack_config(stack))
+    assert tap_mocks.registered == []
+
+
+def test_an_edited_gcp_starter_deploys_without_a_word(monkeypatch):
+    monkeypatch.setattr(deploy_check, "under_mock_engine", lambda: False)
+    said: list[str] = []
+    monkeypatch.setattr(pulumi.log, "warn", lambda text, *a, **k: said.append(text))
+    cfg = copy.deepcopy(stack_config("starter-gcp"))
+    cfg["gcp:project"] = "ml-train-project"
+    cfg[CLUSTER]["create"]["gke"]["authorizedNetworks"] = [{"cidr": "198.18.0.0/15"}]
+    r = synth.render("starter-gcp", cfg)
+    assert len(r.of_type("gcp:container/cluster:Cluster")) == 1
+    assert [s for s in said if "refuses" in s] == []
+
+
+@pytest.mark.parametrize("stack", [s for s in STACKS if s not in STARTERS])
 def test_no_other_shipped_stack_holds_a_placeholder(stack):
     assert placeholders.problems(load_spec(stack_config(stack))) == []
 

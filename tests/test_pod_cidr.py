@@ -15,13 +15,12 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import ROOT, manifests, render_config, stack_config, strict_crd_schema
+from conftest import ROOT, manifests, render_config, spec_problems, stack_config, strict_crd_schema
 from jsonschema import Draft7Validator
 
 from components.cli import main as cli
 from components.cli.loader import load_spec
 from components.plan import plan as plan_mod
-from components.spec.model import SpecError
 
 CLUSTER = "gpu-platform:cluster"
 ENICONFIG_CRD = ROOT / "tests" / "fixtures" / "amazon-vpc-cni-k8s" / "eniconfigs.crd.k8s.amazonaws.com.yaml"
@@ -35,11 +34,7 @@ def starter(**network: Any) -> dict[str, Any]:
 
 
 def problems(cfg: dict[str, Any]) -> list[str]:
-    try:
-        load_spec(cfg)
-    except SpecError as err:
-        return err.lines("stacks/Pulumi.t.yaml")
-    return []
+    return spec_problems(cfg)
 
 
 def test_pods_share_the_node_subnets_by_default():

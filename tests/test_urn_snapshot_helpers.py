@@ -46,6 +46,7 @@ def test_shipped_stacks_are_the_stack_files():
         "prod-aws",
         "prod-gcp",
         "starter-aws",
+        "starter-gcp",
     ]
 
 

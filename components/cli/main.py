@@ -410,7 +410,7 @@ def cmd_plugins(args: argparse.Namespace) -> int:
 
 def cmd_explain(args: argparse.Namespace) -> int:
     """Trace workloads through the stack, layer by layer: exit 0 all run, 3 one stays pending, 2 bad input."""
-    from ..explain import trace as explain
+    from ..explain import fleet as explain_fleet, trace as explain
 
     spec = _spec(args)
     if spec is None:
@@ -426,7 +426,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
             return EXIT_INVALID
     try:
         text = Path(args.workload).read_text()
-        traces = explain.explain_all(spec, text, cluster)
+        traces = explain_fleet.explain_all(spec, text, cluster)  # a fleet manager's tenants: via workers
     except (OSError, UnicodeDecodeError) as err:
         print(f"{args.workload}: cannot read: {err.strerror if isinstance(err, OSError) else err}", file=sys.stderr)
         return EXIT_INVALID

@@ -282,9 +282,75 @@ NOT_BUNDLED: dict[str, str] = {
     "spegel-org/spegel v0.7.4 charts/spegel to it and `make refresh-upstream`",
 }
 
+# The ports on a chart's own pods that the Kubernetes API server dials: the target ports of the Services its
+# admission webhooks, CRD conversion webhooks and aggregated APIs name, at the pinned versions (each read from the
+# archive in upstream/charts/, tests/test_gke_control_plane_ports.py). A private GKE cluster's control plane reaches
+# its nodes only on 443 and 10250, so a created cluster opens the others (components/plan/gcp/gke.py). Charts
+# with none (the GPU Operator, the DCGM exporter, KubeRay, Karpenter, the Cluster Autoscaler, the EFA plugin) are
+# left out.
+CONTROL_PLANE_PORTS: dict[str, dict[int, str]] = {
+    # templates/manager/manager.yaml containerPort webhook-server 9443 (values.yaml managerConfig webhook.port);
+    # templates/visibility/service.yaml targetPort 8082, the visibility APIService (always installed)
+    KUEUE.key: {9443: "admission and conversion webhooks", 8082: "visibility API (APIService)"},
+    # values.yaml basic.admission_port 8443 (templates/admission.yaml --port and the Service's targetPort)
+    VOLCANO.key: {8443: "admission webhooks"},
+    # templates/webhook/service.yaml targetPort webhook -> templates/controller/deployment.yaml containerPort 9443
+    JOBSET.key: {9443: "admission webhooks"},
+    # templates/webhook/service.yaml targetPort 9443 (values.yaml service.port)
+    LEADER_WORKER_SET.key: {9443: "admission webhooks"},
+    # templates/manager/service.yaml targetPort webhook -> templates/manager/deployment.yaml containerPort 9443
+    TRAINER.key: {9443: "admission webhooks"},
+    # values.yaml prometheusOperator.tls.internalPort 10250: the operator serves its admission webhooks itself
+    KUBE_PROMETHEUS_STACK.key: {10250: "prometheus-operator admission webhooks"},
+}
+
 # Sources a release may come from; the policy pack's default allow-list: the official ones and the bundled archives.
 ALLOWED_SOURCES: tuple[str, ...] = tuple(sorted({c.source for c in CHARTS.values()} | {BUNDLED_DIR}))
 
+
+# GPUDirect on a created GKE cluster (issue 40.4): the NCCL plugin installer of each GPUDirect stack and, for TCPX and
+# TCPXO, the NRI device injector, as cluster-toolkit v1.95.0 installs them with their node pools
+# (modules/compute/gke-node-pool/gpu_direct.tf gpu_direct_manifests: container-engine-accelerators at 204a57cb for
+# a3-highgpu-8g, a32cd515 for a3-megagpu-8g; examples/gke-a3-ultragpu: the gIB installer v1.1.0). The platform
+# renders their DaemonSets (components/plan/gcp/gpudirect.py) from the files at these commits.
+CONTAINER_ENGINE_ACCELERATORS = "https://raw.githubusercontent.com/GoogleCloudPlatform/container-engine-accelerators"
+GPUDIRECT_INSTALLERS: dict[str, dict[str, str]] = {
+    "GPUDirect-TCPX": {
+        "source": f"{CONTAINER_ENGINE_ACCELERATORS}/204a57cb807ec5f440811607cead422e3c65d987/"
+        "gpudirect-tcpx/nccl-tcpx-installer.yaml",
+        "image": "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/nccl-plugin-gpudirecttcpx-dev:v3.1.9",
+    },
+    "GPUDirect-TCPXO": {
+        "source": f"{CONTAINER_ENGINE_ACCELERATORS}/a32cd5152c6ac430ed0651199484853baa14f2d0/"
+        "gpudirect-tcpxo/nccl-tcpxo-installer.yaml",
+        "image": "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.15",
+        # the file's pre-installation step names "ubuntu" (whatever latest is); the same image held to a release
+        "pre_image": "docker.io/library/ubuntu:24.04",
+    },
+    "GPUDirect-RDMA": {
+        "source": f"{CONTAINER_ENGINE_ACCELERATORS}/209d1af05b157236f9b221dca5e1cae27320accd/"
+        "gpudirect-rdma/nccl-rdma-installer.yaml",
+        "image": "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.1.0",
+    },
+}
+NRI_DEVICE_INJECTOR = {
+    "source": f"{CONTAINER_ENGINE_ACCELERATORS}/204a57cb807ec5f440811607cead422e3c65d987/"
+    "nri_device_injector/nri-device-injector.yaml",
+    "image": "gcr.io/gke-release/nri-device-injector@sha256:"
+    "6e79483d52abdc28454bf186320b10a56b0f117a10e8d65d5c74dbb821a76970",
+}
+IMAGES_WITHOUT_DIGEST.update(
+    {
+        **{
+            i["image"].split("/", 1)[1]: "a GPUDirect NCCL plugin installer as container-engine-accelerators names it "
+            "(by tag); Artifact Registry's digest for the tag cannot be read from here"
+            for i in GPUDIRECT_INSTALLERS.values()
+        },
+        "library/ubuntu:24.04": "the TCPXO installer's pre-installation image (upstream: untagged ubuntu), held to a "
+        "release tag; Docker Hub's digest for it cannot be read from here",
+    }
+)
+GKE_PAUSE_IMAGE = "gke.gcr.io/pause:3.8@sha256:880e63f94b145e46f1b1082bb71b85e21f16b99b180b9996407d61240ceb9830"
 
 # kubectl from the official Kubernetes registry, for the webhook readiness probes (components/render/webhooks.py):
 # shell-free, entrypoint kubectl; one minor of skew either side of the API server is supported. Pinned by the

@@ -59,6 +59,28 @@ BASE_RULES: tuple[dict[str, Any], ...] = (
     {"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues", "localqueues"], "verbs": ["get", "list", "watch"]},
     {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads/status"], "verbs": ["get", "patch", "update"]},
 )
+# The Kueue integrations with a MultiKueue adapter (kueue v0.19.2 pkg/controller/jobs/*/*_multikueue_adapter.go; not
+# deployment, whose pods the pod integration manages). The manager's Kueue watches each one it manages on every worker
+# (cmd/kueue/main.go: GetMultiKueueAdapters of integrations.frameworks; multikueuecluster.go establishes a watch per
+# adapter and marks the cluster inactive when one is forbidden): a manager manages only the fleet's kinds
+# (fleet_rules.fleet_manager_runs_kueue; tests/sched/test_fleet_multikueue.py found the first grant short of it).
+MULTIKUEUE_ADAPTERS = frozenset(
+    {
+        "batch/job",
+        "pod",
+        "statefulset",
+        "jobset.x-k8s.io/jobset",
+        "leaderworkerset.x-k8s.io/leaderworkerset",
+        "kubeflow.org/pytorchjob",
+        "kubeflow.org/mpijob",
+        "kubeflow.org/tfjob",
+        "kubeflow.org/jaxjob",
+        "trainer.kubeflow.org/trainjob",
+        "ray.io/rayjob",
+        "ray.io/raycluster",
+        "ray.io/rayservice",
+    }
+)
 # kind -> the worker add-on that installs its CRD and controller (None: built in)
 KIND_OPERATOR = {"batch/job": None, "jobset.x-k8s.io/jobset": "jobset"}
 

@@ -64,6 +64,14 @@ def fleet_manager_runs_kueue(spec: StackSpec) -> Iterator[Problem]:
             addon = fleet_plan.KIND_OPERATOR[kind]
             fix = f"set addons.{addon} true" if addon else "add it to scheduling.kueueIntegrations"
             yield Problem(key("fleet", "kinds", i), f"the manager's Kueue does not manage {kind}: {fix}")
+    for i, name in enumerate(spec.scheduling.kueue_integrations):
+        if name in fleet_plan.MULTIKUEUE_ADAPTERS and name not in f.kinds:
+            yield Problem(
+                key("scheduling", "kueueIntegrations", i),
+                f"a manager's Kueue watches every integration it manages on every worker, and the workers grant "
+                f"only fleet.kinds: {name} would leave every worker inactive (forbidden) — remove it, or add it to "
+                "fleet.kinds if the fleet supports it",
+            )
 
 
 @rule

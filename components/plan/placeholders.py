@@ -1,6 +1,7 @@
-"""Values in the cluster section that stand for the reader's own: documentation address ranges and AWS's
-documentation accounts. A shipped starter stack carries them until it is edited (``starter-aws``: the network the
-API answers and the admin role). EKS and GKE accept them, and the cluster would come up reachable by nobody and
+"""Values in the cluster section that stand for the reader's own: documentation address ranges, AWS's
+documentation accounts and GCP project IDs no project can have. A shipped starter stack carries them until it is
+edited (``starter-aws``: the network the API answers and the admin role; ``starter-gcp``: the project and the
+network). EKS and GKE accept the ranges and accounts, and the cluster would come up reachable by nobody and
 administered by nobody, so ``pulumi up`` refuses them (``components/cli/config.py``); a preview and the offline
 tools only warn, so the stack still renders and can be looked at before it is edited.
 
@@ -21,6 +22,9 @@ DOCUMENTATION_NETWORKS = tuple(ipaddress.IPv4Network(n) for n in ("192.0.2.0/24"
 # The account IDs the AWS documentation writes in example ARNs (IAM user guide "IAM identifiers", the EKS user
 # guide's access entries); no customer holds them.
 EXAMPLE_ACCOUNTS = frozenset({"111122223333", "123456789012", "444455556666", "777788889999"})
+# Strings no GCP project ID may contain ("Creating and managing projects", project ID requirements: "cannot contain
+# restricted strings, such as google, null, undefined, and ssl"): a project ID holding one is nobody's project.
+RESTRICTED_PROJECT_WORDS = ("google", "null", "undefined", "ssl")
 _ARN_ACCOUNT = re.compile(r"^arn:aws[a-z-]*:[a-z0-9-]+:[a-z0-9-]*:(\d{12}):")
 
 
@@ -46,6 +50,16 @@ def _documentation_network(text: str) -> ipaddress.IPv4Network | None:
 def problems(spec: StackSpec) -> list[Problem]:
     """Every placeholder of the cluster section, with its key path and what to put there instead."""
     out = []
+    project = spec.cluster.project or ""
+    word = next((w for w in RESTRICTED_PROJECT_WORDS if w in project), None)
+    if spec.cloud == "gcp" and word is not None:
+        out.append(
+            Problem(
+                "gcp:project",
+                f"{project} contains {word!r}, which no GCP project ID may contain; put your project's ID "
+                "(gcloud config get-value project shows yours)",
+            )
+        )
     for path, text in _walk(spec.cluster.model_dump(by_alias=True, mode="json"), ("cluster",)):
         doc = _documentation_network(text)
         if doc is not None:

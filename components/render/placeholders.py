@@ -16,15 +16,16 @@ def under_mock_engine() -> bool:
     return isinstance(get_monitor(), MockMonitor)
 
 
-def refuse(lines: list[str], *, dry_run: bool) -> None:
-    """``lines``: one per placeholder, each naming where it is (``Problem.line``)."""
+def refuse(lines: list[str], *, dry_run: bool, why: str = "stack config still holds placeholders") -> None:
+    """``lines``: one per problem, each naming where it is (``Problem.line``): a preview warns of each, an update
+    stops with ``why`` and them."""
     if not lines:
         return
     if dry_run:
         for line in lines:
             pulumi.log.warn(f"{line}; pulumi up refuses it")
         return
-    raise pulumi.RunError("stack config still holds placeholders:\n" + "\n".join(lines))
+    raise pulumi.RunError(f"{why}:\n" + "\n".join(lines))
 
 
 def check(lines: list[str]) -> None:

@@ -220,11 +220,14 @@ class StackSpec(Model):
     def _kueue_integrations_follow_the_operators(self) -> StackSpec:
         """A stack that names no ``scheduling.kueueIntegrations`` gets the base kinds and those of the workload
         operators it installs (``options.default_kueue_integrations``): a kind's integration is on only with its
-        operator. A list the stack names is kept as written (the rules refuse a kind without its operator)."""
+        operator; a fleet manager gets exactly the fleet's kinds. A list the stack names is kept as written (the
+        rules refuse a kind without its operator, and on a manager a kind the fleet does not dispatch)."""
         if "kueue_integrations" in self.scheduling.model_fields_set:
             return self
         a = self.addons
         wanted = default_kueue_integrations(a.jobset, a.leader_worker_set, a.kuberay, a.trainer)
+        if self.fleet is not None:  # a manager runs nothing: Kueue manages what it dispatches (plan/fleet_rules.py)
+            wanted = list(self.fleet.kinds)
         if wanted != self.scheduling.kueue_integrations:
             object.__setattr__(self, "scheduling", self.scheduling.model_copy(update={"kueue_integrations": wanted}))
         return self

@@ -144,6 +144,27 @@ class GkePoolOptions(Model):
     queued_provisioning: bool = Field(
         default=False, description="Dynamic Workload Scheduler: nodes come only for admitted workloads"
     )
+    flex_start: bool = Field(
+        default=False,
+        description="Dynamic Workload Scheduler flex-start: nodes obtained when capacity frees up, run at most "
+        "seven days (nodeConfig.flexStart); minNodes 0, no reservation, no spot",
+    )
+    max_run_duration: count(1, 604800) | None = Field(
+        default=None,
+        description="seconds a node runs before GKE deletes it (nodeConfig.maxRunDuration); default: GKE's "
+        "(seven days for flex-start, none otherwise)",
+    )
+    local_ssd_ephemeral_storage: bool | None = Field(
+        default=None,
+        description="the machine's bundled local SSDs (A3, A4, A2 Ultra) as the node's ephemeral storage (emptyDir, "
+        "container images, logs); default: on where the machine type bundles them",
+    )
+    nccl_tcp_sysctls: bool | None = Field(
+        default=None,
+        description="NCCL's TCP buffer sysctls on the nodes (net.ipv4.tcp_rmem / tcp_wmem up to 16 MiB, as "
+        "cluster-toolkit's gke-node-pool sets them). Default: on for pools that run multi-node NCCL "
+        "(topologyAware, or GPUDirect additionalNetworks), off elsewhere: changing it rolls a deployed pool's nodes",
+    )
     image_streaming: bool | None = Field(
         default=None,
         description="GKE image streaming (gcfsConfig): containers start while their image is read on demand "

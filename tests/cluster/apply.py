@@ -11,6 +11,7 @@ byte-for-byte as upstream ships them (with their CEL rules), installed before an
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -103,7 +104,18 @@ def apply_docs(cp: ControlPlane, docs: list[dict[str, Any]]) -> None:
     cp.kubectl("apply", "--server-side", f"--field-manager={FIELD_MANAGER}", "-f", "-", stdin=_stream(docs))
     crds = [d["metadata"]["name"] for d in docs if d["kind"] == "CustomResourceDefinition"]
     if crds:
-        cp.kubectl("wait", "--for=condition=Established", "--timeout=60s", *(f"crd/{n}" for n in crds))
+        # kubectl wait fails at once ("status.conditions accessor error") on a CRD the server has not yet given a
+        # status, which a loaded machine shows: wait again until the deadline
+        deadline = time.monotonic() + 60
+        while True:
+            proc = cp.kubectl(
+                "wait", "--for=condition=Established", "--timeout=60s", *(f"crd/{n}" for n in crds), check=False
+            )
+            if proc.returncode == 0:
+                break
+            if time.monotonic() > deadline or "accessor error" not in proc.stderr:
+                raise ControlPlaneError(f"CRDs not established: {proc.stderr}{proc.stdout}")
+            time.sleep(0.5)
 
 
 def install_crds(cp: ControlPlane, groups: set[str] | None = None) -> list[str]:

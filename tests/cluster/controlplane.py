@@ -64,8 +64,12 @@ class ControlPlaneError(RuntimeError):
 class ControlPlane:
     """One cluster's control plane; ``with ControlPlane() as cp:`` starts it and always stops it."""
 
-    def __init__(self, name: str = "gpu-platform") -> None:
+    def __init__(self, name: str = "gpu-platform", root_ca: bool = False) -> None:
+        """``root_ca``: the kube-controller-manager gets ``--root-ca-file`` (the API server's self-generated serving
+        chain in ``--cert-dir``), as a kubeadm cluster's gets its CA: service-account token Secrets then carry a
+        ``ca.crt`` a client outside the server can verify it with (the fleet tests' worker credentials)."""
         self.name = name
+        self.root_ca = root_ca
         self.bin = bin_dir()
         self.dir = Path(tempfile.mkdtemp(prefix=f"gp-cluster-{name}-"))
         self.procs: dict[str, subprocess.Popen] = {}
@@ -165,6 +169,7 @@ class ControlPlane:
                 "--concurrent-resource-quota-syncs=10",
                 "--resource-quota-sync-period=2s",
                 "--pvclaimbinder-sync-period=1s",  # a pre-made volume binds in a second, not at the 15 s resync
+                *([f"--root-ca-file={d / 'certs' / 'apiserver.crt'}"] if self.root_ca else []),
                 "--v=2",
             ],
         )

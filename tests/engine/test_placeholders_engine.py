@@ -1,4 +1,4 @@
-"""The shipped starter stack's placeholders under the real engine: `pulumi up` stops before anything is registered
+"""The shipped starter stacks' placeholders under the real engine: `pulumi up` stops before anything is registered
 (components/plan/placeholders.py, components/cli/config.py). The mock engine cannot show this: the offline synth
 only warns, and the refusal rests on the engine's dry-run flag, which only a real update clears."""
 
@@ -8,11 +8,13 @@ import pytest
 import yaml
 from engine import ROOT, Engine, state_urns
 
-STACK = "starter-aws"
-PLACEHOLDER_KEYS = (
-    "gpu-platform:cluster.create.eks.adminRoleArns[0]",
-    "gpu-platform:cluster.create.eks.publicAccessCidrs[0]",
-)
+PLACEHOLDER_KEYS = {
+    "starter-aws": (
+        "gpu-platform:cluster.create.eks.adminRoleArns[0]",
+        "gpu-platform:cluster.create.eks.publicAccessCidrs[0]",
+    ),
+    "starter-gcp": ("gcp:project", "gpu-platform:cluster.create.gke.authorizedNetworks[0].cidr"),
+}
 
 
 @pytest.fixture(scope="module")
@@ -24,11 +26,12 @@ def engine():
         eng.close()
 
 
-def test_up_of_the_unedited_starter_stack_registers_nothing(engine):
+@pytest.mark.parametrize("starter", sorted(PLACEHOLDER_KEYS))
+def test_up_of_the_unedited_starter_stack_registers_nothing(engine, starter):
     from pulumi.automation import errors
 
-    config = yaml.safe_load((ROOT / "stacks" / f"Pulumi.{STACK}.yaml").read_text())["config"]
-    stack = engine.stack(STACK, config)
+    config = yaml.safe_load((ROOT / "stacks" / f"Pulumi.{starter}.yaml").read_text())["config"]
+    stack = engine.stack(starter, config)
     events: list[str] = []
 
     def seen(event) -> None:
@@ -40,8 +43,8 @@ def test_up_of_the_unedited_starter_stack_registers_nothing(engine):
         stack.up(color="never", on_event=seen)
     text = str(err.value)
     assert "stack config still holds placeholders:" in text
-    for k in PLACEHOLDER_KEYS:
-        assert f"stacks/Pulumi.{STACK}.yaml: {k}: " in text, k
+    for k in PLACEHOLDER_KEYS[starter]:
+        assert f"stacks/Pulumi.{starter}.yaml: {k}: " in text, k
     # nothing was about to be created, and the state holds no resource but the stack itself
     assert [t for t in events if t != "pulumi:pulumi:Stack"] == []
     assert state_urns(stack) == set()

@@ -90,6 +90,23 @@ ADAPTATIONS: dict[str, str] = {
     "is renamed (docs/concepts/existing.md: the nodes carry gpu-platform/pool=<pool>), and what the GPU Operator's "
     "device plugin advertises after a sharing change once restarted (docs/concepts/sharing.md). The nodes keep their "
     "names, so pods bound to them stay.",
+    "fleet credential": "the fleet test (tests/sched/test_fleet_multikueue.py) puts each worker's exported kubeconfig "
+    "into the manager's Secret, as the StackReference would (the synth shows it as [secret]); the kubeconfig is "
+    "components/render/fleet.py kubeconfig_text of the worker's real token Secret (its rendered ServiceAccount, bound "
+    "to its rendered ClusterRole), with the worker's loopback API server as endpoint (on a cloud: the cluster's). The "
+    "token Secret's ca.crt comes from the kube-controller-manager's --root-ca-file, which those control planes get: "
+    "the API server's self-generated serving chain (--cert-dir), as kubeadm passes the cluster CA; without it ca.crt "
+    "is empty, and Kueue refuses insecure TLS and CA file paths.",
+    "worker-lost timeout": "the fleet test's manager waits 20s for a lost worker, not the stack's 15m "
+    "(fleet.workerLostTimeout set in the test's copy of stacks/Pulumi.fleet-manager.yaml): what Kueue does then "
+    "(evict, requeue, dispatch again) is its own.",
+    "fleet manager without nodes": "the fleet test's manager runs no kube-scheduler, no kwok and no nodes: nothing "
+    "runs on a manager (its Jobs and JobSets are managed by MultiKueue), and the test asserts no pod is made there.",
+    "pod completion": "the fleet test completes a Job's pods by setting them Succeeded with exit code 0, as kwok's "
+    "pod-complete stage would (left out, so that other pods keep running).",
+    "JobSet controller": "JobSet's controller is not built here (its CRD comes from upstream/crds): a JobSet is "
+    "dispatched and admitted by the real Kueue on manager and worker, and the harness sets the worker's JobSet "
+    "Completed, as JobSet's controller does once its Jobs succeed; no JobSet pod runs.",
 }
 
 

@@ -40,8 +40,12 @@ ADDON_GROUPS = {
 class SchedCluster:
     """One stack's platform with Kueue, kube-scheduler and kwok nodes on loopback."""
 
-    def __init__(self, stack: str, config: dict[str, Any]) -> None:
+    def __init__(self, stack: str, config: dict[str, Any], *, nodes: bool = True, root_ca: bool = False) -> None:
+        """``nodes``: False for a cluster where nothing runs (a fleet's manager): no kube-scheduler, no kwok, no nodes.
+        ``root_ca``: ControlPlane's (token Secrets carry the server's CA)."""
         self.stack = stack
+        self.nodes = nodes
+        self.root_ca = root_ca
         self.config = config
         self.spec = load_spec(config)
         self.plan = plan_stage.build(self.spec, stack)
@@ -56,7 +60,7 @@ class SchedCluster:
     # ------------------------------------------------------------------------------------------- lifecycle
 
     def __enter__(self) -> SchedCluster:
-        self.cp = ControlPlane(f"sched-{self.stack}").__enter__()
+        self.cp = ControlPlane(f"sched-{self.stack}", root_ca=self.root_ca).__enter__()
         try:
             self.start()
         except BaseException:
@@ -85,8 +89,10 @@ class SchedCluster:
             self.kueue.install()
             self.kueue.start()
         # no pod-complete stage: a Job's pods keep running (holding their quota) until the test deletes them
-        cp.start_nodes(plan_nodes(self.plan, derive.system_node_selector(self.spec)), without_stages=("pod-complete",))
-        apply_docs(cp, resource_slices(self.plan))  # DRA pools: what the driver publishes (empty otherwise)
+        if self.nodes:
+            nodes = plan_nodes(self.plan, derive.system_node_selector(self.spec))
+            cp.start_nodes(nodes, without_stages=("pod-complete",))
+            apply_docs(cp, resource_slices(self.plan))  # DRA pools: what the driver publishes (empty otherwise)
         apply_rendering(cp, self.rendering)
         self._provision_volumes()
         self.wait_ready()
@@ -107,7 +113,7 @@ class SchedCluster:
         active (Kueue has seen its flavors and checks)."""
         api = self.api
         assert api is not None
-        expected = sum(p.max_nodes for p in self.plan.pools.values())
+        expected = sum(p.max_nodes for p in self.plan.pools.values()) if self.nodes else 0
 
         def nodes_ready() -> bool:
             items = api.get("v1", "Node")["items"]

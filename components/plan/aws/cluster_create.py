@@ -341,14 +341,7 @@ def ebs_csi_trust(cluster: str) -> dict[str, Any]:
 
 def _open(cidrs: list[str]) -> bool:
     """The public endpoint admits every address (some CIDR is 0.0.0.0/0)."""
-    return any((n := _net(c)) is not None and n.prefixlen == 0 for c in cidrs)
-
-
-def _net(text: str) -> ipaddress.IPv4Network | None:
-    try:
-        return ipaddress.IPv4Network(text)
-    except ValueError:
-        return None
+    return any((n := pod_network.ipv4_network(c)) is not None and n.prefixlen == 0 for c in cidrs)
 
 
 @rule
@@ -413,7 +406,7 @@ def eks_create_rules(spec: StackSpec) -> Iterator[Problem]:
             f"most {mp.IAM_ROLE_NAME_MAX} (shorten the cluster name)",
         )
     for i, cidr in enumerate(eks.public_access_cidrs):
-        if _net(cidr) is None:
+        if pod_network.ipv4_network(cidr) is None:
             yield Problem(key("cluster", "create", "eks", "publicAccessCidrs", i), f"{cidr} is not a network CIDR")
     yield from _network_rules(n, len(zones))
 
@@ -437,7 +430,7 @@ def _admin_rules(spec: StackSpec, eks: Any) -> Iterator[Problem]:
 
 
 def _network_rules(n: Any, zones: int) -> Iterator[Problem]:
-    vpc = _net(n.cidr)
+    vpc = pod_network.ipv4_network(n.cidr)
     if vpc is None:
         yield Problem(key("cluster", "create", "network", "cidr"), f"{n.cidr} is not a network CIDR (host bits set?)")
         return
@@ -469,7 +462,7 @@ def _network_rules(n: Any, zones: int) -> Iterator[Problem]:
             f"/{n.public_subnet_prefix} subnets ({size} addresses)",
         )
     if n.service_cidr is not None:
-        svc = _net(n.service_cidr)
+        svc = pod_network.ipv4_network(n.service_cidr)
         lo, hi = SERVICE_PREFIXES
         if svc is None:
             yield Problem(key("cluster", "create", "network", "serviceCidr"), f"{n.service_cidr} is not a network CIDR")

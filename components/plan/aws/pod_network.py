@@ -79,7 +79,8 @@ def eni_config(zone: str, subnet_id: str, security_group_id: str) -> dict:
     }
 
 
-def _net(text: str) -> ipaddress.IPv4Network | None:
+def ipv4_network(text: str) -> ipaddress.IPv4Network | None:
+    """The IPv4 network a CIDR names, None when it names none (the rules say why)."""
     try:
         return ipaddress.IPv4Network(text)
     except ValueError:
@@ -95,7 +96,7 @@ def pod_cidr_rules(spec: StackSpec) -> Iterator[Problem]:
     if spec.cloud != "aws":
         yield Problem(at, "applies to aws (the VPC CNI's custom networking) only")
         return
-    pod, vpc = _net(c.network.pod_cidr), _net(c.network.cidr)
+    pod, vpc = ipv4_network(c.network.pod_cidr), ipv4_network(c.network.cidr)
     if pod is None:
         yield Problem(at, f"{c.network.pod_cidr} is not a network CIDR (host bits set?)")
         return
@@ -111,7 +112,7 @@ def pod_cidr_rules(spec: StackSpec) -> Iterator[Problem]:
         allowed = "100.64.0.0/10 (RFC 6598)" + (f" or {vpc_block} (the VPC's RFC 1918 block)" if vpc_block else "")
         yield Problem(at, f"{pod} is not inside {allowed}, so AWS refuses it as the VPC's secondary CIDR")
         return
-    svc = _net(c.network.service_cidr) if c.network.service_cidr else None
+    svc = ipv4_network(c.network.service_cidr) if c.network.service_cidr else None
     if svc is not None and pod.overlaps(svc):
         yield Problem(at, f"{pod} overlaps the Service CIDR {svc}")
     zones = len(c.eks.availability_zones) if c.eks is not None else 0

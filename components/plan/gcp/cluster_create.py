@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from ...data import catalog
+from ...data import catalog, versions
 from ...spec.gke_create import GkeCreate
 from ...spec.model import NodePool, StackSpec
 from .. import storage
@@ -122,9 +122,37 @@ class GkeCreatePlan:
     # Parallelstore functionality": GoogleCloudPlatform/cluster-toolkit modules/file-system/gke-storage/README.md
     # and main.tf's check): the reserved range's name, or None without a Parallelstore file system.
     private_service_access: str | None = None
+    # The firewall rule from the control plane's range (master_cidr) to the system nodes, on the ports the add-ons'
+    # webhooks and aggregated APIs listen on beyond GKE's 443 and 10250 (``plan.control_plane_ports``); None: none.
+    control_plane_firewall: str | None = None
+    control_plane_ports: tuple[int, ...] = ()
 
 
 # ------------------------------------------------------------------------------------------- decisions
+
+# What the control plane of a cluster with private nodes reaches on its nodes: "By default, the control plane can
+# reach the nodes only on TCP ports 443 and 10250" (GKE docs, private clusters, "Adding firewall rules for specific
+# use cases": the rule GKE creates, gke-<cluster>-<hash>-master, allows tcp:443,10250 from the control plane's range).
+# An admission webhook or aggregated API whose pod listens elsewhere times out, and a fail-closed webhook then
+# refuses what it guards.
+GKE_CONTROL_PLANE_OPEN_PORTS = (443, 10250)
+
+
+def add_on_ports(spec: StackSpec) -> dict[str, tuple[int, ...]]:
+    """Installed add-on -> the ports on its pods the API server dials (``versions.CONTROL_PLANE_PORTS``)."""
+    from ..rules_core import installed_charts
+
+    return {
+        c.key: tuple(sorted(versions.CONTROL_PLANE_PORTS[c.key]))
+        for c in installed_charts(spec)
+        if c.key in versions.CONTROL_PLANE_PORTS
+    }
+
+
+def control_plane_ports(spec: StackSpec) -> tuple[int, ...]:
+    """The ports the stack's add-ons need the control plane to reach that GKE does not open: exactly those."""
+    wanted = {port for ports in add_on_ports(spec).values() for port in ports}
+    return tuple(sorted(wanted - set(GKE_CONTROL_PLANE_OPEN_PORTS)))
 
 
 def gke_create(spec: StackSpec) -> GkeCreate | None:
@@ -361,7 +389,17 @@ def build(spec: StackSpec) -> GkeCreatePlan | None:
         k8s_networks=_frozen_nics(k8s_networks(nets)),
         csi_addons=csi_addons(spec),
         private_service_access=f"{name}-psa" if _has_parallelstore(spec) else None,
+        control_plane_firewall=control_plane_firewall(spec),
+        control_plane_ports=control_plane_ports(spec) if control_plane_firewall(spec) else (),
     )
+
+
+def control_plane_firewall(spec: StackSpec) -> str | None:
+    """The name of the created cluster's rule opening the add-ons' ports to its control plane; None without any
+    port to open (or a found cluster)."""
+    if gke_create(spec) is None or not control_plane_ports(spec):
+        return None
+    return f"{spec.cluster.name}-master-webhooks"
 
 
 def _has_parallelstore(spec: StackSpec) -> bool:
@@ -388,6 +426,11 @@ def text(plan: GkeCreatePlan) -> list[str]:
         f"  system pool {s.name}: {s.machine_type}, {s.min_nodes}..{s.max_nodes} nodes, service account "
         f"{s.account_id}" + (f", labels {', '.join(f'{k}={v}' for k, v in s.labels.items())}" if s.labels else ""),
     ]
+    if p.control_plane_firewall:
+        lines.append(
+            f"  firewall {p.control_plane_firewall}: control plane {p.master_cidr} -> system nodes on tcp "
+            f"{', '.join(map(str, p.control_plane_ports))} (the add-ons' webhooks; GKE opens only 443 and 10250)"
+        )
     if p.csi_addons:
         names = dict(storage.GKE_ADDONS.values())
         psa = p.private_service_access

@@ -59,6 +59,35 @@ COMPACT_PLACEMENT_SERIES = ("a2", "a3", "a4", "g2")
 # Machine types offered only as Spot or flex-start (queued provisioning) capacity.
 SPOT_OR_FLEX_ONLY = ("a3-highgpu-1g", "a3-highgpu-2g", "a3-highgpu-4g")
 
+# Local SSDs that come with the machine (and are billed with it), per machine type: what the node's ephemeral storage
+# takes by default (nodeConfig.ephemeralStorageLocalSsdConfig.localSsdCount). A3 and A4: cluster-toolkit v1.95.0
+# modules/compute/gke-node-pool/disk_definitions.tf local_ssd_machines (16 on A3 High / Mega, 32 on A3 Ultra / A4);
+# A2 Ultra: Compute Engine's GPU machine types table (a2-ultragpu-Ng comes with N 375 GB local SSDs). A2 Standard
+# and G2 machines can take local SSDs only as an extra purchase, so they get none unless asked.
+BUNDLED_LOCAL_SSDS: Mapping[str, int] = MappingProxyType(
+    {
+        "a3-highgpu-8g": 16,
+        "a3-megagpu-8g": 16,
+        "a3-ultragpu-8g": 32,
+        "a4-highgpu-8g": 32,
+        "a2-ultragpu-1g": 1,
+        "a2-ultragpu-2g": 2,
+        "a2-ultragpu-4g": 4,
+        "a2-ultragpu-8g": 8,
+    }
+)
+
+# NCCL's TCP buffers: net.ipv4.tcp_rmem / tcp_wmem up to 16 MiB, cluster-toolkit v1.95.0
+# modules/compute/gke-node-pool/variables.tf linux_node_config's default sysctls (GKE nodeConfig.linuxNodeConfig).
+NCCL_TCP_SYSCTLS: Mapping[str, str] = MappingProxyType(
+    {"net.ipv4.tcp_rmem": "4096 87380 16777216", "net.ipv4.tcp_wmem": "4096 16384 16777216"}
+)
+
+# Flex-start VMs run at most seven days (GKE "About GPU obtainability with flex-start"; Compute Engine flex-start VMs).
+FLEX_START_MAX_RUN_SECONDS = 7 * 24 * 3600
+# Compact placement with flex-start: cluster-toolkit v1.95.0 gke-node-pool main.tf precondition, A3 Ultra and A4 only.
+FLEX_START_COMPACT_PREFIXES = ("a3-ultragpu-", "a4-")
+
 # GKE node image types per pool os.
 IMAGE_TYPES: Mapping[str, str] = MappingProxyType({"cos": "COS_CONTAINERD", "ubuntu": "UBUNTU_CONTAINERD"})
 

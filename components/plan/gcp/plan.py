@@ -33,9 +33,9 @@ from typing import Any
 
 from ...spec.model import NodePool, StackSpec
 from .. import derive, images
-from ..frozen import frozen as _frozen, plain as _plain
+from ..frozen import freeze as _freeze, frozen as _frozen, plain as _plain
 from ..reservations import pool_reservation
-from . import cluster_create, gke
+from . import cluster_create, gke, gpudirect
 from .rules import accelerator_type
 
 # The node service account's project roles. roles/container.defaultNodeServiceAccount is the role
@@ -65,6 +65,10 @@ class GkeClusterPlan:
     # pools running GPUDirect-TCPX (over the networks they name or the created ones): the cluster's versions are
     # checked against TCPX_BROKEN_FROM at deploy (components/render/gcp/cluster.py tcpx_warning)
     tcpx_pools: tuple[str, ...] = ()
+    # The ports on the installed add-ons' pods the API server dials (webhooks, aggregated APIs) beyond the two a
+    # private cluster's control plane reaches (``control_plane_ports``): a created cluster opens them with a firewall
+    # rule; for a found or referenced one with private nodes, a warning names them at deploy.
+    control_plane_ports: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -101,6 +105,10 @@ class GkeNodePoolPlan:
     reservation_affinity: Mapping[str, Any]
     secure_boot: bool
     gvnic: bool
+    local_ssds: int = 0  # local SSDs backing the node's ephemeral storage (0: the boot disk)
+    flex_start: bool = False  # DWS flex-start capacity
+    max_run_duration: str | None = None  # "<seconds>s": GKE deletes a node this long after it started
+    sysctls: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))  # linuxNodeConfig.sysctls
     # image delivery (components/plan/images.py): gcfsConfig (image streaming) and secondaryBootDisks ({}: neither)
     images: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
@@ -110,6 +118,10 @@ class GkePlan:
     cluster: GkeClusterPlan
     node_service_account: GkeServiceAccountPlan
     node_pools: Mapping[str, GkeNodePoolPlan]  # by pool name, in the order they are registered (by name)
+    created_firewall: str | None = None  # a created cluster's rule opening cluster.control_plane_ports
+    # A created cluster's GPUDirect pools' NCCL plugin installers and NRI device injector (plan/gcp/gpudirect.py), as
+    # the DaemonSets the render registers once the cluster answers; () without a GPUDirect pool or cluster.create.
+    gpudirect_objects: tuple[Mapping[str, Any], ...] = ()
 
 
 # ------------------------------------------------------------------------------------ the decisions
@@ -161,9 +173,10 @@ def taints(pool: NodePool) -> list[dict[str, str]]:
 
 def location_policy(pool: NodePool) -> str:
     """ANY lets the autoscaler take whichever zone has capacity: it prefers unused reservations and lowers
-    the preemption risk of Spot VMs, and queued provisioning obtains a request in one place. BALANCED
+    the preemption risk of Spot VMs, and queued provisioning and flex-start obtain capacity in one place. BALANCED
     (spread across zones) otherwise."""
-    if pool.capacity == "spot" or pool.gke.queued_provisioning or pool_reservation(pool) is not None:
+    g = pool.gke
+    if pool.capacity == "spot" or g.queued_provisioning or g.flex_start or pool_reservation(pool) is not None:
         return "ANY"
     return "BALANCED"
 
@@ -179,7 +192,7 @@ def autoscaling(pool: NodePool) -> dict[str, Any]:
 def initial_nodes(pool: NodePool) -> int:
     """The nodes a new pool starts with in total: desiredNodes when given, else minNodes. Queued-provisioning
     pools start empty."""
-    return 0 if pool.gke.queued_provisioning else (pool.desired_nodes or pool.min_nodes)
+    return 0 if pool.gke.queued_provisioning or pool.gke.flex_start else (pool.desired_nodes or pool.min_nodes)
 
 
 def nodes_per_zone(target: int, max_nodes: int, zones: int) -> int:
@@ -223,7 +236,25 @@ def management(pool: NodePool) -> dict[str, bool]:
     """Auto-upgrade always; auto-repair except on queued-provisioning pools, which GKE's Dynamic Workload
     Scheduler guide creates with ``--no-enable-autorepair`` (auto-upgrade left on): their nodes are obtained
     together for one ProvisioningRequest, and a repair would recreate a node outside that request."""
-    return {"autoRepair": not pool.gke.queued_provisioning, "autoUpgrade": True}
+    # flex-start too: cluster-toolkit v1.95.0 gke-node-pool main.tf "enable_flex_start needs node auto_repair set to
+    # false" (GKE's flex-start guide creates the pool with --no-enable-autorepair)
+    return {"autoRepair": not (pool.gke.queued_provisioning or pool.gke.flex_start), "autoUpgrade": True}
+
+
+def local_ssds(pool: NodePool) -> int:
+    """Local SSDs backing the node's ephemeral storage: the machine's bundled ones unless the pool opts out."""
+    bundled = gke.BUNDLED_LOCAL_SSDS.get(pool.instance_types[0] if pool.instance_types else "", 0)
+    return bundled if pool.gke.local_ssd_ephemeral_storage is not False else 0
+
+
+def sysctls(pool: NodePool) -> dict[str, str]:
+    """NCCL's TCP buffers where NCCL talks between nodes (a pool that runs multi-node jobs: topology-aware, or
+    with GPUDirect networks) unless the pool says otherwise; not by default elsewhere, since setting them on a
+    deployed pool rolls its nodes and single-node jobs gain nothing."""
+    on = pool.gke.nccl_tcp_sysctls
+    if on is None:
+        on = pool.topology_aware or bool(pool.gke.additional_networks)
+    return dict(gke.NCCL_TCP_SYSCTLS) if on else {}
 
 
 # ------------------------------------------------------------------------------------------- the plan
@@ -242,6 +273,7 @@ def cluster_plan(spec: StackSpec) -> GkeClusterPlan:
             for p in spec.node_pools
             if cluster_create.gpudirect_stack(p) == "GPUDirect-TCPX" and cluster_create.uses_gpudirect(spec, p)
         ),
+        control_plane_ports=cluster_create.control_plane_ports(spec),
     )
 
 
@@ -287,6 +319,10 @@ def pool_plan(spec: StackSpec, pool: NodePool) -> GkeNodePoolPlan:
         # Operator builds on the node are not.
         secure_boot=derive.driver(spec) != "operator",
         gvnic=os_ == "cos",
+        local_ssds=local_ssds(pool),
+        flex_start=pool.gke.flex_start,
+        max_run_duration=f"{pool.gke.max_run_duration}s" if pool.gke.max_run_duration else None,
+        sysctls=_frozen(sysctls(pool)),
         images=_frozen(images.gke_node_config(spec, pool)),
     )
 
@@ -301,6 +337,8 @@ def build(spec: StackSpec) -> GkePlan | None:
         node_pools=MappingProxyType(
             {p.name: pool_plan(spec, p) for p in sorted(spec.node_pools, key=lambda p: p.name)}
         ),
+        created_firewall=cluster_create.control_plane_firewall(spec),
+        gpudirect_objects=tuple(_freeze(m, keep_order=True) for m in gpudirect.manifests(spec)),
     )
 
 
@@ -327,6 +365,14 @@ def node_config_of(pool: GkeNodePoolPlan) -> dict[str, Any]:
     }
     if pool.gvnic:
         cfg["gvnic"] = {"enabled": True}
+    if pool.local_ssds:
+        cfg["ephemeralStorageLocalSsdConfig"] = {"localSsdCount": pool.local_ssds}
+    if pool.flex_start:
+        cfg["flexStart"] = True
+    if pool.max_run_duration:
+        cfg["maxRunDuration"] = pool.max_run_duration
+    if pool.sysctls:
+        cfg["linuxNodeConfig"] = {"sysctls": _plain(pool.sysctls)}
     cfg.update(_plain(pool.images))  # image streaming, the secondary boot disk of cached images
     return cfg
 
@@ -384,6 +430,14 @@ def text(plan: GkePlan) -> list[str]:
         ),
         f"  node service account {sa.account_id} ({', '.join(sa.roles)})",
     ]
+    if c.control_plane_ports:
+        ports = ", ".join(map(str, c.control_plane_ports))
+        lines.append(f"  control plane -> add-on pods on tcp {ports} ({ports_how(plan)})")
+    for obj in plan.gpudirect_objects:
+        node = obj["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]
+        (term,) = node["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+        pools = ", ".join(term["matchExpressions"][0]["values"])
+        lines.append(f"  GPUDirect DaemonSet kube-system/{obj['metadata']['name']} on {pools}")
     for p in plan.node_pools.values():
         acc = p.accelerator
         sharing = acc.get("gpuSharingConfig")
@@ -398,6 +452,10 @@ def text(plan: GkePlan) -> list[str]:
             f"zones {', '.join(p.zones)}" if p.zones else "the cluster's zones",
             *(["compact placement"] if p.compact_placement else []),
             *(["queued provisioning"] if p.queued_provisioning else []),
+            *(["flex-start"] if p.flex_start else []),
+            *([f"max run {p.max_run_duration}"] if p.max_run_duration else []),
+            *([f"{p.local_ssds} local SSDs as ephemeral storage"] if p.local_ssds else []),
+            *(["NCCL TCP sysctls"] if p.sysctls else []),
             *([f"{len(p.additional_networks)} GPU networks"] if p.additional_networks else []),
             _reservation_text(p.reservation_affinity),
         ]
@@ -408,6 +466,13 @@ def text(plan: GkePlan) -> list[str]:
             f"{p.location_policy}, {p.initial_nodes} at creation); {'; '.join(extras)}"
         )
     return lines
+
+
+def ports_how(plan: GkePlan) -> str:
+    """How the control plane reaches the add-ons' ports: a created cluster's firewall rule, or the user's."""
+    if plan.created_firewall:
+        return f"firewall rule {plan.created_firewall}"
+    return "private nodes need a firewall rule for them from the control plane's range: a warning at deploy"
 
 
 def _reservation_text(affinity: Mapping[str, Any]) -> str:

@@ -64,6 +64,8 @@ def gke_pools(spec: StackSpec) -> Iterator[Problem]:
         yield from _machine(spec, i, pool)
         yield from _placement(spec, i, pool)
         yield from _capacity(i, pool)
+        yield from _flex_start(i, pool)
+        yield from _local_ssds(i, pool)
         yield from _driver(spec, i, pool)
         yield from _sharing(spec, i, pool)
 
@@ -96,10 +98,12 @@ def _machine(spec: StackSpec, i: int, pool: NodePool) -> Iterator[Problem]:
         yield Problem(where, f"{name} carries {mt.gpu_model}, not {pool.gpu.model}")
     elif mt.gpu_count != pool.gpu.per_node:
         yield Problem(key(*at, "gpu", "perNode"), f"{name} has {mt.gpu_count} GPUs, not {pool.gpu.per_node}")
-    if name in gke.SPOT_OR_FLEX_ONLY and pool.capacity != "spot" and not pool.gke.queued_provisioning:
+    flex = pool.gke.queued_provisioning or pool.gke.flex_start
+    if name in gke.SPOT_OR_FLEX_ONLY and pool.capacity != "spot" and not flex:
         yield Problem(
             key(*at, "capacity"),
-            f"{name} is sold only as Spot or flex-start capacity: set capacity: spot or gke.queuedProvisioning",
+            f"{name} is sold only as Spot or flex-start capacity: set capacity: spot, gke.flexStart or "
+            "gke.queuedProvisioning",
         )
 
 
@@ -161,6 +165,39 @@ def _capacity(i: int, pool: NodePool) -> Iterator[Problem]:
         yield Problem(key(*at, "gke", "reservationName"), "is required for a specific reservation")
     if g.reservation != "specific" and g.reservation_name:
         yield Problem(key(*at, "gke", "reservationName"), "applies only to reservation: specific")
+
+
+def _flex_start(i: int, pool: NodePool) -> Iterator[Problem]:
+    """DWS flex-start's rules, as cluster-toolkit v1.95.0 gke-node-pool main.tf checks them (and GKE's flex-start
+    guide creates the pool): no nodes kept (the autoscaler obtains them when capacity frees up), no reservation, no
+    spot, compact placement on A3 Ultra / A4 only; and a flex-start node runs at most seven days."""
+    at, g = ("nodePools", i), pool.gke
+    if not g.flex_start:
+        return
+    if pool.min_nodes != 0:
+        yield Problem(key(*at, "minNodes"), "flex-start needs minNodes 0 (its nodes come only when pods wait for them)")
+    if pool.desired_nodes:
+        yield Problem(key(*at, "desiredNodes"), "flex-start pools start with 0 nodes")
+    if g.reservation != "none" or pool.reservation is not None:
+        where = key(*at, "reservation") if pool.reservation is not None else key(*at, "gke", "reservation")
+        yield Problem(where, "flex-start does not consume reservations: leave the reservation out")
+    if pool.capacity == "spot":
+        yield Problem(key(*at, "capacity"), "flex-start is its own capacity: not spot (use on-demand)")
+    machine = pool.instance_types[0] if pool.instance_types else ""
+    if g.compact_placement and not machine.startswith(gke.FLEX_START_COMPACT_PREFIXES):
+        yield Problem(
+            key(*at, "gke", "compactPlacement"),
+            "GKE combines compact placement with flex-start only on A3 Ultra and A4 machines",
+        )
+
+
+def _local_ssds(i: int, pool: NodePool) -> Iterator[Problem]:
+    machine = pool.instance_types[0] if pool.instance_types else ""
+    if pool.gke.local_ssd_ephemeral_storage and machine not in gke.BUNDLED_LOCAL_SSDS:
+        yield Problem(
+            key("nodePools", i, "gke", "localSsdEphemeralStorage"),
+            f"{machine} comes with no local SSDs (those that do: {', '.join(gke.BUNDLED_LOCAL_SSDS)})",
+        )
 
 
 def _driver(spec: StackSpec, i: int, pool: NodePool) -> Iterator[Problem]:

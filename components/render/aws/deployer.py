@@ -45,10 +45,4 @@ def check(needed: DeployerCheck | None, source: str) -> None:
 
 
 def refuse(lines: list[str], *, dry_run: bool) -> None:
-    if not lines:
-        return
-    if dry_run:
-        for line in lines:
-            pulumi.log.warn(f"{line}; pulumi up refuses it")
-        return
-    raise pulumi.RunError("nobody could administer the cluster this update creates:\n" + "\n".join(lines))
+    placeholders.refuse(lines, dry_run=dry_run, why="nobody could administer the cluster this update creates")

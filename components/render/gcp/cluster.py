@@ -113,12 +113,50 @@ def check_cluster(cluster: GkeClusterPlan, result: list[Any]) -> bool:
     return warn_tcpx(cluster, versions)
 
 
+def _field(entry: Any, snake: str, camel: str) -> Any:
+    if isinstance(entry, dict):
+        return entry.get(snake, entry.get(camel))
+    return getattr(entry, snake, None)
+
+
+def ports_warning(cluster: GkeClusterPlan, private_configs: list[Any] | None) -> str | None:
+    """A found or referenced cluster with private nodes: GKE's control plane reaches them on 443 and 10250 only
+    (GKE docs, private clusters, "Adding firewall rules for specific use cases"), so the add-ons' webhooks on other
+    ports time out unless a firewall rule admits them; the warning names the ports and the rule to add."""
+    configs = private_configs or []
+    private = [c for c in configs if _field(c, "enable_private_nodes", "enablePrivateNodes")]
+    if not cluster.control_plane_ports or not private:
+        return None
+    source = _field(private[0], "master_ipv4_cidr_block", "masterIpv4CidrBlock") or "CONTROL_PLANE_RANGE"
+    ports = ",".join(f"tcp:{p}" for p in cluster.control_plane_ports)
+    return (
+        f"GKE cluster {cluster.name} has private nodes: its control plane reaches them only on tcp 443 and 10250, "
+        f"and the add-ons' webhooks listen on {', '.join(map(str, cluster.control_plane_ports))}; unless a firewall "
+        f"rule admits them, every webhook call times out and fail-closed ones refuse what they guard. Add one: "
+        f"gcloud compute firewall-rules create {cluster.name}-master-webhooks --network=NETWORK "
+        f"--source-ranges={source} --allow={ports} --target-tags=NODE_TAG (the tag of GKE's rule "
+        f"gke-{cluster.name}-*-master)"
+    )
+
+
+def warn_ports(cluster: GkeClusterPlan, private_configs: list[Any] | None) -> bool:
+    warning = ports_warning(cluster, private_configs)
+    if warning:
+        pulumi.log.warn(warning)
+    return True
+
+
 def checked(cluster: GkeClusterPlan, found: Any) -> pulumi.Output[bool]:
     """``check_cluster`` on the answer of a ``gcp.container.get_cluster_output`` lookup: a found cluster's
-    (``GkeAccess``) and a referenced one's (``cluster_stack.GkeStackAccess``)."""
+    (``GkeAccess``) and a referenced one's (``cluster_stack.GkeStackAccess``), and the warning on the add-ons'
+    ports when its nodes are private (``ports_warning``)."""
     return pulumi.Output.all(
-        found.enable_autopilot, found.workload_identity_configs, found.master_version, found.node_version
-    ).apply(lambda r: check_cluster(cluster, r))
+        found.enable_autopilot,
+        found.workload_identity_configs,
+        found.master_version,
+        found.node_version,
+        found.private_cluster_configs,
+    ).apply(lambda r: check_cluster(cluster, r[:4]) and warn_ports(cluster, r[4]))
 
 
 class GkeAccess(pulumi.ComponentResource):

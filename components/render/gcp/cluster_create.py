@@ -153,6 +153,33 @@ def _gpu_networks(p: GkeCreatePlan, child: pulumi.ResourceOptions) -> list[Any]:
     return subnets
 
 
+def _control_plane_firewall(p: GkeCreatePlan, network: Any, email: Any, child: pulumi.ResourceOptions) -> Any | None:
+    """The control plane's range to the system nodes on the add-ons' webhook and aggregated-API ports.
+
+    GKE's own rule for a private cluster (gke-<cluster>-<hash>-master) admits only tcp 443 and 10250 from the control
+    plane; its guide "Adding firewall rules for specific use cases" (private clusters) says to add one for a webhook's
+    port: source the control plane's range (privateClusterConfig.masterIpv4CidrBlock), target the nodes. The targets
+    here are the system pool's service account (a firewall target like network tags; the rule also covers the nodes'
+    alias ranges, where the Pods' addresses are), where every add-on controller runs (systemNodeSelector)."""
+    if p.control_plane_firewall is None:
+        return None
+    import pulumi_gcp as gcp
+
+    c = gcp.compute
+    return c.Firewall(
+        "gke-master-webhooks",
+        name=p.control_plane_firewall,
+        project=p.project,
+        network=network.id,
+        direction="INGRESS",
+        source_ranges=[p.master_cidr],
+        target_service_accounts=[email],
+        allows=[c.FirewallAllowArgs(protocol="tcp", ports=[str(port) for port in p.control_plane_ports])],
+        description=f"GKE control plane of {p.name} to its add-ons' admission webhooks and aggregated APIs",
+        opts=child,
+    )
+
+
 def _cluster(p: GkeCreatePlan, network: Any, subnet: Any, email: Any, opts: pulumi.ResourceOptions) -> Any:
     import pulumi_gcp as gcp
 
@@ -260,6 +287,7 @@ class GkeCluster(pulumi.ComponentResource):
             s.roles,
             child,
         )
+        firewall = _control_plane_firewall(p, network, account.email, child)
         self.cluster = _cluster(
             p, network, subnet, account.email, pulumi.ResourceOptions(parent=self, depends_on=grants)
         )
@@ -291,7 +319,12 @@ class GkeCluster(pulumi.ComponentResource):
         access = gke.cluster  # the kubeconfig's names, as for a found cluster
         # every Kubernetes object waits for the system pool and, with Parallelstore, for private services access
         # (a claim provisions an instance in the VPC at once)
-        waits = [self.system_pool.id, *([psa.id] if psa is not None else [])]
+        # (and for the control plane's way to the add-ons' webhooks: a release waits for the webhook it installs)
+        waits = [
+            self.system_pool.id,
+            *([psa.id] if psa is not None else []),
+            *([firewall.id] if firewall is not None else []),
+        ]
         self.kubeconfig = pulumi.Output.all(
             self.cluster.endpoint, self.cluster.master_auth.cluster_ca_certificate, *waits
         ).apply(lambda a: kubeconfig_of(access, a[0], a[1]))
@@ -303,6 +336,7 @@ class GkeCluster(pulumi.ComponentResource):
             **PROVIDER_OPTIONS,
         )
         _k8s_networks(p, self, self.provider)
+        _gpudirect(gke.gpudirect_objects, self, self.provider)
         # What a stack reading this one through cluster.fromStack needs (components/plan/cluster_stack.py
         # GCP_OUTPUTS), as the created EKS cluster exports its own: the created cluster is a cluster stack too.
         self.cluster_outputs = {
@@ -387,3 +421,14 @@ def _k8s_networks(p: GkeCreatePlan, parent: pulumi.Resource, provider: Any) -> N
                 "parametersRef": {"group": "networking.gke.io", "kind": "GKENetworkParamSet", "name": n["name"]},
             },
         )
+
+
+def _gpudirect(objects: Any, parent: pulumi.Resource, provider: Any) -> None:
+    """The GPUDirect pools' NCCL plugin installers and NRI device injector (components/plan/gcp/gpudirect.py)."""
+    from ...plan.frozen import plain
+    from ..k8s import kube_object
+
+    opts = pulumi.ResourceOptions(parent=parent, provider=provider)
+    for obj in objects:
+        body = plain(obj)
+        kube_object(f"gpudirect-{body['metadata']['name']}", body.pop("apiVersion"), body.pop("kind"), opts, **body)

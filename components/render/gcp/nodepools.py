@@ -48,8 +48,11 @@ if TYPE_CHECKING:
     from .cluster import GkeAccess
 
 # The autoscaler owns the node count; initialNodeCount only seeds a new pool (and forces replacement
-# when changed), so neither is reconciled after creation.
-IGNORE_CHANGES = ["initialNodeCount", "nodeCount"]
+# when changed), so neither is reconciled after creation. The local SSDs of the ephemeral storage are set when a pool
+# is created and GKE cannot change them in place: a change would replace a deployed pool (and its running nodes), so
+# it is ignored as cluster-toolkit v1.95.0 ignores it (gke-node-pool main.tf lifecycle ignore_changes
+# node_config[0].ephemeral_storage_local_ssd_config): a pool deployed before keeps its disks until it is recreated.
+IGNORE_CHANGES = ["initialNodeCount", "nodeCount", "nodeConfig.ephemeralStorageLocalSsdConfig"]
 
 _zone_count = zone_count  # the name the tests know
 
@@ -135,6 +138,16 @@ def _args(
             ),
             metadata=n["metadata"],
             gvnic=c.NodePoolNodeConfigGvnicArgs(enabled=True) if "gvnic" in n else None,
+            ephemeral_storage_local_ssd_config=c.NodePoolNodeConfigEphemeralStorageLocalSsdConfigArgs(
+                local_ssd_count=n["ephemeralStorageLocalSsdConfig"]["localSsdCount"]
+            )
+            if "ephemeralStorageLocalSsdConfig" in n
+            else None,
+            flex_start=n.get("flexStart"),
+            max_run_duration=n.get("maxRunDuration"),
+            linux_node_config=c.NodePoolNodeConfigLinuxNodeConfigArgs(sysctls=n["linuxNodeConfig"]["sysctls"])
+            if "linuxNodeConfig" in n
+            else None,
             gcfs_config=c.NodePoolNodeConfigGcfsConfigArgs(enabled=n["gcfsConfig"]["enabled"])
             if "gcfsConfig" in n
             else None,
