@@ -33,9 +33,9 @@ synth-all: setup
 check: setup
 	$(BIN)/gpu-platform check $(STACK)
 
-## The test suite (what CI runs)
+## The test suite (what CI runs); it lists its 25 slowest tests, so the next slow one shows in every run
 test: setup
-	$(BIN)/python -m pytest -n auto
+	$(BIN)/python -m pytest -n auto --durations=25
 
 ## The plan page in a real browser (tests/test_plan_html_browser.py): the system's Chromium (Debian: apt-get install
 ## chromium; .ci/run installs it) driven by Playwright from the dev lock, offline. Part of `make test` too, where it
@@ -112,10 +112,11 @@ docs-check: setup
 	$(BIN)/python -m components.cli.docs --check
 	$(BIN)/mkdocs build --strict --quiet
 
-## Synth generated specs (20, 200 and 1000 tenants) against a fair floor: the same resources, plain classes; and,
+## Synth generated specs (20, 200 and 1000 tenants) against a fair floor: the same resources, plain classes (figures
+## dated, with the machine, into tests/bench_figures.md); and,
 ## when the engine is built, a real-engine preview against a floor of the same resources (tests/bench_engine.py)
 bench: setup
-	$(BIN)/python tests/bench_synth.py
+	$(BIN)/python tests/bench_synth.py --record tests/bench_figures.md
 	@if kube="$$(scripts/cluster-bins.sh --print 2>/dev/null)" && engine="$$(scripts/engine-bins.sh --print 2>/dev/null)"; then \
 	  GPU_PLATFORM_KUBE_BIN="$$kube" GPU_PLATFORM_ENGINE_BIN="$$engine" $(BIN)/python tests/bench_engine.py; \
 	else echo "bench: the real-engine preview needs the engine and control plane: make engine-test builds them"; fi

@@ -12,8 +12,7 @@ import functools
 import json
 
 import pytest
-import yaml
-from conftest import STACKS, UPSTREAM, rendered, strict_crd_schema
+from conftest import STACKS, UPSTREAM, rendered, strict_crd_schema, upstream_yaml_docs
 from jsonschema import Draft7Validator
 from test_kueue import _closed_validator
 
@@ -47,7 +46,7 @@ def _strict(kind: str, api_version: str) -> Draft7Validator | None:
     if found:
         return Draft7Validator(json.loads(found[0].read_text()))
     for path in sorted((UPSTREAM / "crds").glob("*/*.yaml")):
-        crd = yaml.safe_load(path.read_text())
+        (crd,) = upstream_yaml_docs(path)
         if crd["spec"]["group"] != group or crd["spec"]["names"]["kind"] != kind:
             continue
         for v in crd["spec"]["versions"]:

@@ -18,7 +18,17 @@ from typing import Any
 import kubernetes_validate
 import pytest
 import yaml
-from conftest import ROOT, UPSTREAM, manifest, manifests, release, render_config, rendered, stack_config
+from conftest import (
+    ROOT,
+    UPSTREAM,
+    kubernetes_schemas_parsed_once,
+    manifest,
+    manifests,
+    release,
+    render_config,
+    rendered,
+    stack_config,
+)
 from jsonschema import Draft7Validator
 from values_paths import deep_merge, unknown_paths
 
@@ -27,6 +37,8 @@ from components.explain import summary
 from components.plan import plan
 from components.render import dra
 from policies import dra_policies, offline
+
+kubernetes_schemas_parsed_once()
 
 STACK = "dra-existing"
 QUOTA = ".deviceclass.resource.k8s.io/devices"

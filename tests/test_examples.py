@@ -16,13 +16,27 @@ from typing import Any
 import kubernetes_validate
 import pytest
 import yaml
-from conftest import ROOT, STACKS, UPSTREAM, manifest, release, rendered, stack_config, strict_crd_schema, upstream_of
+from conftest import (
+    ROOT,
+    STACKS,
+    UPSTREAM,
+    kubernetes_schemas_parsed_once,
+    manifest,
+    release,
+    rendered,
+    stack_config,
+    strict_crd_schema,
+    upstream_of,
+    upstream_yaml_docs,
+)
 from jsonschema import Draft7Validator
 
 from components.data import versions
 from components.plan import derive
 from components.plan.tenancy import KUEUE_PRIORITY_LABEL
 from components.render import kueue
+
+kubernetes_schemas_parsed_once()
 
 EXAMPLES = ROOT / "examples"
 FILES = sorted(EXAMPLES.glob("*.yaml"))
@@ -470,7 +484,7 @@ def _upstream_crd_versions() -> dict[tuple[str, str], set[str]]:
     the real API server before the cluster tests dry-run-create each example in its target stack)."""
     out: dict[tuple[str, str], set[str]] = {}
     for path in sorted((ROOT / "upstream" / "crds").rglob("*.yaml")):
-        for doc in yaml.safe_load_all(path.read_text()):
+        for doc in upstream_yaml_docs(path):
             if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
                 spec = doc["spec"]
                 served = {v["name"] for v in spec["versions"] if v.get("served")}

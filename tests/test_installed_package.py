@@ -7,21 +7,31 @@ uses the GpuPlatform component. The virtualenv borrows the dependencies of the t
 
 from __future__ import annotations
 
+import atexit
 import json
 import shutil
 import subprocess
 import sys
 import sysconfig
+import tempfile
 from pathlib import Path
 
 import pytest
+from caching import cached
 from conftest import ROOT
 
 
 @pytest.fixture
-def installed(tmp_path_factory) -> Path:
-    """The ``gpu-platform`` command of a fresh virtualenv holding the wheel, installed by pip."""
-    root = tmp_path_factory.mktemp("installed")
+def installed() -> Path:
+    return _installed()
+
+
+@cached
+def _installed() -> Path:
+    """The ``gpu-platform`` command of a fresh virtualenv holding the wheel, installed by pip: once per session (four
+    tests run it, each in its own working directory; building the wheel and installing it is seconds of pip)."""
+    root = Path(tempfile.mkdtemp(prefix="gpu-platform-installed-"))
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
     run = dict(check=True, capture_output=True, text=True)
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(root), str(ROOT)],

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import kubernetes_validate
 import pytest
-from conftest import STACKS, rendered
+from conftest import STACKS, kubernetes_schemas_parsed_once, rendered
+
+kubernetes_schemas_parsed_once()
 
 K8S_VERSIONS = ("1.33.0", "1.37.0")
 # API groups whose schemas ship with Kubernetes itself

@@ -4,18 +4,24 @@ and the code imports itself relatively, so the installed copy works outside the 
 
 from __future__ import annotations
 
+import atexit
+import shutil
 import subprocess
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
 import pytest
+from caching import cached
 from conftest import ROOT
 
 
-@pytest.fixture
-def wheel(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("wheel")
+@cached
+def _built_wheel() -> Path:
+    """The wheel, built once per session (three tests read it; each build is a pip subprocess of seconds)."""
+    out = Path(tempfile.mkdtemp(prefix="gpu-platform-wheel-"))
+    atexit.register(shutil.rmtree, out, ignore_errors=True)
     subprocess.run(
         [
             sys.executable,
@@ -34,6 +40,11 @@ def wheel(tmp_path_factory) -> Path:
     )
     (path,) = out.glob("gpu_platform-*.whl")
     return path
+
+
+@pytest.fixture
+def wheel() -> Path:
+    return _built_wheel()
 
 
 def test_the_wheel_holds_only_gpu_platform(wheel: Path):

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -54,15 +55,20 @@ def _targets(module: str, is_package: bool, node: ast.Import | ast.ImportFrom) -
     return [base, *(f"{base}.{a.name}" for a in node.names)]
 
 
+@functools.cache
+def _imports(source: str, filename: str) -> tuple[ast.Import | ast.ImportFrom, ...]:
+    """The import statements of a module's source (lazy ones included), parsed once per session for the same text:
+    eight tests read the whole tree's graph."""
+    return tuple(n for n in ast.walk(ast.parse(source, filename)) if isinstance(n, (ast.Import, ast.ImportFrom)))
+
+
 def import_graph(root: Path, packages: Iterable[str] = PACKAGES) -> dict[str, set[str]]:
     """module -> the package modules it imports (each imported name's own module and its packages)."""
     mods = modules(root, packages)
     graph: dict[str, set[str]] = {}
     for name, path in mods.items():
         deps: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
-            if not isinstance(node, (ast.Import, ast.ImportFrom)):
-                continue
+        for node in _imports(path.read_text(encoding="utf-8"), str(path)):
             for target in _targets(name, path.name == "__init__.py", node):
                 parts = target.split(".")
                 # importing a.b.c runs a, a.b and a.b.c

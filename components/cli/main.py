@@ -76,17 +76,33 @@ def _render(args: argparse.Namespace):
         return None, EXIT_INVALID
 
 
-def cmd_synth(args: argparse.Namespace) -> int:
+def _render_frozen(args: argparse.Namespace, then):
+    """``_render``, then ``then(rendering)`` with the rendered heap frozen (``synth.rendered_heap_frozen``)."""
+    from contextlib import ExitStack
+
     from . import synth
 
+    with ExitStack() as frozen:
+        with synth.collector_relaxed():  # the render's thresholds until the heap is frozen
+            rendering, code = _render(args)
+            if rendering is None:
+                return code or EXIT_INVALID
+            frozen.enter_context(synth.rendered_heap_frozen())
+        return then(rendering)
+
+
+def cmd_synth(args: argparse.Namespace) -> int:
     if getattr(args, "program", None):
         return _synth_program(args)
     if not args.stack:
         print("gpu-platform synth: name a STACK (or --program FILE)", file=sys.stderr)
         return EXIT_INVALID
-    rendering, code = _render(args)
-    if rendering is None:
-        return code or EXIT_INVALID
+    return _render_frozen(args, lambda rendering: _synth(args, rendering))
+
+
+def _synth(args: argparse.Namespace, rendering) -> int:
+    from . import synth
+
     report, code = _policies(rendering, args.policy_config)
     if code:
         return code
@@ -136,9 +152,10 @@ def _synth_program(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    rendering, code = _render(args)
-    if rendering is None:
-        return code or EXIT_INVALID
+    return _render_frozen(args, lambda rendering: _check(args, rendering))
+
+
+def _check(args: argparse.Namespace, rendering) -> int:
     print(f"{args.stack}: config renders, {len(rendering.resources)} resources")  # then its findings, warnings
     report, code = _policies(rendering, args.policy_config)
     if code:

@@ -13,6 +13,7 @@ deterministic. A diff (``components/cli/diff.py``) adds a section with what a ch
 from __future__ import annotations
 
 import json
+from collections import defaultdict
 from collections.abc import Mapping
 from html import escape
 from typing import TYPE_CHECKING, Any
@@ -125,20 +126,24 @@ def _per_pool(gpus: Mapping[str, int]) -> str:
 def _tenants_section(decided: Plan, doc: dict[str, Any], g: lending.Graph) -> list[str]:
     costs = {t["name"]: t for t in doc["tenants"]}
     budget = doc["budget"]["tenants"]
+    # each tenant's edges, grouped once in the graph's order (scanning every edge per tenant was tenants x edges:
+    # ~80,000,000 steps at 1,000 tenants)
+    borrows: dict[str, list[lending.Edge]] = defaultdict(list)
+    idles: dict[str, list[lending.Edge]] = defaultdict(list)
+    lent_to: dict[str, set[str]] = defaultdict(set)
+    for e in g.edges:
+        if e.kind == "borrow":
+            borrows[e.target].append(e)
+        elif e.kind == "idle":
+            idles[e.target].append(e)
+        lent_to[e.source].add(e.target.split(":", 1)[1])
     rows = []
     for name in g.tenants:
         t, c = decided.tenants[name], costs[name]
-        takes = [
-            f"{e.source.split(':', 1)[1]} ({lending.units_text(e.units)} on {e.pool})"
-            for e in g.edges
-            if e.target == lending.tenant_id(name) and e.kind == "borrow"
-        ]
-        takes += [
-            f"idle {e.pool} ({lending.units_text(e.units)})"
-            for e in g.edges
-            if e.kind == "idle" and e.target == lending.tenant_id(name)
-        ]
-        lends = sorted({e.target.split(":", 1)[1] for e in g.edges if e.source == lending.tenant_id(name)})
+        node = lending.tenant_id(name)
+        takes = [f"{e.source.split(':', 1)[1]} ({lending.units_text(e.units)} on {e.pool})" for e in borrows[node]]
+        takes += [f"idle {e.pool} ({lending.units_text(e.units)})" for e in idles[node]]
+        lends = sorted(lent_to[node])
         queue = (t.cluster_queue and f"Kueue {t.cluster_queue}") or (t.volcano_queue and f"Volcano {t.volcano_queue}")
         tb = budget.get(name)
         rows.append(

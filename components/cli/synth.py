@@ -12,7 +12,6 @@ holding a role ARN, a launch template id) is unknown, recorded as the engine's w
 
 from __future__ import annotations
 
-import gc
 import json
 import runpy
 import shutil
@@ -20,7 +19,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,13 @@ from typing import Any
 import yaml
 
 from ..explain.rendering import Record, Rendering
+from ..spec.model import decode_config
+from .collector import (
+    RENDER_GC_THRESHOLDS as RENDER_GC_THRESHOLDS,
+    _collector_relaxed as _collector_relaxed,
+    collector_relaxed as collector_relaxed,
+    rendered_heap_frozen as rendered_heap_frozen,
+)
 from .loader import load_spec
 from .synth_resolve import _resolved as _resolved, _secrets_shown
 from .synth_stacks import fleet_outputs, stack_identity, stack_outputs
@@ -347,32 +353,6 @@ def _without_stack_traces(lean: bool) -> Iterator[None]:
         sdk_resource._get_stack_trace = capture
 
 
-# The collector's thresholds while the synth renders (CPython's defaults: 700, 10, 10): a young-generation
-# collection per 20,000 net allocations, an older one per 50 of those.
-RENDER_GC_THRESHOLDS = (20_000, 50, 50)
-
-
-@contextmanager
-def _collector_relaxed(lean: bool) -> Iterator[None]:
-    """Cyclic garbage collection seldom while the program runs under the mocks (restored after).
-
-    The SDK allocates a few dozen objects per resource (outputs, futures, tasks, requests), nearly all of them
-    live until the end or freed by reference counting, yet each allocation counts towards the collector's
-    thresholds: a 200-tenant render set off ~900 collections, 7 of them full passes over a heap the synth's
-    imports, spec and records make twice the bare SDK's (25 % of the render; 1,000 tenants: 16 full passes,
-    28 %). With these thresholds it does ~80 and no full pass (1,000 tenants: ~1.8 s of collections instead of
-    5.7, ~10 MiB more kept). Only ``synth.render`` does this; ``pulumi up`` runs with the interpreter's settings."""
-    if not lean:
-        yield
-        return
-    before = gc.get_threshold()
-    gc.set_threshold(*RENDER_GC_THRESHOLDS)
-    try:
-        yield
-    finally:
-        gc.set_threshold(*before)
-
-
 def render(stack: str, config: Mapping[str, Any], preview: bool = False, *, lean: bool = True) -> Rendering:
     """Run ``__main__.py`` under the mock engine with this stack config; return what it registered.
 
@@ -388,8 +368,14 @@ def render(stack: str, config: Mapping[str, Any], preview: bool = False, *, lean
 
 
 def _render(stack: str, config: Mapping[str, Any], preview: bool, lean: bool) -> Rendering:
+    from .config import handed_spec
+
     spec = load_spec(config)  # fail fast, nothing registered
-    run = run_program(default_program(), stack, config, preview, lean=lean, spec=spec)
+    engine_config = _config_for_engine(config)
+    # the program validates what the engine hands it; where that decodes to the same values, it renders this spec
+    same = decode_config(engine_config) == decode_config(config)
+    with handed_spec(engine_config, spec) if same else nullcontext():
+        run = run_program(default_program(), stack, config, preview, lean=lean, spec=spec)
     return Rendering(
         spec=spec,
         stack=stack,

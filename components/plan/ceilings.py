@@ -17,11 +17,14 @@ start, and nothing more.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
+from types import MappingProxyType
 
 from ..spec.model import NodePool, StackSpec, Tenant
 from . import derive, kueue
 
 
+@derive.per_tenant
 def tenant_pool_ceiling_units(spec: StackSpec, tenant: Tenant) -> dict[str, dict[str, int]]:
     """pool -> {resource: units} the tenant can hold at most on each pool it reaches."""
     scheduler = derive.tenant_scheduler(spec, tenant)
@@ -44,6 +47,7 @@ def tenant_ceiling_units(spec: StackSpec, tenant: Tenant) -> dict[str, int]:
     return dict(sorted(total.items()))
 
 
+@derive.per_pool
 def uncovered_gpus(spec: StackSpec, pool: NodePool) -> int | None:
     """GPUs the pool may bring (``gpu_cap``) beyond the sum of the Kueue tenants' nominal quotas on it: Kueue
     never admits a workload onto them. Kueue lends only quota, never capacity: on a flavor each ClusterQueue holds
@@ -58,5 +62,23 @@ def uncovered_gpus(spec: StackSpec, pool: NodePool) -> int | None:
     not per pool)."""
     if not spec.addons.kueue or pool.name in derive.volcano_pools(spec):
         return None
-    quota = sum(t.gpu_quota.get(pool.name, 0) for t in derive.kueue_tenants(spec))
+    quota = pool_quota_gpus(spec, pool.name, tenants="kueue")
     return max(pool.gpu_cap - quota, 0)
+
+
+def pool_quota_gpus(spec: StackSpec, pool_name: str, tenants: str = "all") -> int:
+    """The GPUs of the tenants' nominal quotas on a pool: every tenant's (``tenants="all"``) or the Kueue tenants'
+    (``"kueue"``), summed once per spec for every pool."""
+    return _pool_quota_gpus(spec)[tenants].get(pool_name, 0)
+
+
+@derive.per_spec
+def _pool_quota_gpus(spec: StackSpec) -> Mapping[str, Mapping[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for who, members in (("all", spec.tenants), ("kueue", derive.kueue_tenants(spec))):
+        total: dict[str, int] = defaultdict(int)
+        for tenant in members:
+            for pool_name, n in tenant.gpu_quota.items():
+                total[pool_name] += n
+        out[who] = MappingProxyType(dict(total))
+    return MappingProxyType(out)

@@ -194,6 +194,7 @@ def unit_price(per_gpu: float | None, pool: NodePool, resource: str, count: int)
     return per_gpu / count
 
 
+@derive.per_pool
 def pool_cost(spec: StackSpec, pool: NodePool) -> PoolCost:
     spot_gpus, od_gpus = (pool.gpu_cap, 0) if pool.capacity == "spot" else (0, pool.gpu_cap)
     if pool.capacity == "spot" and pool.provisioner == "karpenter" and pool.karpenter.on_demand_fallback:

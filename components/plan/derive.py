@@ -7,12 +7,11 @@ ClusterQueues, and Volcano queues all read these functions, so they cannot disag
 
 from __future__ import annotations
 
-import functools
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TypeVar
 
+from ..spec.cache import per_pool as per_pool, per_spec as per_spec, per_tenant as per_tenant
 from ..spec.model import NodePool, StackSpec, Taint, Tenant
 
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -48,28 +47,6 @@ BOTTLEROCKET_OPERAND_LABELS = {
     f"nvidia.com/gpu.deploy.{o}": "false" for o in (*_OPERANDS.split(), "dcgm", "node-status-exporter", "client")
 }
 MANAGED_BY = {"app.kubernetes.io/managed-by": "gpu-platform"}
-
-_Fact = TypeVar("_Fact")
-
-
-def per_spec(fn: Callable[[StackSpec], _Fact]) -> Callable[[StackSpec], _Fact]:
-    """Compute a fact of the whole spec once per spec (a spec is frozen after validation), where a component
-    would otherwise recompute it per tenant or per pool. Cached in the instance's ``__dict__`` the way
-    ``functools.cached_property`` does (pydantic's equality, dumps and schema ignore it); tagged with the
-    spec's id so a copy of the spec recomputes. Return immutable values."""
-    key = f"_per_spec_{fn.__module__}.{fn.__qualname__}"
-
-    @functools.wraps(fn)
-    def cached(spec: StackSpec) -> _Fact:
-        got = spec.__dict__.get(key)
-        if got is not None and got[0] == id(spec):
-            return got[1]
-        value = fn(spec)
-        spec.__dict__[key] = (id(spec), value)
-        return value
-
-    return cached
-
 
 # Dynamic Resource Allocation (gpuOperator.allocation: dra). The DeviceClasses the NVIDIA DRA driver's GPU
 # plugin is served through (created by the GPU Operator's GPUCluster stack, manifests/state-dra-driver/
@@ -124,6 +101,7 @@ def device_plugin_owner(spec: StackSpec) -> str:
     return "operator"
 
 
+@per_pool
 def pool_device_plugin(spec: StackSpec, pool: NodePool) -> str:
     """Which device plugin serves this pool's GPUs: 'gke' (GKE's, sharing and MIG are node-pool settings),
     'bottlerocket' (the one Bottlerocket NVIDIA AMIs run on the host, configured through
@@ -173,6 +151,7 @@ def config_name(pool: NodePool) -> str:
     return pool.name
 
 
+@per_pool
 def pool_labels(spec: StackSpec, pool: NodePool) -> dict[str, str]:
     """Labels every node of the pool carries, whoever provisions it (EKS, GKE or Karpenter)."""
     labels = {
@@ -234,6 +213,7 @@ def tolerations(pool: NodePool) -> list[dict[str, str]]:
     return out
 
 
+@per_pool
 def units_per_gpu(spec: StackSpec, pool: NodePool) -> dict[str, int]:
     """Scheduler resources one physical GPU of the pool advertises."""
     sharing = pool.sharing
@@ -352,17 +332,31 @@ class PoolCapacity:
 
 def capacity_report(spec: StackSpec) -> list[PoolCapacity]:
     """Per pool: units it can bring vs. the sum of tenants' nominal quotas on it."""
+    return list(_capacity_report(spec))
+
+
+def pool_capacity_report(spec: StackSpec, pool_name: str) -> PoolCapacity:
+    """``capacity_report``'s entry of one pool."""
+    return next(c for c in _capacity_report(spec) if c.pool == pool_name)
+
+
+@per_spec
+def _capacity_report(spec: StackSpec) -> tuple[PoolCapacity, ...]:
+    """Once per spec, in one pass over the tenants' quotas (per pool it was pools x tenants)."""
+    gpus: dict[str, list[int]] = defaultdict(list)  # pool -> each quota entry on it, in tenant order
+    for tenant in spec.tenants:
+        for pool_name, n in tenant.gpu_quota.items():
+            gpus[pool_name].append(n)
     out = []
     for pool in spec.node_pools:
         cap = pool_capacity(spec, pool)
         quota: dict[str, int] = defaultdict(int)
-        for tenant in spec.tenants:
-            if pool.name in tenant.gpu_quota:
-                for name, n in pool_units(spec, pool, tenant.gpu_quota[pool.name]).items():
-                    quota[name] += n
+        for n in gpus.get(pool.name, ()):
+            for name, units in pool_units(spec, pool, n).items():
+                quota[name] += units
         ratio = max((quota.get(k, 0) / v if v else float("inf") for k, v in cap.items()), default=0.0)
         out.append(PoolCapacity(pool.name, cap, dict(quota), ratio))
-    return out
+    return tuple(out)
 
 
 def priority_ceiling_excluded(spec: StackSpec, tenant: Tenant) -> list[str]:
@@ -470,9 +464,14 @@ def kueue_tenants(spec: StackSpec) -> list[Tenant]:
     """Tenants whose workloads Kueue admits: only they get a ClusterQueue and a LocalQueue. A Volcano tenant's
     ClusterQueue would admit nothing (Kueue skips its namespace) and lend its quota to the cohort, while its
     Volcano queue placed pods on the same GPUs."""
+    return list(_kueue_tenants(spec))
+
+
+@per_spec
+def _kueue_tenants(spec: StackSpec) -> tuple[Tenant, ...]:
     if not spec.addons.kueue:
-        return []
-    return [t for t in spec.tenants if tenant_scheduler(spec, t) == "kueue"]
+        return ()
+    return tuple(t for t in spec.tenants if tenant_scheduler(spec, t) == "kueue")
 
 
 def shares_whole_gpu_requests(spec: StackSpec, pool: NodePool) -> bool:

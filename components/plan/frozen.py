@@ -9,15 +9,22 @@ from dataclasses import fields
 from types import MappingProxyType
 from typing import Any
 
+# Leaves met most often, told apart by their exact type before the abstract Mapping check (an ABC's isinstance is
+# the slow part of freezing a 1,000-tenant plan's ~120,000 values)
+_LEAVES = frozenset({str, int, float, bool, type(None)})
+
 
 def freeze(value: Any, keep_order: bool = False) -> Any:
     """Deep read-only copy: dicts become MappingProxyType (keys sorted, or in their own order with ``keep_order``:
     pools and tenants keep the stack file's, what the renderers register in), lists tuples."""
-    if isinstance(value, Mapping):
+    kind = type(value)
+    if kind in _LEAVES:
+        return value
+    if kind is dict or kind is MappingProxyType or isinstance(value, Mapping):
         keys = list(value) if keep_order else sorted(value)
         return MappingProxyType({k: freeze(value[k], keep_order) for k in keys})
-    if isinstance(value, list | tuple):
-        return tuple(freeze(v, keep_order) for v in value)
+    if kind is list or kind is tuple or isinstance(value, list | tuple):
+        return tuple([freeze(v, keep_order) for v in value])
     return value
 
 

@@ -4,6 +4,7 @@ tenant's ClusterQueue and LocalQueue spec (``TenantPlan.cluster_queue_spec``, ``
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -160,7 +161,13 @@ def flavor_immutable(pool: NodePool) -> tuple[str, ...]:
 def provisioning_pools(spec: StackSpec) -> list[NodePool]:
     """Pools whose flavor carries a ProvisioningRequest admission check, by name (stack-file order changes
     nothing)."""
-    return sorted((p for p in spec.node_pools if provisioning_class(spec, p) is not None), key=lambda p: p.name)
+    return list(_provisioning_pools(spec))
+
+
+@derive.per_spec
+def _provisioning_pools(spec: StackSpec) -> tuple[NodePool, ...]:
+    """Once per spec: every tenant's ClusterQueue names the checks of its pools among them."""
+    return tuple(sorted((p for p in spec.node_pools if provisioning_class(spec, p) is not None), key=lambda p: p.name))
 
 
 def admission_check_name(spec: StackSpec, pool: NodePool) -> str:
@@ -259,6 +266,7 @@ _DECIMAL_SUFFIXES = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "
 _BINARY_SUFFIXES = ("", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
 
 
+@functools.lru_cache(maxsize=4096, typed=True)  # a pure function, asked of the same few numbers per quota
 def canonical_quantity(quantity: int | str) -> str:
     """A quantity (a stack file's ``Quantity``, or a count) as Kubernetes writes it back: ``10000`` is ``10k``,
     ``1500`` stays, ``0.5`` is ``500m``, ``1024Mi`` is ``1Gi``, ``1.5Gi`` is ``1536Mi`` (k8s.io/apimachinery

@@ -64,6 +64,13 @@ def graph(decided: Plan) -> Graph:
     for t in tenants:
         for pool, units in sorted(t.pool_units.items()):
             edges.append(Edge("nominal", pool_id(pool), tenant_id(t.name), pool, dict(units), t.pool_gpus.get(pool)))
+    # (cohort, pool) -> the Kueue tenants that put quota into the cohort there, by name: a borrower's lenders, found
+    # without walking every tenant per borrower and pool (1,000 tenants: 2,000,000 steps for ~80,000 loans)
+    lenders: dict[tuple[str | None, str], list[Any]] = {}
+    for t in tenants:
+        if t.cluster_queue is not None:
+            for pool in t.pool_lent_units:
+                lenders.setdefault((t.cohort, pool), []).append(t)
     for b in tenants:
         for pool in sorted(b.pool_units):
             room = _minus(b.pool_ceiling_units.get(pool, {}), b.pool_units[pool])
@@ -73,10 +80,10 @@ def graph(decided: Plan) -> Graph:
                 continue
             if b.cluster_queue is None or b.cohort is None:
                 continue
-            for lender in tenants:
-                if lender.name == b.name or lender.cohort != b.cohort or lender.cluster_queue is None:
+            for lender in lenders.get((b.cohort, pool), ()):
+                if lender.name == b.name:
                     continue
-                lent = lender.pool_lent_units.get(pool, {})
+                lent = lender.pool_lent_units[pool]
                 take = {r: max(0, min(lent.get(r, 0), n)) for r, n in room.items()}
                 if any(take.values()):
                     edges.append(Edge("borrow", tenant_id(lender.name), tenant_id(b.name), pool, take, None))

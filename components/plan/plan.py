@@ -268,7 +268,7 @@ def pool_plan(spec: StackSpec, pool: NodePool) -> PoolPlan:
     check = kueue_plan.provisioning_class(spec, pool) if spec.addons.kueue else None
     units_per_node = derive.pool_units(spec, pool, pool.gpu.per_node)
     efa_interfaces = {efa.EFA_RESOURCE: efa.interfaces_per_node(pool)} if efa.efa_enabled(spec, pool) else {}
-    quota = next(c for c in derive.capacity_report(spec) if c.pool == pool.name)
+    quota = derive.pool_capacity_report(spec, pool.name)
     uncovered = ceilings.uncovered_gpus(spec, pool)
     return PoolPlan(
         name=pool.name,
@@ -305,7 +305,7 @@ def pool_plan(spec: StackSpec, pool: NodePool) -> PoolPlan:
         advertises=_freeze({**units_per_node, **efa_interfaces}),
         cold_start=pool.name in {p.name for p in derive.cold_start_pools(spec)},
         tenant_quota_units=_freeze(quota.quota_units),
-        tenant_quota_gpus=sum(t.gpu_quota.get(pool.name, 0) for t in spec.tenants),
+        tenant_quota_gpus=ceilings.pool_quota_gpus(spec, pool.name),
         uncovered_gpus=uncovered,
         uncovered_units=_freeze(derive.pool_units(spec, pool, uncovered)) if uncovered is not None else None,
         cost=_freeze(cost.pool_doc(spec, pool)),
@@ -348,7 +348,7 @@ def tenant_plan(spec: StackSpec, tenant: Tenant) -> TenantPlan:
         cluster_queue=tenant.name if kueue else None,
         volcano_queue=tenant.name if volcano else None,
         volcano_queue_spec=_freeze(volcano_plan.queue_spec(spec, tenant)) if volcano else None,
-        cluster_queue_spec=_freeze(kueue_plan.cluster_queue_spec(spec, tenant)) if kueue else None,
+        cluster_queue_spec=_freeze(kueue_plan.quotas(spec).specs[tenant.name]) if kueue else None,
         local_queue_spec=_freeze(kueue_plan.local_queue_spec(tenant, draining=_draining(spec))) if kueue else None,
         pool_gpus=_freeze(dict(tenant.gpu_quota)),
         pool_ceiling_gpus=_freeze(cost.tenant_gpus(spec, tenant)[1]),

@@ -234,7 +234,16 @@ class StackSpec(Model):
 
     # -- lookups used across components ---------------------------------------------------------
     def pool(self, name: str) -> NodePool:
-        return next(p for p in self.node_pools if p.name == name)
+        """The pool of that name (StopIteration: none). By a name index kept once per spec (the plan asks per
+        tenant and quota entry: a scan was pools x tenants), rebuilt for a copy or another pool list."""
+        got = self.__dict__.get("_pool_index")
+        if got is None or got[0] != id(self) or got[1] is not self.node_pools or got[2] != len(self.node_pools):
+            got = (id(self), self.node_pools, len(self.node_pools), {p.name: p for p in reversed(self.node_pools)})
+            self.__dict__["_pool_index"] = got
+        found = got[3].get(name)
+        if found is None:
+            raise StopIteration(name)
+        return found
 
     def priority_class(self, name: str) -> PriorityClassSpec:
         return next(c for c in self.priority_classes if c.name == name)

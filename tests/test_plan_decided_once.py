@@ -1,0 +1,98 @@
+"""Each fact about a pool or a tenant is decided once per spec, and the plan once per synth (issue 42): the plan stage
+asks ``derive`` per pool, not per tenant or per quota entry, the synth's program renders the spec the synth already
+validated, and the work of a plan grows with the stack, not with pools x tenants."""
+
+from __future__ import annotations
+
+import cProfile
+import pstats
+
+from bench_synth import generated_config
+from conftest import render_config, stack_config
+
+from components.cli import config as program_config
+from components.cli.loader import load_spec
+from components.plan import ceilings, cost, derive, plan
+
+GPU = "nvidia.com/gpu"
+
+
+def _calls(fn, *args) -> dict[tuple[str, int], int]:
+    """(file, first line) -> calls of every function while ``fn(*args)`` runs."""
+    prof = cProfile.Profile()
+    prof.runcall(fn, *args)
+    stats = pstats.Stats(prof).stats  # type: ignore[attr-defined]
+    return {(f, line): cc for (f, line, _), (cc, *_) in stats.items()}
+
+
+def _code(cached) -> tuple[str, int]:
+    inner = cached.__wrapped__.__code__
+    return inner.co_filename, inner.co_firstlineno
+
+
+def test_every_pool_fact_is_worked_out_once_per_pool_of_a_big_stack():
+    spec = load_spec(generated_config(tenants=40, pools_n=12))
+    calls = _calls(plan.build, spec, "bench")
+    for fact in (derive.units_per_gpu, derive.pool_device_plugin, derive.pool_labels, cost.pool_cost):
+        assert calls.get(_code(fact), 0) <= len(spec.node_pools), fact.__name__
+    # and a tenant's ceilings once per tenant (they were worked out four times: quota, plan, cost twice)
+    assert calls.get(_code(ceilings.tenant_pool_ceiling_units), 0) == len(spec.tenants)
+
+
+def _plan_calls(tenants: int, pools: int) -> int:
+    """Function calls of one plan of a generated stack whose every tenant has a GPU on pool-00 and pool-01."""
+    cfg = generated_config(tenants=tenants, pools_n=pools)
+    for t in cfg["gpu-platform:tenants"]:
+        t["gpuQuota"] = {"pool-00": 1, "pool-01": 1}
+    return sum(_calls(plan.build, load_spec(cfg), "bench").values())
+
+
+def test_a_tenant_costs_the_plan_the_same_however_many_pools_the_stack_has():
+    # Each tenant reaches the same two pools at any stack size, so what one more tenant adds to the plan must not
+    # grow with the pool count. It did (~2,500 calls per tenant at 6 pools, ~3,200 at 30) while the plan summed
+    # every tenant's quota once per pool (capacity_report, uncovered_gpus, the pool's tenant GPUs), scanned the
+    # pools per lookup and asked every pool's provisioning class per ClusterQueue: pools x tenants.
+    _plan_calls(5, 6)  # the first plan of a process also pays for lazy imports and compiled patterns
+    per_tenant = {pools: (_plan_calls(20, pools) - _plan_calls(10, pools)) / 10 for pools in (6, 30)}
+    assert per_tenant[30] <= 1.05 * per_tenant[6], per_tenant
+
+
+def test_a_pool_fact_is_answered_afresh_for_a_pool_that_is_not_the_specs_own():
+    spec = load_spec(stack_config("prod-aws"))
+    pool = spec.pool("a100-train")
+    assert derive.units_per_gpu(spec, pool) == {GPU: 1}
+    shared = pool.model_copy(update={"sharing": spec.pool("l4-notebooks").sharing})
+    assert derive.units_per_gpu(spec, shared) == {GPU: 4}  # time-sliced x4, not renamed (prod-aws)
+    assert derive.units_per_gpu(spec, pool) == {GPU: 1}
+
+
+def test_a_kept_answer_handed_out_is_a_copy_a_caller_may_change():
+    spec = load_spec(stack_config("prod-aws"))
+    pool = spec.pool("a100-train")
+    derive.units_per_gpu(spec, pool)["nvidia.com/gpu.shared"] = 99
+    derive.pool_labels(spec, pool)["extra"] = "x"
+    assert derive.units_per_gpu(spec, pool) == {GPU: 1}
+    assert "extra" not in derive.pool_labels(spec, pool)
+    ceiling = derive.per_tenant(lambda s, t: {"a100-train": {GPU: 8}})
+    team = spec.tenants[0]
+    ceiling(spec, team)["a100-train"][GPU] = 0
+    assert ceiling(spec, team) == {"a100-train": {GPU: 8}}
+
+
+def test_the_synth_validates_a_stack_once_and_its_program_renders_that_spec(monkeypatch):
+    asked = []
+    real = program_config.load_spec
+    monkeypatch.setattr(program_config, "load_spec", lambda c: asked.append(c) or real(c))
+    rendering = render_config(stack_config("local"), "local")
+    assert asked == []  # the program read the synth's spec
+    assert rendering.resources
+
+
+def test_the_program_validates_what_it_reads_when_that_is_not_what_the_synth_validated(monkeypatch):
+    spec = load_spec(stack_config("local"))
+    asked = []
+    monkeypatch.setattr(program_config, "pulumi_config", lambda: {"gpu-platform:cloud": "existing"})
+    monkeypatch.setattr(program_config, "load_spec", lambda c: asked.append(c) or spec)
+    with program_config.handed_spec({"gpu-platform:cloud": "aws"}, spec):
+        program_config.spec_from_pulumi_config()
+    assert asked == [{"gpu-platform:cloud": "existing"}]
