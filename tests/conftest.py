@@ -102,6 +102,23 @@ def render_config(config: dict[str, Any], stack: str = "test", stack_dir: Path |
         return render(stack, config)
 
 
+def copy_stack_files(folder: Path, names: list[str] | tuple[str, ...]) -> Path:
+    """Copies of the shipped stack files ``names`` in ``folder`` (a fleet's manager and workers, to edit)."""
+    import shutil
+
+    for name in names:
+        shutil.copy(STACKS_DIR / f"Pulumi.{name}.yaml", folder / f"Pulumi.{name}.yaml")
+    return folder
+
+
+def edit_stack_file(folder: Path, name: str, change) -> None:
+    """``change(config)`` applied to ``folder``'s ``Pulumi.<name>.yaml`` in place."""
+    path = folder / f"Pulumi.{name}.yaml"
+    doc = yaml.safe_load(path.read_text())
+    change(doc["config"])
+    path.write_text(yaml.safe_dump(doc))
+
+
 def config_paths(node: Any, prefix: tuple = ()) -> list[tuple]:
     """Every key path of a stack config (dict keys and list positions), parents before children."""
     out = [prefix] if prefix else []

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import copy_stack_files, edit_stack_file
 
 from components.cli import main as cli
 from components.cli.loader import load_spec
@@ -25,16 +26,11 @@ FILES = ("fleet-manager", "fleet-eks", "fleet-gke")
 
 @pytest.fixture
 def stacks(tmp_path: Path) -> Path:
-    for name in FILES:
-        shutil.copy(ROOT / "stacks" / f"Pulumi.{name}.yaml", tmp_path / f"Pulumi.{name}.yaml")
-    return tmp_path
+    return copy_stack_files(tmp_path, FILES)
 
 
 def edit(stacks: Path, name: str, change) -> None:
-    path = stacks / f"Pulumi.{name}.yaml"
-    doc = yaml.safe_load(path.read_text())
-    change(doc["config"])
-    path.write_text(yaml.safe_dump(doc))
+    edit_stack_file(stacks, name, change)
 
 
 def load(stacks: Path, name: str = "fleet-manager"):

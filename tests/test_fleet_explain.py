@@ -9,11 +9,11 @@ and evals lends it 4 in cohort gpu-platform: at most 8); evals only to gke-l4 (q
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 import yaml
+from conftest import copy_stack_files, edit_stack_file
 
 from components.cli import main as cli
 from components.cli.loader import load_spec
@@ -27,16 +27,11 @@ SEC_C = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
 
 @pytest.fixture
 def stacks(tmp_path: Path) -> Path:
-    for name in ("fleet-manager", "fleet-eks", "fleet-gke"):
-        shutil.copy(ROOT / "stacks" / f"Pulumi.{name}.yaml", tmp_path / f"Pulumi.{name}.yaml")
-    return tmp_path
+    return copy_stack_files(tmp_path, ("fleet-manager", "fleet-eks", "fleet-gke"))
 
 
 def edit(stacks: Path, name: str, change) -> None:
-    path = stacks / f"Pulumi.{name}.yaml"
-    doc = yaml.safe_load(path.read_text())
-    change(doc["config"])
-    path.write_text(yaml.safe_dump(doc))
+    edit_stack_file(stacks, name, change)
 
 
 def job(ns: str, pods: int, gpus: int, kind: str = "Job") -> dict:

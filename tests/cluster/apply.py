@@ -26,12 +26,17 @@ UPSTREAM_CRDS = ROOT / "upstream" / "crds"
 FIELD_MANAGER = "gpu-platform"
 
 
+# CRDs the platform renders objects of that upstream/ (a byte copy of the shared snapshot) does not hold: kept with
+# their licence under tests/fixtures (the ENIConfigs of a created EKS cluster with a pod CIDR)
+FIXTURE_CRDS = [ROOT / "tests" / "fixtures" / "amazon-vpc-cni-k8s" / "eniconfigs.crd.k8s.amazonaws.com.yaml"]
+
+
 def upstream_crds() -> list[dict[str, Any]]:
     """Every CRD under upstream/crds, once per name. Two upstreams ship the same CRD (the GPU Operator v26.7.0
     carries copies of the DRA driver's ComputeDomain CRDs): the first folder in name order wins, so the DRA
     driver's own (dra-driver-nvidia-gpu/) is the one installed, as on a cluster that runs that driver."""
     docs: dict[str, dict[str, Any]] = {}
-    for path in sorted(UPSTREAM_CRDS.rglob("*.yaml")):
+    for path in [*sorted(UPSTREAM_CRDS.rglob("*.yaml")), *FIXTURE_CRDS]:
         # libyaml's loader: the pure-Python one spent about 27 s of CPU on these megabytes at every cluster start
         for doc in yaml.load_all(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
             if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":

@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 import yaml
 from apply import apply_rendering, diff, install_crds
-from cluster_stacks import ALL, COVERAGE, stack_file_config
+from cluster_stacks import ALL, COVERAGE, stack_file, stack_file_config
 from controlplane import ControlPlane
 from probes import Api, container, cronjob, deployment, job, pod
 
-from components.cli.loader import load_spec
+from components.cli.loader import load_spec, stack_files_in
 from components.cli.synth import render
 from components.explain.rendering import Rendering
 
@@ -80,7 +80,8 @@ def _exists(c: Cluster, api_version: str, kind: str, ns: str, name: str) -> bool
 def cluster(request):
     stack = request.param
     config = stack_file_config(stack)
-    rendering = render(stack, config)
+    with stack_files_in(stack_file(stack).parent):  # a fleet manager's workers beside it
+        rendering = render(stack, config)
     with ControlPlane(stack) as cp:
         install_crds(cp)
         levels = apply_rendering(cp, rendering)
@@ -107,7 +108,7 @@ def test_every_rendered_object_is_accepted_and_a_second_apply_changes_nothing(cl
 def _ceilings(c: Cluster) -> list[tuple[str, list[str], list[str]]]:
     """(tenant, forbidden, allowed) per tenant, from the stack file's ``priority`` and the server's classes."""
     values = c.class_values()
-    spec = load_spec(c.config)
+    spec = load_spec(c.config, stack_file(c.stack).parent)
     platform = {pc.name for pc in spec.priority_classes}
     out = []
     for t in spec.tenants:
@@ -226,6 +227,8 @@ def _gpu_pod(c: Cluster, ns: str, name: str, resource: str, units: int) -> dict[
 
 
 def test_a_pod_over_the_tenants_gpu_quota_is_refused(cluster: Cluster):
+    if not cluster.config.get("gpu-platform:nodePools"):
+        pytest.skip(f"{cluster.stack} has no GPU pool (a fleet manager runs its tenants' jobs on its workers)")
     checked = 0
     for t in cluster.tenants():
         ns = t["name"]
@@ -400,7 +403,22 @@ def _volcano_job(queue: str) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------- day 2 on the server
 
 
-def test_a_chart_bump_replaces_the_webhook_gate_job_instead_of_updating_it(cluster: Cluster):
+def _bumped_workers(cluster: Cluster, folder: Path, charts: dict[str, Any]) -> Path:
+    """Where a fleet manager's workers are read from for a chart bump: copies of their stack files with the same
+    bump (the fleet's rule: manager and workers on one Kueue minor, the workers upgraded first)."""
+    fleet = cluster.config.get("gpu-platform:fleet")
+    if not fleet:
+        return stack_file(cluster.stack).parent
+    for path in stack_file(cluster.stack).parent.glob("Pulumi.*.yaml"):
+        doc = yaml.safe_load(path.read_text())
+        if "gpu-platform:fleetWorker" in (doc.get("config") or {}):
+            doc["config"]["gpu-platform:charts"] = {**(doc["config"].get("gpu-platform:charts") or {}), **charts}
+            doc["config"].pop("gpu-platform:chartSource", None)
+        (folder / path.name).write_text(yaml.safe_dump(doc))
+    return folder
+
+
+def test_a_chart_bump_replaces_the_webhook_gate_job_instead_of_updating_it(cluster: Cluster, tmp_path: Path):
     """A chart bump changes the gate Job's pod template, which the server refuses to update in place
     (``spec.template: field is immutable``): the new render must be a new Job, and applying it is accepted."""
     gates = [d for d in cluster.docs if d["kind"] == "Job" and "-webhook-ready" in d["metadata"]["name"]]
@@ -411,11 +429,12 @@ def test_a_chart_bump_replaces_the_webhook_gate_job_instead_of_updating_it(clust
     bumped = {key: {"version": "99.0.0"} for key in ("kueue", "volcano", "trainer", "gpuOperator")}
     config["gpu-platform:charts"] = {**charts, **bumped}
     config.pop("gpu-platform:chartSource", None)  # the repository bundles only the pinned versions
-    new = [
-        d
-        for d in render(cluster.stack, config).manifests
-        if d["kind"] == "Job" and "-webhook-ready" in d["metadata"]["name"]
-    ]
+    with stack_files_in(_bumped_workers(cluster, tmp_path, bumped)):
+        new = [
+            d
+            for d in render(cluster.stack, config).manifests
+            if d["kind"] == "Job" and "-webhook-ready" in d["metadata"]["name"]
+        ]
     assert len(new) == len(gates)
     old_names = {(g["metadata"]["namespace"], g["metadata"]["name"]) for g in gates}
     for doc in new:
