@@ -1,5 +1,6 @@
-"""``gpu-platform diff`` (components/cli/diff.py), the lending graph (components/plan/lending.py), its Mermaid in
-summary.md and the page's self-containment (the browser test, tests/test_plan_html_browser.py, opens it)."""
+"""``gpu-platform diff`` (components/cli/diff.py), the lending graph's uncovered GPUs and its Mermaid in summary.md
+(components/plan/lending.py; its edges: tests/test_lending_graph.py) and the page's self-containment (the browser
+test, tests/test_plan_html_browser.py, opens it)."""
 
 from __future__ import annotations
 
@@ -103,19 +104,6 @@ def test_an_unusable_side_is_one_line_naming_the_file_and_key_exit_2(tmp_path, c
     assert "not a plan of schemaVersion" in capsys.readouterr().err
 
 
-def test_the_lending_graph_takes_what_the_cohort_lends_within_the_borrowers_room():
-    """dra-existing (stack file): cohort shared; research 10 and serving 4 on h100, notebooks 2; research and
-    serving 8 each on a100-mig. Each can take all of the others' quota (no limits), so notebooks takes 10 from
-    research and 4 from serving."""
-    g = lending.graph(shipped_plan("dra-existing"))
-    borrow = {(e.source, e.target, e.pool): dict(e.units) for e in g.edges if e.kind == "borrow"}
-    assert borrow[("tenant:research", "tenant:notebooks", "h100")] == {"gpu.nvidia.com/devices": 10}
-    assert borrow[("tenant:serving", "tenant:notebooks", "h100")] == {"gpu.nvidia.com/devices": 4}
-    assert borrow[("tenant:research", "tenant:serving", "a100-mig")] == {"mig.nvidia.com/devices": 8}
-    assert ("tenant:notebooks", "tenant:research", "h100") not in borrow  # notebooks lends nothing (never preempts)
-    assert len(borrow) == 6
-
-
 def test_uncovered_gpus_are_marked_as_the_stack_file_adds_them_up():
     cfg = yaml.safe_load(PROD.read_text())["config"]
     quota: dict[str, int] = {}
@@ -142,6 +130,12 @@ def test_summary_carries_the_mermaid_graph_and_the_synth_writes_the_page():
     block = summary.split("## Who can take what from whom\n\n```mermaid\n", 1)[1].split("```", 1)[0]
     assert block.startswith("flowchart LR\n")
     assert '  pool_a100_gang -- "nominal 16 GPUs" --> tenant_applied_ml\n' in block
+    # research lends its 16 a100-train GPUs to its cohort (the default, gpu-platform): a hexagon per cohort and pool
+    assert (
+        '  cohort_gpu_platform_ON_a100_train{{"cohort gpu-platform<br/>on a100-train: 16 nvidia.com/gpu lent"}}\n'
+        in block
+    )
+    assert '  tenant_research -. "lends 16 nvidia.com/gpu" .-> cohort_gpu_platform_ON_a100_train\n' in block
     page = files["plan.html"]
     assert "default-src 'none'" in page  # the CSP: the page may fetch nothing
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", page)  # nothing loaded from elsewhere
@@ -150,22 +144,6 @@ def test_summary_carries_the_mermaid_graph_and_the_synth_writes_the_page():
 def test_tables_align_columns_and_right_align_numbers():
     out = table(["pool", "GPUs"], [["a", "8"], ["longer", "16"]])
     assert out == ["  pool    GPUs", "  ------  ----", "  a          8", "  longer    16"]
-
-
-def test_a_borrowing_limit_caps_what_a_tenant_can_take_from_each_lender():
-    """notebooks (2 H100 devices of its own) with borrowingLimit 5 on h100: of research's 10 it can take 5, of
-    serving's 4 all 4."""
-    from components.cli.loader import load_spec
-    from components.plan import plan
-    from tests.conftest import stack_config
-
-    cfg = stack_config("dra-existing")
-    for t in cfg["gpu-platform:tenants"]:
-        if t["name"] == "notebooks":
-            t["borrowingLimit"] = {"h100": 5}
-    g = lending.graph(plan.build(load_spec(cfg), "dra-existing"))
-    takes = {e.source: dict(e.units) for e in g.edges if e.kind == "borrow" and e.target == "tenant:notebooks"}
-    assert takes == {"tenant:research": {"gpu.nvidia.com/devices": 5}, "tenant:serving": {"gpu.nvidia.com/devices": 4}}
 
 
 def test_an_unwritable_page_is_one_line_exit_2(tmp_path, capsys):

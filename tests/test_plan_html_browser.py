@@ -132,32 +132,58 @@ def test_every_pool_and_tenant_shows_the_plans_numbers_offline(browser, tmp_path
         assert row[3] == nominal, name
         assert row[4] == usd(tenants[name]["nominal"]["hourlyUsd"]), name
     graph_nodes = set(page.evaluate("() => window.cy.nodes().map(n => n.id())"))
-    assert graph_nodes == {f"pool:{p['name']}" for p in cfg["gpu-platform:nodePools"]} | {
-        f"tenant:{t['name']}" for t in cfg.get("gpu-platform:tenants", [])
+    # a node per cohort and pool where a Kueue tenant of the cohort lends something (the plan's pool_lent_units)
+    cohorts = {
+        f"cohort:{t.cohort}/{pool}"
+        for t in decided.tenants.values()
+        if t.cluster_queue and t.cohort
+        for pool, units in t.pool_lent_units.items()
+        if any(units.values())
     }
+    assert (
+        graph_nodes
+        == {f"pool:{p['name']}" for p in cfg["gpu-platform:nodePools"]}
+        | {f"tenant:{t['name']}" for t in cfg.get("gpu-platform:tenants", [])}
+        | cohorts
+    )
     assert page.locator("#graph canvas").count() > 0  # Cytoscape drew
     assert opened.outside == [] and opened.errors == []
     page.close()
 
 
-def test_the_graph_says_who_can_borrow_what_from_whom(browser, tmp_path):
-    """dra-existing: research (10 H100 devices) and serving (4) lend into cohort shared, notebooks (2 of its own)
-    can borrow all of both; on a100-mig research and serving (8 each) lend each other their 8."""
+def test_the_graph_says_what_each_tenant_lends_its_cohort_and_can_borrow_from_it(browser, tmp_path):
+    """dra-existing, cohort shared: on h100 research lends 10 and serving 4 (notebooks, dev, nothing), so the
+    cohort holds 14 there and each can borrow what the others lend: research 4, serving 10, notebooks 14; on
+    a100-mig (2 MIG devices per GPU) research and serving lend 8 each and each can borrow the other's 8."""
     opened = _open(browser, _page(tmp_path, "dra-existing"))
-    edges = opened.page.evaluate(
-        "() => window.cy.edges().filter(e => e.data('kind') === 'borrow')"
+    page = opened.page
+    edges = page.evaluate(
+        "() => window.cy.edges().filter(e => ['lend', 'borrow'].includes(e.data('kind')))"
         ".map(e => [e.source().id(), e.target().id(), e.data('label')])"
     )
+    h100, mig = "gpu.nvidia.com/devices", "mig.nvidia.com/devices"
     assert sorted(map(tuple, edges)) == sorted(
         [
-            ("tenant:research", "tenant:notebooks", "lends up to 10 gpu.nvidia.com/devices on h100"),
-            ("tenant:serving", "tenant:notebooks", "lends up to 4 gpu.nvidia.com/devices on h100"),
-            ("tenant:serving", "tenant:research", "lends up to 4 gpu.nvidia.com/devices on h100"),
-            ("tenant:research", "tenant:serving", "lends up to 10 gpu.nvidia.com/devices on h100"),
-            ("tenant:serving", "tenant:research", "lends up to 8 mig.nvidia.com/devices on a100-mig"),
-            ("tenant:research", "tenant:serving", "lends up to 8 mig.nvidia.com/devices on a100-mig"),
+            ("tenant:research", "cohort:shared/h100", f"lends 10 {h100}"),
+            ("tenant:serving", "cohort:shared/h100", f"lends 4 {h100}"),
+            ("tenant:research", "cohort:shared/a100-mig", f"lends 8 {mig}"),
+            ("tenant:serving", "cohort:shared/a100-mig", f"lends 8 {mig}"),
+            ("cohort:shared/h100", "tenant:research", f"borrows up to 4 {h100}"),
+            ("cohort:shared/h100", "tenant:serving", f"borrows up to 10 {h100}"),
+            ("cohort:shared/h100", "tenant:notebooks", f"borrows up to 14 {h100}"),
+            ("cohort:shared/a100-mig", "tenant:research", f"borrows up to 8 {mig}"),
+            ("cohort:shared/a100-mig", "tenant:serving", f"borrows up to 8 {mig}"),
         ]
     )
+    labels = dict(page.evaluate("() => window.cy.nodes('.cohort').map(n => [n.id(), n.data('label')])"))
+    assert labels == {
+        "cohort:shared/h100": f"cohort shared on h100\n14 {h100} lent",
+        "cohort:shared/a100-mig": f"cohort shared on a100-mig\n16 {mig} lent",
+    }
+    notebooks = _row(page, "tenant-table", "tenant", "notebooks")
+    assert notebooks[7:9] == [f"cohort shared on h100 (up to 14 {h100})", "-"]
+    research = _row(page, "tenant-table", "tenant", "research")
+    assert research[8] == f"cohort shared on a100-mig (8 {mig}); cohort shared on h100 (10 {h100})"
     assert opened.outside == [] and opened.errors == []
 
 

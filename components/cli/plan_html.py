@@ -1,9 +1,10 @@
 """``gpu-platform plan STACK --html FILE`` and the synth's ``plan.html``: the platform on one self-contained page.
 
-Pools to scale by GPUs and $/hour (provisioner, capacity type, sharing, taints), tenants' nominal quota and what
-they can borrow from whom (a graph drawn by Cytoscape.js, inlined from ``components/data/web``), the GPUs no
-nominal quota covers, and the cost per pool and tenant. Every number comes from the plan and its cost document
-(``cost.report_of``), the ones ``gpu-platform plan`` and ``cost`` print; this module formats, it decides nothing.
+Pools to scale by GPUs and $/hour (provisioner, capacity type, sharing, taints), tenants' nominal quota, what they
+lend their Kueue cohort and can borrow from it (a graph drawn by Cytoscape.js, inlined from
+``components/data/web``), the GPUs no nominal quota covers, and the cost per pool and tenant. Every number comes
+from the plan and its cost document (``cost.report_of``), the ones ``gpu-platform plan`` and ``cost`` print; this
+module formats, it decides nothing.
 
 The page loads nothing: its script and styles are inline and its Content-Security-Policy forbids every fetch
 (``default-src 'none'``). Byte-identical for the same plan (no timestamps, sorted keys), so the synth stays
@@ -126,24 +127,20 @@ def _per_pool(gpus: Mapping[str, int]) -> str:
 def _tenants_section(decided: Plan, doc: dict[str, Any], g: lending.Graph) -> list[str]:
     costs = {t["name"]: t for t in doc["tenants"]}
     budget = doc["budget"]["tenants"]
-    # each tenant's edges, grouped once in the graph's order (scanning every edge per tenant was tenants x edges:
-    # ~80,000,000 steps at 1,000 tenants)
-    borrows: dict[str, list[lending.Edge]] = defaultdict(list)
-    idles: dict[str, list[lending.Edge]] = defaultdict(list)
-    lent_to: dict[str, set[str]] = defaultdict(set)
+    # each tenant's edges, grouped once in the graph's order (scanning every edge per tenant was tenants x edges)
+    takes: dict[str, list[str]] = defaultdict(list)
+    lends: dict[str, list[str]] = defaultdict(list)
     for e in g.edges:
         if e.kind == "borrow":
-            borrows[e.target].append(e)
+            takes[e.target].append(f"{lending.node_name(e.source)} (up to {lending.units_text(e.units)})")
         elif e.kind == "idle":
-            idles[e.target].append(e)
-        lent_to[e.source].add(e.target.split(":", 1)[1])
+            takes[e.target].append(f"idle {e.pool} (up to {lending.units_text(e.units)})")
+        elif e.kind == "lend":
+            lends[e.source].append(f"{lending.node_name(e.target)} ({lending.units_text(e.units)})")
     rows = []
     for name in g.tenants:
         t, c = decided.tenants[name], costs[name]
         node = lending.tenant_id(name)
-        takes = [f"{e.source.split(':', 1)[1]} ({lending.units_text(e.units)} on {e.pool})" for e in borrows[node]]
-        takes += [f"idle {e.pool} ({lending.units_text(e.units)})" for e in idles[node]]
-        lends = sorted(lent_to[node])
         queue = (t.cluster_queue and f"Kueue {t.cluster_queue}") or (t.volcano_queue and f"Volcano {t.volcano_queue}")
         tb = budget.get(name)
         rows.append(
@@ -153,21 +150,21 @@ def _tenants_section(decided: Plan, doc: dict[str, Any], g: lending.Graph) -> li
             f'<td class="num">{escape(usd(c["nominal"]["hourlyUsd"]))}</td>'
             f'<td class="num">{escape(_per_pool(c["ceiling"]["gpus"]))}</td>'
             f'<td class="num">{escape(usd(c["ceiling"]["hourlyUsd"]))}</td>'
-            f"<td>{escape('; '.join(takes) or '-')}</td><td>{escape(', '.join(lends) or '-')}</td>"
+            f"<td>{escape('; '.join(takes[node]) or '-')}</td><td>{escape('; '.join(lends[node]) or '-')}</td>"
             f'<td class="num">{escape(usd(tb)) if tb is not None else "-"}</td></tr>'
         )
     return [
         "<h2 id=tenants>Tenants</h2>",
         "<table id=tenant-table><thead><tr><th>tenant</th><th>queue</th><th>cohort</th><th>nominal quota (GPUs)</th>"
         "<th>$/h nominal</th><th>ceiling with borrowing (GPUs)</th><th>$/h at ceiling</th><th>may take from</th>"
-        "<th>lends to</th><th>budget $/h</th></tr></thead><tbody>",
+        "<th>lends into</th><th>budget $/h</th></tr></thead><tbody>",
         *rows,
         "</tbody></table>",
     ]
 
 
 def _elements(decided: Plan, g: lending.Graph) -> list[dict[str, Any]]:
-    """Cytoscape elements: pools sized by their max GPUs, tenants, and the graph's edges."""
+    """Cytoscape elements: pools sized by their max GPUs, tenants, cohort nodes, and the graph's edges."""
     top = max((decided.pools[n].max_gpus for n in g.pools), default=1) or 1
     out: list[dict[str, Any]] = []
     for name in g.pools:
@@ -180,6 +177,9 @@ def _elements(decided: Plan, g: lending.Graph) -> list[dict[str, Any]]:
         out.append({"data": data, "classes": "pool" + (" uncovered" if name in g.uncovered else "")})
     for name in g.tenants:
         out.append({"data": {"id": lending.tenant_id(name), "label": name, "kind": "tenant"}, "classes": "tenant"})
+    for c in g.cohorts:
+        label = f"cohort {c.cohort} on {c.pool}\n{lending.units_text(c.lent)} lent"
+        out.append({"data": {"id": c.id, "label": label, "kind": "cohort"}, "classes": "cohort"})
     for i, e in enumerate(g.edges):
         data = {"id": f"e{i}", "source": e.source, "target": e.target, "label": lending.edge_label(e), "kind": e.kind}
         out.append({"data": data, "classes": e.kind})
@@ -200,9 +200,13 @@ GRAPH_SCRIPT = """
       {selector: 'node.uncovered', style: {'border-width': 4, 'border-color': '#b00020', 'color': '#b00020'}},
       {selector: 'node.tenant', style: {'shape': 'ellipse', 'background-color': '#2a9d6f', 'width': 36,
         'height': 36}},
+      {selector: 'node.cohort', style: {'shape': 'hexagon', 'background-color': '#d08a2a', 'width': 44,
+        'height': 38}},
       {selector: 'edge', style: {'label': 'data(label)', 'font-size': 9, 'curve-style': 'bezier',
         'target-arrow-shape': 'triangle', 'width': 2, 'text-rotation': 'autorotate',
         'text-background-color': '#fff', 'text-background-opacity': 0.8}},
+      {selector: 'edge.lend', style: {'line-style': 'dashed', 'line-color': '#2a9d6f',
+        'target-arrow-color': '#2a9d6f'}},
       {selector: 'edge.borrow', style: {'line-style': 'dashed', 'line-color': '#d08a2a',
         'target-arrow-color': '#d08a2a'}},
       {selector: 'edge.idle', style: {'line-style': 'dotted', 'line-color': '#888', 'target-arrow-color': '#888'}}
@@ -223,12 +227,13 @@ def _graph_section(decided: Plan, g: lending.Graph) -> list[str]:
     return [
         "<h2 id=lending>Who can take what from whom</h2>",
         '<p class="legend"><span>■ pool (size: GPUs at max scale)</span><span>● tenant</span>'
-        "<span>solid: nominal quota</span><span>dashed: the most a tenant can borrow of what another lends in "
-        "their Kueue cohort</span><span>dotted: a Volcano queue's share of a pool's idle capacity</span>"
+        "<span>⬢ a Kueue cohort's quota on a pool</span><span>solid: nominal quota</span>"
+        "<span>dashed green: what a tenant lends its cohort</span><span>dashed orange: the most a tenant can "
+        "borrow from its cohort</span><span>dotted: a Volcano queue's share of a pool's idle capacity</span>"
         '<b class="uncovered">red: GPUs no nominal quota covers</b></p>',
         '<div id="graph"></div>',
         _json_script("graph-data", graph),
-        _json_script("lending-data", lending.to_doc(decided)),
+        _json_script("lending-data", lending.to_doc(decided, g)),
         f"<script>/* {lib.name} {lib.version} ({lib.licence}; licence at the end of this page) */\n"
         f"{web_libs.script(lib.name)}</script>",
         f"<script>{GRAPH_SCRIPT}</script>",
