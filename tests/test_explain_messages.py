@@ -596,8 +596,8 @@ def test_the_provisioning_check_is_named_with_its_class():
     assert layer(trace(spec_of("prod-aws"), gang), "admission-checks").detail == (
         "a100-train-atomic: ProvisioningRequest best-effort-atomic-scale-up.autoscaling.x-k8s.io: Kueue admits once "
         "the Cluster Autoscaler has asked the Auto Scaling group for 2 node(s), not once they run: on AWS the "
-        "scale-up is not atomic (the AWS provider has no AtomicIncreaseSize, cluster-autoscaler 1.35.0 "
-        "cloudprovider/aws/aws_cloud_provider.go:288-291), so nodes that never come leave the gang waiting until "
+        "scale-up is not atomic (the AWS provider has no AtomicIncreaseSize in the Cluster Autoscaler 1.35.0; "
+        "docs/architecture.md names the source), so nodes that never come leave the gang waiting until "
         "waitForPodsReady (30m) evicts it"
     )
 

@@ -247,7 +247,7 @@ def provisioning_guarantee(decided: Plan, pool: PoolPlan, nodes: int | None) -> 
     return (
         f"ProvisioningRequest {cls}: Kueue admits once the Cluster Autoscaler has asked the Auto Scaling group for "
         f"{count}, not once they run: on AWS the scale-up is not atomic (the AWS provider has no "
-        "AtomicIncreaseSize, cluster-autoscaler 1.35.0 cloudprovider/aws/aws_cloud_provider.go:288-291), so "
+        "AtomicIncreaseSize in the Cluster Autoscaler 1.35.0; docs/architecture.md names the source), so "
         f"nodes that never come leave the gang waiting until waitForPodsReady "
         f"({decided.addons['kueue'].options['waitForPodsReadyTimeout']}) evicts it"
     )
