@@ -139,6 +139,8 @@ IMAGES_WITHOUT_DIGEST: dict[str, str] = {
     "registries publish no digest list, and none can be read from here",
     TRAINER_TORCH_RUNTIME_IMAGE: "the trainer chart's runtime image, as its template names it: Docker Hub's digest "
     "for the tag cannot be read from here",
+    "library/python:3.13.9-alpine3.22": "the fleet manager's lost-worker reset: Docker Hub's digest for the tag "
+    "cannot be read from here",
     "pause:3.10.1": "the pre-puller's pause container: no citable digest (the image promoter's manifest is not "
     "readable from here; kubeadm's constants name the tag only)",
 }
@@ -360,6 +362,14 @@ GKE_PAUSE_IMAGE = "gke.gcr.io/pause:3.8@sha256:880e63f94b145e46f1b1082bb71b85e21
 KUBECTL_IMAGE = (
     "registry.k8s.io/kubectl:v1.34.1@sha256:59bafa07ff3a6d4b417e7633ddb9d79a9606ca98bf64bac080b3e65748669250"
 )
+
+# The fleet manager's lost-worker reset (components/plan/fleet_reset.py runs components/data/reset_lost_jobs.py in
+# it): the Docker Official Image of Python (docker-library/official-images library/python, tag 3.13.9-alpine3.22).
+# The program needs the standard library only (HTTPS to the API server with the pod's token). Not kubectl's
+# image: registry.k8s.io/kubectl has no shell and no interpreter (kubernetes build/common.sh: KUBECTL_BASE_IMAGE
+# defaults to the distroless go-runner; build/server-image/kubectl/Dockerfile: FROM ${BASEIMAGE}, ENTRYPOINT
+# /bin/kubectl; kyverno/kyverno#13899 met the same), so a loop with a condition cannot run in it.
+FLEET_RESET_IMAGE = "docker.io/library/python:3.13.9-alpine3.22"
 
 # API versions of the custom resources the platform writes (pinned with the charts above).
 KUEUE_API = "kueue.x-k8s.io/v1beta2"

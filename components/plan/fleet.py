@@ -25,7 +25,7 @@ from typing import Any
 
 from ..data import versions
 from ..spec.model import StackSpec
-from . import derive
+from . import derive, fleet_reset
 from .kueue import DISPATCHERS as DISPATCHERS, canonical_quantity, multikueue_config
 
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
@@ -131,6 +131,7 @@ class FleetPlan:
     multikueue: Mapping[str, Any]  # the Kueue configuration's multiKueue section
     workers: Mapping[str, WorkerPlan]
     tenants: Mapping[str, FleetTenantPlan]
+    reset: fleet_reset.ResetPlan | None = None  # the lost-worker reset (plan/fleet_reset.py; None: turned off)
 
 
 @dataclass(frozen=True)
@@ -268,11 +269,13 @@ def build(spec: StackSpec, build_plan: Callable[[StackSpec, str], Any]) -> Fleet
     if f is None:
         return None
     workers = {w.name: wp for w in f.workers if (wp := worker_plan_of(spec, w.name, build_plan)) is not None}
+    tenants = {t.name: tenant_plan(spec, t.name, workers) for t in f.tenants}
     return FleetPlan(
         kinds=tuple(f.kinds),
         multikueue=_freeze(multikueue_config(spec)),
         workers=_freeze(workers),
-        tenants=_freeze({t.name: tenant_plan(spec, t.name, workers) for t in f.tenants}),
+        tenants=_freeze(tenants),
+        reset=fleet_reset.build(spec, tuple(t.namespace for t in tenants.values()), tuple(f.kinds)),
     )
 
 
@@ -322,6 +325,12 @@ def text_lines(p: FleetPlan) -> list[str]:
     lines.append(
         f"  dispatcher {mk['dispatcherName']}, workerLostTimeout {mk['workerLostTimeout']}, "
         f"gcInterval {mk['gcInterval']}, origin {mk['origin']}; kinds {', '.join(p.kinds)}"
+    )
+    r = p.reset
+    lines.append(
+        f"  lost-worker reset: CronJob {r.namespace}/{r.name} every minute, in {', '.join(r.namespaces)}"
+        if r
+        else "  lost-worker reset: off (fleet.resetLostJobs: false): a lost worker's jobs wait for a hand reset"
     )
     totals: dict[str, int] = {}
     for w in p.workers.values():

@@ -355,6 +355,8 @@ def platform_images(spec: StackSpec) -> list[str]:
         refs.append(versions.KUBECTL_IMAGE)  # the webhook gates' probe
     if spec.addons.trainer:
         refs.append(versions.TRAINER_TORCH_RUNTIME_IMAGE)
+    if spec.fleet is not None and spec.fleet.reset_lost_jobs:
+        refs.append(versions.FLEET_RESET_IMAGE)  # the fleet manager's lost-worker reset (plan/fleet_reset.py)
     if any(warm_method(spec, p) == "pre-pull" for p in spec.node_pools):
         refs.append(PAUSE_IMAGE)
     refs += [w.image for w in spec.images.workloads]

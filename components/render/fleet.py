@@ -22,7 +22,7 @@ from typing import Any
 import pulumi
 import yaml
 
-from ..plan import derive, fleet as fleet_plan
+from ..plan import derive, fleet as fleet_plan, fleet_reset
 from ..plan.frozen import plain
 from ..plan.plan import Plan
 from . import k8s
@@ -147,6 +147,7 @@ class FleetManager(pulumi.ComponentResource):
                 o=pulumi.ResourceOptions.merge(crs, pulumi.ResourceOptions(depends_on=[secret], protect=not w.retired)),
             )
         self.namespaces: dict[str, Any] = {}
+        namespaces: dict[str, pulumi.Resource] = {}
         for t in p.tenants.values():
             # as a local tenant's (render/tenancy.py): deleting it deletes its jobs, so the namespace, its quota and
             # its queues follow protect.tenantNamespaces
@@ -159,6 +160,7 @@ class FleetManager(pulumi.ComponentResource):
                 metadata={"name": t.namespace, "labels": dict(t.namespace_labels)},
             )
             self.namespaces[t.name] = t.namespace
+            namespaces[t.namespace] = ns
             # nothing of a fleet tenant runs on the manager (its Jobs stay suspended, managed by MultiKueue): a pod
             # that bypassed the queue gets no GPU here
             k8s.kube_object(
@@ -198,7 +200,52 @@ class FleetManager(pulumi.ComponentResource):
                 ns=t.namespace,
                 o=pulumi.ResourceOptions.merge(crs, pulumi.ResourceOptions(depends_on=[queue, ns], protect=guard)),
             )
+        if p.reset is not None:
+            lost_job_reset(p.reset, crs, namespaces)  # after the release: its namespace, kueue-system
         self.register_outputs({"workers": sorted(p.workers), "tenants": sorted(p.tenants)})
+
+
+def lost_job_reset(r: fleet_reset.ResetPlan, o: pulumi.ResourceOptions, namespaces: dict[str, pulumi.Resource]) -> None:
+    """The lost-worker reset (``components/plan/fleet_reset.py``): its ServiceAccount, a Role and RoleBinding in each
+    tenant namespace, the CronJob (after its grant, so its first run is not refused)."""
+    labels = {**derive.MANAGED_BY, "app.kubernetes.io/name": r.name}
+    sa = k8s.kube_object(
+        "fleet-lost-job-reset-sa",
+        "v1",
+        "ServiceAccount",
+        o,
+        metadata={"name": r.name, "namespace": r.namespace, "labels": labels},
+    )
+    grants: list[pulumi.Resource] = []
+    for ns in r.namespaces:
+        after_ns = pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(depends_on=[namespaces[ns]]))
+        role = k8s.kube_object(
+            f"fleet-lost-job-reset-{ns}-role",
+            fleet_reset.RBAC_API,
+            "Role",
+            after_ns,
+            metadata={"name": r.name, "namespace": ns, "labels": labels},
+            rules=[plain(rule) for rule in r.rules],
+        )
+        grants.append(
+            k8s.kube_object(
+                f"fleet-lost-job-reset-{ns}-binding",
+                fleet_reset.RBAC_API,
+                "RoleBinding",
+                pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(depends_on=[role, sa])),
+                metadata={"name": r.name, "namespace": ns, "labels": labels},
+                roleRef={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": r.name},
+                subjects=[{"kind": "ServiceAccount", "name": r.name, "namespace": r.namespace}],
+            )
+        )
+    k8s.kube_object(
+        "fleet-lost-job-reset",
+        "batch/v1",
+        "CronJob",
+        pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(depends_on=[sa, *grants])),
+        metadata={"name": r.name, "namespace": r.namespace, "labels": labels},
+        spec=plain(r.cron_job_spec),
+    )
 
 
 class FleetWorker(pulumi.ComponentResource):

@@ -82,6 +82,12 @@ class Fleet(Model):
         description="how long a workload stays admitted while its worker is unreachable before it is evicted "
         "and dispatched again (Kueue's default 15m)",
     )
+    reset_lost_jobs: bool = Field(
+        default=True,
+        description="on the manager, a CronJob (every minute) resets the status of a job whose worker was lost once "
+        "Kueue has evicted it (after workerLostTimeout), so Kueue dispatches it again: Kueue 0.19 waits for that "
+        "status, which only the lost worker could write; false: do it by hand (docs/concepts/fleet.md)",
+    )
     gc_interval: Duration = Field(default="1m", description="how often orphaned objects on workers are removed")
     origin: Name = Field(
         default="multikueue",

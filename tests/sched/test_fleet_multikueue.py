@@ -25,8 +25,9 @@ pkg/controller/admissionchecks/multikueue/workload.go and site/content/en/docs/c
 5. fleet-eks's API server stops: ``move`` stays admitted for the worker-lost timeout (shortened to 20s: ADAPTATIONS
    "worker-lost timeout"), then Kueue evicts it on the manager. Kueue v0.19.2 does not finish that eviction on its
    own: the manager's Job keeps the lost worker's last status (active), and a batch/Job's eviction waits for it to be
-   inactive. After the operator's step (docs/concepts/fleet.md: the manager's Job status reset) it is dispatched again
-   and runs on fleet-gke.
+   inactive. The platform's lost-worker reset does it (the manager's rendered CronJob fleet-lost-job-reset, run by the
+   harness as the kubelet would: ADAPTATIONS "lost-worker reset"): before the timeout it changes nothing, after the
+   eviction one run resets the Job, which is dispatched again and runs on fleet-gke; a second run changes nothing.
 """
 
 from __future__ import annotations
@@ -35,9 +36,13 @@ import base64
 import contextlib
 import copy
 import http.client
+import json
 import os
 import signal
 import ssl
+import subprocess
+import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -267,7 +272,47 @@ def stop_api_server(c: SchedCluster) -> None:
     proc.wait(timeout=30)
 
 
-def test_a_fleet_dispatches_to_the_worker_with_room_mirrors_status_and_evicts_a_lost_workers_jobs(monkeypatch):
+class LostJobReset:
+    """The manager's rendered CronJob fleet-lost-job-reset, run as its pod would run (ADAPTATIONS "lost-worker
+    reset"): its container's command and env from the synth, in-cluster credentials of its rendered ServiceAccount (a
+    TokenRequest token, the server's CA), so every read and patch is refused unless the rendered Roles grant it."""
+
+    def __init__(self, manager: SchedCluster) -> None:
+        (cron,) = [
+            r.inputs
+            for r in manager.rendering.resources
+            if isinstance(r.inputs, dict) and r.inputs.get("kind") == "CronJob"
+        ]
+        pod = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+        (self.container,) = pod["containers"]
+        sa, ns = pod["serviceAccountName"], cron["metadata"]["namespace"]
+        code, body = manager.cp.request(
+            "POST",
+            f"/api/v1/namespaces/{ns}/serviceaccounts/{sa}/token",
+            {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 3600}},
+        )
+        assert code == 201, body[:300]
+        self.dir = Path(tempfile.mkdtemp(prefix="gp-lost-job-reset-"))
+        (self.dir / "token").write_text(json.loads(body)["status"]["token"])
+        (self.dir / "ca.crt").write_bytes((manager.cp.dir / "certs" / "apiserver.crt").read_bytes())
+        self.port = manager.cp.port
+
+    def run(self) -> str:
+        """One run: its output (it exits 0, or the test fails with what it said)."""
+        command = self.container["command"]
+        assert command[0] == "python3"  # the image's interpreter; here the test's, as minimal (standard library)
+        env = {e["name"]: e["value"] for e in self.container["env"]}
+        env |= {
+            "KUBERNETES_SERVICE_HOST": "127.0.0.1",
+            "KUBERNETES_SERVICE_PORT": str(self.port),
+            "SERVICE_ACCOUNT_DIR": str(self.dir),
+        }
+        proc = subprocess.run([sys.executable, *command[1:]], env=env, capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        return proc.stdout
+
+
+def test_a_fleet_dispatches_to_the_worker_with_room_mirrors_status_and_moves_a_lost_workers_jobs(monkeypatch):
     monkeypatch.chdir(ROOT)  # the manager's stack file reads its workers' beside it (stacks/)
     config = stack_file_config(MANAGER)
     config["gpu-platform:fleet"] = {
@@ -352,8 +397,14 @@ def test_a_fleet_dispatches_to_the_worker_with_room_mirrors_status_and_evicts_a_
         )
 
         # 5. a lost worker: its workload stays admitted for the worker-lost timeout, then Kueue evicts it on the manager
+        reset = LostJobReset(manager)
         stop_api_server(eks)
         stopped = time.monotonic()
+        # before the timeout the reset changes nothing: the workload is still admitted through the lost worker
+        assert reset.run() == ""
+        assert workload(manager, "research", "job-move-")["status"].get("clusterName") == "eks-h100"
+        assert not is_true(workload(manager, "research", "job-move-"), "Evicted")
+        assert get(manager, "batch/v1", "Job", "research", "move")["status"].get("active") == 4
         evicted = wait(
             "move evicted on the manager",
             lambda: cond(w, "Evicted") if is_true(w := workload(manager, "research", "job-move-"), "Evicted") else None,
@@ -363,23 +414,28 @@ def test_a_fleet_dispatches_to_the_worker_with_room_mirrors_status_and_evicts_a_
         assert waited >= LOST_TIMEOUT, f"evicted {waited:.0f}s after the worker was lost, before the timeout"
         assert evicted["reason"] == "AdmissionCheck" and "Admitting remote lost" in evicted["message"], evicted
         # ... but Kueue v0.19.2 finishes a batch/Job's eviction only once the Job is inactive, and the manager's Job
-        # keeps the lost worker's last status (active 4: nothing else writes a MultiKueue-managed Job's status), so the
-        # workload keeps its quota and goes nowhere (docs/concepts/fleet.md "A lost worker" gives the operator's step)
+        # keeps the lost worker's last status (active 4: nothing else writes a MultiKueue-managed Job's status), so on
+        # its own the workload keeps its quota and goes nowhere
         time.sleep(5)
         assert is_true(workload(manager, "research", "job-move-"), "QuotaReserved")
         assert get(manager, "batch/v1", "Job", "research", "move")["status"].get("active") == 4
         assert running_pods(gke, "research", "move") == []
-        # the operator's step: the manager's Job says no pod is active any more; Kueue then ends the eviction, requeues
-        # the workload and dispatches it to the worker with room
-        code, body = manager.cp.request(
-            "PATCH",
-            "/apis/batch/v1/namespaces/research/jobs/move/status",
-            {"status": {"active": 0, "ready": 0}},
-            "application/merge-patch+json",
-        )
-        assert code == 200, body[:300]
+        # the platform's reset (one run of the manager's CronJob): the Job says no pod is active any more; Kueue then
+        # ends the eviction, requeues the workload and dispatches it to the worker with room
+        said = reset.run()
+        assert said.startswith("research/Job/move: its worker was lost") and said.count("\n") == 1, said
+        status = get(manager, "batch/v1", "Job", "research", "move")["status"]
+        assert not status.get("active") and not status.get("ready"), status
         wait("move running on fleet-gke", lambda: len(running_pods(gke, "research", "move")) == 4, timeout=120)
         wait(
             "the manager's Workload of move admitted through gke-l4",
             lambda: workload(manager, "research", "job-move-")["status"].get("clusterName") == "gke-l4",
         )
+        wait(
+            "move's progress on fleet-gke mirrored to the manager",
+            lambda: get(manager, "batch/v1", "Job", "research", "move")["status"].get("active") == 4,
+        )
+        # a second run changes nothing: the job runs on a live worker (admitted, not evicted)
+        assert reset.run() == ""
+        assert get(manager, "batch/v1", "Job", "research", "move")["status"].get("active") == 4
+        assert workload(manager, "research", "job-move-")["status"].get("clusterName") == "gke-l4"
