@@ -102,6 +102,12 @@ ADAPTATIONS: dict[str, str] = {
     "(evict, requeue, dispatch again) is its own.",
     "fleet manager without nodes": "the fleet test's manager runs no kube-scheduler, no kwok and no nodes: nothing "
     "runs on a manager (its Jobs and JobSets are managed by MultiKueue), and the test asserts no pod is made there.",
+    "lost-worker reset": "kwok runs no container, so the fleet test runs the manager's lost-worker reset itself "
+    "(components/plan/fleet_reset.py): the rendered CronJob's container command and env, with the test's Python "
+    "standing in for the image's python3 (the program needs the standard library only), and in-cluster credentials "
+    "of the rendered ServiceAccount (a TokenRequest token, the server's CA, 127.0.0.1 and the server's port as the "
+    "service address), so the rendered Roles are all it may use; it runs the program when the test says, not each "
+    "minute (the cronjob controller's own Jobs stay Pending: the manager has no nodes).",
     "pod completion": "the fleet test completes a Job's pods by setting them Succeeded with exit code 0, as kwok's "
     "pod-complete stage would (left out, so that other pods keep running).",
     "JobSet controller": "JobSet's controller is not built here (its CRD comes from upstream/crds): a JobSet is "
