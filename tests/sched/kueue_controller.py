@@ -112,7 +112,8 @@ ADAPTATIONS: dict[str, str] = {
     "pod-complete stage would (left out, so that other pods keep running).",
     "JobSet controller": "JobSet's controller is not built here (its CRD comes from upstream/crds): a JobSet is "
     "dispatched and admitted by the real Kueue on manager and worker, and the harness sets the worker's JobSet "
-    "Completed, as JobSet's controller does once its Jobs succeed; no JobSet pod runs.",
+    "status as JobSet's controller would: one active replicated job while it runs (the lost-worker case), Completed "
+    "once its Jobs succeed; no JobSet pod runs.",
 }
 
 

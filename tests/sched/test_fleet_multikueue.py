@@ -22,12 +22,14 @@ pkg/controller/admissionchecks/multikueue/workload.go and site/content/en/docs/c
 4. a JobSet (evals, only on fleet-gke) is dispatched and admitted there; JobSet's controller is not built here, so
    the test plays it (its terminal status set on the worker's JobSet: ADAPTATIONS "JobSet controller"), and that
    status reaches the manager's JobSet;
-5. fleet-eks's API server stops: ``move`` stays admitted for the worker-lost timeout (shortened to 20s: ADAPTATIONS
-   "worker-lost timeout"), then Kueue evicts it on the manager. Kueue v0.19.2 does not finish that eviction on its
-   own: the manager's Job keeps the lost worker's last status (active), and a batch/Job's eviction waits for it to be
-   inactive. The platform's lost-worker reset does it (the manager's rendered CronJob fleet-lost-job-reset, run by the
-   harness as the kubelet would: ADAPTATIONS "lost-worker reset"): before the timeout it changes nothing, after the
-   eviction one run resets the Job, which is dispatched again and runs on fleet-gke; a second run changes nothing.
+5. fleet-eks's API server stops: ``move`` and a JobSet of research admitted there (``shard``, its progress played
+   there: ADAPTATIONS "JobSet controller") stay admitted for the worker-lost timeout (shortened to 20s: ADAPTATIONS
+   "worker-lost timeout"), then Kueue evicts them on the manager. Kueue v0.19.2 does not finish those evictions on
+   its own: the manager's copies keep the lost worker's last status (active), and an eviction waits for the job to
+   be inactive. The platform's lost-worker reset does it (the manager's rendered CronJob fleet-lost-job-reset, run by
+   the harness as the kubelet would: ADAPTATIONS "lost-worker reset"): before the timeout it changes nothing, after
+   the evictions one run resets the Job and the JobSet, which are dispatched again to fleet-gke; a second run changes
+   nothing.
 """
 
 from __future__ import annotations
@@ -179,6 +181,22 @@ def complete_pod(c: SchedCluster, pod: dict[str, Any]) -> None:
         "application/merge-patch+json",
     )
     assert code == 200, body[:300]
+
+
+def run_jobset(c: SchedCluster, ns: str, name: str) -> None:
+    """JobSet's controller's part (ADAPTATIONS "JobSet controller"): its one replicated job running one pod, as jobset
+    v0.12.0 pkg/controllers/jobset_controller.go counts its child Jobs' pods into replicatedJobsStatus."""
+    js = get(c, "jobset.x-k8s.io/v1alpha2", "JobSet", ns, name)
+    js["status"] = {
+        "replicatedJobsStatus": [{"name": "main", "ready": 1, "succeeded": 0, "failed": 0, "active": 1, "suspended": 0}]
+    }
+    code, body = c.cp.request("PUT", f"/apis/jobset.x-k8s.io/v1alpha2/namespaces/{ns}/jobsets/{name}/status", js)
+    assert code == 200, body[:300]
+
+
+def replicated_active(c: SchedCluster, ns: str, name: str) -> list[int]:
+    js = get(c, "jobset.x-k8s.io/v1alpha2", "JobSet", ns, name)
+    return [rj.get("active", 0) for rj in (js.get("status") or {}).get("replicatedJobsStatus") or []]
 
 
 def finish_jobset(c: SchedCluster, ns: str, name: str) -> None:
@@ -361,6 +379,18 @@ def test_a_fleet_dispatches_to_the_worker_with_room_mirrors_status_and_moves_a_l
             lambda: get(manager, "batch/v1", "Job", "research", "move")["status"].get("active") == 4,
         )
         assert get(manager, "batch/v1", "Job", "research", "move")["spec"]["managedBy"] == "kueue.x-k8s.io/multikueue"
+        # a JobSet of research goes the same way (fleet-gke is full): admitted on fleet-eks, its (played) progress
+        # mirrored to the manager's JobSet
+        assert manager.create([jobset("shard", "research", 1)]) == []
+        wait(
+            "the manager's JobSet Workload admitted through eks-h100",
+            lambda: workload(manager, "research", "jobset-shard-")["status"].get("clusterName") == "eks-h100",
+        )
+        wait(
+            "the JobSet admitted on fleet-eks", lambda: is_true(workload(eks, "research", "jobset-shard-"), "Admitted")
+        )
+        run_jobset(eks, "research", "shard")
+        wait("shard's progress on the manager", lambda: replicated_active(manager, "research", "shard") == [1])
         assert manager.api.get("v1", "Pod", "research")["items"] == []  # nothing runs on the manager
 
         # 3. completion on the worker reaches the manager
@@ -400,11 +430,13 @@ def test_a_fleet_dispatches_to_the_worker_with_room_mirrors_status_and_moves_a_l
         reset = LostJobReset(manager)
         stop_api_server(eks)
         stopped = time.monotonic()
-        # before the timeout the reset changes nothing: the workload is still admitted through the lost worker
+        # before the timeout the reset changes nothing: the workloads are still admitted through the lost worker
         assert reset.run() == ""
-        assert workload(manager, "research", "job-move-")["status"].get("clusterName") == "eks-h100"
-        assert not is_true(workload(manager, "research", "job-move-"), "Evicted")
+        for prefix in ("job-move-", "jobset-shard-"):
+            assert workload(manager, "research", prefix)["status"].get("clusterName") == "eks-h100"
+            assert not is_true(workload(manager, "research", prefix), "Evicted")
         assert get(manager, "batch/v1", "Job", "research", "move")["status"].get("active") == 4
+        assert replicated_active(manager, "research", "shard") == [1]
         evicted = wait(
             "move evicted on the manager",
             lambda: cond(w, "Evicted") if is_true(w := workload(manager, "research", "job-move-"), "Evicted") else None,
@@ -416,16 +448,25 @@ def test_a_fleet_dispatches_to_the_worker_with_room_mirrors_status_and_moves_a_l
         # ... but Kueue v0.19.2 finishes a batch/Job's eviction only once the Job is inactive, and the manager's Job
         # keeps the lost worker's last status (active 4: nothing else writes a MultiKueue-managed Job's status), so on
         # its own the workload keeps its quota and goes nowhere
+        wait(
+            "shard evicted on the manager",
+            lambda: is_true(workload(manager, "research", "jobset-shard-"), "Evicted"),
+            timeout=60,
+        )
         time.sleep(5)
-        assert is_true(workload(manager, "research", "job-move-"), "QuotaReserved")
+        for prefix in ("job-move-", "jobset-shard-"):
+            assert is_true(workload(manager, "research", prefix), "QuotaReserved")
         assert get(manager, "batch/v1", "Job", "research", "move")["status"].get("active") == 4
+        assert replicated_active(manager, "research", "shard") == [1]
         assert running_pods(gke, "research", "move") == []
         # the platform's reset (one run of the manager's CronJob): the Job says no pod is active any more; Kueue then
         # ends the eviction, requeues the workload and dispatches it to the worker with room
-        said = reset.run()
-        assert said.startswith("research/Job/move: its worker was lost") and said.count("\n") == 1, said
+        said = sorted(reset.run().splitlines())
+        assert [line.split(":")[0] for line in said] == ["research/Job/move", "research/JobSet/shard"], said
+        assert all("its worker was lost" in line for line in said), said
         status = get(manager, "batch/v1", "Job", "research", "move")["status"]
         assert not status.get("active") and not status.get("ready"), status
+        assert replicated_active(manager, "research", "shard") == [0]
         wait("move running on fleet-gke", lambda: len(running_pods(gke, "research", "move")) == 4, timeout=120)
         wait(
             "the manager's Workload of move admitted through gke-l4",
@@ -435,7 +476,12 @@ def test_a_fleet_dispatches_to_the_worker_with_room_mirrors_status_and_moves_a_l
             "move's progress on fleet-gke mirrored to the manager",
             lambda: get(manager, "batch/v1", "Job", "research", "move")["status"].get("active") == 4,
         )
-        # a second run changes nothing: the job runs on a live worker (admitted, not evicted)
+        wait(
+            "the manager's JobSet Workload of shard admitted through gke-l4",
+            lambda: workload(manager, "research", "jobset-shard-")["status"].get("clusterName") == "gke-l4",
+        )
+        wait("shard admitted on fleet-gke", lambda: is_true(workload(gke, "research", "jobset-shard-"), "Admitted"))
+        # a second run changes nothing: the jobs run on a live worker (admitted, not evicted)
         assert reset.run() == ""
         assert get(manager, "batch/v1", "Job", "research", "move")["status"].get("active") == 4
         assert workload(manager, "research", "job-move-")["status"].get("clusterName") == "gke-l4"
