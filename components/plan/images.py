@@ -47,6 +47,7 @@ from ..data import chart_images, versions
 from ..spec.model import DEFAULT_IMAGE_GIB, NodePool, StackSpec, WorkloadImage
 from . import derive, mirror as mirrors
 from .frozen import freeze
+from .aws import ecr_mirror
 from .gcp.gke import region_of
 
 NAMESPACE = "gpu-platform-images"  # the pre-pullers' namespace (Pod Security restricted)
@@ -99,6 +100,7 @@ class PoolImagesPlan:
     streaming: bool  # GKE image streaming (gcfsConfig)
     fast_pull: bool  # AL2023: nodeadm FastImagePull (SOCI parallel pull)
     peer: bool  # the nodes keep unpacked layers for the peer mirror (Spegel)
+    mirror_hosts: tuple[str, ...]  # upstreams the nodes' containerd pulls through the cache (aws/ecr_mirror.py)
     snapshot_id: str | None
     disk_image: str | None
     disk_build: str | None  # the command that builds the disk image from the declared images
@@ -146,11 +148,14 @@ def pool_images(spec: StackSpec, pool: NodePool) -> list[WorkloadImage]:
     return [w for w in spec.images.workloads if pool.name in w.pools or tenants & set(w.tenants)]
 
 
-def warm_image(spec: StackSpec, w: WorkloadImage) -> WarmImage:
+def warm_image(spec: StackSpec, w: WorkloadImage, pool: NodePool | None = None) -> WarmImage:
+    """``pool``: where the nodes pull it; a pool whose containerd mirrors the image's registry pulls it as declared
+    (``aws/ecr_mirror.py``), any other through the rewritten reference."""
+    mirrored = pool is not None and mirrors.host_of(w.image) in ecr_mirror.pool_hosts(spec, pool)
     return WarmImage(
         name=w.name,
         image=w.image,
-        pull=mirrors.pull_ref(spec, w.image),  # through the stack's mirror, whichever it is
+        pull=w.image if mirrored else mirrors.pull_ref(spec, w.image),  # through the stack's mirror, whichever it is
         digest=digest_of(w.image),
         size_gib=w.size_gib or DEFAULT_IMAGE_GIB,
         declared_size=w.size_gib is not None,
@@ -206,25 +211,6 @@ def al2023_node_config(spec: StackSpec, pool: NodePool) -> dict[str, Any] | None
     return {"apiVersion": "node.eks.aws/v1alpha1", "kind": "NodeConfig", "spec": spec_}
 
 
-def al2023_user_data(spec: StackSpec, pool: NodePool) -> str | None:
-    """The NodeConfig as MIME multi-part user data (the form EKS managed node groups take for AL2023 and Karpenter's
-    al2023 example uses: upstream/karpenter/examples/v1/al2023-custom-userdata.yaml), or None."""
-    config = al2023_node_config(spec, pool)
-    return nodeadm_user_data(config) if config is not None else None
-
-
-def nodeadm_user_data(config: dict[str, Any]) -> str:
-    """One NodeConfig as MIME multi-part user data (one part, ``application/node.eks.aws``): the form Karpenter
-    v1.14.1 reads (pkg/providers/amifamily/bootstrap/mime/mime.go: boundary "//") and EKS node groups pass on."""
-    import yaml
-
-    body = yaml.safe_dump(config, sort_keys=True, default_flow_style=False)
-    return (
-        'MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="//"\n\n'
-        f"--//\nContent-Type: application/node.eks.aws\n\n---\n{body}\n--//--\n"
-    )
-
-
 def snapshot_id(spec: StackSpec, pool: NodePool) -> str | None:
     return pool.image_cache.snapshot_id if warm_method(spec, pool) == "snapshot" and pool.image_cache else None
 
@@ -248,7 +234,7 @@ def disk_build_command(spec: StackSpec, pool: NodePool) -> str | None:
     name = disk.rsplit("/", 1)[-1]
     project = disk.split("/")[1] if disk.startswith("projects/") else spec.cluster.project
     zone = pool.gke.zones[0] if pool.gke.zones else f"{region_of(spec.cluster.location or '')}-a"
-    images = [warm_image(spec, w) for w in pool_images(spec, pool)]
+    images = [warm_image(spec, w, pool) for w in pool_images(spec, pool)]
     size = max(10, math.ceil(sum(i.size_gib for i in images) * 1.2))
     auth = " --image-pull-auth=ServiceAccountToken" if any(".pkg.dev/" in i.pull for i in images) else ""
     pulls = " ".join(f"--container-image={i.pull}" for i in images)
@@ -273,7 +259,7 @@ def pre_puller(spec: StackSpec, pool: NodePool) -> dict[str, Any] | None:
             c["command"] = command
         return {**c, "env": no_gpu, "resources": tiny, "securityContext": locked}
 
-    images = [warm_image(spec, w) for w in pool_images(spec, pool)]
+    images = [warm_image(spec, w, pool) for w in pool_images(spec, pool)]
     return {
         "metadata": {
             "name": f"{PRE_PULL_PREFIX}{pool.name}",
@@ -477,7 +463,8 @@ def pool_plan(spec: StackSpec, pool: NodePool, cold_pull: Mapping[str, Any]) -> 
     cache = pool.image_cache
     return PoolImagesPlan(
         pool=pool.name,
-        images=tuple(warm_image(spec, w) for w in pool_images(spec, pool)),
+        images=tuple(warm_image(spec, w, pool) for w in pool_images(spec, pool)),
+        mirror_hosts=ecr_mirror.pool_hosts(spec, pool),
         warm=warm_method(spec, pool),
         streaming=streaming(spec, pool),
         fast_pull=fast_pull(spec, pool),
@@ -533,6 +520,14 @@ def cold_pull_text(c: Mapping[str, Any]) -> str:
     return f"a cold pull of {size}: {what}" + ("; avoided" if c["avoided"] else "")
 
 
+def _pulls(p: ImagesPlan, pool: PoolImagesPlan) -> str:
+    """How the pool's nodes reach the cloud's cache: their containerd mirrors the upstreams, or references name it."""
+    if pool.mirror_hosts:
+        return f"containerd mirror: {', '.join(pool.mirror_hosts)} through {p.registry} (the image's own reference)"
+    why = " (FastImagePull's SOCI snapshotter reads no hosts.toml)" if pool.fast_pull and p.mirror_kind == "ecr" else ""
+    return f"references rewritten to {p.registry}{why}"
+
+
 def text(p: ImagesPlan | None) -> list[str]:
     """``gpu-platform plan``'s image section: the mirror and its upstreams, per pool what is warm and how, and what
     a cold pull costs there."""
@@ -577,6 +572,7 @@ def text(p: ImagesPlan | None) -> list[str]:
             *(["image streaming"] if pool.streaming and pool.warm != "secondary-boot-disk" else []),
             *(["FastImagePull (SOCI parallel pull)"] if pool.fast_pull else []),
             *(["keeps unpacked layers for the peer mirror"] if pool.peer else []),
+            *([_pulls(p, pool)] if p.mirror_kind in ("ecr", "artifact-registry") else []),
         ]
         head = f"  {pool.pool}: {names} {warm}" if pool.images else f"  {pool.pool}: no declared image"
         lines.append(head + "".join(f"; {e}" for e in extra) + f"; {cold_pull_text(pool.cold_pull)}")
