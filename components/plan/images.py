@@ -46,8 +46,8 @@ from typing import Any
 from ..data import chart_images, versions
 from ..spec.model import DEFAULT_IMAGE_GIB, NodePool, StackSpec, WorkloadImage
 from . import derive, mirror as mirrors
-from .frozen import freeze
 from .aws import ecr_mirror
+from .frozen import freeze
 from .gcp.gke import region_of
 
 NAMESPACE = "gpu-platform-images"  # the pre-pullers' namespace (Pod Security restricted)
@@ -148,14 +148,13 @@ def pool_images(spec: StackSpec, pool: NodePool) -> list[WorkloadImage]:
     return [w for w in spec.images.workloads if pool.name in w.pools or tenants & set(w.tenants)]
 
 
-def warm_image(spec: StackSpec, w: WorkloadImage, pool: NodePool | None = None) -> WarmImage:
-    """``pool``: where the nodes pull it; a pool whose containerd mirrors the image's registry pulls it as declared
-    (``aws/ecr_mirror.py``), any other through the rewritten reference."""
-    mirrored = pool is not None and mirrors.host_of(w.image) in ecr_mirror.pool_hosts(spec, pool)
+def warm_image(spec: StackSpec, w: WorkloadImage) -> WarmImage:
+    """Declared images name the cache on every pool: a pool that holds one runs FastImagePull on AL2023, whose SOCI
+    snapshotter reads no containerd mirror (``aws/ecr_mirror.applies``)."""
     return WarmImage(
         name=w.name,
         image=w.image,
-        pull=w.image if mirrored else mirrors.pull_ref(spec, w.image),  # through the stack's mirror, whichever it is
+        pull=mirrors.pull_ref(spec, w.image),  # through the stack's mirror, whichever it is
         digest=digest_of(w.image),
         size_gib=w.size_gib or DEFAULT_IMAGE_GIB,
         declared_size=w.size_gib is not None,
@@ -234,7 +233,7 @@ def disk_build_command(spec: StackSpec, pool: NodePool) -> str | None:
     name = disk.rsplit("/", 1)[-1]
     project = disk.split("/")[1] if disk.startswith("projects/") else spec.cluster.project
     zone = pool.gke.zones[0] if pool.gke.zones else f"{region_of(spec.cluster.location or '')}-a"
-    images = [warm_image(spec, w, pool) for w in pool_images(spec, pool)]
+    images = [warm_image(spec, w) for w in pool_images(spec, pool)]
     size = max(10, math.ceil(sum(i.size_gib for i in images) * 1.2))
     auth = " --image-pull-auth=ServiceAccountToken" if any(".pkg.dev/" in i.pull for i in images) else ""
     pulls = " ".join(f"--container-image={i.pull}" for i in images)
@@ -259,7 +258,7 @@ def pre_puller(spec: StackSpec, pool: NodePool) -> dict[str, Any] | None:
             c["command"] = command
         return {**c, "env": no_gpu, "resources": tiny, "securityContext": locked}
 
-    images = [warm_image(spec, w, pool) for w in pool_images(spec, pool)]
+    images = [warm_image(spec, w) for w in pool_images(spec, pool)]
     return {
         "metadata": {
             "name": f"{PRE_PULL_PREFIX}{pool.name}",
@@ -463,7 +462,7 @@ def pool_plan(spec: StackSpec, pool: NodePool, cold_pull: Mapping[str, Any]) -> 
     cache = pool.image_cache
     return PoolImagesPlan(
         pool=pool.name,
-        images=tuple(warm_image(spec, w, pool) for w in pool_images(spec, pool)),
+        images=tuple(warm_image(spec, w) for w in pool_images(spec, pool)),
         mirror_hosts=ecr_mirror.pool_hosts(spec, pool),
         warm=warm_method(spec, pool),
         streaming=streaming(spec, pool),
