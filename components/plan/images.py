@@ -29,7 +29,8 @@ for pools that hold declared images, with the EBS throughput its docs recommend 
 
 The mirror (``images.mirror``): ``pull-through`` moves every image through the cloud's cache (``mirror.py``: ECR
 pull-through cache rules on aws, Artifact Registry remote repositories on gcp, the ``imageRegistry`` you run on an
-existing cluster); ``peer`` runs Spegel and sets the AL2023 nodes' containerd as Spegel's docs give it for EKS
+existing cluster), and on aws the AL2023 nodes' containerd mirrors the upstreams to it (``aws/ecr_mirror.py``);
+``peer`` runs Spegel and sets the AL2023 nodes' containerd as Spegel's docs give it for EKS
 (``SPEGEL_CONTAINERD_CONFIG`` through nodeadm's ``containerd.config``: the registry config path and the unpacked
 layers kept); Spegel's init container writes the mirror configuration (hosts.toml) there on each node.
 
