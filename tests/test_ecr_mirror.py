@@ -135,6 +135,17 @@ def test_al2023_pools_carry_the_mirror_and_bottlerocket_pools_do_not():
         "l4-notebooks": hosts,
         "a100-gang": (),
     }
+    from components.cli import main as cli
+    from components.plan import images
+
+    lines = images.text(p)
+    spot = next(x for x in lines if x.startswith("  h100-spot:"))
+    assert f"containerd mirror: {', '.join(hosts)} through {ECR} (the image's own reference)" in spot
+    gang = next(x for x in lines if x.startswith("  a100-gang:"))
+    assert f"references rewritten to {ECR};" in gang and "containerd mirror" not in gang
+    groups = cli.plan_text(plan_module.build(load_spec(stack_config("prod-aws")), "prod-aws"))
+    (inference,) = [x for x in groups if "node group" in x and "h100-inference" in x]
+    assert "nodeadm NodeConfig, containerd mirror of the ECR cache" in inference
 
 
 def test_a_fast_image_pull_pool_keeps_rewritten_references():
