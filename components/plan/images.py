@@ -189,6 +189,16 @@ def fast_pull(spec: StackSpec, pool: NodePool) -> bool:
     return spec.cloud == "aws" and derive.node_os(spec, pool) == "al2023" and bool(pool_images(spec, pool))
 
 
+def containerd_mirror_hosts(spec: StackSpec, pool: NodePool) -> tuple[str, ...]:
+    """The upstreams the pool's containerd pulls through the ECR cache (``aws/ecr_mirror.py``): those with a rule, on
+    AL2023 without FastImagePull, whose SOCI snapshotter fetches layers itself and reads no hosts.toml
+    (awslabs/soci-snapshotter#1561, open; its parallel pull ignores even its own resolver's mirrors: #1013)."""
+    m = mirrors.mirror_of(spec)
+    if m is None or m.kind != "ecr" or derive.node_os(spec, pool) != "al2023" or fast_pull(spec, pool):
+        return ()
+    return tuple(u.host for u in upstream_plans(spec) if u.how == "pull-through" and u.ecr_upstream is not None)
+
+
 def peer(spec: StackSpec, pool: NodePool) -> bool:
     """The pool's nodes keep unpacked layers for Spegel (peer mode; the rules allow it on AL2023 only)."""
     return spec.images.mirror == "peer" and spec.cloud == "aws" and derive.node_os(spec, pool) == "al2023"
@@ -464,7 +474,7 @@ def pool_plan(spec: StackSpec, pool: NodePool, cold_pull: Mapping[str, Any]) -> 
     return PoolImagesPlan(
         pool=pool.name,
         images=tuple(warm_image(spec, w) for w in pool_images(spec, pool)),
-        mirror_hosts=ecr_mirror.pool_hosts(spec, pool),
+        mirror_hosts=containerd_mirror_hosts(spec, pool),
         warm=warm_method(spec, pool),
         streaming=streaming(spec, pool),
         fast_pull=fast_pull(spec, pool),
@@ -520,14 +530,6 @@ def cold_pull_text(c: Mapping[str, Any]) -> str:
     return f"a cold pull of {size}: {what}" + ("; avoided" if c["avoided"] else "")
 
 
-def _pulls(p: ImagesPlan, pool: PoolImagesPlan) -> str:
-    """How the pool's nodes reach the cloud's cache: their containerd mirrors the upstreams, or references name it."""
-    if pool.mirror_hosts:
-        return f"containerd mirror: {', '.join(pool.mirror_hosts)} through {p.registry} (the image's own reference)"
-    why = " (FastImagePull's SOCI snapshotter reads no hosts.toml)" if pool.fast_pull and p.mirror_kind == "ecr" else ""
-    return f"references rewritten to {p.registry}{why}"
-
-
 def text(p: ImagesPlan | None) -> list[str]:
     """``gpu-platform plan``'s image section: the mirror and its upstreams, per pool what is warm and how, and what
     a cold pull costs there."""
@@ -572,7 +574,8 @@ def text(p: ImagesPlan | None) -> list[str]:
             *(["image streaming"] if pool.streaming and pool.warm != "secondary-boot-disk" else []),
             *(["FastImagePull (SOCI parallel pull)"] if pool.fast_pull else []),
             *(["keeps unpacked layers for the peer mirror"] if pool.peer else []),
-            *([_pulls(p, pool)] if p.mirror_kind in ("ecr", "artifact-registry") else []),
+            *([ecr_mirror.pulls_text(p.registry, pool.mirror_hosts, pool.fast_pull)] if p.mirror_kind == "ecr" else []),
+            *([f"references rewritten to {p.registry}"] if p.mirror_kind == "artifact-registry" else []),
         ]
         head = f"  {pool.pool}: {names} {warm}" if pool.images else f"  {pool.pool}: no declared image"
         lines.append(head + "".join(f"; {e}" for e in extra) + f"; {cold_pull_text(pool.cold_pull)}")

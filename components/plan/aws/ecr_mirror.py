@@ -41,10 +41,11 @@ Pure: the spec in, strings out.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ...spec.model import NodePool, StackSpec
-from .. import derive, mirror as mirrors
+from ...spec.model import StackSpec
+from .. import mirror as mirrors
 
 HOSTS_DIR = "/etc/containerd/certs.d"  # the first entry of nodeadm's config_path (config2.template.toml)
 REFRESHER = "/usr/local/sbin/gpu-platform-ecr-mirror"
@@ -65,36 +66,18 @@ class MirrorHost:
     server: str  # the upstream's URL (containerd's fallback)
 
 
-def mirror_hosts(spec: StackSpec) -> list[MirrorHost]:
-    """The upstreams with a pull-through rule (``images.upstream_plans``), in host order; [] without an ECR cache."""
-    from .. import images
-
-    m = mirrors.mirror_of(spec)
-    if m is None or m.kind != "ecr":
-        return []
-    return [
-        MirrorHost(u.host, u.host, _SERVERS.get(u.host, f"https://{u.host}"))
-        for u in images.upstream_plans(spec)
-        if u.how == "pull-through" and u.ecr_upstream is not None
-    ]
+def mirror_hosts(hosts: Iterable[str]) -> list[MirrorHost]:
+    """The upstreams the nodes' containerd sends to the cache (``images.containerd_mirror_hosts``: those with a
+    pull-through rule), each under its rule's prefix, the upstream's host (``mirror.py``)."""
+    return [MirrorHost(h, h, _SERVERS.get(h, f"https://{h}")) for h in hosts]
 
 
-def applies(spec: StackSpec, pool: NodePool) -> bool:
-    """The pool's nodes pull through the cache as their containerd mirror: AL2023 under an ECR pull-through cache,
-    except a pool with FastImagePull (``images.fast_pull``): its SOCI snapshotter fetches the layers itself and reads
-    no hosts.toml (awslabs/soci-snapshotter#1561, "Support CRI registry config": open; its parallel pull ignores even
-    its own resolver's mirrors, #1013), so its layers would come from the upstream: there references stay rewritten,
-    and SOCI fetches them from the cache with the kubelet's ECR credentials."""
-    from .. import images
-
-    if spec.cloud != "aws" or derive.node_os(spec, pool) != "al2023" or images.fast_pull(spec, pool):
-        return False
-    return bool(mirror_hosts(spec))
-
-
-def pool_hosts(spec: StackSpec, pool: NodePool) -> tuple[str, ...]:
-    """The upstream hosts whose pulls the pool's containerd sends to the cache (() where references are rewritten)."""
-    return tuple(h.host for h in mirror_hosts(spec)) if applies(spec, pool) else ()
+def pulls_text(registry: str | None, hosts: tuple[str, ...], soci: bool) -> str:
+    """``gpu-platform plan``'s words for how a pool's nodes reach the cloud's cache."""
+    if hosts:
+        return f"containerd mirror: {', '.join(hosts)} through {registry} (the image's own reference)"
+    why = " (FastImagePull's SOCI snapshotter reads no hosts.toml)" if soci else ""
+    return f"references rewritten to {registry}{why}"
 
 
 def _registry(spec: StackSpec) -> str:
@@ -125,13 +108,13 @@ def _shell_quote(s: str) -> str:
     return "'" + s.replace("'", "'\"'\"'") + "'"
 
 
-def refresher_script(spec: StackSpec, hosts_dir: str = HOSTS_DIR, retry_seconds: int = 5) -> str:
+def refresher_script(spec: StackSpec, hosts: Iterable[str], hosts_dir: str = HOSTS_DIR, retry_seconds: int = 5) -> str:
     """The refresher (bash): an ECR token with the instance role (IMDSv2 only), written into each upstream's
     hosts.toml. Exits non-zero, leaving the files as they were, when no token comes."""
     region = spec.cluster.region or ""
     registry = _registry(spec)
     writes = "\n".join(
-        f"write {_shell_quote(h.host)} {_shell_quote(hosts_toml_format(registry, h))}" for h in mirror_hosts(spec)
+        f"write {_shell_quote(h.host)} {_shell_quote(hosts_toml_format(registry, h))}" for h in mirror_hosts(hosts)
     )
     return f"""#!/bin/bash
 # gpu-platform: the ECR pull-through cache {registry} as containerd's mirror (components/plan/aws/ecr_mirror.py).
@@ -195,7 +178,7 @@ WantedBy=timers.target
     )
 
 
-def install_script(spec: StackSpec) -> str:
+def install_script(spec: StackSpec, hosts: Iterable[str]) -> str:
     """The user data's shell part: installs the refresher and its timer, then runs it once before nodeadm starts
     containerd (a failure is logged; containerd then pulls from the upstreams until the timer's next run)."""
     return (
@@ -203,7 +186,7 @@ def install_script(spec: StackSpec) -> str:
         "# gpu-platform: containerd pulls through the ECR pull-through cache (docs/concepts/images.md)\n"
         "set -o errexit -o nounset -o pipefail\n"
         f"install -d -m 0755 {HOSTS_DIR}\n"
-        f"cat >{REFRESHER} <<'REFRESHER'\n{refresher_script(spec)}REFRESHER\n"
+        f"cat >{REFRESHER} <<'REFRESHER'\n{refresher_script(spec, hosts)}REFRESHER\n"
         f"chmod 0700 {REFRESHER}\n"
         f"{_unit_files()}"
         "systemctl daemon-reload\n"

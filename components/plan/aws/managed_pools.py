@@ -352,7 +352,8 @@ def user_data(spec: StackSpec, pool: NodePool) -> str | None:
     """
     if derive.node_os(spec, pool) == "al2023":
         config = al2023_node_config(spec, pool)
-        script = ecr_mirror.install_script(spec) if ecr_mirror.applies(spec, pool) else None
+        hosts = images.containerd_mirror_hosts(spec, pool)
+        script = ecr_mirror.install_script(spec, hosts) if hosts else None
         if config is None and script is None:
             return None
         body = yaml.safe_dump(config, sort_keys=True, default_flow_style=False) if config is not None else None
