@@ -414,3 +414,16 @@ def test_the_refresher_never_falls_back_to_imdsv1(tmp_path, fake_aws):
     assert not hosts_dir.exists() or not list(hosts_dir.rglob("hosts.toml"))
     assert not [s for s in fake_aws.seen if s[0] == "GET" and "x-aws-ec2-metadata-token" not in s[2]]
     assert not [s for s in fake_aws.seen if s[0] == "POST"]
+
+
+def test_every_node_role_of_a_mirror_pool_may_get_an_authorization_token():
+    """The refresher calls ecr:GetAuthorizationToken with the instance role: AmazonEC2ContainerRegistryPullOnly
+    grants it (AWS managed policy reference: its actions are ecr:GetAuthorizationToken, ecr:BatchGetImage,
+    ecr:GetDownloadUrlForLayer), and both the managed groups' and Karpenter's node roles carry it."""
+    r = rendered("prod-aws")
+    attached = [x.inputs for x in r.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")]
+    pull_only = [
+        a for a in attached if str(a.get("policyArn", "")).endswith(":policy/AmazonEC2ContainerRegistryPullOnly")
+    ]
+    roles = {str(a["role"]) for a in pull_only}
+    assert roles == {"ml-prod-gpu-node", "ml-prod-karpenter-node"}  # the managed groups' node role and Karpenter's
