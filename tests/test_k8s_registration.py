@@ -60,6 +60,28 @@ CASES: list[tuple[str, str, str, dict[str, Any]]] = [
     ),
     ("batch.v1.Job", "batch/v1", "Job", {"metadata": META, "spec": {"backoffLimit": 6}}),
     (
+        "batch.v1.CronJob",
+        "batch/v1",
+        "CronJob",
+        {"metadata": META, "spec": {"schedule": "* * * * *", "jobTemplate": {"spec": {"backoffLimit": 0}}}},
+    ),
+    (
+        "rbac.v1.Role",
+        "rbac.authorization.k8s.io/v1",
+        "Role",
+        {"metadata": META, "rules": [{"apiGroups": ["batch"], "resources": ["jobs/status"], "verbs": ["patch"]}]},
+    ),
+    (
+        "rbac.v1.RoleBinding",
+        "rbac.authorization.k8s.io/v1",
+        "RoleBinding",
+        {
+            "metadata": META,
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "x"},
+            "subjects": [{"kind": "ServiceAccount", "name": "x", "namespace": "ns"}],
+        },
+    ),
+    (
         "core.v1.PersistentVolumeClaim",
         "v1",
         "PersistentVolumeClaim",

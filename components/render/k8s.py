@@ -31,7 +31,8 @@ ADMISSION_API = "admissionregistration.k8s.io/v1"
 # The aliases a typed class adds to its resources (``alias_opts`` in pulumi_kubernetes 4.34.2
 # scheduling/v1/PriorityClass.py, rbac/v1/ClusterRole.py, rbac/v1/ClusterRoleBinding.py,
 # admissionregistration/v1/ValidatingAdmissionPolicy[Binding].py, apiextensions/v1/CustomResourceDefinition.py,
-# resource/v1/ResourceClaimTemplate.py, storage/v1/StorageClass.py); the other kinds used here add none.
+# resource/v1/ResourceClaimTemplate.py, storage/v1/StorageClass.py, rbac/v1/Role[Binding].py, batch/v1/CronJob.py);
+# the other kinds used here add none.
 TYPE_ALIASES: dict[str, tuple[str, ...]] = {
     "kubernetes:storage.k8s.io/v1:StorageClass": ("kubernetes:storage.k8s.io/v1beta1:StorageClass",),
     "kubernetes:scheduling.k8s.io/v1:PriorityClass": (
@@ -46,6 +47,15 @@ TYPE_ALIASES: dict[str, tuple[str, ...]] = {
         "kubernetes:rbac.authorization.k8s.io/v1alpha1:ClusterRoleBinding",
         "kubernetes:rbac.authorization.k8s.io/v1beta1:ClusterRoleBinding",
     ),
+    "kubernetes:rbac.authorization.k8s.io/v1:Role": (
+        "kubernetes:rbac.authorization.k8s.io/v1alpha1:Role",
+        "kubernetes:rbac.authorization.k8s.io/v1beta1:Role",
+    ),
+    "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": (
+        "kubernetes:rbac.authorization.k8s.io/v1alpha1:RoleBinding",
+        "kubernetes:rbac.authorization.k8s.io/v1beta1:RoleBinding",
+    ),
+    "kubernetes:batch/v1:CronJob": ("kubernetes:batch/v1beta1:CronJob", "kubernetes:batch/v2alpha1:CronJob"),
     "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy": (
         "kubernetes:admissionregistration.k8s.io/v1alpha1:ValidatingAdmissionPolicy",
         "kubernetes:admissionregistration.k8s.io/v1beta1:ValidatingAdmissionPolicy",
