@@ -61,6 +61,52 @@ def test_json_files_are_indented_sorted_and_end_with_a_newline():
     assert synth._json({"b": 1.0, "a": [2.0, "x"]}) == '{\n  "a": [\n    2,\n    "x"\n  ],\n  "b": 1\n}\n'
 
 
+def _stock_json(doc) -> str:
+    return json.dumps(synth._ints(doc), indent=2, sort_keys=True) + "\n"
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        {"b": [], "a": {}, "c": [{}, [[]], {"x": [1, 2.0, -0.0, 0.25, 1e300, -3]}]},
+        [True, False, None, 'é ☃ \n\t"\\ \u0001', 2**70, float("inf"), -float("inf"), float("nan"), 1.5e-7],
+        {"tuple": (1.0, {"b": 2.0}), "nested": {"z": 1, "a": {"m": [0.5, "x"]}}},  # a tuple: ints() leaves it as is
+        {"bool": True, "key": {"1": 1}},
+        "plain",
+        3.0,
+    ],
+)
+def test_json_files_are_the_text_json_dumps_writes(doc):
+    """The synth's own JSON writer (``_json``, faster than the standard library's indenting encoder) writes
+    exactly what ``json.dumps(..., indent=2, sort_keys=True)`` writes, whole floats as ints."""
+    assert synth._json(doc) == _stock_json(doc)
+
+
+def test_json_of_unusual_data_goes_the_standard_way():
+    """Non-string keys and subclasses of JSON types (which json.dumps converts its own way) are written by it."""
+    import enum
+
+    class Level(enum.IntEnum):
+        HIGH = 2
+
+    class Name(str):
+        pass
+
+    for doc in ({1: "a", 2: {"b": 1.0}}, {"level": Level.HIGH}, [Name("n")], {"k": {"x": 1.0, "y": None}}):
+        assert synth._json(doc) == _stock_json(doc)
+
+
+@pytest.mark.parametrize("stack", ["prod-aws", "prod-gcp", "local"])
+def test_a_shipped_stacks_files_are_the_same_with_json_dumps(stack, monkeypatch):
+    """resources.json, outputs.json and every release.json of a shipped stack, byte for byte as json.dumps writes
+    them from the rendered data."""
+    from conftest import rendered
+
+    fast = synth.files(rendered(stack))
+    monkeypatch.setattr(synth, "_json", _stock_json)
+    assert synth.files(rendered(stack)) == fast
+
+
 def test_yaml_files_are_block_style_sorted_with_literal_multiline_text():
     """Manifests and values: block style, sorted keys, multi-line strings as literal blocks, YAML 1.1 words
     quoted so they read back as text, whole floats as ints."""
