@@ -4,6 +4,7 @@ with whole floats written as ints (the engine's wire format has only doubles).""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from json.encoder import encode_basestring_ascii as _json_str  # the C function json.dumps quotes strings with
 from typing import Any
 
@@ -96,6 +97,22 @@ def _json(doc: Any) -> str:
         return json.dumps(_ints(doc), indent=2, sort_keys=True) + "\n"
     pieces.append("\n")
     return "".join(pieces)
+
+
+def _json_parts(doc: Any) -> Iterator[str]:
+    """``_json(doc)``'s text in parts, a list's one element at a time (resources.json: one resource at a time, not
+    ~7 MB and the million pieces it is joined from at 1,000 tenants)."""
+    if type(doc) is not list or not doc:
+        yield _json(doc)
+        return
+    for i, value in enumerate(doc):
+        pieces = ["[\n  " if i == 0 else ",\n  "]
+        try:
+            _json_pieces(value, pieces, "\n  ")
+        except _NotPlain:  # json.dumps's text one level in: JSON text has line breaks only between its tokens
+            pieces[1:] = [json.dumps(_ints(value), indent=2, sort_keys=True).replace("\n", "\n  ")]
+        yield "".join(pieces)
+    yield "\n]\n"
 
 
 class _NotPlain(Exception):
