@@ -142,26 +142,7 @@ class FleetManager(pulumi.ComponentResource):
 
         flavor = cr("fleet-flavor", "ResourceFlavor", fleet_plan.FLAVOR, {})
         manager = f"{pulumi.get_organization()}/{pulumi.get_project()}/{pulumi.get_stack()}"
-        # A worker dropped from fleet.workers without retiring it: its MultiKueueCluster and Secret are protected, but
-        # the engine deletes last, after the tenants' MultiKueueConfigs and ClusterQueues are updated without it, and
-        # a MultiKueueConfig without the admitting cluster is what makes Kueue re-dispatch ("Admitting remote no
-        # longer exists", kueue v0.19.2 pkg/controller/admissionchecks/multikueue/workload.go, reconcileGroup 6a).
-        # `pulumi up` refuses at its preview, but `up --skip-preview` (the Automation API's up) applies those updates
-        # before the protected delete fails (tests/engine/test_fleet_engine.py). So the manager reads its own last
-        # outputs and withholds every tenant's fleet objects from the engine when the stack file drops an active
-        # worker: the deploy fails before any of them changes.
-        # The output the next deploy reads keeps a refused worker: the engine records a failed update's outputs.
-        active = fleet_plan.active_workers(p)
-        self.active_workers: Any = active
-        checked: Any = None
-        where = f"stacks/Pulumi.{pulumi.get_stack()}.yaml"
-        if not under_mock_engine():
-            last = pulumi.StackReference(
-                "fleet-manager-last-deploy", stack_name=manager, opts=pulumi.ResourceOptions(parent=self)
-            )
-            previous = last.get_output(fleet_plan.OUTPUT_ACTIVE)
-            self.active_workers = previous.apply(lambda prev: sorted({*active, *unlisted(prev, p)}))
-            checked = previous.apply(lambda prev: _refuse(removal_problem(prev, p, where)))
+        checked = self._check_last_deploy(p, manager)
 
         def guarded(spec: Any) -> Any:
             return spec if checked is None else checked.apply(lambda _: spec)
@@ -175,7 +156,8 @@ class FleetManager(pulumi.ComponentResource):
             kubeconfig = pulumi.Output.all(ref.get_output(fleet_plan.OUTPUT_KUBECONFIG), facts).apply(lambda a: a[0])
             # Removing a worker deletes its MultiKueueCluster, and Kueue then re-dispatches what runs there from
             # scratch (kueue v0.19.2 multikueue/workload.go: an admitting cluster gone from the config is "not
-            # visible", retried at once): protected until the worker is retired (fleet.retiredWorkers).
+            # visible", retried at once): protected until the worker is retired (fleet.retiredWorkers). The second
+            # guard: _check_last_deploy stops the tenants' MultiKueueConfigs from dropping it first.
             keep = pulumi.ResourceOptions(parent=self, provider=provider, protect=not w.retired)
             secret = k8s.kube_object(
                 f"fleet-{w.name}-kubeconfig",
@@ -246,6 +228,30 @@ class FleetManager(pulumi.ComponentResource):
                 o=pulumi.ResourceOptions.merge(crs, pulumi.ResourceOptions(depends_on=[queue, ns], protect=guard)),
             )
         self.register_outputs({"workers": sorted(p.workers), "tenants": sorted(p.tenants)})
+
+    def _check_last_deploy(self, p: fleet_plan.FleetPlan, manager: str) -> Any:
+        """The workers the last deploy left active against this stack file (None offline); sets ``active_workers``,
+        the output the next deploy reads.
+
+        A worker dropped from fleet.workers without retiring it: its MultiKueueCluster and Secret are protected, but
+        the engine deletes last, after the tenants' MultiKueueConfigs and ClusterQueues are updated without it, and a
+        MultiKueueConfig without the admitting cluster is what makes Kueue re-dispatch ("Admitting remote no longer
+        exists", kueue v0.19.2 pkg/controller/admissionchecks/multikueue/workload.go, reconcileGroup 6a). `pulumi up`
+        refuses at its preview, but `up --skip-preview` (the Automation API's up) applies those updates before the
+        protected delete fails (tests/engine/test_fleet_engine.py). So the manager reads its own last outputs and
+        holds every tenant's MultiKueueConfig and ClusterQueue behind this check: the deploy fails before any of them
+        changes. The output keeps a refused worker: the engine records a failed update's outputs too."""
+        active = fleet_plan.active_workers(p)
+        self.active_workers: Any = active
+        if under_mock_engine():
+            return None
+        where = f"stacks/Pulumi.{pulumi.get_stack()}.yaml"
+        last = pulumi.StackReference(
+            "fleet-manager-last-deploy", stack_name=manager, opts=pulumi.ResourceOptions(parent=self)
+        )
+        previous = last.get_output(fleet_plan.OUTPUT_ACTIVE)
+        self.active_workers = previous.apply(lambda prev: sorted({*active, *unlisted(prev, p)}))
+        return previous.apply(lambda prev: _refuse(removal_problem(prev, p, where)))
 
 
 class FleetWorker(pulumi.ComponentResource):

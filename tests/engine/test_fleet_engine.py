@@ -316,10 +316,11 @@ def test_without_that_guard_the_protect_flag_alone_lets_up_drain_the_tenants(fle
         eng.stack(MANAGER, cfg)
         monkeypatch.undo()
         manager.up(color="never")  # back to the deployed fleet for the next test
-    assert _fleet_ops(ops) == {
-        "delete": ["fleet-eks-h100-cluster"],
-        "update": ["fleet-research-config", "research-cluster-queue"],
-    }
+    done = _fleet_ops(ops)
+    # eks-h100's StackReference is discarded in the same phase as the deletes, so whether it is before the failing
+    # delete stops the update is a matter of timing
+    assert done.pop("discard", ["fleet-worker-eks-h100"]) == ["fleet-worker-eks-h100"]
+    assert done == {"delete": ["fleet-eks-h100-cluster"], "update": ["fleet-research-config", "research-cluster-queue"]}
     assert after["multikueueconfigs"]["fleet-research"] == {"clusters": ["gke-l4"]}
     assert {k: v for k, v in after.items() if k not in ("multikueueconfigs", "clusterqueues")} == {
         k: v for k, v in before.items() if k not in ("multikueueconfigs", "clusterqueues")
