@@ -68,9 +68,10 @@ def note(plan: ImagesPlan, pool: PoolPlan, refs: list[str]) -> str:
                 f"{_cold(pool, declared.size_gib)}"
             )
             continue
-        if _mirrored(plan, ref) or pi.peer:
+        if _mirrored(plan, ref) or pi.peer or mirror.host_of(ref) in pi.mirror_hosts:
             size = declared.size_gib if declared is not None else DEFAULT_IMAGE_GIB
-            parts.append(f"{ref} is pulled through the mirror, not warm on {pool.name}: {_cold(pool, size)}")
+            how = " (the nodes' containerd mirror)" if mirror.host_of(ref) in pi.mirror_hosts else ""
+            parts.append(f"{ref} is pulled through the mirror{how}, not warm on {pool.name}: {_cold(pool, size)}")
             continue
         size = declared.size_gib if declared is not None else DEFAULT_IMAGE_GIB
         parts.append(
@@ -82,7 +83,8 @@ def note(plan: ImagesPlan, pool: PoolPlan, refs: list[str]) -> str:
 
 def _mirrored(plan: ImagesPlan, ref: str) -> bool:
     """The reference goes through the mirror: it names the mirror's registry, or an upstream the mirror leaves where
-    it is (already in the cloud's registry). (A pool whose nodes are Spegel peers mirrors every registry.)"""
+    it is (already in the cloud's registry). (A pool whose nodes are Spegel peers mirrors every registry; one whose
+    containerd mirrors an upstream to the ECR cache, ``PoolImagesPlan.mirror_hosts``, mirrors that upstream.)"""
     host = mirror.host_of(ref)
     if plan.registry and mirror.normalize(ref).startswith(f"{plan.registry.rstrip('/')}/"):
         return True

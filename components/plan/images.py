@@ -29,7 +29,8 @@ for pools that hold declared images, with the EBS throughput its docs recommend 
 
 The mirror (``images.mirror``): ``pull-through`` moves every image through the cloud's cache (``mirror.py``: ECR
 pull-through cache rules on aws, Artifact Registry remote repositories on gcp, the ``imageRegistry`` you run on an
-existing cluster); ``peer`` runs Spegel and sets the AL2023 nodes' containerd as Spegel's docs give it for EKS
+existing cluster), and on aws the AL2023 nodes' containerd mirrors the upstreams to it (``aws/ecr_mirror.py``);
+``peer`` runs Spegel and sets the AL2023 nodes' containerd as Spegel's docs give it for EKS
 (``SPEGEL_CONTAINERD_CONFIG`` through nodeadm's ``containerd.config``: the registry config path and the unpacked
 layers kept); Spegel's init container writes the mirror configuration (hosts.toml) there on each node.
 
@@ -46,6 +47,7 @@ from typing import Any
 from ..data import chart_images, versions
 from ..spec.model import DEFAULT_IMAGE_GIB, NodePool, StackSpec, WorkloadImage
 from . import derive, mirror as mirrors
+from .aws import ecr_mirror
 from .frozen import freeze
 from .gcp.gke import region_of
 
@@ -99,6 +101,7 @@ class PoolImagesPlan:
     streaming: bool  # GKE image streaming (gcfsConfig)
     fast_pull: bool  # AL2023: nodeadm FastImagePull (SOCI parallel pull)
     peer: bool  # the nodes keep unpacked layers for the peer mirror (Spegel)
+    mirror_hosts: tuple[str, ...]  # upstreams the nodes' containerd pulls through the cache (aws/ecr_mirror.py)
     snapshot_id: str | None
     disk_image: str | None
     disk_build: str | None  # the command that builds the disk image from the declared images
@@ -152,6 +155,8 @@ def pool_images(spec: StackSpec, pool: NodePool) -> tuple[WorkloadImage, ...]:
 
 
 def warm_image(spec: StackSpec, w: WorkloadImage) -> WarmImage:
+    """Declared images name the cache on every pool: a pool that holds one runs FastImagePull on AL2023, whose SOCI
+    snapshotter reads no containerd mirror (``aws/ecr_mirror.applies``)."""
     return WarmImage(
         name=w.name,
         image=w.image,
@@ -189,6 +194,16 @@ def fast_pull(spec: StackSpec, pool: NodePool) -> bool:
     return spec.cloud == "aws" and derive.node_os(spec, pool) == "al2023" and bool(pool_images(spec, pool))
 
 
+def containerd_mirror_hosts(spec: StackSpec, pool: NodePool) -> tuple[str, ...]:
+    """The upstreams the pool's containerd pulls through the ECR cache (``aws/ecr_mirror.py``): those with a rule, on
+    AL2023 without FastImagePull, whose SOCI snapshotter fetches layers itself and reads no hosts.toml
+    (awslabs/soci-snapshotter#1561, open; its parallel pull ignores even its own resolver's mirrors: #1013)."""
+    m = mirrors.mirror_of(spec)
+    if m is None or m.kind != "ecr" or derive.node_os(spec, pool) != "al2023" or fast_pull(spec, pool):
+        return ()
+    return tuple(u.host for u in upstream_plans(spec) if u.how == "pull-through" and u.ecr_upstream is not None)
+
+
 def peer(spec: StackSpec, pool: NodePool) -> bool:
     """The pool's nodes keep unpacked layers for Spegel (peer mode; the rules allow it on AL2023 only)."""
     return spec.images.mirror == "peer" and spec.cloud == "aws" and derive.node_os(spec, pool) == "al2023"
@@ -209,25 +224,6 @@ def al2023_node_config(spec: StackSpec, pool: NodePool) -> dict[str, Any] | None
     if not spec_:
         return None
     return {"apiVersion": "node.eks.aws/v1alpha1", "kind": "NodeConfig", "spec": spec_}
-
-
-def al2023_user_data(spec: StackSpec, pool: NodePool) -> str | None:
-    """The NodeConfig as MIME multi-part user data (the form EKS managed node groups take for AL2023 and Karpenter's
-    al2023 example uses: upstream/karpenter/examples/v1/al2023-custom-userdata.yaml), or None."""
-    config = al2023_node_config(spec, pool)
-    return nodeadm_user_data(config) if config is not None else None
-
-
-def nodeadm_user_data(config: dict[str, Any]) -> str:
-    """One NodeConfig as MIME multi-part user data (one part, ``application/node.eks.aws``): the form Karpenter
-    v1.14.1 reads (pkg/providers/amifamily/bootstrap/mime/mime.go: boundary "//") and EKS node groups pass on."""
-    import yaml
-
-    body = yaml.safe_dump(config, sort_keys=True, default_flow_style=False)
-    return (
-        'MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="//"\n\n'
-        f"--//\nContent-Type: application/node.eks.aws\n\n---\n{body}\n--//--\n"
-    )
 
 
 def snapshot_id(spec: StackSpec, pool: NodePool) -> str | None:
@@ -483,6 +479,7 @@ def pool_plan(spec: StackSpec, pool: NodePool, cold_pull: Mapping[str, Any]) -> 
     return PoolImagesPlan(
         pool=pool.name,
         images=tuple(warm_image(spec, w) for w in pool_images(spec, pool)),
+        mirror_hosts=containerd_mirror_hosts(spec, pool),
         warm=warm_method(spec, pool),
         streaming=streaming(spec, pool),
         fast_pull=fast_pull(spec, pool),
@@ -582,6 +579,8 @@ def text(p: ImagesPlan | None) -> list[str]:
             *(["image streaming"] if pool.streaming and pool.warm != "secondary-boot-disk" else []),
             *(["FastImagePull (SOCI parallel pull)"] if pool.fast_pull else []),
             *(["keeps unpacked layers for the peer mirror"] if pool.peer else []),
+            *([ecr_mirror.pulls_text(p.registry, pool.mirror_hosts, pool.fast_pull)] if p.mirror_kind == "ecr" else []),
+            *([f"references rewritten to {p.registry}"] if p.mirror_kind == "artifact-registry" else []),
         ]
         head = f"  {pool.pool}: {names} {warm}" if pool.images else f"  {pool.pool}: no declared image"
         lines.append(head + "".join(f"; {e}" for e in extra) + f"; {cold_pull_text(pool.cold_pull)}")

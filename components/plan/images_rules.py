@@ -20,7 +20,9 @@ UBUNTU_DISK_MINOR = (1, 35)
 # v0.7.4, "Compatibility"): GKE is not supported (the registry config path is not set there); on EKS, AL2023 takes
 # the containerd settings through nodeadm (images.SPEGEL_CONTAINERD_CONFIG), Bottlerocket (1.56 or later) only through
 # a bootstrap container of your own that writes the node's IP into settings.container-registry.mirrors: the platform
-# leaves Bottlerocket pools out of the peer mirror.
+# leaves Bottlerocket pools out of the peer mirror. No static mirror address would do: the chart serves on the node's
+# IP (hostPort 30020, NodePort 30021: spegel-org/spegel v0.7.4 charts/spegel/values.yaml), and a NodePort on
+# 127.0.0.1 answers only in kube-proxy's iptables mode, which Spegel does not document.
 PEER_REFUSED_ON = {
     "gcp": "Spegel does not run on GKE (its compatibility notes: containerd's registry config path is "
     "not set there); use pull-through (Artifact Registry) with a secondary boot disk instead"

@@ -16,13 +16,14 @@ A mirror keeps an image's upstream registry in its path, so images of several re
   ``<region>-docker.pkg.dev/<project>/nvcr-io/nvidia/pytorch:25.08-py3``. Images already in Artifact Registry or
   Container Registry (``*-docker.pkg.dev``, ``gcr.io``) are not moved.
 
-The references are rewritten, not redirected by a containerd mirror entry on the nodes: containerd signs in to a
-mirror host with the credentials the kubelet found for the image's own registry, so a node pulling
-``docker.io/...`` through an ECR or Artifact Registry mirror gets 401 (bottlerocket-os/bottlerocket#2427, "Mirroring
-a repository to private ECR results in image pull failure (401 unauthorized)"; awslabs/amazon-ecr-credential-helper
-#947), while a reference to the cache itself is signed by the node's own credential provider (ECR user guide,
-"Pulling an image with a pull through cache rule": ``<account>.dkr.ecr.<region>.amazonaws.com/<prefix>/<repository>
-:<tag>``). Docker Hub's official images keep their ``library/`` path there.
+The platform's references are rewritten, whatever the nodes do: a reference to the cache is signed by the node's own
+credential provider (ECR user guide, "Pulling an image with a pull through cache rule": ``<account>.dkr.ecr.<region>
+.amazonaws.com/<prefix>/<repository>:<tag>``) on every node, while a containerd mirror entry needs a credential of its
+own (containerd signs in to a mirror with the credentials the kubelet found for the image's own registry: 401 at ECR,
+bottlerocket-os/bottlerocket#2427, awslabs/amazon-ecr-credential-helper#947). The AL2023 nodes get one
+(``aws/ecr_mirror.py``: hosts.toml with a refreshed ECR token), so workloads there keep their own references;
+Bottlerocket and GKE nodes do not (docs/concepts/images.md says why). Docker Hub's official images keep their
+``library/`` path there.
 
 Pure: the spec in, strings and dicts out.
 """

@@ -34,10 +34,12 @@ import base64
 import json
 from typing import Any
 
+import yaml
+
 from ...data import catalog
 from ...spec.model import NodePool, StackSpec, Taint
 from .. import derive, images, sharing
-from . import efa, local_disks
+from . import ecr_mirror, efa, local_disks
 
 MANAGED_BY_TAG = {"managed-by": "gpu-platform"}
 POOL_TAG = derive.POOL_LABEL  # "gpu-platform/pool" on every AWS object of a pool
@@ -345,11 +347,17 @@ def user_data(spec: StackSpec, pool: NodePool) -> str | None:
     Bottlerocket pools: EKS merges this TOML with the bootstrap settings it generates (cluster endpoint, CA, node
     labels and taints) because the launch template names no AMI. AL2023 pools need none (nodeadm gets everything from
     EKS) unless their images or local disks call for a NodeConfig of their own (``al2023_node_config``: FastImagePull,
-    the peer mirror's containerd setting, localStorage RAID0), which nodeadm merges with EKS's.
+    the peer mirror's containerd setting, localStorage RAID0), which nodeadm merges with EKS's, or the ECR cache is
+    their containerd mirror (``ecr_mirror.install_script``: a shell part cloud-init runs before nodeadm).
     """
     if derive.node_os(spec, pool) == "al2023":
         config = al2023_node_config(spec, pool)
-        return images.nodeadm_user_data(config) if config is not None else None
+        hosts = images.containerd_mirror_hosts(spec, pool)
+        script = ecr_mirror.install_script(spec, hosts) if hosts else None
+        if config is None and script is None:
+            return None
+        body = yaml.safe_dump(config, sort_keys=True, default_flow_style=False) if config is not None else None
+        return ecr_mirror.mime_user_data(body, script)
     settings = bottlerocket_settings(spec, pool)
     if not settings:
         return None

@@ -263,8 +263,11 @@ def _node_group_line(ng: NodeGroupPlan) -> str:
     extras += ["capacity reservation"] if lt.capacity_reservation else []
     extras += ["Capacity Block"] if lt.instance_market_options else []
     extras += [lt.local_disks] if lt.local_disks else []
-    if lt.user_data:
-        extras += ["nodeadm NodeConfig" if lt.user_data.startswith("MIME-Version") else "Bottlerocket settings"]
+    if lt.user_data and lt.user_data.startswith("MIME-Version"):
+        extras += ["nodeadm NodeConfig"] if "Content-Type: application/node.eks.aws" in lt.user_data else []
+        extras += ["containerd mirror of the ECR cache"] if "Content-Type: text/x-shellscript" in lt.user_data else []
+    elif lt.user_data:
+        extras += ["Bottlerocket settings"]
     return (
         f"  node group {ng.name_prefix}*: {ng.ami_type} {ng.capacity_type} {', '.join(ng.instance_types)}, "
         f"{s['minSize']}..{s['maxSize']} nodes (desired {s['desiredSize']}), update {u['maxUnavailable']} at a "
