@@ -113,8 +113,9 @@ def _synth(args: argparse.Namespace, rendering) -> int:
     return _conclude(args, rendering, report)
 
 
-def _with_report(items: Iterator[tuple[str, str]], report: Any) -> Iterator[tuple[str, str]]:
-    """The synth's files (``synth.file_items``, each written as it is made), then the policy report if any."""
+def _with_report(items: Iterator[tuple[str, Any]], report: Any) -> Iterator[tuple[str, Any]]:
+    """The synth's files (``synth.file_items``: path and text or its parts, each written as it is made), then the
+    policy report if any."""
     yield from items
     if report:
         yield "policy-report.json", report.json()
