@@ -182,6 +182,23 @@ def test_the_manager_refuses_a_deployed_worker_that_disagrees_with_its_stack_fil
         fleet_render.check_worker("o/p/m", w, ("batch/job",), None)
 
 
+def test_a_worker_active_at_the_last_deploy_and_no_longer_listed_is_refused(stacks):
+    """The manager's deploy reads its own last ``fleetActiveWorkers``: a worker there that the stack file dropped
+    is one line naming the file and key; a retired one is not in that output, so its removal passes; without the
+    output (a first deploy) nothing is refused. tests/engine/test_fleet_engine.py runs it under the engine."""
+    p = plan_stage.build(load(stacks), "fleet-manager").fleet
+    assert fleet_plan.active_workers(p) == ["eks-h100", "gke-l4"]
+    line = fleet_render.removal_problem(["eks-h100", "gke-l4", "old-a100"], p, "stacks/Pulumi.m.yaml")
+    assert line.startswith("stacks/Pulumi.m.yaml: gpu-platform:fleet.workers: worker old-a100 is active in the ")
+    assert "list it in fleet.retiredWorkers" in line
+    assert "workers old-a100, old-v100 are" in fleet_render.removal_problem(["old-v100", "old-a100"], p, "f")
+    assert fleet_render.removal_problem(["gke-l4"], p, "f") is None  # eks-h100 added: nothing was dropped
+    assert fleet_render.removal_problem(None, p, "f") is None
+    edit(stacks, "fleet-manager", lambda c: c["gpu-platform:fleet"].update(retiredWorkers=["eks-h100"]))
+    edit(stacks, "fleet-eks", lambda c: c["gpu-platform:fleetWorker"].update(draining=True))
+    assert fleet_plan.active_workers(plan_stage.build(load(stacks), "fleet-manager").fleet) == ["gke-l4"]
+
+
 def test_the_kubeconfig_is_what_kueue_accepts():
     text = fleet_render.kubeconfig_text("w", "1.2.3.4", "Q0E=", "tok")
     doc = yaml.safe_load(text)

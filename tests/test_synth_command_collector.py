@@ -16,7 +16,7 @@ def test_the_command_checks_and_writes_with_the_rendered_heap_frozen(command, tm
     from policies import offline
 
     seen = []
-    files, evaluate = synth.files, offline.evaluate
+    files, evaluate = synth.file_items, offline.evaluate
 
     def watched(name, fn):
         def call(*args, **kwargs):
@@ -25,7 +25,7 @@ def test_the_command_checks_and_writes_with_the_rendered_heap_frozen(command, tm
 
         return call
 
-    monkeypatch.setattr(synth, "files", watched("files", files))
+    monkeypatch.setattr(synth, "file_items", watched("files", files))
     monkeypatch.setattr(offline, "evaluate", watched("policies", evaluate))
     before, frozen_before = gc.get_threshold(), gc.get_freeze_count()
     argv = [command, "local", *(["--out", str(tmp_path / "out")] if command == "synth" else [])]

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from components.cli import synth
+from components.cli import synth, synth_yaml
 
 # ------------------------------------------------------------------------------------------- file names
 
@@ -59,6 +59,64 @@ def test_whole_floats_become_integers_everywhere():
 def test_json_files_are_indented_sorted_and_end_with_a_newline():
     """resources.json, outputs.json and release.json: two-space indent, sorted keys, whole numbers as ints."""
     assert synth._json({"b": 1.0, "a": [2.0, "x"]}) == '{\n  "a": [\n    2,\n    "x"\n  ],\n  "b": 1\n}\n'
+
+
+def _stock_json(doc) -> str:
+    return json.dumps(synth._ints(doc), indent=2, sort_keys=True) + "\n"
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        {"b": [], "a": {}, "c": [{}, [[]], {"x": [1, 2.0, -0.0, 0.25, 1e300, -3]}]},
+        [True, False, None, 'é ☃ \n\t"\\ \u0001', 2**70, float("inf"), -float("inf"), float("nan"), 1.5e-7],
+        {"tuple": (1.0, {"b": 2.0}), "nested": {"z": 1, "a": {"m": [0.5, "x"]}}},  # a tuple: ints() leaves it as is
+        {"bool": True, "key": {"1": 1}},
+        "plain",
+        3.0,
+    ],
+)
+def test_json_files_are_the_text_json_dumps_writes(doc):
+    """The synth's own JSON writer (``_json``, faster than the standard library's indenting encoder) writes
+    exactly what ``json.dumps(..., indent=2, sort_keys=True)`` writes, whole floats as ints."""
+    assert synth._json(doc) == _stock_json(doc)
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [[], {"a": [1.0]}, [{"b": 2.0, "a": [{}, []]}, "x", ("t", 1.0), {1: {"k": 1.0}}, [[0.5]], None], "s"],
+)
+def test_json_in_parts_joins_to_the_same_text(doc):
+    """resources.json is written a resource at a time (``_json_parts``); the parts join to ``_json``'s text, an
+    element json.dumps must write (a tuple, a non-string key) included."""
+    assert "".join(synth_yaml._json_parts(doc)) == synth._json(doc) == _stock_json(doc)
+
+
+def test_json_of_unusual_data_goes_the_standard_way():
+    """Non-string keys and subclasses of JSON types (which json.dumps converts its own way) are written by it."""
+    import enum
+
+    class Level(enum.IntEnum):
+        HIGH = 2
+
+    class Name(str):
+        pass
+
+    for doc in ({1: "a", 2: {"b": 1.0}}, {"level": Level.HIGH}, [Name("n")], {"k": {"x": 1.0, "y": None}}):
+        assert synth._json(doc) == _stock_json(doc)
+
+
+@pytest.mark.parametrize("stack", ["prod-aws", "prod-gcp", "local"])
+def test_a_shipped_stacks_files_are_the_same_with_json_dumps(stack, monkeypatch):
+    """resources.json, outputs.json and every release.json of a shipped stack, byte for byte as json.dumps writes
+    them from the rendered data."""
+    from conftest import rendered
+
+    from components.cli import synth_files
+
+    fast = synth.files(rendered(stack))
+    monkeypatch.setattr(synth_files, "_json", _stock_json)
+    assert synth.files(rendered(stack)) == fast
 
 
 def test_yaml_files_are_block_style_sorted_with_literal_multiline_text():
@@ -119,6 +177,31 @@ def test_a_failed_write_keeps_the_previous_output(tmp_path: Path):
         synth.write(out, {"a.txt": "new", "b.txt": 5})  # type: ignore[dict-item]
     assert (out / "a.txt").read_text() == "kept"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dev"]
+
+
+def test_a_file_that_fails_to_be_made_keeps_the_previous_output(tmp_path: Path):
+    """Files are written as they are made (``synth.file_items``): an error while making one (two objects at one
+    path) leaves the previous directory untouched and no staging copy, though earlier files were written."""
+    out = tmp_path / "dev"
+    assert synth.write(out, {"a.txt": "kept"}) == 1
+
+    def made():
+        yield "a.txt", "new"
+        yield "m/b.txt", "new"
+        raise RuntimeError("two objects render to m/b.txt")
+
+    with pytest.raises(RuntimeError, match="two objects"):
+        synth.write(out, made())
+    assert sorted(p.name for p in out.rglob("*")) == ["a.txt"] and (out / "a.txt").read_text() == "kept"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dev"]
+
+
+def test_files_as_they_are_made_are_written_like_a_mapping_of_them(tmp_path: Path):
+    pairs = [("z.txt", "1"), ("m/n/c.txt", "é\n"), ("a.txt", "3")]
+    assert synth.write(tmp_path / "p", iter(pairs)) == 3
+    assert synth.write(tmp_path / "m", dict(pairs)) == 3
+    for rel, text in pairs:
+        assert (tmp_path / "p" / rel).read_bytes() == (tmp_path / "m" / rel).read_bytes() == text.encode()
 
 
 # ------------------------------------------------------------------------------------------ placeholders

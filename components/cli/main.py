@@ -15,6 +15,7 @@ import gc
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -106,13 +107,18 @@ def _synth(args: argparse.Namespace, rendering) -> int:
     report, code = _policies(rendering, args.policy_config)
     if code:
         return code
-    contents = synth.files(rendering, report.sections if report else {})
-    if report:
-        contents["policy-report.json"] = report.json()
     out = Path(args.out or f"out/{args.stack}")
-    synth.write(out, contents)
-    print(f"wrote {len(contents)} files to {out} ({len(rendering.resources)} resources)")
+    written = synth.write(out, _with_report(synth.file_items(rendering, report.sections if report else {}), report))
+    print(f"wrote {written} files to {out} ({len(rendering.resources)} resources)")
     return _conclude(args, rendering, report)
+
+
+def _with_report(items: Iterator[tuple[str, Any]], report: Any) -> Iterator[tuple[str, Any]]:
+    """The synth's files (``synth.file_items``: path and text or its parts, each written as it is made), then the
+    policy report if any."""
+    yield from items
+    if report:
+        yield "policy-report.json", report.json()
 
 
 def _conclude(args: argparse.Namespace, rendering: Any, report: Any) -> int:
@@ -140,12 +146,9 @@ def _synth_program(args: argparse.Namespace) -> int:
     report, code = _policies(rendering, args.policy_config)
     if code:
         return code
-    contents = synth.files(rendering)
-    if report:
-        contents["policy-report.json"] = report.json()
     out = Path(args.out or f"out/{project}-{stack}")
-    synth.write(out, contents)
-    print(f"wrote {len(contents)} files to {out} ({len(rendering.resources)} resources)")
+    written = synth.write(out, _with_report(synth.file_items(rendering), report))
+    print(f"wrote {written} files to {out} ({len(rendering.resources)} resources)")
     from .outcome import conclude
 
     return conclude(stack, report, [], getattr(args, "strict", False))

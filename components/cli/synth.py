@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import json
 import runpy
-import shutil
 import sys
-import tempfile
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, nullcontext
@@ -35,6 +33,7 @@ from .collector import (
     rendered_heap_frozen as rendered_heap_frozen,
 )
 from .loader import load_spec
+from .synth_files import file_items as file_items, files as files, manifest_path as manifest_path, write as write
 from .synth_resolve import _resolved as _resolved, _secrets_shown
 from .synth_stacks import fleet_outputs, stack_identity, stack_outputs
 from .synth_yaml import _ints as _ints, _json as _json, _yaml as _yaml
@@ -499,81 +498,7 @@ def _plain(value: Any) -> Any:
 
 
 # ------------------------------------------------------------------------------------------ writing
-
-
-def manifest_path(doc: Mapping[str, Any]) -> str:
-    meta = doc.get("metadata") or {}
-    ns = meta.get("namespace") or "_cluster"
-    group = doc["apiVersion"].split("/")[0] if "/" in doc["apiVersion"] else "core"
-    return f"manifests/{ns}/{doc['kind'].lower()}.{group}-{meta.get('name', 'unnamed')}.yaml"
-
-
-def files(rendering: Rendering, sections: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Every output file (relative path -> text)."""
-    from ..explain.summary import summary
-
-    out: dict[str, str] = {}
-    out["resources.json"] = _json(
-        [
-            {
-                "type": r.type,
-                "name": r.name,
-                "parent": r.parent,
-                "provider": r.provider,
-                "inputs": r.inputs,
-                "dependsOn": r.depends_on,
-            }
-            for r in rendering.resources
-        ]
-    )
-    for doc in rendering.manifests:
-        path = manifest_path(doc)
-        if path in out:
-            raise RuntimeError(f"two objects render to {path}")
-        out[path] = _yaml(doc)
-    for r in rendering.releases:
-        release = r.inputs.get("name", r.name)
-        out[f"helm/{release}/release.json"] = _json(
-            {
-                "chart": r.inputs.get("chart"),
-                "repository": (r.inputs.get("repositoryOpts") or {}).get("repo"),
-                "version": r.inputs.get("version"),
-                "namespace": r.inputs.get("namespace"),
-                "skipCrds": r.inputs.get("skipCrds", False),
-            }
-        )
-        out[f"helm/{release}/values.yaml"] = _yaml(r.inputs.get("values") or {})
-    out["outputs.json"] = _json(rendering.outputs)
-    if rendering.spec is None:  # a user's own program (synth --program): no one stack file to summarise
-        return out
-    out["summary.md"] = summary(rendering, sections or {})
-    from ..plan import cost, plan
-
-    decided = plan.build(rendering.spec, rendering.stack)
-    out["cost.json"] = cost.to_json(cost.report_of(decided))
-    from .plan_html import page
-
-    out["plan.html"] = page(decided)  # the same plan as a page (gpu-platform plan --html)
-    return out
-
-
-def write(out_dir: Path, contents: Mapping[str, str]) -> None:
-    """Replace ``out_dir`` with exactly these files (written aside first, then swapped in)."""
-    out_dir = out_dir.resolve()
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}-", dir=out_dir.parent))
-    try:
-        for folder in sorted({str(Path(rel).parent) for rel in contents} - {"."}):
-            (staging / folder).mkdir(parents=True, exist_ok=True)  # each once, not once per file
-        for rel, text in sorted(contents.items()):
-            with open(staging / rel, "w", encoding="utf-8") as f:
-                f.write(text)
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        staging.rename(out_dir)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+# components/cli/synth_files.py, re-exported here
 
 
 def read_stack_file(path: Path) -> dict[str, Any]:

@@ -38,6 +38,7 @@ DEFAULT_MEMORY_QUOTA = "64Ti"
 KUBECONFIG_KEY = "kubeconfig"  # the key Kueue reads of a MultiKueueCluster's Secret (setup_multikueue.md)
 OUTPUT_KUBECONFIG = "multikueueKubeconfig"  # the worker stack's secret output
 OUTPUT_FACTS = "fleetWorker"  # the worker stack's plain output: what the manager checks at deploy
+OUTPUT_ACTIVE = "fleetActiveWorkers"  # the manager's plain output: its workers not retired, which its next deploy reads
 ROTATION_WARN_DAYS = 14
 MAX_CREDENTIAL_DAYS = 90
 
@@ -316,6 +317,12 @@ def worker_build(spec: StackSpec) -> FleetWorkerPlan | None:
             }
         ),
     )
+
+
+def active_workers(p: FleetPlan) -> list[str]:
+    """The manager's workers not retired (the manager's ``fleetActiveWorkers`` output): each may run workloads now,
+    so the next deploy refuses a stack file without it (``render/fleet.py`` removal_problem)."""
+    return sorted(w.name for w in p.workers.values() if not w.retired)
 
 
 def text_lines(p: FleetPlan) -> list[str]:

@@ -85,14 +85,17 @@ class Engine:
             timeout=120,
         )
 
-    def stack(self, name: str, config: dict[str, Any]):
-        """The stack ``name`` with ``config`` as its stack file (the same YAML a user commits)."""
+    def stack(self, name: str, config: dict[str, Any], program=None):
+        """The stack ``name`` with ``config`` as its stack file (the same YAML a user commits); ``program``: another
+        inline program than the package's (a fleet worker stack that only exports what its manager reads)."""
         from pulumi import automation as auto
 
         (self.project / f"Pulumi.{name}.yaml").write_text(yaml.safe_dump({"config": config}, sort_keys=False))
         os.environ.update(self.env)  # the workspace finds the built CLI on PATH, and passes the rest on
         opts = auto.LocalWorkspaceOptions(work_dir=str(self.project), pulumi_home=str(self.home), env_vars=self.env)
-        return auto.create_or_select_stack(stack_name=name, project_name="gpu-platform", program=_program, opts=opts)
+        return auto.create_or_select_stack(
+            stack_name=name, project_name="gpu-platform", program=program or _program, opts=opts
+        )
 
     def close(self) -> None:
         if os.environ.get("GPU_PLATFORM_KEEP_ENGINE_DIR"):
