@@ -17,21 +17,36 @@ FORBIDDEN = "gpu-platform/forbidden-priority-classes"
 def _eval(expr: str, env: dict[str, Any]) -> Any:
     ctx = cel.Context()
     ctx.add_function("split", lambda s, sep: s.split(sep))
+    ctx.add_function("join", lambda items, sep: sep.join(items))
     for k, v in env.items():
         ctx.add_variable(k, v)
     return cel.evaluate(expr, ctx)
 
 
-def admit(policy: dict[str, Any], obj: dict[str, Any], kind: str, group: str = "", namespace=None) -> list[str]:
-    """Denial messages for one CREATE request (empty: admitted), as the API server evaluates a policy:
-    match conditions, then variables in order, then every validation.
+def admit(
+    policy: dict[str, Any],
+    obj: dict[str, Any],
+    kind: str,
+    group: str = "",
+    namespace=None,
+    old: dict[str, Any] | None = None,
+    params: dict[str, Any] | None = None,
+) -> list[str]:
+    """Denial messages for one CREATE request, or an UPDATE from ``old`` (empty: admitted), as the API server
+    evaluates a policy: match conditions, then variables in order, then every validation; ``params``: the binding's
+    params object.
 
     As the server does: match conditions see no ``namespaceObject`` (k8s.io/apiserver v0.35.4
     pkg/admission/plugin/webhook/matchconditions/matcher.go:82-85); variables and validations do. The cluster
     tests (tests/cluster, `make cluster-test`) check these verdicts against a real kube-apiserver."""
     env: dict[str, Any] = {
         "object": obj,
-        "request": {"kind": {"group": group, "version": "v1", "kind": kind}, "operation": "CREATE"},
+        "request": {
+            "kind": {"group": group, "version": "v1", "kind": kind},
+            "operation": "UPDATE" if old else "CREATE",
+        },
+        **({"oldObject": old} if old is not None else {}),
+        **({"params": params} if params is not None else {}),
     }
     for cond in policy.get("matchConditions", []):
         if not _eval(cond["expression"], env):

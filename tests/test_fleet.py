@@ -8,10 +8,11 @@ from __future__ import annotations
 import datetime
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
-from conftest import copy_stack_files, edit_stack_file
+from conftest import copy_stack_files, edit_stack_file, render_config
 
 from components.cli import main as cli
 from components.cli.loader import load_spec
@@ -182,21 +183,81 @@ def test_the_manager_refuses_a_deployed_worker_that_disagrees_with_its_stack_fil
         fleet_render.check_worker("o/p/m", w, ("batch/job",), None)
 
 
-def test_a_worker_active_at_the_last_deploy_and_no_longer_listed_is_refused(stacks):
-    """The manager's deploy reads its own last ``fleetActiveWorkers``: a worker there that the stack file dropped
-    is one line naming the file and key; a retired one is not in that output, so its removal passes; without the
-    output (a first deploy) nothing is refused. tests/engine/test_fleet_engine.py runs it under the engine."""
-    p = plan_stage.build(load(stacks), "fleet-manager").fleet
-    assert fleet_plan.active_workers(p) == ["eks-h100", "gke-l4"]
-    line = fleet_render.removal_problem(["eks-h100", "gke-l4", "old-a100"], p, "stacks/Pulumi.m.yaml")
-    assert line.startswith("stacks/Pulumi.m.yaml: gpu-platform:fleet.workers: worker old-a100 is active in the ")
-    assert "list it in fleet.retiredWorkers" in line
-    assert "workers old-a100, old-v100 are" in fleet_render.removal_problem(["old-v100", "old-a100"], p, "f")
-    assert fleet_render.removal_problem(["gke-l4"], p, "f") is None  # eks-h100 added: nothing was dropped
-    assert fleet_render.removal_problem(None, p, "f") is None
+def _guard(stacks: Path, name: str = "fleet-manager") -> dict[str, Any]:
+    """The removal guard's rendered records by kind, and the MultiKueueConfigs' dependencies by name."""
+    r = render_config(stackfile.read(stacks / f"Pulumi.{name}.yaml"), name, stacks)
+    out: dict[str, Any] = {"depends": {}}
+    for rec in r.resources:
+        meta = rec.inputs.get("metadata", {}) if isinstance(rec.inputs, dict) else {}
+        if meta.get("name") in (fleet_plan.REMOVAL_POLICY, fleet_plan.RETIRED_PARAMS):
+            out[rec.inputs["kind"]] = (rec.name, rec.inputs)
+        if isinstance(rec.inputs, dict) and rec.inputs.get("kind") == "MultiKueueConfig":
+            out["depends"][meta["name"]] = set(rec.depends_on)
+    return out
+
+
+def test_the_removal_policy_is_rendered_on_a_manager_only_with_exactly_the_retired_workers_as_params(stacks):
+    """The API server's guard against draining a worker (plan/fleet.py removal_policy): a policy, its binding reading
+    a ConfigMap in kueue-system that lists exactly the retired workers, and every tenant's MultiKueueConfig waiting
+    for both (a worker retired in the same deploy is in the params before a config drops it)."""
+    g = _guard(stacks)
+    params_name, params = g["ConfigMap"]
+    assert params["metadata"]["namespace"] == "kueue-system"
+    assert params.get("data") in (None, {})  # nothing retired
+    binding_name, binding = g["ValidatingAdmissionPolicyBinding"]
+    assert binding["spec"] == {
+        "policyName": "gpu-platform-fleet-worker-removal",
+        "validationActions": ["Deny"],
+        "paramRef": {
+            "name": "gpu-platform-fleet-retired-workers",
+            "namespace": "kueue-system",
+            "parameterNotFoundAction": "Deny",
+        },
+    }
+    policy = g["ValidatingAdmissionPolicy"][1]["spec"]
+    assert policy["failurePolicy"] == "Fail"
+    assert policy["paramKind"] == {"apiVersion": "v1", "kind": "ConfigMap"}
+    (rule,) = policy["matchConstraints"]["resourceRules"]
+    assert rule["operations"] == ["UPDATE"] and rule["resources"] == ["multikueueconfigs"]
+    assert policy["matchConstraints"]["objectSelector"] == {
+        "matchLabels": {"app.kubernetes.io/managed-by": "gpu-platform"}
+    }
+    assert set(g["depends"]) == {"fleet-research", "fleet-evals"}
+    for deps in g["depends"].values():
+        assert {params_name, binding_name} <= deps
     edit(stacks, "fleet-manager", lambda c: c["gpu-platform:fleet"].update(retiredWorkers=["eks-h100"]))
     edit(stacks, "fleet-eks", lambda c: c["gpu-platform:fleetWorker"].update(draining=True))
-    assert fleet_plan.active_workers(plan_stage.build(load(stacks), "fleet-manager").fleet) == ["gke-l4"]
+    assert _guard(stacks)["ConfigMap"][1]["data"] == {"eks-h100": "retired"}
+    for worker in ("fleet-eks", "fleet-gke"):
+        assert set(_guard(stacks, worker)) == {"depends"}  # no policy, binding or params on a worker
+
+
+def _config(clusters: list[str]) -> dict[str, Any]:
+    labels = {"app.kubernetes.io/managed-by": "gpu-platform"}
+    return {"metadata": {"name": "fleet-research", "labels": labels}, "spec": {"clusters": clusters}}
+
+
+def test_the_removal_policy_refuses_a_config_that_drops_a_worker_not_retired():
+    """Evaluated offline with a real CEL engine (tests/cluster/test_fleet_removal_apiserver.py: the real server)."""
+    from test_admission_policies import admit
+
+    policy = fleet_plan.removal_policy()
+    old = _config(["eks-h100", "gke-l4"])
+    none: dict[str, Any] = {"metadata": {"name": "p"}}  # the params with nothing retired: no data at all
+
+    def update(clusters: list[str], params: dict[str, Any]) -> list[str]:
+        return admit(policy, _config(clusters), "MultiKueueConfig", "kueue.x-k8s.io", old=old, params=params)
+
+    (msg,) = update(["gke-l4"], none)
+    assert msg.startswith("gpu-platform:fleet.workers: worker eks-h100 would leave MultiKueueConfig fleet-research ")
+    assert "list it in fleet.retiredWorkers here and pulumi up" in msg
+    (msg,) = update(["eks-h100"], {"data": {"eks-h100": "retired"}})  # gke-l4 is not the retired one
+    assert "worker gke-l4 would leave" in msg
+    (msg,) = update(["other"], none)
+    assert "worker eks-h100, gke-l4 would leave" in msg
+    assert update(["gke-l4"], {"data": {"eks-h100": "retired"}}) == []
+    assert update(["gke-l4", "eks-h100"], none) == []  # the order of preference changes: nothing leaves
+    assert update(["eks-h100", "gke-l4", "new-a100"], none) == []  # a worker added
 
 
 def test_the_kubeconfig_is_what_kueue_accepts():

@@ -65,8 +65,7 @@ def test_keys_are_stable_and_camel_case(stack):
     created = {"starter-aws": CREATED_CLUSTER_KEYS, "starter-gcp": CREATED_GKE_KEYS}.get(stack, set())
     worker = "gpu-platform:fleetWorker" in stack_config(stack)
     fleet_worker = {"multikueueKubeconfig", "fleetWorker"} if worker else set()
-    manager = {"fleetActiveWorkers"} if "gpu-platform:fleet" in stack_config(stack) else set()
-    assert set(out) == TOP_KEYS | created | fleet_worker | manager
+    assert set(out) == TOP_KEYS | created | fleet_worker
     for t in out["tenants"].values():
         assert set(t) == TENANT_KEYS
     for p in out["pools"].values():

@@ -38,7 +38,10 @@ DEFAULT_MEMORY_QUOTA = "64Ti"
 KUBECONFIG_KEY = "kubeconfig"  # the key Kueue reads of a MultiKueueCluster's Secret (setup_multikueue.md)
 OUTPUT_KUBECONFIG = "multikueueKubeconfig"  # the worker stack's secret output
 OUTPUT_FACTS = "fleetWorker"  # the worker stack's plain output: what the manager checks at deploy
-OUTPUT_ACTIVE = "fleetActiveWorkers"  # the manager's plain output: its workers not retired, which its next deploy reads
+REMOVAL_POLICY = "gpu-platform-fleet-worker-removal"  # the manager's ValidatingAdmissionPolicy (removal_policy)
+RETIRED_PARAMS = (
+    "gpu-platform-fleet-retired-workers"  # its params: a ConfigMap in kueue-system, a key per retired worker
+)
 ROTATION_WARN_DAYS = 14
 MAX_CREDENTIAL_DAYS = 90
 
@@ -319,10 +322,68 @@ def worker_build(spec: StackSpec) -> FleetWorkerPlan | None:
     )
 
 
-def active_workers(p: FleetPlan) -> list[str]:
-    """The manager's workers not retired (the manager's ``fleetActiveWorkers`` output): each may run workloads now,
-    so the next deploy refuses a stack file without it (``render/fleet.py`` removal_problem)."""
-    return sorted(w.name for w in p.workers.values() if not w.retired)
+def retired_params(p: FleetPlan) -> dict[str, str]:
+    """The removal policy's params (the ConfigMap ``RETIRED_PARAMS``'s data): one key per retired worker, exactly."""
+    return {w.name: "retired" for w in sorted(p.workers.values(), key=lambda w: w.name) if w.retired}
+
+
+REMOVAL_MESSAGE = (
+    "Kueue would re-run what runs there from scratch elsewhere. Put it back, set fleetWorker.draining true in its "
+    "stack and pulumi up that, list it in fleet.retiredWorkers here and pulumi up, wait for its workloads to "
+    "finish, then remove it (docs/concepts/fleet.md)"
+)
+
+
+def removal_policy() -> dict[str, Any]:
+    """ValidatingAdmissionPolicy spec: an UPDATE of one of the platform's MultiKueueConfigs may drop a cluster only
+    when that worker is retired (a key of the params ConfigMap, ``retired_params``).
+
+    Why the API server and not the deploy: a MultiKueueConfig without the cluster a workload was admitted on is what
+    makes Kueue re-run it from scratch elsewhere ("Admitting remote no longer exists", kueue v0.19.2
+    pkg/controller/admissionchecks/multikueue/workload.go), and `up --skip-preview` (the Automation API's up)
+    updates the tenants' configs before it reaches the protected delete of the worker's MultiKueueCluster
+    (tests/engine/test_fleet_engine.py). The server refuses the update itself, whoever sends it (a hand
+    ``kubectl edit`` too). The same rule holds for a tenant moved off a worker that stays in the fleet: its jobs
+    running there would be re-run just the same.
+
+    Only UPDATE: a CREATE (the first deploy) has no old object and drops nothing; a DELETE (a tenant leaving the
+    fleet) is not a removal of a worker. The object selector matches the old object or the new one (k8s.io/apiserver
+    v0.35.4 pkg/admission/plugin/webhook/predicates/object/matcher.go), so taking the label off in the same edit does
+    not escape it. Cluster-scoped: no namespaceObject is needed. Params missing: every matched update is refused
+    (parameterNotFoundAction Deny on the binding): fail closed."""
+    return {
+        "failurePolicy": "Fail",
+        "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+        "matchConstraints": {
+            "objectSelector": {"matchLabels": dict(derive.MANAGED_BY)},
+            "resourceRules": [
+                {
+                    "apiGroups": ["kueue.x-k8s.io"],
+                    "apiVersions": ["*"],
+                    "resources": ["multikueueconfigs"],
+                    "operations": ["UPDATE"],
+                    "scope": "Cluster",
+                }
+            ],
+        },
+        "variables": [
+            {
+                "name": "dropped",
+                "expression": "oldObject.spec.clusters.filter(c, !(c in object.spec.clusters) && "
+                "!(has(params.data) && c in params.data))",
+            }
+        ],
+        "validations": [
+            {
+                "expression": "size(variables.dropped) == 0",
+                "messageExpression": "'gpu-platform:fleet.workers: worker ' + variables.dropped.join(', ') + "
+                "' would leave MultiKueueConfig ' + object.metadata.name + ' while not retired: "
+                + REMOVAL_MESSAGE
+                + "'",
+                "reason": "Forbidden",
+            }
+        ],
+    }
 
 
 def text_lines(p: FleetPlan) -> list[str]:

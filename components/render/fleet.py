@@ -95,29 +95,6 @@ def check_worker(manager: str, w: fleet_plan.WorkerPlan, kinds: tuple[str, ...],
     return facts
 
 
-def unlisted(previous: Any, p: fleet_plan.FleetPlan) -> list[str]:
-    """The workers the manager's last deploy left active (its own ``fleetActiveWorkers`` output) that this stack
-    file no longer lists, not retired first. None such when there is no such output (the first deploy, or a state
-    from before the output)."""
-    if not isinstance(previous, list):
-        return []
-    return sorted(str(w) for w in previous if w not in p.workers)
-
-
-def removal_problem(previous: Any, p: fleet_plan.FleetPlan, stack_file: str) -> str | None:
-    """One line naming the stack file and key when the stack file drops an active worker (pure: tested directly)."""
-    gone = unlisted(previous, p)
-    if not gone:
-        return None
-    which = f"worker {gone[0]} is" if len(gone) == 1 else f"workers {', '.join(gone)} are"
-    return (
-        f"{stack_file}: gpu-platform:fleet.workers: {which} active in the deployed fleet and no longer listed: "
-        "Kueue would re-run what runs there from scratch elsewhere. Put it back, set fleetWorker.draining true in its "
-        "stack and pulumi up that, list it in fleet.retiredWorkers here and pulumi up, wait for its workloads to "
-        "finish, then remove it (docs/concepts/fleet.md)"
-    )
-
-
 class FleetManager(pulumi.ComponentResource):
     """The manager's MultiKueue objects, after the Kueue release (``kueue``: the Kueue component)."""
 
@@ -142,11 +119,7 @@ class FleetManager(pulumi.ComponentResource):
 
         flavor = cr("fleet-flavor", "ResourceFlavor", fleet_plan.FLAVOR, {})
         manager = f"{pulumi.get_organization()}/{pulumi.get_project()}/{pulumi.get_stack()}"
-        checked = self._check_last_deploy(p, manager)
-
-        def guarded(spec: Any) -> Any:
-            return spec if checked is None else checked.apply(lambda _: spec)
-
+        removal_guard = self._removal_guard(p, provider, crs)
         clusters: dict[str, pulumi.Resource] = {}
         for w in p.workers.values():
             ref = pulumi.StackReference(
@@ -156,8 +129,9 @@ class FleetManager(pulumi.ComponentResource):
             kubeconfig = pulumi.Output.all(ref.get_output(fleet_plan.OUTPUT_KUBECONFIG), facts).apply(lambda a: a[0])
             # Removing a worker deletes its MultiKueueCluster, and Kueue then re-dispatches what runs there from
             # scratch (kueue v0.19.2 multikueue/workload.go: an admitting cluster gone from the config is "not
-            # visible", retried at once): protected until the worker is retired (fleet.retiredWorkers). The second
-            # guard: _check_last_deploy stops the tenants' MultiKueueConfigs from dropping it first.
+            # visible", retried at once): protected until the worker is retired (fleet.retiredWorkers). The engine
+            # updates the tenants' MultiKueueConfigs before it reaches that delete: the removal policy
+            # (_removal_guard) refuses those updates.
             keep = pulumi.ResourceOptions(parent=self, provider=provider, protect=not w.retired)
             secret = k8s.kube_object(
                 f"fleet-{w.name}-kubeconfig",
@@ -204,8 +178,10 @@ class FleetManager(pulumi.ComponentResource):
                 f"fleet-{t.name}-config",
                 "MultiKueueConfig",
                 t.check,
-                guarded(plain(t.multikueue_config_spec)),
-                o=pulumi.ResourceOptions.merge(crs, pulumi.ResourceOptions(depends_on=list(clusters.values()))),
+                plain(t.multikueue_config_spec),
+                o=pulumi.ResourceOptions.merge(
+                    crs, pulumi.ResourceOptions(depends_on=[*clusters.values(), *removal_guard])
+                ),
             )
             check = cr(
                 f"fleet-{t.name}-check",
@@ -218,7 +194,7 @@ class FleetManager(pulumi.ComponentResource):
                 f"{t.name}-cluster-queue",
                 "ClusterQueue",
                 t.name,
-                guarded(plain(t.cluster_queue_spec)),
+                plain(t.cluster_queue_spec),
                 o=pulumi.ResourceOptions.merge(crs, pulumi.ResourceOptions(depends_on=[flavor, check], protect=guard)),
             )
             cr(
@@ -233,29 +209,38 @@ class FleetManager(pulumi.ComponentResource):
             lost_job_reset(p.reset, crs, namespaces)  # after the release: its namespace, kueue-system
         self.register_outputs({"workers": sorted(p.workers), "tenants": sorted(p.tenants)})
 
-    def _check_last_deploy(self, p: fleet_plan.FleetPlan, manager: str) -> Any:
-        """The workers the last deploy left active against this stack file (None offline); sets ``active_workers``,
-        the output the next deploy reads.
-
-        A worker dropped from fleet.workers without retiring it: its MultiKueueCluster and Secret are protected, but
-        the engine deletes last, after the tenants' MultiKueueConfigs and ClusterQueues are updated without it, and a
-        MultiKueueConfig without the admitting cluster is what makes Kueue re-dispatch ("Admitting remote no longer
-        exists", kueue v0.19.2 pkg/controller/admissionchecks/multikueue/workload.go, reconcileGroup 6a). `pulumi up`
-        refuses at its preview, but `up --skip-preview` (the Automation API's up) applies those updates before the
-        protected delete fails (tests/engine/test_fleet_engine.py). So the manager reads its own last outputs and
-        holds every tenant's MultiKueueConfig and ClusterQueue behind this check: the deploy fails before any of them
-        changes. The output keeps a refused worker: the engine records a failed update's outputs too."""
-        active = fleet_plan.active_workers(p)
-        self.active_workers: Any = active
-        if under_mock_engine():
-            return None
-        where = f"stacks/Pulumi.{pulumi.get_stack()}.yaml"
-        last = pulumi.StackReference(
-            "fleet-manager-last-deploy", stack_name=manager, opts=pulumi.ResourceOptions(parent=self)
+    def _removal_guard(
+        self, p: fleet_plan.FleetPlan, provider: pulumi.ProviderResource, crs: pulumi.ResourceOptions
+    ) -> list[pulumi.Resource]:
+        """The API server's guard against draining a worker (``fleet_plan.removal_policy``): the retired workers in a
+        ConfigMap in kueue-system (after the Kueue release: its namespace), the policy, and its binding reading that
+        ConfigMap. The tenants' MultiKueueConfigs wait for both, so a worker retired in the same deploy is in the
+        params before a config drops it."""
+        params = k8s.kube_object(
+            "fleet-retired-workers",
+            "v1",
+            "ConfigMap",
+            crs,
+            metadata={
+                "name": fleet_plan.RETIRED_PARAMS,
+                "namespace": fleet_plan.KUEUE_NAMESPACE,
+                "labels": derive.MANAGED_BY,
+            },
+            data=fleet_plan.retired_params(p),
         )
-        previous = last.get_output(fleet_plan.OUTPUT_ACTIVE)
-        self.active_workers = previous.apply(lambda prev: sorted({*active, *unlisted(prev, p)}))
-        return previous.apply(lambda prev: _refuse(removal_problem(prev, p, where)))
+        binding = k8s.admission_policy(
+            "fleet-worker-removal",
+            self,
+            provider,
+            fleet_plan.REMOVAL_POLICY,
+            fleet_plan.removal_policy(),
+            param_ref={
+                "name": fleet_plan.RETIRED_PARAMS,
+                "namespace": fleet_plan.KUEUE_NAMESPACE,
+                "parameterNotFoundAction": "Deny",
+            },
+        )
+        return [params, binding]
 
 
 def lost_job_reset(r: fleet_reset.ResetPlan, o: pulumi.ResourceOptions, namespaces: dict[str, pulumi.Resource]) -> None:
@@ -371,11 +356,6 @@ class FleetWorker(pulumi.ComponentResource):
             )
         )
         self.register_outputs({})
-
-
-def _refuse(problem: str | None) -> None:
-    if problem is not None:
-        raise FleetProblem(problem)
 
 
 def _b64decode(value: str) -> str:

@@ -274,8 +274,10 @@ def admission_policy(
     policy_name: str,
     policy_spec: dict[str, Any],
     depends_on: Sequence[pulumi.Resource] = (),
+    param_ref: dict[str, Any] | None = None,
 ) -> pulumi.Resource:
-    """A ValidatingAdmissionPolicy and the binding that makes it deny."""
+    """A ValidatingAdmissionPolicy and the binding that makes it deny (``param_ref``: the binding's params, for a
+    policy with a ``paramKind``); returns the binding, what an object the policy must guard waits for."""
     meta = {"name": policy_name, "labels": derive.MANAGED_BY}
     policy = kube_object(
         f"{prefix}-policy",
@@ -285,12 +287,15 @@ def admission_policy(
         spec=policy_spec,
         opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=list(depends_on)),
     )
-    kube_object(
+    return kube_object(
         f"{prefix}-binding",
         ADMISSION_API,
         "ValidatingAdmissionPolicyBinding",
         metadata=meta,
-        spec={"policyName": policy_name, "validationActions": ["Deny"]},
+        spec={
+            "policyName": policy_name,
+            "validationActions": ["Deny"],
+            **({"paramRef": param_ref} if param_ref else {}),
+        },
         opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=[policy]),
     )
-    return policy

@@ -101,7 +101,6 @@ def render(
         ClaimTemplates("dra-claim-templates", p, provider, tenancy.namespaces, opts())
     # The Cluster Autoscaler installs the ProvisioningRequest CRD, which Kueue must find when it starts.
     kueue_deps: list[pulumi.Resource] = []
-    fleet_manager = None
     if on["clusterAutoscaler"]:
         from .aws.cluster_autoscaler import ClusterAutoscaler
 
@@ -114,7 +113,7 @@ def render(
         if p.fleet is not None:
             from .fleet import FleetManager
 
-            fleet_manager = FleetManager("fleet", p, provider, kueue, opts())
+            FleetManager("fleet", p, provider, kueue, opts())
     if on["volcano"]:
         from .volcano import Volcano
 
@@ -142,10 +141,6 @@ def render(
     # a created cluster's outputs, which another stack's cluster.fromStack reads (components/plan/cluster_stack.py)
     created = getattr(access, "cluster_outputs", {})
     fleet_out: dict[str, object] = {}
-    if fleet_manager is not None:  # what the manager's next deploy checks its stack file against (render/fleet.py)
-        from ..plan import fleet as fleet_plan
-
-        fleet_out = {fleet_plan.OUTPUT_ACTIVE: fleet_manager.active_workers}
     if p.fleet_worker is not None:  # the manager's credential: a secret output, never plain text (render/fleet.py)
         from ..plan import fleet as fleet_plan
         from ..plan.frozen import plain
