@@ -184,26 +184,31 @@ def test_the_manager_refuses_a_deployed_worker_that_disagrees_with_its_stack_fil
 
 
 def _guard(stacks: Path, name: str = "fleet-manager") -> dict[str, Any]:
-    """The removal guard's rendered records by kind, and the MultiKueueConfigs' dependencies by name."""
+    """The removal guard's rendered records by type (the ConfigMapPatches: name -> inputs), and the
+    MultiKueueConfigs' dependencies by name."""
     r = render_config(stackfile.read(stacks / f"Pulumi.{name}.yaml"), name, stacks)
     out: dict[str, Any] = {"depends": {}}
     for rec in r.resources:
         meta = rec.inputs.get("metadata", {}) if isinstance(rec.inputs, dict) else {}
-        if meta.get("name") in (fleet_plan.REMOVAL_POLICY, fleet_plan.RETIRED_PARAMS):
-            out[rec.inputs["kind"]] = (rec.name, rec.inputs)
-        if isinstance(rec.inputs, dict) and rec.inputs.get("kind") == "MultiKueueConfig":
+        kind = rec.type.rsplit(":", 1)[-1]
+        if kind == "ConfigMapPatch":
+            out.setdefault(kind, {})[rec.name] = (rec.inputs, set(rec.depends_on))
+        elif meta.get("name") in (fleet_plan.REMOVAL_POLICY, fleet_plan.RETIRED_PARAMS):
+            out[kind] = (rec.name, rec.inputs)
+        if kind == "MultiKueueConfig":
             out["depends"][meta["name"]] = set(rec.depends_on)
     return out
 
 
 def test_the_removal_policy_is_rendered_on_a_manager_only_with_exactly_the_retired_workers_as_params(stacks):
     """The API server's guard against draining a worker (plan/fleet.py removal_policy): a policy, its binding reading
-    a ConfigMap in kueue-system that lists exactly the retired workers, and every tenant's MultiKueueConfig waiting
-    for both (a worker retired in the same deploy is in the params before a config drops it)."""
+    a ConfigMap in kueue-system whose keys are exactly the retired workers, each its own ConfigMapPatch (render/fleet.py
+    _removal_guard: deleted last in the deploy that removes the worker), and every tenant's MultiKueueConfig waiting
+    for all of them (a worker retired in the same deploy is in the params before a config drops it)."""
     g = _guard(stacks)
     params_name, params = g["ConfigMap"]
     assert params["metadata"]["namespace"] == "kueue-system"
-    assert params.get("data") in (None, {})  # nothing retired
+    assert "data" not in params and "ConfigMapPatch" not in g  # nothing retired; the patches own the keys
     binding_name, binding = g["ValidatingAdmissionPolicyBinding"]
     assert binding["spec"] == {
         "policyName": "gpu-platform-fleet-worker-removal",
@@ -227,7 +232,13 @@ def test_the_removal_policy_is_rendered_on_a_manager_only_with_exactly_the_retir
         assert {params_name, binding_name} <= deps
     edit(stacks, "fleet-manager", lambda c: c["gpu-platform:fleet"].update(retiredWorkers=["eks-h100"]))
     edit(stacks, "fleet-eks", lambda c: c["gpu-platform:fleetWorker"].update(draining=True))
-    assert _guard(stacks)["ConfigMap"][1]["data"] == {"eks-h100": "retired"}
+    g = _guard(stacks)
+    (patch, deps) = g["ConfigMapPatch"]["fleet-eks-h100-retired"]
+    assert set(g["ConfigMapPatch"]) == {"fleet-eks-h100-retired"}
+    assert patch["metadata"] == {"name": "gpu-platform-fleet-retired-workers", "namespace": "kueue-system"}
+    assert patch["data"] == {"eks-h100": "retired"} and params_name in deps
+    for config_deps in g["depends"].values():
+        assert "fleet-eks-h100-retired" in config_deps
     for worker in ("fleet-eks", "fleet-gke"):
         assert set(_guard(stacks, worker)) == {"depends"}  # no policy, binding or params on a worker
 

@@ -212,22 +212,32 @@ class FleetManager(pulumi.ComponentResource):
     def _removal_guard(
         self, p: fleet_plan.FleetPlan, provider: pulumi.ProviderResource, crs: pulumi.ResourceOptions
     ) -> list[pulumi.Resource]:
-        """The API server's guard against draining a worker (``fleet_plan.removal_policy``): the retired workers in a
-        ConfigMap in kueue-system (after the Kueue release: its namespace), the policy, and its binding reading that
-        ConfigMap. The tenants' MultiKueueConfigs wait for both, so a worker retired in the same deploy is in the
-        params before a config drops it."""
-        params = k8s.kube_object(
-            "fleet-retired-workers",
-            "v1",
-            "ConfigMap",
-            crs,
-            metadata={
-                "name": fleet_plan.RETIRED_PARAMS,
-                "namespace": fleet_plan.KUEUE_NAMESPACE,
-                "labels": derive.MANAGED_BY,
-            },
-            data=fleet_plan.retired_params(p),
-        )
+        """The API server's guard against draining a worker (``fleet_plan.removal_policy``): its params, a ConfigMap in
+        kueue-system (after the Kueue release: its namespace), the policy, and its binding reading that ConfigMap;
+        returns what the tenants' MultiKueueConfigs wait for.
+
+        Each retired worker's key is its own ConfigMapPatch (server-side apply; its own field manager), not a key of
+        the ConfigMap's ``data``: a worker retired in this deploy is in the params before a config drops it (the
+        configs wait for its patch), and in the deploy that removes the worker from the stack file the engine updates
+        the configs first and deletes the patch, which takes its key off, last (the engine deletes what the program no
+        longer declares after every create and update). One ``data`` rewritten with the stack file would lose the
+        worker's key before the configs drop it, and the server would refuse the documented removal."""
+        meta = {"name": fleet_plan.RETIRED_PARAMS, "namespace": fleet_plan.KUEUE_NAMESPACE, "labels": derive.MANAGED_BY}
+        params = k8s.kube_object("fleet-retired-workers", "v1", "ConfigMap", crs, metadata=meta)
+        keys = [
+            k8s.KubeResource(
+                k8s.type_token("v1", "ConfigMapPatch"),
+                f"fleet-{worker}-retired",
+                {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
+                    "data": {worker: value},
+                },
+                pulumi.ResourceOptions.merge(crs, pulumi.ResourceOptions(depends_on=[params])),
+            )
+            for worker, value in fleet_plan.retired_params(p).items()
+        ]
         binding = k8s.admission_policy(
             "fleet-worker-removal",
             self,
@@ -240,7 +250,7 @@ class FleetManager(pulumi.ComponentResource):
                 "parameterNotFoundAction": "Deny",
             },
         )
-        return [params, binding]
+        return [params, *keys, binding]
 
 
 def lost_job_reset(r: fleet_reset.ResetPlan, o: pulumi.ResourceOptions, namespaces: dict[str, pulumi.Resource]) -> None:

@@ -11,8 +11,11 @@ The file backend has one organization, ``organization``, so the stack names in t
 
 What it found: the protect flag on each MultiKueueCluster and Secret alone does not keep `up --skip-preview` (the
 Automation API's `up`) from draining a worker removed without retiring it: the engine updates the tenants'
-MultiKueueConfigs first and reaches the protected delete last (``test_without_that_guard...``). The manager now
-reads its own last ``fleetActiveWorkers`` output and refuses before any fleet object changes.
+MultiKueueConfigs first and reaches the protected delete last (``test_without_the_policy...``). The manager's API
+server now refuses that update: a ValidatingAdmissionPolicy with the retired workers as params (components/plan/
+fleet.py removal_policy). (A first guard read the manager's own last outputs through a StackReference to itself; on
+the file backend that read the checkpoint the running update was writing and failed at random: "failed to load
+checkpoint: EOF".)
 
 Kueue's chart registers webhooks and an aggregated API its kwok pod cannot answer: as in
 test_real_engine_charts.py, a first ``up`` stops before the webhook gate, those registrations are removed, and the
@@ -29,6 +32,7 @@ import json
 import os
 import re
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -165,9 +169,9 @@ def test_up_creates_exactly_the_synths_urns_and_each_workers_kubeconfig_secret(f
     # the StackReferences (and the engine's builtin provider that reads them) are read, not rendered: the synth
     # lists none
     refs = {u for u in state if f"${STACK_REF}::" in u}
-    # each worker's, and the manager's own (its last deploy's active workers: render/fleet.py)
+    # each worker's; none of the manager's own (it never reads its own state)
     names = sorted(u.rsplit("::", 1)[1] for u in refs)
-    assert names == ["fleet-manager-last-deploy", "fleet-worker-eks-h100", "fleet-worker-gke-l4"]
+    assert names == ["fleet-worker-eks-h100", "fleet-worker-gke-l4"]
     assert state - refs - {BUILTIN} == {r.urn for r in synth.resources}
     assert _names(cp, "multikueueclusters") == ["eks-h100", "gke-l4"]
     for worker in WORKERS:
@@ -223,6 +227,12 @@ def _server(cp) -> dict[str, Any]:
     return out
 
 
+def _params(cp) -> dict[str, str]:
+    """The removal policy's params on the server: the retired workers' keys."""
+    cm = cp.kubectl("get", "configmap", "-n", "kueue-system", "gpu-platform-fleet-retired-workers", "-o", "json").stdout
+    return json.loads(cm).get("data", {})
+
+
 def _fleet_ops(ops: dict[str, list[str]]) -> dict[str, list[str]]:
     """The recorded operations on the fleet's objects (FleetManager's children), the StackReferences' reads aside."""
     out = {
@@ -250,11 +260,46 @@ def test_the_offline_check_cannot_see_that_a_removed_worker_is_deployed(fleet, t
     ]
 
 
-def test_removing_an_active_worker_is_refused_before_any_fleet_object_changes(fleet):
+REFUSAL = (
+    r"ValidatingAdmissionPolicy 'gpu-platform-fleet-worker-removal' .*denied request: gpu-platform:fleet\.workers: "
+    r"worker eks-h100 would leave MultiKueueConfig fleet-research while not retired: .* list it in "
+    r"fleet\.retiredWorkers here and pulumi up"
+)
+
+
+_LAST: list[str] = [""]
+
+
+def _dry_run_drop(cp) -> bool:
+    """Whether the server admits research's MultiKueueConfig without eks-h100 now (a dry run: nothing changes)."""
+    obj = json.loads(cp.kubectl("get", "multikueueconfig", "fleet-research", "-o", "json").stdout)
+    obj["spec"]["clusters"] = [c for c in obj["spec"]["clusters"] if c != "eks-h100"]
+    proc = cp.kubectl("replace", "--dry-run=server", "-f", "-", stdin=json.dumps(obj), check=False)
+    _LAST[0] = proc.stderr
+    return proc.returncode == 0
+
+
+def _binding_actions(cp, actions: list[str]) -> None:
+    patch = json.dumps({"spec": {"validationActions": actions}})
+    cp.kubectl(
+        "patch", "validatingadmissionpolicybinding", "gpu-platform-fleet-worker-removal", "--type=merge", "-p", patch
+    )
+
+
+def _until(what: str, check, timeout: float = 30) -> None:
+    """The server's informers have caught up with a write to the policy, its binding or its params."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"{what}: not within {timeout}s: {_LAST[0]}"
+        time.sleep(0.25)
+
+
+def test_removing_an_active_worker_is_refused_and_nothing_on_the_server_changes(fleet):
     """Not retired first, eks-h100 taken out of the manager's stack file: the preview and `up` (the Automation API's,
-    which skips the preview), twice, fail with the program's one line naming the stack file, the key and the steps,
-    and no fleet object is touched: its MultiKueueCluster and Secret, and research's MultiKueueConfig and
-    ClusterQueue, stay as deployed, and so does the output the next deploy checks against."""
+    which skips the preview), twice, fail; each `up` on the server's refusal of research's MultiKueueConfig update,
+    which names the worker, the key and the steps. Nothing on the server changed: the MultiKueueClusters, their
+    Secrets, every MultiKueueConfig and ClusterQueue, the namespaces and LocalQueues are as deployed. The engine
+    attempts research's config update (refused) and nothing that waits for it."""
     cp, eng, manager, cfg = fleet["cp"], fleet["engine"], fleet["manager"], fleet["config"]
     before = _server(cp)
     assert before["multikueueconfigs"]["fleet-research"] == {"clusters": ["eks-h100", "gke-l4"]}
@@ -263,39 +308,43 @@ def test_removing_an_active_worker_is_refused_before_any_fleet_object_changes(fl
     eng.stack(MANAGER, removed)
     ops: dict[str, list[str]] = {}
     try:
-        # the second up reads what the first, refused, recorded: it must still hold eks-h100
-        for run in (manager.preview, manager.up, manager.up):
+        with pytest.raises(Exception) as err:  # the protected delete, or the server's dry run of the update
+            manager.preview(color="never")
+        message = " ".join(str(err.value).split())
+        assert re.search(REFUSAL, message) or "cannot be deleted because it is protected" in message, message[-2000:]
+        assert _server(cp) == before
+        for _ in range(2):  # the second up starts from what the first, refused, recorded
             with pytest.raises(Exception) as err:
-                run(color="never", on_event=record_changes(ops))
-            assert manager.outputs()[fleet_plan.OUTPUT_ACTIVE].value == ["eks-h100", "gke-l4"]
+                manager.up(color="never", on_event=record_changes(ops))
             message = " ".join(str(err.value).split())
-            assert re.search(
-                rf"stacks/Pulumi\.{MANAGER}\.yaml: gpu-platform:fleet\.workers: worker eks-h100 is active in the "
-                r"deployed fleet and no longer listed: .* list it in fleet\.retiredWorkers here",
-                message,
-            ), message[-2000:]
+            assert re.search(REFUSAL, message), message[-2000:]
+            assert _server(cp) == before
     finally:
         eng.stack(MANAGER, cfg)
-    assert _fleet_ops(ops) == {}
-    assert _server(cp) == before
+    done = _fleet_ops(ops)
+    # eks-h100's StackReference is discarded in the phase of the deletes, which the failed update may or may not stop
+    assert set(done.pop("discard", ["fleet-worker-eks-h100"])) == {"fleet-worker-eks-h100"}
+    assert done == {"update": ["fleet-research-config", "fleet-research-config"]}
 
 
-def test_without_that_guard_the_protect_flag_alone_lets_up_drain_the_tenants(fleet, monkeypatch):
-    """Why the guard is there. Without it, the engine's preview refuses to delete the protected MultiKueueCluster;
-    but `up --skip-preview` updates research's MultiKueueConfig (and quota) without eks-h100 before it reaches that
-    delete, and a MultiKueueConfig without the admitting cluster is what makes Kueue re-dispatch (kueue v0.19.2
-    multikueue/workload.go, "Admitting remote no longer exists"). The MultiKueueCluster and Secret stay."""
-    from components.render import fleet as fleet_render
-
+def test_without_the_policy_the_protect_flag_alone_lets_up_drain_the_tenants(fleet):
+    """Why the policy is there. Its binding set to audit only by hand: the engine's preview refuses to delete the
+    protected MultiKueueCluster; but `up --skip-preview` updates research's MultiKueueConfig (and quota) without
+    eks-h100 before it reaches that delete, and a MultiKueueConfig without the admitting cluster is what makes Kueue
+    re-dispatch (kueue v0.19.2 multikueue/workload.go, "Admitting remote no longer exists"). The MultiKueueCluster
+    and Secret stay. The binding is put back to deny, and the deployed fleet restored (adding a worker back is
+    admitted). (Deleting the binding and creating it again, the kube-apiserver 1.35.4 here went on refusing with the
+    params of before: the retire test after this one saw its new key ignored for 30 s; so the binding is patched.)"""
     cp, eng, manager, cfg = fleet["cp"], fleet["engine"], fleet["manager"], fleet["config"]
-    monkeypatch.setattr(fleet_render, "removal_problem", lambda *a: None)
     before = _server(cp)
     removed = copy.deepcopy(cfg)
     _without("eks-h100")(removed)
-    eng.stack(MANAGER, removed)
     protected = 'MultiKueueCluster::fleet-eks-h100-cluster" cannot be deleted because it is protected'
     ops: dict[str, list[str]] = {}
+    _binding_actions(cp, ["Audit"])
     try:
+        _until("the binding auditing only", lambda: _dry_run_drop(cp))
+        eng.stack(MANAGER, removed)
         for run in (manager.preview, manager.up):
             with pytest.raises(Exception) as err:
                 run(color="never", on_event=record_changes(ops) if run == manager.up else None)
@@ -304,12 +353,11 @@ def test_without_that_guard_the_protect_flag_alone_lets_up_drain_the_tenants(fle
                 assert _server(cp) == before
         after = _server(cp)
     finally:
+        _binding_actions(cp, ["Deny"])
         eng.stack(MANAGER, cfg)
-        monkeypatch.undo()
         manager.up(color="never")  # back to the deployed fleet for the next test
+        _until("the binding back in force", lambda: not _dry_run_drop(cp))
     done = _fleet_ops(ops)
-    # eks-h100's StackReference is discarded in the same phase as the deletes, so whether it is before the failing
-    # delete stops the update is a matter of timing
     assert done.pop("discard", ["fleet-worker-eks-h100"]) == ["fleet-worker-eks-h100"]
     assert done == {"delete": ["fleet-eks-h100-cluster"], "update": ["fleet-research-config", "research-cluster-queue"]}
     assert after["multikueueconfigs"]["fleet-research"] == {"clusters": ["gke-l4"]}
@@ -351,7 +399,10 @@ def test_a_retired_worker_is_removed_alone(fleet):
     retire: dict[str, list[str]] = {}
     eng.stack(MANAGER, _read(stacks, MANAGER))
     assert manager.up(color="never", on_event=record_changes(retire)).summary.result == "succeeded"
-    assert _fleet_ops(retire) == {} and _server(cp) == before  # retiring changes no object, only its protection
+    # retiring changes no fleet object, only its protection and the removal policy's params (its own key's patch)
+    assert _fleet_ops(retire) == {"create": ["fleet-eks-h100-retired"]} and _server(cp) == before
+    assert _params(cp) == {"eks-h100": "retired"}
+    _until("the params seen", lambda: _dry_run_drop(cp))
     protect = {
         r["urn"].rsplit("::", 1)[1]: bool(r.get("protect"))
         for r in manager.export_stack().deployment["resources"]
@@ -363,13 +414,12 @@ def test_a_retired_worker_is_removed_alone(fleet):
         "fleet-gke-l4-cluster": True,
         "fleet-gke-l4-kubeconfig": True,
     }
-    assert manager.outputs()[fleet_plan.OUTPUT_ACTIVE].value == ["gke-l4"]
     edit_stack_file(stacks, MANAGER, _without("eks-h100"))
     remove: dict[str, list[str]] = {}
     eng.stack(MANAGER, _read(stacks, MANAGER))
     assert manager.up(color="never", on_event=record_changes(remove)).summary.result == "succeeded"
     assert _fleet_ops(remove) == {
-        "delete": ["fleet-eks-h100-cluster", "fleet-eks-h100-kubeconfig"],
+        "delete": ["fleet-eks-h100-cluster", "fleet-eks-h100-kubeconfig", "fleet-eks-h100-retired"],
         "discard": ["fleet-worker-eks-h100"],  # the StackReference, read no more
         "update": ["fleet-research-config", "research-cluster-queue"],
     }
@@ -379,5 +429,6 @@ def test_a_retired_worker_is_removed_alone(fleet):
     keep = ("namespaces", "localqueues")
     assert {k: after[k] for k in keep} == {k: before[k] for k in keep}
     assert after["clusterqueues"]["evals"] == before["clusterqueues"]["evals"]
+    assert _params(cp) == {}  # its key gone with it, after the configs dropped it
     still = json.loads(cp.kubectl("get", "job", "-n", "research", "train", "-o", "json").stdout)
     assert still["metadata"]["uid"] == uid
