@@ -201,6 +201,7 @@ def _mock_classes():
         def __init__(self, preview: bool = False, lean: bool = True) -> None:
             self.preview = preview
             self.inputs: dict[tuple[str, str], dict[str, Any]] = {}
+            self.strings: dict[str, str] = {}  # each recorded string once (synth_resolve._secrets_shown)
             self.lookups: list[str] = []
             self.unanswered: list[str] = []
             self.lock = threading.Lock()
@@ -210,7 +211,7 @@ def _mock_classes():
             self.fleet_outputs: dict[str, dict[str, Any]] = {}  # a fleet worker stack's (synth_stacks.fleet_outputs)
 
         def new_resource(self, args: pulumi.runtime.MockResourceArgs):
-            inputs = _secrets_shown(_wire_unknowns(args.inputs) if self.preview else args.inputs)
+            inputs = _secrets_shown(_wire_unknowns(args.inputs) if self.preview else args.inputs, self.strings)
             with self.lock:
                 self.inputs[(args.typ, args.name)] = inputs
             if self.preview:
