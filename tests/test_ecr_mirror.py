@@ -14,9 +14,9 @@ import configparser
 import email
 import json
 import os
-import shutil
 import stat
 import subprocess
+import sys
 import threading
 import tomllib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -358,9 +358,9 @@ def fake_aws():
 
 
 def _cli_env(tmp: Path, port: int) -> dict[str, str]:
-    aws = shutil.which("aws")
-    if aws is None:
-        pytest.skip("no AWS CLI on PATH (the machine's python ships awscli; the fake-`aws` tests above still run)")
+    # the dev lock's awscli (pyproject.toml [dev]), beside the interpreter that runs the tests
+    aws = str(Path(sys.executable).parent / "aws")
+    assert Path(aws).is_file(), f"{aws} missing: `make setup` installs the dev lock's awscli"
     env = _env(tmp, f"{Path(aws).parent}:/usr/bin:/bin")
     none = str(tmp / "no-such-file")
     env.update(

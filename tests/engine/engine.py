@@ -127,3 +127,20 @@ def _program() -> None:
     from components.render.program import run
 
     run(spec_from_pulumi_config())
+
+
+WEBHOOK_KINDS = ("validatingwebhookconfigurations", "mutatingwebhookconfigurations")
+
+
+def registered_webhooks(cp) -> dict[str, list[str]]:
+    """The webhook configurations, and the aggregated APIs (APIServices backed by a Service: Kueue's visibility
+    API), the charts registered: the server would call their Services, which nothing serves here."""
+    import json
+
+    out = {}
+    for kind in WEBHOOK_KINDS:
+        names = cp.kubectl("get", kind, "-o", "jsonpath={.items[*].metadata.name}").stdout.split()
+        out[kind] = sorted(names)
+    services = json.loads(cp.kubectl("get", "apiservices", "-o", "json").stdout)["items"]
+    out["apiservices"] = sorted(a["metadata"]["name"] for a in services if a["spec"].get("service"))
+    return out

@@ -35,7 +35,7 @@ from typing import Any
 import pulumi
 import pytest
 from conftest import copy_stack_files, edit_stack_file
-from engine import Engine, record_changes, state_urns
+from engine import Engine, record_changes, registered_webhooks, state_urns
 from probes import RESTRICTED_CONTAINER as RESTRICTED
 
 from components.cli import main as cli
@@ -112,15 +112,6 @@ def _cli(eng: Engine, *args: str) -> str:
     return proc.stdout
 
 
-def _webhooks(cp) -> dict[str, list[str]]:
-    out = {}
-    for kind in ("validatingwebhookconfigurations", "mutatingwebhookconfigurations"):
-        out[kind] = cp.kubectl("get", kind, "-o", "jsonpath={.items[*].metadata.name}").stdout.split()
-    services = json.loads(cp.kubectl("get", "apiservices", "-o", "json").stdout)["items"]
-    out["apiservices"] = [a["metadata"]["name"] for a in services if a["spec"].get("service")]
-    return out
-
-
 def _names(cp, kind: str, namespace: str | None = None) -> list[str]:
     ns = ["-n", namespace] if namespace else []
     out = cp.kubectl("get", kind, *ns, "-o", "jsonpath={.items[*].metadata.name}").stdout.split()
@@ -147,7 +138,7 @@ def fleet(tmp_path_factory):
             synth = render(MANAGER, copy.deepcopy(cfg))
             gates = sorted(r.urn for r in synth.resources if r.name.endswith(GATE_SUFFIX))
             manager.up(color="never", exclude=gates, exclude_dependents=True)
-            for kind, names in _webhooks(cp).items():
+            for kind, names in registered_webhooks(cp).items():
                 for name in names:
                     cp.kubectl("delete", kind, name)
             up = manager.up(color="never")

@@ -21,7 +21,7 @@ import time
 from typing import Any
 
 import pytest
-from engine import Engine, record_changes, state_urns
+from engine import Engine, record_changes, registered_webhooks, state_urns
 from probes import RESTRICTED_CONTAINER
 
 from components.cli.loader import load_spec
@@ -29,7 +29,6 @@ from components.cli.synth import render
 
 STACK = "charts"
 GATE_SUFFIX = "-webhook-ready"  # components/render/webhooks.py job_name: the gate Jobs' resource names
-WEBHOOK_KINDS = ("validatingwebhookconfigurations", "mutatingwebhookconfigurations")
 
 
 def _config(kubeconfig: str, protect: bool = True) -> dict[str, Any]:
@@ -46,18 +45,6 @@ def _config(kubeconfig: str, protect: bool = True) -> dict[str, Any]:
 
 def _synth(cfg: dict[str, Any]):
     return render(STACK, copy.deepcopy(cfg))
-
-
-def _webhooks(cp) -> dict[str, list[str]]:
-    """The webhook configurations, and the aggregated APIs (APIServices backed by a Service: Kueue's visibility
-    API), the charts registered: the server would call their Services, which nothing serves here."""
-    out = {}
-    for kind in WEBHOOK_KINDS:
-        names = cp.kubectl("get", kind, "-o", "jsonpath={.items[*].metadata.name}").stdout.split()
-        out[kind] = sorted(names)
-    services = json.loads(cp.kubectl("get", "apiservices", "-o", "json").stdout)["items"]
-    out["apiservices"] = sorted(a["metadata"]["name"] for a in services if a["spec"].get("service"))
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +67,7 @@ def deployed():
             partial = stack.up(color="never", exclude=gates, exclude_dependents=True)
             partial_s = time.monotonic() - started
             partial_state = state_urns(stack)
-            left = _webhooks(cp)
+            left = registered_webhooks(cp)
             events: dict[str, list[str]] = {}
             after_partial = stack.preview(color="never", on_event=record_changes(events))
             # 2. nothing answers the charts' webhooks here: remove them (and say so), then finish the up
