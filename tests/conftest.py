@@ -24,6 +24,38 @@ from caching import cached
 
 ROOT = Path(__file__).resolve().parent.parent
 
+
+def build_wheel(out: Path) -> Path:
+    """The package's wheel, built from the source tree into ``out``. ``pip wheel`` from a source tree writes
+    ``build/`` and the egg-info inside it, so two builds at once (xdist workers: test_packaging, test_installed_package)
+    collide; a lock on a file beside the system's temporary files makes them take turns."""
+    import fcntl
+    import subprocess
+    import sys
+    import tempfile
+
+    with open(Path(tempfile.gettempdir()) / "gpu-platform-wheel-build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "wheel",
+                "-q",
+                "--no-deps",
+                "--no-build-isolation",
+                "-w",
+                str(out),
+                str(ROOT),
+            ],
+            check=True,
+            capture_output=True,
+        )
+    (path,) = out.glob("gpu_platform-*.whl")
+    return path
+
+
 # tests/cluster/ runs against a real control plane, built by `make cluster-test`, which names it in
 # GPU_PLATFORM_KUBE_BIN. `make test` does not collect it: none of those tests can pass without a server, and a
 # missing or broken binary there is an error, never a skip.

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from caching import cached
-from conftest import ROOT
+from conftest import ROOT, build_wheel
 
 
 @pytest.fixture
@@ -33,11 +33,7 @@ def _installed() -> Path:
     root = Path(tempfile.mkdtemp(prefix="gpu-platform-installed-"))
     atexit.register(shutil.rmtree, root, ignore_errors=True)
     run = dict(check=True, capture_output=True, text=True)
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(root), str(ROOT)],
-        **run,
-    )
-    (wheel,) = root.glob("gpu_platform-*.whl")
+    wheel = build_wheel(root)
     venv = root / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], **run)
     python = venv / "bin" / "python"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from caching import cached
-from conftest import ROOT
+from conftest import ROOT, build_wheel
 
 
 @cached
@@ -22,24 +22,7 @@ def _built_wheel() -> Path:
     """The wheel, built once per session (three tests read it; each build is a pip subprocess of seconds)."""
     out = Path(tempfile.mkdtemp(prefix="gpu-platform-wheel-"))
     atexit.register(shutil.rmtree, out, ignore_errors=True)
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--quiet",
-            "--no-deps",
-            "--no-build-isolation",
-            "-w",
-            str(out),
-            str(ROOT),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    (path,) = out.glob("gpu_platform-*.whl")
-    return path
+    return build_wheel(out)
 
 
 @pytest.fixture

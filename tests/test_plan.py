@@ -64,6 +64,44 @@ def test_the_plan_is_frozen_all_the_way_down():
     assert isinstance(p.pools["workstation"].taints, tuple)
 
 
+def test_equal_values_frozen_while_a_plan_is_built_are_one_object_and_unequal_ones_stay_apart():
+    from components.plan.frozen import freeze, sharing
+
+    with sharing():
+        a = freeze({"b": [1, {"c": "x"}], "a": None})
+        b = freeze({"a": None, "b": [1, {"c": "x"}]})
+        kinds = [freeze({"v": v}) for v in (1, 1.0, True, 0.0, -0.0, "1", [1], (1.0,))]
+        ordered = [freeze({"x": 1, "y": 2}, keep_order=True), freeze({"y": 2, "x": 1}, keep_order=True)]
+        again = freeze({"v": (1,)})
+    assert a is b and a["b"][1] is b["b"][1]
+    assert len({id(k) for k in kinds}) == len(kinds) and again is kinds[6]  # a list and a tuple freeze alike
+    assert [type(k["v"]) for k in kinds[:3]] == [int, float, bool] and repr(kinds[4]["v"]) == "-0.0"
+    assert list(ordered[0]) == ["x", "y"] and list(ordered[1]) == ["y", "x"]
+    assert freeze({"a": 1}) is not freeze({"a": 1})  # outside a plan build nothing is kept
+
+
+def test_a_big_plan_shares_its_equal_parts():
+    """Tenants' equal frozen values (labels, quotas per pool) are one object: the plan lives to the end of the synth."""
+    from bench_synth import generated_config
+
+    p = plan.build(load_spec(generated_config(40, 6)), "bench")
+    frozen, distinct = 0, set()
+
+    def walk(v):
+        nonlocal frozen
+        if isinstance(v, tuple | type(p.protect)):
+            frozen += 1
+            distinct.add(id(v))
+            for x in v.values() if hasattr(v, "values") else v:
+                walk(x)
+        elif dataclasses.is_dataclass(v):
+            for f in dataclasses.fields(v):
+                walk(getattr(v, f.name))
+
+    walk(p)
+    assert frozen > 2 * len(distinct)
+
+
 @pytest.mark.parametrize("stack", ["prod-aws", "prod-gcp", "dra-existing"])
 def test_the_plan_agrees_with_what_the_synth_renders(stack):
     """Quotas, namespace labels and annotations, ResourceFlavors and Volcano queues: the rendered objects are

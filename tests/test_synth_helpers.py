@@ -578,3 +578,38 @@ def test_resolved_is_none_when_any_output_is_unknown():
     assert _resolve(lambda out: {"m": ObjectMetaArgs(name=out("n", known=False))}) is None
     known = _resolve(lambda out: {"m": ObjectMetaArgs(name="n")})["m"]  # a known args class: left to the SDK
     assert isinstance(known, ObjectMetaArgs) and known.name == "n"
+
+
+def test_recorded_inputs_hold_each_equal_string_once():
+    """The recorder keeps every resource's inputs to the end of the command; equal strings (names, labels, keys,
+    deserialized afresh for every resource) are one object, which is what keeps the big stack's peak memory down."""
+    from conftest import rendered
+
+    seen: dict[str, int] = {}
+    duplicates = []
+
+    def walk(value):
+        if isinstance(value, dict):
+            for k, v in value.items():
+                walk(k)
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+        elif type(value) is str:
+            if seen.setdefault(value, id(value)) != id(value):
+                duplicates.append(value)
+
+    for record in rendered("prod-aws").resources:
+        walk(record.inputs)
+    assert len(seen) > 100 and duplicates == []
+
+
+def test_a_secret_is_masked_when_strings_are_shared():
+    from components.cli.synth_resolve import _SECRET_SIG, SECRET_SHOWN, _secrets_shown
+
+    table: dict[str, str] = {}
+    secret = {_SECRET_SIG[0]: _SECRET_SIG[1], "value": {"token": "s3cr3t"}}
+    shown = _secrets_shown({"name": "n" * 3, "auth": secret, "tags": ["n" * 3]}, table)
+    assert shown == {"name": "nnn", "auth": {"token": SECRET_SHOWN}, "tags": ["nnn"]}
+    assert shown["name"] is shown["tags"][0] and "s3cr3t" not in table

@@ -242,6 +242,12 @@ def _graph_section(decided: Plan, g: lending.Graph) -> list[str]:
 
 def page(decided: Plan, diff_doc: Mapping[str, Any] | None = None) -> str:
     """The whole page for a plan; with ``diff_doc`` (``diff.compare``) a section on what the change does."""
+    return "".join(page_parts(decided, diff_doc))
+
+
+def page_parts(decided: Plan, diff_doc: Mapping[str, Any] | None = None) -> list[str]:
+    """``page``'s text in parts, in order, for a writer that writes them one after the other (the synth): the page
+    is never joined whole (1,000 tenants: 2.5 MB, and each concatenation of it another copy)."""
     from . import diff as diff_mod
 
     doc = cost.report_of(decided)
@@ -265,4 +271,8 @@ def page(decided: Plan, diff_doc: Mapping[str, Any] | None = None) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>gpu-platform: {escape(decided.stack)}</title><style>{STYLE}</style></head><body>"
     )
-    return head + "\n" + "\n".join(body) + "\n</body></html>\n"
+    parts = [head]
+    for element in body:
+        parts += ("\n", element)
+    parts.append("\n</body></html>\n")
+    return parts

@@ -76,9 +76,9 @@ def file_items(rendering: Rendering, sections: Mapping[str, str] | None = None) 
 
     decided = plan.build(rendering.spec, rendering.stack)
     yield "cost.json", cost.to_json(cost.report_of(decided))
-    from .plan_html import page
+    from .plan_html import page_parts
 
-    yield "plan.html", page(decided)  # the same plan as a page (gpu-platform plan --html)
+    yield "plan.html", page_parts(decided)  # the same plan as a page (gpu-platform plan --html), written in parts
 
 
 def files(rendering: Rendering, sections: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -51,15 +51,24 @@ async def _resolved(value: Any) -> Any:
 _SECRET_SIG = ("4dabf18193072939515e22adb298388d", "1b47061264138c4ac30d75fd1eb44270")  # Pulumi's wire secret
 
 
-def _secrets_shown(value: Any) -> Any:
+def _secrets_shown(value: Any, strings: dict[str, str] | None = None) -> Any:
     """Inputs with every secret value's text shown as ``[secret]`` (as the state and ``pulumi preview --diff`` show
-    it): a credential never lands in the synth's files, and a test sees which inputs are secret."""
+    it): a credential never lands in the synth's files, and a test sees which inputs are secret.
+
+    ``strings``: the recorder's table of the strings seen so far; each key and string value is replaced by the equal
+    one already in it (added when new). Every value the mock engine receives is a fresh string (deserialized from
+    its wire form), and the recorded inputs keep them all to the end of the command: at 1,000 tenants 179,000
+    strings (10.7 MiB) of which 2,250 (0.5 MiB) differ."""
     if isinstance(value, dict):
         if value.get(_SECRET_SIG[0]) == _SECRET_SIG[1]:
             return _masked(value.get("value"))
-        return {k: _secrets_shown(v) for k, v in value.items()}
+        if strings is None:
+            return {k: _secrets_shown(v) for k, v in value.items()}
+        return {strings.setdefault(k, k): _secrets_shown(v, strings) for k, v in value.items()}
     if isinstance(value, list):
-        return [_secrets_shown(v) for v in value]
+        return [_secrets_shown(v, strings) for v in value]
+    if strings is not None and type(value) is str:
+        return strings.setdefault(value, value)
     return value
 
 

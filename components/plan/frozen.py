@@ -4,7 +4,8 @@ sections cannot import each other both ways, so the helpers live apart from both
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import fields
 from types import MappingProxyType
 from typing import Any
@@ -14,17 +15,63 @@ from typing import Any
 _LEAVES = frozenset({str, int, float, bool, type(None)})
 
 
+# While a plan is built (``sharing``): every frozen value made so far, by its content, so that equal ones are one
+# object. A 1,000-tenant plan froze ~53,000 mappings and tuples (10 MiB, alive to the end of the synth) of which
+# ~6,500 differ (tenants' queues, quotas and labels repeat per pool); being read-only, they can be shared.
+_shared: dict[tuple, Any] | None = None
+
+
+@contextmanager
+def sharing() -> Iterator[None]:
+    """Equal values frozen inside this block are one object (the table is dropped at its end)."""
+    global _shared
+    outer = _shared
+    if outer is None:
+        _shared = {}
+    try:
+        yield
+    finally:
+        _shared = outer
+
+
+def _ident(value: Any) -> Any:
+    """What tells a frozen value apart in ``_shared``'s keys: equal only for values that freeze alike (1, 1.0, True
+    and 0.0, -0.0 differ; a container is itself, by identity, its children being shared already)."""
+    kind = type(value)
+    if kind is str or kind is int or value is None:
+        return value
+    if kind is bool:
+        return (bool, value)
+    if kind is float:
+        return (float, repr(value))
+    return (id(value),)
+
+
+def _shared_one(table: dict[tuple, Any], key: tuple, made: Any) -> Any:
+    """The value already in ``table`` equal to ``made``, else ``made``, kept there."""
+    return table.setdefault(key, made)
+
+
 def freeze(value: Any, keep_order: bool = False) -> Any:
     """Deep read-only copy: dicts become MappingProxyType (keys sorted, or in their own order with ``keep_order``:
-    pools and tenants keep the stack file's, what the renderers register in), lists tuples."""
+    pools and tenants keep the stack file's, what the renderers register in), lists tuples. Inside ``sharing``,
+    equal results are one object."""
     kind = type(value)
     if kind in _LEAVES:
         return value
     if kind is dict or kind is MappingProxyType or isinstance(value, Mapping):
         keys = list(value) if keep_order else sorted(value)
-        return MappingProxyType({k: freeze(value[k], keep_order) for k in keys})
+        items = {k: freeze(value[k], keep_order) for k in keys}
+        table = _shared
+        if table is None:
+            return MappingProxyType(items)
+        return _shared_one(table, ("m", *[(k, _ident(v)) for k, v in items.items()]), MappingProxyType(items))
     if kind is list or kind is tuple or isinstance(value, list | tuple):
-        return tuple([freeze(v, keep_order) for v in value])
+        made = tuple([freeze(v, keep_order) for v in value])
+        table = _shared
+        if table is None:
+            return made
+        return _shared_one(table, ("t", *[_ident(v) for v in made]), made)
     return value
 
 

@@ -473,6 +473,13 @@ def build(spec: StackSpec, stack: str) -> Plan:
 
 @derive.per_spec
 def _decide(spec: StackSpec) -> Plan:
+    from .frozen import sharing
+
+    with sharing():  # equal frozen values one object (the plan lives to the end of the synth)
+        return _decided(spec)
+
+
+def _decided(spec: StackSpec) -> Plan:
     from . import cluster_stack, existing, fleet, images, kueue as kueue_plan, monitoring, reservations, storage
     from .aws import cluster_create
     from .gcp import cluster_create as gcp_create, plan as gcp_plan
