@@ -97,8 +97,8 @@ class Fleet(Model):
     retired_workers: list[Name] = Field(
         default_factory=list,
         description="workers being removed: kept connected, dispatched nothing new, until their workloads finish; "
-        "then delete the entry (a worker dropped from a tenant without passing through here is refused by the manager's "
-        "API server, a ValidatingAdmissionPolicy, and its MultiKueueCluster and Secret are protected)",
+        "then delete the entry (a worker dropped from a tenant without passing through here is refused by the "
+        "manager's API server, a ValidatingAdmissionPolicy, and its MultiKueueCluster and Secret are protected)",
     )
 
     _workers: dict[str, Any] = PrivateAttr(default_factory=dict)  # worker name -> its validated StackSpec
