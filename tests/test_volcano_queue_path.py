@@ -100,10 +100,16 @@ def test_kuberay_keeps_no_batch_scheduler_beside_kueue_tenants_or_without_volcan
 # ------------------------------------------------------------------------------------------------ explain
 
 
-def _deployment(template_annotations: dict[str, str] | None = None, scheduler: str | None = "volcano") -> str:
+def _gang_pod(scheduler: str | None) -> dict:
+    """A pod asking 8 GPUs of the gang pool, with ``scheduler`` as its schedulerName when given."""
     pod = {"containers": [container({"nvidia.com/gpu": 8})], "tolerations": GPU_TOLERATION, "nodeSelector": GANG_POOL}
     if scheduler:
         pod["schedulerName"] = scheduler
+    return pod
+
+
+def _deployment(template_annotations: dict[str, str] | None = None, scheduler: str | None = "volcano") -> str:
+    pod = _gang_pod(scheduler)
     doc = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -133,9 +139,7 @@ def test_explain_reads_the_pod_template_annotation_before_the_namespace():
 
 
 def _raycluster(labels: dict[str, str] | None = None, scheduler: str | None = None) -> str:
-    pod = {"containers": [container({"nvidia.com/gpu": 8})], "tolerations": GPU_TOLERATION, "nodeSelector": GANG_POOL}
-    if scheduler:
-        pod["schedulerName"] = scheduler
+    pod = _gang_pod(scheduler)
     doc = {
         "apiVersion": "ray.io/v1",
         "kind": "RayCluster",
