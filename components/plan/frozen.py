@@ -47,11 +47,6 @@ def _ident(value: Any) -> Any:
     return (id(value),)
 
 
-def _shared_one(table: dict[tuple, Any], key: tuple, made: Any) -> Any:
-    """The value already in ``table`` equal to ``made``, else ``made``, kept there."""
-    return table.setdefault(key, made)
-
-
 def freeze(value: Any, keep_order: bool = False) -> Any:
     """Deep read-only copy: dicts become MappingProxyType (keys sorted, or in their own order with ``keep_order``:
     pools and tenants keep the stack file's, what the renderers register in), lists tuples. Inside ``sharing``,
@@ -65,13 +60,13 @@ def freeze(value: Any, keep_order: bool = False) -> Any:
         table = _shared
         if table is None:
             return MappingProxyType(items)
-        return _shared_one(table, ("m", *[(k, _ident(v)) for k, v in items.items()]), MappingProxyType(items))
+        return table.setdefault(("m", *[(k, _ident(v)) for k, v in items.items()]), MappingProxyType(items))
     if kind is list or kind is tuple or isinstance(value, list | tuple):
         made = tuple([freeze(v, keep_order) for v in value])
         table = _shared
         if table is None:
             return made
-        return _shared_one(table, ("t", *[_ident(v) for v in made]), made)
+        return table.setdefault(("t", *[_ident(v) for v in made]), made)
     return value
 
 
