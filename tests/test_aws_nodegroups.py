@@ -367,7 +367,9 @@ def test_no_node_groups_without_managed_pools():
     assert not [x for x in r.resources if x.name == COMPONENT or x.parent == COMPONENT]
 
 
-def test_rendering_an_aws_stack_never_imports_the_gcp_sdk():
+def test_rendering_an_aws_stack_never_imports_the_gcp_sdk_nor_the_aws_package_root():
+    """pulumi_gcp has no place in an AWS stack; pulumi_aws's package root (~5 MiB: its input types, provider and
+    lookups) is not needed either (components/render/aws/sdk.py reads the plugin version without it)."""
     code = (
         "import sys, yaml\n"
         "from components.cli.synth import render\n"
@@ -375,6 +377,7 @@ def test_rendering_an_aws_stack_never_imports_the_gcp_sdk():
         "r = render('dev-aws', config)\n"
         "assert any(x.type == 'aws:eks/nodeGroup:NodeGroup' for x in r.resources)\n"
         "assert 'pulumi_gcp' not in sys.modules, 'pulumi_gcp was imported'\n"
+        "assert 'pulumi_aws' not in sys.modules, 'pulumi_aws was imported'\n"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]

@@ -11,7 +11,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..spec.cache import per_pool as per_pool, per_spec as per_spec, per_tenant as per_tenant
+from ..spec.cache import forget as forget, per_pool as per_pool, per_spec as per_spec, per_tenant as per_tenant
 from ..spec.model import NodePool, StackSpec, Taint, Tenant
 
 GPU_RESOURCE = "nvidia.com/gpu"

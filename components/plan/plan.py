@@ -476,7 +476,13 @@ def _decide(spec: StackSpec) -> Plan:
     from .frozen import sharing
 
     with sharing():  # equal frozen values one object (the plan lives to the end of the synth)
-        return _decided(spec)
+        decided = _decided(spec)
+    # Kueue's quota tree (every ClusterQueue's spec unfrozen, its nodes and quotas: ~6 MiB at 1,000 tenants, alive
+    # through the render) was needed to decide the tenants' queues, ceilings and lent units, which the plan keeps
+    from . import kueue as kueue_plan
+
+    derive.forget(spec, kueue_plan.quotas)
+    return decided
 
 
 def _decided(spec: StackSpec) -> Plan:

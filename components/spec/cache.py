@@ -69,3 +69,9 @@ def per_pool(fn: Callable[[StackSpec, NodePool], _Fact]) -> Callable[[StackSpec,
 def per_tenant(fn: Callable[[StackSpec, Tenant], _Fact]) -> Callable[[StackSpec, Tenant], _Fact]:
     """``per_pool`` for a fact of one tenant (its ceilings, which its quota, its ResourceQuota and its cost read)."""
     return _per_member("tenant", fn)
+
+
+def forget(spec: StackSpec, fact: Callable[[StackSpec], Any]) -> None:
+    """Drop what ``per_spec`` kept of ``fact`` for this spec (asked again, it is decided again): for a fact needed
+    only while the plan is decided, whose answers the plan keeps."""
+    spec.__dict__.pop(f"_per_spec_{fact.__module__}.{fact.__qualname__}", None)

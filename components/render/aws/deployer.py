@@ -25,7 +25,7 @@ CALLER_IDENTITY = "aws:index/getCallerIdentity:getCallerIdentity"
 def caller_arn() -> str:
     from . import sdk
 
-    opts = sdk._utilities().get_invoke_opts_defaults()
+    opts = sdk.invoke_opts_defaults()
     result: Any = pulumi.runtime.invoke(CALLER_IDENTITY, {}, opts=opts)
     return str(result.value["arn"])
 

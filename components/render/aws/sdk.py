@@ -15,6 +15,8 @@ ways, comparing what the engine receives.
 
 from __future__ import annotations
 
+import functools
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -93,6 +95,32 @@ def _utilities() -> Any:
     return _utilities
 
 
+@functools.cache
+def _version() -> str:
+    """The plugin version pulumi_aws' typed classes and lookups send (``_utilities.get_version()``), read without
+    importing the package root (~5 MiB and ~0.03 s: its ``_inputs``, provider and lookup functions): for a release
+    version (``7.51.1``) the semver string ``_get_semver_version`` makes from the installed distribution's version
+    is that version itself; any other (a pre-release, a dev or local build) is asked of ``_utilities``."""
+    from importlib.metadata import version
+
+    installed = version("pulumi_aws")
+    return installed if _RELEASE.fullmatch(installed) else str(_utilities().get_version())
+
+
+_RELEASE = re.compile(r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)")
+
+
+def resource_opts_defaults() -> pulumi.ResourceOptions:
+    """``pulumi_aws._utilities.get_resource_opts_defaults()``: the version, and no plugin download URL (pulumi_aws
+    7.51.1 ``get_plugin_download_url`` returns None; tests/test_aws_registration.py compares both)."""
+    return pulumi.ResourceOptions(version=_version(), plugin_download_url=None)
+
+
+def invoke_opts_defaults() -> pulumi.InvokeOptions:
+    """``pulumi_aws._utilities.get_invoke_opts_defaults()``, as ``resource_opts_defaults``."""
+    return pulumi.InvokeOptions(version=_version(), plugin_download_url=None)
+
+
 class AwsResource(pulumi.CustomResource):
     """A pulumi_aws resource registered as its typed class registers it (see the module docstring); ``args`` as
     the typed class takes them (snake_case). The properties in ``KINDS`` are attributes by their Python names."""
@@ -102,7 +130,7 @@ class AwsResource(pulumi.CustomResource):
         props: dict[str, Any] = {camel(k): v if k in USER_MAPS else wire(v) for k, v in args.items()}
         for name in reads:
             props.setdefault(camel(name), None)
-        opts = pulumi.ResourceOptions.merge(_utilities().get_resource_opts_defaults(), opts)
+        opts = pulumi.ResourceOptions.merge(resource_opts_defaults(), opts)
         super().__init__(token, resource_name, props, opts)
         # The SDK made an Output per property, named as sent (camelCase); the typed class names it in Python.
         for name in reads:
@@ -195,5 +223,5 @@ def eks_cluster(name: str, region: str | None, parent: pulumi.Resource | None = 
     # pulumi_aws eks/get_cluster.py get_cluster_output sends name, region and tags; a None one is left out.
     args = {"name": name, "region": region}
     given = pulumi.InvokeOutputOptions(parent=parent) if parent is not None else None
-    opts = pulumi.InvokeOutputOptions.merge(_utilities().get_invoke_opts_defaults(), given)
+    opts = pulumi.InvokeOutputOptions.merge(invoke_opts_defaults(), given)
     return pulumi.runtime.invoke_output(GET_CLUSTER, args, opts=opts).apply(_result)
