@@ -96,3 +96,17 @@ def test_the_program_validates_what_it_reads_when_that_is_not_what_the_synth_val
     with program_config.handed_spec({"gpu-platform:cloud": "aws"}, spec):
         program_config.spec_from_pulumi_config()
     assert asked == [{"gpu-platform:cloud": "existing"}]
+
+
+def test_the_quota_tree_is_dropped_once_the_plan_keeps_what_it_decided():
+    """Kueue's quota tree (every ClusterQueue spec and its nodes, ~6 MiB at 1,000 tenants) is not kept through the
+    render: the plan holds the queues it decided from it, and asked again the tree is the same."""
+    from components.plan import kueue
+
+    spec = load_spec(generated_config(tenants=12, pools_n=4))
+    decided = plan.build(spec, "bench")
+    assert not [k for k in spec.__dict__ if "kueue.quotas" in k]
+    again = kueue.quotas(spec)
+    queues = {name: t.cluster_queue_spec for name, t in decided.tenants.items() if t.cluster_queue_spec is not None}
+    assert len(queues) == 12
+    assert {name: plan.plain(q) for name, q in queues.items()} == {n: plan.plain(q) for n, q in again.specs.items()}
