@@ -33,9 +33,13 @@ synth-all: setup
 check: setup
 	$(BIN)/gpu-platform check $(STACK)
 
-## The test suite (what CI runs); it lists its 25 slowest tests, so the next slow one shows in every run
+## The test suite (what CI runs); it lists its 25 slowest tests, so the next slow one shows in every run.
+## Bytecode is written (into the git-ignored __pycache__) even where the environment sets PYTHONDONTWRITEBYTECODE:
+## without it each xdist worker rewrote and compiled all ~160 test modules' assertions on every run (~4.5 s of
+## collection per worker on 2 cores, 1 s with pytest's rewrite cache), and every synth a test runs in a subprocess
+## compiled the package again.
 test: setup
-	$(BIN)/python -m pytest -n auto --durations=25
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n auto --durations=25
 
 ## The plan page in a real browser (tests/test_plan_html_browser.py): the system's Chromium (Debian: apt-get install
 ## chromium; .ci/run installs it) driven by Playwright from the dev lock, offline. Part of `make test` too, where it
