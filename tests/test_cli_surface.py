@@ -404,6 +404,16 @@ def test_synth_says_how_many_files_it_wrote_and_where(cached_render, tmp_path: P
     )
 
 
+def test_a_resynth_says_it_left_the_unchanged_files_as_they_were(tmp_path: Path, capsys):
+    """Synthesising the same stack again writes nothing: the output says how many files it left unchanged."""
+    out_dir = tmp_path / "out"
+    assert cli.main(["synth", "local", "--out", str(out_dir)]) == cli.EXIT_OK
+    files = len([p for p in out_dir.rglob("*") if p.is_file()])
+    capsys.readouterr()
+    assert cli.main(["synth", "local", "--out", str(out_dir)]) == cli.EXIT_OK
+    assert capsys.readouterr().out.splitlines()[0].startswith(f"wrote 0 files to {out_dir}, {files} unchanged (")
+
+
 def test_synth_writes_to_out_stack_by_default(cached_render, tmp_path: Path, monkeypatch, capsys):
     """Without --out the files go to out/STACK under the working directory."""
     monkeypatch.chdir(tmp_path)

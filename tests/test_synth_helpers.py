@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -183,7 +184,7 @@ def test_a_file_that_fails_to_be_made_keeps_the_previous_output(tmp_path: Path):
     """Files are written as they are made (``synth.file_items``): an error while making one (two objects at one
     path) leaves the previous directory untouched and no staging copy, though earlier files were written."""
     out = tmp_path / "dev"
-    assert synth.write(out, {"a.txt": "kept"}) == 1
+    assert synth.write(out, {"a.txt": "kept"}).files == 1
 
     def made():
         yield "a.txt", "new"
@@ -198,10 +199,67 @@ def test_a_file_that_fails_to_be_made_keeps_the_previous_output(tmp_path: Path):
 
 def test_files_as_they_are_made_are_written_like_a_mapping_of_them(tmp_path: Path):
     pairs = [("z.txt", "1"), ("m/n/c.txt", "é\n"), ("a.txt", "3")]
-    assert synth.write(tmp_path / "p", iter(pairs)) == 3
-    assert synth.write(tmp_path / "m", dict(pairs)) == 3
+    assert synth.write(tmp_path / "p", iter(pairs)) == synth.Written(files=3, changed=3)
+    assert synth.write(tmp_path / "m", dict(pairs)) == synth.Written(files=3, changed=3)
     for rel, text in pairs:
         assert (tmp_path / "p" / rel).read_bytes() == (tmp_path / "m" / rel).read_bytes() == text.encode()
+
+
+def test_a_rewrite_leaves_the_files_whose_text_is_the_same_untouched(tmp_path: Path):
+    """A re-synth writes only what changed: an unchanged file keeps its inode and mtime, a changed one is replaced
+    with the new text, a file no longer made goes, and the counts say so."""
+    out = tmp_path / "dev"
+    assert synth.write(out, {"same.txt": "s\n", "changed.txt": "old", "gone/x.txt": "x"}).changed == 3
+    before = {name: os.stat(out / name) for name in ("same.txt", "changed.txt")}
+    os.utime(out / "same.txt", ns=(1_000_000_000, 1_000_000_000))  # so that a rewrite could not keep the mtime
+    written = synth.write(out, {"same.txt": "s\n", "changed.txt": "new", "added/y.txt": "y"})
+    assert written == synth.Written(files=3, changed=2)
+    after = os.stat(out / "same.txt")
+    assert (after.st_ino, after.st_mtime_ns) == (before["same.txt"].st_ino, 1_000_000_000)
+    assert (out / "changed.txt").read_text() == "new" and (out / "added/y.txt").read_text() == "y"
+    files = sorted(str(p.relative_to(out)) for p in out.rglob("*"))
+    assert files == ["added", "added/y.txt", "changed.txt", "same.txt"]  # the emptied folder went too
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dev"]
+
+
+@pytest.mark.parametrize(
+    "old, parts",
+    [
+        ("abcdef", ["ab", "cX", "ef"]),  # differs inside the second part
+        ("abcdef", ["ab", "cd"]),  # the new text is the old one cut short
+        ("abcd", ["ab", "cd", "ef"]),  # the new text goes on past the old one
+        ("", ["é", "\n"]),  # an empty file, then text in two bytes a character
+        ("ab", ["", "a", "", "b", "c"]),  # empty parts
+    ],
+)
+def test_a_file_made_in_parts_is_compared_as_made_and_written_whole_when_it_differs(tmp_path: Path, old, parts):
+    out = tmp_path / "dev"
+    synth.write(out, {"f.txt": old})
+    assert synth.write(out, [("f.txt", iter(parts))]) == synth.Written(files=1, changed=1)
+    assert (out / "f.txt").read_bytes() == "".join(parts).encode()
+    assert synth.write(out, [("f.txt", iter(parts))]) == synth.Written(files=1, changed=0)
+
+
+def test_a_folder_and_a_file_may_swap_places_between_writes(tmp_path: Path):
+    out = tmp_path / "dev"
+    synth.write(out, {"a/b.txt": "1", "c": "2"})
+    assert synth.write(out, {"a": "file now", "c/d.txt": "in a folder now"}).changed == 2
+    assert (out / "a").read_text() == "file now" and (out / "c/d.txt").read_text() == "in a folder now"
+
+
+def test_a_failed_rewrite_changes_no_file_of_the_previous_output(tmp_path: Path):
+    out = tmp_path / "dev"
+    synth.write(out, {"a.txt": "kept", "b.txt": "kept too"})
+
+    def made():
+        yield "a.txt", "new"
+        yield "c.txt", "new"
+        raise RuntimeError("two objects render to d.txt")
+
+    with pytest.raises(RuntimeError):
+        synth.write(out, made())
+    assert {p.name: p.read_text() for p in out.iterdir()} == {"a.txt": "kept", "b.txt": "kept too"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dev"]
 
 
 # ------------------------------------------------------------------------------------------ placeholders

@@ -109,8 +109,15 @@ def _synth(args: argparse.Namespace, rendering) -> int:
         return code
     out = Path(args.out or f"out/{args.stack}")
     written = synth.write(out, _with_report(synth.file_items(rendering, report.sections if report else {}), report))
-    print(f"wrote {written} files to {out} ({len(rendering.resources)} resources)")
+    print(_wrote(written, out, rendering))
     return _conclude(args, rendering, report)
+
+
+def _wrote(written: Any, out: Path, rendering: Any) -> str:
+    """What the synth wrote (``synth.write``'s ``Written``): the files it left unchanged said apart."""
+    unchanged = written.files - written.changed
+    kept = f", {unchanged} unchanged" if unchanged else ""
+    return f"wrote {written.changed} files to {out}{kept} ({len(rendering.resources)} resources)"
 
 
 def _with_report(items: Iterator[tuple[str, Any]], report: Any) -> Iterator[tuple[str, Any]]:
@@ -148,7 +155,7 @@ def _synth_program(args: argparse.Namespace) -> int:
         return code
     out = Path(args.out or f"out/{project}-{stack}")
     written = synth.write(out, _with_report(synth.file_items(rendering), report))
-    print(f"wrote {written} files to {out} ({len(rendering.resources)} resources)")
+    print(_wrote(written, out, rendering))
     from .outcome import conclude
 
     return conclude(stack, report, [], getattr(args, "strict", False))

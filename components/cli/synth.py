@@ -33,7 +33,13 @@ from .collector import (
     rendered_heap_frozen as rendered_heap_frozen,
 )
 from .loader import load_spec
-from .synth_files import file_items as file_items, files as files, manifest_path as manifest_path, write as write
+from .synth_files import (
+    Written as Written,
+    file_items as file_items,
+    files as files,
+    manifest_path as manifest_path,
+    write as write,
+)
 from .synth_resolve import _resolved as _resolved, _secrets_shown
 from .synth_stacks import fleet_outputs, stack_identity, stack_outputs
 from .synth_yaml import _ints as _ints, _json as _json, _yaml as _yaml

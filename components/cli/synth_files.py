@@ -8,6 +8,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -86,32 +87,101 @@ def files(rendering: Rendering, sections: Mapping[str, str] | None = None) -> di
     return {rel: text if isinstance(text, str) else "".join(text) for rel, text in file_items(rendering, sections)}
 
 
-def write(out_dir: Path, contents: Mapping[str, str] | Iterable[tuple[str, Text]]) -> int:
-    """Replace ``out_dir`` with exactly these files (written aside first, then swapped in); ``contents``: a mapping
-    of relative path to text, or (path, text or its parts) pairs, each written as it comes (``file_items``).
-    Returns how many files it wrote."""
+@dataclass(frozen=True)
+class Written:
+    """What ``write`` did: how many files the directory now holds from this synth, and how many of them it wrote
+    (the rest held the same text already and were left as they were)."""
+
+    files: int
+    changed: int
+
+
+def write(out_dir: Path, contents: Mapping[str, str] | Iterable[tuple[str, Text]]) -> Written:
+    """Make ``out_dir`` hold exactly these files; ``contents``: a mapping of relative path to text, or (path, text or
+    its parts) pairs, each handled as it comes (``file_items``).
+
+    A file whose text ``out_dir`` already holds is left as it is (its inode and mtime), so a re-synth writes only
+    what changed: creating a file is the costly part of writing one (kernel time, ~0.1-0.6 ms each here, 5,000 at
+    1,000 tenants), comparing one is a read. Every changed file is written aside first (a staging directory beside
+    ``out_dir``); only once all are made are the files no longer made removed and the changed ones moved in (each
+    ``os.replace``: atomic per file). An error while making or writing any file leaves ``out_dir`` as it was. A
+    new ``out_dir`` is the staging directory renamed."""
     out_dir = out_dir.resolve()
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}-", dir=out_dir.parent))
     items = sorted(contents.items()) if isinstance(contents, Mapping) else contents
-    made = {""}  # folders made so far (relative), each made once, not once per file
-    written = 0
+    previous = out_dir if out_dir.is_dir() else None
+    made = {""}  # staging folders made so far (relative), each made once, not once per file
+    names: set[str] = set()
+    changed: list[str] = []
     try:
         for rel, text in items:
-            folder = os.path.dirname(rel)
-            if folder not in made:
-                os.makedirs(staging / folder, exist_ok=True)
-                made.add(folder)
-            with open(staging / rel, "w", encoding="utf-8") as f:
-                if isinstance(text, str):
-                    f.write(text)
-                else:
-                    f.writelines(text)
-            written += 1
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        staging.rename(out_dir)
+            names.add(rel)
+            if _write_if_changed(rel, (text,) if isinstance(text, str) else text, previous, staging, made):
+                changed.append(rel)
+        if previous is None:
+            staging.rename(out_dir)
+        else:
+            _remove_all_but(out_dir, names)
+            for rel in changed:
+                dest = out_dir / rel
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(staging / rel, dest)
+            shutil.rmtree(staging)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return written
+    return Written(files=len(names), changed=len(changed))
+
+
+def _write_if_changed(rel: str, parts: Iterable[str], previous: Path | None, staging: Path, made: set[str]) -> bool:
+    """Write the file into ``staging`` unless ``previous`` holds the same bytes at ``rel`` (UTF-8, as written);
+    compared part by part as the parts are made, so a file is never held whole. True when it was written."""
+    it = iter(parts)
+    prefix, first = b"", b""
+    old = None
+    if previous is not None:
+        try:
+            old = open(previous / rel, "rb")
+        except OSError:  # no such file, or a folder or something else in its place
+            old = None
+    if old is not None:
+        with old:
+            same = 0
+            for part in it:
+                data = str.encode(part, "utf-8")
+                if old.read(len(data)) != data:
+                    first = data
+                    break
+                same += len(data)
+            else:
+                if old.read(1) == b"":
+                    return False
+            old.seek(0)
+            prefix = old.read(same)  # what the parts compared equal to so far
+    folder = os.path.dirname(rel)
+    if folder not in made:
+        os.makedirs(staging / folder, exist_ok=True)
+        made.add(folder)
+    with open(staging / rel, "wb") as f:
+        f.write(prefix)
+        f.write(first)
+        for part in it:
+            f.write(str.encode(part, "utf-8"))
+    return True
+
+
+def _remove_all_but(out_dir: Path, names: set[str]) -> None:
+    """Remove from ``out_dir`` every file (or link) not in ``names`` and then every folder left empty."""
+    for folder, dirs, files in os.walk(out_dir, topdown=False):
+        rel_folder = os.path.relpath(folder, out_dir)
+        for name in files:
+            rel = name if rel_folder == "." else f"{rel_folder}/{name}"
+            if rel not in names:
+                os.unlink(os.path.join(folder, name))
+        for name in dirs:
+            path = os.path.join(folder, name)
+            if os.path.islink(path):  # a link to a folder: os.walk does not enter it
+                os.unlink(path)
+            elif not os.listdir(path):
+                os.rmdir(path)
