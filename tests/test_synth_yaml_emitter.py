@@ -215,3 +215,19 @@ def test_random_long_lines_fold_where_pyyaml_folds_them():
         assert _direct(doc)
         folded += written.count("\n") > lines
     assert folded > 500
+
+
+def test_without_libyaml_every_document_goes_the_stock_way(monkeypatch):
+    """The direct emitter mirrors libyaml's; PyYAML's Python emitter writes an empty key as ``? ''``."""
+    calls = []
+    monkeypatch.setattr(synth_yaml, "_LIBYAML", False)
+    monkeypatch.setattr(synth_yaml, "_yaml_stock", lambda doc: calls.append(doc) or "stock")
+    assert synth_yaml._yaml({"a": 1}) == "stock" and calls == [{"a": 1}]
+    assert synth_yaml._LIBYAML is False
+
+
+def test_libyaml_is_what_the_stock_way_uses_here():
+    """Or the comparisons above would compare the Python emitter with itself through the fallback."""
+    import yaml
+
+    assert yaml.__with_libyaml__ and synth_yaml._LIBYAML

@@ -94,7 +94,11 @@ def _yaml(doc: Any) -> str:
     ``_block_mapping`` and its helpers write what libyaml's emitter (src/emitter.c, 0.2.x) writes for that data;
     anything they are not sure of (a float with a fraction, a tab, text outside printable ASCII, a literal block
     needing an indentation hint, a key over 128 characters, a subclass) sends the whole document the stock way.
-    tests/test_synth_yaml_emitter.py compares the two on every shipped stack's documents and on random ones."""
+    tests/test_synth_yaml_emitter.py compares the two on every shipped stack's documents and on random ones.
+    Without libyaml the stock way is PyYAML's Python emitter, which decides some edges otherwise (an empty key, a
+    128-character key: emitter.py check_simple_key), so everything goes that way."""
+    if not _LIBYAML:
+        return _yaml_stock(doc)
     out: list[str] = []
     try:
         _document(doc, out)
@@ -195,6 +199,7 @@ def _json_pieces(value: Any, out: list[str], newline: str) -> None:
 
 # ------------------------------------------------------------------------------- the direct YAML emitter
 
+_LIBYAML = issubclass(_StockDumper, getattr(yaml, "CSafeDumper", ()))  # the emitter the direct one mirrors
 _WIDTH = 120  # yaml.dump(width=120): libyaml's best_width; plain and quoted text may fold at a blank past it
 _STR_TAG = f"{_TAG}str"
 _SIMPLE_KEY_MAX = 128  # yaml_emitter_check_simple_key: a longer key is written as an explicit "? key"
