@@ -373,7 +373,7 @@ def test_a_broken_alias_limit_fails_the_test_instead_of_the_machine(monkeypatch,
     internal error (exit 4, not the 2 the fixture test asserts) within the deadline."""
     monkeypatch.setattr(stackfile, "MAX_NODES", 10**15)
     start = time.monotonic()
-    with bounded(seconds=2, memory=GIB):
+    with bounded(seconds=1, memory=GIB):
         rc, lines, _ = _run(["check", "dev-aws", "--config", str(BAD / "alias-bomb.yaml")], capsys)
     assert rc == cli.EXIT_INTERNAL and ("TimeoutError" in lines[0] or "MemoryError" in lines[0]), lines
     assert time.monotonic() - start < 10

@@ -5,6 +5,7 @@ validated, and the work of a plan grows with the stack, not with pools x tenants
 from __future__ import annotations
 
 import cProfile
+import gc
 import pstats
 
 from bench_synth import generated_config
@@ -18,9 +19,14 @@ GPU = "nvidia.com/gpu"
 
 
 def _calls(fn, *args) -> dict[tuple[str, int], int]:
-    """(file, first line) -> calls of every function while ``fn(*args)`` runs."""
+    """(file, first line) -> calls of every function while ``fn(*args)`` runs; the collector off meanwhile, so that
+    finalizers of garbage other tests left (asyncio futures and the logging they set off) are not counted."""
     prof = cProfile.Profile()
-    prof.runcall(fn, *args)
+    gc.disable()
+    try:
+        prof.runcall(fn, *args)
+    finally:
+        gc.enable()
     stats = pstats.Stats(prof).stats  # type: ignore[attr-defined]
     return {(f, line): cc for (f, line, _), (cc, *_) in stats.items()}
 
