@@ -128,6 +128,46 @@ def test_an_evicted_workload_says_why_and_when_it_is_requeued():
     )
 
 
+def test_a_workload_being_evicted_is_said_evicted_while_its_admission_is_still_held():
+    """Kueue marks the eviction first and lets go of the admission only once the job has stopped; in between the
+    workload is being evicted, not running as admitted (sched-test caught explain saying "admitted" there)."""
+    evicting = workload(
+        "research",
+        "keeps",
+        "research",
+        "h100-spot",
+        8,
+        50000,
+        conditions=[
+            {"type": "Evicted", "status": "True", "reason": "PodsReadyTimeout", "message": "Exceeded the timeout"}
+        ],
+    )
+    (w,) = _live(evicting).workloads
+    assert w.admitted and w.evicted == ("PodsReadyTimeout", "Exceeded the timeout")
+    assert explain.cluster_state(w) == (
+        "research/keeps (job-keeps-abcde) evicted by waitForPodsReady (its pods were not all ready in time) "
+        "(PodsReadyTimeout: Exceeded the timeout); its quota in ClusterQueue research on h100-spot is held until "
+        "its pods have stopped"
+    )
+
+
+def test_a_workload_admitted_again_after_an_eviction_is_said_admitted():
+    """Reserving quota again sets Evicted False ("Previously: ..."): the workload is admitted."""
+    again = workload(
+        "research",
+        "keeps",
+        "research",
+        "h100-spot",
+        8,
+        50000,
+        conditions=[
+            {"type": "Evicted", "status": "False", "reason": "QuotaReserved", "message": "Previously: timeout"}
+        ],
+    )
+    (w,) = _live(again).workloads
+    assert explain.cluster_state(w) == "research/keeps (job-keeps-abcde) admitted in ClusterQueue research on h100-spot"
+
+
 def _prod_aws():
     return spec_of("prod-aws")
 
