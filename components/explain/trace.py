@@ -43,7 +43,7 @@ from .facts import (
     resolve_claims,
     volcano_pods_admission,
 )
-from .live import Live, LiveWorkload
+from .live import Live, LiveWorkload, cluster_state as cluster_state
 from .placement import PlacementLayers
 from .schedulers import (
     Operator,
@@ -567,34 +567,6 @@ def explain_plan(decided: Plan, workload: Workload, cluster: Live | None = None)
 
 def _frs(units: dict[tuple[str, str], int]) -> str:
     return ", ".join(f"{n} {r} on {f}" for (f, r), n in sorted(units.items())) or "nothing"
-
-
-def cluster_state(x: LiveWorkload) -> str:
-    """What a workload already in the cluster is doing, in Kueue's words: admitted where, evicted why, waiting for
-    what (its QuotaReserved message) and when Kueue requeues it (``status.requeueState``).
-
-    A true Evicted condition wins over the admission: Kueue sets it False when it reserves quota again
-    (kueue v0.19.2 pkg/workload/workload.go ``SetQuotaReservation``: "reset Evicted condition if present"), so
-    while both are true the eviction is under way, its admission held until the job has stopped
-    (pkg/controller/jobframework/reconciler.go "6. handle eviction")."""
-    evicted = x.evicted
-    where = ", ".join(sorted({f for f, _ in x.usage})) or "its flavors"
-    if evicted is not None:
-        reason, message = evicted
-        why = "waitForPodsReady (its pods were not all ready in time)" if reason == "PodsReadyTimeout" else reason
-        preempted = x.condition("Preempted")
-        if preempted and preempted[0] == "True":
-            why += f", {preempted[1]}"
-        state = f"evicted by {why} ({reason}: {message})"
-        if x.admitted:
-            state += f"; its quota in ClusterQueue {x.cluster_queue} on {where} is held until its pods have stopped"
-    elif x.admitted:
-        state = f"admitted in ClusterQueue {x.cluster_queue} on {where}"
-    else:
-        reserved = x.condition("QuotaReserved")
-        state = f"pending: {reserved[2]}" if reserved and reserved[2] else "pending: not yet looked at by Kueue"
-    requeue = f"; Kueue requeues it at {x.requeue_at}" if x.requeue_at else ""
-    return f"{x.ref} ({x.name}) {state}{requeue}"
 
 
 def exit_code(traces: list[Trace]) -> int:
