@@ -128,21 +128,17 @@ def test_an_evicted_workload_says_why_and_when_it_is_requeued():
     )
 
 
+def _admitted_keeps(evicted: str, reason: str, message: str):
+    """research/keeps admitted on h100-spot, with an Evicted condition of this status."""
+    cond = {"type": "Evicted", "status": evicted, "reason": reason, "message": message}
+    (w,) = _live(workload("research", "keeps", "research", "h100-spot", 8, 50000, conditions=[cond])).workloads
+    return w
+
+
 def test_a_workload_being_evicted_is_said_evicted_while_its_admission_is_still_held():
     """Kueue marks the eviction first and lets go of the admission only once the job has stopped; in between the
     workload is being evicted, not running as admitted (sched-test caught explain saying "admitted" there)."""
-    evicting = workload(
-        "research",
-        "keeps",
-        "research",
-        "h100-spot",
-        8,
-        50000,
-        conditions=[
-            {"type": "Evicted", "status": "True", "reason": "PodsReadyTimeout", "message": "Exceeded the timeout"}
-        ],
-    )
-    (w,) = _live(evicting).workloads
+    w = _admitted_keeps("True", "PodsReadyTimeout", "Exceeded the timeout")
     assert w.admitted and w.evicted == ("PodsReadyTimeout", "Exceeded the timeout")
     assert explain.cluster_state(w) == (
         "research/keeps (job-keeps-abcde) evicted by waitForPodsReady (its pods were not all ready in time) "
@@ -153,18 +149,7 @@ def test_a_workload_being_evicted_is_said_evicted_while_its_admission_is_still_h
 
 def test_a_workload_admitted_again_after_an_eviction_is_said_admitted():
     """Reserving quota again sets Evicted False ("Previously: ..."): the workload is admitted."""
-    again = workload(
-        "research",
-        "keeps",
-        "research",
-        "h100-spot",
-        8,
-        50000,
-        conditions=[
-            {"type": "Evicted", "status": "False", "reason": "QuotaReserved", "message": "Previously: timeout"}
-        ],
-    )
-    (w,) = _live(again).workloads
+    w = _admitted_keeps("False", "QuotaReserved", "Previously: timeout")
     assert explain.cluster_state(w) == "research/keeps (job-keeps-abcde) admitted in ClusterQueue research on h100-spot"
 
 
