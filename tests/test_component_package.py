@@ -233,7 +233,13 @@ def test_the_provider_serves_its_schema_without_the_package_installed(tmp_path):
         timeout=120,
     )
     assert probe.stdout.strip() == "None", probe.stderr  # the dependencies are there, the package is not
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PULUMI_") and k != "PYTHONPATH"}
+    # make mutate's first pass (MUTANT_UNDER_TEST=stats) records which tests reach which functions, in its own
+    # process: a child started in provider/ cannot (mutmut looks for its configuration in the working directory)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("PULUMI_") and k != "PYTHONPATH" and (k, v) != ("MUTANT_UNDER_TEST", "stats")
+    }
     argv = [python, "-u", str(PROVIDER / "__main__.py"), "127.0.0.1:1"]
     with served(argv, PROVIDER, env, "the provider") as channel:
         stub = provider_pb2_grpc.ResourceProviderStub(channel)

@@ -20,6 +20,11 @@ import pytest
 from caching import cached
 from conftest import ROOT, build_wheel
 
+# A wheel built from the source tree's files, run in its own processes from other directories: under make mutate
+# that is the mutated copy's text, in processes mutmut cannot follow (its first pass, run there, cannot find its
+# configuration and fails the suite); what these tests exercise is run in-process by the rest of the suite.
+pytestmark = pytest.mark.reads_source
+
 
 @pytest.fixture
 def installed() -> Path:
