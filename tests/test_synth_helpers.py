@@ -209,16 +209,28 @@ def test_a_rewrite_leaves_the_files_whose_text_is_the_same_untouched(tmp_path: P
     """A re-synth writes only what changed: an unchanged file keeps its inode and mtime, a changed one is replaced
     with the new text, a file no longer made goes, and the counts say so."""
     out = tmp_path / "dev"
-    assert synth.write(out, {"same.txt": "s\n", "changed.txt": "old", "gone/x.txt": "x"}).changed == 3
-    before = {name: os.stat(out / name) for name in ("same.txt", "changed.txt")}
-    os.utime(out / "same.txt", ns=(1_000_000_000, 1_000_000_000))  # so that a rewrite could not keep the mtime
-    written = synth.write(out, {"same.txt": "s\n", "changed.txt": "new", "added/y.txt": "y"})
-    assert written == synth.Written(files=3, changed=2)
-    after = os.stat(out / "same.txt")
-    assert (after.st_ino, after.st_mtime_ns) == (before["same.txt"].st_ino, 1_000_000_000)
+    first = {"same.txt": "s\n", "keep/deep/z.txt": "z", "changed.txt": "old", "gone/x.txt": "x"}
+    assert synth.write(out, first).changed == 4
+    same = ("same.txt", "keep/deep/z.txt")
+    before = {name: os.stat(out / name) for name in same}
+    for name in same:  # so that a rewrite could not keep the mtime
+        os.utime(out / name, ns=(1_000_000_000, 1_000_000_000))
+    written = synth.write(out, {"same.txt": "s\n", "keep/deep/z.txt": "z", "changed.txt": "new", "added/y.txt": "y"})
+    assert written == synth.Written(files=4, changed=2)
+    for name in same:
+        after = os.stat(out / name)
+        assert (after.st_ino, after.st_mtime_ns) == (before[name].st_ino, 1_000_000_000), name
     assert (out / "changed.txt").read_text() == "new" and (out / "added/y.txt").read_text() == "y"
     files = sorted(str(p.relative_to(out)) for p in out.rglob("*"))
-    assert files == ["added", "added/y.txt", "changed.txt", "same.txt"]  # the emptied folder went too
+    assert files == [
+        "added",
+        "added/y.txt",
+        "changed.txt",
+        "keep",
+        "keep/deep",
+        "keep/deep/z.txt",
+        "same.txt",
+    ]  # the emptied folder went too
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dev"]
 
 
