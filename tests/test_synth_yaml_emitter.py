@@ -22,7 +22,7 @@ def _direct(doc) -> bool:
     """Whether the direct emitter writes ``doc`` itself (rather than handing it to PyYAML)."""
     try:
         synth_yaml._document(doc, [])
-    except synth_yaml._NotSimple:
+    except synth_yaml._NotPlain:
         return False
     return True
 

@@ -102,7 +102,7 @@ def _yaml(doc: Any) -> str:
     out: list[str] = []
     try:
         _document(doc, out)
-    except (_NotSimple, RecursionError):
+    except (_NotPlain, RecursionError):
         return _yaml_stock(doc)
     return "".join(out)
 
@@ -139,7 +139,9 @@ def _json_parts(doc: Any) -> Iterator[str]:
 
 
 class _NotPlain(Exception):
-    """A value ``_json_pieces`` leaves to ``json.dumps``: a tuple, a subclass of a JSON type, a non-string key."""
+    """A value the direct writers leave to the library, which then writes the whole document: to ``json.dumps``
+    from ``_json_pieces`` (a tuple, a subclass of a JSON type, a non-string key), to PyYAML from the YAML emitter
+    (anything it is not sure of, ``_yaml``)."""
 
 
 _INFINITY = float("inf")
@@ -212,16 +214,12 @@ _VALUES: dict[str, tuple[str, int]] = {}  # one-line text -> (as written, with i
 _KEYS: dict[str, str] = {}  # key -> as written, with its colon
 
 
-class _NotSimple(Exception):
-    """Something the direct emitter leaves to PyYAML: the document is written the stock way."""
-
-
 def _document(doc: Any, out: list[str]) -> None:
     """A mapping or a sequence at the top (the manifests and values are mappings); an empty one in flow style,
     as yaml_emitter_emit_mapping_start / _sequence_start write it. A scalar document: the stock way."""
     kind = type(doc)
     if kind is not dict and kind is not list:
-        raise _NotSimple
+        raise _NotPlain
     if not doc:
         out.append("{}\n" if kind is dict else "[]\n")
     elif kind is dict:
@@ -237,12 +235,12 @@ def _block_mapping(doc: dict, out: list[str], indent: int, first: str) -> None:
     try:
         keys = sorted(doc)
     except TypeError:  # keys of types that do not compare: not the synth's data
-        raise _NotSimple from None
+        raise _NotPlain from None
     pad = " " * indent
     lead = first
     for key in keys:
         if type(key) is not str:
-            raise _NotSimple
+            raise _NotPlain
         text = _KEYS.get(key) or _key(key)
         out.append(lead)
         out.append(text)
@@ -310,14 +308,14 @@ def _scalar(value: Any, indent: int, column: int) -> str:
         return "null\n"
     if kind is float and value.is_integer():
         return f"{int(value)}\n"
-    raise _NotSimple
+    raise _NotPlain
 
 
 def _key(key: str) -> str:
     """A key as written, colon included: a simple key (yaml_emitter_check_simple_key: one line, at most 128
     characters), never folded (write_plain's allow_breaks is off in a simple key's context)."""
     if len(key) > _SIMPLE_KEY_MAX:
-        raise _NotSimple
+        raise _NotPlain
     text = _one_line(key) + ":"
     _remember(_KEYS, key, text)
     return text
@@ -331,7 +329,7 @@ def _one_line(text: str) -> str:
     if not text:  # resolves to null, and a key: single-quoted either way
         return "''"
     if not _ONE_LINE.fullmatch(text):
-        raise _NotSimple
+        raise _NotPlain
     if _block_plain_allowed(text) and _reads_back_as_text(text):
         return text
     return "'" + text.replace("'", "''") + "'"
@@ -380,7 +378,7 @@ def _reads_back_as_text(text: str) -> bool:
     first character, then the wildcard ones; the first whose pattern matches decides. With path resolvers
     (never set here) the answer depends on the node's place: the stock way's."""
     if _Dumper.yaml_path_resolvers:
-        raise _NotSimple
+        raise _NotPlain
     table = _Dumper.yaml_implicit_resolvers
     for tag, pattern in table.get(text[0], []) + table.get(None, []):
         if pattern.match(text):
@@ -395,7 +393,7 @@ def _literal(text: str, indent: int) -> str:
     break or at the end, a blank or a line break first, two line breaks at the end, anything not printable
     ASCII."""
     if not _LITERAL.fullmatch(text) or " \n" in text or text.endswith((" ", "\n\n")):
-        raise _NotSimple
+        raise _NotPlain
     lines = text.split("\n")
     head = "|\n" if text.endswith("\n") else "|-\n"
     if not lines[-1]:

@@ -14,12 +14,17 @@ from .model import NodePool, StackSpec, Tenant
 _Fact = TypeVar("_Fact")
 
 
+def _key(kind: str, fn: Callable[..., Any]) -> str:
+    """Where the spec's ``__dict__`` keeps a fact's answers (the wrapper has the function's name: functools.wraps)."""
+    return f"_per_{kind}_{fn.__module__}.{fn.__qualname__}"
+
+
 def per_spec(fn: Callable[[StackSpec], _Fact]) -> Callable[[StackSpec], _Fact]:
     """Compute a fact of the whole spec once per spec (a spec is frozen after validation), where a component
     would otherwise recompute it per tenant or per pool. Cached in the instance's ``__dict__`` the way
     ``functools.cached_property`` does (pydantic's equality, dumps and schema ignore it); tagged with the
     spec's id so a copy of the spec recomputes. Return immutable values."""
-    key = f"_per_spec_{fn.__module__}.{fn.__qualname__}"
+    key = _key("spec", fn)
 
     @functools.wraps(fn)
     def cached(spec: StackSpec) -> _Fact:
@@ -41,7 +46,7 @@ def _copied(value: Any) -> Any:
 
 
 def _per_member(kind: str, fn: Callable[[StackSpec, Any], _Fact]) -> Callable[[StackSpec, Any], _Fact]:
-    key = f"_per_{kind}_{fn.__module__}.{fn.__qualname__}"
+    key = _key(kind, fn)
 
     @functools.wraps(fn)
     def cached(spec: StackSpec, member: Any) -> _Fact:
@@ -74,4 +79,4 @@ def per_tenant(fn: Callable[[StackSpec, Tenant], _Fact]) -> Callable[[StackSpec,
 def forget(spec: StackSpec, fact: Callable[[StackSpec], Any]) -> None:
     """Drop what ``per_spec`` kept of ``fact`` for this spec (asked again, it is decided again): for a fact needed
     only while the plan is decided, whose answers the plan keeps."""
-    spec.__dict__.pop(f"_per_spec_{fact.__module__}.{fact.__qualname__}", None)
+    spec.__dict__.pop(_key("spec", fact), None)
