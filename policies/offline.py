@@ -517,7 +517,11 @@ def _run(
                     [proxies.options(s) for s in subjects],
                     [proxies.provider(s) for s in subjects],
                 )
-            for s, props, opts, provider in zip(subjects, *described):
+            # a typed policy's validate returns None for any other type without reading anything: not called
+            chosen_types = policy.resource_types if isinstance(policy, common.TypedResourcePolicy) else None
+            for s, props, opts, provider in zip(subjects, *described, strict=True):
+                if chosen_types is not None and s.type not in chosen_types:
+                    continue
                 args = ResourceValidationArgs(s.type, props, s.urn, s.name, opts, provider, dict(st.config))
                 error = _call(policy, args, lambda message, urn=None, s=s: record(s, message))
                 if error:
