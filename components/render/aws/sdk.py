@@ -21,7 +21,7 @@ from typing import Any
 
 import pulumi
 
-from ..k8s import camel, plugin_version  # pulumi_aws names its inputs the same way
+from ..k8s import camel, plugin_version, with_plugin_version  # pulumi_aws names its inputs the same way
 
 # pulumi_aws class (module.Class) -> (type token, the properties the components read, by their Python name: an
 # output, or an input the engine may normalise). The typed classes give every property an Output; only these
@@ -122,7 +122,7 @@ class AwsResource(pulumi.CustomResource):
         props: dict[str, Any] = {camel(k): v if k in USER_MAPS else wire(v) for k, v in args.items()}
         for name in reads:
             props.setdefault(camel(name), None)
-        opts = pulumi.ResourceOptions.merge(resource_opts_defaults(), opts)
+        opts = with_plugin_version(opts, _version())
         super().__init__(token, resource_name, props, opts)
         # The SDK made an Output per property, named as sent (camelCase); the typed class names it in Python.
         for name in reads:
