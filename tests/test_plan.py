@@ -64,6 +64,25 @@ def test_the_plan_is_frozen_all_the_way_down():
     assert isinstance(p.pools["workstation"].taints, tuple)
 
 
+def test_a_frozen_value_thaws_to_plain_dicts_and_lists_with_dataclasses_as_camel_case_dicts():
+    import enum
+
+    from components.plan.frozen import freeze, plain
+
+    class Word(enum.StrEnum):
+        A = "a"
+
+    @dataclasses.dataclass(frozen=True)
+    class Point:
+        pool_name: str
+        gpu_units: tuple
+
+    thawed = plain(freeze({"m": {"t": (1, 2.5, True, None)}, "p": [Point("p1", ({"k": "v"},))], "w": Word.A}))
+    assert thawed == {"m": {"t": [1, 2.5, True, None]}, "p": [{"poolName": "p1", "gpuUnits": [{"k": "v"}]}], "w": "a"}
+    assert type(thawed["m"]) is dict and type(thawed["m"]["t"]) is list and type(thawed["p"][0]["gpuUnits"]) is list
+    assert thawed["w"] is Word.A  # a leaf of another type stays itself
+
+
 def test_equal_values_frozen_while_a_plan_is_built_are_one_object_and_unequal_ones_stay_apart():
     from components.plan.frozen import freeze, sharing
 

@@ -83,7 +83,10 @@ def camel(name: str) -> str:
 def plain(value: Any) -> Any:
     """A plan value as plain dicts and lists (what a resource's inputs and the JSON are made of); a plan's
     dataclasses become dicts with camelCase keys."""
-    if isinstance(value, Mapping):
+    kind = type(value)
+    if kind in _LEAVES:  # most values: told apart before the abstract Mapping check, as in ``freeze``
+        return value
+    if kind is MappingProxyType or isinstance(value, Mapping):
         return {k: plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [plain(v) for v in value]
