@@ -158,28 +158,31 @@ class StackSpec(Model):
         "resources)"
     )
     cluster: ClusterRef = Field(
-        default_factory=ClusterRef, description="the cluster: found by name, created, or from another stack"
+        default_factory=lambda: ClusterRef(), description="the cluster: found by name, created, or from another stack"
     )
-    node_pools: list[NodePool] = Field(default_factory=list, description="the GPU node pools")
+    node_pools: list[NodePool] = Field(default_factory=lambda: [], description="the GPU node pools")
     tenants: list[Tenant] = Field(
-        default_factory=list, description="the teams sharing the GPUs: a namespace, quotas and queues each"
+        default_factory=lambda: [], description="the teams sharing the GPUs: a namespace, quotas and queues each"
     )
     priority_classes: list[PriorityClassSpec] = Field(
         default_factory=lambda: list(DEFAULT_PRIORITY_CLASSES),
         description="the PriorityClasses tenants choose from; a list here replaces the defaults",
     )
-    addons: Addons = Field(default_factory=Addons, description="what the platform installs")
+    addons: Addons = Field(default_factory=lambda: Addons(), description="what the platform installs")
     gpu_operator: GpuOperatorOptions = Field(
-        default_factory=GpuOperatorOptions, description="the NVIDIA GPU Operator: driver, toolkit, how pods get GPUs"
+        default_factory=lambda: GpuOperatorOptions(),
+        description="the NVIDIA GPU Operator: driver, toolkit, how pods get GPUs",
     )
     monitoring: Monitoring = Field(
-        default_factory=Monitoring, description="GPU metrics, alerts and dashboards, and which Prometheus reads them"
+        default_factory=lambda: Monitoring(),
+        description="GPU metrics, alerts and dashboards, and which Prometheus reads them",
     )
     scheduling: Scheduling = Field(
-        default_factory=Scheduling, description="Kueue: queues, cohort, ready timeouts, managed kinds, topology"
+        default_factory=lambda: Scheduling(),
+        description="Kueue: queues, cohort, ready timeouts, managed kinds, topology",
     )
     charts: dict[str, ChartOverride] = Field(
-        default_factory=dict,
+        default_factory=lambda: {},
         description="per chart (gpuOperator, kueue, dcgmExporter, ...): another exact version or source than the "
         "pinned one",
     )
@@ -192,20 +195,22 @@ class StackSpec(Model):
         "(a mirror), as <registry>/<upstream host>/<path>",
     )
     system_node_selector: dict[LabelKey, LabelValue] = Field(
-        default_factory=dict, description="where controllers run (they never tolerate the GPU taint)"
+        default_factory=lambda: {}, description="where controllers run (they never tolerate the GPU taint)"
     )
     tags: dict[str, str] = Field(
-        default_factory=dict,
+        default_factory=lambda: {},
         description="tags (aws) or labels (gcp) on the cloud resources the platform creates (node groups, node "
         "pools, the cluster, buckets)",
     )
     karpenter: KarpenterOptions = Field(
-        default_factory=KarpenterOptions, description="aws: Karpenter's stack-wide settings"
+        default_factory=lambda: KarpenterOptions(), description="aws: Karpenter's stack-wide settings"
     )
-    protect: Protection = Field(default_factory=Protection, description="what pulumi refuses to delete")
-    pricing: Pricing = Field(default_factory=Pricing, description="price overrides for the cost report")
-    budget: Budget = Field(default_factory=Budget, description="the most the fleet may cost per hour (a policy)")
-    storage: Storage = Field(default_factory=Storage, description="shared file systems")
+    protect: Protection = Field(default_factory=lambda: Protection(), description="what pulumi refuses to delete")
+    pricing: Pricing = Field(default_factory=lambda: Pricing(), description="price overrides for the cost report")
+    budget: Budget = Field(
+        default_factory=lambda: Budget(), description="the most the fleet may cost per hour (a policy)"
+    )
+    storage: Storage = Field(default_factory=lambda: Storage(), description="shared file systems")
     fleet: Fleet | None = Field(
         default=None, description="this stack is a MultiKueue manager: its workers and who dispatches where"
     )
@@ -213,7 +218,8 @@ class StackSpec(Model):
         default=None, description="this stack is a MultiKueue worker: the manager that dispatches here"
     )
     images: Images = Field(
-        default_factory=Images, description="how images reach the nodes: registry cache, warm pools, declared images"
+        default_factory=lambda: Images(),
+        description="how images reach the nodes: registry cache, warm pools, declared images",
     )
 
     @model_validator(mode="after")
