@@ -4,16 +4,13 @@ Data flows one way: stack file -> ``loader.load_spec`` -> ``StackSpec`` -> compo
 Validation has two phases, and both report every problem at once:
 
 1. structure (pydantic): types, bounds, unknown keys (``parse_spec`` here);
-2. rules: cross references (a quota naming an unknown pool) and what cannot work on real hardware
-   or a real cloud. Each rule is a function marked ``@rule`` next to the code it guards
-   (``components/plan/aws/rules.py``, ``components/plan/gcp/rules.py``, ``components/plan/sharing.py`` ...);
+2. rules: cross references (a quota naming an unknown pool) and what cannot work on real hardware or a real cloud. Each
+   rule is a function marked ``@rule`` next to the code it guards (``plan/aws/rules.py``, ``plan/sharing.py`` ...);
    ``components/cli/loader.py`` lists those modules and runs their rules after this module's phase.
 
-The spec layer is the bottom of the package: this module (the ``StackSpec`` root, problems, parsing) and
-its parts by concern, ``spec_base`` (namespace, patterns, ``Model``), ``spec_pools`` (node pools),
-``spec_tenants`` (tenants, priority classes) and ``spec_options`` (cluster, add-ons, operator, monitoring,
-scheduling, Karpenter, protection, pricing, budget). It imports only ``catalog`` and ``validation``, never
-a rule, a derivation or a component (tests/test_structure.py). Callers import every name from here.
+The spec layer is the bottom of the package: this module (the ``StackSpec`` root, problems, parsing) and its parts
+by concern (``base``, ``pools``, ``tenants``, ``options``, ``cluster``, ``images``...). It imports only ``catalog``
+and ``validation``, never a rule, a derivation or a component (tests/test_structure.py). Callers import all from here.
 
 A problem is a key path in the stack file (``gpu-platform:nodePools[1].sharing.replicas``) and a message.
 """
