@@ -22,12 +22,12 @@ from typing import TYPE_CHECKING, Any
 from ..data import versions
 from ..spec.model import NodePool, StackSpec, Tenant
 from . import ceilings, cost, derive, mirror
-from .aws import plan as aws_plan
-from .aws.karpenter import KarpenterPlan, karpenter_plan
 from .frozen import freeze as _freeze, plain as plain
 
 if TYPE_CHECKING:
     from .aws.cluster_create import EksCreatePlan
+    from .aws.karpenter import KarpenterPlan
+    from .aws.plan import AwsPlan
     from .cluster_stack import ClusterStackPlan
     from .dra import DraPlan
     from .existing import ExistingClusterPlan
@@ -191,7 +191,7 @@ class Plan:
     protect: Mapping[str, bool] = field(default_factory=lambda: MappingProxyType({}))
     gke: GkePlan | None = None  # gcp stacks: the GKE cluster, node service account and node pools
     karpenter: KarpenterPlan | None = None  # components/plan/aws/karpenter.py; None without Karpenter
-    aws: aws_plan.AwsPlan | None = None  # the EKS cluster, managed node groups, EFA, Cluster Autoscaler (aws only)
+    aws: AwsPlan | None = None  # the EKS cluster, managed node groups, EFA, Cluster Autoscaler (aws only)
     monitoring: MonitoringPlan | None = None  # the DCGM exporter's scrape, alerts, dashboard (None: addons.dcgm off)
     dra: DraPlan | None = None  # DeviceClasses and claim templates (None: GPUs as extended resources)
     existing: ExistingClusterPlan | None = None  # how the provider reaches an existing cluster (None: other clouds)
@@ -485,10 +485,39 @@ def _decide(spec: StackSpec) -> Plan:
     return decided
 
 
+# A cloud's plan modules are imported for its stacks only, as its SDK is by its renderers: an aws stack needs no
+# gcp/plan.py, a gcp stack no aws/plan.py or aws/karpenter.py (~3 to 5 ms of dataclasses and tables each). Each
+# builder gives None on other clouds; the check before the import says the same.
+
+
+def _gke(spec: StackSpec) -> GkePlan | None:
+    if spec.cloud != "gcp":
+        return None
+    from .gcp import plan as gcp_plan
+
+    return gcp_plan.build(spec)
+
+
+def _aws(spec: StackSpec) -> AwsPlan | None:
+    if spec.cloud != "aws":
+        return None
+    from .aws import plan as aws_plan
+
+    return aws_plan.build(spec)
+
+
+def _karpenter(spec: StackSpec) -> KarpenterPlan | None:
+    if spec.cloud != "aws":
+        return None
+    from .aws.karpenter import karpenter_plan
+
+    return karpenter_plan(spec)
+
+
 def _decided(spec: StackSpec) -> Plan:
     from . import cluster_stack, existing, fleet, images, kueue as kueue_plan, monitoring, reservations, storage
     from .aws import cluster_create
-    from .gcp import cluster_create as gcp_create, plan as gcp_plan
+    from .gcp import cluster_create as gcp_create
 
     return Plan(
         stack="",
@@ -512,9 +541,9 @@ def _decided(spec: StackSpec) -> Plan:
                 "schedulerReleases": spec.protect.scheduler_releases,
             }
         ),
-        gke=gcp_plan.build(spec),
-        karpenter=karpenter_plan(spec),
-        aws=aws_plan.build(spec),
+        gke=_gke(spec),
+        karpenter=_karpenter(spec),
+        aws=_aws(spec),
         monitoring=monitoring.monitoring_plan(spec),
         dra=dra_plan(spec),
         existing=existing.existing_cluster_plan(spec),
