@@ -514,8 +514,36 @@ def _karpenter(spec: StackSpec) -> KarpenterPlan | None:
     return karpenter_plan(spec)
 
 
+# plan/fleet.py likewise for a fleet manager or worker only (its rules import it after the same check), and
+# plan/existing.py for an existing cluster only
+
+
+def _fleet(spec: StackSpec) -> FleetPlan | None:
+    if spec.fleet is None:
+        return None
+    from . import fleet
+
+    return fleet.build(spec, build)
+
+
+def _fleet_worker(spec: StackSpec) -> FleetWorkerPlan | None:
+    if spec.fleet_worker is None:
+        return None
+    from . import fleet
+
+    return fleet.worker_build(spec)
+
+
+def _existing(spec: StackSpec) -> ExistingClusterPlan | None:
+    if spec.cloud != "existing":
+        return None
+    from .existing import existing_cluster_plan
+
+    return existing_cluster_plan(spec)
+
+
 def _decided(spec: StackSpec) -> Plan:
-    from . import cluster_stack, existing, fleet, images, kueue as kueue_plan, monitoring, reservations, storage
+    from . import cluster_stack, images, kueue as kueue_plan, monitoring, reservations, storage
     from .aws import cluster_create
     from .gcp import cluster_create as gcp_create
 
@@ -546,7 +574,7 @@ def _decided(spec: StackSpec) -> Plan:
         aws=_aws(spec),
         monitoring=monitoring.monitoring_plan(spec),
         dra=dra_plan(spec),
-        existing=existing.existing_cluster_plan(spec),
+        existing=_existing(spec),
         cost=_freeze(cost.stack_doc(spec)),
         kueue=kueue_plan.kueue_objects(spec),
         reservations=_freeze(reservations.reservations_plan(spec), keep_order=True),
@@ -554,7 +582,7 @@ def _decided(spec: StackSpec) -> Plan:
         gke_create=gcp_create.build(spec),
         eks_create=cluster_create.eks_create_plan(spec),
         cluster_stack=cluster_stack.cluster_stack_plan(spec),
-        fleet=fleet.build(spec, build),
-        fleet_worker=fleet.worker_build(spec),
+        fleet=_fleet(spec),
+        fleet_worker=_fleet_worker(spec),
         images=images.build(spec, {p.name: cost.cold_pull(spec, p) for p in spec.node_pools}),
     )
