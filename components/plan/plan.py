@@ -486,8 +486,8 @@ def _decide(spec: StackSpec) -> Plan:
 
 
 # A cloud's plan modules are imported for its stacks only, as its SDK is by its renderers: an aws stack needs no
-# gcp/plan.py, a gcp stack no aws/plan.py or aws/karpenter.py (~3 to 5 ms of dataclasses and tables each). Each
-# builder gives None on other clouds; the check before the import says the same.
+# gcp/plan.py or cluster_create.py, a gcp stack no aws/plan.py or aws/karpenter.py (~3 to 5 ms of dataclasses and
+# tables each). Each builder gives None on other clouds; the check before the import says the same.
 
 
 def _gke(spec: StackSpec) -> GkePlan | None:
@@ -504,6 +504,14 @@ def _aws(spec: StackSpec) -> AwsPlan | None:
     from .aws import plan as aws_plan
 
     return aws_plan.build(spec)
+
+
+def _gke_create(spec: StackSpec) -> GkeCreatePlan | None:
+    if spec.cloud != "gcp":
+        return None
+    from .gcp import cluster_create as gcp_create
+
+    return gcp_create.build(spec)
 
 
 def _karpenter(spec: StackSpec) -> KarpenterPlan | None:
@@ -545,7 +553,6 @@ def _existing(spec: StackSpec) -> ExistingClusterPlan | None:
 def _decided(spec: StackSpec) -> Plan:
     from . import cluster_stack, images, kueue as kueue_plan, monitoring, reservations, storage
     from .aws import cluster_create
-    from .gcp import cluster_create as gcp_create
 
     return Plan(
         stack="",
@@ -579,7 +586,7 @@ def _decided(spec: StackSpec) -> Plan:
         kueue=kueue_plan.kueue_objects(spec),
         reservations=_freeze(reservations.reservations_plan(spec), keep_order=True),
         storage=storage.storage_plan(spec),
-        gke_create=gcp_create.build(spec),
+        gke_create=_gke_create(spec),
         eks_create=cluster_create.eks_create_plan(spec),
         cluster_stack=cluster_stack.cluster_stack_plan(spec),
         fleet=_fleet(spec),
