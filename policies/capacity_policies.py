@@ -6,7 +6,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import yaml
-from pulumi_policy import PolicyConfigSchema, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
+from pulumi_policy import PolicyConfigSchema, ReportViolation, ResourceValidationArgs
 
 from .common import (
     _GPU_POOL_TYPES,
@@ -21,6 +21,7 @@ from .common import (
     HELM_RELEASE,
     KARPENTER_NODE_POOL,
     MANDATORY,
+    TypedResourcePolicy,
     _config_int,
     _get,
     _map,
@@ -69,7 +70,8 @@ def _gpu_pool_taint(args: ResourceValidationArgs, report: ReportViolation) -> No
     )
 
 
-gpu_pool_taint = ResourceValidationPolicy(
+gpu_pool_taint = TypedResourcePolicy(
+    resource_types=_GPU_POOL_TYPES,
     name="gpu-pool-taint",
     description="Every GPU node group, GKE node pool and Karpenter NodePool has the nvidia.com/gpu NoSchedule taint.",
     enforcement_level=MANDATORY,
@@ -95,7 +97,8 @@ def _karpenter_gpu_limit(args: ResourceValidationArgs, report: ReportViolation) 
         report(f"spec.limits[{GPU_RESOURCE}] is {limit!r}, not a quantity", None)
 
 
-karpenter_gpu_limit = ResourceValidationPolicy(
+karpenter_gpu_limit = TypedResourcePolicy(
+    resource_types=(KARPENTER_NODE_POOL,),
     name="karpenter-gpu-limit",
     description="Every Karpenter GPU NodePool caps nvidia.com/gpu in spec.limits.",
     enforcement_level=MANDATORY,
@@ -163,7 +166,8 @@ def _time_slicing_replicas(args: ResourceValidationArgs, report: ReportViolation
                     )
 
 
-time_slicing_replicas = ResourceValidationPolicy(
+time_slicing_replicas = TypedResourcePolicy(
+    resource_types=(GKE_NODE_POOL, CONFIG_MAP, HELM_RELEASE, HELM_CHART_V4),
     name="time-slicing-replicas",
     description="Time-slicing splits a GPU into at most maxReplicas (default 8) shares: device-plugin configs "
     "(ConfigMaps, GPU Operator values) and GKE time-sharing.",
@@ -207,7 +211,8 @@ def _spot_gpu_disruption(args: ResourceValidationArgs, report: ReportViolation) 
         )
 
 
-spot_gpu_disruption = ResourceValidationPolicy(
+spot_gpu_disruption = TypedResourcePolicy(
+    resource_types=(KARPENTER_NODE_POOL,),
     name="spot-gpu-disruption",
     description="Karpenter spot GPU NodePools set disruption.consolidateAfter and template.spec."
     "expireAfter, not Never.",

@@ -27,7 +27,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pulumi_policy import EnforcementLevel, PolicyResource, ResourceValidationArgs, StackValidationArgs
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyResource,
+    ReportViolation,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    StackValidationArgs,
+)
 
 # Facts from components (catalog, versions), generated into the pack: see components/cli/policy_data.py.
 PACK_DATA: Mapping[str, Any] = json.loads(Path(__file__).with_name("pack_data.json").read_text(encoding="utf-8"))
@@ -83,6 +90,27 @@ DEFAULT_PRIVILEGED_NAMESPACES: tuple[str, ...] = tuple(
 )
 DEFAULT_ALLOWED_SOURCES: tuple[str, ...] = tuple(PACK_DATA["allowedSources"])
 DEFAULT_ALLOWED_DIGESTS: tuple[str, ...] = tuple(PACK_DATA["allowedDigests"])
+
+
+# ------------------------------------------------------------------------------------ typed policies
+
+
+class TypedResourcePolicy(ResourceValidationPolicy):
+    """A resource policy that judges only ``resource_types``: for a resource of any other type ``validate``
+    returns None at once, before its validation runs or anything of the resource is read.
+
+    The engine calls every resource policy for every resource (pulumi_policy 1.21.0, pulumi_policy/policy.py,
+    ``_PolicyAnalyzerServicer.Analyze``) and gets that None; the offline runner (policies.offline) leaves those
+    calls out, which is the same by construction since the guard and the type list are this one object."""
+
+    def __init__(self, *, resource_types: Iterable[str], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.resource_types = frozenset(resource_types)
+
+    def validate(self, args: ResourceValidationArgs, report_violation: ReportViolation) -> Any:
+        if args.resource_type not in self.resource_types:
+            return None
+        return super().validate(args, report_violation)
 
 
 # ------------------------------------------------------------------------------------ value helpers

@@ -376,7 +376,10 @@ def _call(policy: Policy, args: Any, report: Any) -> str | None:
     ``CannotRunDuringPreview`` message if it met an unknown value."""
     try:
         result = policy.validate(args, report)
-        if isawaitable(result):
+        # most validations return None: skip inspect's checks for it, as ResourceValidationPolicy.validate does for
+        # each validation's result (pulumi_policy 1.21.0, pulumi_policy/policy.py: `if result is not None and
+        # isawaitable(result)`); an awaitable is run to completion as the analyzer does
+        if result is not None and isawaitable(result):
             loop = asyncio.new_event_loop()
             try:
                 loop.run_until_complete(result)
@@ -487,6 +490,7 @@ def _run(
     by_urn = {s.urn: s for s in subjects}
     proxies = _Proxies()
     violations: list[Violation] = []
+    described: tuple[list[Any], list[PolicyResourceOptions], list[PolicyProviderResource | None]] | None = None
     for policy in policies:
         st = chosen[policy.name]
         if st.level == EnforcementLevel.DISABLED:
@@ -505,16 +509,20 @@ def _run(
             )
 
         if isinstance(policy, ResourceValidationPolicy):
-            for s in subjects:
-                args = ResourceValidationArgs(
-                    s.type,
-                    proxies.props(s),
-                    s.urn,
-                    s.name,
-                    proxies.options(s),
-                    proxies.provider(s),
-                    dict(st.config),
+            if described is None:  # each resource's engine description, made once for every resource policy
+                # (parallel lists, not a tuple per resource: a tuple freed goes to CPython's free list without
+                # counting as freed, so a run's tuples would set off a collection just after it)
+                described = (
+                    [proxies.props(s) for s in subjects],
+                    [proxies.options(s) for s in subjects],
+                    [proxies.provider(s) for s in subjects],
                 )
+            # a typed policy's validate returns None for any other type without reading anything: not called
+            chosen_types = policy.resource_types if isinstance(policy, common.TypedResourcePolicy) else None
+            for s, props, opts, provider in zip(subjects, *described, strict=True):
+                if chosen_types is not None and s.type not in chosen_types:
+                    continue
+                args = ResourceValidationArgs(s.type, props, s.urn, s.name, opts, provider, dict(st.config))
                 error = _call(policy, args, lambda message, urn=None, s=s: record(s, message))
                 if error:
                     violations.append(Violation(policy.name, _error_level(error), s.type, s.name, str(error)))

@@ -33,6 +33,7 @@ from .common import (
     OPERATOR_NAMESPACE_LABEL,
     PSA_ENFORCE,
     TENANT_LABEL,
+    TypedResourcePolicy,
     _config_strs,
     _get,
     _labels,
@@ -135,7 +136,8 @@ def _helm_chart_pinned(args: ResourceValidationArgs, report: ReportViolation) ->
         _local_archive(archive, version, report, props, args)
 
 
-helm_chart_pinned = ResourceValidationPolicy(
+helm_chart_pinned = TypedResourcePolicy(
+    resource_types=(HELM_RELEASE, HELM_CHART_V4),
     name="helm-chart-pinned",
     description="Helm releases pin an exact chart version from an allow-listed source; local archives by digest.",
     enforcement_level=MANDATORY,
@@ -216,7 +218,8 @@ def _node_imdsv2_and_encryption(args: ResourceValidationArgs, report: ReportViol
             report(f"{flag}[{device}]: EBS volume is not encrypted (ebs.encrypted must be true).", None)
 
 
-node_imdsv2_and_encryption = ResourceValidationPolicy(
+node_imdsv2_and_encryption = TypedResourcePolicy(
+    resource_types=(LAUNCH_TEMPLATE, EC2_NODE_CLASS),
     name="node-imdsv2-and-encryption",
     description="EC2NodeClasses and launch templates require IMDSv2 (httpTokens: required) and encrypt "
     "all EBS volumes.",
@@ -251,7 +254,8 @@ def _gke_gpu_node_hardening(args: ResourceValidationArgs, report: ReportViolatio
         )
 
 
-gke_gpu_node_hardening = ResourceValidationPolicy(
+gke_gpu_node_hardening = TypedResourcePolicy(
+    resource_types=(GKE_NODE_POOL,),
     name="gke-gpu-node-hardening",
     description="GKE GPU node pools use shielded nodes with secure boot and the GKE_METADATA workload metadata mode.",
     enforcement_level=ADVISORY,
@@ -300,7 +304,8 @@ def _gke_cluster_hardening(args: ResourceValidationArgs, report: ReportViolation
         report(f"GKE cluster {name}: {finding}.", None)
 
 
-gke_cluster_hardening = ResourceValidationPolicy(
+gke_cluster_hardening = TypedResourcePolicy(
+    resource_types=(GKE_CLUSTER,),
     name="gke-cluster-hardening",
     description="GKE clusters the stack creates have private nodes, Workload Identity, shielded nodes, no legacy "
     "ABAC or client certificate, and a public endpoint only behind authorized networks.",
@@ -387,7 +392,8 @@ def _namespace_pod_security(args: ResourceValidationArgs, report: ReportViolatio
         )
 
 
-namespace_pod_security = ResourceValidationPolicy(
+namespace_pod_security = TypedResourcePolicy(
+    resource_types=(NAMESPACE,),
     name="namespace-pod-security",
     description="Tenant namespaces enforce Pod Security baseline or restricted; only operator "
     "namespaces are privileged.",
@@ -452,7 +458,8 @@ def _iam_no_admin_wildcard(args: ResourceValidationArgs, report: ReportViolation
             report(f"{where}: {finding}; that is administrator access. Scope actions and resources.", None)
 
 
-iam_no_admin_wildcard = ResourceValidationPolicy(
+iam_no_admin_wildcard = TypedResourcePolicy(
+    resource_types=(IAM_POLICY, IAM_ROLE_POLICY, IAM_USER_POLICY, IAM_GROUP_POLICY, IAM_ROLE),
     name="iam-no-admin-wildcard",
     description="IAM policies created by the stack grant no * action on * resource.",
     enforcement_level=MANDATORY,
@@ -504,7 +511,8 @@ def _eks_cluster_hardening(args: ResourceValidationArgs, report: ReportViolation
         report(f"EKS cluster {args.props.get('name') or args.name}: {finding}.", None)
 
 
-eks_cluster_hardening = ResourceValidationPolicy(
+eks_cluster_hardening = TypedResourcePolicy(
+    resource_types=(EKS_CLUSTER,),
     name="eks-cluster-hardening",
     description="EKS clusters the stack creates encrypt Secrets with KMS, send their control-plane logs and "
     "restrict (or turn off) the public API endpoint.",

@@ -53,6 +53,27 @@ def test_top_level_help_lists_every_command_with_its_purpose(capsys):
     assert "--debug on an internal error, print the traceback" in text
 
 
+def test_version_prints_the_installed_distributions_version(capsys):
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["--version"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out == f"gpu-platform {version('gpu-platform')}\n"
+    assert "--version show program's version number and exit" in _help([], capsys)
+
+
+def test_commands_other_than_version_never_look_the_version_up(monkeypatch, capsys):
+    """The distribution lookup (importlib.metadata) is made only for --version, not to build every parser."""
+
+    def looked_up() -> str:
+        raise AssertionError("the version was looked up")
+
+    monkeypatch.setattr(cli, "_version", looked_up)
+    assert cli.main(["schema"]) == 0
+    assert capsys.readouterr().out.startswith("{")
+
+
 @pytest.mark.parametrize(
     ("command", "expected"),
     [

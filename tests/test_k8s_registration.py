@@ -367,3 +367,73 @@ def test_chart_namespaces_keep_their_pre_rename_urns_as_aliases():
     assert r.find("kubernetes:core/v1:ResourceQuota", "critical-pods-kueue").inputs["metadata"]["name"] == (
         "critical-pods"
     )
+
+
+# Options of every shape the components pass (and a few they may): each registered the typed way (ResourceOptions.merge
+# with the plugin defaults) and through k8s.with_plugin_version must reach the engine the same.
+def _option_shapes(parent, provider, before) -> dict[str, Any]:
+    import pulumi
+
+    return {
+        "none": None,
+        "empty": pulumi.ResourceOptions(),
+        "one dependency, not a list": pulumi.ResourceOptions(parent=parent, depends_on=before),
+        "lifecycle flags": pulumi.ResourceOptions(
+            provider=provider,
+            ignore_changes=["metadata"],
+            replace_on_changes=["spec"],
+            delete_before_replace=True,
+            retain_on_delete=True,
+            deleted_with=before,
+        ),
+        "providers list": pulumi.ResourceOptions(parent=parent, providers=[provider]),
+        "its own version": pulumi.ResourceOptions(version="9.9.9", plugin_download_url="https://example.invalid"),
+        "aliases and protect": pulumi.ResourceOptions(aliases=[pulumi.Alias(name="old")], protect=True),
+        "an output dependency": pulumi.ResourceOptions(depends_on=[before], additional_secret_outputs=["data"]),
+    }
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [
+        "none",
+        "empty",
+        "one dependency, not a list",
+        "lifecycle flags",
+        "providers list",
+        "its own version",
+        "aliases and protect",
+        "an output dependency",
+    ],
+)
+@pytest.mark.parametrize("kind", ["core.v1.ConfigMap", "scheduling.v1.PriorityClass"])  # no aliases / aliases
+def test_options_of_every_shape_register_as_the_typed_class_merges_them(shape, kind):
+    import pulumi
+
+    case = next(c for c in CASES if c[0] == kind)
+    module, api_version, kind_name, fields = case
+    path, cls_name = module.rsplit(".", 1)
+    cls = getattr(importlib.import_module(f"pulumi_kubernetes.{path}"), cls_name)
+
+    def run(make):
+        def program():
+            provider = pulumi.ProviderResource("kubernetes", "k8s", {})
+            parent = pulumi.ComponentResource("test:index:Parent", "parent")
+            before = pulumi.CustomResource("test:index:Before", "before", {})
+            make(_option_shapes(parent, provider, before)[shape])
+
+        return _requests(program)["obj"]
+
+    typed = run(lambda o: cls("obj", opts=o, **{_snake(k): v for k, v in fields.items()}))
+    generic = run(lambda o: k8s.kube_object("obj", api_version, kind_name, o, **fields))
+    assert generic == typed
+    assert typed["version"] == ("9.9.9" if shape == "its own version" else k8s._version())
+
+
+def test_with_plugin_version_leaves_the_callers_options_as_they_were():
+    import pulumi
+
+    opts = pulumi.ResourceOptions(aliases=[pulumi.Alias(name="old")], protect=True)
+    made = k8s.with_plugin_version(opts, "1.2.3", ("kubernetes:v1beta1:Kind",))
+    assert (opts.version, len(opts.aliases)) == (None, 1)
+    assert (made.version, len(made.aliases), made.protect) == ("1.2.3", 2, True)

@@ -633,3 +633,29 @@ def test_one_options_object_per_resource_is_shared_by_every_policy():
         SimpleNamespace(stack="st", resources=[_rec("kubernetes:core/v1:Namespace", "n")]), policies=[spy, spy2, stack]
     )
     assert len(seen) == 3 and seen[0] is seen[1] is seen[2]
+
+
+def test_a_typed_policy_judges_only_its_types_under_the_engine_and_offline():
+    """A TypedResourcePolicy's validate returns None for other types without running its validation (what the
+    engine gets); the offline runner does not call it for them, and calls it for each resource of its types."""
+    from pulumi_policy import PolicyCustomTimeouts, PolicyResourceOptions, ResourceValidationArgs
+
+    from policies.common import TypedResourcePolicy
+
+    seen: list[tuple[str, str]] = []
+
+    def spy(args, report):
+        seen.append((args.resource_type, args.name))
+        report("judged")
+
+    typed = TypedResourcePolicy(resource_types=[NS_TYPE], name="typed", description="d", validate=spy)
+    opts = PolicyResourceOptions(False, [], None, [], PolicyCustomTimeouts(0, 0, 0), [])
+    cm = ResourceValidationArgs("kubernetes:core/v1:ConfigMap", {}, "urn:x", "cm", opts, None, {})
+    assert typed.validate(cm, lambda message, urn=None: seen.append(("reported", message))) is None
+    assert seen == []
+
+    cm_doc = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}}
+    docs = [NS, cm_doc, {**NS, "metadata": {"name": "b"}}]
+    report = offline.run(offline.subjects_from_manifests(docs), [typed])
+    assert seen == [(NS_TYPE, "a"), (NS_TYPE, "b")]
+    assert [(v.resource_name, v.message) for v in report.violations] == [("a", "judged"), ("b", "judged")]

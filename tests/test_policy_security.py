@@ -159,6 +159,10 @@ def test_helm_chart_pinned_messages():
     assert _helm({"chart": "c", "version": "~1.2", "repositoryOpts": {"repo": "https://charts.example.com"}}) == [
         "chart 'c' version '~1.2' is not an exact version (ranges and wildcards float)."
     ]
+    assert _helm({"chart": "oci://registry.example.com/charts/c", "version": "1.x"}, common.HELM_CHART_V4) == [
+        "chart 'oci://registry.example.com/charts/c' version '1.x' is not an exact version (ranges and wildcards "
+        "float)."
+    ]
     assert _helm({"chart": "./local", "version": "1.0.0", "repositoryOpts": {"repo": ""}}) == [
         "chart './local' names no repository (no oci:// reference, no repositoryOpts.repo, no "
         f"<folder>/<name>-<version>.tgz archive). Allowed sources: {ALLOWED}."

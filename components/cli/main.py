@@ -458,7 +458,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="gpu-platform", description=__doc__.splitlines()[0].replace("``", ""))
-    p.add_argument("--version", action="version", version=f"gpu-platform {_version()}")
+    p.add_argument("--version", action=_VersionAction)
     p.add_argument("--debug", action="store_true", help="on an internal error, print the traceback")
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("synth", help="render a stack offline to a directory")
@@ -520,6 +520,16 @@ def parser() -> argparse.ArgumentParser:
     for command in (s, c):
         command.add_argument("--strict", action="store_true", help=STRICT_HELP)
     return p
+
+
+class _VersionAction(argparse._VersionAction):
+    """argparse's ``version`` action (same help, output and exit), its text made only when --version is given:
+    the distribution lookup (importlib.metadata: a search of sys.path and a parse of the METADATA file) is not
+    made for every other command just to build the parser."""
+
+    def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[no-untyped-def]
+        self.version = f"gpu-platform {_version()}"
+        super().__call__(parser, namespace, values, option_string)
 
 
 def _version() -> str:

@@ -14,11 +14,9 @@ from fractions import Fraction
 from types import MappingProxyType
 from typing import Any
 
-import yaml
-
 from ..data import versions
 from ..spec.model import NodePool, StackSpec, Tenant
-from . import derive, dra, kueue_quota, webhooks
+from . import derive, dra, kueue_quota, webhooks, yaml_text
 
 CHART = versions.KUEUE
 API = versions.KUEUE_API
@@ -527,7 +525,7 @@ def multikueue_config(spec: StackSpec) -> dict[str, Any]:
 
 
 def manager_config_yaml(spec: StackSpec) -> str:
-    return yaml.safe_dump(manager_config(spec), sort_keys=False, default_flow_style=False, width=1000)
+    return yaml_text.safe_dump(manager_config(spec), sort_keys=False, width=1000)
 
 
 def helm_values(spec: StackSpec) -> dict[str, Any]:

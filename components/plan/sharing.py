@@ -20,11 +20,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import yaml
-
 from ..data import catalog
 from ..spec.model import Problem, StackSpec, key, rule
-from . import derive, mig
+from . import derive, mig, yaml_text
 from .derive import GPU_RESOURCE, config_name, pool_device_plugin, units_per_gpu
 
 # k8s-device-plugin v0.20.0 (mps/device.go maxClients): 48 MPS clients per GPU from compute capability 7.5
@@ -137,7 +135,7 @@ def sharing_rules(spec: StackSpec) -> Iterator[Problem]:
 
 
 def _dump(doc: dict[str, Any]) -> str:
-    return yaml.safe_dump(doc, sort_keys=False, default_flow_style=False)
+    return yaml_text.safe_dump(doc, sort_keys=False)
 
 
 def device_plugin_configs(spec: StackSpec) -> dict[str, str]:

@@ -6,11 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import yaml
-
 from ..data import versions
 from ..spec.model import StackSpec, Tenant
-from . import derive, webhooks
+from . import derive, webhooks, yaml_text
 from .tenancy import POOLS_ANNOTATION, SHARED_POOLS_ANNOTATION, VOLCANO_QUEUE_ANNOTATION, all_gpu_resources
 
 CHART = versions.VOLCANO
@@ -85,7 +83,7 @@ def scheduler_config(spec: StackSpec) -> dict[str, Any]:
 
 
 def scheduler_config_yaml(spec: StackSpec) -> str:
-    return yaml.safe_dump(scheduler_config(spec), sort_keys=False, default_flow_style=False, width=1000)
+    return yaml_text.safe_dump(scheduler_config(spec), sort_keys=False, width=1000)
 
 
 # Volcano's admission webhooks fail closed (failurePolicy: Fail on pods, jobs, podgroups and queues in the pinned

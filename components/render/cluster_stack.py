@@ -128,9 +128,8 @@ class GkeStackAccess(pulumi.ComponentResource):
 
     def __init__(self, name: str, plan: Plan, opts: pulumi.ResourceOptions | None = None):
         super().__init__(self.TYPE, name, None, opts)
-        import pulumi_kubernetes as k8s
 
-        from .k8s import PROVIDER_OPTIONS
+        from .k8s import PROVIDER_OPTIONS, KubeProvider
 
         p = plan.cluster_stack
         assert p is not None and plan.gke is not None
@@ -147,7 +146,7 @@ class GkeStackAccess(pulumi.ComponentResource):
         ident = outputs.apply(
             lambda o: f"projects/{o['project']}/locations/{o['location']}/clusters/{o['clusterName']}"
         )
-        self.provider = k8s.Provider(
+        self.provider = KubeProvider(
             "kubernetes",
             kubeconfig=self.kubeconfig,
             cluster_identifier=ident,

@@ -24,9 +24,8 @@ class ExistingAccess(pulumi.ComponentResource):
             self.provider = provider
             self.register_outputs({})
             return
-        import pulumi_kubernetes as k8s
 
-        from .k8s import PROVIDER_OPTIONS
+        from .k8s import PROVIDER_OPTIONS, KubeProvider
 
         decided = plan.existing  # the plan's (plan/existing.py): why these arguments
         assert decided is not None, "ExistingAccess is made only for cloud existing"
@@ -37,5 +36,5 @@ class ExistingAccess(pulumi.ComponentResource):
             args["context"] = decided.context
         if decided.cluster_identifier:
             args["cluster_identifier"] = decided.cluster_identifier
-        self.provider = k8s.Provider("kubernetes", opts=pulumi.ResourceOptions(parent=self), **PROVIDER_OPTIONS, **args)
+        self.provider = KubeProvider("kubernetes", opts=pulumi.ResourceOptions(parent=self), **PROVIDER_OPTIONS, **args)
         self.register_outputs({})

@@ -10,11 +10,16 @@ as ``pulumi_kubernetes.apiextensions.CustomResource`` does for custom resources 
 importing a typed package loads every kind of its group (``core.v1`` alone ~0.5 s) and each typed resource
 costs ~1/3 more to register. None of the kinds used here declares a secret output.
 tests/test_k8s_registration.py registers every kind both ways and compares what the engine receives.
+``KubeProvider`` does the same for ``pulumi_kubernetes.Provider``, and ``resource_opts_defaults`` reads the plugin
+version without ``_utilities``: a synth never imports pulumi_kubernetes (tests/test_k8s_provider_registration.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+import os
+import re
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pulumi
@@ -80,6 +85,59 @@ def type_token(api_version: str, kind: str) -> str:
     return f"kubernetes:{api_version if '/' in api_version else f'core/{api_version}'}:{kind}"
 
 
+_RELEASE = re.compile(r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)")
+
+
+def plugin_version(package: str, utilities: Callable[[], Any]) -> str:
+    """The plugin version a Pulumi SDK's typed classes send (``<package>._utilities.get_version()``), without
+    importing the package (its root imports its provider and input types, and ``_utilities`` imports parver):
+    ``_get_semver_version`` turns the installed distribution's PEP 440 version into semver, which for a release
+    (``4.34.2``) is that version itself (pulumi_kubernetes 4.34.2 / pulumi_aws 7.51.1 ``_utilities.py``). Any
+    other version (a pre-release, a dev or local build) is asked of ``utilities()`` (the ``_utilities`` module).
+    importlib.metadata costs nothing more here: pydantic imports it for its plugin discovery
+    (pydantic 2.14.4 ``plugin/_loader.py``) before any spec is read."""
+    from importlib.metadata import version
+
+    installed = version(package)
+    return installed if _RELEASE.fullmatch(installed) else str(utilities().get_version())
+
+
+def _utilities() -> Any:
+    from pulumi_kubernetes import _utilities
+
+    return _utilities
+
+
+@functools.cache
+def _version() -> str:
+    return plugin_version("pulumi_kubernetes", lambda: _utilities())
+
+
+def resource_opts_defaults() -> pulumi.ResourceOptions:
+    """``pulumi_kubernetes._utilities.get_resource_opts_defaults()``: the plugin version, and no plugin download
+    URL (pulumi_kubernetes 4.34.2 ``get_plugin_download_url`` returns None; tests/test_k8s_registration.py
+    compares both)."""
+    return pulumi.ResourceOptions(version=_version(), plugin_download_url=None)
+
+
+def with_plugin_version(
+    opts: pulumi.ResourceOptions | None, version: str, aliases: Sequence[str] = ()
+) -> pulumi.ResourceOptions:
+    """What a typed class registers ``opts`` with: ``merge(get_resource_opts_defaults(), opts)`` (the plugin version
+    unless ``opts`` names one, no download URL unless it names one), then for a kind with older API versions
+    ``merge(opts, ResourceOptions(aliases=[Alias(type_=t)...]))``. The same options, made as one copy of ``opts``:
+    ``ResourceOptions.merge`` copies both sides, rebuilds every list, a hook binding and the providers map field by
+    field (~12 us a call, ~1,100 calls in a 200-tenant render). What merge normalises on the way (depends_on None
+    to [], no hooks to an empty binding) registers the same; tests/test_k8s_registration.py compares the requests
+    with the typed classes' for options of every shape the components pass, and the options with merge's."""
+    merged = opts._copy() if opts is not None else pulumi.ResourceOptions()
+    if merged.version is None:
+        merged.version = version
+    if aliases:
+        merged.aliases = [*(merged.aliases or ()), *(pulumi.Alias(type_=t) for t in aliases)]
+    return merged
+
+
 class KubeResource(pulumi.CustomResource):
     """A pulumi_kubernetes resource registered as its typed class registers it (see the module docstring):
     ``props`` are the camelCase fields (a None field is left out, as the SDK leaves it out of the request)."""
@@ -94,15 +152,8 @@ class KubeResource(pulumi.CustomResource):
     ):
         """``outputs``: fields the server fills that the program reads (a token Secret's ``data``): attributes as
         the typed class has them; an unset (None) property is not sent, as the typed class does not send it."""
-        from pulumi_kubernetes import _utilities
-
         # The typed classes: merge(get_resource_opts_defaults(), opts), then merge(opts, alias_opts).
-        opts = pulumi.ResourceOptions.merge(_utilities.get_resource_opts_defaults(), opts)
-        aliases = TYPE_ALIASES.get(token)
-        if aliases:
-            opts = pulumi.ResourceOptions.merge(
-                opts, pulumi.ResourceOptions(aliases=[pulumi.Alias(type_=t) for t in aliases])
-            )
+        opts = with_plugin_version(opts, _version(), TYPE_ALIASES.get(token, ()))
         sent = {k: v for k, v in props.items() if v is not None}
         super().__init__(token, resource_name, {**{k: None for k in outputs}, **sent}, opts)
 
@@ -148,6 +199,53 @@ def helm_release(resource_name: str, opts: pulumi.ResourceOptions | None = None,
 # figures change), and a sharing change replaced the device-plugin config the GPU Operator reads, with a window
 # where it did not exist (seen under the real engine: tests/engine).
 PROVIDER_OPTIONS = {"enable_server_side_apply": True, "enable_config_map_mutable": True}
+
+# pulumi_kubernetes 4.34.2 provider.py ``Provider._internal_init``: each input by its Python name -> (its name on
+# the wire (``ProviderArgs``' getters), whether it is sent as JSON (``Output.from_input(v).apply(to_json)``), the
+# environment variable read when it is not given (``get_env`` for KUBECONFIG, ``get_env_bool`` for the others)).
+# helm_release_settings and kube_client_settings (input types, JSON too) are not used here and not accepted.
+PROVIDER_INPUTS: dict[str, tuple[str, bool, str | None]] = {
+    "always_render": ("alwaysRender", True, None),
+    "cluster": ("cluster", False, None),
+    "cluster_identifier": ("clusterIdentifier", False, None),
+    "context": ("context", False, None),
+    "delete_unreachable": ("deleteUnreachable", True, "PULUMI_K8S_DELETE_UNREACHABLE"),
+    "enable_config_map_mutable": ("enableConfigMapMutable", True, "PULUMI_K8S_ENABLE_CONFIGMAP_MUTABLE"),
+    "enable_patch_force": ("enablePatchForce", True, "PULUMI_K8S_ENABLE_PATCH_FORCE"),
+    "enable_secret_mutable": ("enableSecretMutable", True, "PULUMI_K8S_ENABLE_SECRET_MUTABLE"),
+    "enable_server_side_apply": ("enableServerSideApply", True, "PULUMI_K8S_ENABLE_SERVER_SIDE_APPLY"),
+    "kubeconfig": ("kubeconfig", False, "KUBECONFIG"),
+    "namespace": ("namespace", False, None),
+    "render_yaml_to_directory": ("renderYamlToDirectory", False, None),
+    "skip_update_unreachable": ("skipUpdateUnreachable", True, "PULUMI_K8S_SKIP_UPDATE_UNREACHABLE"),
+    "suppress_deprecation_warnings": ("suppressDeprecationWarnings", True, "PULUMI_K8S_SUPPRESS_DEPRECATION_WARNINGS"),
+    "suppress_helm_hook_warnings": ("suppressHelmHookWarnings", True, "PULUMI_K8S_SUPPRESS_HELM_HOOK_WARNINGS"),
+    "upsert_existing_objects": ("upsertExistingObjects", True, "PULUMI_K8S_UPSERT_EXISTING_OBJECTS"),
+}
+# pulumi_kubernetes 4.34.2 _utilities.py get_env_bool (Go's strconv.ParseBool words); anything else: not set
+_ENV_BOOLS = {**dict.fromkeys(("1", "t", "T", "true", "TRUE", "True"), True),
+              **dict.fromkeys(("0", "f", "F", "false", "FALSE", "False"), False)}  # fmt: skip
+
+
+class KubeProvider(pulumi.ProviderResource):
+    """A Kubernetes provider registered as ``pulumi_kubernetes.Provider`` registers it (type
+    ``pulumi:providers:kubernetes``, inputs as listed in ``PROVIDER_INPUTS``, the plugin version), without
+    importing pulumi_kubernetes (~0.01 s with parver). ``args`` as the typed class takes them (snake_case);
+    tests/test_k8s_provider_registration.py registers both and compares what the engine receives."""
+
+    def __init__(self, resource_name: str, opts: pulumi.ResourceOptions | None = None, **args: Any):
+        unknown = set(args) - set(PROVIDER_INPUTS)
+        if unknown:
+            raise TypeError(f"KubeProvider: unsupported inputs {sorted(unknown)}")
+        props: dict[str, Any] = {}
+        for name, (wire, as_json, env) in PROVIDER_INPUTS.items():
+            value = args.get(name)
+            if value is None and env is not None:
+                value = os.environ.get(env) if name == "kubeconfig" else _ENV_BOOLS.get(os.environ.get(env, ""))
+            if value is not None and as_json:
+                value = pulumi.Output.from_input(value).apply(pulumi.runtime.to_json)
+            props[wire] = value
+        super().__init__("kubernetes", resource_name, props, with_plugin_version(opts, _version()))
 
 
 def critical_pods_quota(pods: int) -> dict[str, Any]:

@@ -34,11 +34,9 @@ import base64
 import json
 from typing import Any
 
-import yaml
-
 from ...data import catalog
 from ...spec.model import NodePool, StackSpec, Taint
-from .. import derive, images, sharing
+from .. import derive, images, sharing, yaml_text
 from . import ecr_mirror, efa, local_disks
 
 MANAGED_BY_TAG = {"managed-by": "gpu-platform"}
@@ -356,7 +354,7 @@ def user_data(spec: StackSpec, pool: NodePool) -> str | None:
         script = ecr_mirror.install_script(spec, hosts) if hosts else None
         if config is None and script is None:
             return None
-        body = yaml.safe_dump(config, sort_keys=True, default_flow_style=False) if config is not None else None
+        body = yaml_text.safe_dump(config, sort_keys=True) if config is not None else None
         return ecr_mirror.mime_user_data(body, script)
     settings = bottlerocket_settings(spec, pool)
     if not settings:

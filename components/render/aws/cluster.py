@@ -46,9 +46,8 @@ class EksAccess(pulumi.ComponentResource):
         """``provider``: the caller's (``GpuPlatform``); the cluster is still looked up (the node groups, Karpenter
         and the IAM roles need its ARN, subnets and OIDC issuer), but no kubeconfig or provider is made."""
         super().__init__(self.TYPE, name, None, opts)
-        import pulumi_kubernetes as k8s
 
-        from ..k8s import PROVIDER_OPTIONS
+        from ..k8s import PROVIDER_OPTIONS, KubeProvider
 
         aws = plan.aws
         assert aws is not None, "EksAccess is the aws stacks' cluster access"
@@ -86,7 +85,7 @@ class EksAccess(pulumi.ComponentResource):
         self.kubeconfig = pulumi.Output.all(
             self.cluster.endpoint, self.cluster.certificate_authorities[0].data, *[r.urn for r in ready]
         ).apply(lambda a: kubeconfig_document(c, a[0], a[1]))
-        self.provider = k8s.Provider(
+        self.provider = KubeProvider(
             "kubernetes",
             kubeconfig=self.kubeconfig,
             # The provider is replaced (and with it every Kubernetes resource) only when this changes, not

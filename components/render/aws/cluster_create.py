@@ -355,16 +355,15 @@ class EksCluster(pulumi.ComponentResource):
         for the system nodes."""
         if not c.pod_subnets or kubeconfig_of is None:
             return []
-        import pulumi_kubernetes as k8s
 
-        from ..k8s import PROVIDER_OPTIONS, kube_object
+        from ..k8s import PROVIDER_OPTIONS, KubeProvider, kube_object
 
         kubeconfig = pulumi.Output.all(
             cluster.endpoint,
             cluster.certificate_authority.apply(lambda ca: sdk.field(ca, "data")),
             *[a.id for a in before],
         ).apply(lambda a: kubeconfig_of(a[0], a[1]))
-        provider = k8s.Provider(
+        provider = KubeProvider(
             "eni-configs",
             kubeconfig=kubeconfig,
             cluster_identifier=cluster.arn,

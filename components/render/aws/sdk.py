@@ -16,13 +16,12 @@ ways, comparing what the engine receives.
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Mapping
 from typing import Any
 
 import pulumi
 
-from ..k8s import camel  # pulumi_aws names its inputs the same way
+from ..k8s import camel, plugin_version, with_plugin_version  # pulumi_aws names its inputs the same way
 
 # pulumi_aws class (module.Class) -> (type token, the properties the components read, by their Python name: an
 # output, or an input the engine may normalise). The typed classes give every property an Output; only these
@@ -98,16 +97,9 @@ def _utilities() -> Any:
 @functools.cache
 def _version() -> str:
     """The plugin version pulumi_aws' typed classes and lookups send (``_utilities.get_version()``), read without
-    importing the package root (~5 MiB and ~0.03 s: its ``_inputs``, provider and lookup functions): for a release
-    version (``7.51.1``) the semver string ``_get_semver_version`` makes from the installed distribution's version
-    is that version itself; any other (a pre-release, a dev or local build) is asked of ``_utilities``."""
-    from importlib.metadata import version
-
-    installed = version("pulumi_aws")
-    return installed if _RELEASE.fullmatch(installed) else str(_utilities().get_version())
-
-
-_RELEASE = re.compile(r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)")
+    importing the package root (~5 MiB and ~0.03 s: its ``_inputs``, provider and lookup functions): see
+    ``k8s.plugin_version``."""
+    return plugin_version("pulumi_aws", lambda: _utilities())
 
 
 def resource_opts_defaults() -> pulumi.ResourceOptions:
@@ -130,7 +122,7 @@ class AwsResource(pulumi.CustomResource):
         props: dict[str, Any] = {camel(k): v if k in USER_MAPS else wire(v) for k, v in args.items()}
         for name in reads:
             props.setdefault(camel(name), None)
-        opts = pulumi.ResourceOptions.merge(resource_opts_defaults(), opts)
+        opts = with_plugin_version(opts, _version())
         super().__init__(token, resource_name, props, opts)
         # The SDK made an Output per property, named as sent (camelCase); the typed class names it in Python.
         for name in reads:

@@ -176,9 +176,8 @@ class GkeAccess(pulumi.ComponentResource):
         need its locations), but no kubeconfig or provider is made."""
         super().__init__(self.TYPE, name, None, opts)
         import pulumi_gcp as gcp
-        import pulumi_kubernetes as k8s
 
-        from ..k8s import PROVIDER_OPTIONS
+        from ..k8s import PROVIDER_OPTIONS, KubeProvider
 
         gke = plan.gke
         assert gke is not None  # a gcp stack's
@@ -201,7 +200,7 @@ class GkeAccess(pulumi.ComponentResource):
             self.provider = provider
             self.register_outputs({"endpoint": self.cluster.endpoint})
             return
-        self.provider = k8s.Provider(
+        self.provider = KubeProvider(
             "kubernetes",
             kubeconfig=self.kubeconfig,
             # projects/P/locations/L/clusters/N: a credential or control-plane IP rotation changes the

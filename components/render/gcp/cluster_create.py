@@ -267,9 +267,8 @@ class GkeCluster(pulumi.ComponentResource):
     def __init__(self, name: str, plan: Plan, opts: pulumi.ResourceOptions | None = None):
         super().__init__(self.TYPE, name, None, opts)
         import pulumi_gcp as gcp
-        import pulumi_kubernetes as k8s
 
-        from ..k8s import PROVIDER_OPTIONS
+        from ..k8s import PROVIDER_OPTIONS, KubeProvider
 
         p, gke = plan.gke_create, plan.gke
         assert p is not None and gke is not None  # a gcp stack that creates its cluster
@@ -328,7 +327,7 @@ class GkeCluster(pulumi.ComponentResource):
         self.kubeconfig = pulumi.Output.all(
             self.cluster.endpoint, self.cluster.master_auth.cluster_ca_certificate, *waits
         ).apply(lambda a: kubeconfig_of(access, a[0], a[1]))
-        self.provider = k8s.Provider(
+        self.provider = KubeProvider(
             "kubernetes",
             kubeconfig=self.kubeconfig,
             cluster_identifier=self.cluster.id,  # as GkeAccess: a CA or IP rotation does not replace the provider
