@@ -417,3 +417,16 @@ def test_spec_default_factories_are_functions_not_classes():
         if f.default_factory is not None and not inspect.isfunction(f.default_factory)
     ]
     assert classes == []
+
+
+def test_the_spec_model_modules_hand_pydantic_their_types_not_strings():
+    """Without ``from __future__ import annotations`` a field's type reaches pydantic as an object; with it, as a
+    string pydantic compiles and evaluates at import (~4 ms over the spec's fields: components/spec/base.py)."""
+    import sys
+
+    from components.spec.base import Model
+
+    modules = {cls.__module__ for cls in _spec_models()} | {Model.__module__}
+    assert len(modules) >= 9  # base, cluster, fleet, gke_create, images, model, options, pools, storage, tenants
+    stringly = sorted(m for m in modules if "annotations" in vars(sys.modules[m]))
+    assert stringly == []

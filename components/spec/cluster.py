@@ -4,8 +4,6 @@ imports only ``base`` and ``validation``. What follows from these (subnets, tags
 ``components/plan/aws/cluster_create.py``; the rules a cloud enforces on them are checked there too.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Literal
 
 from pydantic import Field

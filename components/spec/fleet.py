@@ -14,8 +14,6 @@ The worker stacks' own specs are read by the loader (``components/cli/loader.py`
 attached here (``Fleet.worker_spec``), so every rule sees the whole fleet before anything is deployed.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, PrivateAttr

@@ -11,8 +11,6 @@ before deploy by ``components/plan/gcp/cluster_create.py``'s rules. Part of the 
 and ``validation``.
 """
 
-from __future__ import annotations
-
 from typing import Annotated
 
 from pydantic import Field

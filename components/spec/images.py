@@ -8,8 +8,6 @@ A secret credential is never a value here: ``pullThrough.credentials`` holds ref
 a Secret Manager secret version); a value that is not one is refused without being repeated in the message.
 """
 
-from __future__ import annotations
-
 import re
 from typing import Annotated, Literal
 

@@ -15,8 +15,6 @@ and ``validation``, never a rule, a derivation or a component (tests/test_struct
 A problem is a key path in the stack file (``gpu-platform:nodePools[1].sharing.replicas``) and a message.
 """
 
-from __future__ import annotations
-
 import difflib
 import json
 import re
@@ -220,7 +218,7 @@ class StackSpec(Model):
     )
 
     @model_validator(mode="after")
-    def _kueue_integrations_follow_the_operators(self) -> StackSpec:
+    def _kueue_integrations_follow_the_operators(self) -> "StackSpec":
         """A stack that names no ``scheduling.kueueIntegrations`` gets the base kinds and those of the workload
         operators it installs (``options.default_kueue_integrations``): a kind's integration is on only with its
         operator; a fleet manager gets exactly the fleet's kinds. A list the stack names is kept as written (the

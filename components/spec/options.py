@@ -3,8 +3,6 @@
 imports only ``validation`` and ``spec_base``.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Literal
 
 from pydantic import Field

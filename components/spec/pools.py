@@ -3,8 +3,6 @@ options of each pool (Karpenter, EKS managed node group, GKE node pool) and its 
 Part of the spec layer (``components/spec/model.py``): imports only ``catalog``, ``validation`` and ``spec_base``.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Literal
 
 from pydantic import Field, field_validator

@@ -5,8 +5,6 @@ within its quota) or owned by one tenant (a claim in its namespace, made by the 
 cloud, sizes the file system service accepts, tenants that exist) are ``components/plan/storage.py``'s.
 """
 
-from __future__ import annotations
-
 from typing import Literal
 
 from pydantic import Field

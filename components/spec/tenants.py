@@ -2,8 +2,6 @@
 Part of the spec layer (``components/spec/model.py``): imports only ``validation`` and ``spec_base``.
 """
 
-from __future__ import annotations
-
 from typing import Literal
 
 from pydantic import Field
