@@ -368,7 +368,9 @@ def test_no_node_groups_without_managed_pools():
 
 
 def test_rendering_an_aws_stack_never_imports_the_gcp_sdk_nor_the_aws_package_root():
-    """pulumi_gcp has no place in an AWS stack; pulumi_aws's package root (~5 MiB: its input types, provider and
+    """pulumi_gcp has no place in an AWS stack, nor the gcp plan's own modules (plan/gcp/plan.py, cluster_create.py:
+    components/plan/plan.py imports a cloud's plan modules for its stacks only), nor the plan modules of a fleet or
+    an existing cluster (dev-aws is neither); pulumi_aws's package root (~5 MiB: its input types, provider and
     lookups) is not needed either (components/render/aws/sdk.py reads the plugin version without it)."""
     code = (
         "import sys, yaml\n"
@@ -377,6 +379,9 @@ def test_rendering_an_aws_stack_never_imports_the_gcp_sdk_nor_the_aws_package_ro
         "r = render('dev-aws', config)\n"
         "assert any(x.type == 'aws:eks/nodeGroup:NodeGroup' for x in r.resources)\n"
         "assert 'pulumi_gcp' not in sys.modules, 'pulumi_gcp was imported'\n"
+        "unused = ('components.plan.gcp.plan', 'components.plan.gcp.cluster_create', 'components.plan.fleet',\n"
+        "          'components.plan.existing')\n"
+        "assert not [m for m in unused if m in sys.modules], [m for m in unused if m in sys.modules]\n"
         "assert 'pulumi_aws' not in sys.modules, 'pulumi_aws was imported'\n"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)

@@ -352,17 +352,20 @@ def test_engine_receives_ignore_changes_and_delete_before_replace(monkeypatch):
     assert set(nodepools.IGNORE_CHANGES) == wire
 
 
-def test_gcp_render_never_imports_aws_sdk():
+def test_gcp_render_never_imports_aws_sdk_nor_the_aws_plan_modules():
+    """Nor the aws plan's own modules (plan/aws/plan.py, karpenter.py: components/plan/plan.py imports a cloud's
+    plan modules for its stacks only); the aws rules' modules are loaded, their rules run on every stack."""
     code = (
         "import sys, yaml; from components.cli.synth import render; "
         "cfg = yaml.safe_load(open('stacks/Pulumi.prod-gcp.yaml'))['config']; "
         "r = render('prod-gcp', cfg); "
         "assert any(x.type == 'gcp:container/nodePool:NodePool' for x in r.resources); "
-        "print('pulumi_aws' in sys.modules)"
+        "print([m for m in ('pulumi_aws', 'components.plan.aws.plan', 'components.plan.aws.karpenter') "
+        "if m in sys.modules])"
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "False"
+    assert proc.stdout.strip() == "[]"
 
 
 # ------------------------------------------------------------------------------ GKE rules

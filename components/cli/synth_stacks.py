@@ -39,10 +39,10 @@ def stack_identity(spec: Any) -> dict[str, Any]:
 def fleet_outputs(spec: Any, placeholder: str) -> dict[str, dict[str, Any]]:
     """What each worker stack of a fleet manager answers: its ``fleetWorker`` facts as its stack file decides them,
     and a placeholder credential (``multikueueKubeconfig``, a secret output)."""
-    from ..plan import fleet, plan
-
     if spec.fleet is None:
         return {}
+    from ..plan import fleet, plan
+
     out = {}
     for w in spec.fleet.workers:
         wspec = spec.fleet.worker_spec(w.name)

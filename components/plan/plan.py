@@ -22,12 +22,12 @@ from typing import TYPE_CHECKING, Any
 from ..data import versions
 from ..spec.model import NodePool, StackSpec, Tenant
 from . import ceilings, cost, derive, mirror
-from .aws import plan as aws_plan
-from .aws.karpenter import KarpenterPlan, karpenter_plan
 from .frozen import freeze as _freeze, plain as plain
 
 if TYPE_CHECKING:
     from .aws.cluster_create import EksCreatePlan
+    from .aws.karpenter import KarpenterPlan
+    from .aws.plan import AwsPlan
     from .cluster_stack import ClusterStackPlan
     from .dra import DraPlan
     from .existing import ExistingClusterPlan
@@ -191,7 +191,7 @@ class Plan:
     protect: Mapping[str, bool] = field(default_factory=lambda: MappingProxyType({}))
     gke: GkePlan | None = None  # gcp stacks: the GKE cluster, node service account and node pools
     karpenter: KarpenterPlan | None = None  # components/plan/aws/karpenter.py; None without Karpenter
-    aws: aws_plan.AwsPlan | None = None  # the EKS cluster, managed node groups, EFA, Cluster Autoscaler (aws only)
+    aws: AwsPlan | None = None  # the EKS cluster, managed node groups, EFA, Cluster Autoscaler (aws only)
     monitoring: MonitoringPlan | None = None  # the DCGM exporter's scrape, alerts, dashboard (None: addons.dcgm off)
     dra: DraPlan | None = None  # DeviceClasses and claim templates (None: GPUs as extended resources)
     existing: ExistingClusterPlan | None = None  # how the provider reaches an existing cluster (None: other clouds)
@@ -485,10 +485,74 @@ def _decide(spec: StackSpec) -> Plan:
     return decided
 
 
+# A cloud's plan modules are imported for its stacks only, as its SDK is by its renderers: an aws stack needs no
+# gcp/plan.py or cluster_create.py, a gcp stack no aws/plan.py or aws/karpenter.py (~3 to 5 ms of dataclasses and
+# tables each). Each builder gives None on other clouds; the check before the import says the same.
+
+
+def _gke(spec: StackSpec) -> GkePlan | None:
+    if spec.cloud != "gcp":
+        return None
+    from .gcp import plan as gcp_plan
+
+    return gcp_plan.build(spec)
+
+
+def _aws(spec: StackSpec) -> AwsPlan | None:
+    if spec.cloud != "aws":
+        return None
+    from .aws import plan as aws_plan
+
+    return aws_plan.build(spec)
+
+
+def _gke_create(spec: StackSpec) -> GkeCreatePlan | None:
+    if spec.cloud != "gcp":
+        return None
+    from .gcp import cluster_create as gcp_create
+
+    return gcp_create.build(spec)
+
+
+def _karpenter(spec: StackSpec) -> KarpenterPlan | None:
+    if spec.cloud != "aws":
+        return None
+    from .aws.karpenter import karpenter_plan
+
+    return karpenter_plan(spec)
+
+
+# plan/fleet.py likewise for a fleet manager or worker only (its rules import it after the same check), and
+# plan/existing.py for an existing cluster only
+
+
+def _fleet(spec: StackSpec) -> FleetPlan | None:
+    if spec.fleet is None:
+        return None
+    from . import fleet
+
+    return fleet.build(spec, build)
+
+
+def _fleet_worker(spec: StackSpec) -> FleetWorkerPlan | None:
+    if spec.fleet_worker is None:
+        return None
+    from . import fleet
+
+    return fleet.worker_build(spec)
+
+
+def _existing(spec: StackSpec) -> ExistingClusterPlan | None:
+    if spec.cloud != "existing":
+        return None
+    from .existing import existing_cluster_plan
+
+    return existing_cluster_plan(spec)
+
+
 def _decided(spec: StackSpec) -> Plan:
-    from . import cluster_stack, existing, fleet, images, kueue as kueue_plan, monitoring, reservations, storage
+    from . import cluster_stack, images, kueue as kueue_plan, monitoring, reservations, storage
     from .aws import cluster_create
-    from .gcp import cluster_create as gcp_create, plan as gcp_plan
 
     return Plan(
         stack="",
@@ -512,20 +576,20 @@ def _decided(spec: StackSpec) -> Plan:
                 "schedulerReleases": spec.protect.scheduler_releases,
             }
         ),
-        gke=gcp_plan.build(spec),
-        karpenter=karpenter_plan(spec),
-        aws=aws_plan.build(spec),
+        gke=_gke(spec),
+        karpenter=_karpenter(spec),
+        aws=_aws(spec),
         monitoring=monitoring.monitoring_plan(spec),
         dra=dra_plan(spec),
-        existing=existing.existing_cluster_plan(spec),
+        existing=_existing(spec),
         cost=_freeze(cost.stack_doc(spec)),
         kueue=kueue_plan.kueue_objects(spec),
         reservations=_freeze(reservations.reservations_plan(spec), keep_order=True),
         storage=storage.storage_plan(spec),
-        gke_create=gcp_create.build(spec),
+        gke_create=_gke_create(spec),
         eks_create=cluster_create.eks_create_plan(spec),
         cluster_stack=cluster_stack.cluster_stack_plan(spec),
-        fleet=fleet.build(spec, build),
-        fleet_worker=fleet.worker_build(spec),
+        fleet=_fleet(spec),
+        fleet_worker=_fleet_worker(spec),
         images=images.build(spec, {p.name: cost.cold_pull(spec, p) for p in spec.node_pools}),
     )

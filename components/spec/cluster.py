@@ -4,8 +4,6 @@ imports only ``base`` and ``validation``. What follows from these (subnets, tags
 ``components/plan/aws/cluster_create.py``; the rules a cloud enforces on them are checked there too.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Literal
 
 from pydantic import Field
@@ -71,7 +69,7 @@ class SystemNodes(Model):
     max: count(1, 100) = Field(default=4, description="at most this many (the autoscaler adds them under load)")
     disk_gib: count(20, 16384) = Field(default=50, description="aws: root volume size (encrypted gp3)")
     labels: dict[LabelKey, LabelValue] = Field(
-        default_factory=dict,
+        default_factory=lambda: {},
         description="extra node labels; the nodes always carry gpu-platform/node-role: system and the stack's "
         "systemNodeSelector, so the controllers find them",
     )
@@ -82,19 +80,19 @@ class EksCreate(Model):
     ``create.systemNodes``; its Kubernetes version is ``cluster.kubernetesVersion``)."""
 
     availability_zones: list[AvailabilityZone] = Field(
-        default_factory=list,
+        default_factory=lambda: [],
         description="the zones of the VPC's subnets (at least two, in the cluster's region), e.g. [us-east-1a, "
         "us-east-1b]",
     )
     admin_role_arns: list[IamRoleArn] = Field(
-        default_factory=list,
+        default_factory=lambda: [],
         description="IAM roles granted cluster admin through an access entry (AmazonEKSClusterAdminPolicy); the "
         "creator of the cluster gets none (bootstrapClusterCreatorAdminPermissions is off)",
     )
     endpoint_public_access: bool = Field(default=True, description="the API server answers on a public endpoint")
     endpoint_private_access: bool = Field(default=True, description="the API server answers inside the VPC")
     public_access_cidrs: list[Cidr] = Field(
-        default_factory=list,
+        default_factory=lambda: [],
         description="the networks the public endpoint accepts (required with endpointPublicAccess; "
         "0.0.0.0/0 is everyone, which the security policy flags)",
     )
@@ -114,10 +112,11 @@ class ClusterCreate(Model):
     """Present: the platform creates the cluster (named ``cluster.name``) and its network."""
 
     network: ClusterNetwork = Field(
-        default_factory=ClusterNetwork, description="aws: the VPC the platform creates (gcp: create.gke.network)"
+        default_factory=lambda: ClusterNetwork(),
+        description="aws: the VPC the platform creates (gcp: create.gke.network)",
     )
     system_nodes: SystemNodes = Field(
-        default_factory=SystemNodes, description="the on-demand nodes the platform's controllers run on"
+        default_factory=lambda: SystemNodes(), description="the on-demand nodes the platform's controllers run on"
     )
     eks: EksCreate | None = Field(default=None, description="aws: the EKS cluster's settings")
     gke: GkeCreate | None = Field(

@@ -14,8 +14,6 @@ The worker stacks' own specs are read by the loader (``components/cli/loader.py`
 attached here (``Fleet.worker_spec``), so every rule sees the whole fleet before anything is deployed.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, PrivateAttr
@@ -95,7 +93,7 @@ class Fleet(Model):
         "when several share a worker)",
     )
     retired_workers: list[Name] = Field(
-        default_factory=list,
+        default_factory=lambda: [],
         description="workers being removed: kept connected, dispatched nothing new, until their workloads finish; "
         "then delete the entry (a worker dropped from a tenant without passing through here is refused by the "
         "manager's API server, a ValidatingAdmissionPolicy, and its MultiKueueCluster and Secret are protected)",

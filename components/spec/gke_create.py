@@ -11,8 +11,6 @@ before deploy by ``components/plan/gcp/cluster_create.py``'s rules. Part of the 
 and ``validation``.
 """
 
-from __future__ import annotations
-
 from typing import Annotated
 
 from pydantic import Field
@@ -59,19 +57,19 @@ class GkeCreate(Model):
         "the control plane's minor version",
     )
     zones: list[GcpZone] = Field(
-        default_factory=list,
+        default_factory=lambda: [],
         description="the cluster's node locations (zones of its region), where the system pool and pools without "
         "gke.zones run; default: GKE's choice (three zones of a regional cluster, the zone of a zonal one)",
     )
     network: GkeNetworkRanges = Field(
-        default_factory=GkeNetworkRanges, description="the VPC's subnet and its ranges for pods and Services"
+        default_factory=lambda: GkeNetworkRanges(), description="the VPC's subnet and its ranges for pods and Services"
     )
     private_endpoint: bool = Field(
         default=False,
         description="the control plane is reached only on its private address (from the VPC or a peered network)",
     )
     authorized_networks: list[AuthorizedNetwork] = Field(
-        default_factory=list,
+        default_factory=lambda: [],
         max_length=50,
         description="CIDR blocks allowed to reach the control plane (master authorized networks); required when "
         "the endpoint is public",

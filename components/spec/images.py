@@ -8,8 +8,6 @@ A secret credential is never a value here: ``pullThrough.credentials`` holds ref
 a Secret Manager secret version); a value that is not one is refused without being repeated in the message.
 """
 
-from __future__ import annotations
-
 import re
 from typing import Annotated, Literal
 
@@ -82,12 +80,12 @@ class PullThrough(Model):
         "cannot look it up",
     )
     credentials: dict[RegistryHost, UpstreamCredential] = Field(
-        default_factory=dict,
+        default_factory=lambda: {},
         description="upstream registry host -> the secret the cache signs in with (references only); aws requires "
         "one for Docker Hub, GHCR, GitLab, Azure and Chainguard",
     )
     copied: list[RegistryHost] = Field(
-        default_factory=list,
+        default_factory=lambda: [],
         description="upstreams the cache cannot pull through (nvcr.io on ECR): you copy their images into the cache's "
         "registry under <registry>/<upstream host>/ (crane copy, skopeo sync); the plan lists what to copy",
     )
@@ -103,9 +101,9 @@ class WorkloadImage(Model):
         description=f"its size (what a cold pull moves and unpacks), for the cold-pull cost; default "
         f"{DEFAULT_IMAGE_GIB}",
     )
-    pools: list[Name] = Field(default_factory=list, description="pools whose nodes hold it warm")
+    pools: list[Name] = Field(default_factory=lambda: [], description="pools whose nodes hold it warm")
     tenants: list[Name] = Field(
-        default_factory=list, description="tenants whose pools (gpuQuota) hold it warm, in addition to pools"
+        default_factory=lambda: [], description="tenants whose pools (gpuQuota) hold it warm, in addition to pools"
     )
 
 
@@ -118,10 +116,13 @@ class Images(Model):
         "containerd; none: upstream registries (imageRegistry still moves the platform's images)",
     )
     pull_through: PullThrough = Field(
-        default_factory=PullThrough, description="mirror pull-through: the registry cache's account and credentials"
+        default_factory=lambda: PullThrough(),
+        description="mirror pull-through: the registry cache's account and credentials",
     )
     workloads: list[WorkloadImage] = Field(
-        default_factory=list, max_length=100, description="the workload images that matter (CUDA, PyTorch, vLLM...)"
+        default_factory=lambda: [],
+        max_length=100,
+        description="the workload images that matter (CUDA, PyTorch, vLLM...)",
     )
     pre_pull: bool = Field(
         default=True,

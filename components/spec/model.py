@@ -4,21 +4,16 @@ Data flows one way: stack file -> ``loader.load_spec`` -> ``StackSpec`` -> compo
 Validation has two phases, and both report every problem at once:
 
 1. structure (pydantic): types, bounds, unknown keys (``parse_spec`` here);
-2. rules: cross references (a quota naming an unknown pool) and what cannot work on real hardware
-   or a real cloud. Each rule is a function marked ``@rule`` next to the code it guards
-   (``components/plan/aws/rules.py``, ``components/plan/gcp/rules.py``, ``components/plan/sharing.py`` ...);
+2. rules: cross references (a quota naming an unknown pool) and what cannot work on real hardware or a real cloud. Each
+   rule is a function marked ``@rule`` next to the code it guards (``plan/aws/rules.py``, ``plan/sharing.py`` ...);
    ``components/cli/loader.py`` lists those modules and runs their rules after this module's phase.
 
-The spec layer is the bottom of the package: this module (the ``StackSpec`` root, problems, parsing) and
-its parts by concern, ``spec_base`` (namespace, patterns, ``Model``), ``spec_pools`` (node pools),
-``spec_tenants`` (tenants, priority classes) and ``spec_options`` (cluster, add-ons, operator, monitoring,
-scheduling, Karpenter, protection, pricing, budget). It imports only ``catalog`` and ``validation``, never
-a rule, a derivation or a component (tests/test_structure.py). Callers import every name from here.
+The spec layer is the bottom of the package: this module (the ``StackSpec`` root, problems, parsing) and its parts
+by concern (``base``, ``pools``, ``tenants``, ``options``, ``cluster``, ``images``...). It imports only ``catalog``
+and ``validation``, never a rule, a derivation or a component (tests/test_structure.py). Callers import all from here.
 
 A problem is a key path in the stack file (``gpu-platform:nodePools[1].sharing.replicas``) and a message.
 """
-
-from __future__ import annotations
 
 import difflib
 import json
@@ -158,28 +153,31 @@ class StackSpec(Model):
         "resources)"
     )
     cluster: ClusterRef = Field(
-        default_factory=ClusterRef, description="the cluster: found by name, created, or from another stack"
+        default_factory=lambda: ClusterRef(), description="the cluster: found by name, created, or from another stack"
     )
-    node_pools: list[NodePool] = Field(default_factory=list, description="the GPU node pools")
+    node_pools: list[NodePool] = Field(default_factory=lambda: [], description="the GPU node pools")
     tenants: list[Tenant] = Field(
-        default_factory=list, description="the teams sharing the GPUs: a namespace, quotas and queues each"
+        default_factory=lambda: [], description="the teams sharing the GPUs: a namespace, quotas and queues each"
     )
     priority_classes: list[PriorityClassSpec] = Field(
         default_factory=lambda: list(DEFAULT_PRIORITY_CLASSES),
         description="the PriorityClasses tenants choose from; a list here replaces the defaults",
     )
-    addons: Addons = Field(default_factory=Addons, description="what the platform installs")
+    addons: Addons = Field(default_factory=lambda: Addons(), description="what the platform installs")
     gpu_operator: GpuOperatorOptions = Field(
-        default_factory=GpuOperatorOptions, description="the NVIDIA GPU Operator: driver, toolkit, how pods get GPUs"
+        default_factory=lambda: GpuOperatorOptions(),
+        description="the NVIDIA GPU Operator: driver, toolkit, how pods get GPUs",
     )
     monitoring: Monitoring = Field(
-        default_factory=Monitoring, description="GPU metrics, alerts and dashboards, and which Prometheus reads them"
+        default_factory=lambda: Monitoring(),
+        description="GPU metrics, alerts and dashboards, and which Prometheus reads them",
     )
     scheduling: Scheduling = Field(
-        default_factory=Scheduling, description="Kueue: queues, cohort, ready timeouts, managed kinds, topology"
+        default_factory=lambda: Scheduling(),
+        description="Kueue: queues, cohort, ready timeouts, managed kinds, topology",
     )
     charts: dict[str, ChartOverride] = Field(
-        default_factory=dict,
+        default_factory=lambda: {},
         description="per chart (gpuOperator, kueue, dcgmExporter, ...): another exact version or source than the "
         "pinned one",
     )
@@ -192,20 +190,22 @@ class StackSpec(Model):
         "(a mirror), as <registry>/<upstream host>/<path>",
     )
     system_node_selector: dict[LabelKey, LabelValue] = Field(
-        default_factory=dict, description="where controllers run (they never tolerate the GPU taint)"
+        default_factory=lambda: {}, description="where controllers run (they never tolerate the GPU taint)"
     )
     tags: dict[str, str] = Field(
-        default_factory=dict,
+        default_factory=lambda: {},
         description="tags (aws) or labels (gcp) on the cloud resources the platform creates (node groups, node "
         "pools, the cluster, buckets)",
     )
     karpenter: KarpenterOptions = Field(
-        default_factory=KarpenterOptions, description="aws: Karpenter's stack-wide settings"
+        default_factory=lambda: KarpenterOptions(), description="aws: Karpenter's stack-wide settings"
     )
-    protect: Protection = Field(default_factory=Protection, description="what pulumi refuses to delete")
-    pricing: Pricing = Field(default_factory=Pricing, description="price overrides for the cost report")
-    budget: Budget = Field(default_factory=Budget, description="the most the fleet may cost per hour (a policy)")
-    storage: Storage = Field(default_factory=Storage, description="shared file systems")
+    protect: Protection = Field(default_factory=lambda: Protection(), description="what pulumi refuses to delete")
+    pricing: Pricing = Field(default_factory=lambda: Pricing(), description="price overrides for the cost report")
+    budget: Budget = Field(
+        default_factory=lambda: Budget(), description="the most the fleet may cost per hour (a policy)"
+    )
+    storage: Storage = Field(default_factory=lambda: Storage(), description="shared file systems")
     fleet: Fleet | None = Field(
         default=None, description="this stack is a MultiKueue manager: its workers and who dispatches where"
     )
@@ -213,11 +213,12 @@ class StackSpec(Model):
         default=None, description="this stack is a MultiKueue worker: the manager that dispatches here"
     )
     images: Images = Field(
-        default_factory=Images, description="how images reach the nodes: registry cache, warm pools, declared images"
+        default_factory=lambda: Images(),
+        description="how images reach the nodes: registry cache, warm pools, declared images",
     )
 
     @model_validator(mode="after")
-    def _kueue_integrations_follow_the_operators(self) -> StackSpec:
+    def _kueue_integrations_follow_the_operators(self) -> "StackSpec":
         """A stack that names no ``scheduling.kueueIntegrations`` gets the base kinds and those of the workload
         operators it installs (``options.default_kueue_integrations``): a kind's integration is on only with its
         operator; a fleet manager gets exactly the fleet's kinds. A list the stack names is kept as written (the

@@ -3,8 +3,6 @@
 imports only ``validation`` and ``spec_base``.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Literal
 
 from pydantic import Field
@@ -49,7 +47,7 @@ class ClusterRef(Model):
     kubeconfig: str | None = Field(default=None, description="existing: kubeconfig path (default ~/.kube/config)")
     context: str | None = Field(default=None, description="existing: kubeconfig context")
     subnet_ids: list[Annotated[str, Field(pattern=r"^subnet-[0-9a-f]+$")]] = Field(
-        default_factory=list,
+        default_factory=lambda: [],
         description="aws: subnets of the managed node groups (private ones); default the cluster's own subnets",
     )
     kubernetes_version: Annotated[str, Field(pattern=r"^1\.[0-9]{1,2}$")] | None = Field(
@@ -183,7 +181,7 @@ class Monitoring(Model):
         default="30s", description="DCGM exporter scrape interval (dcgm-exporter collects every 30s by default)"
     )
     alerts: AlertThresholds = Field(
-        default_factory=AlertThresholds, description="the GPU alerts' thresholds and durations"
+        default_factory=lambda: AlertThresholds(), description="the GPU alerts' thresholds and durations"
     )
 
 
@@ -314,18 +312,19 @@ class KarpenterOptions(Model):
         description="prefix of the IAM roles, policies, SQS queue and EventBridge rules; default the cluster name",
     )
     subnet_tags: dict[str, str] = Field(
-        default_factory=dict,
+        default_factory=lambda: {},
         description="tags selecting the subnets nodes launch in; default {karpenter.sh/discovery: <cluster>}",
     )
     subnet_ids: list[Annotated[str, Field(pattern=r"^subnet-[0-9a-z]+$")]] = Field(
-        default_factory=list, description="subnets nodes launch in, by id (with or instead of subnetTags)"
+        default_factory=lambda: [], description="subnets nodes launch in, by id (with or instead of subnetTags)"
     )
     security_group_tags: dict[str, str] = Field(
-        default_factory=dict,
+        default_factory=lambda: {},
         description="tags selecting the nodes' security groups; default {karpenter.sh/discovery: <cluster>}",
     )
     security_group_ids: list[Annotated[str, Field(pattern=r"^sg-[0-9a-z]+$")]] = Field(
-        default_factory=list, description="the nodes' security groups, by id (with or instead of securityGroupTags)"
+        default_factory=lambda: [],
+        description="the nodes' security groups, by id (with or instead of securityGroupTags)",
     )
     imds_hop_limit: Annotated[Literal[1, 2], NoBool] = Field(
         default=1,
@@ -410,7 +409,7 @@ class Pricing(Model):
     """Price assumptions for the cost summary and the budget policy."""
 
     overrides: dict[str, PriceOverride] = Field(
-        default_factory=dict,
+        default_factory=lambda: {},
         description="per instance type (aws) / machine type (gcp): USD per node-hour replacing the list price",
     )
     spot_discount: number() | None = Field(
@@ -427,5 +426,5 @@ class Budget(Model):
 
     max_hourly_usd: number() | None = Field(default=None, gt=0, le=1e9, description="the whole stack at max scale")
     tenants: dict[str, Annotated[number(), Field(gt=0, le=1e9)]] = Field(
-        default_factory=dict, description="per tenant: USD/h of its borrowing ceiling at most"
+        default_factory=lambda: {}, description="per tenant: USD/h of its borrowing ceiling at most"
     )

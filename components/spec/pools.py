@@ -3,8 +3,6 @@ options of each pool (Karpenter, EKS managed node group, GKE node pool) and its 
 Part of the spec layer (``components/spec/model.py``): imports only ``catalog``, ``validation`` and ``spec_base``.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
@@ -123,9 +121,9 @@ class GkeNetwork(Model):
 
 
 class GkePoolOptions(Model):
-    zones: list[GcpZone] = Field(default_factory=list, description="node locations; default: the cluster's")
+    zones: list[GcpZone] = Field(default_factory=lambda: [], description="node locations; default: the cluster's")
     additional_networks: list[GkeNetwork] = Field(
-        default_factory=list,
+        default_factory=lambda: [],
         description="A3/A4 GPUDirect: the GPU NICs' VPC networks and subnetworks, in NIC order (node pool "
         "networkConfig.additionalNodeNetworkConfigs); they and the cluster's multi-networking must exist",
     )
@@ -190,12 +188,14 @@ class Reservation(Model):
         description="specific: only the named reservation(s); any: gcp ANY_RESERVATION / aws open ODCRs",
     )
     ids: list[DnsLabel] = Field(
-        default_factory=list, max_length=30, description="aws: cr-... ids; gcp: the reservation name (exactly one)"
+        default_factory=lambda: [],
+        max_length=30,
+        description="aws: cr-... ids; gcp: the reservation name (exactly one)",
     )
     # Karpenter's capacityReservationSelectorTerms.tags: at most 20, no empty key or value (CRD CEL rule);
     # AWS tag keys are at most 128 characters, values 256.
     tags: dict[Annotated[bounded_text(128), Field(min_length=1)], Annotated[bounded_text(256), Field(min_length=1)]] = (
-        Field(default_factory=dict, max_length=20, description="aws karpenter pools: select reservations by tags")
+        Field(default_factory=lambda: {}, max_length=20, description="aws karpenter pools: select reservations by tags")
     )
     instance_type: bounded_text(64) | None = Field(default=None, description="what the reservation holds (checked)")
     availability_zone: bounded_text(64) | None = Field(default=None, description="where the reservation is (checked)")
@@ -205,7 +205,7 @@ class EksPoolOptions(Model):
     """aws, provisioner managed: settings of the pool's EKS managed node group."""
 
     subnet_ids: list[Annotated[str, Field(pattern=r"^subnet-[0-9a-f]+$")]] = Field(
-        default_factory=list,
+        default_factory=lambda: [],
         description="subnets of the node group (e.g. the one AZ holding a capacity reservation); default "
         "cluster.subnetIds, else the cluster's own subnets",
     )
@@ -238,7 +238,7 @@ class NodePool(Model):
     )
     gpu: GpuSpec = Field(description="the GPU model and how many each node has")
     instance_types: list[str] = Field(
-        default_factory=list, description="aws: instance types; gcp: exactly one machine type"
+        default_factory=lambda: [], description="aws: instance types; gcp: exactly one machine type"
     )
     capacity: Literal["on-demand", "spot"] = Field(
         default="on-demand", description="on-demand, or spot (cheaper; the cloud may take the nodes back)"
@@ -273,10 +273,11 @@ class NodePool(Model):
         default=None, description="share each GPU (time-slicing, MPS or MIG); default: whole GPUs"
     )
     taints: list[Taint] = Field(
-        default_factory=list, description="more taints on the nodes, beside nvidia.com/gpu=present:NoSchedule"
+        default_factory=lambda: [], description="more taints on the nodes, beside nvidia.com/gpu=present:NoSchedule"
     )
     labels: dict[LabelKey, LabelValue] = Field(
-        default_factory=dict, description="more node labels (not reserved ones: kubernetes.io, nvidia.com/gpu.*, ...)"
+        default_factory=lambda: {},
+        description="more node labels (not reserved ones: kubernetes.io, nvidia.com/gpu.*, ...)",
     )
     topology_aware: bool = Field(default=False, description="Kueue topology-aware scheduling")
     efa: bool | None = Field(
@@ -293,11 +294,14 @@ class NodePool(Model):
         "secondary boot disk image (gcp)",
     )
     karpenter: KarpenterPoolOptions = Field(
-        default_factory=KarpenterPoolOptions, description="provisioner karpenter: the NodePool's settings"
+        default_factory=lambda: KarpenterPoolOptions(), description="provisioner karpenter: the NodePool's settings"
     )
-    gke: GkePoolOptions = Field(default_factory=GkePoolOptions, description="gcp: the GKE node pool's settings")
+    gke: GkePoolOptions = Field(
+        default_factory=lambda: GkePoolOptions(), description="gcp: the GKE node pool's settings"
+    )
     eks: EksPoolOptions = Field(
-        default_factory=EksPoolOptions, description="aws, provisioner managed: the managed node group's settings"
+        default_factory=lambda: EksPoolOptions(),
+        description="aws, provisioner managed: the managed node group's settings",
     )
 
     @property

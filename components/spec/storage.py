@@ -5,8 +5,6 @@ within its quota) or owned by one tenant (a claim in its namespace, made by the 
 cloud, sizes the file system service accepts, tenants that exist) are ``components/plan/storage.py``'s.
 """
 
-from __future__ import annotations
-
 from typing import Literal
 
 from pydantic import Field
@@ -39,7 +37,7 @@ class FsxLustre(Model):
         default=None, description="the subnet (and AZ) of the file systems (default: the cluster's first subnet)"
     )
     security_group_ids: list[str] = Field(
-        default_factory=list,
+        default_factory=lambda: [],
         description="the file systems' security groups (default: the cluster security group); each gets the "
         "Lustre ports (TCP 988, 1018-1023) open within itself",
     )
@@ -80,7 +78,7 @@ class FileSystem(Model):
         default=None, description="scope tenant: the claim's size in GiB (gcs-fuse: nominal, a bucket has none)"
     )
     quotas: dict[Name, ClaimQuota] = Field(
-        default_factory=dict,
+        default_factory=lambda: {},
         description="scope cluster: per tenant, what it may claim of the class (a tenant left out may claim none)",
     )
     fsx: FsxLustre | None = Field(default=None, description="kind fsx-lustre: the file systems' settings")
@@ -91,7 +89,7 @@ class FileSystem(Model):
 class Storage(Model):
     """Shared file systems for training data and checkpoints."""
 
-    file_systems: list[FileSystem] = Field(default_factory=list, description="the shared file systems")
+    file_systems: list[FileSystem] = Field(default_factory=lambda: [], description="the shared file systems")
     protect: bool = Field(
         default=True,
         description="protect what holds data (tenant claims, their volumes, buckets): removing a file system or "

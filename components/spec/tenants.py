@@ -2,8 +2,6 @@
 Part of the spec layer (``components/spec/model.py``): imports only ``validation`` and ``spec_base``.
 """
 
-from __future__ import annotations
-
 from typing import Literal
 
 from pydantic import Field
@@ -30,18 +28,18 @@ class Tenant(Model):
 
     name: Name = Field(description="the tenant and its namespace (a DNS label, not a system namespace)")
     gpu_quota: dict[str, count(0, MAX_GPUS)] = Field(
-        default_factory=dict,
+        default_factory=lambda: {},
         description="per pool: the tenant's nominal quota in physical GPUs (the platform turns it into the units "
         "the scheduler sees with sharing); the tenant reaches only the pools named here (0 included)",
     )
     borrowing_limit: dict[str, count(0, MAX_GPUS)] = Field(
-        default_factory=dict,
+        default_factory=lambda: {},
         description="per pool: the most GPUs the tenant may borrow beyond its gpuQuota (Kueue: of the quota its "
         "cohort lends; Volcano: of the pool's idle capacity). Borrowing is on by default: every tenant is in the "
         "cohort scheduling.defaultCohort and a pool left out has no limit; 0 turns borrowing off there",
     )
     lending_limit: dict[str, count(0, MAX_GPUS)] = Field(
-        default_factory=dict,
+        default_factory=lambda: {},
         description="per pool: the most of its gpuQuota the tenant lends to its cohort while idle (at most its "
         "quota); a pool left out lends all of it. A tenant whose ceiling never preempts lends nothing",
     )
@@ -52,7 +50,7 @@ class Tenant(Model):
     )
     priority: str = Field(default="batch", description="the tenant's highest allowed PriorityClass")
     quota: ResourceBudget = Field(
-        default_factory=ResourceBudget, description="CPU and memory the tenant may request in all"
+        default_factory=lambda: ResourceBudget(), description="CPU and memory the tenant may request in all"
     )
     pod_security: Literal["baseline", "restricted"] = Field(
         default="baseline",

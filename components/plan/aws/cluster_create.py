@@ -29,9 +29,9 @@ from typing import Any
 from ...data import versions
 from ...spec.model import Problem, StackSpec, key, rule
 from .. import derive
+from ..frozen import freeze as _freeze
 from . import cluster_access, iam, managed_pools as mp, pod_network
 from .karpenter_nodes import DISCOVERY_TAG
-from .plan import _freeze
 
 SYSTEM_ROLE_LABEL = "gpu-platform/node-role"
 SYSTEM_ROLE_VALUE = "system"

@@ -36,6 +36,7 @@ from ...spec.gke_create import GkeCreate
 from ...spec.model import NodePool, StackSpec
 from .. import storage
 from . import gke
+from .gke import gke_create as gke_create
 from .rules import multi_node
 
 DEFAULT_SYSTEM_MACHINE = "e2-standard-4"  # modules/scheduler/gke-cluster/variables.tf system_node_pool_machine_type
@@ -153,14 +154,6 @@ def control_plane_ports(spec: StackSpec) -> tuple[int, ...]:
     """The ports the stack's add-ons need the control plane to reach that GKE does not open: exactly those."""
     wanted = {port for ports in add_on_ports(spec).values() for port in ports}
     return tuple(sorted(wanted - set(GKE_CONTROL_PLANE_OPEN_PORTS)))
-
-
-def gke_create(spec: StackSpec) -> GkeCreate | None:
-    """The stack's ``cluster.create.gke`` (defaults when ``create`` leaves it out); None unless creating on gcp."""
-    create = spec.cluster.create
-    if spec.cloud != "gcp" or create is None:
-        return None
-    return create.gke or GkeCreate()
 
 
 def csi_addons(spec: StackSpec) -> tuple[str, ...]:

@@ -37,16 +37,10 @@ from itertools import combinations
 
 from ...spec.model import Problem, StackSpec, key, rule
 from . import gke
-from .cluster_create import (
-    NODEPOOL_LABEL,
-    gke_create,
-    gpu_slices,
-    gpu_subnet_count,
-    gpudirect_stack,
-    needs_created_networks,
-    pool_zone,
-    uses_gpudirect,
-)
+from .gke import gke_create
+
+# cluster_create.py (the created cluster's plan) is imported by the rules that read it, after their own check that
+# the stack is a gcp one (creating its cluster): an aws or existing stack does not load it (~2.6 ms).
 
 # The first GKE version whose nodes break GPUDirect-TCPX (the release note of 2025-10-17); its minor is the bound
 # of a3-highgpu-8g below, and a looked-up cluster's full version is held to it (components/render/gcp/cluster.py).
@@ -115,6 +109,8 @@ def gke_create_ranges(spec: StackSpec) -> Iterator[Problem]:
     """CIDR sizes, capacity for the stack's nodes, and no overlap between the cluster's and the GPU ranges."""
     if gke_create(spec) is None:
         return
+    from .cluster_create import gpu_slices, gpu_subnet_count, needs_created_networks
+
     nets, problems = _parse(spec)
     yield from problems
     yield from _sizes(spec, nets)
@@ -182,6 +178,8 @@ def gke_create_zones(spec: StackSpec) -> Iterator[Problem]:
     create = gke_create(spec)
     if create is None:
         return
+    from .cluster_create import gpudirect_stack, needs_created_networks, pool_zone
+
     location = spec.cluster.location or ""
     region = gke.region_of(location) if location else ""
     zones = create.zones
@@ -231,6 +229,8 @@ def gke_gpudirect_version(spec: StackSpec) -> Iterator[Problem]:
     version = spec.cluster.kubernetes_version
     if spec.cloud != "gcp" or (version is None and gke_create(spec) is None):
         return  # a found cluster's version is GKE's answer, checked at deploy (render/gcp/cluster.py)
+    from .cluster_create import gpudirect_stack, uses_gpudirect
+
     for i, pool in enumerate(spec.node_pools):
         if not uses_gpudirect(spec, pool):
             continue
@@ -266,6 +266,8 @@ def gke_create_access(spec: StackSpec) -> Iterator[Problem]:
     create = gke_create(spec)
     if create is None:
         return
+    from .cluster_create import NODEPOOL_LABEL
+
     if not create.private_endpoint and not create.authorized_networks:
         yield Problem(
             _at("authorizedNetworks"),

@@ -1,5 +1,5 @@
 """What GKE accepts for GPU node pools, as data: used by the GKE rules (checked before anything is
-registered) and by the node-pool component. Stdlib only; no cloud SDK.
+registered) and by the node-pool component. Stdlib and the spec only; no cloud SDK.
 
 Sources (read, not copied):
 
@@ -24,6 +24,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
+
+from ...spec.gke_create import GkeCreate
+from ...spec.model import StackSpec
 
 # gpuSharingConfig.maxSharedClientsPerGpu upper bound (time-sharing and MPS).
 MAX_SHARED_CLIENTS = 48
@@ -108,6 +111,15 @@ def is_zone(location: str | None) -> bool:
 
 def region_of(location: str) -> str:
     return location.rsplit("-", 1)[0] if is_zone(location) else location
+
+
+def gke_create(spec: StackSpec) -> GkeCreate | None:
+    """The stack's ``cluster.create.gke`` (defaults when ``create`` leaves it out); None unless creating on gcp.
+    Here, not in ``cluster_create``, so its rules ask it without loading the created cluster's plan."""
+    create = spec.cluster.create
+    if spec.cloud != "gcp" or create is None:
+        return None
+    return create.gke or GkeCreate()
 
 
 def created_network(cluster_name: str) -> str:
