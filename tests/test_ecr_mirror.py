@@ -136,9 +136,9 @@ def test_al2023_pools_carry_the_mirror_and_bottlerocket_pools_do_not():
         "a100-gang": (),
     }
     from components.cli import main as cli
-    from components.plan import images
+    from components.plan import images_text
 
-    lines = images.text(p)
+    lines = images_text.text(p)
     spot = next(x for x in lines if x.startswith("  h100-spot:"))
     assert f"containerd mirror: {', '.join(hosts)} through {ECR} (the image's own reference)" in spot
     gang = next(x for x in lines if x.startswith("  a100-gang:"))
@@ -158,9 +158,9 @@ def test_a_fast_image_pull_pool_keeps_rewritten_references():
     assert p.images.pools["h100-inference"].mirror_hosts == ()
     ud = p.aws.node_groups["h100-inference"].launch_template.user_data
     assert set(_parts(ud)) == {NODEADM}
-    from components.plan import images
+    from components.plan import images_text
 
-    line = next(x for x in images.text(p.images) if x.startswith("  h100-inference:"))
+    line = next(x for x in images_text.text(p.images) if x.startswith("  h100-inference:"))
     assert f"references rewritten to {ECR} (FastImagePull's SOCI snapshotter reads no hosts.toml)" in line
 
 

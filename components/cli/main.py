@@ -323,7 +323,7 @@ def plan_text(p: Any) -> list[str]:
     from ..plan.aws import karpenter
 
     lines += karpenter.text(p.karpenter)
-    from ..plan import images, storage
+    from ..plan import images_text, storage
 
     return (
         lines
@@ -331,7 +331,7 @@ def plan_text(p: Any) -> list[str]:
         + _dra_text(p.dra)
         + _reservations_text(p.reservations)
         + storage.text(p.storage)
-        + images.text(p.images)
+        + images_text.text(p.images)
     )
 
 

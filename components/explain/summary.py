@@ -493,9 +493,9 @@ def summary(rendering: Rendering, sections: Mapping[str, str]) -> str:
     if decided.reservations:
         lines += ["", *reservations.summary(decided.reservations)]
     if decided.images is not None:  # the mirror and what is warm where, as `gpu-platform plan` says it
-        from ..plan import images
+        from ..plan import images_text
 
-        text = images.text(decided.images)[2:]
+        text = images_text.text(decided.images)[2:]
         lines += [
             "",
             "## Image delivery",
