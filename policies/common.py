@@ -363,6 +363,8 @@ def is_gpu_quota_resource(name: Any) -> bool:
 
 @dataclass(frozen=True)
 class PodTemplate:
+    """A pod template found in a resource: where it is, its spec and how many pods it stands for."""
+
     where: str  # e.g. "spec.template.spec" or "spec.tasks[worker].template.spec"
     spec: Mapping[str, Any]
     replicas: int  # pods this template stands for (1 when unknown)
@@ -460,6 +462,8 @@ _GPU_POOL_TYPES = (EKS_NODE_GROUP, GKE_NODE_POOL, KARPENTER_NODE_POOL)
 
 @dataclass(frozen=True)
 class GpuPool:
+    """A GPU node pool resource, by its pool name, with its capacity types."""
+
     pool: str  # the gpu-platform/pool label, else the resource's own name
     resource: PolicyResource
     capacity: frozenset[str]  # "spot" / "on-demand"

@@ -73,6 +73,8 @@ class PolicyConfigError(ValueError):
 
 @dataclass(frozen=True)
 class Settings:
+    """A policy's enforcement level and configuration for a run."""
+
     level: EnforcementLevel
     config: dict[str, Any]
 
@@ -249,6 +251,8 @@ def subjects_from_manifests(docs: Iterable[Mapping[str, Any]], stack: str = "man
 
 @dataclass(frozen=True)
 class Violation:
+    """One policy violation: the policy, its enforcement level, the resource and the message."""
+
     policy: str
     enforcement_level: str  # "mandatory" | "advisory"
     resource_type: str | None  # None: the stack as a whole
@@ -396,6 +400,8 @@ def _call(policy: Policy, args: Any, report: Any) -> str | None:
 
 @dataclass
 class Report:
+    """The outcome of an offline policy run: the resources checked, each policy's settings and the violations."""
+
     stack: str
     resource_count: int
     settings: dict[str, Settings]

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Source:
+    """Where a chart comes from: the upstream repository, tag, commit and chart folder."""
+
     repo: str  # owner/name on GitHub
     ref: str  # the release tag (or, without one, the commit's description)
     commit: str  # the commit the tag points at: what is packaged
@@ -25,6 +27,8 @@ Edit = tuple[str, tuple[str, ...], str]  # (file, YAML key path, new scalar valu
 
 @dataclass(frozen=True)
 class Recipe:
+    """How one pinned chart is packaged: its source and the release job's changes."""
+
     name: str  # Chart.yaml name
     version: str  # released chart version (the archive's)
     source: Source

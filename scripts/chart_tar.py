@@ -39,6 +39,8 @@ def gzip_bytes(data: bytes) -> bytes:
 
 @dataclass(frozen=True)
 class Built:
+    """One packaged chart: the archive and what ``upstream/charts/README.md`` lists about it."""
+
     name: str
     version: str
     archive: bytes

@@ -110,6 +110,8 @@ def _go_glob(pattern: str) -> re.Pattern[str]:
 
 @dataclass
 class IgnoreRule:
+    """One .helmignore pattern, compiled: what it matches and how."""
+
     raw: str
     regex: re.Pattern[str]
     negate: bool

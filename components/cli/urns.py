@@ -47,6 +47,8 @@ def snapshot_text(urns: Iterable[str]) -> str:
 
 @dataclass(frozen=True)
 class Comparison:
+    """A rendering's URNs against its snapshot: the ones added, the ones removed and how each removal is explained."""
+
     added: list[str]
     removed: list[str]  # covered by an alias or named in the changelog
     unexplained: list[str]  # removed, neither aliased nor in the changelog: the engine would delete them

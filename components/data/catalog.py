@@ -29,9 +29,7 @@ MIG_MEMORY_SLICES = 8
 _PROFILE_NAME = re.compile(r"^(?P<compute>[1-7])g\.(?P<memory>\d+)gb(?P<me>\+me)?$")
 
 
-# --------------------------------------------------------------------------------------------------------
-# Data types
-# --------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------- Data types
 
 
 @dataclass(frozen=True)
@@ -52,6 +50,8 @@ class MigProfile:
 
 @dataclass(frozen=True)
 class GpuModel:
+    """An NVIDIA GPU model: its memory, architecture, MIG profiles and the labels the clouds give it."""
+
     name: str  # canonical name used in stack files: "A100-80GB", "H100", ...
     memory_gib: int  # nominal framebuffer as marketed (GB on the datasheet)
     architecture: str  # "turing", "ampere", "ada", "hopper", "blackwell"
@@ -80,6 +80,8 @@ class GpuModel:
 
 @dataclass(frozen=True)
 class AwsInstanceType:
+    """An EC2 instance type with GPUs: its GPU model and count, CPU architecture, vCPUs and memory."""
+
     name: str  # "p4de.24xlarge"
     gpu_model: str  # a GPU_MODELS key
     gpu_count: int
@@ -121,6 +123,8 @@ class AwsInstanceType:
 
 @dataclass(frozen=True)
 class GcpMachineType:
+    """A Compute Engine machine type for GPUs: its fixed GPU model and count (none for N1), vCPUs and memory."""
+
     name: str  # "a2-ultragpu-8g"
     gpu_model: str | None  # fixed GPU of A2/A3/A4/G2 types; None for N1, which take attached T4s
     gpu_count: int | None  # fixed GPU count of accelerator-optimized types; None for N1
@@ -138,9 +142,7 @@ class GcpMachineType:
         return self.gpu_model is None
 
 
-# --------------------------------------------------------------------------------------------------------
-# MIG profiles
-# --------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------- MIG profiles
 
 
 def _profile(name: str, memory_slices: int, max_count: int) -> MigProfile:
@@ -183,9 +185,7 @@ def _seven_slice_profiles(eighth: int, quarter: int, half: int, whole: int) -> M
 _NO_MIG: Mapping[str, MigProfile] = MappingProxyType({})
 
 
-# --------------------------------------------------------------------------------------------------------
-# GPU models
-# --------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------- GPU models
 
 
 class _Named(Protocol):
@@ -298,9 +298,7 @@ GPU_MODELS: Mapping[str, GpuModel] = _index(
 )
 
 
-# --------------------------------------------------------------------------------------------------------
-# AWS instance types
-# --------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------- AWS instance types
 
 # g5g carries the NVIDIA T4G, the Arm-host packaging of the T4 (same Turing TU104 GPU, 16 GB). The catalog
 # keeps one GPU model per silicon, so g5g maps to "T4" with arch "arm64". Its Karpenter GPU-name label is
@@ -416,9 +414,7 @@ AWS_EFA_ONLY_FAMILIES: frozenset[str] = frozenset({"p5", "p5e", "p5en", "p6-b200
 AWS_EFA_RDMA_FAMILIES: frozenset[str] = frozenset({"p4d", "p4de", "p5", "p5e", "p5en", "p6-b200"})
 
 
-# --------------------------------------------------------------------------------------------------------
-# GCP machine types
-# --------------------------------------------------------------------------------------------------------
+# -------------------------------------------------------------------------------------- GCP machine types
 
 # The one GPU model gpu-platform attaches to N1 VMs.
 N1_ATTACHABLE_GPU_MODEL = "T4"
@@ -510,9 +506,7 @@ GCP_MACHINE_TYPES: Mapping[str, GcpMachineType] = _index(
 )
 
 
-# --------------------------------------------------------------------------------------------------------
-# Lookups
-# --------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------ Lookups
 
 
 def gpu_model(name: str) -> GpuModel:

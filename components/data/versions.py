@@ -26,6 +26,8 @@ DIGEST_PREFIX = "chart sha256:"  # a local archive's digest, in the release desc
 
 @dataclass(frozen=True)
 class Chart:
+    """A pinned Helm chart: its name, exact version and source, and the release it is installed as."""
+
     key: str  # stable id used in stack files and resource names
     chart: str  # chart name, or a full oci:// reference
     version: str  # exact chart version (no ranges)

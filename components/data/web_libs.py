@@ -22,6 +22,8 @@ WEB_DIR = Path(__file__).resolve().parent / "web"
 
 @dataclass(frozen=True)
 class Library:
+    """A JavaScript library a generated page bundles: its pinned version, npm source, integrity and licence."""
+
     name: str
     version: str
     source: str  # the npm registry tarball it was taken from

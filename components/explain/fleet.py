@@ -27,6 +27,8 @@ from .workloads import Workload, load
 
 @dataclass
 class WorkerVerdict:
+    """Whether one fleet worker could run the workload, and why."""
+
     worker: str
     runs: bool
     detail: str  # the worker's own verdict, or why it is not tried

@@ -30,6 +30,8 @@ class LiveError(RuntimeError):
 
 @dataclass(frozen=True)
 class LiveWorkload:
+    """A Kueue Workload read from the live cluster: its owner, queues, priority and the quota it holds."""
+
     namespace: str
     name: str
     owner: tuple[str, str] | None  # (kind, name) of the object it belongs to
@@ -60,6 +62,8 @@ class LiveWorkload:
 
 @dataclass(frozen=True)
 class Live:
+    """The Workloads read from a live cluster, and where they were read from."""
+
     source: str  # what was read: "context ml-prod", a kubeconfig path
     workloads: tuple[LiveWorkload, ...]
 

@@ -41,6 +41,8 @@ REASON_WORDS = {
 
 @dataclass(frozen=True)
 class Victim:
+    """A live workload a new one would preempt, and why."""
+
     workload: LiveWorkload
     reason: str
 

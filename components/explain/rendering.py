@@ -14,6 +14,8 @@ from ..spec.model import StackSpec
 
 @dataclass
 class Record:
+    """One resource the program registered: its type, name, URN, parent, provider, inputs and options."""
+
     type: str
     name: str
     urn: str

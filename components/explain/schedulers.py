@@ -27,6 +27,8 @@ from .workloads import Workload
 
 @dataclass(frozen=True)
 class VolcanoQueue:
+    """The Volcano queue a workload's PodGroups go to, and how the workload uses it."""
+
     queue: str  # the queue the workload's PodGroups are created in
     source: str  # where it comes from, for the trace
     gang: bool  # one PodGroup for the whole workload (else one per pod)
@@ -78,6 +80,8 @@ def _annotated(ps, annotation: str) -> bool:
 
 @dataclass(frozen=True)
 class Operator:
+    """A workload operator explain knows: the API group of its CRDs and the stack setting that installs it."""
+
     name: str  # "the KubeRay operator"
     group: str  # the API group of its CRDs
     installed_by: str | None = None  # the stack setting that installs it; None: nothing in the stack does yet

@@ -75,6 +75,8 @@ STATUS = {True: ("ok  ", "green"), False: ("FAIL", "bold+red")}  # a layer's sta
 
 @dataclass
 class Layer:
+    """One layer of the platform a workload is traced through: whether it passes, and why."""
+
     name: str
     ok: bool
     detail: str
@@ -83,6 +85,8 @@ class Layer:
 
 @dataclass
 class Trace:
+    """A workload's trace through the platform's layers, with the pool and provisioner it lands on."""
+
     workload: Workload
     layers: list[Layer] = field(default_factory=list)
     pool: str | None = None

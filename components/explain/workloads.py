@@ -52,6 +52,8 @@ class WorkloadError(Exception):
 
 @dataclass
 class PodSet:
+    """A group of identical pods of a workload: their count, template and requests."""
+
     name: str
     count: int
     metadata: dict[str, Any]  # the pod template's metadata
@@ -100,6 +102,8 @@ def _device_resources(container: Mapping[str, Any]) -> dict[str, int]:
 
 @dataclass
 class Workload:
+    """A workload manifest as explain reads it: its kind, name, namespace, labels and pod sets."""
+
     kind: str
     name: str
     namespace: str

@@ -48,6 +48,8 @@ LIST_OUTPUTS: dict[str, str] = {
 
 @dataclass(frozen=True)
 class ClusterStackPlan:
+    """The Pulumi stack the cluster is taken from, and the outputs read from it."""
+
     stack: str  # organization/project/stack
     cloud: str
     name: str  # the clusterName output must equal it

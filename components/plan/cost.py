@@ -114,6 +114,8 @@ def node_price(spec: StackSpec, pool: NodePool, capacity: str) -> Price:
 
 @dataclass(frozen=True)
 class PoolCost:
+    """What a pool's nodes cost per hour, on demand and on spot, and its GPUs on each at max scale."""
+
     pool: NodePool
     on_demand: Price  # per node-hour
     spot: Price | None  # per node-hour; spot pools only

@@ -324,6 +324,8 @@ def system_node_selector(spec: StackSpec) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class PoolCapacity:
+    """A pool's units against the sum of the tenants' nominal quotas on it."""
+
     pool: str
     resource_units: dict[str, int]
     quota_units: dict[str, int]

@@ -114,6 +114,8 @@ class WorkerPlan:
 
 @dataclass(frozen=True)
 class FleetTenantPlan:
+    """A fleet tenant on the manager: its namespace, the workers it dispatches to and its admission check."""
+
     name: str
     namespace: str
     namespace_labels: Mapping[str, str]

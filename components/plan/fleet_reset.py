@@ -47,6 +47,8 @@ WORKLOAD_RULE: Mapping[str, Any] = MappingProxyType(
 
 @dataclass(frozen=True)
 class ResetPlan:
+    """The fleet manager's lost-worker reset CronJob and the Roles it runs with."""
+
     name: str
     namespace: str
     namespaces: tuple[str, ...]  # the fleet tenants' namespaces: where it reads and resets, one Role each

@@ -84,6 +84,8 @@ SPEGEL_CONTAINERD_CONFIG = (
 
 @dataclass(frozen=True)
 class WarmImage:
+    """A declared image a pool holds warm: its reference, where the nodes pull it from, digest and size."""
+
     name: str
     image: str  # as the stack declares it (its upstream reference)
     pull: str  # as the nodes pull it: through the mirror
@@ -94,6 +96,8 @@ class WarmImage:
 
 @dataclass(frozen=True)
 class PoolImagesPlan:
+    """How one pool's images are warm and pulled: the method, streaming, fast pull, mirror hosts."""
+
     pool: str
     images: tuple[WarmImage, ...]
     warm: str  # secondary-boot-disk | snapshot | pre-pull | none
@@ -125,6 +129,8 @@ class UpstreamPlan:
 
 @dataclass(frozen=True)
 class ImagesPlan:
+    """The stack's image delivery: the mirror and its upstreams, and each pool's warm images."""
+
     mirror: str  # none | pull-through | peer
     mirror_kind: str | None  # registry | ecr | artifact-registry (None: no mirror moves references)
     registry: str | None  # the mirror's registry

@@ -40,6 +40,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Edge:
+    """One edge of the lending graph: a pool's GPUs a tenant holds nominally, lends, borrows, or that sit idle."""
+
     kind: str  # nominal | lend | borrow | idle
     source: str  # node id: pool:NAME, tenant:NAME or cohort:COHORT/POOL
     target: str
@@ -63,6 +65,8 @@ class Cohort:
 
 @dataclass(frozen=True)
 class Graph:
+    """The lending graph: pools, tenants, cohorts and the edges between them."""
+
     pools: tuple[str, ...]
     tenants: tuple[str, ...]
     cohorts: tuple[Cohort, ...]  # by cohort, then pool

@@ -173,6 +173,8 @@ class AddonPlan:
 
 @dataclass(frozen=True)
 class PriorityClassPlan:
+    """A PriorityClass the platform creates."""
+
     name: str
     value: int
     preemption_policy: str
@@ -182,6 +184,8 @@ class PriorityClassPlan:
 
 @dataclass(frozen=True)
 class Plan:
+    """Every fact the platform decides for one stack: what the renderers build and the CLI reports."""
+
     stack: str
     cloud: str
     pools: Mapping[str, PoolPlan]

@@ -34,6 +34,8 @@ AWS_RESERVATION_ID = r"^cr-[0-9a-f]+$"
 
 @dataclass(frozen=True)
 class PoolReservation:
+    """The reserved capacity one pool runs on: on-demand or a capacity block, by id or by tags."""
+
     kind: str  # on-demand | capacity-block
     match: str  # specific | any
     ids: tuple[str, ...] = ()

@@ -117,6 +117,8 @@ class ClaimPlan:
 
 @dataclass(frozen=True)
 class FileSystemPlan:
+    """A shared file system: its StorageClass, CSI driver, scope, claim and quotas."""
+
     name: str  # the StorageClass's name
     kind: str
     scope: str  # cluster | tenant
@@ -143,6 +145,8 @@ class FsxDriverPlan:
 
 @dataclass(frozen=True)
 class StoragePlan:
+    """The stack's shared storage: file systems, the FSx driver and the GKE add-ons they need."""
+
     file_systems: tuple[FileSystemPlan, ...]
     fsx_driver: FsxDriverPlan | None  # aws stacks with an fsx-lustre file system
     gke_addons: tuple[str, ...]  # GKE add-ons (addonsConfig keys) the cluster must have on

@@ -281,6 +281,8 @@ class StackSpec(Model):
 
 @dataclass(frozen=True, order=True)
 class Problem:
+    """One problem with the stack file: the key path it is at and what is wrong."""
+
     path: str  # key path in the stack file, e.g. gpu-platform:nodePools[1].sharing.replicas
     message: str
 

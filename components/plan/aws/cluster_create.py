@@ -77,6 +77,8 @@ SERVICE_PREFIXES = (12, 24)
 
 @dataclass(frozen=True)
 class SubnetPlan:
+    """A subnet of the VPC the platform creates: its zone, CIDR, whether it is public, and its tags."""
+
     name: str
     zone: str
     cidr: str
@@ -86,6 +88,8 @@ class SubnetPlan:
 
 @dataclass(frozen=True)
 class EksAddonPlan:
+    """An EKS add-on of the created cluster: its version, when it installs and its Pod Identity role."""
+
     name: str
     version: str | None  # None: EKS's default for the cluster's minor
     before_nodes: bool
@@ -95,6 +99,8 @@ class EksAddonPlan:
 
 @dataclass(frozen=True)
 class SystemNodeGroupPlan:
+    """The managed node group the created cluster's system pods run on."""
+
     name: str
     role: str
     instance_types: tuple[str, ...]
@@ -109,6 +115,8 @@ class SystemNodeGroupPlan:
 
 @dataclass(frozen=True)
 class EksCreatePlan:
+    """The EKS cluster and VPC the platform creates: network, control plane, add-ons and system nodes."""
+
     name: str
     region: str | None
     kubernetes_version: str

@@ -61,6 +61,8 @@ class EksClusterPlan:
 
 @dataclass(frozen=True)
 class LaunchTemplatePlan:
+    """The EC2 launch template of a managed node group: disks, metadata options, tags and user data."""
+
     name: str
     block_device_mappings: tuple[Mapping[str, Any], ...]
     metadata_options: Mapping[str, Any]
@@ -104,6 +106,8 @@ class EfaNetworkPlan:
 
 @dataclass(frozen=True)
 class ClusterAutoscalerPlan:
+    """The Cluster Autoscaler release: its chart, IAM role and policy, service account and values."""
+
     chart: versions.Chart  # the release's chart, as the stack takes it (its version and source overrides applied)
     role_name: str  # the controller role's, and its one policy's
     namespace: str
@@ -115,6 +119,8 @@ class ClusterAutoscalerPlan:
 
 @dataclass(frozen=True)
 class AwsPlan:
+    """An aws stack's EKS objects: the cluster, managed node groups and their role, EFA, Cluster Autoscaler."""
+
     cluster: EksClusterPlan
     node_role: str  # the one role of every managed node group
     node_role_policies: tuple[str, ...]  # the AWS-managed policies attached to it

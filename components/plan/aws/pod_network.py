@@ -42,6 +42,8 @@ PREFIXES = (16, 24)
 
 @dataclass(frozen=True)
 class PodSubnet:
+    """A subnet pods take their addresses from in one zone (vpc-cni custom networking)."""
+
     name: str  # <cluster>-pods-<zone>; routed by the table of <cluster>-private-<zone>
     zone: str  # also the ENIConfig's name (ENI_CONFIG_LABEL_DEF picks the node's zone label)
     cidr: str

@@ -55,6 +55,8 @@ _ACCOUNT_ID_MAX = 30
 
 @dataclass(frozen=True)
 class SubnetPlan:
+    """A subnet of the network the platform creates for the GKE cluster."""
+
     name: str
     cidr: str
 
@@ -72,6 +74,8 @@ class GpuNetworkPlan:
 
 @dataclass(frozen=True)
 class SystemPoolPlan:
+    """The node pool the created GKE cluster's system pods run on."""
+
     name: str
     machine_type: str
     image_type: str
@@ -86,6 +90,8 @@ class SystemPoolPlan:
 
 @dataclass(frozen=True)
 class GkeCreatePlan:
+    """The GKE cluster and network the platform creates: location, network, control plane and system pool."""
+
     name: str
     project: str
     location: str  # region (regional cluster) or zone

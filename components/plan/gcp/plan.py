@@ -57,6 +57,8 @@ _ACCOUNT_ID_MAX = 30
 
 @dataclass(frozen=True)
 class GkeClusterPlan:
+    """The GKE cluster a gcp stack runs on: its name, project, location and kubeconfig entry."""
+
     name: str | None
     project: str | None
     location: str | None  # a region or a zone
@@ -73,6 +75,8 @@ class GkeClusterPlan:
 
 @dataclass(frozen=True)
 class GkeServiceAccountPlan:
+    """The service account the GPU node pools run as, and the project roles granted to it."""
+
     account_id: str
     display_name: str
     description: str
@@ -115,6 +119,8 @@ class GkeNodePoolPlan:
 
 @dataclass(frozen=True)
 class GkePlan:
+    """A gcp stack's GKE objects: the cluster, the nodes' service account and the node pools."""
+
     cluster: GkeClusterPlan
     node_service_account: GkeServiceAccountPlan
     node_pools: Mapping[str, GkeNodePoolPlan]  # by pool name, in the order they are registered (by name)

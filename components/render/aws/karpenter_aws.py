@@ -65,6 +65,8 @@ class Account:
 
 @dataclass(frozen=True)
 class NodeRole:
+    """The IAM role of Karpenter's nodes, its policy attachments and its EKS access entry."""
+
     role: Any
     attachments: list[Any]
     access_entry: Any
@@ -114,6 +116,8 @@ def node_role(a: Account) -> NodeRole:
 
 @dataclass(frozen=True)
 class InterruptionQueue:
+    """The SQS queue Karpenter reads interruption events from, its policy and event rules."""
+
     queue: Any
     policy: Any
     targets: list[Any]
@@ -172,6 +176,8 @@ def interruption_queue(a: Account) -> InterruptionQueue:
 
 @dataclass(frozen=True)
 class ControllerRole:
+    """The Karpenter controller's IAM role and what it must wait for."""
+
     role: Any
     deps: list[Any]  # policy attachments and the Pod Identity association: the controller waits for them
 
