@@ -284,6 +284,21 @@ def _opts(s: Subject) -> PolicyResourceOptions:
     )
 
 
+class _PropsCache:
+    """Each resource's props proxy, built on first use (one per resource and run)."""
+
+    def __init__(self) -> None:
+        self._props: dict[int, Any] = {}
+        self._keep: list[Subject] = []  # the subjects whose id() keys _props stay alive with it
+
+    def __call__(self, s: Subject) -> Any:
+        got = self._props.get(id(s))
+        if got is None:
+            got = self._props[id(s)] = unknown_checking_proxy(dict(s.props))
+            self._keep.append(s)
+        return got
+
+
 class _Proxies:
     """The engine's read-only proxies (``unknown_checking_proxy``: reading an unknown value raises
     ``UnknownValueError``), built once per resource and shared by every policy of a run.
@@ -293,18 +308,10 @@ class _Proxies:
     policy and resource (quadratic for stack policies, which each see every resource)."""
 
     def __init__(self) -> None:
-        self._props: dict[int, Any] = {}
-        self._keep: list[Subject] = []  # the subjects whose id() keys _props stay alive with it
+        self.props = _PropsCache()
         self._providers: dict[str, PolicyProviderResource] = {}
         self._options: dict[str, PolicyResourceOptions] = {}
         self._stack: list[PolicyResource] | None = None
-
-    def props(self, s: Subject) -> Any:
-        got = self._props.get(id(s))
-        if got is None:
-            got = self._props[id(s)] = unknown_checking_proxy(dict(s.props))
-            self._keep.append(s)
-        return got
 
     def options(self, s: Subject) -> PolicyResourceOptions:
         got = self._options.get(s.urn)
@@ -479,6 +486,22 @@ def run(
         return _run(subjects, policies, config, stack, config_source)
 
 
+def _judged(policy: ResourceValidationPolicy, subjects: Sequence[Subject]) -> Sequence[Subject]:
+    """The subjects ``policy`` judges, in order: all of them, or for a TypedResourcePolicy those of its types
+    (asked once per type)."""
+    if not isinstance(policy, common.TypedResourcePolicy):
+        return subjects
+    verdicts: dict[str, bool] = {}
+    out = []
+    for s in subjects:
+        verdict = verdicts.get(s.type)
+        if verdict is None:
+            verdict = verdicts[s.type] = policy.judges(s.type)
+        if verdict:
+            out.append(s)
+    return out
+
+
 def _run(
     subjects: Sequence[Subject],
     policies: Sequence[Policy],
@@ -490,7 +513,6 @@ def _run(
     by_urn = {s.urn: s for s in subjects}
     proxies = _Proxies()
     violations: list[Violation] = []
-    described: tuple[list[Any], list[PolicyResourceOptions], list[PolicyProviderResource | None]] | None = None
     for policy in policies:
         st = chosen[policy.name]
         if st.level == EnforcementLevel.DISABLED:
@@ -509,20 +531,13 @@ def _run(
             )
 
         if isinstance(policy, ResourceValidationPolicy):
-            if described is None:  # each resource's engine description, made once for every resource policy
-                # (parallel lists, not a tuple per resource: a tuple freed goes to CPython's free list without
-                # counting as freed, so a run's tuples would set off a collection just after it)
-                described = (
-                    [proxies.props(s) for s in subjects],
-                    [proxies.options(s) for s in subjects],
-                    [proxies.provider(s) for s in subjects],
+            # a typed policy's validate returns None for any other type without reading anything: not called, and
+            # the props of a resource no policy reads are never built (_Proxies builds each on first use)
+            judged = _judged(policy, subjects)
+            for s in judged:
+                args = ResourceValidationArgs(
+                    s.type, proxies.props(s), s.urn, s.name, proxies.options(s), proxies.provider(s), dict(st.config)
                 )
-            # a typed policy's validate returns None for any other type without reading anything: not called
-            chosen_types = policy.resource_types if isinstance(policy, common.TypedResourcePolicy) else None
-            for s, props, opts, provider in zip(subjects, *described, strict=True):
-                if chosen_types is not None and s.type not in chosen_types:
-                    continue
-                args = ResourceValidationArgs(s.type, props, s.urn, s.name, opts, provider, dict(st.config))
                 error = _call(policy, args, lambda message, urn=None, s=s: record(s, message))
                 if error:
                     violations.append(Violation(policy.name, _error_level(error), s.type, s.name, str(error)))
