@@ -1,10 +1,11 @@
 """Run the policy pack offline: the same policy objects ``pulumi preview --policy-pack policies`` loads, called
 the way the Pulumi engine calls them, against what an offline synth registered (or against plain manifests).
 
-For every resource it builds ``ResourceValidationArgs`` (type, camelCase props wrapped in the same read-only
-proxies the engine uses, URN, name, options with the parent URN, the provider) and, for stack policies, one
-``StackValidationArgs`` with every resource as a ``PolicyResource`` (parent and dependency links set). Each
-policy's ``validate`` gets a ``report_violation`` that records a ``Violation``.
+For every resource a resource policy judges it builds ``ResourceValidationArgs`` (type, camelCase props wrapped
+in the same read-only proxies the engine uses, URN, name, options with the parent URN, the provider) and, for
+stack policies, one ``StackValidationArgs`` with every resource as a ``PolicyResource`` (parent and dependency
+links set; props proxied on first read). Each policy's ``validate`` gets a ``report_violation`` that records a
+``Violation``.
 
 Enforcement levels and policy config follow ``--policy-pack-config`` (the Pulumi CLI's JSON format)::
 
@@ -301,7 +302,8 @@ class _PropsCache:
 
 class _Proxies:
     """The engine's read-only proxies (``unknown_checking_proxy``: reading an unknown value raises
-    ``UnknownValueError``), built once per resource and shared by every policy of a run.
+    ``UnknownValueError``), built once per resource when a policy first reads them and shared by every policy
+    of a run (a resource no policy reads is never proxied).
 
     The engine deserializes a resource afresh for each policy; the proxies hold a copy of the inputs and only
     read them (``Mapping`` / ``Sequence``), so one per resource behaves the same and saves a deep copy per
@@ -329,20 +331,47 @@ class _Proxies:
         return got
 
     def stack_resources(self, subjects: Sequence[Subject]) -> list[PolicyResource]:
-        """Every resource as a ``PolicyResource`` with parent and dependencies linked (built once per run)."""
+        """Every resource as a ``PolicyResource`` with parent and dependencies linked (built once per run); each
+        one's props are built when a policy first reads them."""
         if self._stack is None:
-            resources = {
-                s.urn: PolicyResource(
-                    s.type, self.props(s), s.urn, s.name, self.options(s), self.provider(s), None, [], {}
-                )
-                for s in subjects
-            }
+            resources = {s.urn: _StackResource(s, self.props, self.options(s), self.provider(s)) for s in subjects}
             for s in subjects:
                 r = resources[s.urn]
                 r.parent = resources.get(s.parent) if s.parent else None
                 r.dependencies = [resources[d] for d in s.dependencies if d in resources]
             self._stack = list(resources.values())
         return self._stack
+
+
+_UNBUILT: Any = object()
+
+
+class _StackResource(PolicyResource):
+    """A ``PolicyResource`` whose ``props`` (the engine's proxy of the resource's inputs) are built on first read:
+    the same object every policy of the run gets (``_Proxies.props``), never built for a resource no policy reads.
+
+    Most of a run's time went into those proxies (pulumi_policy's ``unknown_checking_proxy`` copies every nested
+    value into a proxy at once; pulumi_policy 1.21.0, pulumi_policy/proxy.py, ``_proxy_helper``), while the stack
+    policies each read the props of a few types only."""
+
+    def __init__(
+        self, s: Subject, cache: _PropsCache, opts: PolicyResourceOptions, provider: PolicyProviderResource | None
+    ) -> None:
+        # the cache, not _Proxies: _Proxies holds the stack's resources, and a cycle would keep a run's proxies
+        # alive after it (until a cyclic collection, which their number would set off)
+        self._subject, self._cache = s, cache
+        super().__init__(s.type, _UNBUILT, s.urn, s.name, opts, provider, None, [], {})
+
+    @property  # type: ignore[override]
+    def props(self) -> Any:
+        got = self._props
+        if got is _UNBUILT:
+            got = self._props = self._cache(self._subject)
+        return got
+
+    @props.setter
+    def props(self, value: Any) -> None:
+        self._props = value
 
 
 # --- unknown values (issue 13): a policy that meets an unknown during a preview is skipped with an advisory,

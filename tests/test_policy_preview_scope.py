@@ -11,6 +11,8 @@ servicer in process (the code the engine calls), and both must agree.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any
 
@@ -205,3 +207,40 @@ def test_the_workload_policies_judge_every_kind_with_pod_templates_and_only_thos
     for other in ("kubernetes:core/v1:Service", "kubernetes:apps/v1:ControllerRevision", "aws:eks/nodeGroup:NodeGroup"):
         assert not priority.judges(other) and not gang.judges(other) and not hardening.judges(other)
         assert common.pod_templates(other, {"spec": UNKNOWN}) == []  # not read: no UnknownValueError
+
+
+class _Watched(Mapping[str, Any]):
+    """A resource's inputs that record whether anything read them."""
+
+    def __init__(self, data: dict[str, Any], reads: set[str], name: str):
+        self._data, self._reads, self._name = data, reads, name
+
+    def __getitem__(self, key: str) -> Any:
+        self._reads.add(self._name)
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        self._reads.add(self._name)
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+def test_the_offline_runner_builds_the_props_of_no_resource_no_policy_reads():
+    """The offline runner builds a resource's props (the engine's proxies, its main cost) when a policy first reads
+    them: the pack reads the resources of the types it judges, and never a Service's or a LimitRange's."""
+    reads: set[str] = set()
+    docs = _docs(
+        *_stack(),
+        k8s("v1", "Service", "svc", "t1", spec={"ports": [{"port": 80}]}),
+        k8s("v1", "LimitRange", "limits", "t1", spec={"limits": []}),
+    )
+    subjects = [
+        replace(s, props=_Watched(dict(s.props), reads, s.name)) for s in offline.subjects_from_manifests(docs, "t")
+    ]
+    report = offline.run(subjects, pack.POLICIES)
+    assert reads == {"t1", "t1/gpu", "t1/train", "gpu"}
+    assert [v for v in report.violations if v.resource_name == "t1/train"]  # judged through the same proxies
+    plain = offline.run(offline.subjects_from_manifests(docs, "t"), pack.POLICIES)
+    assert report.violations == plain.violations
