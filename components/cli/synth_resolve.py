@@ -9,6 +9,10 @@ from typing import Any
 SECRET_SHOWN = "[secret]"  # a secret stack output, as outputs.json (and `pulumi stack output`) show it
 
 
+# values that are themselves (no Output, awaitable or args class can be one of these exact types)
+_LEAVES = frozenset({str, int, float, bool, type(None)})
+
+
 class _UnknownOutput(Exception):
     """A stack output holds a value not known yet (a preview): the outputs as a whole are unknown."""
 
@@ -21,6 +25,8 @@ async def _resolved(value: Any) -> Any:
     from pulumi import _types
 
     async def walk(v: Any) -> Any:
+        if type(v) in _LEAVES:  # most of the outputs: nothing to await, no coroutine made for them
+            return v
         if isinstance(v, pulumi.Output):
             if not await v.is_known():
                 raise _UnknownOutput
@@ -35,11 +41,11 @@ async def _resolved(value: Any) -> Any:
                 raise _UnknownOutput
             return await lifted.future()
         if isinstance(v, dict):
-            return {k: await walk(x) for k, x in v.items()}
+            return {k: x if type(x) in _LEAVES else await walk(x) for k, x in v.items()}
         if isinstance(v, list):
-            return [await walk(x) for x in v]
+            return [x if type(x) in _LEAVES else await walk(x) for x in v]
         if isinstance(v, tuple):
-            return tuple([await walk(x) for x in v])
+            return tuple([x if type(x) in _LEAVES else await walk(x) for x in v])
         return v
 
     try:
