@@ -96,19 +96,28 @@ DEFAULT_ALLOWED_DIGESTS: tuple[str, ...] = tuple(PACK_DATA["allowedDigests"])
 
 
 class TypedResourcePolicy(ResourceValidationPolicy):
-    """A resource policy that judges only ``resource_types``: for a resource of any other type ``validate``
+    """A resource policy that judges only ``resource_types`` (exact type tokens) and ``kinds`` (Kubernetes
+    ``(group, kind)`` pairs, any API version: ``("batch", "Job")``): for a resource of any other type ``validate``
     returns None at once, before its validation runs or anything of the resource is read.
 
     The engine calls every resource policy for every resource (pulumi_policy 1.21.0, pulumi_policy/policy.py,
-    ``_PolicyAnalyzerServicer.Analyze``) and gets that None; the offline runner (policies.offline) leaves those
-    calls out, which is the same by construction since the guard and the type list are this one object."""
+    ``_PolicyAnalyzerServicer.Analyze``) and gets that None; reading no property also means an unknown value in
+    a resource the policy does not judge cannot stop it with "can't run during preview" (the same file: ``except
+    UnknownValueError``). The offline runner (policies.offline) leaves those calls out, which is the same by
+    construction since the guard (``judges``) and the type lists are this one object."""
 
-    def __init__(self, *, resource_types: Iterable[str], **kwargs: Any) -> None:
+    def __init__(self, *, resource_types: Iterable[str] = (), kinds: Iterable[tuple[str, str]] = (), **kwargs: Any):
         super().__init__(**kwargs)
         self.resource_types = frozenset(resource_types)
+        self.kinds = frozenset(kinds)
+
+    def judges(self, resource_type: str) -> bool:
+        return resource_type in self.resource_types or (
+            bool(self.kinds) and k8s_group_kind(resource_type) in self.kinds
+        )
 
     def validate(self, args: ResourceValidationArgs, report_violation: ReportViolation) -> Any:
-        if args.resource_type not in self.resource_types:
+        if not self.judges(args.resource_type):
             return None
         return super().validate(args, report_violation)
 
@@ -372,14 +381,33 @@ class PodTemplate:
 
 _KUBEFLOW_KINDS = {"PyTorchJob", "TFJob", "MPIJob", "XGBoostJob", "PaddleJob", "JAXJob"}
 
+# The (group, kind) pairs of jobs (kinds that run pods to completion, several at once) and of workloads (every
+# kind with pod templates; pod_templates gives [] for anything else without reading it).
+JOB_KINDS = frozenset(
+    {
+        ("batch", "Job"),
+        ("batch.volcano.sh", "Job"),
+        ("jobset.x-k8s.io", "JobSet"),
+        *(("kubeflow.org", k) for k in _KUBEFLOW_KINDS),
+    }
+)
+WORKLOAD_KINDS = JOB_KINDS | {
+    ("core", "Pod"),
+    ("batch", "CronJob"),
+    *(("apps", k) for k in ("Deployment", "StatefulSet", "ReplicaSet", "DaemonSet")),
+}
+
 
 def _count(value: Any, default: int = 1) -> int:
     return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else default
 
 
 def pod_templates(type_token: str, props: Mapping[str, Any]) -> list[PodTemplate]:
-    """The pod specs a workload object stands for; [] for objects that are not workloads."""
+    """The pod specs a workload object stands for; [] for objects that are not workloads (``WORKLOAD_KINDS``),
+    whose properties it does not read."""
     group, kind = k8s_group_kind(type_token)
+    if (group, kind) not in WORKLOAD_KINDS:
+        return []
     spec = _map(props.get("spec"))
     if group == "core" and kind == "Pod":
         return [PodTemplate("spec", spec, 1)]
@@ -473,6 +501,8 @@ def gpu_pools(resources: Sequence[PolicyResource]) -> list[GpuPool]:
     """Every GPU node group / node pool / Karpenter NodePool of the stack, with its capacity types."""
     out = []
     for r in resources:
+        if r.resource_type not in _GPU_POOL_TYPES:
+            continue  # read nothing else (an unknown value there must not stop the policy)
         props = r.props
         if r.resource_type == EKS_NODE_GROUP and eks_gpu_reason(props):
             pool = _map(props.get("labels")).get(POOL_LABEL) or props.get("nodeGroupName") or r.name

@@ -151,8 +151,10 @@ def _device_quota(args: StackValidationArgs, report: ReportViolation) -> None:
             )
         capped: set[str] = set()
         for q in args.resources:
+            if q.resource_type != RESOURCE_QUOTA:
+                continue  # read nothing of other types (an unknown there must not stop the policy)
             spec = _map(q.props.get("spec"))
-            if q.resource_type != RESOURCE_QUOTA or _meta(q.props).get("namespace") != name:
+            if _meta(q.props).get("namespace") != name:
                 continue
             if _seq(spec.get("scopes")) or spec.get("scopeSelector"):
                 continue

@@ -1,10 +1,11 @@
 """Run the policy pack offline: the same policy objects ``pulumi preview --policy-pack policies`` loads, called
 the way the Pulumi engine calls them, against what an offline synth registered (or against plain manifests).
 
-For every resource it builds ``ResourceValidationArgs`` (type, camelCase props wrapped in the same read-only
-proxies the engine uses, URN, name, options with the parent URN, the provider) and, for stack policies, one
-``StackValidationArgs`` with every resource as a ``PolicyResource`` (parent and dependency links set). Each
-policy's ``validate`` gets a ``report_violation`` that records a ``Violation``.
+For every resource a resource policy judges it builds ``ResourceValidationArgs`` (type, camelCase props wrapped
+in the same read-only proxies the engine uses, URN, name, options with the parent URN, the provider) and, for
+stack policies, one ``StackValidationArgs`` with every resource as a ``PolicyResource`` (parent and dependency
+links set; props proxied on first read). Each policy's ``validate`` gets a ``report_violation`` that records a
+``Violation``.
 
 Enforcement levels and policy config follow ``--policy-pack-config`` (the Pulumi CLI's JSON format)::
 
@@ -288,27 +289,35 @@ def _opts(s: Subject) -> PolicyResourceOptions:
     )
 
 
+class _PropsCache:
+    """Each resource's props proxy, built on first use (one per resource and run)."""
+
+    def __init__(self) -> None:
+        self._props: dict[int, Any] = {}
+        self._keep: list[Subject] = []  # the subjects whose id() keys _props stay alive with it
+
+    def __call__(self, s: Subject) -> Any:
+        got = self._props.get(id(s))
+        if got is None:
+            got = self._props[id(s)] = unknown_checking_proxy(dict(s.props))
+            self._keep.append(s)
+        return got
+
+
 class _Proxies:
     """The engine's read-only proxies (``unknown_checking_proxy``: reading an unknown value raises
-    ``UnknownValueError``), built once per resource and shared by every policy of a run.
+    ``UnknownValueError``), built once per resource when a policy first reads them and shared by every policy
+    of a run (a resource no policy reads is never proxied).
 
     The engine deserializes a resource afresh for each policy; the proxies hold a copy of the inputs and only
     read them (``Mapping`` / ``Sequence``), so one per resource behaves the same and saves a deep copy per
     policy and resource (quadratic for stack policies, which each see every resource)."""
 
     def __init__(self) -> None:
-        self._props: dict[int, Any] = {}
-        self._keep: list[Subject] = []  # the subjects whose id() keys _props stay alive with it
+        self.props = _PropsCache()
         self._providers: dict[str, PolicyProviderResource] = {}
         self._options: dict[str, PolicyResourceOptions] = {}
         self._stack: list[PolicyResource] | None = None
-
-    def props(self, s: Subject) -> Any:
-        got = self._props.get(id(s))
-        if got is None:
-            got = self._props[id(s)] = unknown_checking_proxy(dict(s.props))
-            self._keep.append(s)
-        return got
 
     def options(self, s: Subject) -> PolicyResourceOptions:
         got = self._options.get(s.urn)
@@ -326,20 +335,47 @@ class _Proxies:
         return got
 
     def stack_resources(self, subjects: Sequence[Subject]) -> list[PolicyResource]:
-        """Every resource as a ``PolicyResource`` with parent and dependencies linked (built once per run)."""
+        """Every resource as a ``PolicyResource`` with parent and dependencies linked (built once per run); each
+        one's props are built when a policy first reads them."""
         if self._stack is None:
-            resources = {
-                s.urn: PolicyResource(
-                    s.type, self.props(s), s.urn, s.name, self.options(s), self.provider(s), None, [], {}
-                )
-                for s in subjects
-            }
+            resources = {s.urn: _StackResource(s, self.props, self.options(s), self.provider(s)) for s in subjects}
             for s in subjects:
                 r = resources[s.urn]
                 r.parent = resources.get(s.parent) if s.parent else None
                 r.dependencies = [resources[d] for d in s.dependencies if d in resources]
             self._stack = list(resources.values())
         return self._stack
+
+
+_UNBUILT: Any = object()
+
+
+class _StackResource(PolicyResource):
+    """A ``PolicyResource`` whose ``props`` (the engine's proxy of the resource's inputs) are built on first read:
+    the same object every policy of the run gets (``_Proxies.props``), never built for a resource no policy reads.
+
+    Most of a run's time went into those proxies (pulumi_policy's ``unknown_checking_proxy`` copies every nested
+    value into a proxy at once; pulumi_policy 1.21.0, pulumi_policy/proxy.py, ``_proxy_helper``), while the stack
+    policies each read the props of a few types only."""
+
+    def __init__(
+        self, s: Subject, cache: _PropsCache, opts: PolicyResourceOptions, provider: PolicyProviderResource | None
+    ) -> None:
+        # the cache, not _Proxies: _Proxies holds the stack's resources, and a cycle would keep a run's proxies
+        # alive after it (until a cyclic collection, which their number would set off)
+        self._subject, self._cache = s, cache
+        super().__init__(s.type, _UNBUILT, s.urn, s.name, opts, provider, None, [], {})
+
+    @property  # type: ignore[override]
+    def props(self) -> Any:
+        got = self._props
+        if got is _UNBUILT:
+            got = self._props = self._cache(self._subject)
+        return got
+
+    @props.setter
+    def props(self, value: Any) -> None:
+        self._props = value
 
 
 # --- unknown values (issue 13): a policy that meets an unknown during a preview is skipped with an advisory,
@@ -485,6 +521,22 @@ def run(
         return _run(subjects, policies, config, stack, config_source)
 
 
+def _judged(policy: ResourceValidationPolicy, subjects: Sequence[Subject]) -> Sequence[Subject]:
+    """The subjects ``policy`` judges, in order: all of them, or for a TypedResourcePolicy those of its types
+    (asked once per type)."""
+    if not isinstance(policy, common.TypedResourcePolicy):
+        return subjects
+    verdicts: dict[str, bool] = {}
+    out = []
+    for s in subjects:
+        verdict = verdicts.get(s.type)
+        if verdict is None:
+            verdict = verdicts[s.type] = policy.judges(s.type)
+        if verdict:
+            out.append(s)
+    return out
+
+
 def _run(
     subjects: Sequence[Subject],
     policies: Sequence[Policy],
@@ -496,7 +548,6 @@ def _run(
     by_urn = {s.urn: s for s in subjects}
     proxies = _Proxies()
     violations: list[Violation] = []
-    described: tuple[list[Any], list[PolicyResourceOptions], list[PolicyProviderResource | None]] | None = None
     for policy in policies:
         st = chosen[policy.name]
         if st.level == EnforcementLevel.DISABLED:
@@ -515,20 +566,13 @@ def _run(
             )
 
         if isinstance(policy, ResourceValidationPolicy):
-            if described is None:  # each resource's engine description, made once for every resource policy
-                # (parallel lists, not a tuple per resource: a tuple freed goes to CPython's free list without
-                # counting as freed, so a run's tuples would set off a collection just after it)
-                described = (
-                    [proxies.props(s) for s in subjects],
-                    [proxies.options(s) for s in subjects],
-                    [proxies.provider(s) for s in subjects],
+            # a typed policy's validate returns None for any other type without reading anything: not called, and
+            # the props of a resource no policy reads are never built (_Proxies builds each on first use)
+            judged = _judged(policy, subjects)
+            for s in judged:
+                args = ResourceValidationArgs(
+                    s.type, proxies.props(s), s.urn, s.name, proxies.options(s), proxies.provider(s), dict(st.config)
                 )
-            # a typed policy's validate returns None for any other type without reading anything: not called
-            chosen_types = policy.resource_types if isinstance(policy, common.TypedResourcePolicy) else None
-            for s, props, opts, provider in zip(subjects, *described, strict=True):
-                if chosen_types is not None and s.type not in chosen_types:
-                    continue
-                args = ResourceValidationArgs(s.type, props, s.urn, s.name, opts, provider, dict(st.config))
                 error = _call(policy, args, lambda message, urn=None, s=s: record(s, message))
                 if error:
                     violations.append(Violation(policy.name, _error_level(error), s.type, s.name, str(error)))

@@ -10,7 +10,6 @@ from pulumi_policy import (
     PolicyResource,
     ReportViolation,
     ResourceValidationArgs,
-    ResourceValidationPolicy,
     StackValidationArgs,
     StackValidationPolicy,
 )
@@ -21,6 +20,7 @@ from .common import (
     ADVISORY,
     CRITICAL_LABEL,
     GPU_RESOURCE,
+    JOB_KINDS,
     KUEUE_QUEUE_LABEL,
     MANDATORY,
     NAMESPACE,
@@ -29,6 +29,8 @@ from .common import (
     RESOURCE_QUOTA,
     TENANT_LABEL,
     VOLCANO_GROUP_ANNOTATION,
+    WORKLOAD_KINDS,
+    TypedResourcePolicy,
     _get,
     _is_gpu_resource,
     _labels,
@@ -54,16 +56,20 @@ def _stack_gpu_resources(resources: Sequence[PolicyResource]) -> set[str]:
     and nvidia.com/mig-* name in any ResourceQuota, Kueue ClusterQueue or Volcano Queue, plus nvidia.com/gpu."""
     names = {GPU_RESOURCE}
     for r in resources:
+        # by type first: the spec of a resource of any other type is never read (an unknown there during a
+        # preview must not stop the policy)
         group, kind = k8s_group_kind(r.resource_type)
-        spec = _map(r.props.get("spec"))
         if r.resource_type == RESOURCE_QUOTA:
+            spec = _map(r.props.get("spec"))
             names.update(k.removeprefix("requests.").removeprefix("limits.") for k in _map(spec.get("hard")))
         elif group == "kueue.x-k8s.io" and kind == "ClusterQueue":
+            spec = _map(r.props.get("spec"))
             for rg in _seq(spec.get("resourceGroups")):
                 names.update(_strs(_map(rg).get("coveredResources")))
                 for fl in _seq(_map(rg).get("flavors")):
                     names.update(_map(x).get("name") for x in _seq(_map(fl).get("resources")))
         elif group == "scheduling.volcano.sh" and kind == "Queue":
+            spec = _map(r.props.get("spec"))
             for field in ("capability", "deserved", "guarantee"):
                 names.update(_map(spec.get(field)))
                 names.update(_map(_get(spec, field, "resource")))
@@ -181,8 +187,7 @@ def _critical_tenant_capacity(args: StackValidationArgs, report: ReportViolation
         capacity.setdefault(p.pool, set()).update(p.capacity)
     kueue: _KueueIndex | None = None  # built at the first critical tenant
     for ns in args.resources:
-        labels = _labels(ns.props)
-        if ns.resource_type != NAMESPACE or str(labels.get(CRITICAL_LABEL, "")).lower() != "true":
+        if ns.resource_type != NAMESPACE or str(_labels(ns.props).get(CRITICAL_LABEL, "")).lower() != "true":
             continue
         name = _meta(ns.props).get("name") or ns.name
         if kueue is None:
@@ -246,7 +251,8 @@ def _gpu_workload_priority_class(args: ResourceValidationArgs, report: ReportVio
             )
 
 
-gpu_workload_priority_class = ResourceValidationPolicy(
+gpu_workload_priority_class = TypedResourcePolicy(
+    kinds=WORKLOAD_KINDS,  # pod_templates gives [] for any other kind: nothing to judge
     name="gpu-workload-priority-class",
     description="GPU-requesting Pods, Deployments, Jobs and Volcano/Kubeflow jobs set a priorityClassName.",
     enforcement_level=MANDATORY,
@@ -310,7 +316,8 @@ def _gpu_job_gang_scheduling(args: ResourceValidationArgs, report: ReportViolati
     )
 
 
-gpu_job_gang_scheduling = ResourceValidationPolicy(
+gpu_job_gang_scheduling = TypedResourcePolicy(
+    kinds=JOB_KINDS,  # a Pod, Deployment or CronJob is no gang (the validation returns for them)
     name="gpu-job-gang-scheduling",
     description="Multi-pod GPU jobs are gang-scheduled: a Kueue queue-name label, or Volcano with minAvailable equal "
     "to the replica total.",

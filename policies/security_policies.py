@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from pulumi_policy import PolicyConfigSchema, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
+from pulumi_policy import PolicyConfigSchema, ReportViolation, ResourceValidationArgs
 
 from .common import (
     ADVISORY,
@@ -33,6 +33,7 @@ from .common import (
     OPERATOR_NAMESPACE_LABEL,
     PSA_ENFORCE,
     TENANT_LABEL,
+    WORKLOAD_KINDS,
     TypedResourcePolicy,
     _config_strs,
     _get,
@@ -354,7 +355,8 @@ def _gpu_container_hardening(args: ResourceValidationArgs, report: ReportViolati
                 )
 
 
-gpu_container_hardening = ResourceValidationPolicy(
+gpu_container_hardening = TypedResourcePolicy(
+    kinds=WORKLOAD_KINDS,  # pod_templates gives [] for any other kind: nothing to judge
     name="gpu-container-hardening",
     description="GPU containers run as non-root and mount a memory-backed /dev/shm.",
     enforcement_level=ADVISORY,
