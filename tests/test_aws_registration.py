@@ -537,22 +537,3 @@ def test_the_plugin_version_is_the_typed_classes_without_their_package_root():
     ):
         assert (ours.version, ours.plugin_download_url) == (theirs.version, theirs.plugin_download_url)
         assert ours.version and ours.version[0].isdigit()
-
-
-@pytest.mark.parametrize("installed", ["7.52.0a1", "7.52.0.dev3", "7.52.0+local"])
-def test_a_version_that_is_not_a_release_is_asked_of_the_sdk(monkeypatch, installed):
-    """A pre-release, dev or local build is not its own semver string: the SDK's conversion answers."""
-    import importlib.metadata
-
-    class Utilities:
-        @staticmethod
-        def get_version():
-            return f"converted-{installed}"
-
-    monkeypatch.setattr(importlib.metadata, "version", lambda name: installed if name == "pulumi_aws" else "")
-    monkeypatch.setattr(sdk, "_utilities", lambda: Utilities)
-    sdk._version.cache_clear()
-    try:
-        assert sdk.resource_opts_defaults().version == f"converted-{installed}"
-    finally:
-        sdk._version.cache_clear()

@@ -137,23 +137,33 @@ def test_the_plugin_version_is_the_typed_classes_without_importing_the_package()
     assert ours.version and ours.version[0].isdigit()
 
 
-@pytest.mark.parametrize("installed", ["4.35.0a1", "4.35.0.dev3", "4.34.2+local", "4.34.2.post1", "04.34.2", "4.34"])
-def test_a_version_that_is_not_a_release_is_asked_of_the_sdk(monkeypatch, installed):
-    """A pre-release, dev, local or post build is not its own semver string: the SDK's conversion answers."""
+NOT_RELEASES = ["35.0a1", "35.0.dev3", "34.2+local", "34.2.post1", "34", "34.02"]
+
+
+@pytest.mark.parametrize("installed", NOT_RELEASES)
+@pytest.mark.parametrize("package", ["pulumi_kubernetes", "pulumi_aws"])
+def test_a_version_that_is_not_a_release_is_asked_of_the_sdk(monkeypatch, package, installed):
+    """A pre-release, dev, local or post build is not its own semver string: the SDK's conversion answers (the
+    Kubernetes and the AWS resources' plugin version are read the same way: k8s.plugin_version)."""
     import importlib.metadata
+
+    from components.render.aws import sdk
+
+    module = k8s if package == "pulumi_kubernetes" else sdk
+    installed = f"4.{installed}"
 
     class Utilities:
         @staticmethod
         def get_version():
             return f"converted-{installed}"
 
-    monkeypatch.setattr(importlib.metadata, "version", lambda name: installed if name == "pulumi_kubernetes" else "")
-    monkeypatch.setattr(k8s, "_utilities", lambda: Utilities)
-    k8s._version.cache_clear()
+    monkeypatch.setattr(importlib.metadata, "version", lambda name: installed if name == package else "")
+    monkeypatch.setattr(module, "_utilities", lambda: Utilities)
+    module._version.cache_clear()
     try:
-        assert k8s.resource_opts_defaults().version == f"converted-{installed}"
+        assert module.resource_opts_defaults().version == f"converted-{installed}"
     finally:
-        k8s._version.cache_clear()
+        module._version.cache_clear()
 
 
 # ------------------------------------------------------------------------------------ what a synth imports
