@@ -128,8 +128,10 @@ def with_plugin_version(
     ``merge(opts, ResourceOptions(aliases=[Alias(type_=t)...]))``. The same options, made as one copy of ``opts``:
     ``ResourceOptions.merge`` copies both sides, rebuilds every list, a hook binding and the providers map field by
     field (~12 us a call, ~1,100 calls in a 200-tenant render). What merge normalises on the way (depends_on None
-    to [], no hooks to an empty binding) registers the same; tests/test_k8s_registration.py compares the requests
-    with the typed classes' for options of every shape the components pass, and the options with merge's."""
+    to [], no hooks to an empty binding, a providers list to a map) registers the same: tests/test_k8s_registration.py
+    registers options of eight shapes both ways (none, one dependency not in a list, lifecycle flags, a providers
+    list, a version of their own, aliases...) and compares what the engine receives; the caller's ``opts`` is left
+    as it was."""
     merged = opts._copy() if opts is not None else pulumi.ResourceOptions()
     if merged.version is None:
         merged.version = version
