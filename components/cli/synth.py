@@ -25,6 +25,7 @@ from typing import Any
 import yaml
 
 from ..explain.rendering import Record, Rendering
+from ..plan.frozen import LEAVES
 from ..spec.model import decode_config
 from .collector import (
     RENDER_GC_THRESHOLDS as RENDER_GC_THRESHOLDS,
@@ -40,7 +41,7 @@ from .synth_files import (
     manifest_path as manifest_path,
     write as write,
 )
-from .synth_resolve import _LEAVES, _resolved as _resolved, _secrets_shown
+from .synth_resolve import _resolved as _resolved, _secrets_shown
 from .synth_stacks import fleet_outputs, stack_identity, stack_outputs
 from .synth_yaml import _ints as _ints, _json as _json, _yaml as _yaml
 
@@ -504,7 +505,7 @@ def disabled_default_providers(project_file: Path | None = None) -> frozenset[st
 
 def _plain(value: Any) -> Any:
     """Stack outputs as plain JSON data (the engine's wire format turns tuples into lists, and so on)."""
-    if type(value) in _LEAVES:  # most values, told apart before the abstract Mapping check
+    if type(value) in LEAVES:  # most values, told apart before the abstract Mapping check
         return value
     if isinstance(value, Mapping):
         return {str(k): _plain(v) for k, v in value.items()}

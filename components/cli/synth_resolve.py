@@ -6,11 +6,9 @@ from __future__ import annotations
 from inspect import isawaitable
 from typing import Any
 
+from ..plan.frozen import LEAVES  # values that are themselves: no Output, awaitable or args class is one
+
 SECRET_SHOWN = "[secret]"  # a secret stack output, as outputs.json (and `pulumi stack output`) show it
-
-
-# values that are themselves (no Output, awaitable or args class can be one of these exact types)
-_LEAVES = frozenset({str, int, float, bool, type(None)})
 
 
 class _UnknownOutput(Exception):
@@ -25,7 +23,7 @@ async def _resolved(value: Any) -> Any:
     from pulumi import _types
 
     async def walk(v: Any) -> Any:
-        if type(v) in _LEAVES:  # most of the outputs: nothing to await, no coroutine made for them
+        if type(v) in LEAVES:  # most of the outputs: nothing to await, no coroutine made for them
             return v
         if isinstance(v, pulumi.Output):
             if not await v.is_known():
@@ -41,11 +39,11 @@ async def _resolved(value: Any) -> Any:
                 raise _UnknownOutput
             return await lifted.future()
         if isinstance(v, dict):
-            return {k: x if type(x) in _LEAVES else await walk(x) for k, x in v.items()}
+            return {k: x if type(x) in LEAVES else await walk(x) for k, x in v.items()}
         if isinstance(v, list):
-            return [x if type(x) in _LEAVES else await walk(x) for x in v]
+            return [x if type(x) in LEAVES else await walk(x) for x in v]
         if isinstance(v, tuple):
-            return tuple([x if type(x) in _LEAVES else await walk(x) for x in v])
+            return tuple([x if type(x) in LEAVES else await walk(x) for x in v])
         return v
 
     try:

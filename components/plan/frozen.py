@@ -12,7 +12,7 @@ from typing import Any
 
 # Leaves met most often, told apart by their exact type before the abstract Mapping check (an ABC's isinstance is
 # the slow part of freezing a 1,000-tenant plan's ~120,000 values)
-_LEAVES = frozenset({str, int, float, bool, type(None)})
+LEAVES = frozenset({str, int, float, bool, type(None)})
 
 
 # While a plan is built (``sharing``): every frozen value made so far, by its content, so that equal ones are one
@@ -52,7 +52,7 @@ def freeze(value: Any, keep_order: bool = False) -> Any:
     pools and tenants keep the stack file's, what the renderers register in), lists tuples. Inside ``sharing``,
     equal results are one object."""
     kind = type(value)
-    if kind in _LEAVES:
+    if kind in LEAVES:
         return value
     if kind is dict or kind is MappingProxyType or isinstance(value, Mapping):
         keys = list(value) if keep_order else sorted(value)
@@ -84,7 +84,7 @@ def plain(value: Any) -> Any:
     """A plan value as plain dicts and lists (what a resource's inputs and the JSON are made of); a plan's
     dataclasses become dicts with camelCase keys."""
     kind = type(value)
-    if kind in _LEAVES:  # most values: told apart before the abstract Mapping check, as in ``freeze``
+    if kind in LEAVES:  # most values: told apart before the abstract Mapping check, as in ``freeze``
         return value
     if kind is MappingProxyType or isinstance(value, Mapping):
         return {k: plain(v) for k, v in value.items()}
