@@ -16,6 +16,7 @@ import pytest
 from conftest import STACKS, rendered, stack_config
 from google.protobuf.json_format import MessageToDict
 
+from components.render import k8s
 from components.render.aws import sdk
 
 TAGS = {"managed-by": "gpu-platform", "team_name": "ml", "kubernetes.io/cluster/c": "owned"}
@@ -532,7 +533,7 @@ def test_the_plugin_version_is_the_typed_classes_without_their_package_root():
     from pulumi_aws import _utilities
 
     for ours, theirs in (
-        (sdk.resource_opts_defaults(), _utilities.get_resource_opts_defaults()),
+        (k8s.with_plugin_version(None, sdk._version()), _utilities.get_resource_opts_defaults()),
         (sdk.invoke_opts_defaults(), _utilities.get_invoke_opts_defaults()),
     ):
         assert (ours.version, ours.plugin_download_url) == (theirs.version, theirs.plugin_download_url)

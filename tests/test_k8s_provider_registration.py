@@ -1,5 +1,5 @@
 """``components.render.k8s.KubeProvider`` registers the Kubernetes provider exactly as ``pulumi_kubernetes.Provider``
-would, and ``k8s.resource_opts_defaults`` sends the plugin version its typed classes send, so a synth never imports
+would, and every Kubernetes resource sends the plugin version its typed classes send, so a synth never imports
 pulumi_kubernetes (its root, ``_utilities`` and parver: ~0.01 s a process). Both providers are registered under
 the mock engine with the same arguments (and environment: the typed class reads KUBECONFIG and PULUMI_K8S_* for
 inputs not given) and the requests the engine receives, and the URNs, are compared field by field."""
@@ -132,7 +132,7 @@ def test_the_plugin_version_is_the_typed_classes_without_importing_the_package()
     pulumi_kubernetes' ``_utilities`` defaults (read here by importing it, which the render does not)."""
     from pulumi_kubernetes import _utilities
 
-    ours, theirs = k8s.resource_opts_defaults(), _utilities.get_resource_opts_defaults()
+    ours, theirs = k8s.with_plugin_version(None, k8s._version()), _utilities.get_resource_opts_defaults()
     assert (ours.version, ours.plugin_download_url) == (theirs.version, theirs.plugin_download_url)
     assert ours.version and ours.version[0].isdigit()
 
@@ -161,7 +161,7 @@ def test_a_version_that_is_not_a_release_is_asked_of_the_sdk(monkeypatch, packag
     monkeypatch.setattr(module, "_utilities", lambda: Utilities)
     module._version.cache_clear()
     try:
-        assert module.resource_opts_defaults().version == f"converted-{installed}"
+        assert module._version() == f"converted-{installed}"
     finally:
         module._version.cache_clear()
 

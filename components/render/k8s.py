@@ -10,8 +10,8 @@ as ``pulumi_kubernetes.apiextensions.CustomResource`` does for custom resources 
 importing a typed package loads every kind of its group (``core.v1`` alone ~0.5 s) and each typed resource
 costs ~1/3 more to register. None of the kinds used here declares a secret output.
 tests/test_k8s_registration.py registers every kind both ways and compares what the engine receives.
-``KubeProvider`` does the same for ``pulumi_kubernetes.Provider``, and ``resource_opts_defaults`` reads the plugin
-version without ``_utilities``: a synth never imports pulumi_kubernetes (tests/test_k8s_provider_registration.py).
+``KubeProvider`` does the same for ``pulumi_kubernetes.Provider``, and the plugin version is read without
+``_utilities`` (``plugin_version``): a synth never imports pulumi_kubernetes (tests/test_k8s_provider_registration.py).
 """
 
 from __future__ import annotations
@@ -110,14 +110,9 @@ def _utilities() -> Any:
 
 @functools.cache
 def _version() -> str:
-    return plugin_version("pulumi_kubernetes", lambda: _utilities())
-
-
-def resource_opts_defaults() -> pulumi.ResourceOptions:
-    """``pulumi_kubernetes._utilities.get_resource_opts_defaults()``: the plugin version, and no plugin download
-    URL (pulumi_kubernetes 4.34.2 ``get_plugin_download_url`` returns None; tests/test_k8s_registration.py
-    compares both)."""
-    return pulumi.ResourceOptions(version=_version(), plugin_download_url=None)
+    """The plugin version pulumi_kubernetes' typed classes send (``_utilities.get_resource_opts_defaults()``, whose
+    plugin download URL is None: pulumi_kubernetes 4.34.2 ``get_plugin_download_url``)."""
+    return plugin_version("pulumi_kubernetes", _utilities)
 
 
 def with_plugin_version(

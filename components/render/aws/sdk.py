@@ -99,17 +99,12 @@ def _version() -> str:
     """The plugin version pulumi_aws' typed classes and lookups send (``_utilities.get_version()``), read without
     importing the package root (~5 MiB and ~0.03 s: its ``_inputs``, provider and lookup functions): see
     ``k8s.plugin_version``."""
-    return plugin_version("pulumi_aws", lambda: _utilities())
-
-
-def resource_opts_defaults() -> pulumi.ResourceOptions:
-    """``pulumi_aws._utilities.get_resource_opts_defaults()``: the version, and no plugin download URL (pulumi_aws
-    7.51.1 ``get_plugin_download_url`` returns None; tests/test_aws_registration.py compares both)."""
-    return pulumi.ResourceOptions(version=_version(), plugin_download_url=None)
+    return plugin_version("pulumi_aws", _utilities)
 
 
 def invoke_opts_defaults() -> pulumi.InvokeOptions:
-    """``pulumi_aws._utilities.get_invoke_opts_defaults()``, as ``resource_opts_defaults``."""
+    """``pulumi_aws._utilities.get_invoke_opts_defaults()``: the version, and no plugin download URL (pulumi_aws
+    7.51.1 ``get_plugin_download_url`` returns None; tests/test_aws_registration.py compares both)."""
     return pulumi.InvokeOptions(version=_version(), plugin_download_url=None)
 
 
