@@ -81,8 +81,6 @@ gpu_pool_taint = TypedResourcePolicy(
 
 
 def _karpenter_gpu_limit(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type != KARPENTER_NODE_POOL:
-        return
     reason = karpenter_gpu_reason(args.props)
     if reason is None:
         return
@@ -190,8 +188,6 @@ time_slicing_replicas = TypedResourcePolicy(
 
 
 def _spot_gpu_disruption(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type != KARPENTER_NODE_POOL:
-        return
     props = args.props
     if karpenter_gpu_reason(props) is None or "spot" not in karpenter_capacity_types(props):
         return

@@ -106,8 +106,6 @@ def _local_archive(chart: str, version: str, report: ReportViolation, props: Map
 
 
 def _helm_chart_pinned(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type not in (HELM_RELEASE, HELM_CHART_V4):
-        return
     props = args.props
     chart = props.get("chart")
     version = props.get("version")
@@ -234,8 +232,6 @@ node_imdsv2_and_encryption = TypedResourcePolicy(
 
 
 def _gke_gpu_node_hardening(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type != GKE_NODE_POOL:
-        return
     reason = gke_gpu_reason(args.props)
     if reason is None:
         return
@@ -298,8 +294,6 @@ def gke_cluster_findings(props: Mapping[str, Any]) -> list[str]:
 
 
 def _gke_cluster_hardening(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type != GKE_CLUSTER:
-        return
     name = args.props.get("name") or args.name
     for finding in gke_cluster_findings(args.props):
         report(f"GKE cluster {name}: {finding}.", None)
@@ -368,8 +362,6 @@ gpu_container_hardening = TypedResourcePolicy(
 
 
 def _namespace_pod_security(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type != NAMESPACE:
-        return
     labels = _labels(args.props)
     name = _meta(args.props).get("name") or args.name
     level = labels.get(PSA_ENFORCE)
@@ -506,8 +498,6 @@ def eks_cluster_findings(props: Mapping[str, Any], required_logs: list[str]) -> 
 
 
 def _eks_cluster_hardening(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type != EKS_CLUSTER:
-        return
     required = _config_strs(args, "requiredLogTypes", DEFAULT_REQUIRED_LOG_TYPES)
     for finding in eks_cluster_findings(args.props, list(required)):
         report(f"EKS cluster {args.props.get('name') or args.name}: {finding}.", None)
