@@ -10,19 +10,15 @@ servicer in process (the code the engine calls), and both must agree.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from google.protobuf import struct_pb2
 from pulumi.runtime import proto
-from pulumi_policy import EnforcementLevel
-from pulumi_policy.policy import _PolicyAnalyzerServicer
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE as UNKNOWN
-from test_policies import k8s
+from test_policies import _servicer, _struct, k8s
 
 from policies import common, offline, pack
 
@@ -40,15 +36,9 @@ def _docs(*objects: tuple[str, str, dict]) -> list[dict]:
     return [doc for _, _, doc in objects]
 
 
-def _struct(props: Any) -> struct_pb2.Struct:
-    s = struct_pb2.Struct()
-    s.update(json.loads(json.dumps(props)))
-    return s
-
-
 def _engine(subjects: list[offline.Subject]) -> list[tuple[str, str, str | None, str]]:
     """(policy, level, resource name or None, message) as pulumi_policy's analyzer reports them."""
-    servicer = _PolicyAnalyzerServicer(pack.PACK_NAME, "0.1.0", list(pack.POLICIES), EnforcementLevel.ADVISORY)
+    servicer = _servicer()
     levels = {proto.MANDATORY: "mandatory", proto.ADVISORY: "advisory"}
     by_urn = {s.urn: s.name for s in subjects}
     out = []
