@@ -203,8 +203,9 @@ def _requests(program) -> dict[str, dict[str, Any]]:
     return seen
 
 
-def _both(typed, generic):
-    """The requests of the same resources registered the typed way and with KubeResource."""
+def _both(typed, generic, shape: str = "the components' usual"):
+    """The requests of the same resources registered the typed way and with KubeResource, with options of this
+    shape (``_option_shapes``)."""
     import pulumi
 
     def run(make):
@@ -212,19 +213,43 @@ def _both(typed, generic):
             provider = pulumi.ProviderResource("kubernetes", "k8s", {})
             parent = pulumi.ComponentResource("test:index:Parent", "parent")
             before = pulumi.CustomResource("test:index:Before", "before", {})
-            opts = pulumi.ResourceOptions(
-                parent=parent,
-                provider=provider,
-                depends_on=[before],
-                protect=True,
-                aliases=[pulumi.Alias(name="old")],
-                custom_timeouts=pulumi.CustomTimeouts(create="20m", update="20m"),
-            )
-            make(opts)
+            make(_option_shapes(parent, provider, before)[shape])
 
         return _requests(program)
 
     return run(typed), run(generic)
+
+
+# Options of every shape the components pass (and a few they may): each registered the typed way (ResourceOptions.merge
+# with the plugin defaults) and through k8s.with_plugin_version must reach the engine the same.
+def _option_shapes(parent, provider, before) -> dict[str, Any]:
+    import pulumi
+
+    return {
+        "the components' usual": pulumi.ResourceOptions(
+            parent=parent,
+            provider=provider,
+            depends_on=[before],
+            protect=True,
+            aliases=[pulumi.Alias(name="old")],
+            custom_timeouts=pulumi.CustomTimeouts(create="20m", update="20m"),
+        ),
+        "none": None,
+        "empty": pulumi.ResourceOptions(),
+        "one dependency, not a list": pulumi.ResourceOptions(parent=parent, depends_on=before),
+        "lifecycle flags": pulumi.ResourceOptions(
+            provider=provider,
+            ignore_changes=["metadata"],
+            replace_on_changes=["spec"],
+            delete_before_replace=True,
+            retain_on_delete=True,
+            deleted_with=before,
+        ),
+        "providers list": pulumi.ResourceOptions(parent=parent, providers=[provider]),
+        "its own version": pulumi.ResourceOptions(version="9.9.9", plugin_download_url="https://example.invalid"),
+        "aliases and protect": pulumi.ResourceOptions(aliases=[pulumi.Alias(name="old")], protect=True),
+        "an output dependency": pulumi.ResourceOptions(depends_on=[before], additional_secret_outputs=["data"]),
+    }
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c[2] for c in CASES])
@@ -369,30 +394,6 @@ def test_chart_namespaces_keep_their_pre_rename_urns_as_aliases():
     )
 
 
-# Options of every shape the components pass (and a few they may): each registered the typed way (ResourceOptions.merge
-# with the plugin defaults) and through k8s.with_plugin_version must reach the engine the same.
-def _option_shapes(parent, provider, before) -> dict[str, Any]:
-    import pulumi
-
-    return {
-        "none": None,
-        "empty": pulumi.ResourceOptions(),
-        "one dependency, not a list": pulumi.ResourceOptions(parent=parent, depends_on=before),
-        "lifecycle flags": pulumi.ResourceOptions(
-            provider=provider,
-            ignore_changes=["metadata"],
-            replace_on_changes=["spec"],
-            delete_before_replace=True,
-            retain_on_delete=True,
-            deleted_with=before,
-        ),
-        "providers list": pulumi.ResourceOptions(parent=parent, providers=[provider]),
-        "its own version": pulumi.ResourceOptions(version="9.9.9", plugin_download_url="https://example.invalid"),
-        "aliases and protect": pulumi.ResourceOptions(aliases=[pulumi.Alias(name="old")], protect=True),
-        "an output dependency": pulumi.ResourceOptions(depends_on=[before], additional_secret_outputs=["data"]),
-    }
-
-
 @pytest.mark.parametrize(
     "shape",
     [
@@ -408,26 +409,16 @@ def _option_shapes(parent, provider, before) -> dict[str, Any]:
 )
 @pytest.mark.parametrize("kind", ["core.v1.ConfigMap", "scheduling.v1.PriorityClass"])  # no aliases / aliases
 def test_options_of_every_shape_register_as_the_typed_class_merges_them(shape, kind):
-    import pulumi
-
-    case = next(c for c in CASES if c[0] == kind)
-    module, api_version, kind_name, fields = case
+    module, api_version, kind_name, fields = next(c for c in CASES if c[0] == kind)
     path, cls_name = module.rsplit(".", 1)
     cls = getattr(importlib.import_module(f"pulumi_kubernetes.{path}"), cls_name)
-
-    def run(make):
-        def program():
-            provider = pulumi.ProviderResource("kubernetes", "k8s", {})
-            parent = pulumi.ComponentResource("test:index:Parent", "parent")
-            before = pulumi.CustomResource("test:index:Before", "before", {})
-            make(_option_shapes(parent, provider, before)[shape])
-
-        return _requests(program)["obj"]
-
-    typed = run(lambda o: cls("obj", opts=o, **{_snake(k): v for k, v in fields.items()}))
-    generic = run(lambda o: k8s.kube_object("obj", api_version, kind_name, o, **fields))
-    assert generic == typed
-    assert typed["version"] == ("9.9.9" if shape == "its own version" else k8s._version())
+    typed, generic = _both(
+        lambda o: cls("obj", opts=o, **{_snake(k): v for k, v in fields.items()}),
+        lambda o: k8s.kube_object("obj", api_version, kind_name, o, **fields),
+        shape,
+    )
+    assert generic["obj"] == typed["obj"]
+    assert typed["obj"]["version"] == ("9.9.9" if shape == "its own version" else k8s._version())
 
 
 def test_with_plugin_version_leaves_the_callers_options_as_they_were():
