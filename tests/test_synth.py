@@ -290,15 +290,18 @@ def test_a_duplicate_urn_fails_the_synth_as_it_would_fail_the_engine():
 
 @pytest.mark.parametrize("stack", ["prod-aws", "prod-gcp"])
 def test_lean_render_changes_no_byte(stack):
-    """The synth skips SDK work the mocks make pointless (a stack trace per resource, outputs that echo the
-    inputs): every output file is the same as with the SDK's full path, and the SDK is left as it was."""
+    """The synth skips SDK work the mocks make pointless (a stack trace and debug messages per resource, outputs
+    that echo the inputs): every output file is the same as with the SDK's full path, and the SDK is left as it
+    was."""
+    from pulumi import log as sdk_log
     from pulumi.runtime import resource as sdk_resource
 
-    capture = sdk_resource._get_stack_trace
+    capture, send = sdk_resource._get_stack_trace, sdk_log.debug
     full = synth.render(stack, stack_config(stack), lean=False)
-    assert sdk_resource._get_stack_trace is capture
+    assert sdk_resource._get_stack_trace is capture and sdk_log.debug is send
     lean = rendered(stack)
-    assert sdk_resource._get_stack_trace is capture  # restored: `pulumi up` captures traces as usual
+    # restored: `pulumi up` captures traces and sends debug messages as usual
+    assert sdk_resource._get_stack_trace is capture and sdk_log.debug is send
     assert synth.files(lean) == synth.files(full)
     assert [dataclasses.asdict(r) for r in lean.resources] == [dataclasses.asdict(r) for r in full.resources]
     assert lean.outputs == full.outputs and lean.lookups == full.lookups

@@ -382,6 +382,33 @@ def test_stack_traces_are_skipped_only_inside_and_restored_after():
         assert sdk_resource._get_stack_trace is capture
 
 
+def test_debug_logs_are_skipped_only_inside_unless_logging_shows_them_and_warnings_still_go_out():
+    """The SDK's per-resource debug messages go nowhere inside the block (the mock engine's root logger drops them);
+    with the root logger at DEBUG, or lean=False, they are sent as before; warnings are sent either way."""
+    import logging
+
+    from pulumi import log as sdk_log
+
+    send, warn = sdk_log.debug, sdk_log.warn
+    with synth._without_debug_logs(True):
+        assert sdk_log.debug is not send and sdk_log.warn is warn
+        assert sdk_log.debug("registering") is None
+    assert sdk_log.debug is send
+    with pytest.raises(RuntimeError), synth._without_debug_logs(True):
+        raise RuntimeError
+    assert sdk_log.debug is send
+    with synth._without_debug_logs(False):
+        assert sdk_log.debug is send
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.DEBUG)
+    try:
+        with synth._without_debug_logs(True):
+            assert sdk_log.debug is send
+    finally:
+        root.setLevel(level)
+
+
 # ------------------------------------------------------------------------------------------------ files
 
 

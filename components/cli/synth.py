@@ -41,6 +41,10 @@ from .synth_files import (
     manifest_path as manifest_path,
     write as write,
 )
+from .synth_lean import (
+    _without_debug_logs as _without_debug_logs,
+    _without_stack_traces as _without_stack_traces,
+)
 from .synth_resolve import _resolved as _resolved, _secrets_shown
 from .synth_stacks import fleet_outputs, stack_identity, stack_outputs
 from .synth_yaml import _ints as _ints, _json as _json, _yaml as _yaml
@@ -342,33 +346,13 @@ def _config_for_engine(config: Mapping[str, Any]) -> dict[str, str]:
     return {k: v if isinstance(v, str) else json.dumps(v) for k, v in config.items()}
 
 
-@contextmanager
-def _without_stack_traces(lean: bool) -> Iterator[None]:
-    """The SDK walks and converts the Python stack for every resource it registers (the engine shows it as the
-    resource's source position); the mock monitor throws it away. Skipped while the synth runs, restored after,
-    so ``pulumi up`` never sees this."""
-    from pulumi.runtime import resource as sdk_resource
-
-    capture = getattr(sdk_resource, "_get_stack_trace", None)
-    if not lean or capture is None:  # another SDK layout: keep its behaviour
-        yield
-        return
-    from pulumi.runtime.proto import source_pb2
-
-    sdk_resource._get_stack_trace = source_pb2.StackTrace  # an empty trace, what the SDK sends without frames
-    try:
-        yield
-    finally:
-        sdk_resource._get_stack_trace = capture
-
-
 def render(stack: str, config: Mapping[str, Any], preview: bool = False, *, lean: bool = True) -> Rendering:
     """Run ``__main__.py`` under the mock engine with this stack config; return what it registered.
 
     ``preview``: as a first ``pulumi preview`` would (a dry run; created resources' outputs unknown).
 
-    ``lean`` skips SDK work the mocks make pointless (stack traces per resource, inputs echoed back as outputs)
-    and collects cyclic garbage seldom while the program runs;
+    ``lean`` skips SDK work the mocks make pointless (stack traces and debug messages per resource, inputs
+    echoed back as outputs: synth_lean.py) and collects cyclic garbage seldom while the program runs;
     the output is the same either way (tests/test_synth.py compares them).
     Raises SpecError (before anything registers) when the config is invalid.
     """
@@ -444,10 +428,10 @@ def run_program(
     root.outputs = {}  # type: ignore[union-attr]
     try:
         if callable(program):
-            with _without_stack_traces(lean):
+            with _without_stack_traces(lean), _without_debug_logs(lean):
                 _sync_await(run_pulumi_func(program))
         else:
-            with _without_stack_traces(lean), _program_dir_on_path(program):
+            with _without_stack_traces(lean), _without_debug_logs(lean), _program_dir_on_path(program):
                 _sync_await(run_pulumi_func(lambda: runpy.run_path(str(program), run_name="__main__")))
         outputs = _sync_await(_resolved(root.outputs)) or {}  # type: ignore[union-attr]
     finally:
