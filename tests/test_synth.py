@@ -291,8 +291,8 @@ def test_a_duplicate_urn_fails_the_synth_as_it_would_fail_the_engine():
 @pytest.mark.parametrize("stack", ["prod-aws", "prod-gcp"])
 def test_lean_render_changes_no_byte(stack):
     """The synth skips SDK work the mocks make pointless (a stack trace and debug messages per resource, outputs
-    that echo the inputs): every output file is the same as with the SDK's full path, and the SDK is left as it
-    was."""
+    that echo the inputs, empty answers serialized): every output file is the same as with the SDK's full path, and
+    the SDK is left as it was."""
     from pulumi import log as sdk_log
     from pulumi.runtime import resource as sdk_resource
 

@@ -409,6 +409,41 @@ def test_debug_logs_are_skipped_only_inside_unless_logging_shows_them_and_warnin
         root.setLevel(level)
 
 
+def test_the_lean_monitor_responds_and_records_as_the_sdks_mock_monitor():
+    """A lean synth's monitor (synth_lean._answering_monitor) sends an empty answer without serializing it: for an
+    empty answer, a non-empty one, a child and the stack, its responses and registrations are the SDK's own."""
+    from google.protobuf import struct_pb2
+    from pulumi.runtime import settings
+    from pulumi.runtime.mocks import MockMonitor
+    from pulumi.runtime.proto import resource_pb2
+
+    from components.cli.synth_lean import _answering_monitor
+
+    class Answers:
+        lean = True
+
+        def new_resource(self, args):
+            return f"id-{args.name}", ({"arn": f"arn:{args.name}", "n": 1} if args.typ.startswith("aws:") else {})
+
+    inputs = struct_pb2.Struct()
+    inputs.update({"metadata": {"name": "cm", "labels": {"a": "b"}}, "data": {"k": "v"}, "replicas": 2})
+    parent = "urn:pulumi:s::p::gpu-platform:x:Component::c"
+    requests = [
+        resource_pb2.RegisterResourceRequest(type="kubernetes:core/v1:Secret", name="cm", custom=True, object=inputs),
+        resource_pb2.RegisterResourceRequest(type="aws:iam/role:Role", name="r", custom=True, parent=parent),
+        resource_pb2.RegisterResourceRequest(type="gpu-platform:x:Component", name="c", object=inputs),
+        resource_pb2.RegisterResourceRequest(type="pulumi:pulumi:Stack", name="p-s"),
+    ]
+    settings.reset_options(project="p", stack="s")  # the URNs' project and stack
+    try:
+        lean, sdk = _answering_monitor()(Answers()), MockMonitor(Answers())
+        for request in requests:
+            assert lean.RegisterResource(request) == sdk.RegisterResource(request), request.name
+        assert lean.resources == sdk.resources and len(sdk.resources) == 3
+    finally:
+        settings.reset_options()
+
+
 # ------------------------------------------------------------------------------------------------ files
 
 

@@ -42,6 +42,7 @@ from .synth_files import (
     write as write,
 )
 from .synth_lean import (
+    _answering_monitor,
     _without_debug_logs as _without_debug_logs,
     _without_stack_traces as _without_stack_traces,
 )
@@ -206,7 +207,8 @@ def _wire_unknowns(value: Any) -> Any:
 
 def _mock_classes():
     import pulumi
-    from pulumi.runtime.mocks import MockMonitor
+
+    MockMonitor = _answering_monitor()
 
     class Mocks(pulumi.runtime.Mocks):
         def __init__(self, preview: bool = False, lean: bool = True) -> None:
@@ -352,7 +354,8 @@ def render(stack: str, config: Mapping[str, Any], preview: bool = False, *, lean
     ``preview``: as a first ``pulumi preview`` would (a dry run; created resources' outputs unknown).
 
     ``lean`` skips SDK work the mocks make pointless (stack traces and debug messages per resource, inputs
-    echoed back as outputs: synth_lean.py) and collects cyclic garbage seldom while the program runs;
+    echoed back as outputs and empty answers serialized: synth_lean.py) and collects cyclic garbage seldom while
+    the program runs;
     the output is the same either way (tests/test_synth.py compares them).
     Raises SpecError (before anything registers) when the config is invalid.
     """

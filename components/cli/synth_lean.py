@@ -1,6 +1,7 @@
 """What a lean synth leaves out of the SDK's work because the mock engine would throw it away: the stack trace and
-the debug messages of every resource. Split from synth.py, which uses and re-exports these (``synth.render``'s
-``lean``; tests/test_synth.py renders shipped stacks both ways and compares the output)."""
+the debug messages of every resource, and the serializing of an empty answer from the mocks. Split from synth.py,
+which uses and re-exports these (``synth.render``'s ``lean``; tests/test_synth.py renders every shipped stack both
+ways and compares the output)."""
 
 from __future__ import annotations
 
@@ -54,3 +55,40 @@ def _without_debug_logs(lean: bool) -> Iterator[None]:
 
 def _unseen(*_args: Any, **_kwargs: Any) -> None:
     """A debug message the mock engine would drop (``_without_debug_logs``)."""
+
+
+def _answering_monitor() -> type:
+    """pulumi's ``MockMonitor``, which in a lean synth sends an empty answer without serializing it (see
+    ``RegisterResource``)."""
+    from google.protobuf import struct_pb2
+    from pulumi.runtime import rpc
+    from pulumi.runtime.mocks import MockMonitor, MockResourceArgs, _ensure_event_loop, _resolve_callbacks
+    from pulumi.runtime.proto import resource_pb2
+    from pulumi.runtime.sync_await import _sync_await
+
+    class AnsweringMonitor(MockMonitor):
+        def RegisterResource(self, request):
+            """``MockMonitor.RegisterResource`` (pulumi 3.272.0 pulumi/runtime/mocks.py), step by step, except that
+            an empty answer from the mocks (most resources in a lean synth: ``_state``) is sent as the empty
+            ``Struct`` the base would make of it by running an event loop of its own (``_sync_await``) on this
+            thread for ``serialize_properties({})``, ~7 us a resource. tests/test_synth_helpers.py compares the
+            two monitors' responses and records; a preview (never lean) takes the base's way."""
+            if not getattr(self.mocks, "lean", False) or request.type == "pulumi:pulumi:Stack":
+                return super().RegisterResource(request)
+            urn = self.make_urn(request.parent, request.type, request.name)
+            _ensure_event_loop()  # deserializing a resource reference needs one on this thread
+            args = MockResourceArgs(
+                typ=request.type,
+                name=request.name,
+                inputs=rpc.deserialize_properties(request.object),
+                provider=request.provider,
+                resource_id=request.importId,
+                custom=request.custom or False,
+                transforms=_resolve_callbacks(request.transforms),
+            )
+            id_, state = self.mocks.new_resource(args)
+            answer = _sync_await(rpc.serialize_properties(state, {})) if state else struct_pb2.Struct()
+            self.resources[urn] = MockMonitor.ResourceRegistration(urn, id_, state)
+            return resource_pb2.RegisterResourceResponse(urn=urn, id=id_, object=answer)
+
+    return AnsweringMonitor
