@@ -437,18 +437,24 @@ def _render_requests(monkeypatch, stack: str, config: dict[str, Any], preview: b
     from components.cli import synth
 
     seen: list[dict[str, Any]] = []
-    register, invoke = MockMonitor.RegisterResource, MockMonitor.Invoke
+    invoke, answering = MockMonitor.Invoke, synth._answering_monitor
 
-    def recording_register(self, request):
-        seen.append(_request(request))
-        return register(self, request)
+    def recording_monitor():
+        """The synth's monitor (a lean render's answers empty states itself), recording what it receives."""
+
+        class Recording(answering()):
+            def RegisterResource(self, request):
+                seen.append(_request(request))
+                return super().RegisterResource(request)
+
+        return Recording
 
     def recording_invoke(self, request):
         seen.append({"invoke": MessageToDict(request)})
         return invoke(self, request)
 
     with monkeypatch.context() as m:
-        m.setattr(MockMonitor, "RegisterResource", recording_register)
+        m.setattr(synth, "_answering_monitor", recording_monitor)
         m.setattr(MockMonitor, "Invoke", recording_invoke)
         if typed:
             m.setattr(sdk, "resource", _typed_resource)
