@@ -34,6 +34,11 @@ def sharing() -> Iterator[None]:
         _shared = outer
 
 
+# Leaves that tell themselves apart in ``_shared``'s keys (``_ident``: the others, bool and float, would equal
+# another type's value)
+_SELF_IDENT = frozenset({str, int, type(None)})
+
+
 def _ident(value: Any) -> Any:
     """What tells a frozen value apart in ``_shared``'s keys: equal only for values that freeze alike (1, 1.0, True
     and 0.0, -0.0 differ; a container is itself, by identity, its children being shared already)."""
@@ -50,23 +55,33 @@ def _ident(value: Any) -> Any:
 def freeze(value: Any, keep_order: bool = False) -> Any:
     """Deep read-only copy: dicts become MappingProxyType (keys sorted, or in their own order with ``keep_order``:
     pools and tenants keep the stack file's, what the renderers register in), lists tuples. Inside ``sharing``,
-    equal results are one object."""
+    equal results are one object.
+
+    Most of what a plan freezes is met before (a 200-tenant plan: ~11,000 mappings and tuples, ~1,600 of them
+    distinct): a mapping's sharing key is made from its frozen values, and only a new one is built as a mapping.
+    Leaves are copied as they are, without a call each, and take ``_ident``'s call only where they could equal
+    another type's (bool, float)."""
     kind = type(value)
     if kind in LEAVES:
         return value
+    leaves, self_ident = LEAVES, _SELF_IDENT
     if kind is dict or kind is MappingProxyType or isinstance(value, Mapping):
         keys = list(value) if keep_order else sorted(value)
-        items = {k: freeze(value[k], keep_order) for k in keys}
+        values = [v if type(v) in leaves else freeze(v, keep_order) for v in map(value.__getitem__, keys)]
         table = _shared
         if table is None:
-            return MappingProxyType(items)
-        return table.setdefault(("m", *[(k, _ident(v)) for k, v in items.items()]), MappingProxyType(items))
+            return MappingProxyType(dict(zip(keys, values)))
+        key = ("m", *keys, *[v if type(v) in self_ident else _ident(v) for v in values])
+        got = table.get(key)
+        if got is None:
+            got = table[key] = MappingProxyType(dict(zip(keys, values)))
+        return got
     if kind is list or kind is tuple or isinstance(value, list | tuple):
-        made = tuple([freeze(v, keep_order) for v in value])
+        made = tuple([v if type(v) in leaves else freeze(v, keep_order) for v in value])
         table = _shared
         if table is None:
             return made
-        return table.setdefault(("t", *[_ident(v) for v in made]), made)
+        return table.setdefault(("t", *[v if type(v) in self_ident else _ident(v) for v in made]), made)
     return value
 
 
