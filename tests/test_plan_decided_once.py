@@ -43,6 +43,22 @@ def test_every_pool_fact_is_worked_out_once_per_pool_of_a_big_stack():
         assert calls.get(_code(fact), 0) <= len(spec.node_pools), fact.__name__
     # and a tenant's ceilings once per tenant (they were worked out four times: quota, plan, cost twice)
     assert calls.get(_code(ceilings.tenant_pool_ceiling_units), 0) == len(spec.tenants)
+    # a pool's per-GPU price once per pool, however many tenants' costs read it
+    per_gpu_hour = cost.PoolCost.per_gpu_hour.func.__code__
+    assert 0 < calls.get((per_gpu_hour.co_filename, per_gpu_hour.co_firstlineno), 0) <= len(spec.node_pools)
+
+
+def test_whether_a_tenant_never_preempts_follows_its_ceiling_and_every_class_below_it():
+    cfg = stack_config("prod-aws")  # only dev, the lowest class, is preemptionPolicy Never
+    spec = load_spec(cfg)
+    assert [derive.tenant_never_preempts(spec, t) for t in spec.tenants] == [False, False, False, True]
+    cfg["gpu-platform:priorityClasses"] = [
+        {"name": c.name, "value": c.value, "preemptionPolicy": "Never" if c.name == "batch" else c.preemption_policy}
+        for c in spec.priority_classes
+    ]
+    cfg["gpu-platform:tenants"][0]["priority"] = "batch"  # batch and dev below it: both Never
+    spec = load_spec(cfg)
+    assert [derive.tenant_never_preempts(spec, t) for t in spec.tenants] == [True, False, False, True]
 
 
 def _plan_calls(tenants: int, pools: int) -> int:
