@@ -237,8 +237,17 @@ def _limit_units(spec: StackSpec, pool: NodePool, limits: dict[str, int]) -> dic
 def tenant_pools(spec: StackSpec, tenant: Tenant) -> list[NodePool]:
     """Pools the tenant reaches (a gpuQuota entry, even 0), in the order Kueue tries their flavors
     (``derive.tenant_flavor_order``: by what a job would want, then by name; never the nodePools order, so
-    reordering a stack file changes nothing. Pin a pool with a nodeSelector on gpu-platform/pool)."""
-    return derive.tenant_flavor_order(spec, tenant)
+    reordering a stack file changes nothing. Pin a pool with a nodeSelector on gpu-platform/pool). Read from every
+    pool's place in that order, decided once per spec (``tenant_flavor_order`` scans every pool per tenant: tenants
+    x pools, ~100,000 at 1,000 tenants and 48 pools)."""
+    ranks = _flavor_ranks(spec)
+    return [p for _, p in sorted(ranks[name] for name in tenant.gpu_quota if name in ranks)]
+
+
+@derive.per_spec
+def _flavor_ranks(spec: StackSpec) -> Mapping[str, tuple[int, NodePool]]:
+    """Pool name -> (its place in ``derive.flavor_order`` of every pool, the pool)."""
+    return MappingProxyType({p.name: (rank, p) for rank, p in enumerate(derive.flavor_order(spec))})
 
 
 def _partition(spec: StackSpec, pools: Iterable[NodePool]) -> list[tuple[set[str], list[NodePool]]]:
