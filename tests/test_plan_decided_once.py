@@ -8,8 +8,8 @@ import cProfile
 import gc
 import pstats
 
-from bench_synth import generated_config
 import pytest
+from bench_synth import generated_config
 from conftest import STACKS, render_config, stack_config
 
 from components.cli import config as program_config

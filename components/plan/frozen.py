@@ -73,11 +73,11 @@ def freeze(value: Any, keep_order: bool = False) -> Any:
         keys = list(value) if keep_order else sorted(value)
         values = [v if type(v) in leaves else freeze(v, keep_order) for v in map(value.__getitem__, keys)]
         if table is None:
-            return MappingProxyType(dict(zip(keys, values)))
+            return MappingProxyType(dict(zip(keys, values, strict=True)))
         key = ("m", *keys, *[v if type(v) in self_ident else _ident(v) for v in values])
         got = table.get(key)
         if got is None:
-            got = table[key] = MappingProxyType(dict(zip(keys, values)))
+            got = table[key] = MappingProxyType(dict(zip(keys, values, strict=True)))
             if not keep_order:
                 table[id(got)] = got
         return got
