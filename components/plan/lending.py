@@ -179,11 +179,20 @@ def _mid(node: str) -> str:
     return f"{kind}_{name}"
 
 
-def mermaid(decided: Plan) -> list[str]:
+def mermaid(decided: Plan, g: Graph | None = None) -> list[str]:
     """The graph as a Mermaid flowchart (a fenced block for Markdown): pools as boxes (uncovered GPUs marked),
     tenants as rounded nodes, a cohort's quota on a pool as a hexagon, nominal quota as solid arrows, lending,
-    borrowing and idle capacity as dotted ones."""
-    g = graph(decided)
+    borrowing and idle capacity as dotted ones. ``g``: the plan's graph when the caller has it (the synth makes it
+    once for summary.md and plan.html)."""
+    g = graph(decided) if g is None else g
+    ids: dict[str, str] = {}  # node -> its Mermaid id, made once per node (edges name each node many times)
+
+    def mid(node: str) -> str:
+        found = ids.get(node)
+        if found is None:
+            found = ids[node] = _mid(node)
+        return found
+
     lines = ["```mermaid", "flowchart LR"]
     for name in g.pools:
         p = decided.pools[name]
@@ -195,22 +204,22 @@ def mermaid(decided: Plan) -> list[str]:
         lines.append(f'  {_mid(c.id)}{{{{"cohort {c.cohort}<br/>on {c.pool}: {units_text(c.lent)} lent"}}}}')
     for e in g.edges:
         start, arrow = ("--", "-->") if e.kind == "nominal" else ("-.", ".->")
-        lines.append(f'  {_mid(e.source)} {start} "{edge_label(e)}" {arrow} {_mid(e.target)}')
+        lines.append(f'  {mid(e.source)} {start} "{edge_label(e)}" {arrow} {mid(e.target)}')
     uncovered = [_mid(pool_id(n)) for n in g.uncovered]
     if uncovered:
         lines += ["  classDef uncovered stroke:#c00,stroke-width:2px", f"  class {','.join(uncovered)} uncovered"]
     return [*lines, "```"]
 
 
-def summary_section(decided: Plan) -> list[str]:
-    """summary.md's section: the diagram and how to read it (none without pools or tenants)."""
+def summary_section(decided: Plan, g: Graph | None = None) -> list[str]:
+    """summary.md's section: the diagram and how to read it (none without pools or tenants); ``g`` as ``mermaid``'s."""
     if not decided.pools or not decided.tenants:
         return []
     return [
         "",
         "## Who can take what from whom",
         "",
-        *mermaid(decided),
+        *mermaid(decided, g),
         "",
         "Solid arrows: a tenant's nominal quota on a pool. Hexagons: a Kueue cohort's quota on a pool, what its "
         "members lend there; dotted arrows into one: what a tenant lends its cohort; out of one: the most a tenant "
