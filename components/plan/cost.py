@@ -21,12 +21,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from ..data import catalog, prices, versions
 from ..data.prices import Price
 from ..spec.model import DEFAULT_IMAGE_GIB, NodePool, Problem, StackSpec, Tenant, key, rule
 from . import ceilings, derive
+from .frozen import LEAVES
 from .cost_text import markdown as markdown, usd as usd  # re-exported: the report's text for a person
 
 CONFIGMAP_NAME = "gpu-platform-cost"
@@ -457,8 +459,12 @@ class _Pool(NamedTuple):
 
 
 def _thawed(x: Any) -> Any:
-    """A plan value (read-only mappings, tuples) as the plain dicts and lists of the document."""
-    if isinstance(x, Mapping):
+    """A plan value (read-only mappings, tuples) as the plain dicts and lists of the document. Leaves (most
+    values) told apart first, before the abstract Mapping check (``frozen.plain`` does the same)."""
+    kind = type(x)
+    if kind in LEAVES:
+        return x
+    if kind is MappingProxyType or isinstance(x, Mapping):
         return {k: _thawed(v) for k, v in x.items()}
     if isinstance(x, list | tuple):
         return [_thawed(v) for v in x]
