@@ -78,7 +78,7 @@ def file_items(rendering: Rendering, sections: Mapping[str, str] | None = None) 
     decided = plan.build(rendering.spec, rendering.stack)
     cost_doc, graph = cost.report_of(decided), lending.graph(decided)
     yield "summary.md", summary(rendering, sections or {}, cost_doc=cost_doc, graph=graph)
-    yield "cost.json", _json(cost_doc)  # cost.to_json's text (the same json.dumps of it, whole floats as ints)
+    yield "cost.json", cost.to_json(cost_doc)
     from .plan_html import page_parts
 
     # the same plan as a page (gpu-platform plan --html), written in parts
