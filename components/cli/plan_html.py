@@ -192,8 +192,8 @@ def _elements(decided: Plan, g: lending.Graph) -> list[dict[str, Any]]:
     for c in g.cohorts:
         label = f"cohort {c.cohort} on {c.pool}\n{lending.units_text(c.lent)} lent"
         out.append({"data": {"id": c.id, "label": label, "kind": "cohort"}, "classes": "cohort"})
-    for i, e in enumerate(g.edges):
-        data = {"id": f"e{i}", "source": e.source, "target": e.target, "label": lending.edge_label(e), "kind": e.kind}
+    for i, (e, label) in enumerate(zip(g.edges, g.labels, strict=True)):
+        data = {"id": f"e{i}", "source": e.source, "target": e.target, "label": label, "kind": e.kind}
         out.append({"data": data, "classes": e.kind})
     return out
 

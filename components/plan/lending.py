@@ -72,6 +72,7 @@ class Graph(NamedTuple):
     cohorts: tuple[Cohort, ...]  # by cohort, then pool
     edges: tuple[Edge, ...]
     uncovered: Mapping[str, int]  # pool -> GPUs no nominal quota covers (only pools where it is > 0)
+    labels: tuple[str, ...]  # each edge's ``edge_label``, in the edges' order (summary.md and plan.html read them)
 
 
 def pool_id(name: str) -> str:
@@ -141,6 +142,7 @@ def graph(decided: Plan) -> Graph:
         cohorts=tuple(Cohort(c, p, units) for (c, p), units in lent.items()),
         edges=tuple(edges),
         uncovered=dict(sorted(uncovered.items())),
+        labels=tuple(edge_label(e) for e in edges),
     )
 
 
@@ -202,9 +204,9 @@ def mermaid(decided: Plan, g: Graph | None = None) -> list[str]:
         lines.append(f'  {_mid(tenant_id(name))}(["{name}"])')
     for c in g.cohorts:
         lines.append(f'  {_mid(c.id)}{{{{"cohort {c.cohort}<br/>on {c.pool}: {units_text(c.lent)} lent"}}}}')
-    for e in g.edges:
+    for e, label in zip(g.edges, g.labels, strict=True):
         start, arrow = ("--", "-->") if e.kind == "nominal" else ("-.", ".->")
-        lines.append(f'  {mid(e.source)} {start} "{edge_label(e)}" {arrow} {mid(e.target)}')
+        lines.append(f'  {mid(e.source)} {start} "{label}" {arrow} {mid(e.target)}')
     uncovered = [_mid(pool_id(n)) for n in g.uncovered]
     if uncovered:
         lines += ["  classDef uncovered stroke:#c00,stroke-width:2px", f"  class {','.join(uncovered)} uncovered"]
@@ -246,8 +248,8 @@ def to_doc(decided: Plan, g: Graph | None = None) -> dict[str, Any]:
                 "pool": e.pool,
                 "units": dict(e.units),
                 "gpus": e.gpus,
-                "label": edge_label(e),
+                "label": label,
             }
-            for e in g.edges
+            for e, label in zip(g.edges, g.labels, strict=True)
         ],
     }
