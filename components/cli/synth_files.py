@@ -72,14 +72,17 @@ def file_items(rendering: Rendering, sections: Mapping[str, str] | None = None) 
     yield "outputs.json", _json(rendering.outputs)
     if rendering.spec is None:  # a user's own program (synth --program): no one stack file to summarise
         return
-    yield "summary.md", summary(rendering, sections or {})
-    from ..plan import cost, plan
+    from ..plan import cost, lending, plan
 
+    # the plan's cost document and lending graph, made once for the three reports that read them
     decided = plan.build(rendering.spec, rendering.stack)
-    yield "cost.json", cost.to_json(cost.report_of(decided))
+    cost_doc, graph = cost.report_of(decided), lending.graph(decided)
+    yield "summary.md", summary(rendering, sections or {}, cost_doc=cost_doc, graph=graph)
+    yield "cost.json", cost.to_json(cost_doc)
     from .plan_html import page_parts
 
-    yield "plan.html", page_parts(decided)  # the same plan as a page (gpu-platform plan --html), written in parts
+    # the same plan as a page (gpu-platform plan --html), written in parts
+    yield "plan.html", page_parts(decided, cost_doc=cost_doc, graph=graph)
 
 
 def files(rendering: Rendering, sections: Mapping[str, str] | None = None) -> dict[str, str]:
