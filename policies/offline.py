@@ -119,7 +119,7 @@ def subjects_from_rendering(rendering: Rendering) -> list[Subject]:
 
     out = []
     for r in records:
-        deps = tuple(sorted(x.urn for d in r.depends_on for x in by_name.get(d, [])))
+        deps = tuple(sorted(x.urn for d in r.depends_on for x in by_name.get(d, []) if x is not r))
         out.append(Subject(r.type, r.name, r.urn, r.inputs, parent_urn(r), provider_of(r), deps))
     return out
 
