@@ -40,7 +40,7 @@ from pulumi_policy import (
     ResourceValidationPolicy,
     StackValidationArgs,
 )
-from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
+from pulumi_policy.proxy import UnknownValueError
 
 from . import common, pack
 from .offline_config import (  # the config's names, re-exported as callers know them
@@ -51,6 +51,7 @@ from .offline_config import (  # the config's names, re-exported as callers know
     load_config_file as load_config_file,
     settings,
 )
+from .offline_proxy import lazy_proxy
 
 if TYPE_CHECKING:
     from components.explain.rendering import Rendering
@@ -180,7 +181,8 @@ def _opts(s: Subject) -> PolicyResourceOptions:
 
 
 class _PropsCache:
-    """Each resource's props proxy, built on first use (one per resource and run)."""
+    """Each resource's props proxy, built on first use (one per resource and run): the engine's proxies, each
+    nested level built when first read (``policies.offline_proxy``)."""
 
     def __init__(self) -> None:
         self._props: dict[int, Any] = {}
@@ -189,7 +191,7 @@ class _PropsCache:
     def __call__(self, s: Subject) -> Any:
         got = self._props.get(id(s))
         if got is None:
-            got = self._props[id(s)] = unknown_checking_proxy(dict(s.props))
+            got = self._props[id(s)] = lazy_proxy(dict(s.props))
             self._keep.append(s)
         return got
 
@@ -199,8 +201,8 @@ class _Proxies:
     ``UnknownValueError``), built once per resource when a policy first reads them and shared by every policy
     of a run (a resource no policy reads is never proxied).
 
-    The engine deserializes a resource afresh for each policy; the proxies hold a copy of the inputs and only
-    read them (``Mapping`` / ``Sequence``), so one per resource behaves the same and saves a deep copy per
+    The engine deserializes a resource afresh for each policy; the proxies copy the inputs as they are read and
+    only read them (``Mapping`` / ``Sequence``), so one per resource behaves the same and saves a deep copy per
     policy and resource (quadratic for stack policies, which each see every resource)."""
 
     def __init__(self) -> None:
