@@ -1,18 +1,17 @@
-"""The engine's props proxies for an offline run, each container's built when it is first read.
+"""The engine's props proxies for an offline run, each nested value proxied when it is first read.
 
 Under the engine a policy gets ``unknown_checking_proxy(props)`` (pulumi_policy 1.21.0, pulumi_policy/proxy.py):
 ``_proxy_helper`` copies the whole value at once, every nested dict into a ``_DictProxy`` and every list into a
 ``_ListProxy``, each with its path (a list copied per node); reading a value that is an unknown sentinel raises
-``UnknownValueError`` naming that path. An offline run hands out the same classes (subclasses of them) holding the
-same values, but a container's own level is built only when something first reads it (``_built``: its children
-wrapped, not yet built) and a path is spelled out only for an ``UnknownValueError``. A policy reads the metadata
-of most resources and the specs of a few, so most of the copy was never read: building it was the largest part
-of an offline run (about a third at 200 tenants).
+``UnknownValueError`` naming that path. An offline run hands out the same classes (subclasses of them) reading the
+same values, but a dict proxy reads straight from the inputs and proxies a nested list or dict only when it is
+read (once: the same proxy at every read), a list proxy is built at its first read, and a path is spelled out
+only for an ``UnknownValueError``. A policy reads the metadata of most resources and the specs of a few, so most
+of the copy was never read: building it was the largest part of an offline run (about a third at 200 tenants).
 
-Once built, each proxy's target is what ``_proxy_helper`` would have built (the children's proxies, the leaves
-as they are), and reads go through the same checks: ``tests/test_policy_offline_proxy.py`` walks both on every
-shipped stack's resources and compares every read, unknown value and edge (slices, negative indexes, ``__target``,
-writes).
+Every read gives what the engine's proxy gives (the children's proxies, the leaves as they are, the same checks):
+``tests/test_policy_offline_proxy.py`` walks both on every shipped stack's resources and compares every read,
+unknown value and edge (slices, negative indexes, ``__target``, writes).
 """
 
 from __future__ import annotations
@@ -96,51 +95,62 @@ def _checked(at: At, key: Any, value: Any) -> Any:
 
 
 class LazyDictProxy(_DictProxy):
-    """A ``_DictProxy`` whose target (each value proxied, in the same order) is built at its first read."""
+    """A ``_DictProxy`` that reads its values from the inputs, proxying a nested list or dict at its first read
+    (the same object at every read); its whole target is built only for ``__target`` or a write."""
 
-    def __init__(self, raw: Any, at: At = None) -> None:  # no super(): built on first use
+    def __init__(self, raw: Any, at: At = None) -> None:  # no super(): read from raw until built
         self._raw, self._at = raw, at
+        self._kids: dict[Any, Any] = {}  # key -> the proxy of a nested list or dict already read
         self._target: dict[Any, Any] | None = None
+
+    def _kid(self, key: Any, value: Any) -> Any:
+        got = self._kids.get(key)
+        if got is None:  # (a proxy of an empty container is falsy)
+            kind = LazyListProxy if isinstance(value, list) else LazyDictProxy
+            got = self._kids[key] = kind(value, _At(self._at, key))
+        return got
 
     def _built(self) -> dict[Any, Any]:
         target = self._target
         if target is None:
-            raw, at, target = self._raw, self._at, {}
-            for k in raw:  # _wrap, inline: most values are leaves
+            raw, target = self._raw, {}
+            for k in raw:
                 v = raw[k]
-                if isinstance(v, list):
-                    v = LazyListProxy(v, _At(at, k))
-                elif isinstance(v, dict):
-                    v = LazyDictProxy(v, _At(at, k))
-                target[k] = v
-            self._target, self._raw = target, None
+                target[k] = self._kid(k, v) if isinstance(v, (list, dict)) else v
+            self._target, self._raw, self._kids = target, None, {}
         return target
-
-    def __getitem__(self, key: Any) -> Any:
-        if key == "__target":
-            return self._built()
-        return _checked(self._at, key, self._built()[key])
 
     def get(self, key: Any, default: Any = None) -> Any:
         # Mapping.get (self[key], default on KeyError) without its two extra calls per read
         if key == "__target":
             return self._built()
         target = self._target
-        value = (self._built() if target is None else target).get(key, _MISSING)
+        value = (self._raw if target is None else target).get(key, _MISSING)
         if value is _MISSING:
             return default
-        if isinstance(value, str) and value in _UNKNOWNS:
-            raise UnknownValueError(value, _path(self._at, key))
+        if isinstance(value, str):
+            if value in _UNKNOWNS:
+                raise UnknownValueError(value, _path(self._at, key))
+        elif target is None and isinstance(value, (list, dict)):
+            return self._kid(key, value)
+        return value
+
+    def __getitem__(self, key: Any) -> Any:
+        value = self.get(key, _MISSING)
+        if value is _MISSING:
+            raise KeyError(key)
         return value
 
     def __setitem__(self, key: Any, value: Any) -> None:
         self._built()[key] = value
 
     def __len__(self) -> int:
-        return len(self._built())
+        target = self._target
+        return len(self._raw if target is None else target)
 
     def __iter__(self) -> Iterator[Any]:
-        return iter(self._built())
+        target = self._target
+        return iter(self._raw if target is None else target)
 
 
 class LazyListProxy(_ListProxy):

@@ -141,10 +141,13 @@ def test_reads_through_target_and_writes_stay_like_the_engines_and_leave_the_inp
     assert inputs == NESTED
 
 
-def test_a_proxy_level_is_built_only_when_read():
-    """The point of the lazy proxies: reading metadata.name builds the top level and metadata, not spec."""
-    p = lazy_proxy({"metadata": {"name": "n"}, "spec": {"big": [{"x": 1}]}})
+def test_a_nested_value_is_proxied_only_when_read_and_then_once():
+    """The point of the lazy proxies: reading metadata.name proxies metadata, not spec; a value read twice is the
+    same proxy (as in the engine's, which holds one per value)."""
+    p = lazy_proxy({"metadata": {"name": "n"}, "spec": {"big": [{"x": 1}]}, "empty": {}})
     assert p["metadata"]["name"] == "n"
-    spec = p._built()["spec"]
-    assert spec._target is None and p["metadata"]._target is not None
-    assert spec["big"][0]["x"] == 1 and spec._target is not None
+    assert list(p._kids) == ["metadata"]
+    assert p.get("spec")["big"][0]["x"] == 1 and list(p._kids) == ["metadata", "spec"]
+    spec = p["spec"]
+    assert spec is p.get("spec") and p["empty"] is p["empty"]
+    assert p["__target"]["spec"] is spec  # built around the proxies already handed out
