@@ -413,20 +413,23 @@ def run(
         return _run(subjects, policies, config, stack, config_source)
 
 
-def _judged(policy: ResourceValidationPolicy, subjects: Sequence[Subject]) -> Sequence[Subject]:
-    """The subjects ``policy`` judges, in order: all of them, or for a TypedResourcePolicy those of its types
-    (asked once per type)."""
-    if not isinstance(policy, common.TypedResourcePolicy):
-        return subjects
-    verdicts: dict[str, bool] = {}
-    out = []
-    for s in subjects:
-        verdict = verdicts.get(s.type)
-        if verdict is None:
-            verdict = verdicts[s.type] = policy.judges(s.type)
-        if verdict:
-            out.append(s)
-    return out
+class _ByType:
+    """Where each type's subjects are (built once per run), so a TypedResourcePolicy's subjects are found by type
+    instead of a pass over every subject for each such policy (14 passes over 1,190 at 200 tenants)."""
+
+    def __init__(self, subjects: Sequence[Subject]) -> None:
+        self.subjects = subjects
+        self.positions: dict[str, list[int]] = {}
+        for i, s in enumerate(subjects):
+            self.positions.setdefault(s.type, []).append(i)
+
+    def judged(self, policy: ResourceValidationPolicy) -> Sequence[Subject]:
+        """The subjects ``policy`` judges, in order: all of them, or for a TypedResourcePolicy those of its types
+        (asked once per type)."""
+        if not isinstance(policy, common.TypedResourcePolicy):
+            return self.subjects
+        at = sorted(i for t, positions in self.positions.items() if policy.judges(t) for i in positions)
+        return [self.subjects[i] for i in at]
 
 
 def _run(
@@ -439,6 +442,7 @@ def _run(
     chosen = settings(policies, config)
     by_urn = {s.urn: s for s in subjects}
     proxies = _Proxies()
+    by_type = _ByType(subjects)
     violations: list[Violation] = []
     for policy in policies:
         st = chosen[policy.name]
@@ -460,8 +464,7 @@ def _run(
         if isinstance(policy, ResourceValidationPolicy):
             # a typed policy's validate returns None for any other type without reading anything: not called, and
             # the props of a resource no policy reads are never built (_Proxies builds each on first use)
-            judged = _judged(policy, subjects)
-            for s in judged:
+            for s in by_type.judged(policy):
                 args = ResourceValidationArgs(
                     s.type, proxies.props(s), s.urn, s.name, proxies.options(s), proxies.provider(s), dict(st.config)
                 )

@@ -696,3 +696,23 @@ def test_a_run_leaves_nothing_for_the_cyclic_collector():
     assert seen[:3] == [("pool", []), ("pool", []), ("pool", ["aws:ec2/launchTemplate:LaunchTemplate", parent.type])]
     assert seen[3:] == ["x"] * 3
     assert left == 0
+
+
+def test_a_typed_policy_sees_its_resources_of_several_types_in_the_stacks_order():
+    """The runner finds a typed policy's resources by type (an index built once per run), and still calls it in the
+    order of the stack's resources, types interleaved; the resources of other types are never passed."""
+    from policies.common import TypedResourcePolicy
+
+    seen: list[str] = []
+    cm_type = "kubernetes:core/v1:ConfigMap"
+    typed = TypedResourcePolicy(
+        resource_types=[NS_TYPE, cm_type], name="typed", description="d", validate=lambda a, r: seen.append(a.name)
+    )
+
+    def doc(kind: str, name: str) -> dict:
+        return {"apiVersion": "v1", "kind": kind, "metadata": {"name": name}}
+
+    docs = [doc("Namespace", "n1"), doc("ConfigMap", "c1"), doc("Secret", "s"), doc("Namespace", "n2")]
+    docs.append(doc("ConfigMap", "c2"))
+    offline.run(offline.subjects_from_manifests(docs), [typed])
+    assert seen == ["n1", "c1", "n2", "c2"]
