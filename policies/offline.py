@@ -109,18 +109,23 @@ def subjects_from_rendering(rendering: Rendering) -> list[Subject]:
         if r.type.startswith("pulumi:providers:"):
             providers[r.urn] = Subject(r.type, r.name, r.urn, r.inputs, parent_urn(r))
 
+    chosen: dict[tuple[str, str], Subject | None] = {}  # (provider name, package) -> provider, asked once
+
     def provider_of(r: Any) -> Subject | None:
         if not r.provider:
             return None
-        package = r.type.split(":", 1)[0]
-        found = [p for p in providers.values() if p.name == r.provider]
-        same_package = [p for p in found if p.type == f"pulumi:providers:{package}"]
-        chosen = same_package or found
-        return chosen[0] if chosen else None
+        key = (r.provider, r.type.split(":", 1)[0])
+        if key not in chosen:
+            found = [p for p in providers.values() if p.name == r.provider]
+            same_package = [p for p in found if p.type == f"pulumi:providers:{key[1]}"]
+            chosen[key] = (same_package or found or [None])[0]
+        return chosen[key]
 
     out = []
     for r in records:
-        deps = tuple(sorted(x.urn for d in r.depends_on for x in by_name.get(d, []) if x is not r))
+        deps = (
+            tuple(sorted(x.urn for d in r.depends_on for x in by_name.get(d, ()) if x is not r)) if r.depends_on else ()
+        )
         out.append(Subject(r.type, r.name, r.urn, r.inputs, parent_urn(r), provider_of(r), deps))
     return out
 
@@ -181,18 +186,25 @@ def _opts(s: Subject) -> PolicyResourceOptions:
 
 
 class _PropsCache:
-    """Each resource's props proxy, built on first use (one per resource and run): the engine's proxies, each
-    nested level built when first read (``policies.offline_proxy``)."""
+    """Each resource's props proxy and options, built on first use (one per resource and run): the engine's
+    proxies, each nested value proxied when first read (``policies.offline_proxy``)."""
 
     def __init__(self) -> None:
         self._props: dict[int, Any] = {}
         self._keep: list[Subject] = []  # the subjects whose id() keys _props stay alive with it
+        self._options: dict[str, PolicyResourceOptions] = {}
 
     def __call__(self, s: Subject) -> Any:
         got = self._props.get(id(s))
         if got is None:
             got = self._props[id(s)] = lazy_proxy(dict(s.props))
             self._keep.append(s)
+        return got
+
+    def options(self, s: Subject) -> PolicyResourceOptions:
+        got = self._options.get(s.urn)
+        if got is None:
+            got = self._options[s.urn] = _opts(s)
         return got
 
 
@@ -207,15 +219,9 @@ class _Proxies:
 
     def __init__(self) -> None:
         self.props = _PropsCache()
+        self.options = self.props.options
         self._providers: dict[str, PolicyProviderResource] = {}
-        self._options: dict[str, PolicyResourceOptions] = {}
         self._stack: list[PolicyResource] | None = None
-
-    def options(self, s: Subject) -> PolicyResourceOptions:
-        got = self._options.get(s.urn)
-        if got is None:
-            got = self._options[s.urn] = _opts(s)
-        return got
 
     def provider(self, s: Subject) -> PolicyProviderResource | None:
         p = s.provider
@@ -228,9 +234,9 @@ class _Proxies:
 
     def stack_resources(self, subjects: Sequence[Subject]) -> list[PolicyResource]:
         """Every resource as a ``PolicyResource`` with parent and dependencies linked (built once per run); each
-        one's props are built when a policy first reads them."""
+        one's props and options are built when a policy first reads them."""
         if self._stack is None:
-            resources = {s.urn: _StackResource(s, self.props, self.options(s), self.provider(s)) for s in subjects}
+            resources = {s.urn: _StackResource(s, self.props, self.provider(s)) for s in subjects}
             for s in subjects:
                 r = resources[s.urn]
                 r.parent = resources.get(s.parent) if s.parent else None
@@ -243,20 +249,19 @@ _UNBUILT: Any = object()
 
 
 class _StackResource(PolicyResource):
-    """A ``PolicyResource`` whose ``props`` (the engine's proxy of the resource's inputs) are built on first read:
-    the same object every policy of the run gets (``_Proxies.props``), never built for a resource no policy reads.
+    """A ``PolicyResource`` whose ``props`` (the engine's proxy of the resource's inputs) and ``opts`` are built on
+    first read: the same objects every policy of the run gets (``_Proxies``), never built for a resource no policy
+    reads.
 
     Most of a run's time went into those proxies (pulumi_policy's ``unknown_checking_proxy`` copies every nested
     value into a proxy at once; pulumi_policy 1.21.0, pulumi_policy/proxy.py, ``_proxy_helper``), while the stack
     policies each read the props of a few types only."""
 
-    def __init__(
-        self, s: Subject, cache: _PropsCache, opts: PolicyResourceOptions, provider: PolicyProviderResource | None
-    ) -> None:
+    def __init__(self, s: Subject, cache: _PropsCache, provider: PolicyProviderResource | None) -> None:
         # the cache, not _Proxies: _Proxies holds the stack's resources, and a cycle would keep a run's proxies
         # alive after it (until a cyclic collection, which their number would set off)
         self._subject, self._cache = s, cache
-        super().__init__(s.type, _UNBUILT, s.urn, s.name, opts, provider, None, [], {})
+        super().__init__(s.type, _UNBUILT, s.urn, s.name, _UNBUILT, provider, None, [], {})
 
     @property  # type: ignore[override]
     def props(self) -> Any:
@@ -268,6 +273,17 @@ class _StackResource(PolicyResource):
     @props.setter
     def props(self, value: Any) -> None:
         self._props = value
+
+    @property  # type: ignore[override]
+    def opts(self) -> PolicyResourceOptions:
+        got = self._opts
+        if got is _UNBUILT:
+            got = self._opts = self._cache.options(self._subject)
+        return got
+
+    @opts.setter
+    def opts(self, value: PolicyResourceOptions) -> None:
+        self._opts = value
 
 
 # --- unknown values (issue 13): a policy that meets an unknown during a preview is skipped with an advisory,
