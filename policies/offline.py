@@ -40,7 +40,7 @@ from pulumi_policy import (
     ResourceValidationPolicy,
     StackValidationArgs,
 )
-from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
+from pulumi_policy.proxy import UnknownValueError
 
 from . import common, pack
 from .offline_config import (  # the config's names, re-exported as callers know them
@@ -51,6 +51,7 @@ from .offline_config import (  # the config's names, re-exported as callers know
     load_config_file as load_config_file,
     settings,
 )
+from .offline_proxy import lazy_proxy
 
 if TYPE_CHECKING:
     from components.explain.rendering import Rendering
@@ -108,18 +109,23 @@ def subjects_from_rendering(rendering: Rendering) -> list[Subject]:
         if r.type.startswith("pulumi:providers:"):
             providers[r.urn] = Subject(r.type, r.name, r.urn, r.inputs, parent_urn(r))
 
+    chosen: dict[tuple[str, str], Subject | None] = {}  # (provider name, package) -> provider, asked once
+
     def provider_of(r: Any) -> Subject | None:
         if not r.provider:
             return None
-        package = r.type.split(":", 1)[0]
-        found = [p for p in providers.values() if p.name == r.provider]
-        same_package = [p for p in found if p.type == f"pulumi:providers:{package}"]
-        chosen = same_package or found
-        return chosen[0] if chosen else None
+        key = (r.provider, r.type.split(":", 1)[0])
+        if key not in chosen:
+            found = [p for p in providers.values() if p.name == r.provider]
+            same_package = [p for p in found if p.type == f"pulumi:providers:{key[1]}"]
+            chosen[key] = (same_package or found or [None])[0]
+        return chosen[key]
 
     out = []
     for r in records:
-        deps = tuple(sorted(x.urn for d in r.depends_on for x in by_name.get(d, [])))
+        deps = (
+            tuple(sorted(x.urn for d in r.depends_on for x in by_name.get(d, ()) if x is not r)) if r.depends_on else ()
+        )
         out.append(Subject(r.type, r.name, r.urn, r.inputs, parent_urn(r), provider_of(r), deps))
     return out
 
@@ -180,17 +186,25 @@ def _opts(s: Subject) -> PolicyResourceOptions:
 
 
 class _PropsCache:
-    """Each resource's props proxy, built on first use (one per resource and run)."""
+    """Each resource's props proxy and options, built on first use (one per resource and run): the engine's
+    proxies, each nested value proxied when first read (``policies.offline_proxy``)."""
 
     def __init__(self) -> None:
         self._props: dict[int, Any] = {}
         self._keep: list[Subject] = []  # the subjects whose id() keys _props stay alive with it
+        self._options: dict[str, PolicyResourceOptions] = {}
 
     def __call__(self, s: Subject) -> Any:
         got = self._props.get(id(s))
         if got is None:
-            got = self._props[id(s)] = unknown_checking_proxy(dict(s.props))
+            got = self._props[id(s)] = lazy_proxy(dict(s.props))
             self._keep.append(s)
+        return got
+
+    def options(self, s: Subject) -> PolicyResourceOptions:
+        got = self._options.get(s.urn)
+        if got is None:
+            got = self._options[s.urn] = _opts(s)
         return got
 
 
@@ -199,21 +213,15 @@ class _Proxies:
     ``UnknownValueError``), built once per resource when a policy first reads them and shared by every policy
     of a run (a resource no policy reads is never proxied).
 
-    The engine deserializes a resource afresh for each policy; the proxies hold a copy of the inputs and only
-    read them (``Mapping`` / ``Sequence``), so one per resource behaves the same and saves a deep copy per
+    The engine deserializes a resource afresh for each policy; the proxies copy the inputs as they are read and
+    only read them (``Mapping`` / ``Sequence``), so one per resource behaves the same and saves a deep copy per
     policy and resource (quadratic for stack policies, which each see every resource)."""
 
     def __init__(self) -> None:
         self.props = _PropsCache()
+        self.options = self.props.options
         self._providers: dict[str, PolicyProviderResource] = {}
-        self._options: dict[str, PolicyResourceOptions] = {}
         self._stack: list[PolicyResource] | None = None
-
-    def options(self, s: Subject) -> PolicyResourceOptions:
-        got = self._options.get(s.urn)
-        if got is None:
-            got = self._options[s.urn] = _opts(s)
-        return got
 
     def provider(self, s: Subject) -> PolicyProviderResource | None:
         p = s.provider
@@ -226,9 +234,9 @@ class _Proxies:
 
     def stack_resources(self, subjects: Sequence[Subject]) -> list[PolicyResource]:
         """Every resource as a ``PolicyResource`` with parent and dependencies linked (built once per run); each
-        one's props are built when a policy first reads them."""
+        one's props and options are built when a policy first reads them."""
         if self._stack is None:
-            resources = {s.urn: _StackResource(s, self.props, self.options(s), self.provider(s)) for s in subjects}
+            resources = {s.urn: _StackResource(s, self.props, self.provider(s)) for s in subjects}
             for s in subjects:
                 r = resources[s.urn]
                 r.parent = resources.get(s.parent) if s.parent else None
@@ -241,20 +249,19 @@ _UNBUILT: Any = object()
 
 
 class _StackResource(PolicyResource):
-    """A ``PolicyResource`` whose ``props`` (the engine's proxy of the resource's inputs) are built on first read:
-    the same object every policy of the run gets (``_Proxies.props``), never built for a resource no policy reads.
+    """A ``PolicyResource`` whose ``props`` (the engine's proxy of the resource's inputs) and ``opts`` are built on
+    first read: the same objects every policy of the run gets (``_Proxies``), never built for a resource no policy
+    reads.
 
     Most of a run's time went into those proxies (pulumi_policy's ``unknown_checking_proxy`` copies every nested
     value into a proxy at once; pulumi_policy 1.21.0, pulumi_policy/proxy.py, ``_proxy_helper``), while the stack
     policies each read the props of a few types only."""
 
-    def __init__(
-        self, s: Subject, cache: _PropsCache, opts: PolicyResourceOptions, provider: PolicyProviderResource | None
-    ) -> None:
+    def __init__(self, s: Subject, cache: _PropsCache, provider: PolicyProviderResource | None) -> None:
         # the cache, not _Proxies: _Proxies holds the stack's resources, and a cycle would keep a run's proxies
         # alive after it (until a cyclic collection, which their number would set off)
         self._subject, self._cache = s, cache
-        super().__init__(s.type, _UNBUILT, s.urn, s.name, opts, provider, None, [], {})
+        super().__init__(s.type, _UNBUILT, s.urn, s.name, _UNBUILT, provider, None, [], {})
 
     @property  # type: ignore[override]
     def props(self) -> Any:
@@ -266,6 +273,17 @@ class _StackResource(PolicyResource):
     @props.setter
     def props(self, value: Any) -> None:
         self._props = value
+
+    @property  # type: ignore[override]
+    def opts(self) -> PolicyResourceOptions:
+        got = self._opts
+        if got is _UNBUILT:
+            got = self._opts = self._cache.options(self._subject)
+        return got
+
+    @opts.setter
+    def opts(self, value: PolicyResourceOptions) -> None:
+        self._opts = value
 
 
 # --- unknown values (issue 13): a policy that meets an unknown during a preview is skipped with an advisory,
@@ -411,20 +429,23 @@ def run(
         return _run(subjects, policies, config, stack, config_source)
 
 
-def _judged(policy: ResourceValidationPolicy, subjects: Sequence[Subject]) -> Sequence[Subject]:
-    """The subjects ``policy`` judges, in order: all of them, or for a TypedResourcePolicy those of its types
-    (asked once per type)."""
-    if not isinstance(policy, common.TypedResourcePolicy):
-        return subjects
-    verdicts: dict[str, bool] = {}
-    out = []
-    for s in subjects:
-        verdict = verdicts.get(s.type)
-        if verdict is None:
-            verdict = verdicts[s.type] = policy.judges(s.type)
-        if verdict:
-            out.append(s)
-    return out
+class _ByType:
+    """Where each type's subjects are (built once per run), so a TypedResourcePolicy's subjects are found by type
+    instead of a pass over every subject for each such policy (14 passes over 1,190 at 200 tenants)."""
+
+    def __init__(self, subjects: Sequence[Subject]) -> None:
+        self.subjects = subjects
+        self.positions: dict[str, list[int]] = {}
+        for i, s in enumerate(subjects):
+            self.positions.setdefault(s.type, []).append(i)
+
+    def judged(self, policy: ResourceValidationPolicy) -> Sequence[Subject]:
+        """The subjects ``policy`` judges, in order: all of them, or for a TypedResourcePolicy those of its types
+        (asked once per type)."""
+        if not isinstance(policy, common.TypedResourcePolicy):
+            return self.subjects
+        at = sorted(i for t, positions in self.positions.items() if policy.judges(t) for i in positions)
+        return [self.subjects[i] for i in at]
 
 
 def _run(
@@ -437,6 +458,7 @@ def _run(
     chosen = settings(policies, config)
     by_urn = {s.urn: s for s in subjects}
     proxies = _Proxies()
+    by_type = _ByType(subjects)
     violations: list[Violation] = []
     for policy in policies:
         st = chosen[policy.name]
@@ -458,8 +480,7 @@ def _run(
         if isinstance(policy, ResourceValidationPolicy):
             # a typed policy's validate returns None for any other type without reading anything: not called, and
             # the props of a resource no policy reads are never built (_Proxies builds each on first use)
-            judged = _judged(policy, subjects)
-            for s in judged:
+            for s in by_type.judged(policy):
                 args = ResourceValidationArgs(
                     s.type, proxies.props(s), s.urn, s.name, proxies.options(s), proxies.provider(s), dict(st.config)
                 )

@@ -538,3 +538,36 @@ def test_plugins_of_an_invalid_stack_file_print_nothing_and_exit_2(tmp_path, cap
     assert cli.main(["plugins", "bad", "--config", str(bad)]) == 2
     out = capsys.readouterr()
     assert out.out == "" and "gpu-platform:cloud" in out.err
+
+
+_PLUGIN_SCANS = """
+import importlib.metadata, json, os, sys
+scans = []
+real = importlib.metadata.entry_points
+def counted(*a, **kw):
+    if kw.get("group") == "pydantic":
+        scans.append(1)
+    return real(*a, **kw)
+importlib.metadata.entry_points = counted
+from components.cli import main
+from components.spec import model
+print(json.dumps({"env": os.environ.get("PYDANTIC_DISABLE_PLUGINS"), "scans": len(scans)}))
+"""
+
+
+@pytest.mark.parametrize(("preset", "env", "scans"), [(None, "__all__", 0), ("", "", 1), ("logfire", "logfire", 1)])
+def test_the_command_skips_pydantic_plugin_discovery_unless_the_user_set_it(preset, env, scans):
+    """Importing the command turns pydantic's plugin scan off before any spec model is built; a value the user set
+    (even empty: keep every plugin) is left as it is, and pydantic then scans as usual."""
+    import json
+    import os
+    import subprocess
+
+    child_env = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
+    if preset is not None:
+        child_env["PYDANTIC_DISABLE_PLUGINS"] = preset
+    child_env["PYTHONPATH"] = str(ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-c", _PLUGIN_SCANS], cwd=ROOT, env=child_env, capture_output=True, text=True, check=True
+    )
+    assert json.loads(proc.stdout) == {"env": env, "scans": scans}

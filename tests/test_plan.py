@@ -99,6 +99,36 @@ def test_equal_values_frozen_while_a_plan_is_built_are_one_object_and_unequal_on
     assert freeze({"a": 1}) is not freeze({"a": 1})  # outside a plan build nothing is kept
 
 
+def test_a_value_frozen_again_while_a_plan_is_built_is_itself_unless_its_keys_must_be_sorted_again():
+    from components.plan.frozen import freeze, sharing
+
+    with sharing():
+        made = freeze({"b": [1, {"c": "x"}], "a": None})
+        ordered = freeze({"y": 2, "x": 1}, keep_order=True)
+        again = freeze({"outer": made, "kept": ordered})
+    assert freeze(made) is not made  # outside a plan build: a new copy
+    assert again["outer"] is made and list(again["kept"]) == ["x", "y"]  # sorted as freeze sorts, not as it was kept
+
+
+def test_an_interned_part_is_made_once_per_exact_key_while_a_plan_is_built():
+    from components.plan.frozen import freeze, interned, sharing
+
+    made = []
+
+    def part(n):
+        return interned(lambda: made.append(n) or {"n": n, "list": [n]}, "part", n)
+
+    with sharing():
+        first, second = part(1), part(1)
+        others = [part(True), part(1.0), part(2)]
+        whole = freeze({"parts": [first, second]})
+    assert first is second and made == [1, True, 1.0, 2]  # 1, True and 1.0 are asked apart
+    assert [type(o["n"]) for o in others] == [bool, float, int]
+    assert whole["parts"][0] is first and whole["parts"][1] is first
+    assert type(first) is not dict and first["list"] == (1,)  # frozen like any plan value
+    assert part(1) is not part(1) and made[-2:] == [1, 1]  # outside a plan build: made each time
+
+
 def test_a_big_plan_shares_its_equal_parts():
     """Tenants' equal frozen values (labels, quotas per pool) are one object: the plan lives to the end of the synth."""
     from bench_synth import generated_config

@@ -8,12 +8,13 @@ import cProfile
 import gc
 import pstats
 
+import pytest
 from bench_synth import generated_config
-from conftest import render_config, stack_config
+from conftest import STACKS, render_config, stack_config
 
 from components.cli import config as program_config
 from components.cli.loader import load_spec
-from components.plan import ceilings, cost, derive, plan
+from components.plan import ceilings, cost, derive, kueue, plan
 
 GPU = "nvidia.com/gpu"
 
@@ -43,6 +44,22 @@ def test_every_pool_fact_is_worked_out_once_per_pool_of_a_big_stack():
         assert calls.get(_code(fact), 0) <= len(spec.node_pools), fact.__name__
     # and a tenant's ceilings once per tenant (they were worked out four times: quota, plan, cost twice)
     assert calls.get(_code(ceilings.tenant_pool_ceiling_units), 0) == len(spec.tenants)
+    # a pool's per-GPU price once per pool, however many tenants' costs read it
+    per_gpu_hour = cost.PoolCost.per_gpu_hour.func.__code__
+    assert 0 < calls.get((per_gpu_hour.co_filename, per_gpu_hour.co_firstlineno), 0) <= len(spec.node_pools)
+
+
+def test_whether_a_tenant_never_preempts_follows_its_ceiling_and_every_class_below_it():
+    cfg = stack_config("prod-aws")  # only dev, the lowest class, is preemptionPolicy Never
+    spec = load_spec(cfg)
+    assert [derive.tenant_never_preempts(spec, t) for t in spec.tenants] == [False, False, False, True]
+    cfg["gpu-platform:priorityClasses"] = [
+        {"name": c.name, "value": c.value, "preemptionPolicy": "Never" if c.name == "batch" else c.preemption_policy}
+        for c in spec.priority_classes
+    ]
+    cfg["gpu-platform:tenants"][0]["priority"] = "batch"  # batch and dev below it: both Never
+    spec = load_spec(cfg)
+    assert [derive.tenant_never_preempts(spec, t) for t in spec.tenants] == [True, False, False, True]
 
 
 def _plan_calls(tenants: int, pools: int) -> int:
@@ -85,6 +102,17 @@ def test_a_kept_answer_handed_out_is_a_copy_a_caller_may_change():
     assert ceiling(spec, team) == {"a100-train": {GPU: 8}}
 
 
+@pytest.mark.parametrize("stack", [*STACKS, "generated"])
+def test_a_tenants_flavor_order_is_the_order_of_its_own_pools_by_class_then_name(stack):
+    # kueue.tenant_pools reads every pool's place, decided once per spec: the same order worked out per tenant
+    spec = load_spec(generated_config(tenants=30, pools_n=12) if stack == "generated" else stack_config(stack))
+    for tenant in spec.tenants:
+        own = [p for p in spec.node_pools if p.name in tenant.gpu_quota]
+        expected = sorted(own, key=lambda p: (derive.FLAVOR_CLASSES.index(derive.flavor_class(spec, p)), p.name))
+        assert [p.name for p in derive.tenant_flavor_order(spec, tenant)] == [p.name for p in expected], tenant.name
+        assert kueue.tenant_pools(spec, tenant) == expected, tenant.name
+
+
 def test_the_synth_validates_a_stack_once_and_its_program_renders_that_spec(monkeypatch):
     asked = []
     real = program_config.load_spec
@@ -107,8 +135,6 @@ def test_the_program_validates_what_it_reads_when_that_is_not_what_the_synth_val
 def test_the_quota_tree_is_dropped_once_the_plan_keeps_what_it_decided():
     """Kueue's quota tree (every ClusterQueue spec and its nodes, ~6 MiB at 1,000 tenants) is not kept through the
     render: the plan holds the queues it decided from it, and asked again the tree is the same."""
-    from components.plan import kueue
-
     spec = load_spec(generated_config(tenants=12, pools_n=4))
     decided = plan.build(spec, "bench")
     assert not [k for k in spec.__dict__ if "kueue.quotas" in k]

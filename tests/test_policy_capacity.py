@@ -9,9 +9,11 @@ values (dcgmExporter.enabled defaults to true).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
+import yaml
 from test_policies import check, check_stack
 
 from policies import capacity_policies, common, monitoring_policies
@@ -208,6 +210,39 @@ def test_time_slicing_reads_helm_v4_charts_and_every_resource():
         "values.devicePlugin.config.data[b]: time-slicing nvidia.com/mig-2g.20gb into 10 replicas, above the bound "
         "of 4: each replica gets a 1/10 time slice and shares all GPU memory.",
     ]
+
+
+# the key "sharing" written as a double-quoted YAML 1.1 scalar: escapes for letters, escaped line breaks between them
+ESCAPED_SHARING_KEYS = [
+    r'"\x73haring"',
+    r'"\u0073h\x61rin\x67"',
+    r'"\U00000073\x68\x61\x72\x69\x6E\x67"',
+    '"shar\\\n   ing"',
+    '"s\\\r\n\t\\\n\\x68aring"',
+]
+
+
+@pytest.mark.parametrize("key", ESCAPED_SHARING_KEYS)
+def test_time_slicing_judges_a_config_whatever_escapes_spell_its_sharing_key(key):
+    """PyYAML reads each spelling as the key ``sharing``, so the config is parsed and its replicas judged (the
+    filter that spares other values a YAML parse must let every spelling through)."""
+    text = _plugin_config(12).replace("sharing:", f"? {key}\n:")
+    assert set(yaml.safe_load(text)) == {"version", "sharing"}
+    got = check(capacity_policies.time_slicing_replicas, common.CONFIG_MAP, {"data": {"cfg": text}})
+    assert [m.split(":")[0] for m in got] == ["data[cfg]"]
+
+
+def test_time_slicing_does_not_parse_a_dashboard_for_its_backslashes(monkeypatch):
+    """A Grafana dashboard is JSON with backslashes in its queries (17 kB at 200 tenants, the slowest parse of the
+    policy): with no escape sequence that could spell ``sharing``, it is not parsed as YAML."""
+    parsed: list[str] = []
+    load = yaml.load
+    monkeypatch.setattr(yaml, "load", lambda text, Loader: parsed.append(text) or load(text, Loader=Loader))
+    query = 'sum by (pod) (DCGM_FI_DEV_GPU_UTIL{pod=~\\"train-.+\\"}) / \\x73 shar\\x69'
+    dashboard = json.dumps({"panels": [{"targets": [{"expr": query}], "title": "GPU share"}]})
+    data = {"dashboard.json": dashboard, "cfg": _plugin_config(4)}
+    assert check(capacity_policies.time_slicing_replicas, common.CONFIG_MAP, {"data": data}) == []
+    assert parsed == [data["cfg"]]
 
 
 def test_gke_time_sharing_only_counts_time_sharing():

@@ -659,3 +659,60 @@ def test_a_typed_policy_judges_only_its_types_under_the_engine_and_offline():
     report = offline.run(offline.subjects_from_manifests(docs), [typed])
     assert seen == [(NS_TYPE, "a"), (NS_TYPE, "b")]
     assert [(v.resource_name, v.message) for v in report.violations] == [("a", "judged"), ("b", "judged")]
+
+
+def test_a_run_leaves_nothing_for_the_cyclic_collector():
+    """Dependencies are resolved by name, and a node group depends on the launch template of the same name (and,
+    like the platform's readiness gates, on its parent component): it never depends on itself (the engine's
+    dependency graph has no loops), which would be a cycle through the stack's resources keeping every proxy of
+    the run alive until a collection walked them all (~20k objects at 200 tenants). Nor do the proxies link back
+    to their containers. After a run that read every resource's props, reference counting has freed everything
+    it built."""
+    import gc
+    from types import SimpleNamespace
+
+    parent = _rec("gpu-platform:index:A", "pool")
+    lt = _rec("aws:ec2/launchTemplate:LaunchTemplate", "pool", "gpu-platform:index:A", parent="pool")
+    ng = _rec("aws:eks/nodeGroup:NodeGroup", "pool", "gpu-platform:index:A", parent="pool", depends_on=["pool"])
+    for r in (parent, lt, ng):
+        r.inputs["spec"] = {"nested": [{"deep": ["x"]}]}
+    rendering = SimpleNamespace(stack="st", resources=[parent, lt, ng])
+
+    def read(args, report):
+        seen.extend((r.name, sorted(d.resource_type for d in r.dependencies)) for r in args.resources)
+        seen.extend(r.props["spec"]["nested"][0]["deep"][0] for r in args.resources)
+
+    seen: list = []
+    gc.collect()
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        offline.evaluate(rendering, policies=[_stack("reader", read)])
+        left = gc.collect()
+    finally:
+        if was:
+            gc.enable()
+    # the node group depends on every other resource named pool (its parent among them), not on itself
+    assert seen[:3] == [("pool", []), ("pool", []), ("pool", ["aws:ec2/launchTemplate:LaunchTemplate", parent.type])]
+    assert seen[3:] == ["x"] * 3
+    assert left == 0
+
+
+def test_a_typed_policy_sees_its_resources_of_several_types_in_the_stacks_order():
+    """The runner finds a typed policy's resources by type (an index built once per run), and still calls it in the
+    order of the stack's resources, types interleaved; the resources of other types are never passed."""
+    from policies.common import TypedResourcePolicy
+
+    seen: list[str] = []
+    cm_type = "kubernetes:core/v1:ConfigMap"
+    typed = TypedResourcePolicy(
+        resource_types=[NS_TYPE, cm_type], name="typed", description="d", validate=lambda a, r: seen.append(a.name)
+    )
+
+    def doc(kind: str, name: str) -> dict:
+        return {"apiVersion": "v1", "kind": kind, "metadata": {"name": name}}
+
+    docs = [doc("Namespace", "n1"), doc("ConfigMap", "c1"), doc("Secret", "s"), doc("Namespace", "n2")]
+    docs.append(doc("ConfigMap", "c2"))
+    offline.run(offline.subjects_from_manifests(docs), [typed])
+    assert seen == ["n1", "c1", "n2", "c2"]

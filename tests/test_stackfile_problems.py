@@ -187,6 +187,59 @@ def test_recursive_alias_and_deep_nesting(tmp_path: Path):
     assert len(_read(tmp_path, wide)["myorg:a"]) == 100
 
 
+def _values_of_composed(text: str) -> int | str:
+    """The straightforward count ``_scan`` replaces: compose the nodes, then walk them (an alias is the very node
+    it names), every node 1 + its children, 'recursive' when a node contains itself."""
+    loader = stackfile._Loader(text)
+    try:
+        root = loader.get_single_node()
+    finally:
+        loader.dispose()
+    walking: set[int] = set()
+
+    def values(node: yaml.Node) -> int | str:
+        if id(node) in walking:
+            return "recursive"
+        if isinstance(node, yaml.ScalarNode):
+            return 1
+        walking.add(id(node))
+        children = [n for pair in node.value for n in pair] if isinstance(node, yaml.MappingNode) else node.value
+        counts = [values(child) for child in children]
+        walking.discard(id(node))
+        return "recursive" if "recursive" in counts else 1 + sum(counts)
+
+    return values(root)
+
+
+SHARED = {"model": "L4", "perNode": 1}
+ALIASED_TEXTS = [
+    yaml.safe_dump({"config": {"myorg:p": [{"gpu": SHARED, "n": i} for i in range(5)], "myorg:q": [SHARED] * 3}}),
+    "config:\n  base: &b {x: 1, y: [1, 2]}\n  merged: {<<: *b, z: 3}\n  again: [*b, *b]\n",
+    "config:\n  s: &s text\n  t: [*s, *s, *s]\n  outer: &o {inner: &i [1, 2, 3], more: *i}\n  u: [*o, *i]\n",
+    "config:\n  a: &a [*a]\n",
+    "config:\n  a: &a [{b: [*a]}]\n",
+    "config:\n  a: &a [1]\n  b: &b {c: *a, d: &d [*b]}\n",
+    "config: &top\n  a: *top\n",
+]
+
+
+@pytest.mark.parametrize("text", ALIASED_TEXTS, ids=range(len(ALIASED_TEXTS)))
+def test_values_counted_from_events_are_those_of_the_composed_nodes(text: str):
+    """``_scan`` counts the values after expanding aliases from the parser's events; a walk over the composed
+    nodes gives the same number (or finds the same recursion): shared mappings, merge keys, scalar anchors,
+    an alias inside an anchored list reused, recursion direct, indirect and through the document's root."""
+    assert stackfile._scan(text) == (None, _values_of_composed(text))
+
+
+def test_values_counted_from_events_on_every_shipped_stack():
+    """Every shipped stack file: the scan's count is the composed nodes' count (none of them uses aliases)."""
+    stacks = sorted((Path(__file__).resolve().parents[1] / "stacks").glob("Pulumi.*.yaml"))
+    assert len(stacks) >= 10
+    for path in stacks:
+        text = path.read_text()
+        assert stackfile._scan(text) == (None, _values_of_composed(text)), path.name
+
+
 # ------------------------------------------------------------------------------------------------ keys
 
 
@@ -326,7 +379,7 @@ def test_event_count_limit_is_twice_the_value_limit(monkeypatch):
     """Before composing anything, the parser's events are counted: more than 2 x MAX_NODES is refused (shown
     with MAX_NODES lowered to 10, so 20 events; 'config: [n scalars]' is 9 + n events)."""
     monkeypatch.setattr(stackfile, "MAX_NODES", 10)
-    assert stackfile._scan("config: [" + ",".join(["x"] * 11) + "]") is None  # 20 events
-    assert stackfile._scan("config: [" + ",".join(["x"] * 12) + "]") == Problem(
+    assert stackfile._scan("config: [" + ",".join(["x"] * 11) + "]").problem is None  # 20 events
+    assert stackfile._scan("config: [" + ",".join(["x"] * 12) + "]").problem == Problem(
         "(file)", "more than 10 values; not a stack file"
     )

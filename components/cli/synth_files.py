@@ -72,14 +72,17 @@ def file_items(rendering: Rendering, sections: Mapping[str, str] | None = None) 
     yield "outputs.json", _json(rendering.outputs)
     if rendering.spec is None:  # a user's own program (synth --program): no one stack file to summarise
         return
-    yield "summary.md", summary(rendering, sections or {})
-    from ..plan import cost, plan
+    from ..plan import cost, lending, plan
 
+    # the plan's cost document and lending graph, made once for the three reports that read them
     decided = plan.build(rendering.spec, rendering.stack)
-    yield "cost.json", cost.to_json(cost.report_of(decided))
+    cost_doc, graph = cost.report_of(decided), lending.graph(decided)
+    yield "summary.md", summary(rendering, sections or {}, cost_doc=cost_doc, graph=graph)
+    yield "cost.json", cost.to_json(cost_doc)
     from .plan_html import page_parts
 
-    yield "plan.html", page_parts(decided)  # the same plan as a page (gpu-platform plan --html), written in parts
+    # the same plan as a page (gpu-platform plan --html), written in parts
+    yield "plan.html", page_parts(decided, cost_doc=cost_doc, graph=graph)
 
 
 def files(rendering: Rendering, sections: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -114,10 +117,13 @@ def write(out_dir: Path, contents: Mapping[str, str] | Iterable[tuple[str, Text]
     made = {""}  # staging folders made so far (relative), each made once, not once per file
     names: set[str] = set()
     changed: list[str] = []
+    # plain strings, not Path objects, for the ~1,100 files' paths (joining Paths was a fifth of writing them)
+    previous_dir = str(previous) if previous is not None else None
+    staging_dir = str(staging)
     try:
         for rel, text in items:
             names.add(rel)
-            if _write_if_changed(rel, (text,) if isinstance(text, str) else text, previous, staging, made):
+            if _write_if_changed(rel, (text,) if isinstance(text, str) else text, previous_dir, staging_dir, made):
                 changed.append(rel)
         if previous is None:
             staging.rename(out_dir)
@@ -134,15 +140,16 @@ def write(out_dir: Path, contents: Mapping[str, str] | Iterable[tuple[str, Text]
     return Written(files=len(names), changed=len(changed))
 
 
-def _write_if_changed(rel: str, parts: Iterable[str], previous: Path | None, staging: Path, made: set[str]) -> bool:
-    """Write the file into ``staging`` unless ``previous`` holds the same bytes at ``rel`` (UTF-8, as written);
-    compared part by part as the parts are made, so a file is never held whole. True when it was written."""
+def _write_if_changed(rel: str, parts: Iterable[str], previous: str | None, staging: str, made: set[str]) -> bool:
+    """Write the file into the folder ``staging`` unless the folder ``previous`` holds the same bytes at ``rel``
+    (UTF-8, as written); compared part by part as the parts are made, so a file is never held whole. True when it
+    was written."""
     it = iter(parts)
     prefix, first = b"", b""
     old = None
     if previous is not None:
         try:
-            old = open(previous / rel, "rb")
+            old = open(f"{previous}/{rel}", "rb")
         except OSError:  # no such file, or a folder or something else in its place
             old = None
     if old is not None:
@@ -161,11 +168,13 @@ def _write_if_changed(rel: str, parts: Iterable[str], previous: Path | None, sta
             prefix = old.read(same)  # what the parts compared equal to so far
     folder = os.path.dirname(rel)
     if folder not in made:
-        os.makedirs(staging / folder, exist_ok=True)
+        os.makedirs(f"{staging}/{folder}", exist_ok=True)
         made.add(folder)
-    with open(staging / rel, "wb") as f:
-        f.write(prefix)
-        f.write(first)
+    with open(f"{staging}/{rel}", "wb") as f:
+        if prefix:
+            f.write(prefix)
+        if first:
+            f.write(first)
         for part in it:
             f.write(str.encode(part, "utf-8"))
     return True

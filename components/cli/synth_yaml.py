@@ -7,10 +7,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from json.encoder import encode_basestring_ascii as _json_str  # the C function json.dumps quotes strings with
 from typing import Any
 
 import yaml
+
+from ..plan.json_text import NotPlain as _NotPlain, dumps as _json, ints as _ints, pieces as _json_pieces
 
 
 class _StockDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
@@ -70,18 +71,6 @@ class _Dumper(_StockDumper):
         return tag
 
 
-def _ints(value: Any) -> Any:
-    """The engine's wire format has one number type, so 2 arrives as 2.0; write whole numbers as
-    integers, as the objects declare them (``value: 1000``, not ``1000.0``, which kubectl would refuse)."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, dict):
-        return {k: _ints(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_ints(v) for v in value]
-    return value
-
-
 def _yaml_stock(doc: Any) -> str:
     """The manifests' and values' YAML as PyYAML writes it: libyaml's emitter fed by ``_Dumper``."""
     return yaml.dump(_ints(doc), Dumper=_Dumper, sort_keys=True, default_flow_style=False, width=_WIDTH)
@@ -107,21 +96,6 @@ def _yaml(doc: Any) -> str:
     return "".join(out)
 
 
-def _json(doc: Any) -> str:
-    """``json.dumps(_ints(doc), indent=2, sort_keys=True)`` and a newline, the same text made without the standard
-    library's indenting encoder: with an indent, ``json`` encodes in Python through generators (its C encoder only
-    writes compact JSON), ~70 % of writing resources.json; ``_json_pieces`` writes the same pieces from one recursive
-    function, quoting strings with the C function ``json`` itself uses (~2.5x faster; tests/test_synth_helpers.py
-    compares the two on every shipped stack's files). Anything but plain JSON data goes the standard way."""
-    pieces: list[str] = []
-    try:
-        _json_pieces(doc, pieces, "\n")
-    except _NotPlain:
-        return json.dumps(_ints(doc), indent=2, sort_keys=True) + "\n"
-    pieces.append("\n")
-    return "".join(pieces)
-
-
 def _json_parts(doc: Any) -> Iterator[str]:
     """``_json(doc)``'s text in parts, a list's one element at a time (resources.json: one resource at a time, not
     ~7 MB and the million pieces it is joined from at 1,000 tenants)."""
@@ -136,67 +110,6 @@ def _json_parts(doc: Any) -> Iterator[str]:
             pieces[1:] = [json.dumps(_ints(value), indent=2, sort_keys=True).replace("\n", "\n  ")]
         yield "".join(pieces)
     yield "\n]\n"
-
-
-class _NotPlain(Exception):
-    """A value the direct writers leave to the library, which then writes the whole document: to ``json.dumps``
-    from ``_json_pieces`` (a tuple, a subclass of a JSON type, a non-string key), to PyYAML from the YAML emitter
-    (anything it is not sure of, ``_yaml``)."""
-
-
-_INFINITY = float("inf")
-
-
-def _json_pieces(value: Any, out: list[str], newline: str) -> None:
-    """Append ``json.dumps(_ints(value), indent=2, sort_keys=True)``'s text, piece by piece, to ``out``
-    (``newline``: a line break and the indent of ``value``'s own line)."""
-    kind = type(value)
-    if kind is str:
-        out.append(_json_str(value))
-    elif kind is dict or kind is list:
-        if not value:
-            out.append("{}" if kind is dict else "[]")
-            return
-        inner = newline + "  "
-        between = "," + inner
-        out.append("{" if kind is dict else "[")
-        out.append(inner)
-        if kind is dict:
-            keys = sorted(value)
-            for i, k in enumerate(keys):
-                if type(k) is not str:
-                    raise _NotPlain
-                if i:
-                    out.append(between)
-                out.append(_json_str(k))
-                out.append(": ")
-                _json_pieces(value[k], out, inner)
-        else:
-            for i, v in enumerate(value):
-                if i:
-                    out.append(between)
-                _json_pieces(v, out, inner)
-        out.append(newline)
-        out.append("}" if kind is dict else "]")
-    elif value is None:
-        out.append("null")
-    elif value is True:
-        out.append("true")
-    elif value is False:
-        out.append("false")
-    elif kind is int:
-        out.append(int.__repr__(value))
-    elif kind is float:  # whole floats as integers (_ints); the rest as json.dumps writes them
-        if value.is_integer():
-            out.append(int.__repr__(int(value)))
-        elif value != value:
-            out.append("NaN")
-        elif value in (_INFINITY, -_INFINITY):
-            out.append("Infinity" if value > 0 else "-Infinity")
-        else:
-            out.append(float.__repr__(value))
-    else:
-        raise _NotPlain
 
 
 # ------------------------------------------------------------------------------- the direct YAML emitter

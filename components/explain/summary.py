@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..data import versions
 from ..plan import derive, placeholders, plan
@@ -11,6 +11,7 @@ from ..plan.cost import usd
 from ..spec.model import Problem, key
 
 if TYPE_CHECKING:
+    from ..plan import lending
     from ..plan.plan import Plan, PoolPlan
     from ..spec.model import StackSpec
     from .rendering import Rendering
@@ -412,7 +413,15 @@ def _cluster(decided: Plan) -> str:
     return "current context"
 
 
-def summary(rendering: Rendering, sections: Mapping[str, str]) -> str:
+def summary(
+    rendering: Rendering,
+    sections: Mapping[str, str],
+    *,
+    cost_doc: dict[str, Any] | None = None,
+    graph: lending.Graph | None = None,
+) -> str:
+    """summary.md's text. ``cost_doc`` (``cost.report_of``) and ``graph`` (``lending.graph``) of the rendering's
+    plan when the caller has them: the synth makes them once for summary.md, cost.json and plan.html."""
     decided = plan.build(rendering.spec, rendering.stack)
     lines = [
         f"# gpu-platform synth: {rendering.stack}",
@@ -484,10 +493,10 @@ def summary(rendering: Rendering, sections: Mapping[str, str]) -> str:
     lines += _queue_lines(decided)
     from ..plan import lending
 
-    lines += lending.summary_section(decided)  # the same graph as plan.html's, in Mermaid
+    lines += lending.summary_section(decided, graph)  # the same graph as plan.html's, in Mermaid
     from ..plan import cost
 
-    lines += ["", *cost.markdown(cost.report_of(decided))]
+    lines += ["", *cost.markdown(cost.report_of(decided) if cost_doc is None else cost_doc)]
     from ..plan import reservations
 
     if decided.reservations:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from ..spec.cache import forget as forget, per_pool as per_pool, per_spec as per_spec, per_tenant as per_tenant
 from ..spec.model import NodePool, StackSpec, Taint, Tenant
@@ -542,9 +543,17 @@ def tenant_never_preempts(spec: StackSpec, tenant: Tenant) -> bool:
     Kueue ignores a PriorityClass's preemptionPolicy (a WorkloadPriorityClass has none; kueue v0.19.2
     preempts by ClusterQueue ``spec.preemption`` alone), so "never preempts" holds in Kueue only when the
     tenant's ClusterQueue itself never preempts: ``kueue.cluster_queue_spec`` sets every policy to Never then."""
-    ceiling = spec.priority_class(tenant.priority).value
-    allowed = [c for c in spec.priority_classes if c.value <= ceiling]
-    return bool(allowed) and all(c.preemption_policy == "Never" for c in allowed)
+    return _never_preempting_ceilings(spec)[tenant.priority]  # an unknown ceiling (the rules refuse it): KeyError
+
+
+@per_spec
+def _never_preempting_ceilings(spec: StackSpec) -> Mapping[str, bool]:
+    """PriorityClass -> ``tenant_never_preempts`` of a tenant with that ceiling, once (asked ~6 times per tenant)."""
+    out = {}
+    for pc in reversed(spec.priority_classes):  # the first of a name wins, as in ``spec.priority_class``
+        allowed = [c for c in spec.priority_classes if c.value <= pc.value]
+        out[pc.name] = bool(allowed) and all(c.preemption_policy == "Never" for c in allowed)
+    return MappingProxyType(out)
 
 
 # The shortest waitForPodsReady timeout that survives a GPU cold start from zero nodes: node launch (minutes

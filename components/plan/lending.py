@@ -31,15 +31,17 @@ covers, which Kueue never admits onto.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from .plan import Plan
 
 
-@dataclass(frozen=True)
-class Edge:
+# Named tuples, read-only like frozen dataclasses: cheaper to define (this module is imported by every synth, for
+# summary.md and plan.html) and to build (an edge per tenant and pool: ~900 at 200 tenants).
+
+
+class Edge(NamedTuple):
     """One edge of the lending graph: a pool's GPUs a tenant holds nominally, lends, borrows, or that sit idle."""
 
     kind: str  # nominal | lend | borrow | idle
@@ -50,8 +52,7 @@ class Edge:
     gpus: int | None  # the same in whole GPUs where the plan says it (nominal edges), else None
 
 
-@dataclass(frozen=True)
-class Cohort:
+class Cohort(NamedTuple):
     """A Kueue cohort's quota on one pool: what its members lend there, summed (``pool_lent_units``)."""
 
     cohort: str
@@ -63,8 +64,7 @@ class Cohort:
         return cohort_id(self.cohort, self.pool)
 
 
-@dataclass(frozen=True)
-class Graph:
+class Graph(NamedTuple):
     """The lending graph: pools, tenants, cohorts and the edges between them."""
 
     pools: tuple[str, ...]
@@ -72,6 +72,7 @@ class Graph:
     cohorts: tuple[Cohort, ...]  # by cohort, then pool
     edges: tuple[Edge, ...]
     uncovered: Mapping[str, int]  # pool -> GPUs no nominal quota covers (only pools where it is > 0)
+    labels: tuple[str, ...]  # each edge's ``edge_label``, in the edges' order (summary.md and plan.html read them)
 
 
 def pool_id(name: str) -> str:
@@ -141,6 +142,7 @@ def graph(decided: Plan) -> Graph:
         cohorts=tuple(Cohort(c, p, units) for (c, p), units in lent.items()),
         edges=tuple(edges),
         uncovered=dict(sorted(uncovered.items())),
+        labels=tuple(edge_label(e) for e in edges),
     )
 
 
@@ -179,11 +181,20 @@ def _mid(node: str) -> str:
     return f"{kind}_{name}"
 
 
-def mermaid(decided: Plan) -> list[str]:
+def mermaid(decided: Plan, g: Graph | None = None) -> list[str]:
     """The graph as a Mermaid flowchart (a fenced block for Markdown): pools as boxes (uncovered GPUs marked),
     tenants as rounded nodes, a cohort's quota on a pool as a hexagon, nominal quota as solid arrows, lending,
-    borrowing and idle capacity as dotted ones."""
-    g = graph(decided)
+    borrowing and idle capacity as dotted ones. ``g``: the plan's graph when the caller has it (the synth makes it
+    once for summary.md and plan.html)."""
+    g = graph(decided) if g is None else g
+    ids: dict[str, str] = {}  # node -> its Mermaid id, made once per node (edges name each node many times)
+
+    def mid(node: str) -> str:
+        found = ids.get(node)
+        if found is None:
+            found = ids[node] = _mid(node)
+        return found
+
     lines = ["```mermaid", "flowchart LR"]
     for name in g.pools:
         p = decided.pools[name]
@@ -193,24 +204,24 @@ def mermaid(decided: Plan) -> list[str]:
         lines.append(f'  {_mid(tenant_id(name))}(["{name}"])')
     for c in g.cohorts:
         lines.append(f'  {_mid(c.id)}{{{{"cohort {c.cohort}<br/>on {c.pool}: {units_text(c.lent)} lent"}}}}')
-    for e in g.edges:
+    for e, label in zip(g.edges, g.labels, strict=True):
         start, arrow = ("--", "-->") if e.kind == "nominal" else ("-.", ".->")
-        lines.append(f'  {_mid(e.source)} {start} "{edge_label(e)}" {arrow} {_mid(e.target)}')
+        lines.append(f'  {mid(e.source)} {start} "{label}" {arrow} {mid(e.target)}')
     uncovered = [_mid(pool_id(n)) for n in g.uncovered]
     if uncovered:
         lines += ["  classDef uncovered stroke:#c00,stroke-width:2px", f"  class {','.join(uncovered)} uncovered"]
     return [*lines, "```"]
 
 
-def summary_section(decided: Plan) -> list[str]:
-    """summary.md's section: the diagram and how to read it (none without pools or tenants)."""
+def summary_section(decided: Plan, g: Graph | None = None) -> list[str]:
+    """summary.md's section: the diagram and how to read it (none without pools or tenants); ``g`` as ``mermaid``'s."""
     if not decided.pools or not decided.tenants:
         return []
     return [
         "",
         "## Who can take what from whom",
         "",
-        *mermaid(decided),
+        *mermaid(decided, g),
         "",
         "Solid arrows: a tenant's nominal quota on a pool. Hexagons: a Kueue cohort's quota on a pool, what its "
         "members lend there; dotted arrows into one: what a tenant lends its cohort; out of one: the most a tenant "
@@ -237,8 +248,8 @@ def to_doc(decided: Plan, g: Graph | None = None) -> dict[str, Any]:
                 "pool": e.pool,
                 "units": dict(e.units),
                 "gpus": e.gpus,
-                "label": edge_label(e),
+                "label": label,
             }
-            for e in g.edges
+            for e, label in zip(g.edges, g.labels, strict=True)
         ],
     }

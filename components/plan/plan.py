@@ -357,7 +357,7 @@ def tenant_plan(spec: StackSpec, tenant: Tenant) -> TenantPlan:
         pool_gpus=_freeze(dict(tenant.gpu_quota)),
         pool_ceiling_gpus=_freeze(cost.tenant_gpus(spec, tenant)[1]),
         borrowing_limits=_freeze(dict(tenant.borrowing_limit)),
-        flavor_order=tuple(p.name for p in derive.tenant_flavor_order(spec, tenant)),
+        flavor_order=tuple(p.name for p in kueue_plan.tenant_pools(spec, tenant)),
         never_preempts=derive.tenant_never_preempts(spec, tenant),
         volcano_queue_cap=_freeze(derive.volcano_queue_cap(spec, tenant)) if volcano else None,
         volcano_queue_cap_at_rest=_freeze(derive.volcano_queue_cap(spec, tenant, at_rest=True)) if volcano else None,

@@ -17,7 +17,7 @@ import base64
 import binascii
 import codecs
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -125,53 +125,55 @@ _Loader.add_constructor("tag:yaml.org,2002:set", _construct_set)
 _Loader.add_constructor(TIMESTAMP, lambda loader, node: str(node.value))
 
 
-def _children(node: yaml.Node) -> list[yaml.Node]:
-    if isinstance(node, yaml.MappingNode):
-        return [n for pair in node.value for n in pair]
-    if isinstance(node, yaml.SequenceNode):
-        return list(node.value)
-    return []
+class _Scanned(NamedTuple):
+    """What ``_scan`` found: a problem that stops reading before composing (depth, event count), and the
+    number of values once every alias is expanded (capped at MAX_NODES + 1), or 'recursive'."""
+
+    problem: Problem | None
+    values: int | str
 
 
-def _expanded_size(root: yaml.Node) -> int | str:
-    """Nodes after expanding every alias (capped at MAX_NODES + 1), or 'recursive'. Iterative and memoised
-    per node, so a 1 KB alias bomb costs as much as its 1 KB of nodes."""
-    memo: dict[int, int] = {}
-    active: set[int] = set()
-    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
-    while stack:
-        node, done = stack.pop()
-        nid = id(node)
-        if done:
-            memo[nid] = min(MAX_NODES + 1, 1 + sum(memo[id(c)] for c in _children(node)))
-            active.discard(nid)
-            continue
-        if nid in memo:
-            continue
-        active.add(nid)
-        stack.append((node, True))
-        for child in _children(node):
-            if id(child) in active:
-                return "recursive"
-            if id(child) not in memo:
-                stack.append((child, False))
-    return memo[id(root)]
+_OPENS = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
+_CLOSES = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
 
 
-def _scan(text: str) -> Problem | None:
-    """One pass over the parser's events (no recursion): depth and size before composing anything."""
+def _scan(text: str) -> _Scanned:
+    """One pass over the parser's events (no recursion): depth and size before composing anything, and the
+    values after expanding every alias, counted from the same events (no walk over the composed nodes).
+
+    A node's values are 1 + its children's (capped at MAX_NODES + 1), an alias's those of its anchor's node,
+    so a 1 KB alias bomb costs as much as its 1 KB of events. An alias can only name an anchor met before
+    it: one whose collection is still open contains the alias (recursive), any other is complete. An alias
+    to no anchor counts 0: composing refuses it before ``parse`` reads the count."""
+    cap = MAX_NODES + 1
     depth = events = 0
+    open_: list[list[Any]] = [[None, 0]]  # [anchor, values so far] of each open collection; [0]: the document's
+    anchored: dict[str, int] = {}  # anchor -> values of its complete node
+    recursive = False
     for event in yaml.parse(text, Loader=_Loader):
         events += 1
-        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+        if isinstance(event, yaml.ScalarEvent):
+            open_[-1][1] += 1
+            if event.anchor is not None:
+                anchored[event.anchor] = 1
+        elif isinstance(event, _OPENS):
             depth += 1
             if depth > MAX_DEPTH:
-                return Problem(_line(event), f"nested more than {MAX_DEPTH} levels deep")
-        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                return _Scanned(Problem(_line(event), f"nested more than {MAX_DEPTH} levels deep"), 0)
+            open_.append([event.anchor, 1])
+        elif isinstance(event, _CLOSES):
             depth -= 1
+            anchor, values = open_.pop()
+            if anchor is not None:
+                anchored[anchor] = values
+            open_[-1][1] = min(cap, open_[-1][1] + values)
+        elif isinstance(event, yaml.AliasEvent):
+            if any(anchor == event.anchor for anchor, _ in open_):
+                recursive = True
+            open_[-1][1] = min(cap, open_[-1][1] + anchored.get(event.anchor, 0))
         if events > MAX_NODES * 2:
-            return Problem("(file)", f"more than {MAX_NODES} values; not a stack file")
-    return None
+            return _Scanned(Problem("(file)", f"more than {MAX_NODES} values; not a stack file"), 0)
+    return _Scanned(None, "recursive" if recursive else min(cap, open_[0][1]))
 
 
 def _line(event_or_node: Any) -> str:
@@ -250,15 +252,15 @@ def parse(text: str) -> dict[str, Any]:
     if len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
         raise fail("(file)", f"is larger than {MAX_BYTES // (1024 * 1024)} MiB; not a stack file")
     try:
-        problem = _scan(text)
-        if problem:
-            raise SpecError([problem])
+        scanned = _scan(text)
+        if scanned.problem:
+            raise SpecError([scanned.problem])
         loader = _Loader(text)
         try:
             node = loader.get_single_node()
             if node is None:
                 raise fail("config", "a stack file needs a top-level 'config:' mapping (the file is empty)")
-            size = _expanded_size(node)
+            size = scanned.values  # counted by _scan, refused only once composing has found no YAML error
             if size == "recursive":
                 raise fail(_line(node), "an alias refers to a mapping or list that contains it (recursive alias)")
             if isinstance(size, int) and size > MAX_NODES:
