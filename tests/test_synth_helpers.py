@@ -382,29 +382,36 @@ def test_stack_traces_are_skipped_only_inside_and_restored_after():
         assert sdk_resource._get_stack_trace is capture
 
 
-def test_debug_logs_are_skipped_only_inside_unless_logging_shows_them_and_warnings_still_go_out():
-    """The SDK's per-resource debug messages go nowhere inside the block (the mock engine's root logger drops them);
-    with the root logger at DEBUG, or lean=False, they are sent as before; warnings are sent either way."""
+def test_debug_logs_go_out_only_while_the_root_logger_shows_debug_and_warnings_always(monkeypatch):
+    """Inside the block the SDK's per-resource debug messages are sent only while the mock engine's root logger shows
+    DEBUG, asked per message (a program may turn it on while it runs); lean=False sends them all; warnings are not
+    touched; the SDK's own function is back after the block, also after an error."""
     import logging
 
     from pulumi import log as sdk_log
 
+    sent: list[str] = []
+    monkeypatch.setattr(sdk_log, "debug", lambda msg, *a, **kw: sent.append(msg))
     send, warn = sdk_log.debug, sdk_log.warn
-    with synth._without_debug_logs(True):
-        assert sdk_log.debug is not send and sdk_log.warn is warn
-        assert sdk_log.debug("registering") is None
-    assert sdk_log.debug is send
-    with pytest.raises(RuntimeError), synth._without_debug_logs(True):
-        raise RuntimeError
-    assert sdk_log.debug is send
-    with synth._without_debug_logs(False):
-        assert sdk_log.debug is send
     root = logging.getLogger()
     level = root.level
-    root.setLevel(logging.DEBUG)
+    root.setLevel(logging.WARNING)
     try:
         with synth._without_debug_logs(True):
-            assert sdk_log.debug is send
+            assert sdk_log.warn is warn
+            sdk_log.debug("registering")
+            root.setLevel(logging.DEBUG)
+            sdk_log.debug("prepared")
+            root.setLevel(logging.WARNING)
+            sdk_log.debug("successful")
+        assert sent == ["prepared"]
+        assert sdk_log.debug is send
+        with pytest.raises(RuntimeError), synth._without_debug_logs(True):
+            raise RuntimeError
+        assert sdk_log.debug is send
+        with synth._without_debug_logs(False):
+            sdk_log.debug("lean=False")
+        assert sent == ["prepared", "lean=False"]
     finally:
         root.setLevel(level)
 
