@@ -129,6 +129,20 @@ def test_an_interned_part_is_made_once_per_exact_key_while_a_plan_is_built():
     assert part(1) is not part(1) and made[-2:] == [1, 1]  # outside a plan build: made each time
 
 
+@pytest.mark.parametrize("part", [["a"], {"a": 1}, ("a",), object()])
+def test_an_interned_part_refuses_a_key_that_is_not_a_plain_value(part):
+    """A container in the key would be told apart by an id the table does not keep alive; refused, in a plan build
+    or out of one, before anything is made."""
+    from components.plan.frozen import interned, sharing
+
+    made = []
+    with pytest.raises(TypeError, match="key part"), sharing():
+        interned(lambda: made.append(1) or {}, "part", part)
+    with pytest.raises(TypeError, match="key part"):
+        interned(lambda: made.append(1) or {}, "part", part)
+    assert made == []
+
+
 def test_a_big_plan_shares_its_equal_parts():
     """Tenants' equal frozen values (labels, quotas per pool) are one object: the plan lives to the end of the synth."""
     from bench_synth import generated_config

@@ -99,7 +99,11 @@ def interned(make: Callable[[], Any], *key: Any) -> Any:
     """``freeze(make())``, made once per ``key`` (exact values: 1, 1.0 and True differ) while a plan is built
     (``sharing``; outside it, every time): for a part of many values asked again and again with the same arguments
     (a ClusterQueue's quota entries: ~2,600 in a 200-tenant plan, ~40 distinct). Freezing the value it is built into
-    gives it back as it is."""
+    gives it back as it is. The key's parts are plain values (str, int, float, bool, None): a container would be
+    told apart by its id, which the table does not keep alive, so a later object could take it; TypeError."""
+    for k in key:
+        if type(k) not in LEAVES:
+            raise TypeError(f"interned: a key part must be a str, int, float, bool or None, not {type(k).__name__}")
     table = _shared
     if table is None:
         return freeze(make())
