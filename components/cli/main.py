@@ -23,9 +23,10 @@ from typing import Any
 # pydantic's first model build looks for plugins by scanning every installed distribution's entry points
 # (pydantic/plugin/_loader.py get_plugins: ~5-9 ms of each command here, with none installed). The command validates
 # a stack file and exits, with no use for one; a user who wants a plugin (logfire's, say) while it runs sets
-# PYDANTIC_DISABLE_PLUGINS themselves (any value, even empty, is kept). Set for the command's process only: a
-# Pulumi program under the engine (__main__.py, a user's own using the GpuPlatform component) never imports this
-# module; `synth --program FILE` runs one inside the command, so there it holds too.
+# PYDANTIC_DISABLE_PLUGINS themselves (any value, even empty, is kept). Set in the command's environment, so the
+# processes it starts inherit it (kubectl for `explain --context`, nothing that builds pydantic models). A Pulumi
+# program under the engine (__main__.py, a user's own using the GpuPlatform component) never imports this module;
+# `synth --program FILE` runs one inside the command, so there it holds too.
 os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
 EXIT_OK, EXIT_POLICY, EXIT_INVALID, EXIT_INTERNAL = 0, 1, 2, 4  # 3: explain's 'pending' verdict
