@@ -398,11 +398,6 @@ def flavor_order(spec: StackSpec, pools: list[NodePool] | None = None) -> list[N
     return sorted(chosen, key=lambda p: (FLAVOR_CLASSES.index(flavor_class(spec, p)), p.name))
 
 
-def tenant_flavor_order(spec: StackSpec, tenant: Tenant) -> list[NodePool]:
-    """Pools the tenant reaches (a gpuQuota entry, even 0), in the order Kueue tries their flavors."""
-    return flavor_order(spec, [p for p in spec.node_pools if p.name in tenant.gpu_quota])
-
-
 # ---------------------------------------------------------------------------------- Volcano queues
 
 

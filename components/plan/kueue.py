@@ -236,10 +236,9 @@ def _limit_units(spec: StackSpec, pool: NodePool, limits: dict[str, int]) -> dic
 
 def tenant_pools(spec: StackSpec, tenant: Tenant) -> list[NodePool]:
     """Pools the tenant reaches (a gpuQuota entry, even 0), in the order Kueue tries their flavors
-    (``derive.tenant_flavor_order``: by what a job would want, then by name; never the nodePools order, so
-    reordering a stack file changes nothing. Pin a pool with a nodeSelector on gpu-platform/pool). Read from every
-    pool's place in that order, decided once per spec (``tenant_flavor_order`` scans every pool per tenant: tenants
-    x pools, ~100,000 at 1,000 tenants and 48 pools)."""
+    (``derive.flavor_order``: by what a job would want, then by name; never the nodePools order, so reordering a
+    stack file changes nothing. Pin a pool with a nodeSelector on gpu-platform/pool). Read from every pool's place
+    in that order, decided once per spec, not by sorting each tenant's pools again (tenants x pools)."""
     ranks = _flavor_ranks(spec)
     return [p for _, p in sorted(ranks[name] for name in tenant.gpu_quota if name in ranks)]
 
