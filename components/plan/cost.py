@@ -19,9 +19,8 @@ of the ConfigMap the budget policies read (``CONFIGMAP_NAME``; the policy pack n
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from ..data import catalog, prices, versions
@@ -29,7 +28,7 @@ from ..data.prices import Price
 from ..spec.model import DEFAULT_IMAGE_GIB, NodePool, Problem, StackSpec, Tenant, key, rule
 from . import ceilings, derive, json_text
 from .cost_text import markdown as markdown, usd as usd  # re-exported: the report's text for a person
-from .frozen import LEAVES
+from .frozen import plain
 
 CONFIGMAP_NAME = "gpu-platform-cost"
 CONFIGMAP_NAMESPACE = "kube-system"  # exists on every cluster; tenants cannot read it
@@ -460,26 +459,13 @@ class _Pool(NamedTuple):
     cost: Any  # pool_doc's document, or the plan's read-only copy of it
 
 
-def _thawed(x: Any) -> Any:
-    """A plan value (read-only mappings, tuples) as the plain dicts and lists of the document. Leaves (most
-    values) told apart first, before the abstract Mapping check (``frozen.plain`` does the same)."""
-    kind = type(x)
-    if kind in LEAVES:
-        return x
-    if kind is MappingProxyType or isinstance(x, Mapping):
-        return {k: _thawed(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [_thawed(v) for v in x]
-    return x
-
-
 def _document(
     stack: str, cloud: str, pools: list[_Pool], tenants: list[tuple[str, Any]], stack_cost: Any
 ) -> dict[str, Any]:
     pool_docs = []
     # by name: the document (and the ConfigMap holding it) must not change when pools are reordered
     for p in sorted(pools, key=lambda p: p.name):
-        c = _thawed(p.cost)
+        c = plain(p.cost)
         pool_docs.append(
             {
                 "name": p.name,
@@ -497,8 +483,8 @@ def _document(
                 **({"coldPull": c["coldPull"]} if "coldPull" in c else {}),
             }
         )
-    tenant_docs = [{"name": name, **_thawed(cost)} for name, cost in sorted(tenants, key=lambda t: t[0])]
-    assumed = _thawed(stack_cost)
+    tenant_docs = [{"name": name, **plain(cost)} for name, cost in sorted(tenants, key=lambda t: t[0])]
+    assumed = plain(stack_cost)
     fixed = assumed.get("fixed", [])  # a created cluster's control plane, NAT and system nodes
     hourly = [d["hourlyUsd"] for d in pool_docs] + [f["hourlyUsd"] for f in fixed]
     unknown = sorted(d["name"] for d in pool_docs if d["hourlyUsd"]["max"] is None)
